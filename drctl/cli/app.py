@@ -1,0 +1,101 @@
+"""The root command: global options and the one error boundary."""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from typing import Annotated
+
+import typer
+
+from drctl import __version__
+from drctl.cli import config_cmd, lab_cmd
+from drctl.cli.state import CURRENT
+from drctl.errors import DrctlError, ExitStatus
+from drctl.render import OutputFormat, Terminal
+
+app = typer.Typer(
+    name="drctl",
+    help="Kafka disaster recovery: failover, failback, offset translation and gap analysis.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    pretty_exceptions_show_locals=False,  # locals can hold passwords
+    add_completion=True,
+    rich_markup_mode="rich",
+)
+app.add_typer(config_cmd.app, name="config")
+app.add_typer(lab_cmd.app, name="lab")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"drctl {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    config: Annotated[str | None, typer.Option(
+        "--config", "-c", envvar="DRCTL_CONFIG", metavar="PATH",
+        help="Configuration file (default: ./drctl.yaml).")] = None,
+    output: Annotated[OutputFormat, typer.Option(
+        "--output", "-o", case_sensitive=False,
+        help="text for people (stderr), json for scripts (stdout).")] = OutputFormat.text,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and client logs.")]
+    = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only errors and data.")] = False,
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    CURRENT.config_option = config
+    CURRENT.output = output
+    CURRENT.debug = debug or bool(os.environ.get("DRCTL_DEBUG"))
+    CURRENT.quiet = quiet
+    if CURRENT.debug:
+        import logging
+
+        logging.basicConfig(level=logging.DEBUG, stream=sys.stderr)
+
+
+def _report(terminal: Terminal, exc: DrctlError) -> None:
+    terminal.error(exc.message)
+    if exc.hint:
+        terminal.err.print(f"  {terminal.redactor.redact(exc.hint)}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run drctl; return the exit status instead of raising (tests call this in-process).
+
+    Typer's standalone mode handles usage errors (exit 2), --help and Ctrl-C (exit 130); drctl's
+    own errors and anything unexpected are turned into a message here.
+    """
+    try:
+        app(args=argv, prog_name="drctl")
+        return ExitStatus.SUCCESS
+    except SystemExit as exc:
+        if exc.code is None:
+            return ExitStatus.SUCCESS
+        return exc.code if isinstance(exc.code, int) else ExitStatus.FAILURE
+    except DrctlError as exc:
+        terminal = CURRENT.terminal()
+        _report(terminal, exc)
+        if CURRENT.debug:
+            terminal.err.print(terminal.redactor.redact(traceback.format_exc()))
+        return exc.exit_status
+    except KeyboardInterrupt:
+        CURRENT.terminal().error("interrupted.")
+        return ExitStatus.INTERRUPTED
+    except Exception as exc:  # noqa: BLE001 - the boundary: nothing escapes as a traceback
+        terminal = CURRENT.terminal()
+        terminal.error(f"unexpected {type(exc).__name__}: {exc}")
+        if CURRENT.debug:
+            terminal.err.print(terminal.redactor.redact(traceback.format_exc()))
+        else:
+            terminal.err.print("  Run again with --debug for the traceback, and please report "
+                               "it.")
+        return ExitStatus.FAILURE
+
+
+def run() -> None:
+    sys.exit(main())

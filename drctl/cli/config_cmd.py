@@ -1,0 +1,70 @@
+"""`drctl config show|check`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+import yaml
+
+from drctl.cli.state import CURRENT, OutputOption
+from drctl.config import config_as_data
+from drctl.errors import ExitStatus, Unreachable
+from drctl.kafka.clients import ClusterClients, describe_with_retry
+from drctl.kafka.retry import RetryPolicy
+from drctl.render import OutputFormat
+
+app = typer.Typer(help="Show and check the configuration.", no_args_is_help=True)
+
+
+@app.command("show")
+def show(output: Annotated[OutputFormat | None, OutputOption] = None) -> None:
+    """Print the resolved configuration, secrets masked."""
+    config = CURRENT.config()
+    term = CURRENT.terminal(output)
+    data = config_as_data(config)
+    if term.json_mode:
+        term.emit_json(data)
+    else:
+        term.err.print(yaml.safe_dump(data, sort_keys=False).rstrip(), markup=False)
+
+
+@app.command("check")
+def check(
+    output: Annotated[OutputFormat | None, OutputOption] = None,
+    deadline: Annotated[float, typer.Option(
+        help="Give up on a cluster after this many seconds of retries.")] = 30.0,
+) -> None:
+    """Connect to every cluster: id, broker count, controller, round-trip time."""
+    config = CURRENT.config()
+    term = CURRENT.terminal(output)
+    policy = RetryPolicy.from_settings(config.retry, deadline_s=deadline)
+    results = []
+    failures = []
+    for name in config.clusters:
+        clients = ClusterClients.for_cluster(config, name)
+        term.step(f"{name}: connecting to {clients.bootstrap}")
+        try:
+            info = describe_with_retry(
+                clients, policy,
+                on_retry=lambda n, exc, delay, c=name: term.warn(
+                    f"{c}: attempt {n} failed ({exc}); retrying in {delay:.0f} s"))
+        except Unreachable as exc:
+            failures.append(exc)
+            results.append({"cluster": name, "bootstrap": clients.bootstrap,
+                            "reachable": False, "error": exc.message})
+            continue
+        results.append({"cluster": name, "bootstrap": info.bootstrap, "reachable": True,
+                        "cluster_id": info.cluster_id, "brokers": info.broker_count,
+                        "controller": info.controller_id, "rtt_ms": round(info.rtt_ms, 1)})
+    if term.json_mode:
+        term.emit_json({"clusters": results})
+    else:
+        term.table("Clusters", ["cluster", "bootstrap", "cluster id", "brokers", "controller",
+                                "rtt ms"],
+                   [[r["cluster"], r["bootstrap"], r.get("cluster_id", "unreachable"),
+                     r.get("brokers"), r.get("controller"), r.get("rtt_ms")] for r in results])
+    if failures:
+        for exc in failures:
+            term.error(exc.message)
+        raise typer.Exit(ExitStatus.UNREACHABLE)

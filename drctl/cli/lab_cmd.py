@@ -1,0 +1,158 @@
+"""`drctl lab`: two real Kafka clusters and MirrorMaker 2 on this machine."""
+
+from __future__ import annotations
+
+import time
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from drctl.cli.state import CURRENT, OutputOption
+from drctl.kafka.clients import ClusterClients
+from drctl.lab.lab import Lab, LabPorts
+from drctl.lab.workload import WorkloadSpec, run_workload
+from drctl.render import OutputFormat, human_bytes
+
+app = typer.Typer(help="A local DR lab: primary and secondary Kafka clusters plus MirrorMaker 2.",
+                  no_args_is_help=True)
+
+DirOption = Annotated[Path, typer.Option("--dir", envvar="DRCTL_LAB_DIR",
+                                         help="Where the lab keeps its data, logs and config.")]
+
+
+class TopicNaming(StrEnum):
+    kept = "kept"
+    prefixed = "prefixed"
+
+
+class Failable(StrEnum):
+    primary = "primary"
+    secondary = "secondary"
+    replication = "replication"
+
+
+@app.command("up")
+def up(
+    dir: DirOption = Path("lab"),
+    topic_naming: Annotated[TopicNaming, typer.Option(
+        help="kept: MM2 IdentityReplicationPolicy (topics keep their names); prefixed: "
+             "MM2's default primary.<topic>.")] = TopicNaming.kept,
+    kafka_version: Annotated[str | None, typer.Option(
+        help="Kafka release from Maven Central, e.g. 4.3.1 or 3.9.x (default: 4.3.1, or "
+             "KAFKA_HOME when set).")] = None,
+    primary_port: Annotated[int, typer.Option(help="primary's listener (controller: +1).")]
+    = 19092,
+    secondary_port: Annotated[int, typer.Option(help="secondary's listener (controller: +1).")]
+    = 29092,
+    connect_port: Annotated[int, typer.Option(help="Kafka Connect REST port.")] = 18083,
+    output: Annotated[OutputFormat | None, OutputOption] = None,
+) -> None:
+    """Start the lab (idempotent) and write DIR/drctl.yaml."""
+    term = CURRENT.terminal(output)
+    lab = Lab(dir)
+    started = time.monotonic()
+    state = lab.up(ports=LabPorts(primary_port, secondary_port, connect_port),
+                   kafka_version=kafka_version,
+                   names_kept=topic_naming == TopicNaming.kept, notify=term.step)
+    elapsed = time.monotonic() - started
+    status = lab.status()
+    if term.json_mode:
+        term.emit_json({**status, "elapsed_s": round(elapsed, 1)})
+        return
+    term.success(f"Lab up in {elapsed:.1f} s: Kafka {state.kafka_version}, topic naming "
+                 f"{state.topic_naming}, {human_bytes(status['total_rss_bytes'])} resident.")
+    term.info(f"  primary   127.0.0.1:{state.ports.primary}\n"
+              f"  secondary 127.0.0.1:{state.ports.secondary}\n"
+              f"  connect   http://127.0.0.1:{state.ports.connect}\n"
+              f"  config    {lab.config_file}  (export DRCTL_CONFIG={lab.config_file})")
+
+
+@app.command("down")
+def down(
+    dir: DirOption = Path("lab"),
+    purge: Annotated[bool, typer.Option("--purge", help="Also delete the lab's data.")] = False,
+) -> None:
+    """Stop every process the lab started (idempotent)."""
+    term = CURRENT.terminal()
+    stopped = Lab(dir).down(purge=purge)
+    term.success(f"Stopped {', '.join(stopped)}." if stopped else "Nothing was running.")
+
+
+@app.command("status")
+def status(dir: DirOption = Path("lab"),
+           output: Annotated[OutputFormat | None, OutputOption] = None) -> None:
+    """Processes, connectors and per-topic replication lag."""
+    term = CURRENT.terminal(output)
+    st = Lab(dir).status()
+    if term.json_mode:
+        term.emit_json(st)
+        return
+    term.info(f"Lab {st['dir']} — Kafka {st['kafka_version']}, topic naming "
+              f"{st['topic_naming']}, {human_bytes(st['total_rss_bytes'])} resident")
+    term.table("Processes", ["name", "running", "pid", "port", "memory", "log"],
+               [[p["name"], "yes" if p["running"] else "NO", p["pid"], p["port"],
+                 human_bytes(p["rss_bytes"]), p["log"]] for p in st["processes"]])
+    if st["connectors"]:
+        term.table("Connectors", ["connector", "state", "tasks"],
+                   [[c["name"], c["state"], ", ".join(c["tasks"]) or "-"]
+                    for c in st["connectors"]])
+    if st["replication_lag"]:
+        term.table("Replication lag (offsets behind on primary)",
+                   ["topic", "partitions", "end offsets", "behind"],
+                   [[r["topic"], r["partitions"], r["end"], r["behind"]]
+                    for r in st["replication_lag"]])
+
+
+@app.command("fail")
+def fail(what: Failable, dir: DirOption = Path("lab")) -> None:
+    """Hard-kill a part of the lab (SIGKILL), like losing a datacenter."""
+    component = Lab(dir).fail(what.value)
+    CURRENT.terminal().success(f"Killed {component} (SIGKILL). `drctl lab heal {what.value}` "
+                               "restarts it on the same data.")
+
+
+@app.command("heal")
+def heal(what: Failable, dir: DirOption = Path("lab")) -> None:
+    """Restart a failed part of the lab on its existing data."""
+    term = CURRENT.terminal()
+    Lab(dir).heal(what.value, notify=term.step)
+    term.success(f"{what.value} is running again.")
+
+
+@app.command("load")
+def load(
+    dir: DirOption = Path("lab"),
+    topic: Annotated[list[str] | None, typer.Option(
+        "--topic", help="Topic to produce to (repeatable).")] = None,
+    partitions: Annotated[int, typer.Option(min=1)] = 3,
+    records: Annotated[int, typer.Option(min=0, help="Committed records per topic.")] = 1000,
+    seed: Annotated[int, typer.Option(help="Same seed, same records.")] = 7,
+    transactions: Annotated[int, typer.Option(
+        min=0, help="Transactional batches per topic; every other one is aborted.")] = 4,
+    group: Annotated[list[str] | None, typer.Option(
+        "--group", help="NAME=POSITION with POSITION 0, an offset, N% or end (repeatable).")]
+    = None,
+    output: Annotated[OutputFormat | None, OutputOption] = None,
+) -> None:
+    """Produce a deterministic DR workload to the primary and commit consumer groups."""
+    term = CURRENT.terminal(output)
+    lab = Lab(dir)
+    state = lab.load_state()
+    spec = WorkloadSpec(
+        topics=tuple(topic or WorkloadSpec.topics), partitions=partitions, records=records,
+        seed=seed, transactions=transactions,
+        groups=tuple(group) if group is not None else WorkloadSpec.groups)
+    clients = ClusterClients("primary", {"bootstrap.servers": lab.bootstrap(state, "primary")})
+    result = run_workload(clients, spec, notify=term.step)
+    summary = result.summary()
+    if term.json_mode:
+        term.emit_json(summary)
+        return
+    term.table("Produced to primary", ["topic", "records by kind"],
+               [[t, ", ".join(f"{k}={v}" for k, v in sorted(kinds.items()))]
+                for t, kinds in summary["topics"].items()])
+    term.table("Committed groups", ["group", "topic", "offsets by partition"],
+               [[g, t, ", ".join(f"{p}:{o}" for p, o in sorted(parts.items()))]
+                for g, topics in summary["groups"].items() for t, parts in topics.items()])

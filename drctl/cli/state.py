@@ -1,0 +1,51 @@
+"""What the root command's global options decide, shared by every subcommand."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import typer
+
+from drctl.config import Config, config_path_from, load_config
+from drctl.render import OutputFormat, Terminal
+
+
+@dataclass
+class AppState:
+    config_option: str | None = None
+    output: OutputFormat = OutputFormat.text
+    debug: bool = False
+    quiet: bool = False
+    _config: Config | None = field(default=None, repr=False)
+    _terminal: Terminal | None = field(default=None, repr=False)
+
+    @property
+    def config_path(self) -> Path:
+        return config_path_from(self.config_option)
+
+    def config(self) -> Config:
+        if self._config is None:
+            self._config = load_config(self.config_path)
+            self.terminal().redactor = self._config.redactor
+        return self._config
+
+    def terminal(self, output: OutputFormat | None = None) -> Terminal:
+        if self._terminal is None:
+            self._terminal = Terminal(output=self.output, quiet=self.quiet, debug=self.debug)
+        if output is not None:
+            self._terminal.output = output
+        return self._terminal
+
+
+# The error boundary reads this when a command fails, so it is module-level on purpose.
+CURRENT = AppState()
+
+
+def app_state(ctx: typer.Context | None = None) -> AppState:
+    return CURRENT
+
+
+OutputOption = typer.Option(
+    "--output", "-o", help="text for people (stderr), json for scripts (stdout).",
+    case_sensitive=False)

@@ -1,0 +1,437 @@
+"""drctl's one configuration file: parsed, validated and resolved into plain dataclasses.
+
+Every problem is a `ConfigError` naming the file, the key path and the reason, so an operator
+can fix the file without reading code.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from drctl.errors import ConfigError
+from drctl.secrets import Redactor, UnresolvedReference, is_secret_key, resolve_references
+
+DEFAULT_CONFIG_PATH = Path("drctl.yaml")
+CONFIG_ENV_VAR = "DRCTL_CONFIG"
+KINDS = ("replicator", "mirrormaker2", "identity")
+
+
+@dataclass(frozen=True)
+class NameFilter:
+    """Include/exclude regexes matched against whole names; an empty include means all."""
+
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+
+    def matches(self, name: str) -> bool:
+        if self.include and not any(re.fullmatch(p, name) for p in self.include):
+            return False
+        return not any(re.fullmatch(p, name) for p in self.exclude)
+
+
+@dataclass(frozen=True)
+class ConnectSettings:
+    url: str | None = None
+    username: str | None = None
+    password: str | None = None
+    source_connector: str | None = None
+    checkpoint_connector: str | None = None
+    heartbeat_connector: str | None = None
+    timeout_s: float = 10.0
+
+    @property
+    def connectors(self) -> tuple[str, ...]:
+        names = (self.source_connector, self.checkpoint_connector, self.heartbeat_connector)
+        return tuple(n for n in names if n)
+
+
+@dataclass(frozen=True)
+class ReplicationSettings:
+    kind: str
+    source: str
+    target: str
+    topics: NameFilter = NameFilter()
+    # How a source topic is named on the target; `{topic}` keeps names (active/standby DR).
+    rename: str = "{topic}"
+    source_alias: str = "primary"
+    target_alias: str = "secondary"
+    connect: ConnectSettings = ConnectSettings()
+    replicator_group: str | None = None
+
+    @property
+    def names_kept(self) -> bool:
+        return self.rename == "{topic}"
+
+    def mirror_topic(self, source_topic: str) -> str:
+        """The target topic that holds what was replicated from `source_topic`."""
+        return self.rename.replace("{topic}", source_topic)
+
+    def failover_topic(self, source_topic: str) -> str:
+        """Where producers write on the target after failover (DESIGN section 2)."""
+        return source_topic if not self.names_kept else self.mirror_topic(source_topic)
+
+    def source_topic_of(self, target_topic: str) -> str | None:
+        """The source topic a mirror topic was replicated from, or None if it is not one."""
+        prefix, _, suffix = self.rename.partition("{topic}")
+        if (target_topic.startswith(prefix) and target_topic.endswith(suffix)
+                and len(target_topic) > len(prefix) + len(suffix)):
+            return target_topic[len(prefix):len(target_topic) - len(suffix)]
+        return None
+
+
+@dataclass(frozen=True)
+class StateSettings:
+    dir: Path = Path(".drctl")
+    topic: str = "_drctl_state"
+
+
+@dataclass(frozen=True)
+class SparkSettings:
+    master: str = "local[*]"
+    jars: tuple[str, ...] = ()
+    packages: tuple[str, ...] = ()
+    conf: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RetrySettings:
+    """Exponential backoff; defaults after Debezium's reconnect policy."""
+
+    initial_s: float = 1.0
+    multiplier: float = 2.0
+    max_s: float = 120.0
+    attempts: int = 16
+    deadline_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Config:
+    path: Path | None
+    clusters: Mapping[str, Mapping[str, str]]
+    replication: ReplicationSettings | None = None
+    groups: NameFilter = NameFilter()
+    state: StateSettings = StateSettings()
+    spark: SparkSettings = SparkSettings()
+    retry: RetrySettings = RetrySettings()
+    redactor: Redactor = field(default_factory=Redactor, compare=False, repr=False)
+
+    def cluster(self, name: str) -> Mapping[str, str]:
+        if name not in self.clusters:
+            known = ", ".join(sorted(self.clusters)) or "none"
+            raise ConfigError(f"unknown cluster '{name}' (configured: {known})",
+                              path=str(self.path) if self.path else None, key="clusters",
+                              hint=_did_you_mean(name, self.clusters))
+
+        return self.clusters[name]
+
+    def require_replication(self) -> ReplicationSettings:
+        if self.replication is None:
+            raise ConfigError("this command needs a 'replication' section",
+                              path=str(self.path) if self.path else None, key="replication")
+        return self.replication
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading
+
+
+def config_path_from(option: str | None) -> Path:
+    if option:
+        return Path(option)
+    env = os.environ.get(CONFIG_ENV_VAR)
+    return Path(env) if env else DEFAULT_CONFIG_PATH
+
+
+def load_config(path: Path) -> Config:
+    if not path.exists():
+        raise ConfigError(
+            "no configuration file here",
+            path=str(path),
+            hint="Pass --config PATH, set DRCTL_CONFIG, or run `drctl lab up` to write one.",
+        )
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError(f"not valid YAML{where}: {getattr(exc, 'problem', exc)}",
+                          path=str(path)) from exc
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror}", path=str(path)) from exc
+    return parse_config(raw if raw is not None else {}, path=path)
+
+
+def parse_config(raw: Any, path: Path | None = None) -> Config:
+    return _Parser(path).config(raw)
+
+
+def _did_you_mean(word: str, choices: Any) -> str | None:
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f"Did you mean '{close[0]}'?" if close else None
+
+
+_TOP_KEYS = ("clusters", "replication", "groups", "state", "spark", "retry")
+_REPLICATION_KEYS = ("kind", "source", "target", "topics", "rename", "source_alias",
+                     "target_alias", "connect", "replicator_group")
+_CONNECT_KEYS = ("url", "username", "password", "source_connector", "checkpoint_connector",
+                 "heartbeat_connector", "timeout_s")
+_FILTER_KEYS = ("include", "exclude")
+_STATE_KEYS = ("dir", "topic")
+_SPARK_KEYS = ("master", "jars", "packages", "conf")
+_RETRY_KEYS = ("initial_s", "multiplier", "max_s", "attempts", "deadline_s")
+
+
+class _Parser:
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.base_dir = path.parent if path else Path.cwd()
+        self.redactor = Redactor()
+
+    def error(self, key: str, message: str, hint: str | None = None) -> ConfigError:
+        return ConfigError(message, path=str(self.path) if self.path else None, key=key,
+                           hint=hint)
+
+    def mapping(self, value: Any, key: str, allowed: tuple[str, ...] | None) -> dict[str, Any]:
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            raise self.error(key, f"expected a mapping, got {_type_name(value)}")
+        for name in value:
+            if not isinstance(name, str):
+                raise self.error(key, f"keys must be strings, got {name!r}")
+            if allowed is not None and name not in allowed:
+                raise self.error(f"{key}.{name}" if key else name, "unknown key",
+                                 _did_you_mean(name, allowed))
+        return dict(value)
+
+    def string(self, value: Any, key: str, *, secret: bool = False) -> str:
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise self.error(key, f"expected a string, got {_type_name(value)}")
+        try:
+            resolved = resolve_references(str(value))
+        except UnresolvedReference as exc:
+            raise self.error(key, f"unresolved reference: {exc}") from exc
+        if secret or is_secret_key(key):
+            self.redactor.add(resolved)
+        return resolved
+
+    def optional_string(self, value: Any, key: str) -> str | None:
+        return None if value is None else self.string(value, key)
+
+    def number(self, value: Any, key: str, *, integer: bool = False,
+               minimum: float = 0) -> float:
+        ok = isinstance(value, int) if integer else isinstance(value, (int, float))
+        if isinstance(value, bool) or not ok:
+            expected = "an integer" if integer else "a number"
+            raise self.error(key, f"expected {expected}, got {_type_name(value)}")
+        if value < minimum:
+            raise self.error(key, f"must be at least {minimum}, got {value}")
+        return float(value)
+
+    def string_list(self, value: Any, key: str, *, regex: bool = False) -> tuple[str, ...]:
+        if value is None:
+            return ()
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, list):
+            raise self.error(key, f"expected a list of strings, got {_type_name(value)}")
+        out = []
+        for i, item in enumerate(items):
+            text = self.string(item, f"{key}[{i}]")
+            if regex:
+                try:
+                    re.compile(text)
+                except re.error as exc:
+                    raise self.error(f"{key}[{i}]", f"not a valid regex: {exc}") from exc
+            out.append(text)
+        return tuple(out)
+
+    def name_filter(self, value: Any, key: str) -> NameFilter:
+        raw = self.mapping(value, key, _FILTER_KEYS)
+        return NameFilter(self.string_list(raw.get("include"), f"{key}.include", regex=True),
+                          self.string_list(raw.get("exclude"), f"{key}.exclude", regex=True))
+
+    def config(self, raw: Any) -> Config:
+        top = self.mapping(raw, "", _TOP_KEYS)
+        clusters = self.clusters(top.get("clusters"))
+        replication = None
+        if top.get("replication") is not None:
+            replication = self.replication(top["replication"], clusters)
+        state_raw = self.mapping(top.get("state"), "state", _STATE_KEYS)
+        state = StateSettings(
+            dir=self.resolve_path(self.string(state_raw.get("dir", ".drctl"), "state.dir")),
+            topic=self.string(state_raw.get("topic", "_drctl_state"), "state.topic"),
+        )
+        return Config(
+            path=self.path,
+            clusters=clusters,
+            replication=replication,
+            groups=self.name_filter(top.get("groups"), "groups"),
+            state=state,
+            spark=self.spark(top.get("spark")),
+            retry=self.retry(top.get("retry")),
+            redactor=self.redactor,
+        )
+
+    def resolve_path(self, text: str) -> Path:
+        p = Path(text).expanduser()
+        return p if p.is_absolute() else (self.base_dir / p)
+
+    def clusters(self, value: Any) -> dict[str, dict[str, str]]:
+        raw = self.mapping(value, "clusters", None)
+        if not raw:
+            raise self.error("clusters", "at least one cluster is required")
+        clusters: dict[str, dict[str, str]] = {}
+        for name, props in raw.items():
+            key = f"clusters.{name}"
+            props_raw = self.mapping(props, key, None)
+            resolved: dict[str, str] = {}
+            for prop, prop_value in props_raw.items():
+                if isinstance(prop_value, bool):
+                    prop_value = "true" if prop_value else "false"
+                resolved[prop] = self.string(prop_value, f"{key}.{prop}",
+                                             secret=is_secret_key(prop))
+            if "bootstrap.servers" not in resolved:
+                raise self.error(key, "missing 'bootstrap.servers'")
+            clusters[name] = resolved
+        return clusters
+
+    def cluster_ref(self, value: Any, key: str, clusters: Mapping[str, Any]) -> str:
+        name = self.string(value, key)
+        if name not in clusters:
+            raise self.error(key, f"unknown cluster '{name}' (configured: "
+                             f"{', '.join(sorted(clusters))})", _did_you_mean(name, clusters))
+        return name
+
+    def replication(self, value: Any, clusters: Mapping[str, Any]) -> ReplicationSettings:
+        raw = self.mapping(value, "replication", _REPLICATION_KEYS)
+        for required in ("kind", "source", "target"):
+            if required not in raw:
+                raise self.error(f"replication.{required}", "required key is missing")
+        kind = self.string(raw["kind"], "replication.kind")
+        if kind not in KINDS:
+            raise self.error("replication.kind", f"must be one of {', '.join(KINDS)}, "
+                             f"got '{kind}'", _did_you_mean(kind, KINDS))
+        source = self.cluster_ref(raw["source"], "replication.source", clusters)
+        target = self.cluster_ref(raw["target"], "replication.target", clusters)
+        if source == target:
+            raise self.error("replication.target", "source and target are the same cluster")
+        rename = self.string(raw.get("rename", "{topic}"), "replication.rename")
+        if rename.count("{topic}") != 1:
+            raise self.error("replication.rename", "must contain '{topic}' exactly once, "
+                             "e.g. '{topic}' (names kept) or 'primary.{topic}'")
+        if kind == "identity" and rename != "{topic}":
+            raise self.error("replication.rename", "identity mirrors keep topic names")
+        connect_raw = self.mapping(raw.get("connect"), "replication.connect", _CONNECT_KEYS)
+        connect = ConnectSettings(
+            url=self.optional_string(connect_raw.get("url"), "replication.connect.url"),
+            username=self.optional_string(connect_raw.get("username"),
+                                          "replication.connect.username"),
+            password=self.optional_string(connect_raw.get("password"),
+                                          "replication.connect.password"),
+            source_connector=self.optional_string(connect_raw.get("source_connector"),
+                                                  "replication.connect.source_connector"),
+            checkpoint_connector=self.optional_string(
+                connect_raw.get("checkpoint_connector"),
+                "replication.connect.checkpoint_connector"),
+            heartbeat_connector=self.optional_string(
+                connect_raw.get("heartbeat_connector"),
+                "replication.connect.heartbeat_connector"),
+            timeout_s=self.number(connect_raw.get("timeout_s", 10.0),
+                                  "replication.connect.timeout_s"),
+        )
+        return ReplicationSettings(
+            kind=kind,
+            source=source,
+            target=target,
+            topics=self.name_filter(raw.get("topics"), "replication.topics"),
+            rename=rename,
+            source_alias=self.string(raw.get("source_alias", source), "replication.source_alias"),
+            target_alias=self.string(raw.get("target_alias", target), "replication.target_alias"),
+            connect=connect,
+            replicator_group=self.optional_string(raw.get("replicator_group"),
+                                                  "replication.replicator_group"),
+        )
+
+    def spark(self, value: Any) -> SparkSettings:
+        raw = self.mapping(value, "spark", _SPARK_KEYS)
+        conf_raw = self.mapping(raw.get("conf"), "spark.conf", None)
+        jars = tuple(str(self.resolve_path(j))
+                     for j in self.string_list(raw.get("jars"), "spark.jars"))
+        return SparkSettings(
+            master=self.string(raw.get("master", "local[*]"), "spark.master"),
+            jars=jars,
+            packages=self.string_list(raw.get("packages"), "spark.packages"),
+            conf={k: self.string(v, f"spark.conf.{k}") for k, v in conf_raw.items()},
+        )
+
+    def retry(self, value: Any) -> RetrySettings:
+        raw = self.mapping(value, "retry", _RETRY_KEYS)
+        defaults = RetrySettings()
+        deadline = raw.get("deadline_s")
+        return RetrySettings(
+            initial_s=self.number(raw.get("initial_s", defaults.initial_s), "retry.initial_s"),
+            multiplier=self.number(raw.get("multiplier", defaults.multiplier),
+                                   "retry.multiplier", minimum=1),
+            max_s=self.number(raw.get("max_s", defaults.max_s), "retry.max_s"),
+            attempts=int(self.number(raw.get("attempts", defaults.attempts), "retry.attempts",
+                                     integer=True, minimum=1)),
+            deadline_s=None if deadline is None else self.number(deadline, "retry.deadline_s"),
+        )
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "nothing"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, bool):
+        return "a boolean"
+    return type(value).__name__
+
+
+def config_as_data(config: Config) -> dict[str, Any]:
+    """The resolved configuration as plain data with secrets masked (for `config show`)."""
+    from drctl.secrets import mask_mapping
+
+    rep = config.replication
+    data: dict[str, Any] = {
+        "path": str(config.path) if config.path else None,
+        "clusters": {name: mask_mapping(props) for name, props in config.clusters.items()},
+        "replication": None,
+        "groups": {"include": list(config.groups.include),
+                   "exclude": list(config.groups.exclude)},
+        "state": {"dir": str(config.state.dir), "topic": config.state.topic},
+        "spark": {"master": config.spark.master, "jars": list(config.spark.jars),
+                  "packages": list(config.spark.packages),
+                  "conf": mask_mapping(config.spark.conf)},
+        "retry": {"initial_s": config.retry.initial_s, "multiplier": config.retry.multiplier,
+                  "max_s": config.retry.max_s, "attempts": config.retry.attempts,
+                  "deadline_s": config.retry.deadline_s},
+    }
+    if rep is not None:
+        data["replication"] = {
+            "kind": rep.kind, "source": rep.source, "target": rep.target,
+            "topics": {"include": list(rep.topics.include), "exclude": list(rep.topics.exclude)},
+            "rename": rep.rename, "source_alias": rep.source_alias,
+            "target_alias": rep.target_alias, "replicator_group": rep.replicator_group,
+            "connect": mask_mapping({
+                "url": rep.connect.url, "username": rep.connect.username,
+                "password": rep.connect.password,
+                "source_connector": rep.connect.source_connector,
+                "checkpoint_connector": rep.connect.checkpoint_connector,
+                "heartbeat_connector": rep.connect.heartbeat_connector,
+                "timeout_s": rep.connect.timeout_s,
+            }),
+        }
+    redacted: dict[str, Any] = config.redactor.redact_data(data)
+    return redacted

@@ -1,0 +1,72 @@
+"""The one error hierarchy of drctl and the exit statuses it maps to (DESIGN section 9).
+
+The core raises these; only the CLI edge turns them into a message and an exit status.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitStatus(IntEnum):
+    SUCCESS = 0
+    FAILURE = 1
+    USAGE = 2  # usage or configuration error
+    CHECK_FAILED = 3  # a check did not hold: gap, order conflict, preflight
+    UNREACHABLE = 4  # a cluster or service unreachable after retries
+    ABORTED = 5  # aborted by the operator (or an approval that was not given)
+    INTERRUPTED = 130
+
+
+class DrctlError(Exception):
+    """An error an operator can act on: what happened, and what to do about it."""
+
+    exit_status: ExitStatus = ExitStatus.FAILURE
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message if not self.hint else f"{self.message} {self.hint}"
+
+
+class UsageError(DrctlError):
+    exit_status = ExitStatus.USAGE
+
+
+class ConfigError(UsageError):
+    """A configuration file that cannot be used; names the file and the key path."""
+
+    def __init__(self, message: str, *, path: str | None = None, key: str | None = None,
+                 hint: str | None = None) -> None:
+        where = ""
+        if path:
+            where = f"{path}: "
+        if key:
+            where += f"{key}: "
+        super().__init__(where + message, hint)
+        self.path = path
+        self.key = key
+
+
+class CheckFailed(DrctlError):
+    exit_status = ExitStatus.CHECK_FAILED
+
+
+class Unreachable(DrctlError):
+    exit_status = ExitStatus.UNREACHABLE
+
+
+class Aborted(DrctlError):
+    exit_status = ExitStatus.ABORTED
+
+
+class LabError(DrctlError):
+    """The local lab could not do what was asked; the message names the log file to read."""
+
+
+class DecodeError(ValueError):
+    """Bytes that do not decode with a given layout. Not a DrctlError: decoders report it per
+    record and carry on; it never ends a command."""

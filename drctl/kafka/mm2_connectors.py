@@ -1,0 +1,101 @@
+"""MirrorMaker 2 connector configurations for a Kafka Connect worker (one flow, one direction).
+
+Used by the lab for the forward flow and by failback for the reverse flow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+IDENTITY_POLICY = "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"
+DEFAULT_POLICY = "org.apache.kafka.connect.mirror.DefaultReplicationPolicy"
+BYTES = "org.apache.kafka.connect.converters.ByteArrayConverter"
+
+# Never replicate drctl's own state or Connect's internal topics.
+TOPICS_EXCLUDE = r".*[\-\.]internal,.*\.replica,__.*,_drctl.*,connect-.*"
+
+
+@dataclass(frozen=True)
+class MirrorFlow:
+    source_alias: str
+    target_alias: str
+    source_bootstrap: str
+    target_bootstrap: str
+    names_kept: bool = True
+    topics: str = ".*"
+    fast: bool = False  # test-speed intervals (the lab)
+    offset_lag_max: int = 100
+
+    def connector_names(self) -> dict[str, str]:
+        prefix = f"mm2-{self.source_alias}-{self.target_alias}"
+        return {"source": f"{prefix}-source", "checkpoint": f"{prefix}-checkpoint",
+                "heartbeat": f"{prefix}-heartbeat"}
+
+    def _common(self) -> dict[str, str]:
+        common = {
+            "source.cluster.alias": self.source_alias,
+            "target.cluster.alias": self.target_alias,
+            "source.cluster.bootstrap.servers": self.source_bootstrap,
+            "target.cluster.bootstrap.servers": self.target_bootstrap,
+            "replication.policy.class": IDENTITY_POLICY if self.names_kept else DEFAULT_POLICY,
+            "key.converter": BYTES,
+            "value.converter": BYTES,
+            "header.converter": "org.apache.kafka.connect.converters.ByteArrayConverter",
+            "tasks.max": "1",
+            "replication.factor": "1",
+            "offset-syncs.topic.replication.factor": "1",
+            "checkpoints.topic.replication.factor": "1",
+            "heartbeats.topic.replication.factor": "1",
+            # The worker writes to its own cluster; pin the producer to the flow's target so a
+            # worker on either cluster can run either direction.
+            "producer.override.bootstrap.servers": self.target_bootstrap,
+        }
+        return common
+
+    def source_connector(self) -> dict[str, str]:
+        cfg = {
+            **self._common(),
+            "connector.class": "org.apache.kafka.connect.mirror.MirrorSourceConnector",
+            "topics": self.topics,
+            "topics.exclude": TOPICS_EXCLUDE,
+            "sync.topic.acls.enabled": "false",
+            "sync.topic.configs.enabled": "true",
+            "offset.lag.max": str(self.offset_lag_max),
+            # Aborted transactions must not become ordinary records on the target.
+            "source.consumer.isolation.level": "read_committed",
+            "source.consumer.auto.offset.reset": "earliest",
+        }
+        if self.fast:
+            cfg["refresh.topics.interval.seconds"] = "2"
+        return cfg
+
+    def checkpoint_connector(self) -> dict[str, str]:
+        cfg = {
+            **self._common(),
+            "connector.class": "org.apache.kafka.connect.mirror.MirrorCheckpointConnector",
+            "groups": ".*",
+            "topics.exclude": TOPICS_EXCLUDE,
+            # drctl translates offsets itself; MM2 writing group offsets would race with it.
+            "sync.group.offsets.enabled": "false",
+            "emit.checkpoints.enabled": "true",
+        }
+        if self.fast:
+            cfg.update({"emit.checkpoints.interval.seconds": "1",
+                        "refresh.groups.interval.seconds": "2",
+                        "refresh.topics.interval.seconds": "2"})
+        return cfg
+
+    def heartbeat_connector(self) -> dict[str, str]:
+        cfg = {
+            **self._common(),
+            "connector.class": "org.apache.kafka.connect.mirror.MirrorHeartbeatConnector",
+        }
+        if self.fast:
+            cfg["emit.heartbeats.interval.seconds"] = "1"
+        return cfg
+
+    def connectors(self) -> dict[str, dict[str, str]]:
+        names = self.connector_names()
+        return {names["source"]: self.source_connector(),
+                names["checkpoint"]: self.checkpoint_connector(),
+                names["heartbeat"]: self.heartbeat_connector()}

@@ -1,0 +1,79 @@
+"""One retry policy for everything that talks to a cluster or a Connect worker.
+
+Exponential backoff with a cap, a maximum number of attempts and an optional overall deadline
+(for interactive use, where 16 doublings up to 120 s would be half an hour).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TypeVar
+
+from drctl.config import RetrySettings
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    initial_s: float = 1.0
+    multiplier: float = 2.0
+    max_s: float = 120.0
+    attempts: int = 16
+    deadline_s: float | None = None
+
+    @classmethod
+    def from_settings(cls, settings: RetrySettings, deadline_s: float | None = None) -> RetryPolicy:
+        return cls(settings.initial_s, settings.multiplier, settings.max_s, settings.attempts,
+                   deadline_s if deadline_s is not None else settings.deadline_s)
+
+    def delays(self) -> Iterator[float]:
+        """The waits between attempts: attempts - 1 of them."""
+        delay = self.initial_s
+        for _ in range(self.attempts - 1):
+            yield min(delay, self.max_s)
+            delay *= self.multiplier
+
+    def scaled(self, factor: float) -> RetryPolicy:
+        """The same shape with every duration multiplied (tests run it fast)."""
+        return RetryPolicy(self.initial_s * factor, self.multiplier, self.max_s * factor,
+                           self.attempts,
+                           None if self.deadline_s is None else self.deadline_s * factor)
+
+
+class RetriesExhausted(Exception):
+    def __init__(self, last: BaseException, attempts: int, elapsed_s: float) -> None:
+        super().__init__(f"gave up after {attempts} attempt(s) in {elapsed_s:.1f} s: {last}")
+        self.last = last
+        self.attempts = attempts
+        self.elapsed_s = elapsed_s
+
+
+def retry_call(
+    fn: Callable[[], T],
+    policy: RetryPolicy,
+    *,
+    retry_on: tuple[type[BaseException], ...] = (Exception,),
+    on_retry: Callable[[int, BaseException, float], None] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> T:
+    """Call `fn` until it succeeds; raise `RetriesExhausted` when attempts or deadline run out."""
+    started = clock()
+    delays = policy.delays()
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return fn()
+        except retry_on as exc:
+            delay = next(delays, None)
+            elapsed = clock() - started
+            if delay is None or (policy.deadline_s is not None
+                                 and elapsed + delay > policy.deadline_s):
+                raise RetriesExhausted(exc, attempt, elapsed) from exc
+            if on_retry is not None:
+                on_retry(attempt, exc, delay)
+            sleep(delay)

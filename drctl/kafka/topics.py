@@ -1,0 +1,44 @@
+"""Topic and partition metadata: listing, watermarks, internal-topic rules."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from confluent_kafka import Consumer, TopicPartition
+
+_INTERNAL = re.compile(r"^(__.*|_drctl.*|connect-.*|mm2-.*|.*[\-\.]internal|heartbeats|"
+                       r".*\.heartbeats)$")
+
+
+def is_internal_topic(name: str) -> bool:
+    """Kafka's, Connect's, MirrorMaker 2's and drctl's own topics: never user data."""
+    return bool(_INTERNAL.match(name))
+
+
+def list_topic_partitions(consumer: Consumer, topic: str | None = None,
+                          timeout_s: float = 10.0) -> list[TopicPartition]:
+    md = consumer.list_topics(topic, timeout=timeout_s)
+    out: list[TopicPartition] = []
+    for name, tmeta in md.topics.items():
+        if tmeta.error is not None:
+            continue
+        out.extend(TopicPartition(name, p) for p in sorted(tmeta.partitions))
+    return sorted(out, key=lambda tp: (tp.topic, tp.partition))
+
+
+def partition_count(consumer: Consumer, topic: str, timeout_s: float = 10.0) -> int | None:
+    md = consumer.list_topics(topic, timeout=timeout_s)
+    tmeta = md.topics.get(topic)
+    if tmeta is None or tmeta.error is not None:
+        return None
+    return len(tmeta.partitions)
+
+
+def watermarks(consumer: Consumer, partitions: Iterable[TopicPartition],
+               timeout_s: float = 10.0) -> dict[tuple[str, int], tuple[int, int]]:
+    """(low, high) per partition. High is the end offset for a read_committed reader's
+    purposes only once transactions are decided; it includes control markers."""
+    return {(tp.topic, tp.partition):
+            consumer.get_watermark_offsets(tp, timeout=timeout_s, cached=False)
+            for tp in partitions}

@@ -1,0 +1,462 @@
+"""The lab: two single-node KRaft clusters and a Kafka Connect worker running MirrorMaker 2,
+all on loopback, all stoppable. State lives in one directory (`lab.json` plus a folder per
+process), so any later drctl process can find, stop, fail or heal what an earlier one started.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from drctl.errors import LabError
+from drctl.kafka.clients import ClusterClients, describe
+from drctl.kafka.connect_rest import ConnectClient, ConnectError
+from drctl.kafka.mm2_connectors import MirrorFlow
+from drctl.lab.jars import KafkaDistribution, java_major, require_java, resolve_kafka
+from drctl.lab.processes import ManagedProcess, port_in_use, wait_until
+
+Notify = Callable[[str], None]
+COMPONENTS = ("primary", "secondary", "connect")
+FAILABLE = {"primary": "primary", "secondary": "secondary", "replication": "connect",
+            "connect": "connect"}
+
+BROKER_HEAP = os.environ.get("DRCTL_LAB_BROKER_HEAP", "384m")
+CONNECT_HEAP = os.environ.get("DRCTL_LAB_CONNECT_HEAP", "512m")
+_JVM_COMMON = ["-XX:+UseSerialGC", "-XX:MaxMetaspaceSize=160m", "-XX:ReservedCodeCacheSize=64m",
+               "-Xss512k", "-XX:MaxDirectMemorySize=128m", "-Djava.awt.headless=true"]
+
+
+@dataclass(frozen=True)
+class LabPorts:
+    primary: int = 19092
+    secondary: int = 29092
+    connect: int = 18083
+
+    def controller(self, broker_port: int) -> int:
+        return broker_port + 1
+
+
+@dataclass
+class LabState:
+    """What `lab up` decided; written to `lab.json` and read by every later lab command."""
+
+    ports: LabPorts
+    kafka_version: str
+    lib_dir: str
+    kafka_source: str
+    names_kept: bool
+    cluster_ids: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def topic_naming(self) -> str:
+        return "kept" if self.names_kept else "prefixed"
+
+
+def _new_cluster_id() -> str:
+    return base64.urlsafe_b64encode(os.urandom(16)).rstrip(b"=").decode()
+
+
+class Lab:
+    def __init__(self, directory: Path) -> None:
+        self.dir = directory.resolve()
+
+    # -- layout ---------------------------------------------------------------------------
+
+    @property
+    def state_file(self) -> Path:
+        return self.dir / "lab.json"
+
+    @property
+    def config_file(self) -> Path:
+        return self.dir / "drctl.yaml"
+
+    def process(self, component: str) -> ManagedProcess:
+        # The config path in the command line tells our JVMs apart from anyone else's.
+        return ManagedProcess(component, self.dir / component,
+                              signature=str(self.dir / component))
+
+    def load_state(self) -> LabState:
+        try:
+            raw = json.loads(self.state_file.read_text())
+        except FileNotFoundError:
+            raise LabError(f"No lab in {self.dir}.",
+                           "Start one with `drctl lab up` (or pass --dir).") from None
+        raw["ports"] = LabPorts(**raw["ports"])
+        return LabState(**raw)
+
+    def save_state(self, state: LabState) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.state_file.write_text(json.dumps(asdict(state), indent=2))
+
+    def bootstrap(self, state: LabState, cluster: str) -> str:
+        return f"127.0.0.1:{getattr(state.ports, cluster)}"
+
+    def flow(self, state: LabState) -> MirrorFlow:
+        return MirrorFlow("primary", "secondary", self.bootstrap(state, "primary"),
+                          self.bootstrap(state, "secondary"), names_kept=state.names_kept,
+                          fast=True)
+
+    def connect_client(self, state: LabState) -> ConnectClient:
+        return ConnectClient(f"http://127.0.0.1:{state.ports.connect}", timeout_s=10)
+
+    # -- up -------------------------------------------------------------------------------
+
+    def up(self, *, ports: LabPorts = LabPorts(), kafka_version: str | None = None,
+           names_kept: bool = True, notify: Notify = lambda _: None) -> LabState:
+        existing = self._existing_state()
+        if existing is not None:
+            if existing.names_kept != names_kept:
+                raise LabError(
+                    f"The lab in {self.dir} replicates with topic naming "
+                    f"'{existing.topic_naming}'.",
+                    "Run `drctl lab down --purge` first to start one with another naming.")
+            state = existing
+        else:
+            java = require_java()
+            if java_major(java) < 17:
+                raise LabError(f"{java} is older than Java 17, which Kafka 4 needs.",
+                               "Install a JDK 17 or set JAVA_HOME to one.")
+            notify("Resolving Kafka jars (first run downloads them from Maven Central)")
+            dist = resolve_kafka(kafka_version, log_dir=self.dir)
+            state = LabState(ports, dist.version, str(dist.lib_dir), dist.source, names_kept,
+                             {c: _new_cluster_id() for c in ("primary", "secondary")})
+            self.save_state(state)
+        dist = KafkaDistribution(state.kafka_version, Path(state.lib_dir), state.kafka_source)
+        notify(f"Kafka {dist.version} ({dist.source}: {dist.lib_dir})")
+
+        self._check_ports(state)
+        for cluster in ("primary", "secondary"):
+            self._start_broker(state, dist, cluster)
+        for cluster in ("primary", "secondary"):
+            notify(f"Waiting for {cluster} on {self.bootstrap(state, cluster)}")
+            self._wait_broker(state, cluster)
+        notify(f"Starting the Connect worker on 127.0.0.1:{state.ports.connect}")
+        self._start_connect(state, dist)
+        self._wait_connect(state)
+        notify("Configuring MirrorMaker 2 connectors (primary -> secondary)")
+        self._ensure_connectors(state)
+        self.write_config(state)
+        return state
+
+    def _existing_state(self) -> LabState | None:
+        if not self.state_file.exists():
+            return None
+        return self.load_state()
+
+    def _check_ports(self, state: LabState) -> None:
+        wanted = {"primary": [state.ports.primary, state.ports.controller(state.ports.primary)],
+                  "secondary": [state.ports.secondary,
+                                state.ports.controller(state.ports.secondary)],
+                  "connect": [state.ports.connect]}
+        for component, ports in wanted.items():
+            if self.process(component).is_running():
+                continue
+            for port in ports:
+                if port_in_use(port):
+                    raise LabError(
+                        f"Port {port} on 127.0.0.1 (for the lab's {component}) is in use by "
+                        "another process.",
+                        "Stop that process (is another lab running? `drctl lab down --dir ...`) "
+                        "or choose other ports with --primary-port/--secondary-port/"
+                        "--connect-port.")
+
+    def _log_config(self, dist: KafkaDistribution, workdir: Path, name: str) -> list[str]:
+        log_file = workdir / f"{name}.log"
+        if dist.major >= 4:
+            cfg = workdir / "log4j2.properties"
+            cfg.write_text(
+                "status = error\n"
+                "appender.file.type = File\n"
+                "appender.file.name = FILE\n"
+                f"appender.file.fileName = {log_file}\n"
+                "appender.file.layout.type = PatternLayout\n"
+                "appender.file.layout.pattern = [%d] %p %m (%c)%n\n"
+                "rootLogger.level = INFO\n"
+                "rootLogger.appenderRef.file.ref = FILE\n"
+                "logger.reflections.name = org.reflections\n"
+                "logger.reflections.level = ERROR\n")
+            return [f"-Dlog4j2.configurationFile={cfg}"]
+        cfg = workdir / "log4j.properties"
+        cfg.write_text(
+            "log4j.rootLogger=INFO, file\n"
+            "log4j.appender.file=org.apache.log4j.FileAppender\n"
+            f"log4j.appender.file.File={log_file}\n"
+            "log4j.appender.file.layout=org.apache.log4j.PatternLayout\n"
+            "log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n\n"
+            "log4j.logger.org.reflections=ERROR\n")
+        return [f"-Dlog4j.configuration=file:{cfg}"]
+
+    def _start_broker(self, state: LabState, dist: KafkaDistribution, cluster: str) -> None:
+        proc = self.process(cluster)
+        if proc.is_running():
+            return
+        workdir = proc.workdir
+        data = workdir / "data"
+        data.mkdir(parents=True, exist_ok=True)
+        port = getattr(state.ports, cluster)
+        cport = state.ports.controller(port)
+        props = workdir / "server.properties"
+        props.write_text("\n".join([
+            "process.roles=broker,controller",
+            "node.id=1",
+            f"controller.quorum.voters=1@127.0.0.1:{cport}",
+            f"listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{cport}",
+            f"advertised.listeners=PLAINTEXT://127.0.0.1:{port}",
+            "controller.listener.names=CONTROLLER",
+            "inter.broker.listener.name=PLAINTEXT",
+            "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            f"log.dirs={data}",
+            "num.partitions=1",
+            "auto.create.topics.enable=false",
+            "offsets.topic.replication.factor=1",
+            "offsets.topic.num.partitions=10",
+            "transaction.state.log.replication.factor=1",
+            "transaction.state.log.min.isr=1",
+            "transaction.state.log.num.partitions=4",
+            "share.coordinator.state.topic.replication.factor=1",
+            "share.coordinator.state.topic.min.isr=1",
+            "group.initial.rebalance.delay.ms=0",
+            "num.network.threads=2",
+            "num.io.threads=4",
+            "background.threads=2",
+            "log.cleaner.dedupe.buffer.size=16777216",
+            "log.cleaner.threads=1",
+            "",
+        ]))
+        log_opts = self._log_config(dist, workdir, cluster)
+        java = require_java()
+        if not (data / "meta.properties").exists():
+            import subprocess
+
+            fmt = subprocess.run(
+                [java, "-Xmx256m", "-cp", dist.classpath, *log_opts,
+                 "kafka.tools.StorageTool", "format", "-t", state.cluster_ids[cluster],
+                 "-c", str(props)],
+                capture_output=True, text=True, timeout=120)
+            if fmt.returncode != 0:
+                (workdir / "format.log").write_text(fmt.stdout + fmt.stderr)
+                raise LabError(f"Formatting the {cluster} log dir failed.",
+                               f"Read {workdir / 'format.log'}.")
+        proc.start([java, "-Xms64m", f"-Xmx{BROKER_HEAP}", *_JVM_COMMON, *log_opts,
+                    "-cp", dist.classpath, "kafka.Kafka", str(props)])
+
+    def _wait_broker(self, state: LabState, cluster: str) -> None:
+        proc = self.process(cluster)
+        clients = ClusterClients(cluster, {"bootstrap.servers": self.bootstrap(state, cluster)})
+        wait_until(lambda: describe(clients, timeout_s=2).broker_count >= 1, deadline_s=90,
+                   what=f"Kafka broker '{cluster}'", log_file=proc.log_file,
+                   alive=proc.is_running)
+
+    def _start_connect(self, state: LabState, dist: KafkaDistribution) -> None:
+        proc = self.process("connect")
+        if proc.is_running():
+            return
+        workdir = proc.workdir
+        workdir.mkdir(parents=True, exist_ok=True)
+        props = workdir / "worker.properties"
+        port = state.ports.connect
+        props.write_text("\n".join([
+            f"bootstrap.servers={self.bootstrap(state, 'secondary')}",
+            "group.id=drctl-lab-connect",
+            "key.converter=org.apache.kafka.connect.converters.ByteArrayConverter",
+            "value.converter=org.apache.kafka.connect.converters.ByteArrayConverter",
+            "config.storage.topic=connect-configs.internal",
+            "offset.storage.topic=connect-offsets.internal",
+            "status.storage.topic=connect-status.internal",
+            "config.storage.replication.factor=1",
+            "offset.storage.replication.factor=1",
+            "status.storage.replication.factor=1",
+            "offset.storage.partitions=1",
+            "status.storage.partitions=1",
+            "offset.flush.interval.ms=1000",
+            f"listeners=http://127.0.0.1:{port}",
+            "rest.advertised.host.name=127.0.0.1",
+            f"rest.advertised.port={port}",
+            "connector.client.config.override.policy=All",
+            "scheduled.rebalance.max.delay.ms=0",
+            "task.shutdown.graceful.timeout.ms=2000",
+            "",
+        ]))
+        log_opts = self._log_config(dist, workdir, "connect")
+        java = require_java()
+        proc.start([java, "-Xms64m", f"-Xmx{CONNECT_HEAP}", *_JVM_COMMON, *log_opts,
+                    "-cp", dist.classpath, "org.apache.kafka.connect.cli.ConnectDistributed",
+                    str(props)])
+
+    def _wait_connect(self, state: LabState) -> None:
+        proc = self.process("connect")
+        client = self.connect_client(state)
+        wait_until(lambda: "version" in client.info() and client.connectors() is not None,
+                   deadline_s=120, what="Kafka Connect worker", log_file=proc.log_file,
+                   alive=proc.is_running)
+
+    def _ensure_connectors(self, state: LabState) -> None:
+        client = self.connect_client(state)
+        proc = self.process("connect")
+        for name, cfg in self.flow(state).connectors().items():
+            # PUT /config is create-or-update; Connect may still be joining its group.
+            def create(n: str = name, c: dict[str, str] = cfg) -> bool:
+                client.put_config(n, c)
+                return True
+
+            wait_until(create, deadline_s=60, what=f"creating connector {name}",
+                       log_file=proc.log_file, alive=proc.is_running)
+            self._resume_if_stopped(client, name)
+        for name in self.flow(state).connectors():
+            def running(n: str = name) -> bool:
+                return _running(client, n)
+
+            wait_until(running, deadline_s=90,
+                       what=f"connector {name}", log_file=proc.log_file, alive=proc.is_running)
+
+    @staticmethod
+    def _resume_if_stopped(client: ConnectClient, name: str) -> None:
+        try:
+            state, _ = client.connector_state(name)
+        except ConnectError:
+            return
+        if state in ("PAUSED", "STOPPED"):
+            client.resume(name)
+
+    def write_config(self, state: LabState) -> Path:
+        names = self.flow(state).connector_names()
+        config: dict[str, Any] = {
+            "clusters": {
+                "primary": {"bootstrap.servers": self.bootstrap(state, "primary")},
+                "secondary": {"bootstrap.servers": self.bootstrap(state, "secondary")},
+            },
+            "replication": {
+                "kind": "mirrormaker2",
+                "source": "primary",
+                "target": "secondary",
+                "rename": "{topic}" if state.names_kept else "primary.{topic}",
+                "source_alias": "primary",
+                "target_alias": "secondary",
+                "connect": {
+                    "url": f"http://127.0.0.1:{state.ports.connect}",
+                    "source_connector": names["source"],
+                    "checkpoint_connector": names["checkpoint"],
+                    "heartbeat_connector": names["heartbeat"],
+                },
+            },
+            "state": {"dir": "state", "topic": "_drctl_state"},
+            "spark": {"master": "local[2]"},
+        }
+        header = (f"# Written by `drctl lab up` for the lab in {self.dir}\n"
+                  f"# Kafka {state.kafka_version}, MirrorMaker 2 primary -> secondary, "
+                  f"topic naming: {state.topic_naming}\n")
+        self.config_file.write_text(header + yaml.safe_dump(config, sort_keys=False))
+        return self.config_file
+
+    # -- down, fail, heal -----------------------------------------------------------------
+
+    def down(self, *, purge: bool = False) -> list[str]:
+        """Stop everything this lab started (Connect first, so it does not log broker loss)."""
+        stopped = []
+        for component in ("connect", "secondary", "primary"):
+            proc = self.process(component)
+            if proc.is_running():
+                proc.stop()
+                stopped.append(component)
+            proc.pid_file.unlink(missing_ok=True)
+        if purge and self.dir.exists():
+            import shutil
+
+            shutil.rmtree(self.dir)
+        return stopped
+
+    def fail(self, what: str) -> str:
+        component = _component(what)
+        self.load_state()
+        self.process(component).kill()
+        return component
+
+    def heal(self, what: str, notify: Notify = lambda _: None) -> str:
+        component = _component(what)
+        state = self.load_state()
+        dist = KafkaDistribution(state.kafka_version, Path(state.lib_dir), state.kafka_source)
+        if component == "connect":
+            self._start_connect(state, dist)
+            self._wait_connect(state)
+            self._ensure_connectors(state)
+        else:
+            self._start_broker(state, dist, component)
+            self._wait_broker(state, component)
+        notify(f"{component} is back")
+        return component
+
+    # -- status ---------------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        from drctl.kafka.lag import mm2_replication_lag
+
+        state = self.load_state()
+        processes = []
+        for component in COMPONENTS:
+            proc = self.process(component)
+            port = getattr(state.ports, component)
+            processes.append({"name": component, "pid": proc.pid() if proc.is_running() else None,
+                              "running": proc.is_running(), "port": port,
+                              "rss_bytes": proc.rss_bytes(), "log": str(proc.log_file)})
+        connectors: list[dict[str, Any]] = []
+        lag: list[dict[str, Any]] = []
+        flow = self.flow(state)
+        if self.process("connect").is_running():
+            client = self.connect_client(state)
+            for name in flow.connectors():
+                try:
+                    cstate, tasks = client.connector_state(name)
+                except ConnectError as exc:
+                    cstate, tasks = f"ERROR: {exc.message}", []
+                connectors.append({"name": name, "state": cstate, "tasks": tasks})
+            if self.process("primary").is_running():
+                source = ClusterClients("primary", {"bootstrap.servers":
+                                                    self.bootstrap(state, "primary")})
+                lag = mm2_replication_lag(source, client, flow.connector_names()["source"])
+        return {
+            "dir": str(self.dir),
+            "kafka_version": state.kafka_version,
+            "topic_naming": state.topic_naming,
+            "config": str(self.config_file),
+            "processes": processes,
+            "total_rss_bytes": sum(p["rss_bytes"] for p in processes),
+            "connectors": connectors,
+            "replication_lag": lag,
+        }
+
+    def healthy(self) -> bool:
+        st = self.status()
+        return (all(p["running"] for p in st["processes"])
+                and all(c["state"] == "RUNNING" and all(t == "RUNNING" for t in c["tasks"])
+                        for c in st["connectors"]))
+
+
+def _component(what: str) -> str:
+    if what not in FAILABLE:
+        raise LabError(f"'{what}' is not part of the lab.",
+                       "Use one of: primary, secondary, replication.")
+    return FAILABLE[what]
+
+
+def _running(client: ConnectClient, name: str) -> bool:
+    state, tasks = client.connector_state(name)
+    if state == "FAILED" or "FAILED" in tasks:
+        raise LabError(f"Connector {name} failed.", "Read the Connect log in the lab dir.")
+    return state == "RUNNING" and all(t == "RUNNING" for t in tasks)
+
+
+def wait_for_lab(lab: Lab, deadline_s: float = 60) -> None:
+    """Wait until every process and connector of a lab is healthy."""
+    end = time.monotonic() + deadline_s
+    while not lab.healthy():
+        if time.monotonic() > end:
+            raise LabError("The lab did not become healthy in time.", "Run `drctl lab status`.")
+        time.sleep(0.5)

@@ -1,0 +1,140 @@
+"""Output: Rich for people on stderr, JSON for scripts on stdout, Jinja2 for reports.
+
+One `Terminal` per process; commands never print any other way.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import date, datetime
+from enum import Enum, StrEnum
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from drctl.secrets import Redactor
+
+
+class OutputFormat(StrEnum):
+    text = "text"
+    json = "json"
+
+
+def to_jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, bytes):
+        return value.hex()
+    return value
+
+
+class Terminal:
+    def __init__(self, *, output: OutputFormat = OutputFormat.text, quiet: bool = False,
+                 debug: bool = False, redactor: Redactor | None = None) -> None:
+        self.output = output
+        self.quiet = quiet
+        self.debug = debug
+        self.redactor = redactor or Redactor()
+        self.err = Console(stderr=True, highlight=False)
+        self.out = Console(file=sys.stdout, highlight=False, soft_wrap=True)
+
+    @property
+    def json_mode(self) -> bool:
+        return self.output == OutputFormat.json
+
+    @property
+    def interactive(self) -> bool:
+        return self.err.is_terminal
+
+    def info(self, message: str) -> None:
+        if not self.quiet:
+            self.err.print(self.redactor.redact(message))
+
+    def step(self, message: str) -> None:
+        if not self.quiet:
+            self.err.print(f"[cyan]•[/] {self.redactor.redact(message)}")
+
+    def success(self, message: str) -> None:
+        if not self.quiet:
+            self.err.print(f"[green]✓[/] {self.redactor.redact(message)}")
+
+    def warn(self, message: str) -> None:
+        self.err.print(f"[yellow]![/] {self.redactor.redact(message)}")
+
+    def error(self, message: str) -> None:
+        self.err.print(f"[bold red]error:[/] {self.redactor.redact(message)}", soft_wrap=True)
+
+    def emit_json(self, data: Any) -> None:
+        """The one way data reaches stdout: secrets masked, stable key order."""
+        payload = self.redactor.redact_data(to_jsonable(data))
+        sys.stdout.write(json.dumps(payload, indent=2, sort_keys=False) + "\n")
+        sys.stdout.flush()
+
+    def emit_json_line(self, data: Any) -> None:
+        payload = self.redactor.redact_data(to_jsonable(data))
+        sys.stdout.write(json.dumps(payload, separators=(",", ":")) + "\n")
+
+    def table(self, title: str | None, columns: Sequence[str],
+              rows: Sequence[Sequence[Any]]) -> None:
+        if self.quiet:
+            return
+        table = Table(title=title, title_justify="left", header_style="bold")
+        for col in columns:
+            table.add_column(col, overflow="fold")
+        for row in rows:
+            table.add_row(*(self.redactor.redact("" if v is None else str(v)) for v in row))
+        self.err.print(table)
+
+    @contextmanager
+    def progress(self, description: str, total: float | None = None) -> Iterator[Any]:
+        """A Rich progress bar on a TTY; silent otherwise (CI logs stay readable)."""
+        if self.quiet or not self.interactive:
+            yield _NullProgress()
+            return
+        columns = [SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                   TextColumn("{task.completed:,.0f}"), TimeElapsedColumn()]
+        with Progress(*columns, console=self.err, transient=True) as progress:
+            task = progress.add_task(description, total=total)
+            yield _TaskProgress(progress, task)
+
+
+class _NullProgress:
+    def advance(self, amount: float = 1) -> None:
+        pass
+
+    def update(self, **_: Any) -> None:
+        pass
+
+
+class _TaskProgress:
+    def __init__(self, progress: Progress, task: Any) -> None:
+        self._progress = progress
+        self._task = task
+
+    def advance(self, amount: float = 1) -> None:
+        self._progress.advance(self._task, amount)
+
+    def update(self, **fields: Any) -> None:
+        self._progress.update(self._task, **fields)
+
+
+def human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"

@@ -1,0 +1,25 @@
+"""Locate the files drctl ships beside its code: `templates/` and `runbooks/`.
+
+In a wheel they live in `drctl/_data/`; in a source checkout (editable install) at the top.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+_PACKAGE = Path(__file__).resolve().parent
+
+
+def data_dir(name: str) -> Path:
+    for candidate in (_PACKAGE / "_data" / name, _PACKAGE.parent / name):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"drctl's {name}/ directory is missing from this installation")
+
+
+def templates_dir() -> Path:
+    return data_dir("templates")
+
+
+def runbooks_dir() -> Path:
+    return data_dir("runbooks")

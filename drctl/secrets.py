@@ -1,0 +1,93 @@
+"""Secrets by reference (`${env:NAME}`, `${file:/path}`) and masking of everything secret-looking.
+
+drctl never prints or writes a secret: every output path (tables, JSON, journals, reports) goes
+through `mask_mapping` or `Redactor.redact`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+MASK = "****"
+
+_SECRET_KEY = re.compile(
+    r"(password|passwd|secret|token|jaas|ssl\.key|keystore|credential|api[._-]?key|"
+    r"user\.info|private)",
+    re.IGNORECASE,
+)
+_REFERENCE = re.compile(r"\$\{(env|file):([^}]+)\}")
+
+
+class UnresolvedReference(ValueError):
+    """A `${env:...}` or `${file:...}` that names nothing."""
+
+
+def is_secret_key(key: str) -> bool:
+    return bool(_SECRET_KEY.search(key))
+
+
+def resolve_references(value: str) -> str:
+    """Replace every `${env:NAME}` and `${file:/path}` in `value` with what it names."""
+
+    def substitute(match: re.Match[str]) -> str:
+        kind, name = match.group(1), match.group(2).strip()
+        if kind == "env":
+            if name not in os.environ:
+                raise UnresolvedReference(f"environment variable {name} is not set")
+            return os.environ[name]
+        path = Path(name).expanduser()
+        try:
+            return path.read_text(encoding="utf-8").rstrip("\n")
+        except OSError as exc:
+            raise UnresolvedReference(f"cannot read {path}: {exc.strerror}") from exc
+
+    return _REFERENCE.sub(substitute, value)
+
+
+def mask_mapping(values: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy with secret-looking keys masked, recursively."""
+    masked: dict[str, Any] = {}
+    for key, value in values.items():
+        if isinstance(value, Mapping):
+            masked[key] = mask_mapping(value)
+        elif is_secret_key(str(key)) and value not in (None, ""):
+            masked[key] = MASK
+        else:
+            masked[key] = value
+    return masked
+
+
+class Redactor:
+    """Replaces known secret values inside free text (error messages, shell output, journals)."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        # Longest first, so a secret that contains another is masked whole.
+        self._secrets = sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True)
+
+    def add(self, secret: str) -> None:
+        if len(secret) >= 4 and secret not in self._secrets:
+            self._secrets.append(secret)
+            self._secrets.sort(key=len, reverse=True)
+
+    def redact(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, MASK)
+        return text
+
+    def redact_data(self, data: Any) -> Any:
+        """Redact strings anywhere inside JSON-like data; mask secret-looking keys too."""
+        if isinstance(data, str):
+            return self.redact(data)
+        if isinstance(data, Mapping):
+            return {
+                k: (MASK if is_secret_key(str(k)) and isinstance(v, str) and v else
+                    self.redact_data(v))
+                for k, v in data.items()
+            }
+        if isinstance(data, (list, tuple)):
+            return [self.redact_data(v) for v in data]
+        return data
