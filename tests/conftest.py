@@ -6,6 +6,8 @@ from __future__ import annotations
 import itertools
 import os
 import re
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -66,12 +68,17 @@ class _Labs:
 
 
 @pytest.fixture(scope="session")
-def _labs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Labs]:
-    labs = _Labs(tmp_path_factory.mktemp("labs"))
+def _labs() -> Iterator[_Labs]:
+    # Not under pytest's basetemp: pytest prunes old basetemps, and a second pytest run on
+    # the machine could delete a running lab's files.
+    root = Path(tempfile.mkdtemp(prefix="drctl-test-labs-"))
+    labs = _Labs(root)
     try:
         yield labs
     finally:
         labs.down()
+        if not os.environ.get("DRCTL_KEEP_TEST_LABS"):
+            shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

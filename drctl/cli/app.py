@@ -70,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     Typer's standalone mode handles usage errors (exit 2), --help and Ctrl-C (exit 130); drctl's
     own errors and anything unexpected are turned into a message here.
     """
+    CURRENT.reset()
     try:
         app(args=argv, prog_name="drctl")
         return ExitStatus.SUCCESS

@@ -20,6 +20,10 @@ class AppState:
     _config: Config | None = field(default=None, repr=False)
     _terminal: Terminal | None = field(default=None, repr=False)
 
+    def reset(self) -> None:
+        """Forget the previous invocation (tests run many commands in one process)."""
+        self.__init__()  # type: ignore[misc]
+
     @property
     def config_path(self) -> Path:
         return config_path_from(self.config_option)

@@ -109,6 +109,10 @@ class ManagedProcess:
             )
         self.pid_file.write_text(json.dumps({"pid": proc.pid, "cmd": list(cmd),
                                              "started": time.time()}))
+        # Until the child has exec'd, /proc shows our own command line, not the signature.
+        end = time.monotonic() + 10
+        while not self.is_running() and proc.poll() is None and time.monotonic() < end:
+            time.sleep(0.02)
         return proc.pid
 
     def kill(self) -> None:

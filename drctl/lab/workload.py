@@ -99,7 +99,7 @@ class _Generator:
     def __init__(self, spec: WorkloadSpec, topic: str, base_ts: int) -> None:
         self.spec = spec
         self.topic = topic
-        self.rng = random.Random(f"{spec.seed}:{topic}")
+        self.rng = random.Random(spec.seed)
         self.base_ts = base_ts
         self.i = 0
         self.history: list[tuple[bytes | None, bytes | None, tuple[tuple[str, bytes], ...]]] = []

@@ -1,0 +1,42 @@
+# drctl — the two commands of the README, and what they need. Each target sets up what a fresh
+# machine lacks (virtualenv, Python packages; Kafka and Spark connector jars are fetched from
+# Maven Central by drctl itself on first use).
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+LAB    ?= lab
+
+.PHONY: setup demo test lint typecheck unit clean-lab
+
+$(BIN)/.installed: pyproject.toml
+	@command -v java >/dev/null || { echo "Java 17+ is required (apt-get install openjdk-17-jdk-headless)"; exit 1; }
+	@command -v mvn >/dev/null || { echo "Maven is required (apt-get install maven)"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	@touch $@
+
+setup: $(BIN)/.installed
+
+## The main job on the local lab: a full DR drill.
+demo: setup
+	$(BIN)/drctl lab up --dir $(LAB)
+	$(BIN)/drctl lab load --dir $(LAB)
+	$(BIN)/drctl lab status --dir $(LAB)
+
+lint: setup
+	$(BIN)/ruff check drctl tests bench
+
+typecheck: setup
+	$(BIN)/mypy
+
+## Lint, type check and every test (lab tests start real Kafka and MirrorMaker 2).
+test: lint typecheck
+	$(BIN)/pytest
+
+unit: setup
+	$(BIN)/pytest tests/unit
+
+clean-lab: setup
+	$(BIN)/drctl lab down --dir $(LAB) --purge

@@ -1,0 +1,144 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from drctl.cli.app import main
+from drctl.config import config_as_data, load_config, parse_config
+from drctl.errors import ConfigError, ExitStatus
+
+GOOD = """
+clusters:
+  primary:
+    bootstrap.servers: 127.0.0.1:19092
+    sasl.jaas.config: ${env:DRCTL_TEST_JAAS}
+    sasl.password: ${file:SECRET_FILE}
+  secondary:
+    bootstrap.servers: 127.0.0.1:29092
+replication:
+  kind: mirrormaker2
+  source: primary
+  target: secondary
+  rename: "primary.{topic}"
+  topics: {include: ["orders.*"], exclude: ["orders-tmp"]}
+  connect: {url: "http://127.0.0.1:18083", source_connector: src}
+groups: {exclude: ["console-.*"]}
+state: {dir: state}
+retry: {initial_s: 0.5, attempts: 3}
+"""
+
+
+def write(tmp_path: Path, text: str, secret: str = "hunter2-file-secret") -> Path:
+    secret_file = tmp_path / "secret.txt"
+    secret_file.write_text(secret + "\n")
+    path = tmp_path / "drctl.yaml"
+    path.write_text(text.replace("SECRET_FILE", str(secret_file)))
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DRCTL_TEST_JAAS", "org.apache.kafka.Plain username=u password=s3cr3t-env")
+
+
+def test_good_config_resolves_references_and_relative_paths(tmp_path: Path) -> None:
+    cfg = load_config(write(tmp_path, GOOD))
+    assert cfg.clusters["primary"]["sasl.password"] == "hunter2-file-secret"
+    assert "s3cr3t-env" in cfg.clusters["primary"]["sasl.jaas.config"]
+    assert cfg.state.dir == tmp_path / "state"
+    assert cfg.retry.initial_s == 0.5 and cfg.retry.attempts == 3
+    assert cfg.retry.max_s == 120.0  # Debezium's cap by default
+    rep = cfg.require_replication()
+    assert rep.mirror_topic("orders") == "primary.orders"
+    assert rep.failover_topic("orders") == "orders"
+    assert rep.source_topic_of("primary.orders") == "orders"
+    assert rep.source_topic_of("orders") is None
+    assert rep.topics.matches("orders-eu") and not rep.topics.matches("orders-tmp")
+    assert not rep.topics.matches("payments")
+    assert cfg.groups.matches("app") and not cfg.groups.matches("console-1")
+
+
+def test_names_kept_maps_topics_to_themselves() -> None:
+    cfg = parse_config({"clusters": {"a": {"bootstrap.servers": "x"},
+                                     "b": {"bootstrap.servers": "y"}},
+                        "replication": {"kind": "identity", "source": "a", "target": "b"}})
+    rep = cfg.require_replication()
+    assert rep.names_kept and rep.mirror_topic("t") == "t" == rep.failover_topic("t")
+
+
+def test_show_masks_every_secret(tmp_path: Path) -> None:
+    data = json.dumps(config_as_data(load_config(write(tmp_path, GOOD))))
+    assert "s3cr3t-env" not in data and "hunter2-file-secret" not in data
+    assert "****" in data and "127.0.0.1:19092" in data
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "reason"),
+    [
+        ("clusters:\n  a: {bootstrap.servers: x}\nreplicaton: {}\n", "replicaton",
+         "Did you mean 'replication'"),
+        ("clusters:\n  a: {bootstrap.servers: x}\nretry: {attempts: many}\n",
+         "retry.attempts", "expected an integer"),
+        ("clusters:\n  a: {bootstrap.servers: '${env:DRCTL_NOT_SET_ANYWHERE}'}\n",
+         "clusters.a.bootstrap.servers", "DRCTL_NOT_SET_ANYWHERE is not set"),
+        ("clusters:\n  a: {bootstrap.servers: x}\nreplication: {kind: mirrormaker2, "
+         "source: a, target: secondry}\n", "replication.target", "unknown cluster 'secondry'"),
+        ("clusters:\n  a: {bootstrap.servers: x}\n  b: {bootstrap.servers: y}\n"
+         "replication: {kind: mirormaker2, source: a, target: b}\n", "replication.kind",
+         "Did you mean 'mirrormaker2'"),
+        ("clusters:\n  a: {port: 1}\n", "clusters.a", "missing 'bootstrap.servers'"),
+        ("clusters: [a, b]\n", "clusters", "expected a mapping"),
+        ("clusters:\n  a: {bootstrap.servers: x}\n  b: {bootstrap.servers: y}\n"
+         "replication: {kind: identity, source: a, target: b, rename: 'x.{topic}'}\n",
+         "replication.rename", "identity mirrors keep topic names"),
+        ("clusters:\n  a: {bootstrap.servers: x}\ngroups: {include: ['(']}\n",
+         "groups.include[0]", "not a valid regex"),
+    ],
+)
+def test_bad_config_names_file_key_and_reason(tmp_path: Path, text: str, key: str,
+                                              reason: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    message = str(info.value)
+    assert str(path) in message and f"{key}:" in message and reason in message
+    assert info.value.exit_status == ExitStatus.USAGE
+
+
+def test_invalid_yaml_gives_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "clusters:\n  a: [unclosed\n")
+    with pytest.raises(ConfigError, match="line"):
+        load_config(path)
+
+
+def test_cli_bad_config_exit_2_without_traceback(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, "clusters:\n  a: {bootstrap.servers: x}\nretri: {}\n")
+    assert main(["--config", str(path), "config", "show"]) == ExitStatus.USAGE
+    err = capsys.readouterr().err
+    assert "retri: unknown key" in err and "Did you mean 'retry'" in err
+    assert "Traceback" not in err
+
+
+def test_cli_missing_config_says_what_to_do(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--config", str(tmp_path / "nope.yaml"), "config", "show"]) == 2
+    assert "drctl lab up" in capsys.readouterr().err
+
+
+def test_cli_config_show_json_masks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, GOOD)
+    assert main(["--config", str(path), "--output", "json", "config", "show"]) == 0
+    out, err = capsys.readouterr()
+    data = json.loads(out)
+    assert data["clusters"]["primary"]["sasl.password"] == "****"
+    assert "hunter2-file-secret" not in out + err and "s3cr3t-env" not in out + err
+
+
+def test_config_env_var_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("DRCTL_CONFIG", str(write(tmp_path, GOOD)))
+    assert main(["-o", "json", "config", "show"]) == 0
+    assert json.loads(capsys.readouterr().out)["replication"]["rename"] == "primary.{topic}"
