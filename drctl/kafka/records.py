@@ -58,23 +58,23 @@ def read_ranges(consumer: Consumer, ranges: Mapping[tuple[str, int], tuple[int, 
             messages = consumer.consume(num_messages=batch, timeout=0.5)
             finished: set[tuple[str, int]] = set()
             for msg in messages:
+                key = (str(msg.topic()), int(msg.partition() or 0))
+                offset = int(msg.offset() or 0)
+                bounds = pending.get(key)
                 err = msg.error()
                 if err is not None:
                     if err.code() != KafkaError._PARTITION_EOF:
                         raise KafkaException(err)
                     # At the end (or the last stable offset) of the partition: nothing more
                     # is visible below `end`, whatever markers sit before it.
-                    eof_key = (msg.topic(), msg.partition())
-                    if eof_key in pending and msg.offset() >= pending[eof_key][1]:
-                        finished.add(eof_key)
+                    if bounds is not None and offset >= bounds[1]:
+                        finished.add(key)
                     continue
-                key = (msg.topic(), msg.partition())
-                bounds = pending.get(key)
                 if bounds is None:
                     continue
-                if msg.offset() < bounds[1]:
+                if offset < bounds[1]:
                     yield Record.from_message(msg)
-                if msg.offset() >= bounds[1] - 1:
+                if offset >= bounds[1] - 1:
                     finished.add(key)
             if finished:
                 for key in finished:
