@@ -1,0 +1,73 @@
+"""`drctl translate-offsets`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from drctl.cli.state import CURRENT, OutputOption
+from drctl.errors import ExitStatus
+from drctl.render import OutputFormat
+from drctl.translate.engine import TranslateRequest, translate_offsets
+from drctl.translate.model import TranslationReport
+
+
+def translate_offsets_command(
+    source: Annotated[str | None, typer.Option(
+        "--from", help="Cluster the groups consumed on (default: the replication source).")]
+    = None,
+    target: Annotated[str | None, typer.Option(
+        "--to", help="Cluster they move to (default: the replication target).")] = None,
+    groups: Annotated[str, typer.Option(help="Regex on group ids (whole name).")] = ".*",
+    method: Annotated[str, typer.Option(
+        help="auto | exact | timestamp | checkpoint | identity.")] = "auto",
+    apply: Annotated[bool, typer.Option(
+        "--apply", help="Commit the translated offsets (only to groups with no active "
+                        "members on the target).")] = False,
+    allow_rewind: Annotated[bool, typer.Option(
+        "--allow-rewind", help="Allow moving a group backwards on the target.")] = False,
+    max_scan: Annotated[int, typer.Option(
+        help="Records scanned per position before giving up on an exact match.")] = 100_000,
+    source_deadline: Annotated[float, typer.Option(
+        help="Seconds to retry an unreachable source before falling back.")] = 30.0,
+    output: Annotated[OutputFormat | None, OutputOption] = None,
+) -> None:
+    """Move consumer-group positions between clusters: no record skipped, none twice."""
+    config = CURRENT.config()
+    term = CURRENT.terminal(output)
+    rep = config.require_replication()
+    req = TranslateRequest(source or rep.source, target or rep.target, groups, method, apply,
+                           allow_rewind, max_scan, source_deadline)
+    report = translate_offsets(config, req, notify=term.step)
+    if term.json_mode:
+        term.emit_json(report.as_dict())
+    else:
+        render_report(report)
+    unapplied = [g for g in report.groups if g.skipped and not g.applied]
+    if apply and unapplied:
+        term.warn(f"{len(unapplied)} group(s) not applied: "
+                  + "; ".join(f"{g.group}: {g.skipped}" for g in unapplied[:5]))
+        raise typer.Exit(ExitStatus.CHECK_FAILED)
+
+
+def render_report(report: TranslationReport) -> None:
+    term = CURRENT.terminal()
+    for note in report.notes:
+        term.warn(note)
+    rows = []
+    for g in report.groups:
+        for p in g.partitions:
+            rows.append([g.group, f"{p.topic}[{p.partition}]", p.source_offset, p.method,
+                         p.target_offset, p.confidence,
+                         p.redelivered if p.redelivered else "",
+                         p.missing if p.missing else "",
+                         "yes" if p.applied else ("skipped" if g.skipped else "no")])
+    term.table(f"Offsets {report.source} -> {report.target}",
+               ["group", "partition", "source", "method", "target", "confidence",
+                "re-delivered", "missing", "applied"], rows)
+    s = report.summary()
+    verb = "applied to" if report.apply else "computed for (dry run; --apply commits)"
+    term.success(f"{s['partitions']} positions of {s['groups']} groups {verb}; "
+                 f"{s['exact']} exact, {s['redelivered']} records re-delivered, "
+                 f"{s['missing']} consumed records missing on {report.target}.")

@@ -1,0 +1,110 @@
+"""Consumer groups and offsets in batches: one admin request per group or per offset spec,
+never a client per partition."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from confluent_kafka import (
+    ConsumerGroupState,
+    ConsumerGroupTopicPartitions,
+    IsolationLevel,
+    KafkaException,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+TP = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class GroupState:
+    group: str
+    state: str  # EMPTY, STABLE, DEAD, ...
+    members: int
+
+    @property
+    def active(self) -> bool:
+        return self.members > 0 or self.state in ("STABLE", "PREPARING_REBALANCE",
+                                                  "COMPLETING_REBALANCE")
+
+
+def list_groups(admin: AdminClient, timeout_s: float = 30.0) -> list[str]:
+    result = admin.list_consumer_groups(request_timeout=timeout_s).result(timeout=timeout_s)
+    return sorted(g.group_id for g in result.valid)
+
+
+def committed_offsets(admin: AdminClient, groups: Iterable[str],
+                      timeout_s: float = 60.0) -> dict[str, dict[TP, int]]:
+    """Committed offsets of many groups; all requests are in flight at once."""
+    futures = {}
+    for group in groups:
+        futures.update(admin.list_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(group)], request_timeout=timeout_s))
+    out: dict[str, dict[TP, int]] = {}
+    for group, future in futures.items():
+        result = future.result(timeout=timeout_s)
+        out[group] = {(tp.topic, tp.partition): tp.offset
+                      for tp in result.topic_partitions or [] if tp.offset >= 0}
+    return out
+
+
+def group_states(admin: AdminClient, groups: Iterable[str],
+                 timeout_s: float = 30.0) -> dict[str, GroupState]:
+    groups = list(groups)
+    if not groups:
+        return {}
+    out = {}
+    for group, future in admin.describe_consumer_groups(groups,
+                                                        request_timeout=timeout_s).items():
+        try:
+            desc = future.result(timeout=timeout_s)
+        except KafkaException:
+            out[group] = GroupState(group, "UNKNOWN", 0)
+            continue
+        state = desc.state.name if isinstance(desc.state, ConsumerGroupState) else str(desc.state)
+        out[group] = GroupState(group, state, len(desc.members or []))
+    return out
+
+
+def alter_offsets(admin: AdminClient, group: str, offsets: Mapping[TP, int],
+                  timeout_s: float = 30.0) -> None:
+    """One atomic commit for the whole group."""
+    request = ConsumerGroupTopicPartitions(
+        group, [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())])
+    for future in admin.alter_consumer_group_offsets([request],
+                                                     request_timeout=timeout_s).values():
+        result = future.result(timeout=timeout_s)
+        for tp in result.topic_partitions or []:
+            if tp.error is not None:
+                raise KafkaException(tp.error)
+
+
+def list_offsets(admin: AdminClient, specs: Mapping[TP, OffsetSpec], *,
+                 read_committed: bool = True, timeout_s: float = 60.0) -> dict[TP, int]:
+    """ListOffsets for many partitions in one request (per broker)."""
+    if not specs:
+        return {}
+    isolation = IsolationLevel.READ_COMMITTED if read_committed else \
+        IsolationLevel.READ_UNCOMMITTED
+    futures = admin.list_offsets({TopicPartition(t, p): spec for (t, p), spec in specs.items()},
+                                 isolation_level=isolation, request_timeout=timeout_s)
+    return {(tp.topic, tp.partition): fut.result(timeout=timeout_s).offset
+            for tp, fut in futures.items()}
+
+
+def watermarks(admin: AdminClient, partitions: Iterable[TP], *,
+               read_committed: bool = True) -> dict[TP, tuple[int, int]]:
+    """(low, end) per partition; with read_committed the end is the last stable offset."""
+    parts = list(partitions)
+    lows = list_offsets(admin, {tp: OffsetSpec.earliest() for tp in parts},
+                        read_committed=read_committed)
+    highs = list_offsets(admin, {tp: OffsetSpec.latest() for tp in parts},
+                         read_committed=read_committed)
+    return {tp: (lows[tp], highs[tp]) for tp in parts}
+
+
+def offsets_for_times(admin: AdminClient, queries: Mapping[TP, int]) -> dict[TP, int]:
+    """First offset whose timestamp is >= the given ms, per partition; -1 when none."""
+    return list_offsets(admin, {tp: OffsetSpec.for_timestamp(ts) for tp, ts in queries.items()})

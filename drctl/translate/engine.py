@@ -1,0 +1,346 @@
+"""translate-offsets: move consumer-group positions from one cluster to the other.
+
+Every method ends in the same rules (DESIGN section 3): never past the target's end (report
+what the target lacks), never backwards without `allow_rewind`, apply only to groups with no
+active members on the target, one atomic commit per group.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from confluent_kafka import KafkaException
+
+from drctl.config import Config
+from drctl.errors import UsageError
+from drctl.kafka.clients import ClusterClients, describe_with_retry
+from drctl.kafka.groups import (
+    alter_offsets,
+    committed_offsets,
+    group_states,
+    list_groups,
+    watermarks,
+)
+from drctl.kafka.retry import RetryPolicy
+from drctl.kafka.topics import is_internal_topic
+from drctl.translate.checkpoints import latest_checkpoints
+from drctl.translate.locate import MatchQuery, Side, last_records, match_records
+from drctl.translate.model import METHODS, GroupResult, PartitionResult, TranslationReport
+from drctl.translate.reader import BatchReader
+
+TP = tuple[str, int]
+Notify = Callable[[str], None]
+# Groups that belong to Kafka Connect, MirrorMaker 2 or drctl, never to an application.
+_INTERNAL_GROUP = re.compile(r"^(connect-.*|__.*|drctl-.*|_.*)$")
+
+
+@dataclass(frozen=True)
+class TranslateRequest:
+    source: str  # cluster name the groups consumed on
+    target: str  # cluster name they move to
+    groups: str = ".*"  # regex on group ids
+    method: str = "auto"
+    apply: bool = False
+    allow_rewind: bool = False
+    max_scan: int = 100_000
+    source_deadline_s: float | None = 30.0  # how long to retry an unreachable source
+
+
+def _topic_mapper(config: Config, source: str, target: str) -> Callable[[str], str | None]:
+    rep = config.require_replication()
+    if (source, target) == (rep.source, rep.target):
+        def forward(topic: str) -> str | None:
+            if is_internal_topic(topic) or not rep.topics.matches(topic):
+                return None
+            return rep.mirror_topic(topic)
+        return forward
+    if (source, target) == (rep.target, rep.source):
+        def backward(topic: str) -> str | None:
+            if is_internal_topic(topic):
+                return None
+            original = rep.source_topic_of(topic) or topic
+            return original if rep.topics.matches(original) else None
+        return backward
+    raise UsageError(f"No replication flow between '{source}' and '{target}' in the config.",
+                     f"The configured flow is {rep.source} -> {rep.target}; translate in either "
+                     "direction of it.")
+
+
+def translate_offsets(config: Config, req: TranslateRequest,
+                      notify: Notify = lambda _: None) -> TranslationReport:
+    if req.method not in METHODS:
+        raise UsageError(f"Unknown method '{req.method}'.", f"Use one of {', '.join(METHODS)}.")
+    rep = config.require_replication()
+    try:
+        group_re = re.compile(req.groups)
+    except re.error as exc:
+        raise UsageError(f"--groups is not a valid regex: {exc}") from exc
+    to_topic = _topic_mapper(config, req.source, req.target)
+    src = ClusterClients.for_cluster(config, req.source)
+    dst = ClusterClients.for_cluster(config, req.target)
+    describe_with_retry(dst, RetryPolicy.from_settings(config.retry, req.source_deadline_s))
+    source_up = _reachable(src, RetryPolicy.from_settings(config.retry, req.source_deadline_s),
+                           required=req.method in ("exact", "timestamp"))
+    method = req.method
+    report = TranslationReport(req.source, req.target, req.method, req.apply, source_up)
+    if method == "auto":
+        if rep.kind == "identity":
+            method = "identity"
+        elif source_up:
+            method = "exact"
+        elif rep.kind == "mirrormaker2" and (req.source, req.target) == (rep.source, rep.target):
+            method = "checkpoint"
+            report.notes.append(f"{req.source} is unreachable: using MirrorMaker 2 checkpoints, "
+                                "which may re-deliver records (see checkpoint-lag).")
+        else:
+            raise _source_down(req.source, src.bootstrap)
+    elif not source_up and method in ("exact", "timestamp"):
+        raise _source_down(req.source, src.bootstrap)
+
+    dst_admin = dst.admin()
+    checkpoints = None
+    if method == "checkpoint":
+        if rep.kind != "mirrormaker2":
+            raise UsageError("The checkpoint method needs MirrorMaker 2 (replication.kind).")
+        checkpoints = latest_checkpoints(dst, f"{rep.source_alias}.checkpoints.internal")
+    notify("Reading consumer groups")
+    positions = _source_positions(src if source_up else None, checkpoints, group_re, config,
+                                  to_topic)
+    all_target_tps = {(to_topic(t) or "", p) for offs in positions.values() for (t, p) in offs}
+    existing = {(t, p) for t, meta in dst_admin.list_topics(timeout=30).topics.items()
+                for p in meta.partitions}
+    dst_marks = watermarks(dst_admin, sorted(all_target_tps & existing))
+    current = committed_offsets(dst_admin, positions)
+    states = group_states(dst_admin, positions)
+
+    results: dict[str, GroupResult] = {}
+    for group, offsets in sorted(positions.items()):
+        gr = GroupResult(group)
+        st = states.get(group)
+        if st is not None:
+            gr.state, gr.active = st.state, st.active
+        for (topic, partition), offset in sorted(offsets.items()):
+            target_topic = to_topic(topic) or ""
+            pr = PartitionResult(group, topic, partition, target_topic, offset, method, None,
+                                 "", current_target_offset=current.get(group, {}).get(
+                                     (target_topic, partition)))
+            if (target_topic, partition) not in dst_marks:
+                pr.confidence = "missing-topic"
+                pr.note = f"{target_topic}[{partition}] does not exist on {req.target}"
+            gr.partitions.append(pr)
+        results[group] = gr
+    report.groups = list(results.values())
+
+    todo = [p for p in report.partitions if not p.confidence]
+    notify(f"Translating {len(todo)} positions of {len(report.groups)} groups ({method})")
+    if method == "identity":
+        for p in todo:
+            low, end = dst_marks[(p.target_topic, p.partition)]
+            p.target_offset = min(max(p.source_offset, low), end)
+            p.confidence = "exact" if p.target_offset == p.source_offset else "clamped"
+    elif method == "checkpoint":
+        _by_checkpoint(todo, checkpoints or {}, dst_marks)
+    else:
+        _by_exact(src, dst, todo, dst_marks, timestamp_only=method == "timestamp",
+                  max_scan=req.max_scan)
+    if source_up and method == "checkpoint":
+        # Measure the re-delivery the checkpoints cause against the exact answer.
+        exact = [PartitionResult(p.group, p.topic, p.partition, p.target_topic,
+                                 p.source_offset, "exact", None, "") for p in todo]
+        _by_exact(src, dst, exact, dst_marks, timestamp_only=False, max_scan=req.max_scan)
+        for p, e in zip(todo, exact, strict=True):
+            if p.target_offset is not None and e.target_offset is not None \
+                    and e.confidence == "exact":
+                p.redelivered = max(0, e.target_offset - p.target_offset)
+                if p.confidence == "checkpoint":
+                    p.confidence = f"checkpoint-lag:{p.redelivered}"
+
+    _rewind_rule(report, req.allow_rewind)
+    if req.apply:
+        _apply(dst_admin, report)
+    return report
+
+
+def _reachable(clients: ClusterClients, policy: RetryPolicy, *, required: bool) -> bool:
+    from drctl.errors import Unreachable
+
+    try:
+        describe_with_retry(clients, policy)
+        return True
+    except Unreachable:
+        if required:
+            raise
+        return False
+
+
+def _source_down(name: str, bootstrap: str) -> Exception:
+    from drctl.errors import Unreachable
+
+    return Unreachable(f"Source cluster '{name}' ({bootstrap}) is unreachable and no method that "
+                       "works without it applies.",
+                       "Use --method checkpoint (MirrorMaker 2) or bring the source back.")
+
+
+def _source_positions(src: ClusterClients | None, checkpoints: dict | None,
+                      group_re: re.Pattern[str], config: Config,
+                      to_topic: Callable[[str], str | None]) -> dict[str, dict[TP, int]]:
+    def wanted(group: str) -> bool:
+        return bool(group_re.fullmatch(group)) and config.groups.matches(group) \
+            and not _INTERNAL_GROUP.match(group)
+
+    out: dict[str, dict[TP, int]] = {}
+    if src is not None:
+        admin = src.admin()
+        groups = [g for g in list_groups(admin) if wanted(g)]
+        for group, offsets in committed_offsets(admin, groups).items():
+            kept = {tp: o for tp, o in offsets.items() if to_topic(tp[0])}
+            if kept:
+                out[group] = kept
+        return out
+    rep = config.require_replication()
+    for (group, target_topic, partition), cp in (checkpoints or {}).items():
+        source_topic = rep.source_topic_of(target_topic)
+        if source_topic and wanted(group) and to_topic(source_topic):
+            out.setdefault(group, {})[(source_topic, partition)] = cp.upstream_offset
+    return out
+
+
+def _by_checkpoint(todo: list[PartitionResult], checkpoints: dict,
+                   dst_marks: dict[TP, tuple[int, int]]) -> None:
+    for p in todo:
+        cp = checkpoints.get((p.group, p.target_topic, p.partition))
+        if cp is None:
+            p.confidence = "no-checkpoint"
+            p.note = "MirrorMaker 2 emitted no checkpoint for this group and partition"
+            continue
+        low, end = dst_marks[(p.target_topic, p.partition)]
+        p.target_offset = min(max(cp.downstream_offset, low), end)
+        p.confidence = "checkpoint"
+        if cp.upstream_offset != p.source_offset:
+            p.note = (f"latest checkpoint is for source offset {cp.upstream_offset}; the group "
+                      f"is at {p.source_offset}")
+
+
+def _by_exact(src: ClusterClients, dst: ClusterClients, todo: list[PartitionResult],
+              dst_marks: dict[TP, tuple[int, int]], *, timestamp_only: bool,
+              max_scan: int) -> None:
+    if not todo:
+        return
+    src_admin, dst_admin = src.admin(), dst.admin()
+    src_marks = watermarks(src_admin, sorted({(p.topic, p.partition) for p in todo}))
+    a = Side(BatchReader(src), src_admin, src_marks)
+    b = Side(BatchReader(dst), dst_admin, dst_marks)
+    # Distinct source positions: many groups often sit at the same offset.
+    keys = sorted({(p.topic, p.partition, min(p.source_offset, src_marks[(p.topic,
+                                                                            p.partition)][1]))
+                   for p in todo})
+    around = dict(zip(keys, last_records(a, [((t, q), o) for t, q, o in keys]), strict=True))
+    queries, query_keys = [], []
+    for key in keys:
+        last, _ = around[key]
+        if last is not None:
+            t, q, _o = key
+            target_topic = next(p.target_topic for p in todo if (p.topic, p.partition) == (t, q))
+            queries.append(MatchQuery(last, (target_topic, q)))
+            query_keys.append(key)
+    matches = dict(zip(query_keys, match_records(a, b, queries, max_scan=max_scan),
+                       strict=True))
+    # Groups ahead of replication: where does the target's last record sit on the source?
+    ahead = [k for k in query_keys if matches[k].reason == "end"]
+    missing = _missing_counts(a, b, todo, ahead, around, max_scan)
+
+    for p in todo:
+        tp_src, tp_dst = (p.topic, p.partition), (p.target_topic, p.partition)
+        key = (p.topic, p.partition, min(p.source_offset, src_marks[tp_src][1]))
+        low, end = dst_marks[tp_dst]
+        last, successor = around[key]
+        if last is None:
+            # Nothing consumed that still exists: start where the target starts.
+            p.target_offset = low
+            p.confidence = "exact" if src_marks[tp_src][0] == 0 and low == 0 else "start"
+            continue
+        m = matches[key]
+        if m.reason == "end":
+            p.target_offset = end
+            p.confidence = "clamped"
+            p.missing = missing.get(key)
+            p.note = "the group consumed records that never reached the target"
+            continue
+        if m.reason == "bound" or m.offset is None:
+            p.target_offset = max(low, m.anchor_b or low)
+            p.confidence = "scan-bound"
+            p.note = f"no match within {max_scan} records; positioned at the timestamp"
+            continue
+        exact_offset = m.offset + 1
+        if timestamp_only:
+            anchor = max(low, m.anchor_b if m.anchor_b is not None else low)
+            shared = sum(r.timestamp_ms == last.timestamp_ms for r in m.scanned)
+            p.target_offset = anchor
+            p.redelivered = sum(1 for r in m.scanned if r.offset < exact_offset)
+            p.confidence = "exact" if p.redelivered == 0 else f"ambiguous:{shared}"
+            continue
+        p.target_offset = exact_offset
+        p.confidence = "exact"
+        if successor is not None and m.after is not None:
+            from drctl.translate.locate import record_fingerprint
+
+            if record_fingerprint(successor) != record_fingerprint(m.after):
+                p.confidence = "unverified"
+                p.note = ("the target's next record is not the source's next record (extra "
+                          "copies on the target?)")
+
+
+def _missing_counts(a: Side, b: Side, todo: list[PartitionResult], ahead: list,
+                    around: dict, max_scan: int) -> dict:
+    """Records a group consumed on the source that the target lacks."""
+    if not ahead:
+        return {}
+    target_of = {(p.topic, p.partition): (p.target_topic, p.partition) for p in todo}
+    tails = last_records(b, [(target_of[(t, q)], b.marks[target_of[(t, q)]][1])
+                             for t, q, _ in ahead])
+    queries, keys = [], []
+    for key, (tail, _) in zip(ahead, tails, strict=True):
+        if tail is not None:
+            queries.append(MatchQuery(tail, (key[0], key[1])))
+            keys.append(key)
+    located = dict(zip(keys, match_records(b, a, queries, max_scan=max_scan), strict=True))
+    from drctl.translate.reader import RangeRequest
+
+    reqs = []
+    for t, q, off in ahead:
+        m = located.get((t, q, off))
+        start = (m.offset + 1) if m is not None and m.offset is not None else a.marks[(t, q)][0]
+        reqs.append(RangeRequest((t, q), max(start, off - max_scan), off))
+    return {key: len(recs) for key, recs in zip(ahead, a.reader.read(reqs), strict=True)}
+
+
+def _rewind_rule(report: TranslationReport, allow_rewind: bool) -> None:
+    for p in report.partitions:
+        if (p.target_offset is not None and p.current_target_offset is not None
+                and p.target_offset < p.current_target_offset and not allow_rewind):
+            p.note = (f"would move the group back from {p.current_target_offset} to "
+                      f"{p.target_offset}; kept (use --allow-rewind)")
+            p.target_offset = p.current_target_offset
+            p.confidence = "kept"
+
+
+def _apply(admin: object, report: TranslationReport) -> None:
+    for g in report.groups:
+        if g.active:
+            g.skipped = f"group is active on {report.target} ({g.state}); stop its consumers"
+            continue
+        offsets = {(p.target_topic, p.partition): p.target_offset for p in g.partitions
+                   if p.target_offset is not None and p.confidence != "kept"}
+        if not offsets:
+            g.skipped = "nothing to commit"
+            continue
+        try:
+            alter_offsets(admin, g.group, offsets)  # type: ignore[arg-type]
+        except KafkaException as exc:
+            g.skipped = f"commit failed: {exc}"
+            continue
+        g.applied = True
+        for p in g.partitions:
+            p.applied = (p.target_topic, p.partition) in offsets

@@ -1,0 +1,178 @@
+"""Exact positions: where a record of one cluster sits on the other (DESIGN section 3, `exact`).
+
+To find record R of side A on side B: take R's timestamp T; on both sides ListOffsets(T) gives
+the first offset whose timestamp is >= T. Both land on the same record, because replication
+keeps partition order, and every copy of R (same fingerprint, so same T) lies at or after it.
+Count the copies of R on A from there up to R (k), then scan B forward from its anchor to the
+k-th copy. Identical timestamps and repeated payloads therefore never cause a skip or a
+duplicate; non-monotonic timestamps only lengthen the scan. The scan is bounded and batched.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from drctl.fingerprint import fingerprint
+from drctl.kafka.groups import list_offsets
+from drctl.kafka.records import Record
+from drctl.translate.reader import BatchReader, RangeRequest
+
+TP = tuple[str, int]
+FIRST_CHUNK = 256
+
+
+def record_fingerprint(rec: Record) -> bytes:
+    ts = rec.timestamp_ms if rec.timestamp_type == 1 else None
+    return fingerprint(rec.partition, rec.key, rec.value, rec.headers, ts)
+
+
+@dataclass
+class Side:
+    """One cluster as the locator sees it."""
+
+    reader: BatchReader
+    admin: AdminClient
+    marks: dict[TP, tuple[int, int]]  # (low, end) per partition
+
+
+@dataclass
+class MatchQuery:
+    record: Record  # on side A
+    tp_b: TP
+
+
+@dataclass
+class MatchResult:
+    offset: int | None = None  # offset of the matching copy on B
+    reason: str = ""  # "" when found, else "end" (not on B yet) or "bound" (scan limit)
+    anchor_b: int | None = None  # ListOffsets(T) on B
+    scanned: list[Record] = field(default_factory=list)  # B's records from anchor to match
+    after: Record | None = None  # B's record right after the match, when read
+
+
+def timestamp_offsets(admin: AdminClient, queries: Sequence[tuple[TP, int]]) -> list[int]:
+    """ListOffsets-by-timestamp for many (partition, ms) pairs; each request may name a
+    partition once, so distinct timestamps of one partition go in separate requests — all
+    sent before any answer is awaited."""
+    rounds: list[dict[TP, int]] = []
+    slot: list[tuple[int, TP]] = []
+    seen: dict[TP, int] = defaultdict(int)
+    index: dict[tuple[TP, int], tuple[int, TP]] = {}
+    for tp, ts in queries:
+        if (tp, ts) in index:
+            slot.append(index[(tp, ts)])
+            continue
+        r = seen[tp]
+        seen[tp] += 1
+        while len(rounds) <= r:
+            rounds.append({})
+        rounds[r][tp] = ts
+        index[(tp, ts)] = (r, tp)
+        slot.append((r, tp))
+    answers = [list_offsets(admin, {tp: OffsetSpec.for_timestamp(ts) for tp, ts in rnd.items()})
+               for rnd in rounds]
+    return [answers[r][tp] for r, tp in slot]
+
+
+def match_records(a: Side, b: Side, queries: Sequence[MatchQuery], *,
+                  max_scan: int = 100_000) -> list[MatchResult]:
+    """Find each query's record of side A on side B (see the module docstring)."""
+    results = [MatchResult() for _ in queries]
+    if not queries:
+        return results
+    stamps = [(q.record.topic, q.record.partition) for q in queries]
+    ts = [q.record.timestamp_ms for q in queries]
+    anchors_a = timestamp_offsets(a.admin, list(zip(stamps, ts, strict=True)))
+    anchors_b = timestamp_offsets(b.admin, [(q.tp_b, t) for q, t in zip(queries, ts,
+                                                                       strict=True)])
+    fps = [record_fingerprint(q.record) for q in queries]
+
+    # k: how many copies of R lie on A between the anchor and R itself.
+    count_reqs: list[RangeRequest] = []
+    for q, anchor in zip(queries, anchors_a, strict=True):
+        start = anchor if 0 <= anchor <= q.record.offset else q.record.offset
+        count_reqs.append(RangeRequest(stamps[len(count_reqs)],
+                                       max(start, q.record.offset - max_scan),
+                                       q.record.offset + 1))
+    copies_needed = [sum(record_fingerprint(r) == fp for r in recs)
+                     for recs, fp in zip(a.reader.read(count_reqs), fps, strict=True)]
+
+    # Scan B in growing chunks until the k-th copy shows up.
+    state = {}
+    for i, q in enumerate(queries):
+        results[i].anchor_b = anchors_b[i]
+        low, end = b.marks[q.tp_b]
+        if anchors_b[i] < 0 or anchors_b[i] >= end:
+            results[i].reason = "end"  # nothing on B at or after T: R never arrived
+            continue
+        state[i] = [max(anchors_b[i], low), FIRST_CHUNK, 0]  # next offset, chunk, copies
+    while state:
+        reqs, order = [], []
+        for i, (nxt, chunk, _) in state.items():
+            end = b.marks[queries[i].tp_b][1]
+            reqs.append(RangeRequest(queries[i].tp_b, nxt, min(end, nxt + chunk)))
+            order.append(i)
+        for i, recs in zip(order, b.reader.read(reqs), strict=True):
+            nxt, chunk, seen = state[i]
+            res = results[i]
+            for rec in recs:
+                if res.offset is not None:
+                    res.after = rec
+                    break
+                res.scanned.append(rec)
+                if record_fingerprint(rec) == fps[i]:
+                    seen += 1
+                    if seen == max(1, copies_needed[i]):
+                        res.offset = rec.offset
+            end = b.marks[queries[i].tp_b][1]
+            scanned_to = min(end, nxt + chunk)
+            if res.offset is not None:
+                if res.after is not None or scanned_to >= end:
+                    del state[i]
+                else:
+                    state[i] = [scanned_to, 64, seen]  # only the record after the match
+            elif scanned_to >= end:
+                res.reason = "end"
+                del state[i]
+            elif scanned_to - (res.anchor_b or 0) >= max_scan:
+                res.reason = "bound"
+                del state[i]
+            else:
+                state[i] = [scanned_to, chunk * 4, seen]
+            if res.offset is None and i not in state:
+                res.scanned = []
+    return results
+
+
+def last_records(side: Side, positions: Sequence[tuple[TP, int]],
+                 window: int = 64) -> list[tuple[Record | None, Record | None]]:
+    """For each (partition, offset): the last visible record before it and the first at or
+    after it. Windows widen until found or the partition's bounds are reached."""
+    out: list[tuple[Record | None, Record | None]] = [(None, None)] * len(positions)
+    pending = {i: (window, 8) for i in range(len(positions))}
+    while pending:
+        reqs, order = [], []
+        for i, (back, fwd) in pending.items():
+            tp, off = positions[i]
+            low, end = side.marks[tp]
+            start = max(low, off - back) if back else off
+            reqs.append(RangeRequest(tp, start, min(end, off + fwd)))
+            order.append(i)
+        for i, recs in zip(order, side.reader.read(reqs), strict=True):
+            tp, off = positions[i]
+            low, end = side.marks[tp]
+            back, fwd = pending.pop(i)
+            before = [r for r in recs if r.offset < off]
+            after = [r for r in recs if r.offset >= off]
+            last = before[-1] if before else out[i][0]
+            nxt = after[0] if after else out[i][1]
+            out[i] = (last, nxt)
+            need_back = last is None and off - back > low
+            need_fwd = nxt is None and fwd > 0 and off + fwd < end
+            if need_back or need_fwd:
+                pending[i] = (back * 16 if need_back else 0, fwd * 16 if need_fwd else 0)
+    return out

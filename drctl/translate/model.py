@@ -1,0 +1,103 @@
+"""What a translation run decides, as plain data (the JSON schema of `translate-offsets`).
+
+JSON schema (stable; fields are only ever added):
+    {
+      "from": str, "to": str, "method": str (requested), "apply": bool,
+      "source_reachable": bool, "notes": [str],
+      "groups": [{
+        "group": str, "state": str (target group state), "active": bool,
+        "applied": bool, "skipped": str | null (why nothing was committed),
+        "partitions": [{
+          "topic": str, "partition": int, "target_topic": str,
+          "source_offset": int, "method": str, "target_offset": int | null,
+          "current_target_offset": int | null, "confidence": str,
+          "redelivered": int | null, "missing": int | null,
+          "applied": bool, "note": str | null
+        }]
+      }],
+      "summary": {"groups": int, "applied": int, "skipped": int, "partitions": int,
+                  "exact": int, "redelivered": int, "missing": int}
+    }
+confidence: exact | ambiguous:N (N target records share the boundary timestamp) |
+checkpoint-lag:N (N records re-delivered) | clamped (past the target's end; `missing` records
+the group consumed are not on the target) | unverified (matched, but the next records differ:
+the target holds extra copies) | scan-bound (gave up scanning; positioned early, no skip) |
+no-checkpoint | start (nothing consumed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+METHODS = ("auto", "exact", "timestamp", "checkpoint", "identity")
+
+
+@dataclass
+class PartitionResult:
+    group: str
+    topic: str
+    partition: int
+    target_topic: str
+    source_offset: int
+    method: str
+    target_offset: int | None
+    confidence: str
+    redelivered: int | None = None
+    missing: int | None = None
+    current_target_offset: int | None = None
+    applied: bool = False
+    note: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("group")
+        return data
+
+
+@dataclass
+class GroupResult:
+    group: str
+    state: str = "UNKNOWN"
+    active: bool = False
+    applied: bool = False
+    skipped: str | None = None
+    partitions: list[PartitionResult] = field(default_factory=list)
+
+
+@dataclass
+class TranslationReport:
+    source: str
+    target: str
+    method: str
+    apply: bool
+    source_reachable: bool
+    groups: list[GroupResult] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def partitions(self) -> list[PartitionResult]:
+        return [p for g in self.groups for p in g.partitions]
+
+    def summary(self) -> dict[str, int]:
+        parts = self.partitions
+        return {
+            "groups": len(self.groups),
+            "applied": sum(g.applied for g in self.groups),
+            "skipped": sum(g.skipped is not None for g in self.groups),
+            "partitions": len(parts),
+            "exact": sum(p.confidence == "exact" for p in parts),
+            "redelivered": sum(p.redelivered or 0 for p in parts),
+            "missing": sum(p.missing or 0 for p in parts),
+        }
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "from": self.source, "to": self.target, "method": self.method, "apply": self.apply,
+            "source_reachable": self.source_reachable, "notes": self.notes,
+            "groups": [{"group": g.group, "state": g.state, "active": g.active,
+                        "applied": g.applied, "skipped": g.skipped,
+                        "partitions": [p.as_dict() for p in g.partitions]}
+                       for g in self.groups],
+            "summary": self.summary(),
+        }
