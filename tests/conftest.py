@@ -47,6 +47,7 @@ class _Labs:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.started: dict[str, RunningLab] = {}
+        self.keep = bool(os.environ.get("DRCTL_KEEP_TEST_LABS"))
 
     def get(self, naming: str) -> RunningLab:
         if naming not in self.started:
@@ -58,6 +59,7 @@ class _Labs:
                                names_kept=naming == "kept")
             except BaseException:
                 lab.down()
+                self.keep = True  # its logs explain the failure
                 raise
             self.started[naming] = RunningLab(lab, state)
         return self.started[naming]
@@ -77,7 +79,9 @@ def _labs() -> Iterator[_Labs]:
         yield labs
     finally:
         labs.down()
-        if not os.environ.get("DRCTL_KEEP_TEST_LABS"):
+        if labs.keep:
+            print(f"\nlab files kept in {root}")
+        else:
             shutil.rmtree(root, ignore_errors=True)
 
 

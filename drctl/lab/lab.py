@@ -236,12 +236,14 @@ class Lab:
         if not (data / "meta.properties").exists():
             import subprocess
 
-            fmt = subprocess.run(
-                [java, "-Xmx256m", "-cp", dist.classpath, *log_opts,
-                 "kafka.tools.StorageTool", "format", "-t", state.cluster_ids[cluster],
-                 "-c", str(props)],
-                capture_output=True, text=True, timeout=120)
-            if fmt.returncode != 0:
+            cmd = [java, "-Xmx256m", "-cp", dist.classpath, *log_opts,
+                   "kafka.tools.StorageTool", "format", "-t", state.cluster_ids[cluster],
+                   "-c", str(props)]
+            fmt = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+            if fmt.returncode != 0 and not (data / "meta.properties").exists():
+                # Seen once under heavy load; a second try costs a second.
+                fmt = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+            if fmt.returncode != 0 and not (data / "meta.properties").exists():
                 (workdir / "format.log").write_text(fmt.stdout + fmt.stderr)
                 raise LabError(f"Formatting the {cluster} log dir failed.",
                                f"Read {workdir / 'format.log'}.")

@@ -52,7 +52,9 @@ class ProducedRecord:
     value: bytes | None
     timestamp_ms: int
     headers: tuple[tuple[str, bytes], ...]
-    kind: str  # keyed, unkeyed, tombstone, burst, duplicate, txn-committed, txn-aborted
+    # keyed, unkeyed, tombstone, burst, identical (same record again, same millisecond),
+    # duplicate (same payload later), txn-committed, txn-aborted
+    kind: str
 
 
 @dataclass
@@ -165,12 +167,21 @@ def run_workload(clients: ClusterClients, spec: WorkloadSpec,
                 continue
             if spec.burst_every and produced and produced % spec.burst_every == 0:
                 burst_ts = gen.base_ts + gen.i
-                for _ in range(min(spec.burst_size, spec.records - produced)):
-                    key, value, headers, _, kind = gen.next()
-                    p = partition_for(key, spec.partitions, rr)
-                    rr += 1
+                previous: tuple[Any, ...] | None = None
+                for j in range(min(spec.burst_size, spec.records - produced)):
+                    if previous is not None and j % 5 == 4:
+                        # The same record again, same partition, same millisecond: identical
+                        # fingerprints, so translation must count copies.
+                        key, value, headers, p = previous
+                        kind = "identical"
+                    else:
+                        key, value, headers, _, kind = gen.next()
+                        kind = "burst" if kind == "keyed" else kind
+                        p = partition_for(key, spec.partitions, rr)
+                        rr += 1
+                        previous = (key, value, headers, p)
                     meta = dict(topic=topic, key=key, value=value, timestamp_ms=burst_ts,
-                                headers=headers, kind="burst" if kind == "keyed" else kind)
+                                headers=headers, kind=kind)
                     producer.produce(topic, value=value, key=key, partition=p,
                                      timestamp=burst_ts, headers=list(headers),
                                      on_delivery=on_delivery(meta))

@@ -1,0 +1,295 @@
+"""translate-offsets against real clusters: every group resumes on the target exactly after the
+last record it consumed on the source — 0 duplicated, 0 skipped."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from confluent_kafka import OFFSET_STORED, KafkaError, TopicPartition
+
+from drctl.cli.app import main
+from drctl.fingerprint import fingerprint
+from drctl.kafka.records import Record, read_all
+from drctl.lab.workload import (
+    ProducedRecord,
+    WorkloadSpec,
+    commit_offsets,
+    partition_for,
+    run_workload,
+)
+from drctl.translate.checkpoints import latest_checkpoints
+from tests.conftest import RunningLab
+
+pytestmark = pytest.mark.lab
+PARTITIONS = 3
+
+
+def fp(rec: ProducedRecord | Record) -> bytes:
+    return fingerprint(rec.partition, rec.key, rec.value, list(rec.headers), rec.timestamp_ms)
+
+
+def wait_replicated(lab: RunningLab, topic: str, count: int, deadline_s: float = 90) -> None:
+    end = time.monotonic() + deadline_s
+    got = 0
+    while time.monotonic() < end:
+        got = len(read_all(lab.secondary, lab.mirror(topic)))
+        if got >= count:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"only {got}/{count} records of {topic} replicated")
+
+
+def choose_positions(records: list[ProducedRecord], seed: int) -> dict[str, dict[int, int]]:
+    """>= 30 groups at the positions that break naive translation."""
+    rng = random.Random(seed)
+    by_p: dict[int, list[ProducedRecord]] = defaultdict(list)
+    for r in records:
+        by_p[r.partition].append(r)
+    ends = {p: max(r.offset for r in rs) + 1 for p, rs in by_p.items()}
+    groups: dict[str, dict[int, int]] = {"at-0": dict.fromkeys(by_p, 0), "at-end": ends}
+    for i in range(8):  # inside identical-timestamp bursts, including right between copies
+        pos = {}
+        for p, rs in by_p.items():
+            inside = [r.offset for r in rs if r.kind in ("burst", "identical")]
+            copies = [r.offset for r in rs if r.kind == "identical"]
+            pool = copies if i % 2 == 0 and copies else inside
+            pos[p] = pool[(i * 7) % len(pool)] + (i % 4 == 3)
+        groups[f"burst-{i}"] = pos
+    for i in range(4):  # right after an aborted (or committed) transaction
+        pos = {}
+        for p, rs in by_p.items():
+            kind = "txn-aborted" if i < 3 else "txn-committed"
+            txn = [r.offset for r in rs if r.kind == kind]
+            pos[p] = (max(txn) + 1 + (i % 2)) if txn else ends[p] // 2
+        groups[f"after-txn-{i}"] = pos
+    for i in range(16):
+        groups[f"random-{i}"] = {p: rng.randrange(1, ends[p]) for p in by_p}
+    return groups
+
+
+def successor(records: list[ProducedRecord], partition: int, offset: int) -> ProducedRecord | None:
+    visible = sorted((r for r in records if r.partition == partition and r.kind != "txn-aborted"),
+                     key=lambda r: r.offset)
+    return next((r for r in visible if r.offset >= offset), None)
+
+
+def first_records_from_committed(lab: RunningLab, group: str, topic: str
+                                 ) -> dict[int, Record | None]:
+    """What a real consumer of `group` on the secondary reads first, per partition."""
+    consumer = lab.secondary.consumer(**{"group.id": group, "enable.partition.eof": "true"})
+    consumer.assign([TopicPartition(topic, p, OFFSET_STORED) for p in range(PARTITIONS)])
+    first: dict[int, Record | None] = {}
+    deadline = time.monotonic() + 30
+    try:
+        while len(first) < PARTITIONS and time.monotonic() < deadline:
+            for msg in consumer.consume(100, timeout=0.5):
+                p = msg.partition()
+                if p in first:
+                    continue
+                err = msg.error()
+                if err is not None and err.code() == KafkaError._PARTITION_EOF:
+                    first[p] = None
+                elif err is None:
+                    first[p] = Record.from_message(msg)
+    finally:
+        consumer.close()
+    missing = set(range(PARTITIONS)) - set(first)
+    assert not missing, f"{group}: no answer from partitions {missing}"
+    return first
+
+
+def kafka_tool_offsets(lab: RunningLab, group: str) -> dict[tuple[str, int], int]:
+    """Ask Kafka's own kafka-consumer-groups tool (from the lab's jars)."""
+    lib = Path(lab.state.lib_dir)
+    main_class = ("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+                  if lab.state.kafka_version.startswith("4")
+                  else "kafka.admin.ConsumerGroupCommand")
+    out = subprocess.run(
+        ["java", "-Xmx256m", "-cp", f"{lib}/*", main_class, "--bootstrap-server",
+         lab.lab.bootstrap(lab.state, "secondary"), "--describe", "--group", group],
+        capture_output=True, text=True, timeout=120, check=True).stdout
+    offsets = {}
+    for line in out.splitlines():
+        cols = line.split()
+        if len(cols) >= 4 and cols[0] == group and cols[3].isdigit():
+            offsets[(cols[1], int(cols[2]))] = int(cols[3])
+    return offsets
+
+
+def produce_more(lab: RunningLab, topic: str, count: int) -> list[ProducedRecord]:
+    producer = lab.primary.producer()
+    sent: list[ProducedRecord] = []
+
+    def on_delivery(err: object, msg: object) -> None:
+        assert err is None
+        ts_type, ts = msg.timestamp()  # type: ignore[attr-defined]
+        sent.append(ProducedRecord(topic, msg.partition(), msg.offset(),  # type: ignore
+                                   msg.key(), msg.value(), ts, (), "extra"))  # type: ignore
+
+    for i in range(count):
+        key = f"late-{i}".encode()
+        producer.produce(topic, key=key, value=b"late", partition=partition_for(key, PARTITIONS, i),
+                         on_delivery=on_delivery)
+    assert producer.flush(30) == 0
+    return sent
+
+
+def run_translate(lab: RunningLab, ns: str, *args: str) -> tuple[int, dict]:
+    import contextlib
+    import io
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        status = main(["--config", str(lab.config_file), "--output", "json", "translate-offsets",
+                       "--groups", f"{ns}-.*", *args])
+    return status, json.loads(buf.getvalue())
+
+
+def test_exact_translation_resumes_every_group_exactly(any_lab: RunningLab, ns: str,
+                                                       capsys: pytest.CaptureFixture[str]
+                                                       ) -> None:
+    lab = any_lab
+    topic = f"{ns}-orders"
+    spec = WorkloadSpec(topics=(topic,), partitions=PARTITIONS, records=1500, seed=3,
+                        burst_every=150, burst_size=25, transactions=6, groups=())
+    workload = run_workload(lab.primary, spec)
+    wait_replicated(lab, topic, len(workload.visible()))
+    positions = choose_positions(workload.records, seed=5)
+    assert len(positions) >= 30
+    for name, pos in positions.items():
+        commit_offsets(lab.primary, f"{ns}-{name}",
+                       [TopicPartition(topic, p, o) for p, o in pos.items()])
+
+    # Replication stops; the primary takes more writes; one group reads them all.
+    time.sleep(2.5)  # let Connect flush its source offsets first (MM2 is at-least-once)
+    lab.lab.fail("replication")
+    try:
+        extra = produce_more(lab, topic, 40)
+        records = workload.records + extra
+        ends = {p: max(r.offset for r in records if r.partition == p) + 1
+                for p in range(PARTITIONS)}
+        commit_offsets(lab.primary, f"{ns}-ahead",
+                       [TopicPartition(topic, p, e) for p, e in ends.items()])
+
+        status, report = run_translate(lab, ns, "--method", "exact", "--apply")
+        assert status == 0, capsys.readouterr().err
+        groups = {g["group"]: g for g in report["groups"]}
+        assert set(groups) == {f"{ns}-{n}" for n in positions} | {f"{ns}-ahead"}
+        assert all(g["applied"] for g in groups.values())
+
+        target_topic = lab.mirror(topic)
+        for name, pos in positions.items():
+            group = f"{ns}-{name}"
+            parts = {p["partition"]: p for p in groups[group]["partitions"]}
+            assert {p["confidence"] for p in parts.values()} == {"exact"}, (group, parts)
+            first = first_records_from_committed(lab, group, target_topic)
+            for p, offset in pos.items():
+                expected = successor(workload.records, p, offset)
+                got = first[p]
+                if expected is None:
+                    assert got is None, (group, p)
+                else:
+                    assert got is not None and fp(got) == fp(expected), (group, p, offset)
+
+        ahead = {p["partition"]: p for p in groups[f"{ns}-ahead"]["partitions"]}
+        target_ends = {p: len([r for r in read_all(lab.secondary, target_topic)
+                              if r.partition == p]) for p in range(PARTITIONS)}
+        for p in range(PARTITIONS):
+            late = sum(1 for r in extra if r.partition == p)
+            assert ahead[p]["confidence"] == "clamped"
+            assert ahead[p]["missing"] == late
+            assert ahead[p]["target_offset"] >= target_ends[p]  # the target's end
+        assert report["summary"]["missing"] == len(extra)
+
+        # A client no one here wrote agrees.
+        tool = kafka_tool_offsets(lab, f"{ns}-burst-0")
+        ours = {(target_topic, p["partition"]): p["target_offset"]
+                for p in groups[f"{ns}-burst-0"]["partitions"]}
+        assert tool == ours
+    finally:
+        lab.lab.heal("replication")
+
+
+def test_checkpoint_and_timestamp_predict_redelivery(lab: RunningLab, ns: str) -> None:
+    topic = f"{ns}-pay"
+    spec = WorkloadSpec(topics=(topic,), partitions=PARTITIONS, records=1200, seed=9,
+                        burst_every=200, burst_size=30, transactions=2, groups=())
+    workload = run_workload(lab.primary, spec)
+    wait_replicated(lab, topic, len(workload.visible()))
+    positions = {k: v for k, v in choose_positions(workload.records, seed=2).items()
+                 if k.startswith(("burst", "random"))}
+    for name, pos in positions.items():
+        commit_offsets(lab.primary, f"{ns}-{name}",
+                       [TopicPartition(topic, p, o) for p, o in pos.items()])
+    # MirrorMaker 2 emits checkpoints every second for groups it has discovered.
+    wanted = {(f"{ns}-{n}", lab.mirror(topic), p) for n, pos in positions.items() for p in pos}
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        cps = latest_checkpoints(lab.secondary, "primary.checkpoints.internal")
+        have = {k for k in wanted if k in cps and
+                cps[k].upstream_offset == positions[k[0][len(ns) + 1:]][k[2]]}
+        if len(have) == len(wanted):
+            break
+        time.sleep(1)
+    assert len(have) >= 0.9 * len(wanted), f"{len(have)}/{len(wanted)} checkpoints"
+
+    target_topic = lab.mirror(topic)
+    target = read_all(lab.secondary, target_topic)
+    by_p = defaultdict(list)
+    for r in target:
+        by_p[r.partition].append(r)
+
+    for method in ("checkpoint", "timestamp"):
+        status, report = run_translate(lab, ns, "--method", method)
+        assert status == 0
+        compared = 0
+        for g in report["groups"]:
+            name = g["group"][len(ns) + 1:]
+            for part in g["partitions"]:
+                if part["target_offset"] is None:
+                    continue
+                expected = successor(workload.records, part["partition"],
+                                     positions[name][part["partition"]])
+                # Measured: records a consumer starting there reads before the successor.
+                recs = [r for r in by_p[part["partition"]] if r.offset >= part["target_offset"]]
+                if expected is None:
+                    measured = len(recs)
+                else:
+                    measured = next(i for i, r in enumerate(recs) if fp(r) == fp(expected))
+                assert (part["redelivered"] or 0) == measured, (method, g["group"], part)
+                compared += 1
+        assert compared >= 0.9 * len(wanted)
+        if method == "checkpoint":
+            assert report["summary"]["redelivered"] > 0  # MM2's checkpoints lag
+            assert any(p["confidence"].startswith("checkpoint-lag:")
+                       for p in (x for g in report["groups"] for x in g["partitions"]))
+
+
+def test_active_group_on_target_is_skipped(lab: RunningLab, ns: str) -> None:
+    topic = f"{ns}-act"
+    workload = run_workload(lab.primary, WorkloadSpec(topics=(topic,), partitions=1,
+                                                       records=100, groups=()))
+    wait_replicated(lab, topic, len(workload.visible()))
+    for g in ("idle", "busy"):
+        commit_offsets(lab.primary, f"{ns}-{g}", [TopicPartition(topic, 0, 50)])
+    busy = lab.secondary.consumer(**{"group.id": f"{ns}-busy"})
+    busy.subscribe([lab.mirror(topic)])
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not busy.assignment():
+            busy.poll(0.2)
+        assert busy.assignment()
+        status, report = run_translate(lab, ns, "--apply")
+    finally:
+        busy.close()
+    assert status == 3
+    groups = {g["group"]: g for g in report["groups"]}
+    assert groups[f"{ns}-idle"]["applied"] is True
+    assert groups[f"{ns}-busy"]["applied"] is False
+    assert "active" in groups[f"{ns}-busy"]["skipped"]
