@@ -1,0 +1,134 @@
+"""translate-offsets at scale: 1,000 groups x 16 partitions on a bench lab.
+
+Compares, in one run on the same data:
+  - drctl translate-offsets --method exact --apply (all groups)
+  - drctl translate-offsets --method checkpoint (all groups)
+  - what operators run today: kafka-consumer-groups --reset-offsets --to-datetime --execute,
+    one JVM per group (timed on a sample of groups; the per-group median x groups gives the
+    loop's cost, since every run is independent).
+
+Usage: .venv/bin/python -m bench.bench_translate [--groups 1000] [--partitions 16]
+       [--records 200000] [--tool-sample 15] [--port-base 45100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import subprocess
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+
+from drctl.config import load_config
+from drctl.kafka.groups import alter_offsets, watermarks
+from drctl.lab.lab import Lab, LabPorts
+from drctl.lab.workload import create_topics
+from drctl.translate.checkpoints import latest_checkpoints
+from drctl.translate.engine import TranslateRequest, translate_offsets
+
+
+def produce(lab_clients, topic: str, partitions: int, records: int) -> None:
+    producer = lab_clients.producer(**{"linger.ms": "50", "batch.size": "1000000",
+                                       "compression.type": "lz4"})
+    base = int(time.time() * 1000) - records
+    for i in range(records):
+        # Bursts of 20 records share a millisecond, like real producers.
+        producer.produce(topic, key=f"k{i % 5000}".encode(), value=b"v" * 100,
+                         partition=i % partitions, timestamp=base + i // 20)
+        if i % 10000 == 0:
+            producer.poll(0)
+    producer.flush(120)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--groups", type=int, default=1000)
+    ap.add_argument("--partitions", type=int, default=16)
+    ap.add_argument("--records", type=int, default=200_000)
+    ap.add_argument("--tool-sample", type=int, default=15)
+    ap.add_argument("--port-base", type=int, default=45100)
+    args = ap.parse_args()
+
+    root = Path(tempfile.mkdtemp(prefix="drctl-bench-translate-"))
+    lab = Lab(root / "lab")
+    b = args.port_base
+    try:
+        state = lab.up(ports=LabPorts(b, b + 2, b + 4))
+        config = load_config(lab.config_file)
+        from drctl.kafka.clients import ClusterClients
+
+        src = ClusterClients.for_cluster(config, "primary")
+        dst = ClusterClients.for_cluster(config, "secondary")
+        topic = "bench-orders"
+        create_topics(src, (topic,), args.partitions)
+        t0 = time.monotonic()
+        produce(src, topic, args.partitions, args.records)
+        print(f"produced {args.records} records in {time.monotonic() - t0:.1f} s")
+        tps = [(topic, p) for p in range(args.partitions)]
+        src_marks = watermarks(src.admin(), tps)
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            dst_marks = watermarks(dst.admin(), tps)
+            if sum(h for _, h in dst_marks.values()) >= sum(h for _, h in src_marks.values()):
+                break
+            time.sleep(1)
+        rng = random.Random(1)
+        admin = src.admin()
+        groups = [f"bench-g{i:04d}" for i in range(args.groups)]
+        for g in groups:
+            alter_offsets(admin, g, {tp: rng.randrange(1, src_marks[tp][1]) for tp in tps})
+        print(f"committed {args.groups} groups x {args.partitions} partitions")
+        # Let MirrorMaker 2 find the groups and checkpoint them.
+        want = args.groups * args.partitions
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            have = len(latest_checkpoints(dst, "primary.checkpoints.internal"))
+            if have >= want:
+                break
+            time.sleep(5)
+        print(f"checkpoints available: {have}/{want}")
+
+        rows = []
+        for method, apply in (("exact", True), ("checkpoint", False)):
+            started = time.monotonic()
+            report = translate_offsets(config, TranslateRequest(
+                "primary", "secondary", groups="bench-g.*", method=method, apply=apply))
+            elapsed = time.monotonic() - started
+            s = report.summary()
+            rows.append((f"drctl {method}{' --apply' if apply else ''}", elapsed,
+                         f"{s['partitions']} positions, {s['exact']} exact, "
+                         f"{s['applied']} groups applied"))
+
+        when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.000")
+        tool = ("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+                if state.kafka_version.startswith("4") else "kafka.admin.ConsumerGroupCommand")
+        times = []
+        for g in groups[: args.tool_sample]:
+            started = time.monotonic()
+            subprocess.run(["java", "-Xmx256m", "-cp", f"{state.lib_dir}/*", tool,
+                            "--bootstrap-server", lab.bootstrap(state, "secondary"),
+                            "--reset-offsets", "--group", g, "--all-topics", "--to-datetime",
+                            when, "--execute"], check=True, capture_output=True, timeout=300)
+            times.append(time.monotonic() - started)
+        per_group = statistics.median(times)
+        loop = per_group * args.groups
+        rows.append((f"kafka-consumer-groups loop (median {per_group:.2f} s x {args.groups})",
+                     loop, f"sampled {len(times)} runs, min {min(times):.2f} s, "
+                           f"max {max(times):.2f} s"))
+
+        print()
+        print(f"{'what':58} {'wall s':>9}  {'vs exact':>9}  notes")
+        exact_s = rows[0][1]
+        for name, secs, note in rows:
+            print(f"{name:58} {secs:9.2f}  {secs / exact_s:8.1f}x  {note}")
+        print(f"\nspeed-up of drctl exact --apply over the loop: {loop / exact_s:.0f}x")
+    finally:
+        lab.down(purge=True)
+
+
+if __name__ == "__main__":
+    main()

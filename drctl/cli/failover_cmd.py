@@ -1,0 +1,73 @@
+"""`drctl failover`."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from drctl.cli.confirm import confirm_or_abort, operator_confirms
+from drctl.cli.state import CURRENT, OutputOption
+from drctl.ops.failover import FailoverOptions, report_context, run_failover
+from drctl.render import OutputFormat
+from drctl.reports import write_report
+
+
+def failover_command(
+    planned: Annotated[bool, typer.Option(
+        "--planned", help="Switchover with the source up: producers stopped, zero gap.")]
+    = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; change nothing.")]
+    = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+    = False,
+    groups: Annotated[str, typer.Option(help="Regex of groups to translate.")] = ".*",
+    method: Annotated[str, typer.Option(help="Offset translation method.")] = "auto",
+    incident: Annotated[str | None, typer.Option(help="Continue this incident.")] = None,
+    source_deadline: Annotated[float, typer.Option(
+        help="Seconds to retry the source before treating it as down.")] = 20.0,
+    report_dir: Annotated[Path | None, typer.Option(
+        help="Where to write the report (default: STATE_DIR/reports).")] = None,
+    output: Annotated[OutputFormat | None, OutputOption] = None,
+) -> None:
+    """Fail over from the replication source to its target."""
+    config = CURRENT.config()
+    term = CURRENT.terminal(output)
+    rep = config.require_replication()
+    opts = FailoverOptions(planned=planned, dry_run=dry_run, groups=groups, method=method,
+                           incident=incident, source_deadline_s=source_deadline)
+    if not dry_run:
+        confirm_or_abort(f"Fail over {rep.source} -> {rep.target} "
+                         f"({'planned' if planned else 'unplanned'})?", yes=yes)
+    result = run_failover(config, opts, notify=term.step, confirm=operator_confirms)
+    marker = result.marker
+    paths: list[Path] = []
+    if not dry_run:
+        directory = report_dir or (config.state.dir / "reports")
+        paths = write_report(directory, marker.incident, report_context(config, marker),
+                             "failover-report", config.redactor)
+    data = {"incident": marker.incident, "dry_run": dry_run, "resumed": result.resumed,
+            "preflight": result.preflight, "plan": result.plan,
+            "marker": None if dry_run else asdict(marker), "translation": result.translation, "reports": [str(p) for p in paths]}
+    if term.json_mode:
+        term.emit_json(data)
+        return
+    if dry_run:
+        term.info("[bold]Dry run[/] — nothing was changed. The plan:")
+        for step in result.plan:
+            term.info(f"  • {step['step']}: " + ", ".join(
+                f"{k}={v}" for k, v in step.items() if k != "step"))
+        return
+    if marker.replication_stop == "pending":
+        term.warn("Replication could not be stopped (Connect unreachable): stop it before it "
+                  "comes back, or it will copy stale data behind the new writes.")
+    summary = (result.translation or {}).get("summary", {})
+    term.success(f"Failover {marker.incident} done: {rep.target} is now primary. "
+                 f"{summary.get('applied', 0)} groups moved, replication "
+                 f"{marker.replication_stop}.")
+    for p in paths:
+        term.info(f"  report: {p}")
+    term.info(f"Next: switch clients to {rep.target}; when {rep.source} is back run "
+              "`drctl failback --check-order`.")

@@ -1,0 +1,1 @@
+"""Failover and failback procedures; replication control."""

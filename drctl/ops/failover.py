@@ -1,0 +1,321 @@
+"""`drctl failover`: preflight, stop replication, failover marker, group offsets, report.
+
+Each step records itself in the failover marker before the next starts; a re-run of the same
+incident skips what is done, so a crash at any point is finished by running it again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka.admin import NewTopic
+
+from drctl.config import Config
+from drctl.errors import CheckFailed, Unreachable, UsageError
+from drctl.kafka.clients import ClusterClients, describe_with_retry
+from drctl.kafka.groups import group_states, list_groups, watermarks
+from drctl.kafka.retry import RetryPolicy
+from drctl.kafka.topics import is_internal_topic
+from drctl.ops.replication import Confirm, stop_forward
+from drctl.state import FailoverMarker, MarkerStore, Offsets
+from drctl.translate.engine import TranslateRequest, translate_offsets
+from drctl.translate.locate import MatchQuery, Side, last_records, match_records
+from drctl.translate.reader import BatchReader, RangeRequest
+
+Notify = Callable[[str], None]
+TP = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class FailoverOptions:
+    planned: bool = False
+    dry_run: bool = False
+    groups: str = ".*"
+    method: str = "auto"
+    incident: str | None = None  # continue this one (default: the open one, if any)
+    source_deadline_s: float = 20.0
+    quiesce_s: float = 2.0  # planned: source ends must not move for this long
+    catch_up_deadline_s: float = 300.0
+
+
+@dataclass
+class FailoverResult:
+    marker: FailoverMarker
+    dry_run: bool
+    plan: list[dict[str, Any]] = field(default_factory=list)
+    preflight: dict[str, Any] = field(default_factory=dict)
+    translation: dict[str, Any] | None = None
+    resumed: bool = False
+
+
+def marker_store(config: Config, cluster: str | None) -> MarkerStore:
+    clients = ClusterClients.for_cluster(config, cluster) if cluster else None
+    return MarkerStore(config.state.dir, config.state.topic, clients)
+
+
+def _source_topics(config: Config, clients: ClusterClients) -> dict[str, int]:
+    rep = config.require_replication()
+    topics = clients.admin().list_topics(timeout=30).topics
+    return {t: len(m.partitions) for t, m in topics.items()
+            if not is_internal_topic(t) and rep.topics.matches(t) and m.error is None}
+
+
+def preflight(config: Config, opts: FailoverOptions, notify: Notify) -> dict[str, Any]:
+    rep = config.require_replication()
+    src = ClusterClients.for_cluster(config, rep.source)
+    dst = ClusterClients.for_cluster(config, rep.target)
+    policy = RetryPolicy.from_settings(config.retry, opts.source_deadline_s)
+    notify(f"Preflight: {rep.target} must be reachable")
+    target_info = describe_with_retry(dst, policy)
+    try:
+        describe_with_retry(src, policy)
+        source_up = True
+    except Unreachable:
+        if opts.planned:
+            raise CheckFailed(f"A planned failover needs the source '{rep.source}', which is "
+                              "unreachable.",
+                              "Run an unplanned failover (without --planned).") from None
+        source_up = False
+    target_topics = dst.admin().list_topics(timeout=30).topics
+    problems: list[str] = []
+    topics: dict[str, str] = {}
+    if source_up:
+        for topic, partitions in sorted(_source_topics(config, src).items()):
+            mirror = rep.mirror_topic(topic)
+            meta = target_topics.get(mirror)
+            if meta is None:
+                problems.append(f"{mirror} is missing on {rep.target}")
+            elif len(meta.partitions) < partitions:
+                problems.append(f"{mirror} has {len(meta.partitions)} partitions on "
+                                f"{rep.target}, {topic} has {partitions} on {rep.source}")
+            topics[topic] = mirror
+    else:
+        # The source is gone: what the target mirrors is all we know.
+        for mirror in sorted(target_topics):
+            original = rep.source_topic_of(mirror)
+            if original and not is_internal_topic(mirror) and rep.topics.matches(original):
+                topics[original] = mirror
+    if problems:
+        raise CheckFailed("Preflight failed: " + "; ".join(problems) + ".",
+                          "Create or grow the topics on the target, then run again.")
+    dst_admin = dst.admin()
+    groups = [g for g in list_groups(dst_admin) if config.groups.matches(g)]
+    active = sorted(g for g, st in group_states(dst_admin, groups).items() if st.active)
+    return {"source_reachable": source_up, "target_cluster_id": target_info.cluster_id,
+            "topics": topics, "active_groups_on_target": active}
+
+
+def _wait_quiet_and_caught_up(config: Config, topics: dict[str, str], opts: FailoverOptions,
+                              notify: Notify) -> dict[str, int]:
+    """Planned switchover: producers are stopped; wait for the source to stop moving and for
+    replication to copy its last record of every partition."""
+    rep = config.require_replication()
+    src = ClusterClients.for_cluster(config, rep.source)
+    dst = ClusterClients.for_cluster(config, rep.target)
+    src_admin, dst_admin = src.admin(), dst.admin()
+    src_tps = sorted((t, p) for t in topics for p in range(_partitions(src_admin, t)))
+    notify("Waiting for the source's end offsets to stop moving (producers stopped?)")
+    before = watermarks(src_admin, src_tps)
+    end = time.monotonic() + opts.catch_up_deadline_s
+    while True:
+        time.sleep(opts.quiesce_s)
+        after = watermarks(src_admin, src_tps)
+        if after == before:
+            break
+        if time.monotonic() > end:
+            raise CheckFailed("The source is still receiving writes.",
+                              "Stop the producers first, or run an unplanned failover.")
+        before = after
+    notify("Waiting for replication to catch up")
+    dst_tps = [(topics[t], p) for t, p in src_tps]
+    a = Side(BatchReader(src), src_admin, after)
+    while True:
+        b = Side(BatchReader(dst), dst_admin, watermarks(dst_admin, dst_tps))
+        tails = last_records(a, [(tp, after[tp][1]) for tp in src_tps])
+        queries = [MatchQuery(last, (topics[tp[0]], tp[1]))
+                   for tp, (last, _) in zip(src_tps, tails, strict=True) if last is not None]
+        behind = [q for q, m in zip(queries, match_records(a, b, queries), strict=True)
+                  if m.offset is None]
+        if not behind:
+            return {f"{t}[{p}]": after[(t, p)][1] for t, p in src_tps}
+        if time.monotonic() > end:
+            raise CheckFailed(f"Replication did not catch up in {opts.catch_up_deadline_s:.0f} s"
+                              f" ({len(behind)} partitions behind).",
+                              "Check the replicator, or run an unplanned failover.")
+        time.sleep(1)
+
+
+def _partitions(admin: Any, topic: str) -> int:
+    return len(admin.list_topics(topic, timeout=30).topics[topic].partitions)
+
+
+def _ends(admin: Any, topics: list[str]) -> Offsets:
+    tps = sorted((t, p) for t in topics for p in range(_partitions(admin, t)))
+    out: Offsets = {}
+    for (t, p), (_, end) in watermarks(admin, tps).items():
+        out.setdefault(t, {})[p] = end
+    return out
+
+
+def _ensure_failover_topics(config: Config, topics: dict[str, str], dry_run: bool) -> list[str]:
+    """With MM2's prefixed names producers switch to the plain topic on the target; it must
+    exist with the mirror's partition count before they do."""
+    rep = config.require_replication()
+    if rep.names_kept:
+        return []
+    admin = ClusterClients.for_cluster(config, rep.target).admin()
+    existing = admin.list_topics(timeout=30).topics
+    new = [NewTopic(rep.failover_topic(t), num_partitions=len(existing[m].partitions),
+                    replication_factor=-1)
+           for t, m in topics.items() if rep.failover_topic(t) not in existing and m in existing]
+    if new and not dry_run:
+        for fut in admin.create_topics(new).values():
+            fut.result(30)
+    return [n.topic for n in new]
+
+
+def run_failover(config: Config, opts: FailoverOptions, *, notify: Notify = lambda _: None,
+                 confirm: Confirm | None = None) -> FailoverResult:
+    rep = config.require_replication()
+    store = marker_store(config, rep.target)
+    opened = store.open_markers(rep.source, rep.target)
+    if opts.incident:
+        marker = store.get(opts.incident)
+    elif opened:
+        marker = opened[-1]
+    else:
+        marker = FailoverMarker.new(rep.source, rep.target, rep.kind, opts.planned)
+    result = FailoverResult(marker, opts.dry_run, resumed=bool(marker.steps))
+    if marker.status == "closed":
+        raise UsageError(f"Incident {marker.incident} is closed.", "Start a new failover.")
+    if result.resumed:
+        notify(f"Continuing incident {marker.incident} (done: {', '.join(marker.steps)})")
+
+    pre = preflight(config, opts, notify)
+    result.preflight = pre
+    topics: dict[str, str] = marker.topics or pre["topics"]
+    plan = result.plan
+
+    # 1. Planned: wait for a quiet, fully replicated source.
+    if opts.planned and not marker.done("catch-up"):
+        plan.append({"step": "catch-up", "action": "wait for quiet source and zero lag"})
+        if not opts.dry_run:
+            caught = _wait_quiet_and_caught_up(config, topics, opts, notify)
+            marker.record("catch-up", {"source_end": caught})
+            store.save(marker)
+
+    # 2. Stop replication into the target.
+    if not marker.done("stop-replication"):
+        plan.append({"step": "stop-replication", "connectors": list(rep.connect.connectors)})
+        if not opts.dry_run:
+            notify("Stopping replication into the target")
+            outcome = stop_forward(rep, confirm=confirm)
+            marker.replication_stop = outcome.state
+            marker.stopped_connectors = outcome.connectors
+            marker.record("stop-replication", {"state": outcome.state,
+                                               "detail": outcome.detail})
+            store.save(marker)
+
+    # 3. The failover point.
+    if not marker.done("failover-point"):
+        dst_admin = ClusterClients.for_cluster(config, rep.target).admin()
+        failover_point = _ends(dst_admin, sorted(topics.values()))
+        created = _ensure_failover_topics(config, topics, opts.dry_run)
+        plan.append({"step": "failover-point", "failover_point": failover_point,
+                     "create_failover_topics": created})
+        if not opts.dry_run:
+            marker.topics = topics
+            marker.failover_point = failover_point
+            marker.failover_time_ms = int(time.time() * 1000)
+            if not rep.names_kept:
+                marker.failover_topics_end = _ends(dst_admin,
+                                                   [rep.failover_topic(t) for t in topics])
+            if pre["source_reachable"]:
+                try:
+                    src_admin = ClusterClients.for_cluster(config, rep.source).admin()
+                    marker.source_end = _ends(src_admin, sorted(topics))
+                except Exception:  # noqa: BLE001 - best effort: the source may be dying
+                    marker.source_end = None
+            marker.record("failover-point", {"created_failover_topics": created})
+            store.save(marker)
+
+    # 4. Group offsets.
+    if not marker.done("translate-offsets"):
+        notify("Translating consumer-group offsets")
+        report = translate_offsets(config, TranslateRequest(
+            rep.source, rep.target, groups=opts.groups, method=opts.method,
+            apply=not opts.dry_run, source_deadline_s=opts.source_deadline_s), notify=notify)
+        result.translation = report.as_dict()
+        plan.append({"step": "translate-offsets", "summary": report.summary()})
+        if not opts.dry_run:
+            marker.groups = {g.group: {"applied": g.applied, "skipped": g.skipped,
+                                       "confidence": sorted({p.confidence
+                                                             for p in g.partitions})}
+                             for g in report.groups}
+            marker.record("translate-offsets", report.summary())
+            store.save(marker)
+
+    if not opts.dry_run and not marker.done("failover"):
+        marker.record("failover", {"planned": opts.planned})
+        store.save(marker)
+    return result
+
+
+def estimate_unreplicated(config: Config, marker: FailoverMarker) -> list[dict[str, Any]] | None:
+    """Per partition: the visible source records after the one the target holds last (capped
+    at a million per partition); None when the source is gone."""
+    if not marker.source_end:
+        return None
+    rep = config.require_replication()
+    src = ClusterClients.for_cluster(config, rep.source)
+    dst = ClusterClients.for_cluster(config, rep.target)
+    try:
+        src_admin, dst_admin = src.admin(), dst.admin()
+        src_tps = [(t, p) for t, parts in marker.source_end.items() for p in parts]
+        a = Side(BatchReader(src), src_admin, watermarks(src_admin, src_tps))
+        dst_marks = {(marker.topics[t], p): (0, marker.failover_point[marker.topics[t]][p])
+                     for t, p in src_tps}
+        b = Side(BatchReader(dst), dst_admin, dst_marks)
+        tails = last_records(b, [((marker.topics[t], p), dst_marks[(marker.topics[t], p)][1])
+                                 for t, p in src_tps])
+        queries, order = [], []
+        for tp, (tail, _) in zip(src_tps, tails, strict=True):
+            if tail is not None:
+                queries.append(MatchQuery(tail, tp))
+                order.append(tp)
+        found = dict(zip(order, match_records(b, a, queries), strict=True))
+        starts = {}
+        for t, p in src_tps:
+            m = found.get((t, p))
+            starts[(t, p)] = (m.offset + 1) if m is not None and m.offset is not None else 0
+        # Count visible records: transaction markers and aborted records take offsets too.
+        counts = a.reader.read([RangeRequest(tp, max(starts[tp], marker.source_end[tp[0]][tp[1]]
+                                                     - 1_000_000),
+                                             marker.source_end[tp[0]][tp[1]])
+                                for tp in src_tps])
+    except Exception:  # noqa: BLE001 - an estimate must never fail the failover report
+        return None
+    return [{"topic": t, "partition": p, "source_end": marker.source_end[t][p],
+             "target_end": marker.failover_point[marker.topics[t]][p],
+             "estimate": len(recs)}
+            for (t, p), recs in zip(src_tps, counts, strict=True)]
+
+
+def report_context(config: Config, marker: FailoverMarker) -> dict[str, Any]:
+    from dataclasses import asdict
+    from datetime import UTC, datetime
+
+    rep = config.require_replication()
+    when = (datetime.fromtimestamp(marker.failover_time_ms / 1000, UTC).isoformat(
+        timespec="seconds") if marker.failover_time_ms else "not yet")
+    return {
+        "marker": asdict(marker),
+        "failover_time": when,
+        "unreplicated": estimate_unreplicated(config, marker),
+        "source_bootstrap": config.cluster(rep.source)["bootstrap.servers"],
+        "target_bootstrap": config.cluster(rep.target)["bootstrap.servers"],
+        "failover_topics": {t: rep.failover_topic(t) for t in marker.topics},
+    }

@@ -1,0 +1,94 @@
+"""Replication control through Kafka Connect's REST API (MirrorMaker 2 and Replicator alike),
+or a manual mode that says exactly what the operator must do."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from drctl.config import ReplicationSettings
+from drctl.errors import Aborted, DrctlError, Unreachable
+from drctl.kafka.connect_rest import ConnectClient, ConnectError, ConnectorMissing
+
+Confirm = Callable[[str], bool]
+
+
+@dataclass(frozen=True)
+class StopOutcome:
+    state: str  # stopped | pending | manual
+    connectors: list[str]
+    detail: str
+
+
+def connect_client(rep: ReplicationSettings) -> ConnectClient | None:
+    if not rep.connect.url:
+        return None
+    return ConnectClient(rep.connect.url, username=rep.connect.username,
+                         password=rep.connect.password, timeout_s=rep.connect.timeout_s)
+
+
+def connector_states(rep: ReplicationSettings) -> dict[str, str]:
+    """State per configured connector; UNREACHABLE or MISSING when it cannot be read."""
+    client = connect_client(rep)
+    states: dict[str, str] = {}
+    for name in rep.connect.connectors:
+        if client is None:
+            states[name] = "NOT-CONFIGURED"
+            continue
+        try:
+            states[name] = client.connector_state(name)[0]
+        except ConnectorMissing:
+            states[name] = "MISSING"
+        except Unreachable:
+            states[name] = "UNREACHABLE"
+    return states
+
+
+def stop_forward(rep: ReplicationSettings, *, confirm: Confirm | None = None,
+                 deadline_s: float = 60.0) -> StopOutcome:
+    """Stop every configured connector of the flow and wait until Connect says so."""
+    client = connect_client(rep)
+    if client is None or not rep.connect.connectors:
+        text = (f"drctl cannot reach your replicator. Stop replication from {rep.source} to "
+                f"{rep.target} now (stop or pause the {rep.kind} connectors or processes), "
+                "then confirm.")
+        if confirm is None or not confirm(text):
+            raise Aborted("Replication was not confirmed stopped.",
+                          "Stop it, then run the same command again.")
+        return StopOutcome("stopped", [], "confirmed by the operator (manual mode)")
+    try:
+        client.info()
+    except Unreachable:
+        return StopOutcome("pending", list(rep.connect.connectors),
+                           f"Kafka Connect at {rep.connect.url} is unreachable")
+    for name in rep.connect.connectors:
+        try:
+            client.stop(name)
+        except ConnectorMissing as exc:
+            raise DrctlError(f"Connector '{name}' does not exist on {rep.connect.url}.",
+                             "Fix replication.connect in the config.") from exc
+        except ConnectError as exc:
+            if exc.status not in (404, 405):
+                raise
+            client.pause(name)  # Connect before 3.5 has no stop
+    end = time.monotonic() + deadline_s
+    while True:
+        states = {n: client.connector_state(n) for n in rep.connect.connectors}
+        if all(s in ("STOPPED", "PAUSED") and all(t in ("PAUSED", "STOPPED") for t in tasks)
+               for s, tasks in states.values()):
+            return StopOutcome("stopped", list(rep.connect.connectors),
+                               ", ".join(f"{n}: {s}" for n, (s, _) in states.items()))
+        if time.monotonic() > end:
+            raise DrctlError("Connectors did not stop in time: "
+                             + ", ".join(f"{n}: {s}" for n, (s, _) in states.items()),
+                             "Check the Connect worker's log.")
+        time.sleep(0.5)
+
+
+def forward_stopped(rep: ReplicationSettings) -> bool | None:
+    """True when every connector is stopped/paused; None when it cannot be told."""
+    states = connector_states(rep)
+    if not states or any(s in ("UNREACHABLE", "NOT-CONFIGURED") for s in states.values()):
+        return None
+    return all(s in ("STOPPED", "PAUSED", "MISSING") for s in states.values())

@@ -1,0 +1,177 @@
+"""The failover marker: durable record of an incident (DESIGN section 2).
+
+Written to a local state directory *and* to a compacted topic on the surviving cluster, so a
+different engineer on a different machine can run the failback days later. Every mutating step
+of failover and failback records itself here before moving on, which is what makes re-runs
+safe: a step marked done is never applied twice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka.admin import NewTopic
+
+from drctl.errors import DrctlError, UsageError
+from drctl.kafka.clients import ClusterClients
+from drctl.kafka.records import read_all
+
+SCHEMA_VERSION = 1
+Offsets = dict[str, dict[int, int]]  # topic -> partition -> offset
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+@dataclass
+class StepRecord:
+    status: str  # done | failed
+    at: str
+    result: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class FailoverMarker:
+    incident: str
+    source: str
+    target: str
+    kind: str
+    planned: bool
+    status: str = "open"  # open | closed
+    created_at: str = field(default_factory=_now)
+    updated_at: str = field(default_factory=_now)
+    failover_time_ms: int | None = None
+    # "stopped", "pending" (replicator unreachable: it may resume and pour stale data),
+    # or "not-configured".
+    replication_stop: str = "not-configured"
+    stopped_connectors: list[str] = field(default_factory=list)
+    # Target end offsets of the mirror topics when replication stopped (F), and of the
+    # failover topics when they differ (MM2 prefixed names).
+    failover_point: Offsets = field(default_factory=dict)
+    failover_topics_end: Offsets = field(default_factory=dict)
+    source_end: Offsets | None = None  # what the source held, when it could still be read
+    topics: dict[str, str] = field(default_factory=dict)  # source topic -> mirror topic
+    groups: dict[str, dict[str, Any]] = field(default_factory=dict)
+    steps: dict[str, StepRecord] = field(default_factory=dict)
+    schema: int = SCHEMA_VERSION
+
+    @classmethod
+    def new(cls, source: str, target: str, kind: str, planned: bool) -> FailoverMarker:
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        return cls(f"fo-{stamp}-{secrets.token_hex(3)}", source, target, kind, planned)
+
+    def done(self, step: str) -> bool:
+        rec = self.steps.get(step)
+        return rec is not None and rec.status == "done"
+
+    def record(self, step: str, result: Mapping[str, Any] | None = None,
+               status: str = "done") -> None:
+        self.steps[step] = StepRecord(status, _now(), dict(result or {}))
+        self.updated_at = _now()
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> FailoverMarker:
+        raw = json.loads(text)
+        if raw.get("schema", 0) > SCHEMA_VERSION:
+            raise DrctlError(f"Failover marker {raw.get('incident')} was written by a newer "
+                             "drctl.", "Upgrade drctl before touching this incident.")
+        raw["steps"] = {k: StepRecord(**v) for k, v in raw.get("steps", {}).items()}
+        for key in ("failover_point", "failover_topics_end", "source_end"):
+            if raw.get(key) is not None:
+                raw[key] = {t: {int(p): o for p, o in parts.items()}
+                            for t, parts in raw[key].items()}
+        return cls(**raw)
+
+
+class MarkerStore:
+    """Local directory + compacted topic; the newest copy of a marker wins."""
+
+    def __init__(self, state_dir: Path, topic: str, cluster: ClusterClients | None) -> None:
+        self.dir = state_dir / "markers"
+        self.topic = topic
+        self.cluster = cluster
+
+    def save(self, marker: FailoverMarker) -> None:
+        marker.updated_at = _now()
+        self.dir.mkdir(parents=True, exist_ok=True)
+        path = self.dir / f"{marker.incident}.json"
+        tmp = path.with_suffix(".tmp")
+        with tmp.open("w") as fh:
+            fh.write(marker.to_json())
+            fh.flush()
+            os.fsync(fh.fileno())
+        tmp.replace(path)  # atomic: a crash leaves the old or the new marker, never half
+        if self.cluster is not None:
+            self._publish(marker)
+
+    def _publish(self, marker: FailoverMarker) -> None:
+        assert self.cluster is not None
+        self._ensure_topic()
+        producer = self.cluster.producer(**{"acks": "all"})
+        producer.produce(self.topic, key=marker.incident.encode(),
+                         value=marker.to_json().encode())
+        if producer.flush(30) != 0:
+            raise DrctlError(f"Could not write the failover marker to {self.topic} on "
+                             f"'{self.cluster.name}'.",
+                             f"It is saved locally in {self.dir}; check the cluster.")
+
+    def _ensure_topic(self) -> None:
+        assert self.cluster is not None
+        admin = self.cluster.admin()
+        if self.topic in admin.list_topics(timeout=10).topics:
+            return
+        futures = admin.create_topics([NewTopic(
+            self.topic, num_partitions=1, replication_factor=-1,
+            config={"cleanup.policy": "compact", "min.compaction.lag.ms": "86400000"})])
+        for fut in futures.values():
+            try:
+                fut.result(30)
+            except Exception as exc:
+                if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                    raise
+        time.sleep(0.5)
+
+    def load_all(self) -> list[FailoverMarker]:
+        markers: dict[str, FailoverMarker] = {}
+        if self.dir.exists():
+            for path in sorted(self.dir.glob("*.json")):
+                m = FailoverMarker.from_json(path.read_text())
+                markers[m.incident] = m
+        if self.cluster is not None:
+            try:
+                records = read_all(self.cluster, self.topic, timeout_s=30)
+            except Exception:  # noqa: BLE001 - the topic may not exist yet
+                records = []
+            for rec in records:
+                if rec.value is None:
+                    continue
+                m = FailoverMarker.from_json(rec.value)
+                have = markers.get(m.incident)
+                if have is None or m.updated_at >= have.updated_at:
+                    markers[m.incident] = m
+        return sorted(markers.values(), key=lambda m: m.created_at)
+
+    def open_markers(self, source: str | None = None,
+                     target: str | None = None) -> list[FailoverMarker]:
+        return [m for m in self.load_all() if m.status == "open"
+                and (source is None or m.source == source)
+                and (target is None or m.target == target)]
+
+    def get(self, incident: str) -> FailoverMarker:
+        for m in self.load_all():
+            if m.incident == incident:
+                return m
+        raise UsageError(f"No failover marker '{incident}'.",
+                         "List incidents with `drctl status`.")
