@@ -50,7 +50,8 @@ def failover_command(
                              "failover-report", config.redactor)
     data = {"incident": marker.incident, "dry_run": dry_run, "resumed": result.resumed,
             "preflight": result.preflight, "plan": result.plan,
-            "marker": None if dry_run else asdict(marker), "translation": result.translation, "reports": [str(p) for p in paths]}
+            "marker": None if dry_run else asdict(marker),
+            "translation": result.translation, "reports": [str(p) for p in paths]}
     if term.json_mode:
         term.emit_json(data)
         return
