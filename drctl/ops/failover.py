@@ -15,6 +15,7 @@ from confluent_kafka.admin import NewTopic
 
 from drctl.config import Config
 from drctl.errors import CheckFailed, Unreachable, UsageError
+from drctl.faults import crash_point
 from drctl.kafka.clients import ClusterClients, describe_with_retry
 from drctl.kafka.groups import group_states, list_groups, watermarks
 from drctl.kafka.retry import RetryPolicy
@@ -206,6 +207,7 @@ def run_failover(config: Config, opts: FailoverOptions, *, notify: Notify = lamb
             caught = _wait_quiet_and_caught_up(config, topics, opts, notify)
             marker.record("catch-up", {"source_end": caught})
             store.save(marker)
+            crash_point("catch-up")
 
     # 2. Stop replication into the target.
     if not marker.done("stop-replication"):
@@ -218,6 +220,7 @@ def run_failover(config: Config, opts: FailoverOptions, *, notify: Notify = lamb
             marker.record("stop-replication", {"state": outcome.state,
                                                "detail": outcome.detail})
             store.save(marker)
+            crash_point("stop-replication")
 
     # 3. The failover point.
     if not marker.done("failover-point"):
@@ -241,6 +244,7 @@ def run_failover(config: Config, opts: FailoverOptions, *, notify: Notify = lamb
                     marker.source_end = None
             marker.record("failover-point", {"created_failover_topics": created})
             store.save(marker)
+            crash_point("failover-point")
 
     # 4. Group offsets.
     if not marker.done("translate-offsets"):
@@ -257,6 +261,7 @@ def run_failover(config: Config, opts: FailoverOptions, *, notify: Notify = lamb
                              for g in report.groups}
             marker.record("translate-offsets", report.summary())
             store.save(marker)
+            crash_point("translate-offsets")
 
     if not opts.dry_run and not marker.done("failover"):
         marker.record("failover", {"planned": opts.planned})

@@ -1,0 +1,3 @@
+from drctl.cli.app import run
+
+run()

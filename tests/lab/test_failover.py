@@ -1,0 +1,205 @@
+"""failover against the real lab: planned switchover, outage, crash and re-run, bad situations."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import NewPartitions
+
+from drctl.cli.app import main
+from drctl.config import load_config
+from drctl.lab.workload import WorkloadSpec, commit_offsets, create_topics, run_workload
+from drctl.ops.failover import marker_store
+from tests.conftest import RunningLab
+from tests.lab.test_translate import wait_replicated
+
+pytestmark = pytest.mark.lab
+
+
+def scoped_config(lab: RunningLab, ns: str, tmp_path: Path, **replication: object) -> Path:
+    """The lab's config, limited to this test's topics, with its own marker store."""
+    raw = yaml.safe_load(lab.config_file.read_text())
+    raw["replication"]["topics"] = {"include": [f"{ns}-.*"]}
+    raw["replication"].update(replication)
+    raw["state"] = {"dir": str(tmp_path / "state"), "topic": f"_drctl_state_{ns}"}
+    raw["retry"] = {"initial_s": 0.2, "max_s": 1}
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path = tmp_path / "drctl.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+@pytest.fixture
+def restore_replication(lab: RunningLab) -> Iterator[None]:
+    """Failover stops the shared lab's connectors; start them again afterwards."""
+    yield
+    if not lab.lab.process("primary").is_running():
+        lab.lab.heal("primary")
+    lab.lab.up(ports=lab.state.ports, names_kept=lab.names_kept)
+
+
+def run_json(*argv: str) -> tuple[int, dict]:
+    import contextlib
+    import io
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        status = main(["--output", "json", *argv])
+    return status, json.loads(buf.getvalue() or "{}")
+
+
+def test_planned_switchover_with_running_producers(lab: RunningLab, ns: str, tmp_path: Path,
+                                                   restore_replication: None) -> None:
+    topic = f"{ns}-sw"
+    result = run_workload(lab.primary, WorkloadSpec(topics=(topic,), partitions=4, records=2000,
+                                                    groups=()))
+    groups = [f"{ns}-g{i:02d}" for i in range(50)]
+    ends = {r.partition: r.offset + 1 for r in result.records}
+    for i, g in enumerate(groups):
+        commit_offsets(lab.primary, g, [TopicPartition(topic, p, e * i // 50)
+                                        for p, e in ends.items()])
+    # Producers are still writing when the operator starts the switchover...
+    stop = threading.Event()
+
+    def produce() -> None:
+        producer = lab.primary.producer()
+        i = 0
+        while not stop.is_set():
+            producer.produce(topic, key=f"live-{i}".encode(), value=b"x", partition=i % 4)
+            producer.poll(0)
+            i += 1
+            time.sleep(0.005)
+        producer.flush(30)
+
+    writer = threading.Thread(target=produce)
+    writer.start()
+    threading.Timer(3.0, stop.set).start()  # ...and stops them a moment later.
+    config = scoped_config(lab, ns, tmp_path)
+    status, out = run_json("--config", str(config), "failover", "--planned", "--yes",
+                           "--groups", f"{ns}-.*")
+    writer.join()
+    assert status == 0, out
+    marker = out["marker"]
+    assert marker["replication_stop"] == "stopped"
+    assert set(marker["steps"]) == {"catch-up", "stop-replication", "failover-point",
+                                    "translate-offsets", "failover"}
+    assert set(marker["groups"]) == set(groups)
+    assert all(g["applied"] and g["confidence"] == ["exact"] for g in marker["groups"].values())
+    report = json.loads(Path(out["reports"][2]).read_text())
+    assert report["unreplicated"] and all(r["estimate"] == 0 for r in report["unreplicated"])
+    assert Path(out["reports"][0]).read_text().startswith("# Failover report")
+    # The marker is durable in both places.
+    cfg = load_config(config)
+    local = marker_store(cfg, None).get(marker["incident"])
+    remote = [m for m in marker_store(cfg, "secondary").load_all()
+              if m.incident == marker["incident"]]
+    assert local.steps.keys() == remote[0].steps.keys()
+
+
+def test_unplanned_failover_with_primary_down(lab: RunningLab, ns: str, tmp_path: Path,
+                                              restore_replication: None) -> None:
+    topic = f"{ns}-out"
+    run_workload(lab.primary, WorkloadSpec(topics=(topic,), partitions=2, records=600,
+                                           groups=(f"{ns}-g1=40%", f"{ns}-g2=80%")))
+    wait_replicated(lab, topic, 600 - 10)
+    time.sleep(4)  # MM2 checkpoints the groups (emitted every second)
+    lab.lab.fail("primary")
+    config = scoped_config(lab, ns, tmp_path)
+    status, out = run_json("--config", str(config), "failover", "--yes", "--groups",
+                           f"{ns}-.*", "--source-deadline", "2")
+    assert status == 0, out
+    marker = out["marker"]
+    assert marker["source_end"] is None and not marker["planned"]
+    assert out["preflight"]["source_reachable"] is False
+    assert out["translation"]["method"] == "auto"
+    parts = [p for g in out["translation"]["groups"] for p in g["partitions"]]
+    assert parts and {p["method"] for p in parts} == {"checkpoint"}
+    assert any("unreachable" in n for n in out["translation"]["notes"])
+    md = Path(out["reports"][0]).read_text()
+    assert "gap is unknown" in md
+
+
+def test_crash_mid_failover_then_rerun_finishes_without_reapplying(
+        lab: RunningLab, ns: str, tmp_path: Path, restore_replication: None) -> None:
+    topic = f"{ns}-crash"
+    run_workload(lab.primary, WorkloadSpec(topics=(topic,), partitions=2, records=300,
+                                           groups=(f"{ns}-g=50%",)))
+    wait_replicated(lab, topic, 290)
+    config = scoped_config(lab, ns, tmp_path)
+    env = {**os.environ, "DRCTL_CRASH_AT": "failover-point"}
+    crashed = subprocess.run([sys.executable, "-m", "drctl", "--config", str(config), "failover",
+                              "--yes", "--groups", f"{ns}-.*"], env=env, capture_output=True,
+                             timeout=300)
+    assert crashed.returncode == -9
+    cfg = load_config(config)
+    [marker] = marker_store(cfg, "secondary").open_markers()
+    assert set(marker.steps) == {"stop-replication", "failover-point"}
+    before = {k: v.at for k, v in marker.steps.items()}
+    # Post-failover writes land before the re-run: the failover point must not move.
+    producer = lab.secondary.producer()
+    producer.produce(lab.mirror(topic), value=b"after failover", partition=0)
+    producer.flush(30)
+    rerun = subprocess.run([sys.executable, "-m", "drctl", "--config", str(config), "-o",
+                            "json", "failover", "--yes", "--groups", f"{ns}-.*"],
+                           capture_output=True, timeout=300, text=True)
+    assert rerun.returncode == 0, rerun.stderr
+    out = json.loads(rerun.stdout)
+    assert out["resumed"] is True and out["incident"] == marker.incident
+    done = out["marker"]
+    assert {k: v["at"] for k, v in done["steps"].items() if k in before} == before
+    assert done["failover_point"] == {t: {str(p): o for p, o in parts.items()}
+                                      for t, parts in marker.failover_point.items()}
+    assert done["groups"][f"{ns}-g"]["applied"] is True
+
+
+def test_bad_situations_are_clear(lab: RunningLab, ns: str, tmp_path: Path,
+                                  capsys: pytest.CaptureFixture[str],
+                                  restore_replication: None) -> None:
+    topic = f"{ns}-bad"
+    create_topics(lab.primary, (topic,), 3)
+    wait_replicated(lab, topic, 0)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        meta = lab.secondary.admin().list_topics(timeout=10).topics
+        if lab.mirror(topic) in meta:
+            break
+        time.sleep(0.5)
+    # With replication down, the source grows a topic and gets a new one the target lacks:
+    # preflight fails, exit 3. (A running MM2 would sync partition counts.)
+    lab.lab.fail("replication")
+    admin = lab.primary.admin()
+    admin.create_partitions([NewPartitions(topic, 5)])[topic].result(30)
+    create_topics(lab.primary, (f"{ns}-new",), 1)
+    config = scoped_config(lab, ns, tmp_path)
+    assert main(["--config", str(config), "failover", "--planned", "--yes"]) == 3
+    err = capsys.readouterr().err
+    assert "Preflight failed" in err and "has 3 partitions" in err
+    assert f"{lab.mirror(ns + '-new')} is missing" in err
+    lab.lab.heal("replication")
+
+    # A connector that does not exist: a clear error, exit 1, nothing stopped.
+    config = scoped_config(lab, f"{ns}-none", tmp_path,
+                           connect={"url": f"http://127.0.0.1:{lab.state.ports.connect}",
+                                    "source_connector": "no-such-connector"})
+    assert main(["--config", str(config), "failover", "--yes"]) == 1
+    assert "no-such-connector" in capsys.readouterr().err
+
+    # Connect unreachable: the stop is recorded as pending and said loudly.
+    config = scoped_config(lab, f"{ns}-pend", tmp_path / "p",
+                           connect={"url": "http://127.0.0.1:9", "source_connector": "x"})
+    status, out = run_json("--config", str(config), "failover", "--yes")
+    assert status == 0
+    assert out["marker"]["replication_stop"] == "pending"
+
+    # Non-interactive without --yes: nothing happens, exit 5.
+    assert main(["--config", str(config), "failover"]) == 5
