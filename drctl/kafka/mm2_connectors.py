@@ -12,7 +12,7 @@ DEFAULT_POLICY = "org.apache.kafka.connect.mirror.DefaultReplicationPolicy"
 BYTES = "org.apache.kafka.connect.converters.ByteArrayConverter"
 
 # Never replicate drctl's own state or Connect's internal topics.
-TOPICS_EXCLUDE = r".*[\-\.]internal,.*\.replica,__.*,_drctl.*,connect-.*"
+TOPICS_EXCLUDE = r".*[\-\.]internal,.*\.replica,__.*,_drctl.*,connect-.*,.*\.drctl-quarantine"
 
 
 @dataclass(frozen=True)

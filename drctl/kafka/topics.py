@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from confluent_kafka import Consumer, TopicPartition
 
 _INTERNAL = re.compile(r"^(__.*|_drctl.*|connect-.*|mm2-.*|.*[\-\.]internal|heartbeats|"
-                       r".*\.heartbeats)$")
+                       r".*\.heartbeats|.*\.drctl-quarantine)$")
 
 
 def is_internal_topic(name: str) -> bool:

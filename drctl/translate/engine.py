@@ -60,8 +60,12 @@ def _topic_mapper(config: Config, source: str, target: str) -> Callable[[str], s
         def backward(topic: str) -> str | None:
             if is_internal_topic(topic):
                 return None
-            original = rep.source_topic_of(topic) or topic
-            return original if rep.topics.matches(original) else None
+            original = rep.source_topic_of(topic)
+            if original is not None:  # a mirror topic: back to the topic it mirrors
+                return original if rep.topics.matches(original) else None
+            # A failover topic (MM2 prefixed names): the reverse flow names its copy
+            # <target alias>.<topic> on the source.
+            return f"{rep.target_alias}.{topic}" if rep.topics.matches(topic) else None
         return backward
     raise UsageError(f"No replication flow between '{source}' and '{target}' in the config.",
                      f"The configured flow is {rep.source} -> {rep.target}; translate in either "

@@ -1,0 +1,113 @@
+"""Reconcile the gap: copy `safe` records into the failover topics (never twice), quarantine
+`conflict` records to a topic and a file."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka.admin import NewTopic
+
+from drctl.config import Config
+from drctl.errors import DrctlError
+from drctl.kafka.clients import ClusterClients
+from drctl.kafka.groups import watermarks
+from drctl.kafka.records import Record, read_ranges
+from drctl.ops.reverse import RECONCILED_HEADER, start_points
+from drctl.state import FailoverMarker
+
+QUARANTINE_SUFFIX = ".drctl-quarantine"
+
+
+def reconcile_tag(marker: FailoverMarker, rec: Record) -> bytes:
+    """What a copied record carries: which incident copied which source record."""
+    return f"{marker.incident}:{rec.topic}:{rec.partition}:{rec.offset}".encode()
+
+
+def _already_copied(clients: ClusterClients, ranges: dict[tuple[str, int], tuple[int, int]]
+                    ) -> set[bytes]:
+    consumer = clients.consumer(**{"enable.partition.eof": "true"})
+    try:
+        return {value for rec in read_ranges(consumer, ranges, timeout_s=120)
+                for key, value in rec.headers if key == RECONCILED_HEADER and value}
+    finally:
+        consumer.close()
+
+
+def copy_safe_records(config: Config, marker: FailoverMarker,
+                      records: Sequence[Record]) -> dict[str, int]:
+    """Copy records (source topic/partition/offset) into their failover topics, preserving
+    partition, key, value, headers and timestamp; records already copied by an earlier run of
+    this incident are skipped."""
+    rep = config.require_replication()
+    target = ClusterClients.for_cluster(config, rep.target)
+    starts = start_points(config, marker)
+    tps = sorted({(rep.failover_topic(r.topic), r.partition) for r in records})
+    if not tps:
+        return {"copied": 0, "skipped": 0}
+    ends = watermarks(target.admin(), tps)
+    done = _already_copied(target, {tp: (starts.get(tp[0], {}).get(tp[1], 0), ends[tp][1])
+                                    for tp in tps})
+    producer = target.producer(**{"acks": "all"})
+    failed: list[str] = []
+    copied = skipped = 0
+    for rec in records:
+        tag = reconcile_tag(marker, rec)
+        if tag in done:
+            skipped += 1
+            continue
+        producer.produce(rep.failover_topic(rec.topic), key=rec.key, value=rec.value,
+                         partition=rec.partition, timestamp=rec.timestamp_ms,
+                         headers=[*rec.headers, (RECONCILED_HEADER, tag)],
+                         on_delivery=lambda err, _msg: failed.append(str(err)) if err else None)
+        copied += 1
+        producer.poll(0)
+    if producer.flush(60) or failed:
+        raise DrctlError(f"Copying the gap failed for {len(failed) or 'some'} record(s): "
+                         f"{failed[:3]}", "Run failback again: copied records are not copied "
+                         "twice.")
+    return {"copied": copied, "skipped": skipped}
+
+
+def quarantine_records(config: Config, marker: FailoverMarker, records: Sequence[Record],
+                       out_dir: Path) -> dict[str, Any]:
+    """Conflicting records go to `<topic>.drctl-quarantine` on the target and to a JSON Lines
+    file; neither is read by applications."""
+    rep = config.require_replication()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{marker.incident}-quarantine.jsonl"
+    with path.open("w") as fh:
+        for rec in records:
+            fh.write(json.dumps({
+                "topic": rec.topic, "partition": rec.partition, "offset": rec.offset,
+                "timestamp_ms": rec.timestamp_ms,
+                "key": None if rec.key is None else base64.b64encode(rec.key).decode(),
+                "value": None if rec.value is None else base64.b64encode(rec.value).decode(),
+                "headers": [[k, None if v is None else base64.b64encode(v).decode()]
+                            for k, v in rec.headers],
+            }) + "\n")
+    if not records:
+        return {"file": str(path), "topics": [], "count": 0}
+    target = ClusterClients.for_cluster(config, rep.target)
+    admin = target.admin()
+    topics = sorted({rec.topic + QUARANTINE_SUFFIX for rec in records})
+    existing = admin.list_topics(timeout=30).topics
+    new = [NewTopic(t, num_partitions=1, replication_factor=-1) for t in topics
+           if t not in existing]
+    for fut in (admin.create_topics(new).values() if new else []):
+        fut.result(30)
+    tags = {reconcile_tag(marker, r) for r in records}
+    ends = watermarks(admin, [(t, 0) for t in topics])
+    done = _already_copied(target, {(t, 0): (0, ends[(t, 0)][1]) for t in topics}) & tags
+    producer = target.producer(**{"acks": "all"})
+    for rec in records:
+        tag = reconcile_tag(marker, rec)
+        if tag not in done:
+            producer.produce(rec.topic + QUARANTINE_SUFFIX, key=rec.key, value=rec.value,
+                             partition=0, timestamp=rec.timestamp_ms,
+                             headers=[*rec.headers, (RECONCILED_HEADER, tag)])
+    producer.flush(60)
+    return {"file": str(path), "topics": topics, "count": len(records)}
