@@ -32,6 +32,10 @@ class AppState:
         if self._config is None:
             self._config = load_config(self.config_path)
             self.terminal().redactor = self._config.redactor
+            from drctl.ops.status import pending_stop_warnings
+
+            for warning in pending_stop_warnings(self._config):
+                self.terminal().warn(warning)
         return self._config
 
     def terminal(self, output: OutputFormat | None = None) -> Terminal:

@@ -130,7 +130,10 @@ def _start_mm2(config: Config, marker: FailoverMarker, starts: Offsets,
 def _wait_state(client: Any, name: str, want: str, deadline_s: float = 60) -> None:
     end = time.monotonic() + deadline_s
     while True:
-        state, tasks = client.connector_state(name)
+        try:
+            state, tasks = client.connector_state(name)
+        except ConnectorMissing:  # just created: no status yet
+            state, tasks = "UNASSIGNED", []
         if state == want and (want != "RUNNING" or all(t == "RUNNING" for t in tasks)):
             return
         if "FAILED" in (state, *tasks):

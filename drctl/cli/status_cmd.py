@@ -1,0 +1,48 @@
+"""`drctl status`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from drctl.cli.state import CURRENT, OutputOption
+from drctl.ops.status import collect_status
+from drctl.render import OutputFormat
+
+
+def status_command(
+    deadline: Annotated[float, typer.Option(help="Seconds to wait for each cluster.")] = 5.0,
+    output: Annotated[OutputFormat | None, OutputOption] = None,
+) -> None:
+    """Clusters, replication and lag, open failovers, consumer groups."""
+    config = CURRENT.config()
+    term = CURRENT.terminal(output)
+    st = collect_status(config, deadline)
+    if term.json_mode:
+        term.emit_json(st)
+        return
+    term.table("Clusters", ["cluster", "reachable", "cluster id", "brokers", "rtt ms"],
+               [[n, "yes" if c["reachable"] else "NO", c.get("cluster_id", c.get("error")),
+                 c.get("brokers"), c.get("rtt_ms")] for n, c in st["clusters"].items()])
+    rep = st["replication"]
+    if rep:
+        term.table(f"Replication {rep['source']} -> {rep['target']} ({rep['kind']})",
+                   ["connector", "state"], [[n, s] for n, s in rep["connectors"].items()])
+        if rep.get("lag"):
+            term.table("Replication lag (offsets behind)", ["topic", "partitions", "behind"],
+                       [[r["topic"], r["partitions"], r["behind"]] for r in rep["lag"]])
+    if st["open_failovers"]:
+        term.table("Open failovers", ["incident", "from", "to", "since", "replication stop",
+                                      "steps done"],
+                   [[m["incident"], m["source"], m["target"], m["created_at"],
+                     m["replication_stop"], ", ".join(m["steps"])]
+                    for m in st["open_failovers"]])
+    else:
+        term.info("No open failovers.")
+    for cluster, groups in st["groups"].items():
+        counts: dict[str, int] = {}
+        for g in groups.values():
+            counts[g["state"]] = counts.get(g["state"], 0) + 1
+        term.info(f"{cluster}: {len(groups)} groups "
+                  f"({', '.join(f'{k.lower()} {v}' for k, v in sorted(counts.items()))})")
