@@ -36,8 +36,13 @@ def produce(lab_clients, topic: str, partitions: int, records: int) -> None:
     base = int(time.time() * 1000) - records
     for i in range(records):
         # Bursts of 20 records share a millisecond, like real producers.
-        producer.produce(topic, key=f"k{i % 5000}".encode(), value=b"v" * 100,
-                         partition=i % partitions, timestamp=base + i // 20)
+        while True:
+            try:
+                producer.produce(topic, key=f"k{i % 5000}".encode(), value=b"v" * 100,
+                                 partition=i % partitions, timestamp=base + i // 20)
+                break
+            except BufferError:
+                producer.poll(0.1)  # the local queue is full: let deliveries drain
         if i % 10000 == 0:
             producer.poll(0)
     producer.flush(120)

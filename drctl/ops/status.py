@@ -59,8 +59,8 @@ def collect_status(config: Config, deadline_s: float = 5.0) -> dict[str, Any]:
                             "created_at": m.created_at, "replication_stop": m.replication_stop,
                             "steps": list(m.steps)})
     groups: dict[str, dict[str, Any]] = {}
-    for name, info in clusters.items():
-        if not info["reachable"]:
+    for name, cluster in clusters.items():
+        if not cluster["reachable"]:
             continue
         admin = ClusterClients.for_cluster(config, name).admin()
         ids = [g for g in list_groups(admin) if config.groups.matches(g)]
