@@ -17,7 +17,8 @@ from drctl.kafka.clients import ClusterClients
 from drctl.lab.lab import Lab, LabPorts, LabState
 
 # Helpers running test sessions side by side give each a different base.
-PORT_BASE = int(os.environ.get("DRCTL_TEST_PORT_BASE", "39100"))
+# Below the ephemeral range (32768+), where a client socket could take a port first.
+PORT_BASE = int(os.environ.get("DRCTL_TEST_PORT_BASE", "23100"))
 
 
 class RunningLab:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drctl.errors import DecodeError
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.records import read_all
 
@@ -16,6 +17,9 @@ def latest_checkpoints(target: ClusterClients, topic: str) -> dict[tuple[str, st
     for rec in read_all(target, topic):
         if rec.key is None or rec.value is None:
             continue
-        cp = decode_checkpoint(rec.key, rec.value)
+        try:
+            cp = decode_checkpoint(rec.key, rec.value)
+        except DecodeError:
+            continue  # not a checkpoint this drctl understands: never fatal
         latest[(cp.group, cp.topic, cp.partition)] = cp
     return latest
