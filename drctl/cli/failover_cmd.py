@@ -10,6 +10,7 @@ import typer
 
 from drctl.cli.confirm import confirm_or_abort, operator_confirms
 from drctl.cli.state import CURRENT, OutputOption
+from drctl.cli.translate_cmd import render_report
 from drctl.ops.failover import FailoverOptions, report_context, run_failover
 from drctl.render import OutputFormat
 from drctl.reports import write_report
@@ -60,6 +61,8 @@ def failover_command(
         for step in result.plan:
             term.info(f"  • {step['step']}: " + ", ".join(
                 f"{k}={v}" for k, v in step.items() if k != "step"))
+        if result.translation_report is not None:
+            render_report(result.translation_report)
         return
     if marker.replication_stop == "pending":
         term.warn("Replication could not be stopped (Connect unreachable): stop it before it "

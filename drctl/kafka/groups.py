@@ -10,10 +10,13 @@ from confluent_kafka import (
     ConsumerGroupState,
     ConsumerGroupTopicPartitions,
     IsolationLevel,
+    KafkaError,
     KafkaException,
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from drctl.kafka.retry import RetriesExhausted, RetryPolicy, retry_call
 
 TP = tuple[str, int]
 
@@ -68,17 +71,34 @@ def group_states(admin: AdminClient, groups: Iterable[str],
     return out
 
 
+_RETRIABLE = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+              KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.REBALANCE_IN_PROGRESS}
+
+
+def _is_retriable(exc: BaseException) -> bool:
+    err = exc.args[0] if exc.args else None
+    return isinstance(err, KafkaError) and (err.code() in _RETRIABLE or err.retriable())
+
+
 def alter_offsets(admin: AdminClient, group: str, offsets: Mapping[TP, int],
                   timeout_s: float = 30.0) -> None:
-    """One atomic commit for the whole group."""
+    """One atomic commit for the whole group (retried while its coordinator moves)."""
     request = ConsumerGroupTopicPartitions(
         group, [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())])
-    for future in admin.alter_consumer_group_offsets([request],
-                                                     request_timeout=timeout_s).values():
-        result = future.result(timeout=timeout_s)
-        for tp in result.topic_partitions or []:
-            if tp.error is not None:
-                raise KafkaException(tp.error)
+
+    def commit() -> None:
+        for future in admin.alter_consumer_group_offsets([request],
+                                                         request_timeout=timeout_s).values():
+            result = future.result(timeout=timeout_s)
+            for tp in result.topic_partitions or []:
+                if tp.error is not None:
+                    raise KafkaException(tp.error)
+
+    try:
+        retry_call(commit, RetryPolicy(initial_s=0.2, max_s=2, attempts=12),
+                   retry_on=(KafkaException,), give_up=lambda exc: not _is_retriable(exc))
+    except RetriesExhausted as exc:
+        raise exc.last from None
 
 
 def list_offsets(admin: AdminClient, specs: Mapping[TP, OffsetSpec], *,

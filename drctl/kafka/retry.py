@@ -57,10 +57,12 @@ def retry_call(
     *,
     retry_on: tuple[type[BaseException], ...] = (Exception,),
     on_retry: Callable[[int, BaseException, float], None] | None = None,
+    give_up: Callable[[BaseException], bool] | None = None,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
 ) -> T:
-    """Call `fn` until it succeeds; raise `RetriesExhausted` when attempts or deadline run out."""
+    """Call `fn` until it succeeds; raise `RetriesExhausted` when attempts or deadline run out
+    or `give_up` says the error is not worth another try."""
     started = clock()
     delays = policy.delays()
     attempt = 0
@@ -69,6 +71,8 @@ def retry_call(
         try:
             return fn()
         except retry_on as exc:
+            if give_up is not None and give_up(exc):
+                raise RetriesExhausted(exc, attempt, clock() - started) from exc
             delay = next(delays, None)
             elapsed = clock() - started
             if delay is None or (policy.deadline_s is not None

@@ -24,6 +24,7 @@ from drctl.ops.replication import Confirm, stop_forward
 from drctl.state import FailoverMarker, MarkerStore, Offsets
 from drctl.translate.engine import TranslateRequest, translate_offsets
 from drctl.translate.locate import MatchQuery, Side, last_records, match_records
+from drctl.translate.model import TranslationReport
 from drctl.translate.reader import BatchReader, RangeRequest
 
 Notify = Callable[[str], None]
@@ -49,6 +50,7 @@ class FailoverResult:
     plan: list[dict[str, Any]] = field(default_factory=list)
     preflight: dict[str, Any] = field(default_factory=dict)
     translation: dict[str, Any] | None = None
+    translation_report: TranslationReport | None = None
     resumed: bool = False
 
 
@@ -253,6 +255,7 @@ def run_failover(config: Config, opts: FailoverOptions, *, notify: Notify = lamb
             rep.source, rep.target, groups=opts.groups, method=opts.method,
             apply=not opts.dry_run, source_deadline_s=opts.source_deadline_s), notify=notify)
         result.translation = report.as_dict()
+        result.translation_report = report
         plan.append({"step": "translate-offsets", "summary": report.summary()})
         if not opts.dry_run:
             marker.groups = {g.group: {"applied": g.applied, "skipped": g.skipped,
