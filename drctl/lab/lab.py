@@ -319,6 +319,19 @@ class Lab:
             wait_until(running, deadline_s=90,
                        what=f"connector {name}", log_file=proc.log_file, alive=proc.is_running)
 
+    def _wait_connectors_settled(self, state: LabState) -> None:
+        client = self.connect_client(state)
+        proc = self.process("connect")
+
+        def settled() -> bool:
+            names = client.connectors()
+            states = [client.connector_state(n) for n in names]
+            return all(s in ("RUNNING", "PAUSED", "STOPPED") and
+                       all(t in ("RUNNING", "PAUSED") for t in tasks) for s, tasks in states)
+
+        wait_until(settled, deadline_s=90, what="connectors after restart",
+                   log_file=proc.log_file, alive=proc.is_running)
+
     @staticmethod
     def _resume_if_stopped(client: ConnectClient, name: str) -> None:
         try:
@@ -386,9 +399,11 @@ class Lab:
         state = self.load_state()
         dist = KafkaDistribution(state.kafka_version, Path(state.lib_dir), state.kafka_source)
         if component == "connect":
+            # Same data, same connector states: a connector that drctl stopped for a failover
+            # stays stopped (only `lab up` starts them).
             self._start_connect(state, dist)
             self._wait_connect(state)
-            self._ensure_connectors(state)
+            self._wait_connectors_settled(state)
         else:
             self._start_broker(state, dist, component)
             self._wait_broker(state, component)

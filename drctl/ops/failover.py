@@ -212,7 +212,8 @@ def run_failover(config: Config, opts: FailoverOptions, *, notify: Notify = lamb
             crash_point("catch-up")
 
     # 2. Stop replication into the target.
-    if not marker.done("stop-replication"):
+    # A stop left pending (Connect was unreachable) is tried again on every re-run.
+    if not marker.done("stop-replication") or marker.replication_stop == "pending":
         plan.append({"step": "stop-replication", "connectors": list(rep.connect.connectors)})
         if not opts.dry_run:
             notify("Stopping replication into the target")
