@@ -3,7 +3,7 @@ never a client per partition."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from confluent_kafka import (
@@ -104,14 +104,22 @@ def alter_offsets(admin: AdminClient, group: str, offsets: Mapping[TP, int],
 def list_offsets(admin: AdminClient, specs: Mapping[TP, OffsetSpec], *,
                  read_committed: bool = True, timeout_s: float = 60.0) -> dict[TP, int]:
     """ListOffsets for many partitions in one request (per broker)."""
-    if not specs:
-        return {}
+    return list_offsets_many(admin, [specs], read_committed=read_committed,
+                             timeout_s=timeout_s)[0]
+
+
+def list_offsets_many(admin: AdminClient, batches: Sequence[Mapping[TP, OffsetSpec]], *,
+                      read_committed: bool = True, timeout_s: float = 60.0
+                      ) -> list[dict[TP, int]]:
+    """Several ListOffsets requests (a request may name a partition once): all are sent
+    before any answer is awaited."""
     isolation = IsolationLevel.READ_COMMITTED if read_committed else \
         IsolationLevel.READ_UNCOMMITTED
-    futures = admin.list_offsets({TopicPartition(t, p): spec for (t, p), spec in specs.items()},
-                                 isolation_level=isolation, request_timeout=timeout_s)
-    return {(tp.topic, tp.partition): fut.result(timeout=timeout_s).offset
-            for tp, fut in futures.items()}
+    pending = [admin.list_offsets({TopicPartition(t, p): spec for (t, p), spec in b.items()},
+                                  isolation_level=isolation, request_timeout=timeout_s)
+               if b else {} for b in batches]
+    return [{(tp.topic, tp.partition): fut.result(timeout=timeout_s).offset
+             for tp, fut in futures.items()} for futures in pending]
 
 
 def watermarks(admin: AdminClient, partitions: Iterable[TP], *,

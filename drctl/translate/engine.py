@@ -241,13 +241,13 @@ def _by_exact(src: ClusterClients, dst: ClusterClients, todo: list[PartitionResu
                                                                             p.partition)][1]))
                    for p in todo})
     around = dict(zip(keys, last_records(a, [((t, q), o) for t, q, o in keys]), strict=True))
+    target_of = {(p.topic, p.partition): p.target_topic for p in todo}
     queries, query_keys = [], []
     for key in keys:
         last, _ = around[key]
         if last is not None:
             t, q, _o = key
-            target_topic = next(p.target_topic for p in todo if (p.topic, p.partition) == (t, q))
-            queries.append(MatchQuery(last, (target_topic, q)))
+            queries.append(MatchQuery(last, (target_of[(t, q)], q)))
             query_keys.append(key)
     matches = dict(zip(query_keys, match_records(a, b, queries, max_scan=max_scan),
                        strict=True))

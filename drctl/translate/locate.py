@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from drctl.fingerprint import fingerprint
-from drctl.kafka.groups import list_offsets
+from drctl.kafka.groups import list_offsets_many
 from drctl.kafka.records import Record
 from drctl.translate.reader import BatchReader, RangeRequest
 
@@ -73,8 +73,8 @@ def timestamp_offsets(admin: AdminClient, queries: Sequence[tuple[TP, int]]) -> 
         rounds[r][tp] = ts
         index[(tp, ts)] = (r, tp)
         slot.append((r, tp))
-    answers = [list_offsets(admin, {tp: OffsetSpec.for_timestamp(ts) for tp, ts in rnd.items()})
-               for rnd in rounds]
+    answers = list_offsets_many(admin, [{tp: OffsetSpec.for_timestamp(ts)
+                                         for tp, ts in rnd.items()} for rnd in rounds])
     return [answers[r][tp] for r, tp in slot]
 
 

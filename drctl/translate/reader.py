@@ -7,6 +7,7 @@ handful of rounds, not sixteen thousand reads.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -62,12 +63,18 @@ class BatchReader:
                 if not batch:
                     break
                 ranges = {tp: (start, end) for tp, (start, end, _) in batch.items()}
+                got: dict[TP, list[Record]] = defaultdict(list)
                 for rec in read_ranges(consumer, ranges, timeout_s=self.timeout_s):
-                    self.records_read += 1
-                    for i in batch[(rec.topic, rec.partition)][2]:
-                        req = requests[i]
-                        if req.start <= rec.offset < req.end:
-                            results[i].append(rec)
+                    got[(rec.topic, rec.partition)].append(rec)
+                # Hand each request its slice: a segment can serve a thousand requests.
+                for tp, (_, _, members) in batch.items():
+                    recs = got.get(tp, [])
+                    self.records_read += len(recs)
+                    offsets = [r.offset for r in recs]
+                    for i in members:
+                        lo = bisect_left(offsets, requests[i].start)
+                        hi = bisect_left(offsets, requests[i].end)
+                        results[i] = recs[lo:hi]
                 round_no += 1
         finally:
             consumer.close()
