@@ -1,0 +1,102 @@
+from __future__ import annotations
+
+import configparser
+import json
+from pathlib import Path
+
+import pytest
+
+from drctl.fingerprint import DIGEST_BYTES, encode, fingerprint
+from drctl.kafka.mm2_connectors import MirrorFlow
+from drctl.reports import render
+from drctl.state import FailoverMarker, MarkerStore
+
+
+def test_fingerprint_separates_null_empty_and_shifted_fields() -> None:
+    variants = {
+        "null key": fingerprint(0, None, b"x"),
+        "null value": fingerprint(0, b"x", None),
+        "empty key": fingerprint(0, b"", b"x"),
+        "empty value": fingerprint(0, b"x", b""),
+        "both null": fingerprint(0, None, None),
+        "both empty": fingerprint(0, b"", b""),
+        "shifted": fingerprint(0, b"xx", b""),
+        "shifted back": fingerprint(0, b"", b"xx"),
+        "other partition": fingerprint(1, None, b"x"),
+        "header": fingerprint(0, None, b"x", [("h", b"")]),
+        "null header": fingerprint(0, None, b"x", [("h", None)]),
+        "timestamp": fingerprint(0, None, b"x", None, 5),
+    }
+    assert len(set(variants.values())) == len(variants)
+    assert all(len(d) == DIGEST_BYTES == 16 for d in variants.values())
+
+
+def test_replication_headers_are_left_out() -> None:
+    base = fingerprint(3, b"k", b"v", [("app", b"1")], 1000)
+    assert fingerprint(3, b"k", b"v", [("app", b"1"), ("__replicator_id", b"\x00\x01")],
+                       1000) == base
+    assert fingerprint(3, b"k", b"v", [("drctl-reconciled", b"fo-1:t:3:9"), ("app", b"1")],
+                       1000) == base
+    assert fingerprint(3, b"k", b"v", [("app", b"2")], 1000) != base
+
+
+def test_encoding_is_length_prefixed() -> None:
+    assert encode(0, None, b"", None, None) == \
+        b"\x00\x00\x00\x00" + b"\x00" + b"\x01\x00\x00\x00\x00" + b"\x00\x00\x00\x00" + b"\x00"
+
+
+def test_marker_round_trips_and_records_steps(tmp_path: Path) -> None:
+    store = MarkerStore(tmp_path, "_drctl_state", None)
+    marker = FailoverMarker.new("primary", "secondary", "mirrormaker2", planned=False)
+    marker.failover_point = {"orders": {0: 10, 1: 20}}
+    marker.record("stop-replication", {"state": "pending"})
+    store.save(marker)
+    [loaded] = store.open_markers("primary", "secondary")
+    assert loaded.incident == marker.incident
+    assert loaded.failover_point == {"orders": {0: 10, 1: 20}}  # int partitions again
+    assert loaded.done("stop-replication") and not loaded.done("failover-point")
+    assert store.open_markers("secondary", "primary") == []
+    loaded.status = "closed"
+    store.save(loaded)
+    assert store.open_markers() == []
+    assert not list(tmp_path.glob("markers/*.tmp"))  # written atomically
+
+
+def test_newer_marker_schema_is_refused() -> None:
+    with pytest.raises(Exception, match="newer drctl"):
+        FailoverMarker.from_json(json.dumps({"incident": "x", "schema": 99}))
+
+
+def test_rendered_configs_parse() -> None:
+    flow = MirrorFlow("secondary", "primary", "b:1", "a:1", names_kept=False, topics="orders")
+    mm2 = json.loads(render("mm2-connector.json.j2", name="rev",
+                            config=flow.source_connector()))
+    assert mm2["config"]["source.cluster.alias"] == "secondary"
+    assert mm2["config"]["source.consumer.isolation.level"] == "read_committed"
+    rep = json.loads(render("replicator-connector.json.j2", name="r", group="g",
+                            topics=["a", "b"], source_bootstrap="s:1", target_bootstrap="t:1",
+                            source_cluster="secondary", target_cluster="primary"))
+    assert rep["config"]["src.consumer.group.id"] == "g"
+    assert rep["config"]["topic.whitelist"] == "a,b"
+    assert rep["config"]["provenance.header.enable"] == "true"
+    props = render("consumer-timestamps.properties.j2", source="primary", bootstrap="p:1",
+                   group="app")
+    parser = configparser.ConfigParser()
+    parser.read_string("[consumer]\n" + props)
+    assert parser["consumer"]["interceptor.classes"].endswith("ConsumerTimestampsInterceptor")
+
+
+def test_failover_report_renders_markdown_and_escaped_html() -> None:
+    marker = FailoverMarker.new("primary", "secondary", "mirrormaker2", planned=True)
+    marker.topics = {"<orders>": "<orders>"}
+    marker.failover_point = {"<orders>": {0: 5}}
+    marker.groups = {"g": {"applied": True, "skipped": None, "confidence": ["exact"]}}
+    from dataclasses import asdict
+
+    ctx = {"marker": asdict(marker), "failover_time": "now", "unreplicated": None,
+           "source_bootstrap": "a:1", "target_bootstrap": "b:1",
+           "failover_topics": {"<orders>": "<orders>"}}
+    md = render("failover-report.md.j2", **ctx)
+    html = render("failover-report.html.j2", **ctx)
+    assert "| <orders> | 0 | 5 |" in md and "gap is unknown" in md
+    assert "&lt;orders&gt;" in html and "<orders>" not in html
