@@ -42,6 +42,7 @@ class ClusterClients:
     def __init__(self, name: str, properties: Mapping[str, str]) -> None:
         self.name = name
         self.properties = dict(properties)
+        self._admin: AdminClient | None = None
 
     @classmethod
     def for_cluster(cls, config: Config, name: str) -> ClusterClients:
@@ -57,7 +58,13 @@ class ClusterClients:
         return conf
 
     def admin(self, **overrides: Any) -> AdminClient:
-        return AdminClient(self._conf(overrides))
+        """One shared admin client per cluster (connecting costs a metadata round trip);
+        overrides get a fresh one."""
+        if overrides:
+            return AdminClient(self._conf(overrides))
+        if self._admin is None:
+            self._admin = AdminClient(self._conf({}))
+        return self._admin
 
     def consumer(self, **overrides: Any) -> Consumer:
         base = {"group.id": "drctl-reader", "enable.auto.commit": "false",

@@ -55,7 +55,8 @@ def read_ranges(consumer: Consumer, ranges: Mapping[tuple[str, int], tuple[int, 
             if time.monotonic() > deadline:
                 raise ReadTimeout(f"reading {len(pending)} partition range(s) timed out after "
                                   f"{timeout_s:.0f} s: {sorted(pending)[:5]}")
-            messages = consumer.consume(num_messages=batch, timeout=0.5)
+            # consume() waits for a full batch or the timeout: keep the timeout short.
+            messages = consumer.consume(num_messages=batch, timeout=0.05)
             finished: set[tuple[str, int]] = set()
             for msg in messages:
                 key = (str(msg.topic()), int(msg.partition() or 0))
@@ -89,7 +90,7 @@ def read_all(clients: ClusterClients, topic: str, *, timeout_s: float = 60.0,
              isolation: str = "read_committed") -> list[Record]:
     """Every record of a (small) topic from its low to its current high watermark."""
     consumer = clients.consumer(**{"isolation.level": isolation,
-                                   "enable.partition.eof": "true"})
+                                   "enable.partition.eof": "true", "fetch.wait.max.ms": "10"})
     try:
         md = consumer.list_topics(topic, timeout=10).topics.get(topic)
         if md is None or md.error is not None:

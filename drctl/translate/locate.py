@@ -30,6 +30,20 @@ def record_fingerprint(rec: Record) -> bytes:
     return fingerprint(rec.partition, rec.key, rec.value, rec.headers, ts)
 
 
+class _Fingerprints:
+    """Ranges of many queries overlap: digest each record of one cluster once."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[str, int, int], bytes] = {}
+
+    def __call__(self, rec: Record) -> bytes:
+        key = (rec.topic, rec.partition, rec.offset)
+        fp = self._seen.get(key)
+        if fp is None:
+            fp = self._seen[key] = record_fingerprint(rec)
+        return fp
+
+
 @dataclass
 class Side:
     """One cluster as the locator sees it."""
@@ -89,6 +103,8 @@ def match_records(a: Side, b: Side, queries: Sequence[MatchQuery], *,
     anchors_a = timestamp_offsets(a.admin, list(zip(stamps, ts, strict=True)))
     anchors_b = timestamp_offsets(b.admin, [(q.tp_b, t) for q, t in zip(queries, ts,
                                                                        strict=True)])
+    # One memo per cluster: the same (topic, partition, offset) names different records.
+    digest_a, digest_b = _Fingerprints(), _Fingerprints()
     fps = [record_fingerprint(q.record) for q in queries]
 
     # k: how many copies of R lie on A between the anchor and R itself.
@@ -98,7 +114,7 @@ def match_records(a: Side, b: Side, queries: Sequence[MatchQuery], *,
         count_reqs.append(RangeRequest(stamps[len(count_reqs)],
                                        max(start, q.record.offset - max_scan),
                                        q.record.offset + 1))
-    copies_needed = [sum(record_fingerprint(r) == fp for r in recs)
+    copies_needed = [sum(digest_a(r) == fp for r in recs)
                      for recs, fp in zip(a.reader.read(count_reqs), fps, strict=True)]
 
     # Scan B in growing chunks until the k-th copy shows up.
@@ -124,7 +140,7 @@ def match_records(a: Side, b: Side, queries: Sequence[MatchQuery], *,
                     res.after = rec
                     break
                 res.scanned.append(rec)
-                if record_fingerprint(rec) == fps[i]:
+                if digest_b(rec) == fps[i]:
                     seen += 1
                     if seen == max(1, copies_needed[i]):
                         res.offset = rec.offset

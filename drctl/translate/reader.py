@@ -52,7 +52,9 @@ class BatchReader:
                 else:
                     segs.append((req.start, req.end, [i]))
             segments[tp] = segs
+        # We know exactly which offsets we want: do not let the broker wait for more data.
         consumer = self.clients.consumer(**{"enable.partition.eof": "true",
+                                            "fetch.wait.max.ms": "10",
                                             "fetch.max.bytes": "52428800",
                                             "max.partition.fetch.bytes": "4194304"})
         try:
