@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -60,23 +61,26 @@ class Terminal:
     def interactive(self) -> bool:
         return self.err.is_terminal
 
-    def info(self, message: str) -> None:
+    def info(self, message: str, *, markup: bool = False) -> None:
+        """Plain text unless `markup` (our own Rich markup, never data)."""
         if not self.quiet:
-            self.err.print(self.redactor.redact(message))
+            text = self.redactor.redact(message)
+            self.err.print(text if markup else escape(text))
 
     def step(self, message: str) -> None:
         if not self.quiet:
-            self.err.print(f"[cyan]•[/] {self.redactor.redact(message)}")
+            self.err.print(f"[cyan]•[/] {escape(self.redactor.redact(message))}")
 
     def success(self, message: str) -> None:
         if not self.quiet:
-            self.err.print(f"[green]✓[/] {self.redactor.redact(message)}")
+            self.err.print(f"[green]✓[/] {escape(self.redactor.redact(message))}")
 
     def warn(self, message: str) -> None:
-        self.err.print(f"[yellow]![/] {self.redactor.redact(message)}")
+        self.err.print(f"[yellow]![/] {escape(self.redactor.redact(message))}")
 
     def error(self, message: str) -> None:
-        self.err.print(f"[bold red]error:[/] {self.redactor.redact(message)}", soft_wrap=True)
+        self.err.print(f"[bold red]error:[/] {escape(self.redactor.redact(message))}",
+                       soft_wrap=True)
 
     def emit_json(self, data: Any) -> None:
         """The one way data reaches stdout: secrets masked, stable key order."""
@@ -92,11 +96,13 @@ class Terminal:
               rows: Sequence[Sequence[Any]]) -> None:
         if self.quiet:
             return
-        table = Table(title=title, title_justify="left", header_style="bold")
+        table = Table(title=escape(self.redactor.redact(title)) if title else None,
+                      title_justify="left", header_style="bold")
         for col in columns:
             table.add_column(col, overflow="fold")
         for row in rows:
-            table.add_row(*(self.redactor.redact("" if v is None else str(v)) for v in row))
+            table.add_row(*(escape(self.redactor.redact("" if v is None else str(v)))
+                            for v in row))
         self.err.print(table)
 
     @contextmanager

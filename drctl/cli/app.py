@@ -10,7 +10,14 @@ from typing import Annotated
 import typer
 
 from drctl import __version__
-from drctl.cli import config_cmd, failover_cmd, lab_cmd, status_cmd, translate_cmd
+from drctl.cli import (
+    config_cmd,
+    failover_cmd,
+    lab_cmd,
+    runbook_cmd,
+    status_cmd,
+    translate_cmd,
+)
 from drctl.cli.state import CURRENT
 from drctl.errors import DrctlError, ExitStatus
 from drctl.render import OutputFormat, Terminal
@@ -26,6 +33,7 @@ app = typer.Typer(
 )
 app.add_typer(config_cmd.app, name="config")
 app.add_typer(lab_cmd.app, name="lab")
+app.add_typer(runbook_cmd.app, name="runbook")
 app.command("translate-offsets")(translate_cmd.translate_offsets_command)
 app.command("failover")(failover_cmd.failover_command)
 app.command("status")(status_cmd.status_command)

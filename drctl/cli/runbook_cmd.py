@@ -1,0 +1,351 @@
+"""`drctl runbook run|plan|validate|actions`: DR procedures as data."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from types import FrameType
+from typing import Annotated, Any
+
+import typer
+import yaml
+from rich.markup import escape
+from rich.prompt import Confirm
+
+from drctl.cli.state import CURRENT, OutputOption
+from drctl.config import Config, config_as_data
+from drctl.errors import UsageError
+from drctl.render import OutputFormat, Terminal
+from drctl.runbook.actions import builtin_registry
+from drctl.runbook.executor import (
+    Executor,
+    RunObserver,
+    RunOptions,
+    RunResult,
+    Status,
+    StepResult,
+)
+from drctl.runbook.journal import Journal, read_journal
+from drctl.runbook.loader import load_runbook
+from drctl.runbook.model import Runbook, Step
+from drctl.runbook.report import report_format, write_junit, write_report
+from drctl.runbook.templating import plain
+from drctl.runbook.variables import (
+    RunRedactor,
+    Variables,
+    parse_assignments,
+    read_vars_file,
+    resolve_variables,
+)
+from drctl.secrets import Redactor
+
+app = typer.Typer(help="Runbooks: DR procedures as data — validate, plan, run, resume.",
+                  no_args_is_help=True, pretty_exceptions_show_locals=False)
+
+FileArg = Annotated[Path, typer.Argument(metavar="FILE", help="The runbook (YAML).",
+                                         show_default=False)]
+VarOption = Annotated[list[str] | None, typer.Option(
+    "--var", "-V", metavar="NAME=VALUE",
+    help="A variable (repeatable); a.b=v nests; ${env:X} / ${file:P} are secrets by reference.")]
+VarsFileOption = Annotated[list[Path] | None, typer.Option(
+    "--vars-file", metavar="FILE", help="A YAML mapping of variables (repeatable; --var wins).")]
+JunitOption = Annotated[Path | None, typer.Option(
+    "--junit", metavar="PATH", help="Write a JUnit XML report: one test case per step.")]
+ReportOption = Annotated[Path | None, typer.Option(
+    "--report", metavar="PATH", help="Write a report: PATH ending in .md or .html.")]
+
+_STATUS_STYLE = {
+    Status.ok: "green", Status.planned: "cyan", Status.skipped: "dim", Status.not_run: "dim",
+    Status.deferred: "yellow", Status.check_failed: "bold red", Status.failed: "bold red",
+    Status.approval_missing: "bold red", Status.declined: "bold red",
+    Status.interrupted: "bold red",
+}
+
+
+class _InputsDumper(yaml.SafeDumper):
+    """Multi-line values (shell scripts) as YAML block scalars, as they were written."""
+
+
+def _str_presenter(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in data.rstrip("\n") else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data.rstrip("\n") if style is None
+                                   else data, style=style)
+
+
+_InputsDumper.add_representer(str, _str_presenter)
+
+
+class _Printer(RunObserver):
+    def __init__(self, term: Terminal, *, show_inputs: bool) -> None:
+        self.term = term
+        self.show_inputs = show_inputs
+
+    def step_started(self, step: Step) -> None:
+        phase = " (rollback)" if step.phase.value == "rollback" else ""
+        self.term.step(f"{step.name}{phase}: {_what(step)}")
+
+    def step_retrying(self, step: Step, attempt: int, error: str, delay_s: float) -> None:
+        self.term.warn(f"{step.name}: attempt {attempt} failed ({error}); "
+                                  f"retrying in {delay_s:.1f} s")
+
+    def step_finished(self, result: StepResult) -> None:
+        text = f"{result.name}: {result.status.value}"
+        note = result.error or result.detail
+        if note:
+            text += f" — {note}"
+        text = (text)
+        if result.status in (Status.ok, Status.planned, Status.skipped):
+            self.term.success(text)
+        elif result.status == Status.deferred:
+            self.term.warn(text)
+        else:
+            self.term.error(text)
+        if self.show_inputs and result.inputs:
+            # Masked before dumping: YAML may fold or quote a secret beyond recognition.
+            masked = self.term.redactor.redact_data(plain(result.inputs))
+            shown = yaml.dump(masked, Dumper=_InputsDumper, sort_keys=False,
+                              default_flow_style=None, width=96, allow_unicode=True).rstrip()
+            self.term.err.print(textwrap.indent(shown, "    "), markup=False, highlight=False)
+
+
+    def message(self, text: str) -> None:
+        self.term.info(f"  {text}")
+
+
+
+def _what(step: Step) -> str:
+    if step.action:
+        return f"action {step.action}"
+    if step.check is not None:
+        return f"check ({step.check.tolerance.kind.value})"
+    return step.kind.value
+
+
+def _supplied(assignments: list[str], files: list[Path]) -> frozenset[str]:
+    names: set[str] = set(parse_assignments(assignments))
+    for path in files:
+        names.update(read_vars_file(path))
+    return frozenset(names)
+
+
+def _interactive(non_interactive: bool, term: Terminal) -> bool:
+    ci = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+    return not non_interactive and not ci and sys.stdin.isatty() and term.err.is_terminal
+
+
+@contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """CI cancels jobs with SIGTERM: treat it like Ctrl-C so the journal records the stop."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _prepare(file: Path, var: list[str] | None, vars_file: list[Path] | None,
+             ) -> tuple[Runbook, Variables, Config | None, Redactor]:
+    assignments, files = list(var or []), list(vars_file or [])
+    runbook = load_runbook(file, builtin_registry(), _supplied(assignments, files))
+    config = CURRENT.config() if runbook.uses_config else None
+    variables = resolve_variables(runbook, files=files, assignments=assignments,
+                                  config_data=config_as_data(config) if config else None)
+    redactor: Redactor = (RunRedactor(variables.redactor, config.redactor) if config
+                          else variables.redactor)
+    return runbook, variables, config, redactor
+
+
+def _default_journal(runbook: Runbook, config: Config | None) -> Path:
+    base = config.state.dir if config is not None else Path(".drctl")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return base / "runbooks" / f"{runbook.name}-{stamp}-{os.getpid()}.jsonl"
+
+
+def _execute(*, file: Path, var: list[str] | None, vars_file: list[Path] | None,
+             dry_run: bool, yes: bool, non_interactive: bool, resume: Path | None,
+             journal_path: Path | None, junit: Path | None, report: Path | None,
+             output: OutputFormat | None, time_scale: float) -> None:
+    term = CURRENT.terminal(output)
+    if report is not None:
+        try:
+            report_format(report)
+        except ValueError as exc:
+            raise UsageError(str(exc), "Use --report run.md or --report run.html.") from exc
+    if resume is not None and dry_run:
+        raise UsageError("--resume continues a run; a plan (--dry-run) has nothing to resume.")
+    runbook, variables, config, redactor = _prepare(file, var, vars_file)
+    term.redactor = redactor
+    state = read_journal(resume) if resume is not None else None
+    if resume is not None:
+        journal_path = resume
+    elif journal_path is None and not dry_run:
+        journal_path = _default_journal(runbook, config)
+    prompt = None
+    if not dry_run and _interactive(non_interactive, term):
+        def prompt(text: str) -> bool:
+            return Confirm.ask(text, console=term.err, default=False)
+    options = RunOptions(dry_run=dry_run, assume_yes=yes, prompt=prompt,
+                         time_scale=time_scale)
+    journal = Journal(journal_path, redactor) if journal_path is not None else None
+    executor = Executor(runbook, variables, builtin_registry(), options=options,
+                        journal=journal, config=config,
+                        observer=_Printer(term, show_inputs=dry_run), redactor=redactor)
+    verb = "Planning" if dry_run else ("Resuming" if state else "Running")
+    term.info(f"{verb} runbook [bold]{escape(term.redactor.redact(runbook.name))}[/] "
+              f"({len(runbook.steps)} steps)"
+              + (escape(f"; journal {journal_path}") if journal_path else ""), markup=True)
+    try:
+        with _sigterm_interrupts():
+            result = executor.run(resume=state)
+    finally:
+        if journal is not None:
+            journal.close()
+    data = result.as_dict(redactor)
+    _summary(term, result)
+    if term.json_mode:
+        term.emit_json(data)
+    if junit is not None:
+        write_junit(data, junit)
+        term.info(f"JUnit report: {junit}")
+    if report is not None:
+        write_report(data, report)
+        term.info(f"Report: {report}")
+    _verdict(term, result)
+    if result.exit_status != 0:
+        raise typer.Exit(int(result.exit_status))
+
+
+def _summary(term: Terminal, result: RunResult) -> None:
+    rows: list[list[Any]] = []
+    for step in result.steps:
+        style = _STATUS_STYLE.get(step.status, "")
+        status = f"[{style}]{step.status.value}[/]" if style else step.status.value
+        if step.resumed:
+            status += " (earlier run)"
+        name = (step.name) + (" ↺" if step.phase.value == "rollback" else "")
+        rows.append([name, step.kind.value, status, step.attempts or "",
+                     f"{step.duration_s:.1f} s", (step.error or step.detail or "")])
+    term.table((f"Runbook {result.runbook.name}"),
+               ["step", "kind", "status", "attempts", "time", "detail"], rows)
+
+
+def _verdict(term: Terminal, result: RunResult) -> None:
+    status = result.status.value
+    if result.exit_status == 0:
+        term.success(f"Runbook {result.runbook.name}: {status} "
+                                 f"in {result.duration_s:.1f} s.")
+        return
+    term.error(f"Runbook {result.runbook.name}: {status} — {result.reason}")
+    if result.hint:
+        term.err.print(f"  {term.redactor.redact(result.hint)}", markup=False)
+
+
+@app.command("run")
+def run(
+    file: FileArg,
+    var: VarOption = None,
+    vars_file: VarsFileOption = None,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Plan only: render every step; checks run, actions and shell steps "
+                          "do not.")] = False,
+    yes: Annotated[bool, typer.Option(
+        "--yes", "-y", help="Approve every approval gate.")] = False,
+    non_interactive: Annotated[bool, typer.Option(
+        "--non-interactive", help="Never prompt (also when CI is set or there is no TTY).")]
+    = False,
+    resume: Annotated[Path | None, typer.Option(
+        "--resume", metavar="JOURNAL",
+        help="Continue the run of this journal after its last completed step.")] = None,
+    journal: Annotated[Path | None, typer.Option(
+        "--journal", metavar="PATH",
+        help="Where to write the journal (default: <state dir>/runbooks/).")] = None,
+    junit: JunitOption = None,
+    report: ReportOption = None,
+    output: Annotated[OutputFormat | None, OutputOption] = None,
+    time_scale: Annotated[float, typer.Option(
+        "--time-scale", envvar="DRCTL_RUNBOOK_TIME_SCALE", hidden=True, min=0.0,
+        help="Multiply pauses and retry delays (tests).")] = 1.0,
+) -> None:
+    """Run a runbook, journaling every step; exit non-zero if anything failed."""
+    _execute(file=file, var=var, vars_file=vars_file, dry_run=dry_run, yes=yes,
+             non_interactive=non_interactive, resume=resume, journal_path=journal,
+             junit=junit, report=report, output=output, time_scale=time_scale)
+
+
+@app.command("plan")
+def plan(
+    file: FileArg,
+    var: VarOption = None,
+    vars_file: VarsFileOption = None,
+    journal: Annotated[Path | None, typer.Option(
+        "--journal", metavar="PATH", help="Also journal the plan.")] = None,
+    junit: JunitOption = None,
+    report: ReportOption = None,
+    output: Annotated[OutputFormat | None, OutputOption] = None,
+) -> None:
+    """Show every step with its resolved values; run the checks only (exit 3 if one fails)."""
+    _execute(file=file, var=var, vars_file=vars_file, dry_run=True, yes=False,
+             non_interactive=True, resume=None, journal_path=journal, junit=junit,
+             report=report, output=output, time_scale=1.0)
+
+
+@app.command("validate")
+def validate(
+    file: FileArg,
+    var: VarOption = None,
+    vars_file: VarsFileOption = None,
+    output: Annotated[OutputFormat | None, OutputOption] = None,
+) -> None:
+    """Check a runbook without running anything: exit 2 naming file, line and step."""
+    term = CURRENT.terminal(output)
+    runbook = load_runbook(file, builtin_registry(),
+                           _supplied(list(var or []), list(vars_file or [])))
+    steps = [{"name": s.name, "phase": s.phase.value, "kind": s.kind.value,
+              "action": s.action or (s.check.probe if s.check else None), "line": s.line}
+             for s in (*runbook.steps, *runbook.rollback)]
+    inputs = [{"name": i.name, "required": not i.has_default, "secret": i.secret,
+               "description": i.description} for i in runbook.inputs.values()]
+    if term.json_mode:
+        term.emit_json({"valid": True, "runbook": runbook.name, "path": str(file),
+                        "uses_config": runbook.uses_config, "steps": steps,
+                        "inputs": inputs})
+        return
+    term.success(f"{file}: runbook '{runbook.name}' is valid — "
+                             f"{len(runbook.steps)} steps, {len(runbook.rollback)} rollback "
+                             "steps.")
+    term.table("Steps", ["line", "step", "phase", "kind", "action"],
+               [[s["line"], s["name"], s["phase"], s["kind"], s["action"] or ""]
+                for s in steps])
+    if inputs:
+        term.table("Inputs", ["input", "required", "secret", "description"],
+                   [[i["name"], "yes" if i["required"] else "", "yes" if i["secret"] else "",
+                     (i["description"])] for i in inputs])
+
+
+@app.command("actions")
+def actions(output: Annotated[OutputFormat | None, OutputOption] = None) -> None:
+    """The actions a runbook step can call, with their typed parameters."""
+    term = CURRENT.terminal(output)
+    rows = []
+    for action in builtin_registry():
+        params = [f"{p.name}: {p.type_name}" + ("" if p.required else f" = {p.default!r}")
+                  for p in action.params]
+        rows.append({"name": action.name, "read_only": action.read_only,
+                     "needs_config": action.needs_config, "params": params,
+                     "help": action.help})
+    if term.json_mode:
+        term.emit_json({"actions": rows})
+        return
+    term.table("Runbook actions", ["action", "read-only", "parameters", "what it does"],
+               [[r["name"], "yes" if r["read_only"] else "",
+                 ("\n".join(r["params"])), (r["help"])] for r in rows])

@@ -1,0 +1,357 @@
+"""The action registry: step names (`lab.status`, `config.check`, ...) mapped to core functions.
+
+An action is a plain function `fn(ctx: ActionContext, *, param: type = default, ...)` returning
+JSON-like data (its *result*, which step outputs read). Parameters are typed by the function's
+annotations: the loader checks names, required ones and literal values before a run, and the
+executor coerces rendered values (`"3"` -> 3 for an `int`) when it calls the action.
+
+Read-only actions (`read_only=True`) change nothing; only they may fetch a check's value,
+because checks also run in plans. Actions are called in-process; Kafka and lab modules are
+imported inside the functions so loading a runbook stays fast.
+
+To add one:
+
+    registry.register("failover", failover_action, help="...", needs_config=True)
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Union
+
+from drctl.config import Config
+from drctl.secrets import Redactor
+
+Notify = Callable[[str], None]
+
+
+@dataclass
+class ActionContext:
+    """What an action may use besides its parameters."""
+
+    config_loader: Callable[[], Config] | None = None
+    notify: Notify = lambda _: None
+    redactor: Redactor = field(default_factory=Redactor)
+
+    @property
+    def config(self) -> Config:
+        if self.config_loader is None:
+            from drctl.errors import ConfigError
+
+            raise ConfigError("this action needs drctl's configuration and none was given",
+                              hint="Pass --config PATH or set DRCTL_CONFIG.")
+        return self.config_loader()
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    annotation: Any
+    required: bool
+    default: Any = None
+
+    @property
+    def type_name(self) -> str:
+        return _type_name(self.annotation)
+
+
+@dataclass(frozen=True)
+class ParamIssue:
+    param: str | None
+    message: str
+
+
+class CoercionError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Action:
+    name: str
+    func: Callable[..., Any]
+    params: tuple[Param, ...]
+    help: str = ""
+    read_only: bool = False
+    needs_config: bool = False
+
+    def param(self, name: str) -> Param | None:
+        return next((p for p in self.params if p.name == name), None)
+
+    def check_params(self, given: Mapping[str, Any]) -> list[ParamIssue]:
+        """Problems visible before rendering: unknown or missing names, wrong literal types."""
+        from drctl.runbook.templating import is_template
+
+        issues = []
+        for name, value in given.items():
+            param = self.param(name)
+            if param is None:
+                known = ", ".join(p.name for p in self.params) or "none"
+                issues.append(ParamIssue(name, f"unknown parameter '{name}' (parameters: "
+                                         f"{known})"))
+                continue
+            if any(is_template(v) for v in _leaves(value)):
+                continue
+            try:
+                coerce(value, param.annotation)
+            except CoercionError as exc:
+                issues.append(ParamIssue(name, f"parameter '{name}': {exc}"))
+        for param in self.params:
+            if param.required and param.name not in given:
+                issues.append(ParamIssue(None, f"missing required parameter '{param.name}' "
+                                         f"({param.type_name})"))
+        return issues
+
+    def call(self, ctx: ActionContext, given: Mapping[str, Any]) -> Any:
+        kwargs = {}
+        for name, value in given.items():
+            param = self.param(name)
+            if param is None:
+                raise CoercionError(f"unknown parameter '{name}'")
+            try:
+                kwargs[name] = coerce(value, param.annotation)
+            except CoercionError as exc:
+                raise CoercionError(f"parameter '{name}': {exc}") from exc
+        return self.func(ctx, **kwargs)
+
+
+def _leaves(value: Any) -> list[Any]:
+    if isinstance(value, Mapping):
+        return [leaf for v in value.values() for leaf in _leaves(v)]
+    if isinstance(value, (list, tuple)):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [value]
+
+
+def _type_name(annotation: Any) -> str:
+    if typing.get_origin(annotation) is None and isinstance(annotation, type):
+        return annotation.__name__
+    return str(annotation).replace("typing.", "")
+
+
+_TRUE = {"true", "yes", "y", "on", "1"}
+_FALSE = {"false", "no", "n", "off", "0"}
+
+
+def coerce(value: Any, annotation: Any) -> Any:
+    """`value` as `annotation` (str, int, float, bool, Path, list[...], X | None, Any, dict)."""
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if annotation is Any or annotation is inspect.Parameter.empty:
+        return value
+    if origin in (Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return coerce(value, arg)
+            except CoercionError as exc:
+                errors.append(str(exc))
+        raise CoercionError("; ".join(errors))
+    if origin in (list, tuple) or annotation in (list, tuple):
+        if not isinstance(value, (list, tuple)):
+            raise CoercionError(f"expected a list, got {value!r}")
+        item = args[0] if args else Any
+        items = [coerce(v, item) for v in value]
+        return tuple(items) if (origin or annotation) is tuple else items
+    if origin in (dict, Mapping) or annotation in (dict, Mapping):
+        if not isinstance(value, Mapping):
+            raise CoercionError(f"expected a mapping, got {value!r}")
+        return dict(value)
+    if annotation is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+            return value.strip().lower() in _TRUE
+        raise CoercionError(f"expected true or false, got {value!r}")
+    if annotation is int:
+        if isinstance(value, bool):
+            raise CoercionError(f"expected an integer, got {value!r}")
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, str):
+            try:
+                return int(value.strip())
+            except ValueError:
+                pass
+        raise CoercionError(f"expected an integer, got {value!r}")
+    if annotation is float:
+        if isinstance(value, bool):
+            raise CoercionError(f"expected a number, got {value!r}")
+        if isinstance(value, (int, float)):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return float(value.strip())
+            except ValueError:
+                pass
+        raise CoercionError(f"expected a number, got {value!r}")
+    if annotation is str:
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            return str(value)
+        raise CoercionError(f"expected text, got {value!r}")
+    if annotation is Path:
+        if isinstance(value, (str, Path)):
+            return Path(value)
+        raise CoercionError(f"expected a path, got {value!r}")
+    raise CoercionError(f"cannot pass a value to a parameter of type {_type_name(annotation)}")
+
+
+class Registry:
+    def __init__(self) -> None:
+        self._actions: dict[str, Action] = {}
+
+    def register(self, name: str, func: Callable[..., Any], *, help: str = "",
+                 read_only: bool = False, needs_config: bool = False) -> Action:
+        if name in self._actions:
+            raise ValueError(f"action '{name}' is already registered")
+        hints = typing.get_type_hints(func)
+        signature = inspect.signature(func)
+        params = []
+        for index, (pname, p) in enumerate(signature.parameters.items()):
+            if index == 0:
+                continue  # the ActionContext
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                raise ValueError(f"action '{name}': *args/**kwargs cannot be typed parameters")
+            params.append(Param(pname, hints.get(pname, Any), p.default is p.empty,
+                                None if p.default is p.empty else p.default))
+        action = Action(name, func, tuple(params),
+                        help or (inspect.getdoc(func) or "").split("\n")[0], read_only,
+                        needs_config)
+        self._actions[name] = action
+        return action
+
+    def action(self, name: str, *, help: str = "", read_only: bool = False,
+               needs_config: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+            self.register(name, func, help=help, read_only=read_only,
+                          needs_config=needs_config)
+            return func
+        return decorate
+
+    def get(self, name: str) -> Action | None:
+        return self._actions.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self._actions)
+
+    def __iter__(self) -> typing.Iterator[Action]:
+        return iter(self._actions[name] for name in self.names())
+
+
+# -- the built-in actions -----------------------------------------------------------------
+
+
+def _lab_up(ctx: ActionContext, *, dir: str = "lab", topic_naming: str = "kept",
+            kafka_version: str | None = None, primary_port: int = 19092,
+            secondary_port: int = 29092, connect_port: int = 18083) -> dict[str, Any]:
+    """Start the lab (idempotent) and write DIR/drctl.yaml."""
+    from drctl.errors import UsageError
+    from drctl.lab.lab import Lab, LabPorts
+
+    if topic_naming not in ("kept", "prefixed"):
+        raise UsageError(f"topic_naming must be kept or prefixed, got '{topic_naming}'")
+    lab = Lab(Path(dir))
+    lab.up(ports=LabPorts(primary_port, secondary_port, connect_port),
+           kafka_version=kafka_version, names_kept=topic_naming == "kept", notify=ctx.notify)
+    return _lab_status(ctx, dir=dir)
+
+
+def _lab_down(ctx: ActionContext, *, dir: str = "lab", purge: bool = False) -> dict[str, Any]:
+    """Stop every process of the lab (idempotent)."""
+    from drctl.lab.lab import Lab
+
+    return {"stopped": Lab(Path(dir)).down(purge=purge)}
+
+
+def _lab_status(ctx: ActionContext, *, dir: str = "lab") -> dict[str, Any]:
+    """Processes, connectors and replication lag of the lab."""
+    from drctl.lab.lab import Lab
+
+    status = Lab(Path(dir)).status()
+    status["all_running"] = all(p["running"] for p in status["processes"])
+    status["not_running"] = [p["name"] for p in status["processes"] if not p["running"]]
+    status["connectors_running"] = bool(status["connectors"]) and all(
+        c["state"] == "RUNNING" and all(t == "RUNNING" for t in c["tasks"])
+        for c in status["connectors"])
+    status["replication_behind"] = sum(r["behind"] for r in status["replication_lag"])
+    return status
+
+
+def _lab_load(ctx: ActionContext, *, dir: str = "lab",
+              topics: list[str] | None = None, partitions: int = 3, records: int = 1000,
+              seed: int = 7, transactions: int = 4,
+              groups: list[str] | None = None) -> dict[str, Any]:
+    """Produce the deterministic DR workload to the lab's primary and commit groups."""
+    from drctl.kafka.clients import ClusterClients
+    from drctl.lab.lab import Lab
+    from drctl.lab.workload import WorkloadSpec, run_workload
+
+    lab = Lab(Path(dir))
+    state = lab.load_state()
+    spec = WorkloadSpec(topics=tuple(topics or WorkloadSpec.topics), partitions=partitions,
+                        records=records, seed=seed, transactions=transactions,
+                        groups=tuple(groups) if groups is not None else WorkloadSpec.groups)
+    clients = ClusterClients("primary", {"bootstrap.servers": lab.bootstrap(state, "primary")})
+    return run_workload(clients, spec, notify=ctx.notify).summary()
+
+
+def _lab_fail(ctx: ActionContext, *, what: str, dir: str = "lab") -> dict[str, Any]:
+    """Hard-kill a part of the lab: primary, secondary or replication."""
+    from drctl.lab.lab import Lab
+
+    return {"killed": Lab(Path(dir)).fail(what)}
+
+
+def _lab_heal(ctx: ActionContext, *, what: str, dir: str = "lab") -> dict[str, Any]:
+    """Restart a failed part of the lab on its existing data."""
+    from drctl.lab.lab import Lab
+
+    return {"healed": Lab(Path(dir)).heal(what, notify=ctx.notify)}
+
+
+def _config_check(ctx: ActionContext, *, deadline: float = 30.0) -> dict[str, Any]:
+    """Connect to every configured cluster; fails (exit 4) when one does not answer."""
+    from drctl.errors import Unreachable
+    from drctl.kafka.clients import ClusterClients, describe_with_retry
+    from drctl.kafka.retry import RetryPolicy
+
+    config = ctx.config
+    policy = RetryPolicy.from_settings(config.retry, deadline_s=deadline)
+    clusters = []
+    failures = []
+    for name in config.clusters:
+        clients = ClusterClients.for_cluster(config, name)
+        try:
+            info = describe_with_retry(clients, policy)
+        except Unreachable as exc:
+            failures.append(exc.message)
+            continue
+        clusters.append({"cluster": name, "bootstrap": info.bootstrap,
+                         "cluster_id": info.cluster_id, "brokers": info.broker_count,
+                         "controller": info.controller_id, "rtt_ms": round(info.rtt_ms, 1)})
+    if failures:
+        raise Unreachable(" ".join(failures))
+    return {"clusters": clusters, "reachable": [c["cluster"] for c in clusters]}
+
+
+def builtin_registry() -> Registry:
+    """A registry with every action drctl ships."""
+    registry = Registry()
+    registry.register("lab.up", _lab_up)
+    registry.register("lab.down", _lab_down)
+    registry.register("lab.status", _lab_status, read_only=True)
+    registry.register("lab.load", _lab_load)
+    registry.register("lab.fail", _lab_fail)
+    registry.register("lab.heal", _lab_heal)
+    registry.register("config.check", _config_check, read_only=True, needs_config=True)
+    return registry

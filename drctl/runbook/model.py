@@ -1,0 +1,162 @@
+"""What a runbook is once loaded: steps, checks, retries, failure handling, inputs.
+
+Plain frozen dataclasses; the loader builds them from YAML and the executor runs them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from drctl.kafka.retry import RetryPolicy
+
+IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Pre-approvals are variables `approve.<step>`; no input may take the name.
+APPROVE_VAR = "approve"
+# Without a `retry:` a step runs once.
+NO_RETRY = RetryPolicy(attempts=1)
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+
+
+def parse_duration(value: Any) -> float:
+    """Seconds from `5`, `2.5`, `"500ms"`, `"5s"`, `"2m"` or `"1h"`; ValueError otherwise."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a duration such as 5s or 2m, got {value!r}")
+    if isinstance(value, (int, float)):
+        if value < 0:
+            raise ValueError(f"a duration cannot be negative, got {value}")
+        return float(value)
+    if isinstance(value, str):
+        match = _DURATION.match(value)
+        if match:
+            return float(match.group(1)) * _UNIT_S[match.group(2)]
+    raise ValueError(f"expected a duration such as 5s, 500ms or 2m, got {value!r}")
+
+
+class Kind(StrEnum):
+    action = "action"
+    shell = "shell"
+    check = "check"
+    approval = "approval"
+    pause = "pause"
+
+
+class Phase(StrEnum):
+    main = "main"
+    rollback = "rollback"
+
+
+class OnFailureMode(StrEnum):
+    abort = "abort"  # stop; later steps do not run; nothing is rolled back
+    continue_ = "continue"  # record the failure and go on; the run still fails
+    rollback = "rollback"  # stop, then run rollback steps
+
+
+@dataclass(frozen=True)
+class OnFailure:
+    mode: OnFailureMode = OnFailureMode.abort
+    # Named rollback steps to run; empty with mode rollback means "undo what was done".
+    targets: tuple[str, ...] = ()
+
+
+class ToleranceKind(StrEnum):
+    equals = "equals"
+    range = "range"
+    one_of = "one_of"
+    regex = "regex"
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    kind: ToleranceKind
+    # equals: the value; range: (min, max) with None for an open end; one_of: a list;
+    # regex: the pattern. Any of them may still hold templates until the step renders.
+    expected: Any
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    value: Any
+    tolerance: Tolerance
+    # A read-only action that fetches the value afresh on every attempt (so a retried check
+    # can wait for a condition, and `plan` can still evaluate it).
+    probe: str | None = None
+    probe_params: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    name: str
+    template: Any
+    secret: bool = False
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    kind: Kind
+    phase: Phase
+    line: int
+    description: str = ""
+    action: str | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+    command: str | None = None
+    env: Mapping[str, Any] = field(default_factory=dict)
+    cwd: Any = None
+    check: CheckSpec | None = None
+    prompt: str | None = None
+    pause: Any = None
+    timeout_s: float | None = None
+    retry: RetryPolicy = NO_RETRY
+    until: str | None = None
+    when: str | None = None
+    on_failure: OnFailure = OnFailure()
+    undo: tuple[str, ...] = ()
+    outputs: tuple[OutputSpec, ...] = ()
+    # The step's YAML mapping with line numbers, for validation messages.
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def output_names(self) -> tuple[str, ...]:
+        return tuple(o.name for o in self.outputs)
+
+
+@dataclass(frozen=True)
+class Input:
+    name: str
+    line: int
+    default: Any = None
+    has_default: bool = False
+    secret: bool = False
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Runbook:
+    path: Path
+    source: str
+    name: str
+    description: str
+    inputs: Mapping[str, Input]
+    steps: tuple[Step, ...]
+    rollback: tuple[Step, ...]
+    # Set by validation: templates mention `config`, or an action needs the configuration.
+    uses_config: bool = False
+
+    def step(self, name: str) -> Step | None:
+        for step in (*self.steps, *self.rollback):
+            if step.name == name:
+                return step
+        return None
+
+    def rollback_step(self, name: str) -> Step | None:
+        for step in self.rollback:
+            if step.name == name:
+                return step
+        return None

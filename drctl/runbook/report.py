@@ -1,0 +1,116 @@
+"""Reports of a run: JUnit XML for CI dashboards, Markdown and HTML from `templates/`.
+
+All of them are made from `RunResult.as_dict`, which is already redacted: a report cannot
+show a secret the run's Redactor knows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from drctl.resources import templates_dir
+
+# Statuses a CI dashboard shows as failures or as skipped test cases.
+_FAILURE = {"failed", "check-failed", "approval-missing", "declined", "interrupted"}
+_SKIPPED = {"skipped", "not-run", "planned", "deferred"}
+
+
+def write_junit(data: dict[str, Any], path: Path) -> None:
+    """One test suite per run, one test case per step (rollback steps included)."""
+    steps = data["steps"]
+    suite = ET.Element("testsuite", {
+        "name": f"runbook {data['runbook']['name']}",
+        "tests": str(len(steps)),
+        "failures": str(sum(1 for s in steps if s["status"] == "check-failed")),
+        "errors": str(sum(1 for s in steps if s["status"] in _FAILURE - {"check-failed"})),
+        "skipped": str(sum(1 for s in steps if s["status"] in _SKIPPED)),
+        "time": f"{data['duration_s']:.3f}",
+        "timestamp": data["started"],
+    })
+    props = ET.SubElement(suite, "properties")
+    for name, value in (("run_id", data["run_id"]), ("status", data["status"]),
+                        ("dry_run", str(data["dry_run"]).lower()),
+                        ("journal", data.get("journal") or "")):
+        ET.SubElement(props, "property", {"name": name, "value": str(value)})
+    for step in steps:
+        case = ET.SubElement(suite, "testcase", {
+            "classname": f"runbook.{data['runbook']['name']}.{step['phase']}",
+            "name": step["name"],
+            "time": f"{step['duration_s']:.3f}",
+        })
+        status = step["status"]
+        message = step.get("error") or step.get("detail") or status
+        if status == "check-failed":
+            failure = ET.SubElement(case, "failure", {"message": message, "type": status})
+            failure.text = _details(step)
+        elif status in _FAILURE:
+            error = ET.SubElement(case, "error", {"message": message, "type": status})
+            error.text = _details(step)
+        elif status in _SKIPPED:
+            ET.SubElement(case, "skipped", {"message": f"{status}: {message}"})
+        out = ET.SubElement(case, "system-out")
+        out.text = _details(step)
+    tree = ET.ElementTree(suite)
+    ET.indent(tree)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tree.write(path, encoding="utf-8", xml_declaration=True)
+
+
+def _details(step: dict[str, Any]) -> str:
+    lines = [f"status: {step['status']}", f"attempts: {step['attempts']}"]
+    for key in ("detail", "error", "hint", "approved_by"):
+        if step.get(key):
+            lines.append(f"{key}: {step[key]}")
+    if step.get("inputs"):
+        lines.append("inputs: " + json.dumps(step["inputs"], sort_keys=True, default=str))
+    if step.get("outputs"):
+        lines.append("outputs: " + json.dumps(step["outputs"], sort_keys=True, default=str))
+    return "\n".join(lines)
+
+
+def _to_json(value: Any) -> str:
+    return json.dumps(value, indent=2, sort_keys=True, default=str)
+
+
+def _md_cell(value: Any) -> str:
+    """Text that stays inside one Markdown table cell."""
+    text = "" if value is None else str(value)
+    return text.replace("|", "\\|").replace("\r", " ").replace("\n", "<br>")
+
+
+def report_format(path: Path) -> str:
+    suffix = path.suffix.lower()
+    if suffix in (".html", ".htm"):
+        return "html"
+    if suffix in (".md", ".markdown"):
+        return "md"
+    raise ValueError(f"{path}: a report is .md or .html")
+
+
+def render_report(data: dict[str, Any], fmt: str) -> str:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates_dir())),
+        autoescape=fmt == "html",
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["to_json"] = _to_json
+    env.filters["md_cell"] = _md_cell
+    template = env.get_template(f"runbook-report.{fmt}.j2")
+    return template.render(run=data)
+
+
+def write_report(data: dict[str, Any], path: Path) -> None:
+    text = render_report(data, report_format(path))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
