@@ -57,7 +57,7 @@ def failover_command(
         term.emit_json(data)
         return
     if dry_run:
-        term.info("[bold]Dry run[/] — nothing was changed. The plan:")
+        term.info("[bold]Dry run[/] — nothing was changed. The plan:", markup=True)
         for step in result.plan:
             term.info(f"  • {step['step']}: " + ", ".join(
                 f"{k}={v}" for k, v in step.items() if k != "step"))
