@@ -9,8 +9,8 @@ import yaml
 
 from drctl.cli.state import CURRENT, OutputOption
 from drctl.config import config_as_data
-from drctl.errors import ExitStatus, Unreachable
-from drctl.kafka.clients import ClusterClients, describe_with_retry
+from drctl.errors import ExitStatus
+from drctl.kafka.clients import check_clusters
 from drctl.kafka.retry import RetryPolicy
 from drctl.render import OutputFormat
 
@@ -39,24 +39,9 @@ def check(
     config = CURRENT.config()
     term = CURRENT.terminal(output)
     policy = RetryPolicy.from_settings(config.retry, deadline_s=deadline)
-    results = []
-    failures = []
-    for name in config.clusters:
-        clients = ClusterClients.for_cluster(config, name)
-        term.step(f"{name}: connecting to {clients.bootstrap}")
-        try:
-            info = describe_with_retry(
-                clients, policy,
-                on_retry=lambda n, exc, delay, c=name: term.warn(
-                    f"{c}: attempt {n} failed ({exc}); retrying in {delay:.0f} s"))
-        except Unreachable as exc:
-            failures.append(exc)
-            results.append({"cluster": name, "bootstrap": clients.bootstrap,
-                            "reachable": False, "error": exc.message})
-            continue
-        results.append({"cluster": name, "bootstrap": info.bootstrap, "reachable": True,
-                        "cluster_id": info.cluster_id, "brokers": info.broker_count,
-                        "controller": info.controller_id, "rtt_ms": round(info.rtt_ms, 1)})
+    results, failures = check_clusters(
+        config, policy, on_retry=lambda c, n, exc, delay: term.warn(
+            f"{c}: attempt {n} failed ({exc}); retrying in {delay:.0f} s"))
     if term.json_mode:
         term.emit_json({"clusters": results})
     else:

@@ -99,3 +99,26 @@ def describe_with_retry(clients: ClusterClients, policy: RetryPolicy,
             f"({exc.attempts} attempts over {exc.elapsed_s:.0f} s; last error: {exc.last}).",
             "Check that the brokers run and that this machine can reach that address.",
         ) from exc
+
+
+def check_clusters(config: Config, policy: RetryPolicy,
+                   on_retry: Any = None) -> tuple[list[dict[str, Any]], list[Unreachable]]:
+    """Every configured cluster: its facts when it answers, the error when it does not."""
+    results: list[dict[str, Any]] = []
+    failures: list[Unreachable] = []
+    for name in config.clusters:
+        clients = ClusterClients.for_cluster(config, name)
+        try:
+            info = describe_with_retry(
+                clients, policy,
+                on_retry=(lambda n, exc, delay, c=name: on_retry(c, n, exc, delay))
+                if on_retry else None)
+        except Unreachable as exc:
+            failures.append(exc)
+            results.append({"cluster": name, "bootstrap": clients.bootstrap,
+                            "reachable": False, "error": exc.message})
+            continue
+        results.append({"cluster": name, "bootstrap": info.bootstrap, "reachable": True,
+                        "cluster_id": info.cluster_id, "brokers": info.broker_count,
+                        "controller": info.controller_id, "rtt_ms": round(info.rtt_ms, 1)})
+    return results, failures

@@ -322,26 +322,63 @@ def _lab_heal(ctx: ActionContext, *, what: str, dir: str = "lab") -> dict[str, A
 def _config_check(ctx: ActionContext, *, deadline: float = 30.0) -> dict[str, Any]:
     """Connect to every configured cluster; fails (exit 4) when one does not answer."""
     from drctl.errors import Unreachable
-    from drctl.kafka.clients import ClusterClients, describe_with_retry
+    from drctl.kafka.clients import check_clusters
     from drctl.kafka.retry import RetryPolicy
 
     config = ctx.config
-    policy = RetryPolicy.from_settings(config.retry, deadline_s=deadline)
-    clusters = []
-    failures = []
-    for name in config.clusters:
-        clients = ClusterClients.for_cluster(config, name)
-        try:
-            info = describe_with_retry(clients, policy)
-        except Unreachable as exc:
-            failures.append(exc.message)
-            continue
-        clusters.append({"cluster": name, "bootstrap": info.bootstrap,
-                         "cluster_id": info.cluster_id, "brokers": info.broker_count,
-                         "controller": info.controller_id, "rtt_ms": round(info.rtt_ms, 1)})
+    results, failures = check_clusters(config,
+                                       RetryPolicy.from_settings(config.retry, deadline))
     if failures:
-        raise Unreachable(" ".join(failures))
-    return {"clusters": clusters, "reachable": [c["cluster"] for c in clusters]}
+        raise Unreachable(" ".join(f.message for f in failures))
+    return {"clusters": results, "reachable": [c["cluster"] for c in results]}
+
+
+def _status(ctx: ActionContext, *, deadline: float = 5.0) -> dict[str, Any]:
+    """Clusters, replication and lag, open failovers and groups (`drctl status`)."""
+    from drctl.ops.status import collect_status
+
+    st = collect_status(ctx.config, deadline)
+    st["open_failover_count"] = len(st["open_failovers"])
+    st["unreachable"] = [n for n, c in st["clusters"].items() if not c["reachable"]]
+    return st
+
+
+def _translate_offsets(ctx: ActionContext, *, source: str | None = None,
+                       target: str | None = None, groups: str = ".*", method: str = "auto",
+                       apply: bool = False, allow_rewind: bool = False) -> dict[str, Any]:
+    """Translate consumer-group offsets between clusters (`drctl translate-offsets`)."""
+    from drctl.translate.engine import TranslateRequest, translate_offsets
+
+    config = ctx.config
+    rep = config.require_replication()
+    report = translate_offsets(config, TranslateRequest(
+        source or rep.source, target or rep.target, groups, method, apply, allow_rewind),
+        notify=ctx.notify)
+    data = report.as_dict()
+    data["not_applied"] = [g.group for g in report.groups if apply and not g.applied]
+    return data
+
+
+def _failover(ctx: ActionContext, *, planned: bool = False, groups: str = ".*",
+              method: str = "auto", source_deadline: float = 20.0) -> dict[str, Any]:
+    """Fail over from the replication source to its target (`drctl failover --yes`)."""
+    from dataclasses import asdict
+
+    from drctl.ops.failover import FailoverOptions, report_context, run_failover
+    from drctl.reports import write_report
+
+    config = ctx.config
+    result = run_failover(config, FailoverOptions(planned=planned, groups=groups,
+                                                  method=method,
+                                                  source_deadline_s=source_deadline),
+                          notify=ctx.notify)
+    paths = write_report(config.state.dir / "reports", result.marker.incident,
+                         report_context(config, result.marker), "failover-report",
+                         config.redactor)
+    summary = (result.translation or {}).get("summary", {})
+    return {"incident": result.marker.incident, "marker": asdict(result.marker),
+            "replication_stop": result.marker.replication_stop,
+            "groups_applied": summary.get("applied", 0), "reports": [str(p) for p in paths]}
 
 
 def builtin_registry() -> Registry:
@@ -354,4 +391,7 @@ def builtin_registry() -> Registry:
     registry.register("lab.fail", _lab_fail)
     registry.register("lab.heal", _lab_heal)
     registry.register("config.check", _config_check, read_only=True, needs_config=True)
+    registry.register("status", _status, read_only=True, needs_config=True)
+    registry.register("translate-offsets", _translate_offsets, needs_config=True)
+    registry.register("failover", _failover, needs_config=True)
     return registry
