@@ -77,9 +77,11 @@ def main() -> None:
         src_marks = watermarks(src.admin(), tps)
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline:
-            dst_marks = watermarks(dst.admin(), tps)
-            if sum(h for _, h in dst_marks.values()) >= sum(h for _, h in src_marks.values()):
-                break
+            if topic in dst.admin().list_topics(timeout=10).topics:
+                dst_marks = watermarks(dst.admin(), tps)
+                if sum(h for _, h in dst_marks.values()) >= sum(h for _, h in
+                                                                src_marks.values()):
+                    break
             time.sleep(1)
         rng = random.Random(1)
         admin = src.admin()
