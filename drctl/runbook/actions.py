@@ -376,9 +376,14 @@ def _failover(ctx: ActionContext, *, planned: bool = False, groups: str = ".*",
                          report_context(config, result.marker), "failover-report",
                          config.redactor)
     summary = (result.translation or {}).get("summary", {})
+    groups = result.marker.groups
     return {"incident": result.marker.incident, "marker": asdict(result.marker),
             "replication_stop": result.marker.replication_stop,
-            "groups_applied": summary.get("applied", 0), "reports": [str(p) for p in paths]}
+            "groups_applied": summary.get("applied", 0),
+            "groups_total": len(groups),
+            "groups_not_exact": sorted(g for g, v in groups.items()
+                                       if v.get("confidence") != ["exact"]),
+            "reports": [str(p) for p in paths]}
 
 
 def builtin_registry() -> Registry:
