@@ -376,12 +376,12 @@ def _failover(ctx: ActionContext, *, planned: bool = False, groups: str = ".*",
                          report_context(config, result.marker), "failover-report",
                          config.redactor)
     summary = (result.translation or {}).get("summary", {})
-    groups = result.marker.groups
+    moved = result.marker.groups
     return {"incident": result.marker.incident, "marker": asdict(result.marker),
             "replication_stop": result.marker.replication_stop,
             "groups_applied": summary.get("applied", 0),
-            "groups_total": len(groups),
-            "groups_not_exact": sorted(g for g, v in groups.items()
+            "groups_total": len(moved),
+            "groups_not_exact": sorted(g for g, v in moved.items()
                                        if v.get("confidence") != ["exact"]),
             "reports": [str(p) for p in paths]}
 
