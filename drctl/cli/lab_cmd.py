@@ -134,9 +134,11 @@ def load(
     group: Annotated[list[str] | None, typer.Option(
         "--group", help="NAME=POSITION with POSITION 0, an offset, N% or end (repeatable).")]
     = None,
+    cluster: Annotated[str, typer.Option(
+        help="primary or secondary (e.g. post-failover writes).")] = "primary",
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
-    """Produce a deterministic DR workload to the primary and commit consumer groups."""
+    """Produce a deterministic DR workload to a lab cluster and commit consumer groups."""
     term = CURRENT.terminal(output)
     lab = Lab(dir)
     state = lab.load_state()
@@ -144,13 +146,13 @@ def load(
         topics=tuple(topic or WorkloadSpec.topics), partitions=partitions, records=records,
         seed=seed, transactions=transactions,
         groups=tuple(group) if group is not None else WorkloadSpec.groups)
-    clients = ClusterClients("primary", {"bootstrap.servers": lab.bootstrap(state, "primary")})
+    clients = ClusterClients(cluster, {"bootstrap.servers": lab.bootstrap(state, cluster)})
     result = run_workload(clients, spec, notify=term.step)
     summary = result.summary()
     if term.json_mode:
         term.emit_json(summary)
         return
-    term.table("Produced to primary", ["topic", "records by kind"],
+    term.table(f"Produced to {cluster}", ["topic", "records by kind"],
                [[t, ", ".join(f"{k}={v}" for k, v in sorted(kinds.items()))]
                 for t, kinds in summary["topics"].items()])
     term.table("Committed groups", ["group", "topic", "offsets by partition"],

@@ -97,6 +97,8 @@ class Lab:
         self.state_file.write_text(json.dumps(asdict(state), indent=2))
 
     def bootstrap(self, state: LabState, cluster: str) -> str:
+        if cluster not in ("primary", "secondary"):
+            raise LabError(f"The lab has no cluster '{cluster}'.", "Use primary or secondary.")
         return f"127.0.0.1:{getattr(state.ports, cluster)}"
 
     def flow(self, state: LabState) -> MirrorFlow:

@@ -290,8 +290,8 @@ def _lab_status(ctx: ActionContext, *, dir: str = "lab") -> dict[str, Any]:
 def _lab_load(ctx: ActionContext, *, dir: str = "lab",
               topics: list[str] | None = None, partitions: int = 3, records: int = 1000,
               seed: int = 7, transactions: int = 4,
-              groups: list[str] | None = None) -> dict[str, Any]:
-    """Produce the deterministic DR workload to the lab's primary and commit groups."""
+              groups: list[str] | None = None, cluster: str = "primary") -> dict[str, Any]:
+    """Produce the deterministic DR workload to a lab cluster and commit groups."""
     from drctl.kafka.clients import ClusterClients
     from drctl.lab.lab import Lab
     from drctl.lab.workload import WorkloadSpec, run_workload
@@ -301,7 +301,7 @@ def _lab_load(ctx: ActionContext, *, dir: str = "lab",
     spec = WorkloadSpec(topics=tuple(topics or WorkloadSpec.topics), partitions=partitions,
                         records=records, seed=seed, transactions=transactions,
                         groups=tuple(groups) if groups is not None else WorkloadSpec.groups)
-    clients = ClusterClients("primary", {"bootstrap.servers": lab.bootstrap(state, "primary")})
+    clients = ClusterClients(cluster, {"bootstrap.servers": lab.bootstrap(state, cluster)})
     return run_workload(clients, spec, notify=ctx.notify).summary()
 
 
