@@ -114,8 +114,12 @@ def match_records(a: Side, b: Side, queries: Sequence[MatchQuery], *,
         count_reqs.append(RangeRequest(stamps[len(count_reqs)],
                                        max(start, q.record.offset - max_scan),
                                        q.record.offset + 1))
-    copies_needed = [sum(digest_a(r) == fp for r in recs)
-                     for recs, fp in zip(a.reader.read(count_reqs), fps, strict=True)]
+    # A copy carries R's timestamp (it is part of the fingerprint): compare that first, and
+    # hash only the few records that share it.
+    ts_not_kept = [q.record.timestamp_type != 1 for q in queries]
+    copies_needed = [sum(1 for r in recs if (loose or r.timestamp_ms == t) and digest_a(r) == fp)
+                     for recs, fp, t, loose in zip(a.reader.read(count_reqs), fps, ts, ts_not_kept,
+                                                   strict=True)]
 
     # Scan B in growing chunks until the k-th copy shows up.
     state = {}
@@ -140,7 +144,7 @@ def match_records(a: Side, b: Side, queries: Sequence[MatchQuery], *,
                     res.after = rec
                     break
                 res.scanned.append(rec)
-                if digest_b(rec) == fps[i]:
+                if (ts_not_kept[i] or rec.timestamp_ms == ts[i]) and digest_b(rec) == fps[i]:
                     seen += 1
                     if seen == max(1, copies_needed[i]):
                         res.offset = rec.offset
