@@ -255,9 +255,16 @@ class Lab:
     def _wait_broker(self, state: LabState, cluster: str) -> None:
         proc = self.process(cluster)
         clients = ClusterClients(cluster, {"bootstrap.servers": self.bootstrap(state, cluster)})
-        wait_until(lambda: describe(clients, timeout_s=2).broker_count >= 1, deadline_s=90,
-                   what=f"Kafka broker '{cluster}'", log_file=proc.log_file,
-                   alive=proc.is_running)
+
+        def ready() -> bool:
+            # Answering is not enough after a restart: every partition needs its leader back.
+            if describe(clients, timeout_s=2).broker_count < 1:
+                return False
+            topics = clients.admin().list_topics(timeout=5).topics.values()
+            return all(p.leader >= 0 for t in topics for p in t.partitions.values())
+
+        wait_until(ready, deadline_s=90, what=f"Kafka broker '{cluster}'",
+                   log_file=proc.log_file, alive=proc.is_running)
 
     def _start_connect(self, state: LabState, dist: KafkaDistribution) -> None:
         proc = self.process("connect")
@@ -313,7 +320,14 @@ class Lab:
 
             wait_until(create, deadline_s=60, what=f"creating connector {name}",
                        log_file=proc.log_file, alive=proc.is_running)
-            self._resume_if_stopped(client, name)
+            # Resume unconditionally (a no-op when running): right after a config update the
+            # status can still read RUNNING for a connector whose target state is STOPPED.
+            def resume(n: str = name) -> bool:
+                client.resume(n)
+                return True
+
+            wait_until(resume, deadline_s=30, what=f"resuming connector {name}",
+                       log_file=proc.log_file, alive=proc.is_running)
         for name in self.flow(state).connectors():
             def running(n: str = name) -> bool:
                 return _running(client, n)
@@ -333,15 +347,6 @@ class Lab:
 
         wait_until(settled, deadline_s=90, what="connectors after restart",
                    log_file=proc.log_file, alive=proc.is_running)
-
-    @staticmethod
-    def _resume_if_stopped(client: ConnectClient, name: str) -> None:
-        try:
-            state, _ = client.connector_state(name)
-        except ConnectError:
-            return
-        if state in ("PAUSED", "STOPPED"):
-            client.resume(name)
 
     def write_config(self, state: LabState) -> Path:
         names = self.flow(state).connector_names()

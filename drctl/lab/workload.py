@@ -20,6 +20,7 @@ from confluent_kafka.admin import NewTopic
 
 from drctl.errors import UsageError
 from drctl.kafka.clients import ClusterClients
+from drctl.kafka.groups import alter_offsets
 
 Notify = Callable[[str], None]
 
@@ -268,8 +269,6 @@ def commit_group_positions(clients: ClusterClients, group: str, topics: tuple[st
 
 
 def commit_offsets(clients: ClusterClients, group: str, offsets: list[TopicPartition]) -> None:
-    consumer = clients.consumer(**{"group.id": group})
-    try:
-        consumer.commit(offsets=offsets, asynchronous=False)
-    finally:
-        consumer.close()
+    """Commit like a consumer of `group` would (retried while the coordinator loads)."""
+    alter_offsets(clients.admin(), group, {(tp.topic, tp.partition): tp.offset
+                                           for tp in offsets})

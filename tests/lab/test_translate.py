@@ -11,7 +11,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from confluent_kafka import OFFSET_STORED, KafkaError, TopicPartition
+from confluent_kafka import OFFSET_STORED, KafkaError, KafkaException, TopicPartition
 
 from drctl.cli.app import main
 from drctl.fingerprint import fingerprint
@@ -38,7 +38,10 @@ def wait_replicated(lab: RunningLab, topic: str, count: int, deadline_s: float =
     end = time.monotonic() + deadline_s
     got = 0
     while time.monotonic() < end:
-        got = len(read_all(lab.secondary, lab.mirror(topic)))
+        try:
+            got = len(read_all(lab.secondary, lab.mirror(topic)))
+        except KafkaException:  # a broker that just came back may not lead yet
+            got = 0
         if got >= count:
             return
         time.sleep(0.5)
