@@ -23,10 +23,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from drctl.config import load_config
+from drctl.inspect_topics import read_checkpoints
 from drctl.kafka.groups import alter_offsets, watermarks
 from drctl.lab.lab import Lab, LabPorts
 from drctl.lab.workload import create_topics
-from drctl.translate.checkpoints import latest_checkpoints
 from drctl.translate.engine import TranslateRequest, translate_offsets
 
 
@@ -94,7 +94,7 @@ def main() -> None:
         deadline = time.monotonic() + (600 if "checkpoint" in args.methods else 0)
         have = 0
         while time.monotonic() < deadline:
-            have = len(latest_checkpoints(dst, "primary.checkpoints.internal"))
+            have = len(read_checkpoints(dst, "primary.checkpoints.internal"))
             if have >= want:
                 break
             time.sleep(5)

@@ -61,7 +61,11 @@ class LabState:
 
 
 def _new_cluster_id() -> str:
-    return base64.urlsafe_b64encode(os.urandom(16)).rstrip(b"=").decode()
+    # The storage tool would read an id starting with "-" as an option.
+    while True:
+        cid = base64.urlsafe_b64encode(os.urandom(16)).rstrip(b"=").decode()
+        if not cid.startswith("-"):
+            return cid
 
 
 class Lab:

@@ -15,6 +15,7 @@ from confluent_kafka import KafkaException
 
 from drctl.config import Config
 from drctl.errors import UsageError
+from drctl.inspect_topics import read_checkpoints
 from drctl.kafka.clients import ClusterClients, describe_with_retry
 from drctl.kafka.groups import (
     alter_offsets,
@@ -25,7 +26,6 @@ from drctl.kafka.groups import (
 )
 from drctl.kafka.retry import RetryPolicy
 from drctl.kafka.topics import is_internal_topic
-from drctl.translate.checkpoints import latest_checkpoints
 from drctl.translate.locate import MatchQuery, Side, last_records, match_records
 from drctl.translate.model import METHODS, GroupResult, PartitionResult, TranslationReport
 from drctl.translate.reader import BatchReader
@@ -108,7 +108,7 @@ def translate_offsets(config: Config, req: TranslateRequest,
     if method == "checkpoint":
         if rep.kind != "mirrormaker2":
             raise UsageError("The checkpoint method needs MirrorMaker 2 (replication.kind).")
-        checkpoints = latest_checkpoints(dst, f"{rep.source_alias}.checkpoints.internal")
+        checkpoints = read_checkpoints(dst, f"{rep.source_alias}.checkpoints.internal")
     notify("Reading consumer groups")
     positions = _source_positions(src if source_up else None, checkpoints, group_re, config,
                                   to_topic)

@@ -15,6 +15,7 @@ from confluent_kafka import OFFSET_STORED, KafkaError, KafkaException, TopicPart
 
 from drctl.cli.app import main
 from drctl.fingerprint import fingerprint
+from drctl.inspect_topics import read_checkpoints
 from drctl.kafka.records import Record, read_all
 from drctl.lab.workload import (
     ProducedRecord,
@@ -23,7 +24,6 @@ from drctl.lab.workload import (
     partition_for,
     run_workload,
 )
-from drctl.translate.checkpoints import latest_checkpoints
 from tests.conftest import RunningLab
 
 pytestmark = pytest.mark.lab
@@ -234,7 +234,7 @@ def test_checkpoint_and_timestamp_predict_redelivery(lab: RunningLab, ns: str) -
     wanted = {(f"{ns}-{n}", lab.mirror(topic), p) for n, pos in positions.items() for p in pos}
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
-        cps = latest_checkpoints(lab.secondary, "primary.checkpoints.internal")
+        cps = read_checkpoints(lab.secondary, "primary.checkpoints.internal")
         have = {k for k in wanted if k in cps and
                 cps[k].upstream_offset == positions[k[0][len(ns) + 1:]][k[2]]}
         if len(have) == len(wanted):
