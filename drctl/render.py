@@ -93,7 +93,9 @@ class Terminal:
         sys.stdout.write(json.dumps(payload, separators=(",", ":")) + "\n")
 
     def table(self, title: str | None, columns: Sequence[str],
-              rows: Sequence[Sequence[Any]]) -> None:
+              rows: Sequence[Sequence[Any]], *, markup: bool = False) -> None:
+        """Cells are plain text; with `markup` the caller has escaped its data and styles the
+        rest."""
         if self.quiet:
             return
         table = Table(title=escape(self.redactor.redact(title)) if title else None,
@@ -101,8 +103,8 @@ class Terminal:
         for col in columns:
             table.add_column(col, overflow="fold")
         for row in rows:
-            table.add_row(*(escape(self.redactor.redact("" if v is None else str(v)))
-                            for v in row))
+            cells = (self.redactor.redact("" if v is None else str(v)) for v in row)
+            table.add_row(*(cells if markup else (escape(c) for c in cells)))
         self.err.print(table)
 
     @contextmanager

@@ -232,11 +232,12 @@ def _summary(term: Terminal, result: RunResult) -> None:
         status = f"[{style}]{step.status.value}[/]" if style else step.status.value
         if step.resumed:
             status += " (earlier run)"
-        name = (step.name) + (" ↺" if step.phase.value == "rollback" else "")
+        name = escape(step.name) + (" ↺" if step.phase.value == "rollback" else "")
+        detail = escape(term.redactor.redact(step.error or step.detail or ""))
         rows.append([name, step.kind.value, status, step.attempts or "",
-                     f"{step.duration_s:.1f} s", (step.error or step.detail or "")])
-    term.table((f"Runbook {result.runbook.name}"),
-               ["step", "kind", "status", "attempts", "time", "detail"], rows)
+                     f"{step.duration_s:.1f} s", detail])
+    term.table(f"Runbook {result.runbook.name}",
+               ["step", "kind", "status", "attempts", "time", "detail"], rows, markup=True)
 
 
 def _verdict(term: Terminal, result: RunResult) -> None:

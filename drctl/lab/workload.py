@@ -72,7 +72,7 @@ class WorkloadResult:
         for r in self.records:
             row = by_topic.setdefault(r.topic, {})
             row[r.kind] = row.get(r.kind, 0) + 1
-        return {"topics": by_topic, "groups": self.groups}
+        return {"topics": by_topic, "groups": self.groups, "visible": len(self.visible())}
 
 
 def partition_for(key: bytes | None, partitions: int, counter: int) -> int:

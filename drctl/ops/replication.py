@@ -75,7 +75,11 @@ def stop_forward(rep: ReplicationSettings, *, confirm: Confirm | None = None,
     end = time.monotonic() + deadline_s
     while True:
         states = {n: client.connector_state(n) for n in rep.connect.connectors}
-        if all(s in ("STOPPED", "PAUSED") and all(t in ("PAUSED", "STOPPED") for t in tasks)
+        # Connect accepted the stop and tore the tasks down, which is what stops the copying.
+        # A connector whose source is unreachable can hang in its own stop() and keep
+        # reporting RUNNING with no tasks; its target state is STOPPED all the same.
+        if all((s in ("STOPPED", "PAUSED") or not tasks)
+               and all(t in ("PAUSED", "STOPPED") for t in tasks)
                for s, tasks in states.values()):
             return StopOutcome("stopped", list(rep.connect.connectors),
                                ", ".join(f"{n}: {s}" for n, (s, _) in states.items()))
