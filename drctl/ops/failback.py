@@ -25,6 +25,7 @@ from drctl.ops.replication import forward_stopped
 from drctl.ops.reverse import start_reverse_replication, wait_reverse_caught_up
 from drctl.state import FailoverMarker
 from drctl.translate.engine import TranslateRequest, translate_offsets
+from drctl.translate.model import TranslationReport
 
 Notify = Callable[[str], None]
 RECONCILE_MODES = ("copy-safe", "quarantine", "none")
@@ -66,6 +67,7 @@ class FailbackResult:
     reconcile: dict[str, Any] = field(default_factory=dict)
     reverse: dict[str, Any] = field(default_factory=dict)
     translation: dict[str, Any] | None = None
+    translation_report: TranslationReport | None = None
     plan: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -98,7 +100,7 @@ def preflight(config: Config, marker: FailoverMarker, opts: FailbackOptions) -> 
             raise Unreachable(f"{exc.message} Failback needs both clusters.",
                               f"Bring '{name}' back first; the marker {marker.incident} waits.") \
                 from None
-    stopped = forward_stopped(rep)
+    stopped = forward_stopped(rep, frozenset(marker.stopped_connectors))
     if stopped is False:
         raise CheckFailed(
             f"Forward replication {rep.source} -> {rep.target} is running again: it would copy "
@@ -171,6 +173,7 @@ def run_failback(config: Config, opts: FailbackOptions, gap_finder: GapFinder, *
             rep.target, rep.source, groups=opts.groups, method="exact",
             apply=not opts.dry_run), notify=notify)
         result.translation = report.as_dict()
+        result.translation_report = report
         result.plan.append({"step": "translate-offsets", "summary": report.summary()})
         if not opts.dry_run:
             marker.record("failback:translate-offsets", report.summary())

@@ -90,9 +90,25 @@ def stop_forward(rep: ReplicationSettings, *, confirm: Confirm | None = None,
         time.sleep(0.5)
 
 
-def forward_stopped(rep: ReplicationSettings) -> bool | None:
-    """True when every connector is stopped/paused; None when it cannot be told."""
-    states = connector_states(rep)
-    if not states or any(s in ("UNREACHABLE", "NOT-CONFIGURED") for s in states.values()):
+def forward_stopped(rep: ReplicationSettings, stopped_by_drctl: frozenset[str] = frozenset()
+                    ) -> bool | None:
+    """True when every connector is stopped/paused; None when it cannot be told.
+
+    A connector drctl stopped that still reports RUNNING without tasks is stopped: its
+    target state is STOPPED and its tasks are gone (see `stop_forward`)."""
+    client = connect_client(rep)
+    if client is None or not rep.connect.connectors:
         return None
-    return all(s in ("STOPPED", "PAUSED", "MISSING") for s in states.values())
+    for name in rep.connect.connectors:
+        try:
+            state, tasks = client.connector_state(name)
+        except ConnectorMissing:
+            continue
+        except Unreachable:
+            return None
+        if state in ("STOPPED", "PAUSED"):
+            continue
+        if state == "RUNNING" and not tasks and name in stopped_by_drctl:
+            continue
+        return False
+    return True
