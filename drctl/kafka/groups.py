@@ -115,11 +115,22 @@ def list_offsets_many(admin: AdminClient, batches: Sequence[Mapping[TP, OffsetSp
     before any answer is awaited."""
     isolation = IsolationLevel.READ_COMMITTED if read_committed else \
         IsolationLevel.READ_UNCOMMITTED
-    pending = [admin.list_offsets({TopicPartition(t, p): spec for (t, p), spec in b.items()},
-                                  isolation_level=isolation, request_timeout=timeout_s)
-               if b else {} for b in batches]
-    return [{(tp.topic, tp.partition): fut.result(timeout=timeout_s).offset
-             for tp, fut in futures.items()} for futures in pending]
+
+    def ask() -> list[dict[TP, int]]:
+        pending = [admin.list_offsets({TopicPartition(t, p): spec
+                                       for (t, p), spec in b.items()},
+                                      isolation_level=isolation, request_timeout=timeout_s)
+                   if b else {} for b in batches]
+        return [{(tp.topic, tp.partition): fut.result(timeout=timeout_s).offset
+                 for tp, fut in futures.items()} for futures in pending]
+
+    # Right after a broker restart leadership can lag what metadata says: retry that.
+    try:
+        return retry_call(ask, RetryPolicy(initial_s=0.2, max_s=2, attempts=10),
+                          retry_on=(KafkaException,),
+                          give_up=lambda exc: not _is_retriable(exc))
+    except RetriesExhausted as exc:
+        raise exc.last from None
 
 
 def watermarks(admin: AdminClient, partitions: Iterable[TP], *,

@@ -138,7 +138,7 @@ def run_failback(config: Config, opts: FailbackOptions, gap_finder: GapFinder, *
             store.save(marker)
             done: dict[str, Any] = {"mode": opts.reconcile}
             if opts.reconcile == "copy-safe":
-                done["copy"] = copy_safe_records(config, marker, gap.safe)
+                done["copy_safe"] = copy_safe_records(config, marker, gap.safe)
                 done["quarantine"] = quarantine_records(config, marker,
                                                         gap.conflict + gap.unkeyed, out_dir)
             elif opts.reconcile == "quarantine":

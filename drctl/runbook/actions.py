@@ -386,6 +386,31 @@ def _failover(ctx: ActionContext, *, planned: bool = False, groups: str = ".*",
             "reports": [str(p) for p in paths]}
 
 
+def _failback(ctx: ActionContext, *, reconcile: str = "copy-safe", groups: str = ".*",
+              incident: str | None = None, lookback: float = 3600.0) -> dict[str, Any]:
+    """Fail back with --check-order (`drctl failback --yes`): gap analysis (Spark),
+    reconcile, reverse replication from the failover point, offsets back."""
+    from drctl.ops.failback import FailbackOptions, run_failback, write_failback_report
+    from drctl.ops.gap_step import gap_finder
+
+    config = ctx.config
+    result = run_failback(config, FailbackOptions(reconcile=reconcile, groups=groups,
+                                                  incident=incident),
+                          gap_finder(lookback), notify=ctx.notify)
+    paths = write_failback_report(config, result, config.state.dir / "reports")
+    summary = (result.translation or {}).get("summary", {})
+    copy = result.reconcile.get("copy_safe", {})
+    return {"incident": result.marker.incident, "status": result.marker.status,
+            "gap": result.gap, "copied": copy.get("copied", 0),
+            "gap_total": sum(result.gap.get(k, 0) for k in ("safe", "conflict", "unkeyed")),
+            "quarantined": result.reconcile.get("quarantine", {}).get("count", 0),
+            "reverse": result.reverse, "positions": summary.get("partitions", 0),
+            "positions_exact": summary.get("exact", 0),
+            "groups_not_applied": [g["group"] for g in (result.translation or {})
+                                   .get("groups", []) if not g["applied"]],
+            "reports": [str(p) for p in paths]}
+
+
 def builtin_registry() -> Registry:
     """A registry with every action drctl ships."""
     registry = Registry()
@@ -399,4 +424,5 @@ def builtin_registry() -> Registry:
     registry.register("status", _status, read_only=True, needs_config=True)
     registry.register("translate-offsets", _translate_offsets, needs_config=True)
     registry.register("failover", _failover, needs_config=True)
+    registry.register("failback", _failback, needs_config=True)
     return registry

@@ -100,3 +100,19 @@ def test_failover_report_renders_markdown_and_escaped_html() -> None:
     html = render("failover-report.html.j2", **ctx)
     assert "| <orders> | 0 | 5 |" in md and "gap is unknown" in md
     assert "&lt;orders&gt;" in html and "<orders>" not in html
+
+
+def test_failback_report_renders_reconcile_and_reverse_start() -> None:
+    from dataclasses import asdict
+
+    marker = FailoverMarker.new("primary", "secondary", "mirrormaker2", planned=False)
+    marker.status = "closed"
+    ctx = {"marker": asdict(marker), "gap": {"safe": 3, "conflict": 1, "unkeyed": 2},
+           "reconcile": {"mode": "copy-safe", "copy_safe": {"copied": 3, "skipped": 0},
+                         "quarantine": {"count": 3, "file": "q.jsonl", "topics": ["t.q"]}},
+           "reverse": {"kind": "mirrormaker2", "connector": "rev", "start": {"t": {0: 7}}},
+           "translation": {"applied": 2, "groups": 2, "exact": 6, "partitions": 6}}
+    md = render("failback-report.md.j2", **ctx)
+    assert "Copied 3 safe record(s)" in md and "Quarantined 3 record(s)" in md
+    assert "| t | 0 | 7 |" in md and "6 of 6 positions exact" in md
+    assert "Copied 3 safe record(s)" in render("failback-report.html.j2", **ctx)
