@@ -32,6 +32,14 @@ class Record:
                    tuple(msg.headers() or ()))  # type: ignore[attr-defined]
 
 
+# Errors a retry will not cure; anything else is reported by librdkafka while it retries.
+_FATAL_READ_ERRORS = {
+    KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.TOPIC_AUTHORIZATION_FAILED,
+    KafkaError.GROUP_AUTHORIZATION_FAILED, KafkaError._UNKNOWN_PARTITION,
+    KafkaError._UNKNOWN_TOPIC, KafkaError.SASL_AUTHENTICATION_FAILED,
+}
+
+
 class ReadTimeout(Exception):
     """A range could not be read to its end in time (the partition's leader is gone?)."""
 
@@ -65,7 +73,9 @@ def read_ranges(consumer: Consumer, ranges: Mapping[tuple[str, int], tuple[int, 
                 err = msg.error()
                 if err is not None:
                     if err.code() != KafkaError._PARTITION_EOF:
-                        raise KafkaException(err)
+                        if err.fatal() or err.code() in _FATAL_READ_ERRORS:
+                            raise KafkaException(err)
+                        continue  # e.g. a leader moving after a restart: the client retries
                     # At the end (or the last stable offset) of the partition: nothing more
                     # is visible below `end`, whatever markers sit before it.
                     if bounds is not None and offset >= bounds[1]:
