@@ -406,6 +406,10 @@ def _failback(ctx: ActionContext, *, reconcile: str = "copy-safe", groups: str =
             "quarantined": result.reconcile.get("quarantine", {}).get("count", 0),
             "reverse": result.reverse, "positions": summary.get("partitions", 0),
             "positions_exact": summary.get("exact", 0),
+            # Kept: the group already stood further on (it had consumed that far before the
+            # outage), so moving it back would only re-deliver.
+            "positions_kept": sum(1 for g in (result.translation or {}).get("groups", [])
+                                  for p in g["partitions"] if p["confidence"] == "kept"),
             "groups_not_applied": [g["group"] for g in (result.translation or {})
                                    .get("groups", []) if not g["applied"]],
             "reports": [str(p) for p in paths]}
