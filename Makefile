@@ -19,11 +19,13 @@ $(BIN)/.installed: pyproject.toml
 
 setup: $(BIN)/.installed
 
-## The main job on the local lab: a full DR drill.
+## The main job on the local lab: a full DR drill (outage, failover, failback, checks).
 demo: setup
+	$(BIN)/drctl lab down --dir $(LAB) --purge
 	$(BIN)/drctl lab up --dir $(LAB)
-	$(BIN)/drctl lab load --dir $(LAB)
-	$(BIN)/drctl lab status --dir $(LAB)
+	$(BIN)/drctl --config $(LAB)/drctl.yaml runbook run runbooks/drill.yaml --yes \
+		--report $(LAB)/drill-report.md --junit $(LAB)/drill-junit.xml
+	@echo "Drill report: $(LAB)/drill-report.md; incident reports: $(LAB)/state/reports/"
 
 lint: setup
 	$(BIN)/ruff check drctl tests bench

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -23,6 +22,7 @@ from confluent_kafka.admin import NewTopic
 from drctl.errors import DrctlError, UsageError
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.records import read_all
+from drctl.kafka.topics import wait_for_leaders
 
 SCHEMA_VERSION = 1
 Offsets = dict[str, dict[int, int]]  # topic -> partition -> offset
@@ -141,7 +141,7 @@ class MarkerStore:
             except Exception as exc:
                 if "TOPIC_ALREADY_EXISTS" not in str(exc):
                     raise
-        time.sleep(0.5)
+        wait_for_leaders(admin, [self.topic])
 
     def load_all(self) -> list[FailoverMarker]:
         markers: dict[str, FailoverMarker] = {}

@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -42,6 +43,14 @@ class RunningLab:
 
     def mirror(self, topic: str) -> str:
         return topic if self.names_kept else f"primary.{topic}"
+
+    def wait_mirror_topic(self, topic: str, deadline_s: float = 60) -> None:
+        """Until MirrorMaker 2 has created `topic`'s mirror on the secondary."""
+        end = time.monotonic() + deadline_s
+        while self.mirror(topic) not in self.secondary.admin().list_topics(timeout=10).topics:
+            if time.monotonic() > end:
+                raise AssertionError(f"{self.mirror(topic)} was not created in time")
+            time.sleep(0.5)
 
 
 class _Labs:

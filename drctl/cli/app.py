@@ -13,6 +13,7 @@ from drctl import __version__
 from drctl.cli import (
     config_cmd,
     dump_cmd,
+    failback_cmd,
     failover_cmd,
     lab_cmd,
     runbook_cmd,
@@ -37,6 +38,7 @@ app.add_typer(lab_cmd.app, name="lab")
 app.add_typer(runbook_cmd.app, name="runbook")
 app.command("translate-offsets")(translate_cmd.translate_offsets_command)
 app.command("failover")(failover_cmd.failover_command)
+app.command("failback")(failback_cmd.failback_command)
 app.command("status")(status_cmd.status_command)
 app.command("dump-consumer-timestamps")(dump_cmd.dump_consumer_timestamps)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterable
 
 from confluent_kafka import Consumer, TopicPartition
@@ -42,3 +43,17 @@ def watermarks(consumer: Consumer, partitions: Iterable[TopicPartition],
     return {(tp.topic, tp.partition):
             consumer.get_watermark_offsets(tp, timeout=timeout_s, cached=False)
             for tp in partitions}
+
+
+def wait_for_leaders(admin: object, topics: Iterable[str], deadline_s: float = 30.0) -> None:
+    """A topic created a moment ago has no leader yet; most requests fail until it has."""
+    wanted = set(topics)
+    end = time.monotonic() + deadline_s
+    while True:
+        meta = admin.list_topics(timeout=10).topics  # type: ignore[attr-defined]
+        if all(t in meta and meta[t].partitions and
+               all(p.leader >= 0 for p in meta[t].partitions.values()) for t in wanted):
+            return
+        if time.monotonic() > end:
+            return  # callers retry retriable errors; do not fail here
+        time.sleep(0.2)

@@ -19,7 +19,7 @@ from drctl.faults import crash_point
 from drctl.kafka.clients import ClusterClients, describe_with_retry
 from drctl.kafka.groups import group_states, list_groups, watermarks
 from drctl.kafka.retry import RetryPolicy
-from drctl.kafka.topics import is_internal_topic
+from drctl.kafka.topics import is_internal_topic, wait_for_leaders
 from drctl.ops.replication import Confirm, stop_forward
 from drctl.state import FailoverMarker, MarkerStore, Offsets
 from drctl.translate.engine import TranslateRequest, translate_offsets
@@ -177,6 +177,7 @@ def _ensure_failover_topics(config: Config, topics: dict[str, str], dry_run: boo
     if new and not dry_run:
         for fut in admin.create_topics(new).values():
             fut.result(30)
+        wait_for_leaders(admin, [n.topic for n in new])
     return [n.topic for n in new]
 
 

@@ -16,6 +16,7 @@ from drctl.errors import DrctlError
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.groups import watermarks
 from drctl.kafka.records import Record, read_ranges
+from drctl.kafka.topics import wait_for_leaders
 from drctl.ops.reverse import RECONCILED_HEADER, start_points
 from drctl.state import FailoverMarker
 
@@ -99,6 +100,7 @@ def quarantine_records(config: Config, marker: FailoverMarker, records: Sequence
            if t not in existing]
     for fut in (admin.create_topics(new).values() if new else []):
         fut.result(30)
+    wait_for_leaders(admin, topics)
     tags = {reconcile_tag(marker, r) for r in records}
     ends = watermarks(admin, [(t, 0) for t in topics])
     done = _already_copied(target, {(t, 0): (0, ends[(t, 0)][1]) for t in topics}) & tags

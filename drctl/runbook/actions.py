@@ -355,7 +355,7 @@ def _translate_offsets(ctx: ActionContext, *, source: str | None = None,
         source or rep.source, target or rep.target, groups, method, apply, allow_rewind),
         notify=ctx.notify)
     data = report.as_dict()
-    data["not_applied"] = [g.group for g in report.groups if apply and not g.applied]
+    data["not_applied"] = [g.group for g in report.groups if apply and g.skipped]
     return data
 
 
@@ -411,7 +411,7 @@ def _failback(ctx: ActionContext, *, reconcile: str = "copy-safe", groups: str =
             "positions_kept": sum(1 for g in (result.translation or {}).get("groups", [])
                                   for p in g["partitions"] if p["confidence"] == "kept"),
             "groups_not_applied": [g["group"] for g in (result.translation or {})
-                                   .get("groups", []) if not g["applied"]],
+                                   .get("groups", []) if g["skipped"]],
             "reports": [str(p) for p in paths]}
 
 

@@ -10,6 +10,7 @@ approval was missing or declined, 130 interrupted.
 from __future__ import annotations
 
 import getpass
+import logging
 import os
 import signal
 import socket
@@ -605,6 +606,8 @@ class Executor:
         except DrctlError as exc:
             raise _AttemptFailed(exc.message, hint=exc.hint) from exc
         except Exception as exc:
+            # Unexpected: keep the traceback for --debug.
+            logging.getLogger("drctl.runbook").debug("action failed", exc_info=True)
             raise _AttemptFailed(f"{type(exc).__name__}: {exc}") from exc
 
     def _shell(self, inputs: Mapping[str, Any], timeout_s: float | None) -> dict[str, Any]:

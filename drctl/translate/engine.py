@@ -356,7 +356,8 @@ def _apply(admin: object, report: TranslationReport) -> None:
         offsets = {(p.target_topic, p.partition): p.target_offset for p in g.partitions
                    if p.target_offset is not None and p.confidence != "kept"}
         if not offsets:
-            g.skipped = "nothing to commit"
+            # Every position was kept (the group already stands further on): nothing to do,
+            # which is not a failure to apply.
             continue
         try:
             alter_offsets(admin, g.group, offsets)  # type: ignore[arg-type]

@@ -167,13 +167,7 @@ def test_bad_situations_are_clear(lab: RunningLab, ns: str, tmp_path: Path,
                                   restore_replication: None) -> None:
     topic = f"{ns}-bad"
     create_topics(lab.primary, (topic,), 3)
-    wait_replicated(lab, topic, 0)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        meta = lab.secondary.admin().list_topics(timeout=10).topics
-        if lab.mirror(topic) in meta:
-            break
-        time.sleep(0.5)
+    lab.wait_mirror_topic(topic)
     # With replication down, the source grows a topic and gets a new one the target lacks:
     # preflight fails, exit 3. (A running MM2 would sync partition counts.)
     lab.lab.fail("replication")

@@ -1,0 +1,78 @@
+"""`drctl failback`."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from drctl.cli.confirm import confirm_or_abort
+from drctl.cli.state import CURRENT, OutputOption
+from drctl.cli.translate_cmd import render_report
+from drctl.ops.failback import FailbackOptions, run_failback, write_failback_report
+from drctl.ops.gap_step import DEFAULT_LOOKBACK_S, gap_finder
+from drctl.render import OutputFormat
+
+
+def failback_command(
+    check_order: Annotated[bool, typer.Option(
+        "--check-order/--no-check-order",
+        help="Classify every unreplicated record safe, conflict or unkeyed.")] = True,
+    reconcile: Annotated[str, typer.Option(
+        help="copy-safe: copy safe records to the failover topics and quarantine the rest; "
+             "quarantine: quarantine every gap record; none: leave the gap alone.")]
+    = "copy-safe",
+    incident: Annotated[str | None, typer.Option(help="The incident to fail back.")] = None,
+    groups: Annotated[str, typer.Option(help="Regex of groups to move back.")] = ".*",
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; change nothing.")]
+    = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+    = False,
+    deadline: Annotated[float, typer.Option(
+        help="Seconds to retry each cluster before giving up (exit 4).")] = 30.0,
+    lookback: Annotated[float, typer.Option(
+        help="Seconds before the failover where the gap analysis starts comparing.")]
+    = DEFAULT_LOOKBACK_S,
+    report_dir: Annotated[Path | None, typer.Option(
+        help="Where to write the report (default: STATE_DIR/reports).")] = None,
+    output: Annotated[OutputFormat | None, OutputOption] = None,
+) -> None:
+    """Bring the original source back: gap, reconcile, reverse replication, offsets back."""
+    config = CURRENT.config()
+    term = CURRENT.terminal(output)
+    rep = config.require_replication()
+    if not dry_run:
+        confirm_or_abort(f"Fail back {rep.target} -> {rep.source} (reconcile: {reconcile})?",
+                         yes=yes)
+    opts = FailbackOptions(reconcile=reconcile, check_order=check_order, incident=incident,
+                           groups=groups, dry_run=dry_run, deadline_s=deadline)
+    result = run_failback(config, opts, gap_finder(lookback, CURRENT.debug), notify=term.step)
+    paths: list[Path] = []
+    if not dry_run:
+        paths = write_failback_report(config, result,
+                                      report_dir or (config.state.dir / "reports"))
+    data = {"incident": result.marker.incident, "dry_run": dry_run, "resumed": result.resumed,
+            "plan": result.plan, "gap": result.gap, "reconcile": result.reconcile,
+            "reverse": result.reverse, "translation": result.translation,
+            "marker": None if dry_run else asdict(result.marker),
+            "reports": [str(p) for p in paths]}
+    if term.json_mode:
+        term.emit_json(data)
+        return
+    gap = result.gap
+    term.info(f"Gap: {gap.get('safe', 0)} safe, {gap.get('conflict', 0)} conflict, "
+              f"{gap.get('unkeyed', 0)} unkeyed record(s).")
+    if dry_run:
+        term.info("[bold]Dry run[/] — nothing was changed.", markup=True)
+        for step in result.plan:
+            term.info(f"  • {step['step']}: " + ", ".join(
+                f"{k}={v}" for k, v in step.items() if k != "step"))
+        return
+    if result.translation_report is not None:
+        render_report(result.translation_report)
+    term.success(f"Failback of {result.marker.incident} done; the incident is closed.")
+    for p in paths:
+        term.info(f"  report: {p}")
+    term.info(f"Next: switch clients back to {rep.source}.")

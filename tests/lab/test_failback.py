@@ -1,0 +1,206 @@
+"""The whole unplanned outage: failover, post-failover writes, primary back, failback with
+--check-order and --reconcile copy-safe, reverse replication from the failover point, groups
+switched back. Every number is counted, record by record."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import OFFSET_STORED, KafkaError, TopicPartition
+
+from drctl.cli.app import main
+from drctl.config import load_config
+from drctl.kafka.records import Record, read_all
+from drctl.lab.workload import commit_offsets, create_topics, partition_for
+from drctl.ops.failover import marker_store
+from tests.conftest import RunningLab
+from tests.lab.test_failover import run_json, scoped_config
+from tests.lab.test_translate import wait_replicated
+
+pytestmark = [pytest.mark.lab, pytest.mark.spark]
+PARTITIONS = 3
+
+
+@pytest.fixture
+def restore_lab(lab: RunningLab) -> Iterator[None]:
+    yield
+    for part in ("primary", "connect"):
+        if not lab.lab.process(part).is_running():
+            lab.lab.heal("replication" if part == "connect" else part)
+    client = lab.lab.connect_client(lab.state)
+    for name in client.connectors():
+        if name.startswith("mm2-secondary-primary"):
+            client.delete(name)  # the reverse flow of this test
+    lab.lab.up(ports=lab.state.ports, names_kept=lab.names_kept)
+
+
+def produce(lab_clients: object, topic: str, records: list[tuple[bytes | None, bytes]],
+            partitions: dict[int, int] | None = None) -> None:
+    producer = lab_clients.producer()  # type: ignore[attr-defined]
+    for i, (key, value) in enumerate(records):
+        p = partition_for(key, PARTITIONS, i) if partitions is None else partitions[i]
+        producer.produce(topic, key=key, value=value, partition=p)
+    assert producer.flush(30) == 0
+
+
+def outage(lab: RunningLab, ns: str, tmp_path: Path) -> dict:
+    """Primary loses its datacenter with records not yet replicated; failover; new writes."""
+    topic = f"{ns}-acct"
+    create_topics(lab.primary, (topic,), PARTITIONS)
+    base = [(f"base-{i % 40}".encode(), f"base-{i}".encode()) for i in range(300)]
+    produce(lab.primary, topic, base)
+    wait_replicated(lab, topic, len(base))
+    commit_offsets(lab.primary, f"{ns}-pre", [TopicPartition(topic, p, 100 + p)
+                                               for p in range(PARTITIONS)])
+    time.sleep(2.5)  # Connect flushes its source offsets: no re-copy after the kill
+    lab.lab.fail("replication")
+    safe = [(f"safe-{i}".encode(), f"gap-safe-{i}".encode()) for i in range(6)]
+    conflict = [(f"conf-{i}".encode(), f"gap-old-{i}".encode()) for i in range(4)]
+    unkeyed = [(None, f"gap-nokey-{i}".encode()) for i in range(4)]
+    produce(lab.primary, topic, safe + conflict + unkeyed)
+    lab.lab.fail("primary")
+    lab.lab.heal("replication")  # the Connect worker lives on; its source is gone
+
+    config = scoped_config(lab, ns, tmp_path)
+    status, out = run_json("--config", str(config), "failover", "--yes", "--groups",
+                           f"{ns}-.*", "--source-deadline", "2")
+    assert status == 0, out
+    assert out["marker"]["replication_stop"] == "stopped"
+
+    post = ([(k, f"post-new-{k.decode()}".encode()) for k, _ in conflict]
+            + [(f"new-{i}".encode(), f"post-{i}".encode()) for i in range(5)])
+    produce(lab.secondary, topic, post)
+    nokey_post = [(None, f"post-nokey-{i}".encode()) for i in range(2)]
+    produce(lab.secondary, topic, nokey_post, partitions={0: 0, 1: 0})
+    # A consumer on the secondary reads some post-failover records, then commits.
+    marker = out["marker"]
+    fpoint = {int(p): o for p, o in marker["failover_point"][lab.mirror(topic)].items()}
+    written = {r.partition for r in read_all(lab.secondary, topic)
+               if r.offset >= fpoint[r.partition]}
+    commit_offsets(lab.secondary, f"{ns}-post",
+                   [TopicPartition(topic, p, fpoint[p] + 1) for p in sorted(written)])
+    lab.lab.heal("primary")
+    return {"topic": topic, "config": config, "safe": safe, "conflict": conflict,
+            "unkeyed": unkeyed, "post": post + nokey_post, "fpoint": fpoint, "base": base,
+            "incident": marker["incident"]}
+
+
+def first_on(clients: object, group: str, topic: str) -> dict[int, Record | None]:
+    consumer = clients.consumer(**{"group.id": group,  # type: ignore[attr-defined]
+                                   "enable.partition.eof": "true"})
+    consumer.assign([TopicPartition(topic, p, OFFSET_STORED) for p in range(PARTITIONS)])
+    first: dict[int, Record | None] = {}
+    end = time.monotonic() + 30
+    while len(first) < PARTITIONS and time.monotonic() < end:
+        for msg in consumer.consume(50, timeout=0.5):
+            if msg.partition() in first:
+                continue
+            err = msg.error()
+            if err is not None and err.code() == KafkaError._PARTITION_EOF:
+                first[msg.partition()] = None
+            elif err is None:
+                first[msg.partition()] = Record.from_message(msg)
+    consumer.close()
+    return first
+
+
+def test_unplanned_outage_failback_check_order_copy_safe(lab: RunningLab, ns: str,
+                                                         tmp_path: Path,
+                                                         restore_lab: None) -> None:
+    o = outage(lab, ns, tmp_path)
+    topic = o["topic"]
+    secondary_before = read_all(lab.secondary, topic)
+    status, out = run_json("--config", str(o["config"]), "failback", "--check-order",
+                           "--reconcile", "copy-safe", "--yes", "--groups", f"{ns}-.*")
+    assert status == 0, out
+    assert out["gap"]["safe"] == len(o["safe"])
+    assert out["gap"]["conflict"] == len(o["conflict"])
+    assert out["gap"]["unkeyed"] == len(o["unkeyed"])
+    assert out["reconcile"]["copy_safe"]["copied"] == len(o["safe"])
+
+    # The safe records now sit in the failover topic once, tagged; nothing else was added.
+    seen = {(r.partition, r.offset) for r in secondary_before}
+    added = [r for r in read_all(lab.secondary, topic) if (r.partition, r.offset) not in seen]
+    assert sorted(r.value for r in added) == sorted(v for _, v in o["safe"])
+    assert all(any(k == "drctl-reconciled" for k, _ in r.headers) for r in added)
+    # Conflicts and unkeyed records are quarantined, not copied.
+    quarantined = [json.loads(line) for line in
+                   Path(out["reconcile"]["quarantine"]["file"]).read_text().splitlines()]
+    import base64
+
+    assert sorted(base64.b64decode(q["value"]) for q in quarantined) == \
+        sorted(v for _, v in o["conflict"] + o["unkeyed"])
+
+    # Reverse replication copied exactly the post-failover writes to the primary: once each,
+    # nothing replicated before, not the reconciled copies.
+    primary = read_all(lab.primary, topic)
+    values = [r.value for r in primary]
+    for _, v in o["post"]:
+        assert values.count(v) == 1, v
+    for _, v in o["safe"] + o["conflict"] + o["unkeyed"]:
+        assert values.count(v) == 1, v  # the gap's originals, never a second copy
+    assert len(primary) == len(o["base"]) + 14 + len(o["post"])
+
+    # The group that read post-failover records on the secondary resumes on the primary with
+    # the record after them.
+    on_secondary = read_all(lab.secondary, topic)
+    first = first_on(lab.primary, f"{ns}-post", topic)
+    consumed = {r.partition for r in on_secondary if r.offset == o["fpoint"][r.partition]}
+    assert consumed
+    for p in sorted(consumed):
+        nxt = [r for r in on_secondary if r.partition == p and r.offset >= o["fpoint"][p] + 1
+               and not any(k == "drctl-reconciled" for k, _ in r.headers)]
+        if nxt:
+            assert first[p] is not None and first[p].value == nxt[0].value, p
+        else:
+            assert first[p] is None
+    # The incident is closed; failback again is a clear usage error.
+    assert main(["--config", str(o["config"]), "failback", "--yes"]) == 2
+
+
+def test_crash_mid_failback_then_rerun_copies_nothing_twice(lab: RunningLab, ns: str,
+                                                             tmp_path: Path,
+                                                             restore_lab: None) -> None:
+    o = outage(lab, ns, tmp_path)
+    env = {**os.environ, "DRCTL_CRASH_AT": "failback:reconcile"}
+    crashed = subprocess.run([sys.executable, "-m", "drctl", "--config", str(o["config"]),
+                              "failback", "--yes", "--groups", f"{ns}-.*"], env=env,
+                             capture_output=True, timeout=600)
+    assert crashed.returncode == -9, crashed.stderr[-2000:]
+    cfg = load_config(o["config"])
+    [marker] = marker_store(cfg, "secondary").open_markers()
+    assert marker.done("failback:reconcile")
+    rerun = subprocess.run([sys.executable, "-m", "drctl", "--config", str(o["config"]), "-o",
+                            "json", "failback", "--yes", "--groups", f"{ns}-.*"],
+                           capture_output=True, text=True, timeout=600)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    out = json.loads(rerun.stdout)
+    assert out["resumed"] is True
+    copies = [r for r in read_all(lab.secondary, o["topic"])
+              if any(k == "drctl-reconciled" for k, _ in r.headers)]
+    assert sorted(r.value for r in copies) == sorted(v for _, v in o["safe"])
+    primary_values = [r.value for r in read_all(lab.primary, o["topic"])]
+    assert all(primary_values.count(v) == 1 for _, v in o["post"])
+
+
+def test_failback_refuses_without_marker_or_with_source_down(lab: RunningLab, ns: str,
+                                                             tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str],
+                                                             restore_lab: None) -> None:
+    config = scoped_config(lab, ns, tmp_path)
+    assert main(["--config", str(config), "failback", "--yes"]) == 2
+    assert "No open failover marker" in capsys.readouterr().err
+    create_topics(lab.primary, (f"{ns}-x",), 1)
+    lab.wait_mirror_topic(f"{ns}-x")
+    status, _ = run_json("--config", str(config), "failover", "--yes")
+    assert status == 0
+    lab.lab.fail("primary")
+    assert main(["--config", str(config), "failback", "--yes", "--deadline", "2"]) == 4
+    assert "Failback needs both clusters" in capsys.readouterr().err
