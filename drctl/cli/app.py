@@ -15,6 +15,7 @@ from drctl.cli import (
     dump_cmd,
     failback_cmd,
     failover_cmd,
+    gap_cmd,
     lab_cmd,
     runbook_cmd,
     status_cmd,
@@ -39,6 +40,7 @@ app.add_typer(runbook_cmd.app, name="runbook")
 app.command("translate-offsets")(translate_cmd.translate_offsets_command)
 app.command("failover")(failover_cmd.failover_command)
 app.command("failback")(failback_cmd.failback_command)
+app.command("gap-analysis")(gap_cmd.gap_analysis)
 app.command("status")(status_cmd.status_command)
 app.command("dump-consumer-timestamps")(dump_cmd.dump_consumer_timestamps)
 

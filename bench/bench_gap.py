@@ -1,0 +1,188 @@
+"""Gap analysis against a plain read of both topics, on a lab of its own.
+
+    .venv/bin/python bench/bench_gap.py --sizes 2000000,10000000
+
+For each size: one topic with that many records on both clusters (8 partitions, 100-byte
+values; the last --gap records only on the source), then
+  * plain read: both topics once with confluent-kafka batch consume (the fastest plain
+    consumer; one thread per cluster), every record's value touched;
+  * gap-analysis: plan + the Spark job (JVM start included), local[2] by default.
+Prints wall time and peak memory (RSS of the process tree) side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import resource
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from confluent_kafka import TopicPartition
+
+from drctl.config import load_config
+from drctl.gap.planner import plan_gap_analysis
+from drctl.gap.runner import run_gap_analysis
+from drctl.kafka.clients import ClusterClients
+from drctl.lab.lab import Lab, LabPorts
+from drctl.lab.workload import create_topics
+
+
+def produce(clients: list[ClusterClients], topic: str, count: int, partitions: int,
+            value_bytes: int, only_first_after: int) -> None:
+    producers = [c.producer(**{"enable.idempotence": "false", "acks": "1", "linger.ms": "50",
+                               "batch.size": "1000000", "compression.type": "lz4",
+                               "queue.buffering.max.messages": "1000000"}) for c in clients]
+    pad = os.urandom(value_bytes)
+    base_ts = int(time.time() * 1000) - count
+    for i in range(count):
+        key = b"k%d" % (i % 100_000)
+        value = (b"%d:" % i + pad)[:value_bytes]
+        targets = producers if i < only_first_after else producers[:1]
+        for p in targets:
+            while True:
+                try:
+                    p.produce(topic, value=value, key=key, partition=i % partitions,
+                              timestamp=base_ts + i)
+                    break
+                except BufferError:
+                    p.poll(0.05)
+        if i % 10_000 == 0:
+            for p in targets:
+                p.poll(0)
+    for p in producers:
+        assert p.flush(300) == 0
+
+
+def plain_read(clients: ClusterClients, topic: str, partitions: int, expected: int) -> int:
+    consumer = clients.consumer(**{"fetch.max.bytes": "52428800",
+                                   "max.partition.fetch.bytes": "10485760",
+                                   "queued.min.messages": "1000000"})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    seen = 0
+    size = 0
+    try:
+        while seen < expected:
+            for msg in consumer.consume(num_messages=100_000, timeout=1.0):
+                if msg.error() is None:
+                    seen += 1
+                    size += len(msg.value())
+    finally:
+        consumer.close()
+    return seen
+
+
+class PeakRss(threading.Thread):
+    """Samples the RSS of this process and all its descendants."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.peak = 0
+        self._halt = threading.Event()
+
+    @staticmethod
+    def tree_rss() -> int:
+        children: dict[int, list[int]] = {}
+        rss: dict[int, int] = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    fields = fh.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            children.setdefault(int(fields[1]), []).append(int(entry))
+            rss[int(entry)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+        total, todo = 0, [os.getpid()]
+        while todo:
+            pid = todo.pop()
+            total += rss.get(pid, 0)
+            todo.extend(children.get(pid, []))
+        return total
+
+    def run(self) -> None:
+        while not self._halt.wait(0.25):
+            self.peak = max(self.peak, self.tree_rss())
+
+    def stop(self) -> int:
+        self._halt.set()
+        self.join()
+        return self.peak
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="2000000,10000000")
+    parser.add_argument("--partitions", type=int, default=8)
+    parser.add_argument("--value-bytes", type=int, default=100)
+    parser.add_argument("--gap", type=int, default=1000)
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--driver-memory", default="2g")
+    parser.add_argument("--port-base", type=int,
+                        default=int(os.environ.get("DRCTL_BENCH_PORT_BASE", "43170")))
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    root = Path(tempfile.mkdtemp(prefix="drctl-bench-gap-"))
+    lab = Lab(root / "lab")
+    rows = []
+    try:
+        base = args.port_base
+        lab.up(ports=LabPorts(base, base + 2, base + 4), notify=lambda m: print(m, file=sys.stderr))
+        lab.fail("connect")  # the bench writes both sides itself
+        config = load_config(lab.config_file)
+        config = dataclasses.replace(config, spark=dataclasses.replace(
+            config.spark, master=args.master,
+            conf={"spark.driver.memory": args.driver_memory}))
+        primary = ClusterClients.for_cluster(config, "primary")
+        secondary = ClusterClients.for_cluster(config, "secondary")
+        for n in sizes:
+            topic = f"bench-{n}"
+            for c in (primary, secondary):
+                create_topics(c, (topic,), args.partitions)
+            t0 = time.monotonic()
+            produce([primary, secondary], topic, n, args.partitions, args.value_bytes,
+                    n - args.gap)
+            print(f"{topic}: produced in {time.monotonic() - t0:.0f} s", file=sys.stderr)
+
+            t0 = time.monotonic()
+            threads = [threading.Thread(target=plain_read, args=(c, topic, args.partitions, e))
+                       for c, e in ((primary, n), (secondary, n - args.gap))]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            plain_s = time.monotonic() - t0
+            plain_mem = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+            sampler = PeakRss()
+            sampler.start()
+            t0 = time.monotonic()
+            plan = plan_gap_analysis(config, [topic])
+            with run_gap_analysis(plan, config.spark) as result:
+                gap_s = time.monotonic() - t0
+                gap_mem = sampler.stop()
+                found = result.totals["unreplicated"]
+                job_s = result.elapsed_s
+            assert found == args.gap, f"expected {args.gap} unreplicated records, got {found}"
+            rows.append((n, plain_s, plain_mem, gap_s, job_s, gap_mem, found))
+    finally:
+        lab.down()
+        shutil.rmtree(root, ignore_errors=True)
+
+    print(f"\n{'records/side':>12} {'plain read s':>12} {'plain MiB':>10} {'gap s':>8} "
+          f"{'job s':>8} {'gap MiB':>8} {'ratio':>6} {'found':>6}")
+    for n, plain_s, plain_mem, gap_s, job_s, gap_mem, found in rows:
+        print(f"{n:>12,} {plain_s:>12.1f} {plain_mem / 2**20:>10.0f} {gap_s:>8.1f} "
+              f"{job_s:>8.1f} {gap_mem / 2**20:>8.0f} {gap_s / plain_s:>6.2f} {found:>6}")
+    print("gap s: plan + Spark job incl. JVM start; job s: inside the job after Spark started")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

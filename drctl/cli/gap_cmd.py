@@ -1,0 +1,231 @@
+"""`drctl gap-analysis`: the source records that never reached the target (DESIGN section 5)."""
+
+from __future__ import annotations
+
+import dataclasses
+import shlex
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from drctl.cli.confirm import confirm_or_abort
+from drctl.cli.state import CURRENT, OutputOption
+from drctl.config import Config
+from drctl.errors import ExitStatus, UsageError
+from drctl.gap.jars import resolve_connector
+from drctl.gap.plan import IDENTITY
+from drctl.gap.planner import (
+    parse_duration_ms,
+    parse_offsets,
+    parse_time_ms,
+    plan_gap_analysis,
+    rekey,
+    window_from,
+)
+from drctl.gap.quarantine import quarantine
+from drctl.gap.result import GapResult
+from drctl.gap.runner import run_gap_analysis, spark_submit_command
+from drctl.kafka.clients import ClusterClients
+from drctl.ops.failover import marker_store
+from drctl.render import OutputFormat, Terminal
+from drctl.state import FailoverMarker
+
+CONFLICT_ROWS = 20
+
+
+def gap_analysis(
+    topic: Annotated[list[str] | None, typer.Option(
+        "--topic", "-t", help="Source topic (repeatable; default: every replicated topic "
+                              "matching replication.topics).")] = None,
+    source_end: Annotated[str | None, typer.Option(
+        help="Source end offsets (default: its current end). JSON "
+             '{"topic": {"0": 120}} or, for one topic, 0:120,1:98.')] = None,
+    target_end: Annotated[str | None, typer.Option(
+        help="The failover point F: target end offsets per partition (default: the "
+             "target's current end). Same forms as --source-end.")] = None,
+    failover_start: Annotated[str | None, typer.Option(
+        help="--check-order with prefixed names: where post-failover writes to the failover "
+             "topic begin (its end when replication stopped). Same forms.")] = None,
+    since: Annotated[str | None, typer.Option(
+        help="Window start on both sides (ISO-8601 or epoch ms); default: all retained "
+             "records.")] = None,
+    lookback: Annotated[str | None, typer.Option(
+        help="Window start as a duration before now, e.g. 6h (cover the replicator's "
+             "maximum lag).")] = None,
+    check_order: Annotated[bool, typer.Option(
+        "--check-order", help="Classify each unreplicated record safe / conflict / unkeyed "
+                              "against the post-failover writes.")] = False,
+    fail_on_gap: Annotated[bool, typer.Option(
+        "--fail-on-gap", help="Exit 3 when any record is unreplicated (or, for identity "
+                              "mirrors, any offset diverges).")] = False,
+    out: Annotated[Path | None, typer.Option(
+        help="Directory for the records (Parquet) and summary.json.")] = None,
+    to_topic: Annotated[str | None, typer.Option(
+        help="Produce the unreplicated records to this quarantine topic on the target "
+             "({topic} stands for the source topic).")] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y",
+                                      help="Write to --to-topic without asking.")] = False,
+    master: Annotated[str | None, typer.Option(
+        help="Spark master (default: the config's spark.master, local[*]).")] = None,
+    plan_out: Annotated[Path | None, typer.Option(
+        help="Only pin the bounds: write the plan here and print the spark-submit line that "
+             "runs it (needs --out).")] = None,
+    use_marker: Annotated[bool, typer.Option(
+        "--marker/--no-marker",
+        help="Take F from the open failover marker when there is one (default).")] = True,
+    output: Annotated[OutputFormat | None, OutputOption] = None,
+) -> None:
+    """Find source records that never reached the target, with a Spark job."""
+    config = CURRENT.config()
+    term = CURRENT.terminal(output)
+    rep = config.require_replication()
+    spark = config.spark if master is None else dataclasses.replace(config.spark, master=master)
+    named = list(topic or [])
+    if (source_end or target_end or failover_start) and not named:
+        named_from = [o for o in (source_end, target_end, failover_start) if o]
+        if not all(o.strip().startswith("{") for o in named_from):
+            raise UsageError("Offsets without topic names need --topic.",
+                             'Give --topic, or name the topics: {"orders": {"0": 120}}.')
+    s_end = parse_offsets(source_end, named, "--source-end") if source_end else None
+    t_end = parse_offsets(target_end, named, "--target-end") if target_end else None
+    f_start = (parse_offsets(failover_start, named, "--failover-start")
+               if failover_start else None)
+    failover_time = None
+    marker = None if (target_end or not use_marker) else _open_marker(config)
+    if marker is not None:
+        # The failover marker pins F and where post-failover writes begin.
+        term.step(f"Bounds from failover marker {marker.incident}")
+        failover_time = marker.failover_time_ms
+        named = named or sorted(marker.topics)
+    window = window_from(parse_time_ms(since) if since else None,
+                         parse_duration_ms(lookback) if lookback else None, failover_time)
+    if plan_out is not None and out is None:
+        raise UsageError("--plan-out needs --out: the job writes its results there.")
+    if to_topic and plan_out is None:
+        confirm_or_abort(f"Produce the unreplicated records to '{to_topic}' on "
+                         f"'{rep.target}'?", yes=yes)
+
+    term.step(f"Pinning offsets on '{rep.source}' and '{rep.target}'")
+    plan = plan_gap_analysis(
+        config, named or None,
+        target_end=marker.failover_point if marker else rekey(t_end, named, rep, "mirror"),
+        post_failover_start=(marker.failover_topics_end or None) if marker
+        else rekey(f_start, named, rep, "failover"), source_end=s_end,
+        window=window, check_order=check_order, out_dir=out)
+    if plan_out is not None:
+        connector = resolve_connector(spark, notify=term.step)
+        plan.write(plan_out)
+        command = spark_submit_command(plan_out, connector, spark.master)
+        line = f"PYSPARK_PYTHON={shlex.quote(sys.executable)} " + shlex.join(command)
+        if term.json_mode:
+            term.emit_json({"plan": str(plan_out), "spark_submit": command,
+                            "env": {"PYSPARK_PYTHON": sys.executable}, "out_dir": plan.out_dir})
+        else:
+            term.warn(f"{plan_out} holds the clusters' client settings (credentials "
+                      "included); it is readable by you only.")
+            term.info("Run the job with:")
+            # One unbroken line, so it can be copied as it is.
+            term.err.print(term.redactor.redact(line), soft_wrap=True, markup=False,
+                           highlight=False)
+        return
+
+    with term.progress("Gap analysis") as progress:
+        result = run_gap_analysis(plan, spark, progress, debug=CURRENT.debug,
+                                  notify=term.step)
+    with result:
+        sent: dict[str, int] = {}
+        if to_topic and result.has_gap:
+            sent = quarantine(result, ClusterClients.for_cluster(config, rep.target), to_topic)
+        if term.json_mode:
+            data = result.as_dict()
+            if to_topic:
+                data["quarantined"] = sent
+            term.emit_json(data)
+        else:
+            render(term, result, sent)
+        if (check_order and result.has_conflict) or (
+                fail_on_gap and (result.has_gap or result.diverged)):
+            raise typer.Exit(ExitStatus.CHECK_FAILED)
+
+
+def _time(ms: int | None) -> str:
+    if ms is None:
+        return ""
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")
+
+
+def _show(data: bytes | None) -> str:
+    if data is None:
+        return "null"
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "0x" + data.hex()
+    return text if text.isprintable() else "0x" + data.hex()
+
+
+def render(term: Terminal, result: GapResult, sent: dict[str, int]) -> None:
+    for note in result.notes:
+        term.warn(note)
+    columns = ["topic", "partition", "source records", "target records", "unreplicated",
+               "first offset", "first time", "last offset", "last time"]
+    if result.check_order:
+        columns += ["safe", "conflict", "unkeyed (flagged)"]
+    if result.kind == IDENTITY:
+        columns.append("divergent")
+    rows: list[list[Any]] = []
+    for p in result.partitions:
+        row = [p["topic"], p["partition"], p["source_records"], p["target_records"],
+               p["unreplicated"], p["first_offset"], _time(p["first_timestamp_ms"]),
+               p["last_offset"], _time(p["last_timestamp_ms"])]
+        if result.check_order:
+            row += [p["safe"], p["conflict"], f"{p['unkeyed']} ({p['unkeyed_flagged']})"]
+        if result.kind == IDENTITY:
+            row.append(p["divergent"])
+        rows.append(row)
+    term.table("Unreplicated records per partition", columns, rows)
+
+    if result.check_order and result.has_conflict:
+        conflict_rows = []
+        for rec in result.iter_records("conflict"):
+            if len(conflict_rows) == CONFLICT_ROWS:
+                break
+            writes = ", ".join(f"[{w.partition}]@{w.offset} {_time(w.timestamp_ms)}"
+                               for w in rec.conflicts[:3])
+            more = len(rec.conflicts) - 3
+            conflict_rows.append([f"{rec.topic}[{rec.partition}]@{rec.offset}", _show(rec.key),
+                                  _time(rec.timestamp_ms),
+                                  writes + (f" (+{more})" if more > 0 else "")])
+        term.table(f"Conflicts (first {len(conflict_rows)}): the key was written on the target "
+                   "after failover", ["source record", "key", "time",
+                                      "post-failover writes"], conflict_rows)
+    if result.kind == IDENTITY and result.diverged:
+        sample = ", ".join(f"{d['topic']}[{d['partition']}]@{d['offset']}"
+                           for d in result.divergence_sample[:5])
+        term.warn(f"{result.totals['divergent']} offset(s) differ between source and target "
+                  f"in the overlap window, e.g. {sample}.")
+
+    t = result.totals
+    if t["unreplicated"]:
+        term.warn(f"{t['unreplicated']:,} of {t['source_records']:,} source records never "
+                  f"reached the target ({result.elapsed_s:.1f} s in Spark).")
+    else:
+        term.success(f"No unreplicated records among {t['source_records']:,} source records "
+                     f"({result.elapsed_s:.1f} s in Spark).")
+    if result.check_order:
+        term.info(f"Order check: {t['safe']:,} safe, {t['conflict']:,} conflict, "
+                  f"{t['unkeyed']:,} unkeyed ({t['unkeyed_flagged']:,} in partitions written "
+                  "after failover).")
+    if not result.temporary:
+        term.info(f"Records and summary.json in {result.out_dir}")
+    for topic, count in sent.items():
+        term.success(f"{count:,} record(s) produced to quarantine topic {topic}.")
+
+
+def _open_marker(config: Config) -> FailoverMarker | None:
+    rep = config.require_replication()
+    opened = marker_store(config, rep.target).open_markers(rep.source, rep.target)
+    return opened[-1] if opened else None

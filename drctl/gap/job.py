@@ -1,0 +1,494 @@
+"""The Spark job of `drctl gap-analysis`.
+
+drctl starts it in its own process (`python -m drctl.gap.job PLAN --events-fd N`), and the same
+file runs under spark-submit:
+
+    PYSPARK_PYTHON=python3 spark-submit --jars <connector jars> drctl/gap/job.py PLAN
+
+where PLAN is a plan file written by `drctl gap-analysis --plan-out PLAN`. It writes the
+unreplicated records as Parquet (`records/`) and `summary.json` into the plan's `out_dir`.
+
+Stages (DESIGN section 5): (1) one shuffle of narrow rows (tix, partition, fingerprint, sign,
+offset) gives the multiset difference; (2) only when identical records are among the missing,
+their copies are located by a second, bounded read; (3) payloads are read back for the missing
+offsets only; (4) `--check-order` joins them with the post-failover writes by key.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
+
+from drctl.gap import diff
+from drctl.gap.plan import IDENTITY, GapPlan, TopicPlan
+from drctl.gap.result import RECORDS_DIR, SUMMARY_FILE, totals
+
+Ranges = dict[str, dict[int, tuple[int, int]]]  # topic -> partition -> [start, end)
+Emit = Callable[[dict[str, Any]], None]
+# Larger fetches than the Java client's defaults: the job reads whole ranges end to end.
+_FETCH_DEFAULTS = {"kafka.max.partition.fetch.bytes": str(8 << 20),
+                   "kafka.fetch.max.bytes": str(64 << 20),
+                   "kafka.receive.buffer.bytes": str(1 << 20)}
+
+DIVERGENCE_SAMPLE = 100
+_WORK = ".work"
+_INTERMEDIATE = ("groups", "missing", "gap", "divergence", "post-failover", "spark-local")
+
+# Spark's own log lines, and the JVM's, go to stderr at this level unless --debug.
+_LOG4J2 = """status = error
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+rootLogger.level = {level}
+rootLogger.appenderRef.console.ref = console
+"""
+
+
+class JobEvents:
+    """JSON lines to the driver process (progress, then done or error); silent when the job
+    runs under spark-submit without --events-fd."""
+
+    def __init__(self, stream: IO[str] | None) -> None:
+        self._stream = stream
+        self._lock = threading.Lock()
+        self.phase = "starting"
+        self._since = time.monotonic()
+        self.timings: dict[str, float] = {}
+
+    def emit(self, event: dict[str, Any]) -> None:
+        if self._stream is None:
+            return
+        with self._lock:
+            self._stream.write(json.dumps(event) + "\n")
+            self._stream.flush()
+
+    def enter(self, phase: str) -> None:
+        now = time.monotonic()
+        self.timings[self.phase] = round(self.timings.get(self.phase, 0.0) + now - self._since, 3)
+        self._since = now
+        self.phase = phase
+        self.emit({"event": "phase", "phase": phase})
+
+
+class StatusPoller(threading.Thread):
+    """Reports the tasks of Spark's active stages twice a second."""
+
+    def __init__(self, spark: SparkSession, events: JobEvents, interval_s: float = 0.5) -> None:
+        super().__init__(name="drctl-spark-progress", daemon=True)
+        self._tracker = spark.sparkContext.statusTracker()
+        self._events = events
+        self._interval = interval_s
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        last: tuple[str, int, int] | None = None
+        while not self._halt.wait(self._interval):
+            done = total = 0
+            for stage_id in self._tracker.getActiveStageIds():
+                info = self._tracker.getStageInfo(stage_id)
+                if info is not None:
+                    done += info.numCompletedTasks
+                    total += info.numTasks
+            now = (self._events.phase, done, total)
+            if total and now != last:
+                self._events.emit({"event": "progress", "phase": now[0], "done": done,
+                                   "total": total})
+                last = now
+
+    def stop(self) -> None:
+        self._halt.set()
+
+
+def _sql_defaults(plan: GapPlan, spark: SparkSession) -> dict[str, str]:
+    # Spark's 200 shuffle partitions suit a cluster. A few per core keep small shuffles and
+    # writes cheap, and about a million narrow rows per partition keep each hash map in
+    # memory.
+    rows = sum(t.source_end[p] - t.source_start[p] + t.target_end[p] - t.target_start[p]
+               for t in plan.topics for p in t.partitions)
+    return {
+        # Fingerprints are unique per record: a map-side partial aggregation would only copy
+        # every row into a hash map before the shuffle.
+        "spark.sql.execution.bypassPartialAggregation": "true",
+        "spark.sql.shuffle.partitions": str(max(4 * spark.sparkContext.defaultParallelism,
+                                                rows // 1_000_000)),
+        "spark.sql.session.timeZone": "UTC",
+    }
+
+
+def build_session(plan: GapPlan) -> SparkSession:
+    builder = SparkSession.builder.appName("drctl gap-analysis")
+    settings = plan.spark
+    if settings is None:  # under spark-submit: its command line decides, then our defaults
+        spark = builder.getOrCreate()
+        spark.sparkContext.setLogLevel("WARN")
+        given = spark.sparkContext.getConf()
+        for key, value in _sql_defaults(plan, spark).items():
+            if not given.contains(key):
+                spark.conf.set(key, value)
+        return spark
+    work = Path(plan.out_dir) / _WORK
+    work.mkdir(parents=True, exist_ok=True)
+    log4j = work / "log4j2.properties"
+    log4j.write_text(_LOG4J2.replace("{level}", "info" if settings.debug else "error"))
+    conf = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{log4j}",
+        "spark.local.dir": str(work / "spark-local"),
+    }
+    if settings.jars:
+        conf["spark.jars"] = ",".join(settings.jars)
+    if settings.packages:
+        conf["spark.jars.packages"] = ",".join(settings.packages)
+    conf.update(settings.conf)
+    builder = builder.master(settings.master)
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("INFO" if settings.debug else "ERROR")
+    for key, value in _sql_defaults(plan, spark).items():
+        if key not in settings.conf:
+            spark.conf.set(key, value)
+    return spark
+
+
+class GapJob:
+    def __init__(self, spark: SparkSession, plan: GapPlan, events: JobEvents) -> None:
+        self.spark = spark
+        self.plan = plan
+        self.events = events
+        self.tix = plan.topic_index()
+        self.out = Path(plan.out_dir)
+        self.work = self.out / _WORK
+        self.parallelism = max(2, spark.sparkContext.defaultParallelism)
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def read(self, kafka: Mapping[str, str], ranges: Ranges) -> DataFrame | None:
+        """A batch read of numeric offset ranges; None when every range is empty."""
+        ranges = {t: {p: r for p, r in parts.items() if r[1] > r[0]}
+                  for t, parts in ranges.items()}
+        ranges = {t: parts for t, parts in ranges.items() if parts}
+        if not ranges:
+            return None
+        assign = {t: sorted(parts) for t, parts in ranges.items()}
+        start = {t: {str(p): r[0] for p, r in parts.items()} for t, parts in ranges.items()}
+        end = {t: {str(p): r[1] for p, r in parts.items()} for t, parts in ranges.items()}
+        options = {**_FETCH_DEFAULTS, **kafka}
+        return (self.spark.read.format("kafka").options(**options)
+                .option("assign", json.dumps(assign))
+                .option("startingOffsets", json.dumps(start))
+                .option("endingOffsets", json.dumps(end))
+                .option("includeHeaders", "true")
+                # Splits big Kafka partitions so every core has work.
+                .option("minPartitions", str(2 * self.parallelism))
+                .load())
+
+    def source_ranges(self, bounds: Callable[[TopicPlan, int], tuple[int, int]]) -> Ranges:
+        return {t.source_topic: {p: bounds(t, p) for p in t.partitions}
+                for t in self.plan.topics}
+
+    def target_ranges(self) -> Ranges:
+        return {t.target_topic: {p: (t.target_start[p], t.target_end[p]) for p in t.partitions}
+                for t in self.plan.topics}
+
+    def source_names(self) -> dict[str, int]:
+        return dict(self.tix)
+
+    def target_names(self) -> dict[str, int]:
+        return {t.target_topic: i for i, t in enumerate(self.plan.topics)}
+
+    def compared(self, side: str) -> set[str]:
+        return {t.source_topic if side == "source" else t.target_topic
+                for t in self.plan.topics if t.compare_timestamps}
+
+    def counted(self, df: DataFrame | None, name: str) -> tuple[DataFrame | None,
+                                                                Observation | None]:
+        """`df` observed with a record count per (tix, partition), gathered by the action
+        that runs it (no extra pass over Kafka)."""
+        if df is None:
+            return None, None
+        exprs: list[Column] = []
+        for i, t in enumerate(self.plan.topics):
+            for p in t.partitions:
+                cond = (F.col("tix") == i) & (F.col("partition") == p)
+                exprs.append(F.count_if(cond).alias(f"{i}:{p}"))
+        obs = Observation(name)
+        return df.observe(obs, *exprs), obs
+
+    @staticmethod
+    def counts(obs: Observation | None) -> dict[tuple[int, int], int]:
+        if obs is None:
+            return {}
+        out = {}
+        for key, value in obs.get.items():
+            i, p = key.split(":")
+            out[(int(i), int(p))] = int(value)
+        return out
+
+    def empty_narrow(self) -> DataFrame:
+        return self.spark.createDataFrame(
+            [], "tix int, partition int, fp binary, sign tinyint, offset bigint")
+
+    def materialize(self, df: DataFrame, name: str) -> DataFrame:
+        path = str(self.work / name)
+        df.write.mode("overwrite").parquet(path)
+        return self.spark.read.parquet(path)
+
+    # -- the analysis -------------------------------------------------------------------------
+
+    def run(self) -> dict[str, Any]:
+        started = time.monotonic()
+        if self.plan.kind == IDENTITY:
+            gap, counts, divergence = self.identity()
+        else:
+            gap, counts = self.multiset()
+            divergence = []
+        post_counts: dict[tuple[int, int], int] = {}
+        if self.plan.check_order:
+            self.events.enter("check-order")
+            gap, post_counts = self.check_order(gap)
+        self.events.enter("write")
+        # Materialized first: sorting samples its input, and that must not be a Kafka read.
+        gap = self.materialize(gap, "gap")
+        columns = [F.col("topic"), F.col("partition"), F.col("offset"),
+                   F.unix_millis("timestamp").alias("timestamp_ms"),
+                   F.col("timestampType").alias("timestamp_type"), F.col("key"), F.col("value"),
+                   F.col("headers")]
+        if self.plan.check_order:
+            columns += [F.col("classification"), F.col("conflicts"), F.col("partition_writes")]
+        records_path = self.out / RECORDS_DIR
+        (gap.select(F.col("tix"), *columns).orderBy("tix", "partition", "offset").drop("tix")
+         .write.mode("overwrite").parquet(str(records_path)))
+        written = self.spark.read.parquet(str(records_path))
+        summary = self.summarize(written, counts, post_counts, divergence)
+        summary["records_path"] = str(records_path)
+        self.events.enter("done")
+        summary["elapsed_s"] = round(time.monotonic() - started, 3)
+        summary["phases_s"] = dict(self.events.timings)
+        return summary
+
+    def multiset(self) -> tuple[DataFrame, dict[str, dict[tuple[int, int], int]]]:
+        self.events.enter("diff")
+        src_raw = self.read(self.plan.source_kafka,
+                            self.source_ranges(lambda t, p: (t.source_start[p], t.source_end[p])))
+        tgt_raw = self.read(self.plan.target_kafka, self.target_ranges())
+        src, src_obs = self.counted(
+            None if src_raw is None else diff.narrow(src_raw, self.source_names(), sign=1,
+                                                     compared=self.compared("source")),
+            "source")
+        tgt, tgt_obs = self.counted(
+            None if tgt_raw is None else diff.narrow(tgt_raw, self.target_names(), sign=-1,
+                                                     compared=self.compared("target")),
+            "target")
+        groups = self.materialize(
+            diff.unmatched_groups(src if src is not None else self.empty_narrow(),
+                                  tgt if tgt is not None else self.empty_narrow()),
+            "groups")
+        counts = {"source": self.counts(src_obs), "target": self.counts(tgt_obs)}
+
+        self.events.enter("duplicates")
+        spans = (groups.where(F.col("n_src") > 1).groupBy(*diff.KEYS)
+                 .agg(F.min("first_src").alias("lo"), F.max("last_src").alias("hi")).collect())
+        copies = None
+        if spans:
+            bounds = {(r["tix"], r["partition"]): (r["lo"], r["hi"] + 1) for r in spans}
+            raw = self.read(self.plan.source_kafka, self._by_topic(bounds))
+            if raw is not None:
+                copies = diff.narrow(raw, self.source_names(), sign=1,
+                                     compared=self.compared("source"))
+        missing = self.materialize(diff.missing_offsets(groups, copies), "missing")
+
+        self.events.enter("payloads")
+        spans = (missing.groupBy(*diff.KEYS)
+                 .agg(F.min("offset").alias("lo"), F.max("offset").alias("hi")).collect())
+        bounds = {(r["tix"], r["partition"]): (r["lo"], r["hi"] + 1) for r in spans}
+        raw = self.read(self.plan.source_kafka, self._by_topic(bounds))
+        if raw is None:
+            return self.empty_gap(), counts
+        return diff.gap_records(raw, self.source_names(), missing), counts
+
+    def identity(self) -> tuple[DataFrame, dict[str, dict[tuple[int, int], int]],
+                                list[dict[str, Any]]]:
+        """Offsets are equal: the gap is [F, source end); the overlap [start, F) must match
+        offset by offset."""
+        self.events.enter("overlap")
+        src_raw = self.read(self.plan.source_kafka, self.source_ranges(
+            lambda t, p: (t.source_start[p], min(t.target_end[p], t.source_end[p]))))
+        tgt_raw = self.read(self.plan.target_kafka, self.target_ranges())
+        src, src_obs = self.counted(
+            None if src_raw is None else diff.identity_narrow(
+                src_raw, self.source_names(), compared=self.compared("source")), "source")
+        tgt, tgt_obs = self.counted(
+            None if tgt_raw is None else diff.identity_narrow(
+                tgt_raw, self.target_names(), compared=self.compared("target")), "target")
+        empty = self.spark.createDataFrame([], "tix int, partition int, offset bigint, fp binary")
+        divergent = self.materialize(
+            diff.offset_divergence(src if src is not None else empty,
+                                   tgt if tgt is not None else empty), "divergence")
+        counts = {"source": self.counts(src_obs), "target": self.counts(tgt_obs)}
+        sample = [
+            {"topic": self.plan.topics[r["tix"]].source_topic, "partition": r["partition"],
+             "offset": r["offset"],
+             "source_fp": None if r["source_fp"] is None else bytes(r["source_fp"]).hex(),
+             "target_fp": None if r["target_fp"] is None else bytes(r["target_fp"]).hex()}
+            for r in divergent.orderBy(*diff.KEYS, "offset").limit(DIVERGENCE_SAMPLE).collect()]
+        per_partition = {(r["tix"], r["partition"]): r["n"]
+                         for r in divergent.groupBy(*diff.KEYS).agg(
+                             F.count(F.lit(1)).alias("n")).collect()}
+        counts["divergent"] = per_partition
+
+        self.events.enter("payloads")
+        gap_raw = self.read(self.plan.source_kafka, self.source_ranges(
+            lambda t, p: (max(t.target_end[p], t.source_start[p]), t.source_end[p])))
+        if gap_raw is None:
+            return self.empty_gap(), counts, sample
+        return gap_raw.select(diff.topic_index(self.source_names()).alias("tix"), "topic",
+                              "partition", "offset", "key", "value", "headers", "timestamp",
+                              "timestampType"), counts, sample
+
+    def check_order(self, gap: DataFrame) -> tuple[DataFrame, dict[tuple[int, int], int]]:
+        ranges: Ranges = {}
+        names: dict[str, int] = {}
+        for i, t in enumerate(self.plan.topics):
+            if t.failover_topic is None or t.post_start is None or t.post_end is None:
+                continue
+            names[t.failover_topic] = i
+            ranges[t.failover_topic] = {p: (t.post_start[p], t.post_end[p])
+                                        for p in t.post_start}
+        raw = self.read(self.plan.target_kafka, ranges)
+        if raw is None:
+            writes = self.spark.createDataFrame(
+                [], "tix int, partition int, offset bigint, key binary, timestamp_ms bigint")
+        else:
+            writes = self.materialize(diff.post_failover_writes(raw, names), "post-failover")
+        post_counts = {(r["tix"], r["partition"]): r["n"]
+                       for r in writes.groupBy(*diff.KEYS).agg(
+                           F.count(F.lit(1)).alias("n")).collect()}
+        return diff.classify(gap, writes), post_counts
+
+    def empty_gap(self) -> DataFrame:
+        return self.spark.createDataFrame(
+            [], "tix int, topic string, partition int, offset bigint, key binary, "
+                "value binary, headers array<struct<key:string,value:binary>>, "
+                "timestamp timestamp, timestampType int")
+
+    def _by_topic(self, bounds: Mapping[tuple[int, int], tuple[int, int]]) -> Ranges:
+        out: Ranges = {}
+        for (i, p), r in bounds.items():
+            out.setdefault(self.plan.topics[i].source_topic, {})[p] = r
+        return out
+
+    # -- the summary --------------------------------------------------------------------------
+
+    def summarize(self, written: DataFrame, counts: dict[str, dict[tuple[int, int], int]],
+                  post_counts: dict[tuple[int, int], int],
+                  divergence: list[dict[str, Any]]) -> dict[str, Any]:
+        names = {t.source_topic: i for i, t in enumerate(self.plan.topics)}
+        with_tix = written.withColumn("tix", diff.topic_index(names)).withColumn(
+            "timestamp", F.timestamp_millis("timestamp_ms"))
+        gaps = {(r["tix"], r["partition"]): r.asDict()
+                for r in diff.gap_summary(with_tix).collect()}
+        classes: dict[tuple[int, int], dict[str, int]] = {}
+        flagged: dict[tuple[int, int], int] = {}
+        if self.plan.check_order:
+            for r in with_tix.groupBy(*diff.KEYS, "classification").count().collect():
+                classes.setdefault((r["tix"], r["partition"]), {})[r["classification"]] = \
+                    r["count"]
+            for r in (with_tix.where((F.col("classification") == diff.UNKEYED)
+                                     & (F.col("partition_writes") > 0))
+                      .groupBy(*diff.KEYS).count().collect()):
+                flagged[(r["tix"], r["partition"])] = r["count"]
+        rows = []
+        for i, t in enumerate(self.plan.topics):
+            for p in t.partitions:
+                k = (i, p)
+                g = gaps.get(k, {})
+                row: dict[str, Any] = {
+                    "topic": t.source_topic, "target_topic": t.target_topic, "partition": p,
+                    "source_start": t.source_start[p], "source_end": t.source_end[p],
+                    "target_start": t.target_start[p], "target_end": t.target_end[p],
+                    "source_records": counts["source"].get(k, 0),
+                    "target_records": counts["target"].get(k, 0),
+                    "unreplicated": g.get("unreplicated", 0),
+                    "first_offset": g.get("first_offset"), "last_offset": g.get("last_offset"),
+                    "first_timestamp_ms": g.get("first_timestamp_ms"),
+                    "last_timestamp_ms": g.get("last_timestamp_ms"),
+                }
+                if self.plan.kind == IDENTITY:
+                    # The overlap was counted; the gap [F, end) is all source records too.
+                    row["source_records"] += row["unreplicated"]
+                    row["divergent"] = counts.get("divergent", {}).get(k, 0)
+                if self.plan.check_order:
+                    c = classes.get(k, {})
+                    row.update({"safe": c.get(diff.SAFE, 0), "conflict": c.get(diff.CONFLICT, 0),
+                                "unkeyed": c.get(diff.UNKEYED, 0),
+                                "unkeyed_flagged": flagged.get(k, 0),
+                                "post_failover_writes": post_counts.get(k, 0)})
+                rows.append(row)
+        return {"kind": self.plan.kind, "replication_kind": self.plan.replication_kind,
+                "check_order": self.plan.check_order, "totals": totals(rows),
+                "partitions": rows,
+                "divergence_sample": divergence, "notes": list(self.plan.notes)}
+
+
+def _connector_missing(exc: BaseException) -> bool:
+    text = str(exc)
+    return "Failed to find data source: kafka" in text or "DATA_SOURCE_NOT_FOUND" in text
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="drctl.gap.job", description=__doc__.split("\n")[0])
+    parser.add_argument("plan", help="plan file written by drctl gap-analysis")
+    parser.add_argument("--events-fd", type=int, default=None,
+                        help="file descriptor for JSON progress events (drctl sets it)")
+    args = parser.parse_args(argv)
+    stream = os.fdopen(args.events_fd, "w") if args.events_fd is not None else None
+    events = JobEvents(stream)
+    plan = GapPlan.from_json(Path(args.plan).read_text())
+    poller: StatusPoller | None = None
+    try:
+        events.enter("starting")
+        spark = build_session(plan)
+        poller = StatusPoller(spark, events)
+        poller.start()
+        summary = GapJob(spark, plan, events).run()
+        summary_path = Path(plan.out_dir) / SUMMARY_FILE
+        summary_path.write_text(json.dumps(summary, indent=2))
+        if plan.spark is None or not plan.spark.debug:
+            work = Path(plan.out_dir) / _WORK
+            for name in _INTERMEDIATE:
+                shutil.rmtree(work / name, ignore_errors=True)
+            if work.is_dir() and not any(work.iterdir()):
+                work.rmdir()
+        events.emit({"event": "done", "summary": str(summary_path)})
+        if stream is None:
+            print(f"summary: {summary_path}")
+        return 0
+    except Exception as exc:  # noqa: BLE001 - reported to the driver as an event
+        traceback.print_exc(file=sys.stderr)
+        kind = "connector-missing" if _connector_missing(exc) else "failed"
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        events.emit({"event": "error", "kind": kind, "message": message[:2000]})
+        return 1
+    finally:
+        if poller is not None:
+            poller.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,327 @@
+"""Pins every bound of a gap analysis to numeric offsets, on the driver, before Spark starts
+(Spark would resolve `latest` late, and a report must be reproducible)."""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, ResourceType
+
+from drctl.config import Config, ReplicationSettings
+from drctl.errors import CheckFailed, UsageError
+from drctl.gap.kafka_options import spark_kafka_options
+from drctl.gap.plan import DIFF, IDENTITY, GapPlan, Offsets, TopicPlan
+from drctl.kafka.clients import ClusterClients, describe_with_retry
+from drctl.kafka.retry import RetriesExhausted, RetryPolicy, retry_call
+from drctl.kafka.topics import is_internal_topic
+
+TopicOffsets = Mapping[str, Mapping[int, int]]
+_TIMEOUT_S = 15.0
+
+
+@dataclass(frozen=True)
+class Window:
+    """Where the compared range starts: the first offset whose timestamp is at or after
+    `start_ms` on each side (None: the low watermark)."""
+
+    start_ms: int | None = None
+
+
+def window_from(since_ms: int | None, lookback_ms: int | None,
+                failover_time_ms: int | None, now_ms: int | None = None) -> Window:
+    if since_ms is not None and lookback_ms is not None:
+        raise UsageError("--since and --lookback both set the window start.",
+                         "Give one of them.")
+    if since_ms is not None:
+        return Window(since_ms)
+    if lookback_ms is not None:
+        anchor = failover_time_ms if failover_time_ms is not None else (
+            now_ms if now_ms is not None else int(time.time() * 1000))
+        return Window(anchor - lookback_ms)
+    return Window(None)
+
+
+def plan_gap_analysis(
+    config: Config,
+    topics: Sequence[str] | None = None,
+    *,
+    target_end: TopicOffsets | None = None,
+    post_failover_start: TopicOffsets | None = None,
+    source_end: TopicOffsets | None = None,
+    window: Window = Window(),
+    check_order: bool = False,
+    out_dir: Path | None = None,
+) -> GapPlan:
+    """Bounds for every topic: source `[start, end)`, target `[start', F)`.
+
+    `target_end` is the failover point keyed by *mirror* topic (as the failover marker records
+    it); without it the target's current end is used and the plan says so.
+    `post_failover_start` is keyed by *failover* topic; when names are kept it defaults to F.
+    `source_end` (keyed by source topic) defaults to the source's last stable offset now.
+    """
+    rep = config.require_replication()
+    src = ClusterClients.for_cluster(config, rep.source)
+    dst = ClusterClients.for_cluster(config, rep.target)
+    policy = RetryPolicy.from_settings(config.retry, deadline_s=30)
+    for clients in (src, dst):
+        describe_with_retry(clients, policy)
+    src_admin, dst_admin = src.admin(), dst.admin()
+    src_parts = _partitions(src_admin)
+    dst_parts = _partitions(dst_admin)
+    chosen = _choose_topics(rep, topics, src_parts, dst_parts)
+    notes: list[str] = []
+    kind = IDENTITY if rep.kind == "identity" else DIFF
+
+    plans = []
+    for topic in chosen:
+        mirror = rep.mirror_topic(topic)
+        if mirror not in dst_parts:
+            raise CheckFailed(f"The mirror topic '{mirror}' of '{topic}' does not exist on "
+                              f"'{rep.target}'.",
+                              "Check replication.rename in the config, or whether the topic "
+                              "was ever replicated.")
+        plans.append(_topic_plan(
+            rep, topic, mirror, sorted(src_parts[topic]), set(dst_parts[mirror]), dst_parts,
+            src_admin, dst_admin, window, kind, check_order,
+            None if target_end is None else target_end.get(mirror),
+            None if source_end is None else source_end.get(topic),
+            None if post_failover_start is None
+            else post_failover_start.get(rep.failover_topic(topic)),
+            notes))
+    if target_end is None:
+        notes.append("No failover point given: the target was compared up to its current end.")
+    directory = out_dir or Path(tempfile.mkdtemp(prefix="drctl-gap-"))
+    return GapPlan(
+        kind=kind, replication_kind=rep.kind, source_cluster=rep.source,
+        target_cluster=rep.target,
+        source_kafka={**spark_kafka_options(src.properties, rep.source),
+                      "kafka.isolation.level": "read_committed"},
+        target_kafka={**spark_kafka_options(dst.properties, rep.target),
+                      "kafka.isolation.level": "read_committed"},
+        topics=plans, out_dir=str(Path(directory).resolve()), temporary_out=out_dir is None,
+        check_order=check_order,
+        window_start_ms=window.start_ms, created_at_ms=int(time.time() * 1000), notes=notes)
+
+
+def _topic_plan(rep: ReplicationSettings, topic: str, mirror: str, partitions: list[int],
+                mirror_parts: set[int], dst_parts: Mapping[str, list[int]],
+                src_admin: AdminClient, dst_admin: AdminClient, window: Window, kind: str,
+                check_order: bool, target_end: Mapping[int, int] | None,
+                source_end: Mapping[int, int] | None,
+                post_start: Mapping[int, int] | None, notes: list[str]) -> TopicPlan:
+    s_low = _list(src_admin, topic, partitions, OffsetSpec.earliest())
+    s_high = _list(src_admin, topic, partitions, OffsetSpec.latest())
+    t_parts = [p for p in partitions if p in mirror_parts]
+    missing_parts = sorted(set(partitions) - mirror_parts)
+    if missing_parts:
+        notes.append(f"{mirror} lacks partitions {missing_parts}: all of their source records "
+                     "count as unreplicated.")
+    t_low = {**dict.fromkeys(missing_parts, 0), **_list(dst_admin, mirror, t_parts,
+                                                        OffsetSpec.earliest())}
+    t_high = {**dict.fromkeys(missing_parts, 0), **_list(dst_admin, mirror, t_parts,
+                                                         OffsetSpec.latest())}
+
+    s_end = _explicit(source_end, partitions, s_high, f"source end of {topic}")
+    f_point = _explicit(target_end, partitions, t_high, f"failover point of {mirror}")
+    for p in partitions:
+        if f_point[p] > t_high[p]:
+            notes.append(f"{mirror}[{p}]: the failover point {f_point[p]} is past the "
+                         f"target's end {t_high[p]}; using {t_high[p]}.")
+            f_point[p] = t_high[p]
+    for p in missing_parts:
+        f_point[p] = 0
+
+    if window.start_ms is None:
+        s_start = dict(s_low)
+        t_start = dict(t_low)
+    else:
+        s_start = _by_time(src_admin, topic, partitions, window.start_ms, s_end)
+        t_start = {**dict.fromkeys(missing_parts, 0),
+                   **_by_time(dst_admin, mirror, t_parts, window.start_ms, f_point)}
+    if kind == IDENTITY:
+        # Offsets are equal on both sides: one window start for both.
+        start = {p: max(s_start[p], t_start.get(p, 0), s_low[p], t_low[p]) for p in partitions}
+        s_start, t_start = dict(start), dict(start)
+    s_start = {p: min(max(s_start[p], s_low[p]), s_end[p]) for p in partitions}
+    t_start = {p: min(max(t_start[p], t_low[p]), f_point[p]) for p in partitions}
+
+    plan = TopicPlan(source_topic=topic, target_topic=mirror, partitions=partitions,
+                     source_start=s_start, source_end=s_end, target_start=t_start,
+                     target_end=f_point,
+                     compare_timestamps=(_timestamp_type(src_admin, topic) == "CreateTime"
+                                         and _timestamp_type(dst_admin, mirror) == "CreateTime"))
+    if check_order:
+        failover = rep.failover_topic(topic)
+        plan.failover_topic = failover
+        fo_parts = dst_parts.get(failover, [])
+        if post_start is None:
+            if failover != mirror:
+                raise UsageError(
+                    f"--check-order needs where the post-failover writes to '{failover}' "
+                    "begin (its end offsets when replication stopped).",
+                    "The failover marker records them; or pass --failover-start.")
+            post_start = f_point
+        fo_high = _list(dst_admin, failover, fo_parts, OffsetSpec.latest())
+        plan.post_start = {p: min(int(post_start.get(p, 0)), fo_high[p]) for p in fo_parts}
+        plan.post_end = dict(fo_high)
+    return plan
+
+
+def _partitions(admin: AdminClient) -> dict[str, list[int]]:
+    md = admin.list_topics(timeout=_TIMEOUT_S)
+    return {name: sorted(t.partitions) for name, t in md.topics.items() if t.error is None}
+
+
+def _choose_topics(rep: ReplicationSettings, topics: Sequence[str] | None,
+                   src_parts: Mapping[str, list[int]],
+                   dst_parts: Mapping[str, list[int]]) -> list[str]:
+    """--topic as given, or every source topic matching replication.topics that has a mirror
+    on the target."""
+    if topics:
+        unknown = [t for t in topics if t not in src_parts]
+        if unknown:
+            raise UsageError(f"No topic {', '.join(repr(t) for t in unknown)} on the source "
+                             f"cluster '{rep.source}'.", "Check --topic.")
+        return list(dict.fromkeys(topics))
+    chosen = sorted(t for t in src_parts
+                    if not is_internal_topic(t) and rep.topics.matches(t)
+                    and rep.mirror_topic(t) in dst_parts)
+    if not chosen:
+        raise UsageError(f"No topic on '{rep.source}' matches replication.topics and has a "
+                         f"mirror on '{rep.target}'.", "Name topics with --topic.")
+    return chosen
+
+
+def _list(admin: AdminClient, topic: str, partitions: Iterable[int],
+          spec: OffsetSpec) -> dict[int, int]:
+    request = {TopicPartition(topic, p): spec for p in partitions}
+    if not request:
+        return {}
+
+    def once() -> dict[int, int]:
+        futures = admin.list_offsets(request, isolation_level=IsolationLevel.READ_COMMITTED,
+                                     request_timeout=_TIMEOUT_S)
+        return {tp.partition: int(f.result(timeout=_TIMEOUT_S + 5).offset)
+                for tp, f in futures.items()}
+
+    try:
+        # A leader election (a broker restarting, a topic just created) passes in seconds.
+        return retry_call(once, RetryPolicy(0.5, 2.0, 4.0, 5), retry_on=(KafkaException,))
+    except RetriesExhausted as exc:
+        raise CheckFailed(f"Listing offsets of {topic} failed: {exc.last}.",
+                          "Check that all its partitions have a leader.") from exc
+
+
+def _by_time(admin: AdminClient, topic: str, partitions: list[int], start_ms: int,
+             end: Mapping[int, int]) -> dict[int, int]:
+    """First offset whose timestamp is >= start_ms; the end when there is none (-1)."""
+    found = _list(admin, topic, partitions, OffsetSpec.for_timestamp(start_ms))
+    return {p: end[p] if o < 0 else min(o, end[p]) for p, o in found.items()}
+
+
+def _explicit(given: Mapping[int, int] | None, partitions: list[int], default: Mapping[int, int],
+              what: str) -> dict[int, int]:
+    if given is None:
+        return {p: default[p] for p in partitions}
+    missing = [p for p in partitions if p not in given]
+    if missing:
+        raise UsageError(f"The {what} names no offset for partition(s) {missing}.",
+                         "Give every partition an offset.")
+    return {p: int(given[p]) for p in partitions}
+
+
+def _timestamp_type(admin: AdminClient, topic: str) -> str:
+    resource = ConfigResource(ResourceType.TOPIC, topic)
+    try:
+        entries = admin.describe_configs([resource])[resource].result(timeout=_TIMEOUT_S)
+    except KafkaException as exc:
+        raise CheckFailed(f"Reading the configuration of {topic} failed: {exc}.") from exc
+    entry = entries.get("message.timestamp.type")
+    return str(entry.value) if entry is not None else "CreateTime"
+
+
+# -- option parsing ---------------------------------------------------------------------------
+
+_PAIR = re.compile(r"^\s*(\d+)\s*:\s*(\d+)\s*$")
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?\s*$")
+_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000,
+            "w": 604_800_000}
+
+
+def parse_offsets(text: str, topics: Sequence[str], option: str) -> dict[str, Offsets]:
+    """`--source-end`/`--target-end`/`--failover-start`: JSON `{"topic": {"0": 12}}`, or for a
+    single topic JSON `{"0": 12}` or `0:12,1:40`. Keys are the topics the option is about."""
+    text = text.strip()
+    if text.startswith("{"):
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"{option}: not valid JSON ({exc.msg}).") from exc
+        if not isinstance(raw, dict):
+            raise UsageError(f"{option}: expected a JSON object.")
+        if raw and all(isinstance(v, dict) for v in raw.values()):
+            return {str(t): _int_map(v, option) for t, v in raw.items()}
+        return _single(topics, _int_map(raw, option), option)
+    pairs = {}
+    for item in filter(None, (s.strip() for s in text.split(","))):
+        m = _PAIR.match(item)
+        if not m:
+            raise UsageError(f"{option}: '{item}' is not PARTITION:OFFSET.",
+                             'Use e.g. 0:120,1:98 or JSON {"topic": {"0": 120}}.')
+        pairs[int(m.group(1))] = int(m.group(2))
+    return _single(topics, pairs, option)
+
+
+def _int_map(raw: Mapping[str, object], option: str) -> Offsets:
+    try:
+        return {int(p): int(str(o)) for p, o in raw.items()}
+    except ValueError as exc:
+        raise UsageError(f"{option}: partitions and offsets must be integers.") from exc
+
+
+def _single(topics: Sequence[str], offsets: Offsets, option: str) -> dict[str, Offsets]:
+    if len(topics) != 1:
+        raise UsageError(f"{option}: offsets without a topic name need exactly one topic.",
+                         'Name the topics: {"orders": {"0": 120}}.')
+    return {topics[0]: offsets}
+
+
+def parse_duration_ms(text: str) -> int:
+    m = _DURATION.match(text)
+    if not m:
+        raise UsageError(f"'{text}' is not a duration.", "Use e.g. 90s, 30m, 6h or 2d.")
+    return int(float(m.group(1)) * _UNIT_MS[m.group(2) or "s"])
+
+
+def parse_time_ms(text: str) -> int:
+    """Epoch milliseconds, or an ISO-8601 time (UTC unless it names a zone)."""
+    from datetime import UTC, datetime
+
+    stripped = text.strip()
+    if stripped.lstrip("-").isdigit():
+        return int(stripped)
+    try:
+        moment = datetime.fromisoformat(stripped.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise UsageError(f"'{text}' is not a time.",
+                         "Use ISO-8601 (2024-05-01T12:00:00Z) or epoch milliseconds.") from exc
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)
+
+
+def rekey(offsets: Mapping[str, Offsets] | None, topics: Sequence[str],
+          rep: ReplicationSettings, to: str) -> dict[str, Offsets] | None:
+    """Option offsets named by source topic, re-keyed by the mirror topic (`to="mirror"`) or
+    the failover topic (`to="failover"`) the planner expects; other names stay as given."""
+    if offsets is None:
+        return None
+    rename = rep.mirror_topic if to == "mirror" else rep.failover_topic
+    return {rename(name) if name in topics else name: parts for name, parts in offsets.items()}

@@ -1,0 +1,167 @@
+"""What a gap analysis found: the per-partition summary, and the unreplicated records (read
+back from the job's Parquet output, batch by batch, so a large gap never sits in memory)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from drctl.errors import DrctlError
+
+SUMMARY_FILE = "summary.json"
+RECORDS_DIR = "records"
+CLASSES = ("safe", "conflict", "unkeyed")
+_COUNTED = ("source_records", "target_records", "unreplicated", "divergent", "safe",
+            "conflict", "unkeyed", "unkeyed_flagged", "post_failover_writes")
+
+
+@dataclass(frozen=True)
+class PostFailoverWrite:
+    partition: int
+    offset: int
+    timestamp_ms: int
+
+
+@dataclass(frozen=True)
+class GapRecord:
+    """One unreplicated source record, with its --check-order class when one was asked for."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp_ms: int
+    timestamp_type: int  # Spark's: 0 CreateTime, 1 LogAppendTime
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...]
+    classification: str | None = None
+    # The key's post-failover writes on the target (a conflict), oldest first.
+    conflicts: tuple[PostFailoverWrite, ...] = ()
+    # Post-failover writes to this record's partition (copying an unkeyed record lands after).
+    partition_writes: int = 0
+
+    @property
+    def flagged(self) -> bool:
+        return self.classification == "unkeyed" and self.partition_writes > 0
+
+
+def totals(rows: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    out = dict.fromkeys(_COUNTED, 0)
+    for row in rows:
+        for name in _COUNTED:
+            out[name] += int(row.get(name) or 0)
+    return out
+
+
+@dataclass
+class GapResult:
+    out_dir: Path
+    kind: str
+    replication_kind: str
+    check_order: bool
+    partitions: list[dict[str, Any]]
+    divergence_sample: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    elapsed_s: float = 0.0
+    plan: dict[str, Any] = field(default_factory=dict)
+    connector: str = ""
+    temporary: bool = False  # out_dir is drctl's own and goes away with cleanup()
+
+    @classmethod
+    def load(cls, out_dir: Path, *, plan: Mapping[str, Any] | None = None,
+             connector: str = "", temporary: bool = False) -> GapResult:
+        raw = json.loads((out_dir / SUMMARY_FILE).read_text())
+        return cls(out_dir=out_dir, kind=raw["kind"], replication_kind=raw["replication_kind"],
+                   check_order=raw["check_order"], partitions=raw["partitions"],
+                   divergence_sample=raw.get("divergence_sample", []),
+                   notes=raw.get("notes", []), elapsed_s=raw.get("elapsed_s", 0.0),
+                   plan=dict(plan or {}), connector=connector, temporary=temporary)
+
+    @property
+    def totals(self) -> dict[str, int]:
+        return totals(self.partitions)
+
+    @property
+    def has_gap(self) -> bool:
+        return self.totals["unreplicated"] > 0
+
+    @property
+    def has_conflict(self) -> bool:
+        return self.totals["conflict"] > 0
+
+    @property
+    def diverged(self) -> bool:
+        return self.totals["divergent"] > 0
+
+    @property
+    def records_path(self) -> Path:
+        return self.out_dir / RECORDS_DIR
+
+    def iter_records(self, classification: str | None = None,
+                     batch_size: int = 10_000) -> Iterator[GapRecord]:
+        """The unreplicated records in (topic-order, partition, offset) order; only those of
+        one class when `classification` is given (needs --check-order)."""
+        try:
+            import pyarrow.parquet as pq
+        except ImportError as exc:
+            raise DrctlError("Reading the gap's Parquet output needs pyarrow.",
+                             "pip install pyarrow") from exc
+        for path in sorted(self.records_path.glob("part-*.parquet")):
+            for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_size):
+                for row in batch.to_pylist():
+                    rec = _record(row)
+                    if classification is None or rec.classification == classification:
+                        yield rec
+
+    def records(self, classification: str | None = None) -> list[GapRecord]:
+        return list(self.iter_records(classification))
+
+    def as_dict(self, *, conflicts_limit: int = 1000) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "kind": self.kind, "replication_kind": self.replication_kind,
+            "check_order": self.check_order, "totals": self.totals,
+            "partitions": self.partitions, "notes": self.notes, "elapsed_s": self.elapsed_s,
+            "connector": self.connector,
+        }
+        if self.kind == "identity":
+            data["divergence_sample"] = self.divergence_sample
+        if not self.temporary:
+            data["out_dir"] = str(self.out_dir)
+        if self.check_order:
+            conflicts: list[dict[str, Any]] = []
+            for rec in self.iter_records("conflict"):
+                if len(conflicts) >= conflicts_limit:
+                    data["conflicts_truncated"] = True
+                    break
+                conflicts.append({"topic": rec.topic, "partition": rec.partition,
+                                  "offset": rec.offset, "timestamp_ms": rec.timestamp_ms,
+                                  "key": rec.key,
+                                  "post_failover_writes": [asdict(w) for w in rec.conflicts]})
+            data["conflicts"] = conflicts
+        data["plan"] = self.plan
+        return data
+
+    def cleanup(self) -> None:
+        if self.temporary:
+            shutil.rmtree(self.out_dir, ignore_errors=True)
+
+    def __enter__(self) -> GapResult:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.cleanup()
+
+
+def _record(row: Mapping[str, Any]) -> GapRecord:
+    headers = tuple((h["key"], h["value"]) for h in (row.get("headers") or ()))
+    conflicts = tuple(PostFailoverWrite(c["partition"], c["offset"], c["timestamp_ms"])
+                      for c in (row.get("conflicts") or ()))
+    return GapRecord(topic=row["topic"], partition=row["partition"], offset=row["offset"],
+                     timestamp_ms=row["timestamp_ms"], timestamp_type=row["timestamp_type"],
+                     key=row["key"], value=row["value"], headers=headers,
+                     classification=row.get("classification"), conflicts=conflicts,
+                     partition_writes=int(row.get("partition_writes") or 0))

@@ -1,0 +1,152 @@
+"""Runs the gap-analysis Spark job in its own process and follows it.
+
+Its own process because a JVM's classpath is fixed when it starts: the connector jars must be
+there from the first moment, whatever Spark session the calling process may already hold, and
+a finished job gives all of its memory back. The job reports progress and its outcome as JSON
+lines on a pipe; Spark's own output goes to a log file (or to stderr with --debug).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+from drctl.config import SparkSettings
+from drctl.errors import DrctlError
+from drctl.gap.jars import Connector, ConnectorMissing, resolve_connector
+from drctl.gap.plan import GapPlan, SparkJobSettings
+from drctl.gap.result import GapResult
+
+Notify = Callable[[str], None]
+WORK_DIR = ".work"
+_PHASES = {"starting": "Starting Spark", "diff": "Comparing fingerprints",
+           "duplicates": "Matching identical copies", "overlap": "Comparing the overlap",
+           "payloads": "Reading unreplicated records", "check-order": "Joining post-failover "
+           "writes", "write": "Writing results"}
+
+
+class Progress(Protocol):
+    def update(self, **fields: Any) -> None: ...
+
+
+class GapJobFailed(DrctlError):
+    """The Spark job ended without a result."""
+
+
+def job_path() -> Path:
+    """The job file, for spark-submit."""
+    return Path(__file__).resolve().parent / "job.py"
+
+
+def spark_submit_command(plan_file: Path, connector: Connector, master: str) -> list[str]:
+    """The spark-submit line that runs the same job on a plan made with --plan-out."""
+    import pyspark
+
+    submit = Path(pyspark.__file__).resolve().parent / "bin" / "spark-submit"
+    cmd = [str(submit), "--master", master, "--conf", "spark.ui.showConsoleProgress=false"]
+    if connector.jars:
+        cmd += ["--jars", ",".join(connector.jars)]
+    if connector.packages:
+        cmd += ["--packages", ",".join(connector.packages)]
+    return [*cmd, str(job_path()), str(plan_file)]
+
+
+def run_gap_analysis(plan: GapPlan, spark: SparkSettings, progress: Progress | None = None,
+                     *, debug: bool = False, notify: Notify = lambda _: None,
+                     connector: Connector | None = None) -> GapResult:
+    """Run the job on `plan` and load what it found. The plan's out_dir receives
+    `records/` (Parquet) and `summary.json`; a temporary out_dir (`plan_gap_analysis` without
+    one) is removed by `GapResult.cleanup()`."""
+    connector = connector or resolve_connector(spark, notify=notify)
+    out = Path(plan.out_dir)
+    work = out / WORK_DIR
+    work.mkdir(parents=True, exist_ok=True)
+    plan.spark = SparkJobSettings(master=spark.master, jars=list(connector.jars),
+                                  packages=list(connector.packages), conf=dict(spark.conf),
+                                  debug=debug)
+    plan_file = plan.write(work / "plan.json")
+    log = work / "job.log"
+    outcome: dict[str, Any] = {}
+    read_fd, write_fd = os.pipe()
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable,
+           "PYSPARK_DRIVER_PYTHON": sys.executable}
+    try:
+        with log.open("w") as log_fh:
+            sink = None if debug else log_fh
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "drctl.gap.job", str(plan_file),
+                 "--events-fd", str(write_fd)],
+                pass_fds=(write_fd,), stdin=subprocess.DEVNULL, stdout=sink, stderr=sink,
+                env=env)
+            os.close(write_fd)
+            write_fd = -1
+            try:
+                with os.fdopen(read_fd, "r") as events:
+                    read_fd = -1
+                    for line in events:
+                        _follow(json.loads(line), progress, outcome)
+                proc.wait()
+            finally:
+                if proc.poll() is None:
+                    proc.terminate()
+                    try:
+                        proc.wait(timeout=15)
+                    except subprocess.TimeoutExpired:
+                        proc.kill()
+                        proc.wait()
+    finally:
+        for fd in (read_fd, write_fd):
+            if fd >= 0:
+                os.close(fd)
+        plan_file.unlink(missing_ok=True)  # it holds the clusters' credentials
+        plan.spark = None
+    if "summary" not in outcome or proc.returncode != 0:
+        raise _failure(outcome, log, debug, plan)
+    if not debug:
+        shutil.rmtree(work, ignore_errors=True)
+    return GapResult.load(out, plan=plan.public(), connector=connector.describe(),
+                          temporary=plan.temporary_out)
+
+
+def _follow(event: dict[str, Any], progress: Progress | None,
+            outcome: dict[str, Any]) -> None:
+    kind = event.get("event")
+    if kind == "phase" and progress is not None:
+        progress.update(description=_PHASES.get(event["phase"], event["phase"]),
+                        completed=0, total=None)
+    elif kind == "progress" and progress is not None:
+        label = _PHASES.get(event["phase"], event["phase"])
+        progress.update(description=f"{label} (Spark tasks)", completed=event["done"],
+                        total=event["total"])
+    elif kind == "done":
+        outcome["summary"] = event["summary"]
+    elif kind == "error":
+        outcome["error"] = event
+
+
+def _failure(outcome: dict[str, Any], log: Path, debug: bool, plan: GapPlan) -> DrctlError:
+    error = outcome.get("error") or {}
+    where = "its output is above" if debug else f"read {log}"
+    if error.get("kind") == "connector-missing":
+        return ConnectorMissing(
+            "Spark could not load its Kafka connector ('Failed to find data source: kafka').",
+            "Check the jars in the config's spark.jars / spark.packages match the installed "
+            f"PySpark, or remove them to let drctl fetch the connector ({where}).")
+    message = error.get("message") or "the job exited without a result"
+    return GapJobFailed(f"The gap-analysis Spark job failed: {plan_redact(message, plan)}",
+                        f"See the Spark log ({where}); --debug shows it as it runs.")
+
+
+def plan_redact(text: str, plan: GapPlan) -> str:
+    """Client settings never reach a message, even when an exception quotes them."""
+    for side in (plan.source_kafka, plan.target_kafka):
+        for key, value in side.items():
+            if value and key != "kafka.bootstrap.servers" and value in text:
+                text = text.replace(value, "****")
+    return text

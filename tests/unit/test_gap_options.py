@@ -1,0 +1,144 @@
+"""gap-analysis pieces that need neither Spark nor Kafka: option parsing, client settings for
+the Java client, connector resolution rules, the plan file."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+
+from drctl.config import ReplicationSettings, SparkSettings
+from drctl.errors import ConfigError, UsageError
+from drctl.gap import jars
+from drctl.gap.kafka_options import java_client_properties, spark_kafka_options
+from drctl.gap.plan import GapPlan, TopicPlan
+from drctl.gap.planner import (
+    Window,
+    parse_duration_ms,
+    parse_offsets,
+    parse_time_ms,
+    rekey,
+    window_from,
+)
+from drctl.gap.result import totals
+
+
+def test_offsets_in_every_accepted_form() -> None:
+    assert parse_offsets('{"a": {"0": 5, "1": 7}, "b": {"0": 1}}', [], "--x") == {
+        "a": {0: 5, 1: 7}, "b": {0: 1}}
+    assert parse_offsets('{"0": 5, "2": 9}', ["a"], "--x") == {"a": {0: 5, 2: 9}}
+    assert parse_offsets("0:5, 2:9", ["a"], "--x") == {"a": {0: 5, 2: 9}}
+
+
+@pytest.mark.parametrize("text,topics", [("0:5", ["a", "b"]), ("0=5", ["a"]),
+                                         ('{"0": "x"}', ["a"]), ("{nope", ["a"])])
+def test_offsets_that_cannot_be_read(text: str, topics: list[str]) -> None:
+    with pytest.raises(UsageError):
+        parse_offsets(text, topics, "--target-end")
+
+
+def test_durations_and_times() -> None:
+    assert parse_duration_ms("90s") == 90_000
+    assert parse_duration_ms("6h") == 6 * 3_600_000
+    assert parse_duration_ms("1.5m") == 90_000
+    assert parse_duration_ms("30") == 30_000
+    assert parse_time_ms("1700000000000") == 1_700_000_000_000
+    assert parse_time_ms("2023-11-14T22:13:20Z") == 1_700_000_000_000
+    assert parse_time_ms("2023-11-14T23:13:20+01:00") == 1_700_000_000_000
+    with pytest.raises(UsageError):
+        parse_duration_ms("soon")
+    with pytest.raises(UsageError):
+        parse_time_ms("yesterday")
+
+
+def test_window_start() -> None:
+    assert window_from(None, None, None) == Window(None)
+    assert window_from(5, None, 100) == Window(5)
+    assert window_from(None, 60_000, 1_000_000) == Window(940_000)  # before the failover
+    assert window_from(None, 1_000, None, now_ms=5_000) == Window(4_000)
+    with pytest.raises(UsageError):
+        window_from(1, 1, None)
+
+
+def test_rekey_names_option_offsets_by_mirror_or_failover_topic() -> None:
+    rep = ReplicationSettings("mirrormaker2", "p", "s", rename="primary.{topic}")
+    offsets = {"orders": {0: 1}, "primary.pay": {0: 2}}
+    assert rekey(offsets, ["orders", "pay"], rep, "mirror") == {
+        "primary.orders": {0: 1}, "primary.pay": {0: 2}}
+    assert rekey(offsets, ["orders"], rep, "failover") == {"orders": {0: 1},
+                                                          "primary.pay": {0: 2}}
+    assert rekey(None, ["orders"], rep, "mirror") is None
+
+
+def test_client_settings_for_the_java_client() -> None:
+    props = {"bootstrap.servers": "b:9092", "security.protocol": "SASL_SSL",
+             "sasl.mechanisms": "SCRAM-SHA-512", "sasl.username": "u",
+             "sasl.password": 'p"w', "ssl.ca.location": "/ca.pem", "debug": "all"}
+    java = java_client_properties(props, "primary")
+    assert java["sasl.mechanism"] == "SCRAM-SHA-512"
+    assert java["sasl.jaas.config"] == ('org.apache.kafka.common.security.scram.ScramLoginModule'
+                                        ' required username="u" password="p\\"w";')
+    assert java["ssl.truststore.type"] == "PEM" and java["ssl.truststore.location"] == "/ca.pem"
+    assert "debug" not in java and "sasl.username" not in java
+    assert spark_kafka_options({"bootstrap.servers": "b:1"}, "x") == {
+        "kafka.bootstrap.servers": "b:1"}
+    with pytest.raises(ConfigError, match="enable.ssl.certificate.verification"):
+        java_client_properties({"bootstrap.servers": "b",
+                                "enable.ssl.certificate.verification": "false"}, "primary")
+
+
+def test_connector_candidates_exact_version_first() -> None:
+    assert list(jars._candidates("4.3.0")) == ["4.3.0", "4.2.0", "4.1.0", "4.0.0"]
+    assert list(jars._candidates("3.5.2")) == ["3.5.2", "3.5.0", "3.4.0", "3.3.0", "3.2.0",
+                                               "3.1.0", "3.0.0"]
+    assert list(jars._candidates("4.1.0.dev0")) == ["4.1.0.dev0"]
+
+
+def test_connector_from_the_config(tmp_path: Path) -> None:
+    jar = tmp_path / "spark-sql-kafka.jar"
+    jar.write_bytes(b"")
+    got = jars.resolve_connector(SparkSettings(jars=(str(jar),), packages=("g:a:1",)))
+    assert (got.jars, got.packages, got.source) == ((str(jar),), ("g:a:1",), "config")
+    with pytest.raises(jars.ConnectorMissing, match="do not exist"):
+        jars.resolve_connector(SparkSettings(jars=(str(tmp_path / "missing.jar"),)))
+
+
+def test_connector_missing_says_what_to_run(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DRCTL_CACHE_DIR", str(tmp_path))
+    with pytest.raises(jars.ConnectorMissing) as err:
+        jars.resolve_connector(SparkSettings(), download=False)
+    assert "mvn -B -f" in str(err.value.hint) and "spark.packages" in str(err.value.hint)
+
+
+def test_jar_names() -> None:
+    names = {n: m.group("artifact") for n in ("spark-sql-kafka-0-10_2.13-4.2.0.jar",
+                                              "zstd-jni-1.5.7-7.jar", "scala-library-2.13.15.jar")
+             if (m := jars._JAR.match(n))}
+    assert names == {"spark-sql-kafka-0-10_2.13-4.2.0.jar": "spark-sql-kafka-0-10_2.13",
+                     "zstd-jni-1.5.7-7.jar": "zstd-jni",
+                     "scala-library-2.13.15.jar": "scala-library"}
+
+
+def test_plan_file_round_trip_and_secrets(tmp_path: Path) -> None:
+    topic = TopicPlan("orders", "primary.orders", [0, 1], {0: 0, 1: 3}, {0: 9, 1: 9},
+                      {0: 0, 1: 0}, {0: 7, 1: 8}, True, "orders", {0: 2, 1: 2}, {0: 4, 1: 2})
+    plan = GapPlan("diff", "mirrormaker2", "primary", "secondary",
+                   {"kafka.bootstrap.servers": "a:1", "kafka.sasl.jaas.config": "secret"},
+                   {"kafka.bootstrap.servers": "b:1"}, [topic], str(tmp_path / "out"),
+                   check_order=True)
+    path = plan.write(tmp_path / "plan.json")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    again = GapPlan.from_json(path.read_text())
+    assert again == plan
+    assert again.topics[0].target_end == {0: 7, 1: 8}
+    assert "secret" not in str(plan.public())
+
+
+def test_totals_add_up_partitions() -> None:
+    rows = [{"unreplicated": 2, "conflict": 1, "source_records": 10},
+            {"unreplicated": 3, "safe": 3, "source_records": 5, "divergent": None}]
+    got = totals(rows)
+    assert (got["unreplicated"], got["conflict"], got["safe"], got["source_records"],
+            got["divergent"]) == (5, 1, 3, 15, 0)
