@@ -17,6 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.common import produce_keyed
 from drctl.config import StateSettings, load_config
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.groups import alter_offsets, watermarks
@@ -24,20 +25,6 @@ from drctl.lab.lab import Lab, LabPorts
 from drctl.lab.workload import create_topics
 from drctl.ops.failover import FailoverOptions, report_context, run_failover
 from drctl.reports import write_report
-
-
-def produce(clients: ClusterClients, topic: str, partitions: int, records: int) -> None:
-    producer = clients.producer(**{"linger.ms": "50", "compression.type": "lz4"})
-    base = int(time.time() * 1000) - records
-    for i in range(records):
-        while True:
-            try:
-                producer.produce(topic, key=f"k{i % 5000}".encode(), value=b"v" * 100,
-                                 partition=i % partitions, timestamp=base + i // 20)
-                break
-            except BufferError:
-                producer.poll(0.1)
-    producer.flush(120)
 
 
 def main() -> None:
@@ -57,7 +44,7 @@ def main() -> None:
         dst = ClusterClients.for_cluster(config, "secondary")
         topic = "bench-fo"
         create_topics(src, (topic,), args.partitions)
-        produce(src, topic, args.partitions, args.records)
+        produce_keyed(src, topic, args.partitions, args.records)
         tps = [(topic, p) for p in range(args.partitions)]
         ends = watermarks(src.admin(), tps)
         rng = random.Random(3)

@@ -22,30 +22,13 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bench.common import produce_keyed
 from drctl.config import load_config
 from drctl.inspect_topics import read_checkpoints
 from drctl.kafka.groups import alter_offsets, watermarks
 from drctl.lab.lab import Lab, LabPorts
 from drctl.lab.workload import create_topics
 from drctl.translate.engine import TranslateRequest, translate_offsets
-
-
-def produce(lab_clients, topic: str, partitions: int, records: int) -> None:
-    producer = lab_clients.producer(**{"linger.ms": "50", "batch.size": "1000000",
-                                       "compression.type": "lz4"})
-    base = int(time.time() * 1000) - records
-    for i in range(records):
-        # Bursts of 20 records share a millisecond, like real producers.
-        while True:
-            try:
-                producer.produce(topic, key=f"k{i % 5000}".encode(), value=b"v" * 100,
-                                 partition=i % partitions, timestamp=base + i // 20)
-                break
-            except BufferError:
-                producer.poll(0.1)  # the local queue is full: let deliveries drain
-        if i % 10000 == 0:
-            producer.poll(0)
-    producer.flush(120)
 
 
 def main() -> None:
@@ -71,7 +54,7 @@ def main() -> None:
         topic = "bench-orders"
         create_topics(src, (topic,), args.partitions)
         t0 = time.monotonic()
-        produce(src, topic, args.partitions, args.records)
+        produce_keyed(src, topic, args.partitions, args.records)
         print(f"produced {args.records} records in {time.monotonic() - t0:.1f} s")
         tps = [(topic, p) for p in range(args.partitions)]
         src_marks = watermarks(src.admin(), tps)
