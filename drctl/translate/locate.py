@@ -25,8 +25,13 @@ TP = tuple[str, int]
 FIRST_CHUNK = 256
 
 
-def record_fingerprint(rec: Record) -> bytes:
-    ts = rec.timestamp_ms if rec.timestamp_type == 1 else None
+def record_fingerprint(rec: Record, with_timestamp: bool | None = None) -> bytes:
+    """`with_timestamp` defaults to the record's own type (CreateTime). Matching across
+    clusters passes the *searched* record's choice to both sides: a LogAppendTime source
+    record arrives as CreateTime on the target, with the same value."""
+    if with_timestamp is None:
+        with_timestamp = rec.timestamp_type == 1
+    ts = rec.timestamp_ms if with_timestamp else None
     return fingerprint(rec.partition, rec.key, rec.value, rec.headers, ts)
 
 
@@ -34,13 +39,13 @@ class _Fingerprints:
     """Ranges of many queries overlap: digest each record of one cluster once."""
 
     def __init__(self) -> None:
-        self._seen: dict[tuple[str, int, int], bytes] = {}
+        self._seen: dict[tuple[str, int, int, bool], bytes] = {}
 
-    def __call__(self, rec: Record) -> bytes:
-        key = (rec.topic, rec.partition, rec.offset)
+    def __call__(self, rec: Record, with_timestamp: bool) -> bytes:
+        key = (rec.topic, rec.partition, rec.offset, with_timestamp)
         fp = self._seen.get(key)
         if fp is None:
-            fp = self._seen[key] = record_fingerprint(rec)
+            fp = self._seen[key] = record_fingerprint(rec, with_timestamp)
         return fp
 
 
@@ -117,7 +122,8 @@ def match_records(a: Side, b: Side, queries: Sequence[MatchQuery], *,
     # A copy carries R's timestamp (it is part of the fingerprint): compare that first, and
     # hash only the few records that share it.
     ts_not_kept = [q.record.timestamp_type != 1 for q in queries]
-    copies_needed = [sum(1 for r in recs if (loose or r.timestamp_ms == t) and digest_a(r) == fp)
+    copies_needed = [sum(1 for r in recs
+                         if (loose or r.timestamp_ms == t) and digest_a(r, not loose) == fp)
                      for recs, fp, t, loose in zip(a.reader.read(count_reqs), fps, ts, ts_not_kept,
                                                    strict=True)]
 
@@ -144,7 +150,8 @@ def match_records(a: Side, b: Side, queries: Sequence[MatchQuery], *,
                     res.after = rec
                     break
                 res.scanned.append(rec)
-                if (ts_not_kept[i] or rec.timestamp_ms == ts[i]) and digest_b(rec) == fps[i]:
+                if (ts_not_kept[i] or rec.timestamp_ms == ts[i]) and \
+                        digest_b(rec, not ts_not_kept[i]) == fps[i]:
                     seen += 1
                     if seen == max(1, copies_needed[i]):
                         res.offset = rec.offset
