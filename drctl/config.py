@@ -203,7 +203,7 @@ class _Parser:
         if value is None:
             return {}
         if not isinstance(value, Mapping):
-            raise self.error(key, f"expected a mapping, got {_type_name(value)}")
+            raise self.error(key, f"expected a mapping, got {type_name(value)}")
         for name in value:
             if not isinstance(name, str):
                 raise self.error(key, f"keys must be strings, got {name!r}")
@@ -214,7 +214,7 @@ class _Parser:
 
     def string(self, value: Any, key: str, *, secret: bool = False) -> str:
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-            raise self.error(key, f"expected a string, got {_type_name(value)}")
+            raise self.error(key, f"expected a string, got {type_name(value)}")
         try:
             resolved = resolve_references(str(value))
         except UnresolvedReference as exc:
@@ -231,7 +231,7 @@ class _Parser:
         ok = isinstance(value, int) if integer else isinstance(value, (int, float))
         if isinstance(value, bool) or not ok:
             expected = "an integer" if integer else "a number"
-            raise self.error(key, f"expected {expected}, got {_type_name(value)}")
+            raise self.error(key, f"expected {expected}, got {type_name(value)}")
         if value < minimum:
             raise self.error(key, f"must be at least {minimum}, got {value}")
         return float(value)
@@ -241,7 +241,7 @@ class _Parser:
             return ()
         items = [value] if isinstance(value, str) else value
         if not isinstance(items, list):
-            raise self.error(key, f"expected a list of strings, got {_type_name(value)}")
+            raise self.error(key, f"expected a list of strings, got {type_name(value)}")
         out = []
         for i, item in enumerate(items):
             text = self.string(item, f"{key}[{i}]")
@@ -387,7 +387,8 @@ class _Parser:
         )
 
 
-def _type_name(value: Any) -> str:
+def type_name(value: Any) -> str:
+    """How an error message names the type of a value read from YAML."""
     if value is None:
         return "nothing"
     if isinstance(value, Mapping):

@@ -18,6 +18,7 @@ from typing import Any
 import jinja2
 import yaml
 
+from drctl.config import type_name
 from drctl.errors import UsageError
 from drctl.kafka.retry import RetryPolicy
 from drctl.runbook.actions import Registry
@@ -153,18 +154,6 @@ def _did_you_mean(word: str, choices: Any) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
-def _type_name(value: Any) -> str:
-    if value is None:
-        return "nothing"
-    if isinstance(value, Mapping):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, bool):
-        return "a boolean"
-    return type(value).__name__
-
-
 # -- loading ------------------------------------------------------------------------------
 
 
@@ -208,7 +197,7 @@ class _Parser:
 
     def runbook(self, raw: Any, source: str, path: Path) -> Runbook | None:
         if not isinstance(raw, LineDict):
-            self.issue(1, None, f"a runbook is a mapping with 'steps', got {_type_name(raw)}")
+            self.issue(1, None, f"a runbook is a mapping with 'steps', got {type_name(raw)}")
             return None
         for key in raw:
             if key not in _TOP_KEYS:
@@ -235,7 +224,7 @@ class _Parser:
         if raw is None:
             return {}
         if not isinstance(raw, LineDict):
-            self.issue(line, None, f"'inputs' must be a mapping, got {_type_name(raw)}")
+            self.issue(line, None, f"'inputs' must be a mapping, got {type_name(raw)}")
             return {}
         inputs: dict[str, Input] = {}
         for name, spec in raw.items():
@@ -272,7 +261,7 @@ class _Parser:
             return []
         if not isinstance(raw, LineList) or (phase == Phase.main and not raw):
             self.issue(line, None, f"'{phase.value if phase == Phase.rollback else 'steps'}' "
-                       f"must be a non-empty list of steps, got {_type_name(raw)}")
+                       f"must be a non-empty list of steps, got {type_name(raw)}")
             return []
         steps = []
         for index, item in enumerate(raw):
@@ -283,7 +272,7 @@ class _Parser:
 
     def step(self, raw: Any, phase: Phase, line: int, index: int) -> Step | None:
         if not isinstance(raw, LineDict):
-            self.issue(line, None, f"step #{index + 1} must be a mapping, got {_type_name(raw)}")
+            self.issue(line, None, f"step #{index + 1} must be a mapping, got {type_name(raw)}")
             return None
         name = raw.get("name")
         if not isinstance(name, str) or not IDENTIFIER.match(name):
@@ -373,7 +362,7 @@ class _Parser:
         if value is None:
             return ""
         if not isinstance(value, str):
-            self.issue(line, step, f"'{key}' must be text, got {_type_name(value)}")
+            self.issue(line, step, f"'{key}' must be text, got {type_name(value)}")
             return ""
         return value
 
@@ -392,7 +381,7 @@ class _Parser:
         if value is None:
             return {}
         if not isinstance(value, Mapping):
-            self.issue(line, step, f"'{key}' must be a mapping, got {_type_name(value)}")
+            self.issue(line, step, f"'{key}' must be a mapping, got {type_name(value)}")
             return {}
         for k in value:
             if not isinstance(k, str):
