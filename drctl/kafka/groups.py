@@ -3,6 +3,7 @@ never a client per partition."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -85,22 +86,45 @@ def _is_retriable(exc: BaseException) -> bool:
 def alter_offsets(admin: AdminClient, group: str, offsets: Mapping[TP, int],
                   timeout_s: float = 30.0) -> None:
     """One atomic commit for the whole group (retried while its coordinator moves)."""
-    request = ConsumerGroupTopicPartitions(
-        group, [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())])
+    failed = alter_offsets_many(admin, {group: offsets}, timeout_s=timeout_s)
+    if group in failed:
+        raise failed[group]
 
-    def commit() -> None:
-        for future in admin.alter_consumer_group_offsets([request],
-                                                         request_timeout=timeout_s).values():
-            result = future.result(timeout=timeout_s)
-            for tp in result.topic_partitions or []:
-                if tp.error is not None:
-                    raise KafkaException(tp.error)
 
-    try:
-        retry_call(commit, RetryPolicy(initial_s=0.2, max_s=2, attempts=12),
-                   retry_on=(KafkaException,), give_up=lambda exc: not _is_retriable(exc))
-    except RetriesExhausted as exc:
-        raise exc.last from None
+def alter_offsets_many(admin: AdminClient, commits: Mapping[str, Mapping[TP, int]], *,
+                       timeout_s: float = 30.0,
+                       policy: RetryPolicy = RetryPolicy(initial_s=0.2, max_s=2, attempts=12)
+                       ) -> dict[str, KafkaException]:
+    """One atomic commit per group, every group's request in flight at once; the groups whose
+    commit failed with a retriable error (a coordinator moving) are retried together. Returns
+    the groups that could not be committed, with the last error of each."""
+    failed: dict[str, KafkaException] = {}
+    pending = list(commits)
+    delays = policy.delays()
+    while pending:
+        futures = {}
+        for group in pending:
+            request = ConsumerGroupTopicPartitions(
+                group, [TopicPartition(t, p, o) for (t, p), o in sorted(commits[group].items())])
+            [futures[group]] = admin.alter_consumer_group_offsets(
+                [request], request_timeout=timeout_s).values()
+        retry: dict[str, KafkaException] = {}
+        for group, future in futures.items():
+            try:
+                result = future.result(timeout=timeout_s)
+                for tp in result.topic_partitions or []:
+                    if tp.error is not None:
+                        raise KafkaException(tp.error)
+            except KafkaException as exc:
+                (retry if _is_retriable(exc) else failed)[group] = exc
+        delay = next(delays, None) if retry else None
+        if retry and delay is None:
+            failed.update(retry)
+            break
+        if delay is not None:
+            time.sleep(delay)
+        pending = list(retry)
+    return failed
 
 
 def list_offsets(admin: AdminClient, specs: Mapping[TP, OffsetSpec], *,

@@ -13,7 +13,7 @@ from drctl.kafka.clients import ClusterClients
 BATCH = 5000
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Record:
     topic: str
     partition: int

@@ -8,17 +8,16 @@ active members on the target, one atomic commit per group.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-
-from confluent_kafka import KafkaException
 
 from drctl.config import Config
 from drctl.errors import UsageError
 from drctl.inspect_topics import read_checkpoints
 from drctl.kafka.clients import ClusterClients, describe_with_retry
 from drctl.kafka.groups import (
-    alter_offsets,
+    alter_offsets_many,
     committed_offsets,
     group_states,
     list_groups,
@@ -240,8 +239,11 @@ def _by_exact(src: ClusterClients, dst: ClusterClients, todo: list[PartitionResu
     keys = sorted({(p.topic, p.partition, min(p.source_offset, src_marks[(p.topic,
                                                                             p.partition)][1]))
                    for p in todo})
-    around = dict(zip(keys, last_records(a, [((t, q), o) for t, q, o in keys]), strict=True))
     target_of = {(p.topic, p.partition): p.target_topic for p in todo}
+    # Many positions on one partition: read it whole once on each side.
+    a.load_busy_partitions(Counter((t, q) for t, q, _ in keys))
+    b.load_busy_partitions(Counter((target_of[(t, q)], q) for t, q, _ in keys))
+    around = dict(zip(keys, last_records(a, [((t, q), o) for t, q, o in keys]), strict=True))
     queries, query_keys = [], []
     for key in keys:
         last, _ = around[key]
@@ -349,21 +351,24 @@ def _rewind_rule(report: TranslationReport, allow_rewind: bool) -> None:
 
 
 def _apply(admin: object, report: TranslationReport) -> None:
+    commits: dict[str, dict[TP, int]] = {}
     for g in report.groups:
         if g.active:
             g.skipped = f"group is active on {report.target} ({g.state}); stop its consumers"
             continue
         offsets = {(p.target_topic, p.partition): p.target_offset for p in g.partitions
                    if p.target_offset is not None and p.confidence != "kept"}
-        if not offsets:
-            # Every position was kept (the group already stands further on): nothing to do,
-            # which is not a failure to apply.
+        # Every position kept (the group already stands further on): nothing to do, which is
+        # not a failure to apply.
+        if offsets:
+            commits[g.group] = offsets
+    failed = alter_offsets_many(admin, commits)  # type: ignore[arg-type]
+    for g in report.groups:
+        if g.group not in commits:
             continue
-        try:
-            alter_offsets(admin, g.group, offsets)  # type: ignore[arg-type]
-        except KafkaException as exc:
-            g.skipped = f"commit failed: {exc}"
+        if g.group in failed:
+            g.skipped = f"commit failed: {failed[g.group]}"
             continue
         g.applied = True
         for p in g.partitions:
-            p.applied = (p.target_topic, p.partition) in offsets
+            p.applied = (p.target_topic, p.partition) in commits[g.group]

@@ -11,7 +11,7 @@ duplicate; non-monotonic timestamps only lengthen the scan. The scan is bounded 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from confluent_kafka.admin import AdminClient, OffsetSpec
@@ -19,7 +19,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from drctl.fingerprint import fingerprint
 from drctl.kafka.groups import list_offsets_many
 from drctl.kafka.records import Record
-from drctl.translate.reader import BatchReader, RangeRequest
+from drctl.translate.reader import MERGE_GAP, BatchReader, RangeRequest
 
 TP = tuple[str, int]
 FIRST_CHUNK = 256
@@ -49,6 +49,13 @@ class _Fingerprints:
         return fp
 
 
+# Load a partition whole when reading it costs no more than this many records per query on it
+# (at least MERGE_GAP records: those reads merge into whole-partition segments anyway), and
+# keep at most LOAD_BUDGET records in memory per side.
+RECORDS_PER_QUERY = 1_000
+LOAD_BUDGET = 2_000_000
+
+
 @dataclass
 class Side:
     """One cluster as the locator sees it."""
@@ -56,6 +63,29 @@ class Side:
     reader: BatchReader
     admin: AdminClient
     marks: dict[TP, tuple[int, int]]  # (low, end) per partition
+
+    def load_busy_partitions(self, queries_per_partition: Mapping[TP, int]) -> list[TP]:
+        """Load the partitions that so many queries touch that reading them whole is cheaper
+        than looking each query up (busiest first, within LOAD_BUDGET). Returns them."""
+        chosen: dict[TP, tuple[int, int]] = {}
+        budget = LOAD_BUDGET
+        for tp, n in sorted(queries_per_partition.items(), key=lambda kv: -kv[1]):
+            if tp not in self.marks:
+                continue
+            low, end = self.marks[tp]
+            size = end - low
+            if size <= max(MERGE_GAP, n * RECORDS_PER_QUERY) and size <= budget:
+                chosen[tp] = (low, end)
+                budget -= size
+        self.reader.load(chosen)
+        return list(chosen)
+
+    def timestamp_offsets(self, queries: Sequence[tuple[TP, int]]) -> list[int]:
+        """ListOffsets(T) per (partition, T): from memory for loaded partitions."""
+        local = [self.reader.first_at_or_after(tp, ts) for tp, ts in queries]
+        remote = [q for q, hit in zip(queries, local, strict=True) if hit is None]
+        answers = iter(timestamp_offsets(self.admin, remote) if remote else [])
+        return [hit if hit is not None else next(answers) for hit in local]
 
 
 @dataclass
@@ -105,9 +135,8 @@ def match_records(a: Side, b: Side, queries: Sequence[MatchQuery], *,
         return results
     stamps = [(q.record.topic, q.record.partition) for q in queries]
     ts = [q.record.timestamp_ms for q in queries]
-    anchors_a = timestamp_offsets(a.admin, list(zip(stamps, ts, strict=True)))
-    anchors_b = timestamp_offsets(b.admin, [(q.tp_b, t) for q, t in zip(queries, ts,
-                                                                       strict=True)])
+    anchors_a = a.timestamp_offsets(list(zip(stamps, ts, strict=True)))
+    anchors_b = b.timestamp_offsets([(q.tp_b, t) for q, t in zip(queries, ts, strict=True)])
     # One memo per cluster: the same (topic, partition, offset) names different records.
     digest_a, digest_b = _Fingerprints(), _Fingerprints()
     fps = [record_fingerprint(q.record) for q in queries]

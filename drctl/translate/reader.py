@@ -3,14 +3,20 @@
 Ranges on the same partition that lie close together are read as one segment; each round
 reads at most one segment per partition, so a thousand groups on sixteen partitions cost a
 handful of rounds, not sixteen thousand reads.
+
+Partitions that many queries touch can be *loaded*: read whole once and kept in memory. Every
+later range on them is a slice, and "first record at or after timestamp T" is a bisection
+instead of a ListOffsets request — a partition can be named once per request, so a thousand
+timestamps on one partition would otherwise cost a thousand round trips.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.records import Record, read_ranges
@@ -26,19 +32,74 @@ class RangeRequest:
     end: int  # exclusive
 
 
+class _LoadedPartition:
+    """The visible records of [start, end) of one partition, with a running maximum of
+    their timestamps for timestamp look-ups."""
+
+    def __init__(self, start: int, end: int, records: list[Record]) -> None:
+        self.start, self.end = start, end
+        self.records = records
+        self.offsets = [r.offset for r in records]
+        self.max_ts = list(accumulate((r.timestamp_ms for r in records), max))
+
+    def covers(self, start: int, end: int) -> bool:
+        return self.start <= start and end <= self.end
+
+    def slice(self, start: int, end: int) -> list[Record]:
+        return self.records[bisect_left(self.offsets, start):bisect_left(self.offsets, end)]
+
+    def first_at_or_after(self, timestamp_ms: int) -> int:
+        """Offset of the first visible record whose timestamp is >= T, -1 when none (what
+        ListOffsets answers, except that records a read_committed reader never sees are
+        skipped — they have no copies on the other cluster either)."""
+        i = bisect_left(self.max_ts, timestamp_ms)
+        return self.offsets[i] if i < len(self.offsets) else -1
+
+
 class BatchReader:
     def __init__(self, clients: ClusterClients, *, timeout_s: float = 120.0) -> None:
         self.clients = clients
         self.timeout_s = timeout_s
         self.records_read = 0
+        self._loaded: dict[TP, _LoadedPartition] = {}
+
+    def load(self, ranges: Mapping[TP, tuple[int, int]]) -> None:
+        """Read these partition ranges whole, in one round, and serve later reads and
+        timestamp look-ups inside them from memory. Only load a partition whose whole log
+        (from its low watermark) is in the range, or timestamp look-ups would miss records."""
+        todo = [RangeRequest(tp, start, end) for tp, (start, end) in ranges.items()
+                if tp not in self._loaded]
+        for req, recs in zip(todo, self._read_from_cluster(todo), strict=True):
+            self._loaded[req.tp] = _LoadedPartition(req.start, req.end, recs)
+
+    def first_at_or_after(self, tp: TP, timestamp_ms: int) -> int | None:
+        """The loaded answer to ListOffsets(T); None when the partition is not loaded."""
+        part = self._loaded.get(tp)
+        return None if part is None else part.first_at_or_after(timestamp_ms)
 
     def read(self, requests: Sequence[RangeRequest]) -> list[list[Record]]:
         """Records of each request, in offset order, same order as `requests`."""
+        results: list[list[Record]] = [[] for _ in requests]
+        remote: list[int] = []
+        for i, req in enumerate(requests):
+            part = self._loaded.get(req.tp)
+            if part is not None and part.covers(req.start, req.end):
+                results[i] = part.slice(req.start, req.end)
+            else:
+                remote.append(i)
+        fetched = self._read_from_cluster([requests[i] for i in remote])
+        for i, recs in zip(remote, fetched, strict=True):
+            results[i] = recs
+        return results
+
+    def _read_from_cluster(self, requests: Sequence[RangeRequest]) -> list[list[Record]]:
         results: list[list[Record]] = [[] for _ in requests]
         by_tp: dict[TP, list[int]] = defaultdict(list)
         for i, req in enumerate(requests):
             if req.end > req.start:
                 by_tp[req.tp].append(i)
+        if not by_tp:
+            return results
         # Per partition: merge overlapping/near requests into segments.
         segments: dict[TP, list[tuple[int, int, list[int]]]] = {}
         for tp, idxs in by_tp.items():
@@ -72,6 +133,9 @@ class BatchReader:
                 for tp, (_, _, members) in batch.items():
                     recs = got.get(tp, [])
                     self.records_read += len(recs)
+                    if len(members) == 1:
+                        results[members[0]] = recs
+                        continue
                     offsets = [r.offset for r in recs]
                     for i in members:
                         lo = bisect_left(offsets, requests[i].start)

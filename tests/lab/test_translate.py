@@ -24,6 +24,7 @@ from drctl.lab.workload import (
     partition_for,
     run_workload,
 )
+from drctl.translate import locate
 from tests.conftest import RunningLab
 
 pytestmark = pytest.mark.lab
@@ -209,6 +210,18 @@ def test_exact_translation_resumes_every_group_exactly(any_lab: RunningLab, ns: 
             assert ahead[p]["missing"] == late
             assert ahead[p]["target_offset"] >= target_ends[p]  # the target's end
         assert report["summary"]["missing"] == len(extra)
+
+        # Partitions read whole and looked up in memory answer exactly as ListOffsets and
+        # ranged reads do (the path large partitions take).
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(locate, "LOAD_BUDGET", 0)
+            status, remote = run_translate(lab, ns, "--method", "exact")
+        assert status == 0
+
+        def answers(rep: dict) -> list[tuple]:
+            return [(g["group"], p["partition"], p["target_offset"], p["confidence"],
+                     p["missing"]) for g in rep["groups"] for p in g["partitions"]]
+        assert answers(remote) == answers(report)
 
         # A client no one here wrote agrees.
         tool = kafka_tool_offsets(lab, f"{ns}-burst-0")
