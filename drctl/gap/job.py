@@ -34,6 +34,7 @@ from pyspark.sql import functions as F
 from drctl.gap import diff
 from drctl.gap.plan import IDENTITY, GapPlan, TopicPlan
 from drctl.gap.result import RECORDS_DIR, SUMMARY_FILE, totals
+from drctl.gap.spark_fingerprint import FP_TYPE, digest_bytes
 
 Ranges = dict[str, dict[int, tuple[int, int]]]  # topic -> partition -> [start, end)
 Emit = Callable[[dict[str, Any]], None]
@@ -43,6 +44,7 @@ _FETCH_DEFAULTS = {"kafka.max.partition.fetch.bytes": str(8 << 20),
                    "kafka.receive.buffer.bytes": str(1 << 20)}
 
 DIVERGENCE_SAMPLE = 100
+SORT_IN_ONE_TASK = 2_000_000  # unreplicated records: fewer are sorted and written by one task
 _WORK = ".work"
 _INTERMEDIATE = ("groups", "missing", "gap", "divergence", "post-failover", "spark-local")
 
@@ -175,6 +177,7 @@ class GapJob:
         self.out = Path(plan.out_dir)
         self.work = self.out / _WORK
         self.parallelism = max(2, spark.sparkContext.defaultParallelism)
+        self.gap_rows = 0  # how many unreplicated records the analysis expects
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -242,7 +245,7 @@ class GapJob:
 
     def empty_narrow(self) -> DataFrame:
         return self.spark.createDataFrame(
-            [], "tix int, partition int, fp binary, sign tinyint, offset bigint")
+            [], f"tix int, partition int, fp {FP_TYPE}, sign tinyint, offset bigint")
 
     def materialize(self, df: DataFrame, name: str) -> DataFrame:
         path = str(self.work / name)
@@ -263,8 +266,6 @@ class GapJob:
             self.events.enter("check-order")
             gap, post_counts = self.check_order(gap)
         self.events.enter("write")
-        # Materialized first: sorting samples its input, and that must not be a Kafka read.
-        gap = self.materialize(gap, "gap")
         columns = [F.col("topic"), F.col("partition"), F.col("offset"),
                    F.unix_millis("timestamp").alias("timestamp_ms"),
                    F.col("timestampType").alias("timestamp_type"), F.col("key"), F.col("value"),
@@ -272,8 +273,15 @@ class GapJob:
         if self.plan.check_order:
             columns += [F.col("classification"), F.col("conflicts"), F.col("partition_writes")]
         records_path = self.out / RECORDS_DIR
-        (gap.select(F.col("tix"), *columns).orderBy("tix", "partition", "offset").drop("tix")
-         .write.mode("overwrite").parquet(str(records_path)))
+        ordered = gap.select(F.col("tix"), *columns)
+        if self.gap_rows <= SORT_IN_ONE_TASK:
+            # One sorted file in one pass: no sampling job, no second read of Kafka.
+            ordered = ordered.repartition(1).sortWithinPartitions("tix", "partition", "offset")
+        else:
+            # Materialized first: a global sort samples its input, and that must not be a
+            # Kafka read.
+            ordered = self.materialize(ordered, "gap").orderBy("tix", "partition", "offset")
+        ordered.drop("tix").write.mode("overwrite").parquet(str(records_path))
         written = self.spark.read.parquet(str(records_path))
         summary = self.summarize(written, counts, post_counts, divergence)
         summary["records_path"] = str(records_path)
@@ -302,21 +310,35 @@ class GapJob:
         counts = {"source": self.counts(src_obs), "target": self.counts(tgt_obs)}
 
         self.events.enter("duplicates")
-        spans = (groups.where(F.col("n_src") > 1).groupBy(*diff.KEYS)
-                 .agg(F.min("first_src").alias("lo"), F.max("last_src").alias("hi")).collect())
+        # One look at the (small) unmatched groups answers both questions: where the copies
+        # of identical records live, and which source offsets hold the payloads.
+        is_multi, is_single = F.col("n_src") > 1, F.col("n_src") == 1
+        spans = (groups.groupBy(*diff.KEYS)
+                 .agg(F.min(F.when(is_multi, F.col("first_src"))).alias("multi_lo"),
+                      F.max(F.when(is_multi, F.col("last_src"))).alias("multi_hi"),
+                      F.min(F.when(is_single, F.col("last_src"))).alias("single_lo"),
+                      F.max(F.when(is_single, F.col("last_src"))).alias("single_hi"),
+                      F.sum("net").alias("missing")).collect())
+        self.gap_rows = sum(r["missing"] for r in spans)
+        multi = {(r["tix"], r["partition"]): (r["multi_lo"], r["multi_hi"] + 1)
+                 for r in spans if r["multi_lo"] is not None}
         copies = None
-        if spans:
-            bounds = {(r["tix"], r["partition"]): (r["lo"], r["hi"] + 1) for r in spans}
-            raw = self.read(self.plan.source_kafka, self._by_topic(bounds))
+        if multi:
+            raw = self.read(self.plan.source_kafka, self._by_topic(multi))
             if raw is not None:
                 copies = diff.narrow(raw, self.source_names(), sign=1,
                                      compared=self.compared("source"))
-        missing = self.materialize(diff.missing_offsets(groups, copies), "missing")
+        missing = diff.missing_offsets(groups, copies)
+        if copies is not None:
+            missing = self.materialize(missing, "missing")
 
         self.events.enter("payloads")
-        spans = (missing.groupBy(*diff.KEYS)
-                 .agg(F.min("offset").alias("lo"), F.max("offset").alias("hi")).collect())
-        bounds = {(r["tix"], r["partition"]): (r["lo"], r["hi"] + 1) for r in spans}
+        bounds = {}
+        for r in spans:
+            los = [v for v in (r["multi_lo"], r["single_lo"]) if v is not None]
+            his = [v for v in (r["multi_hi"], r["single_hi"]) if v is not None]
+            if los:  # a superset of the missing offsets: the join below picks them out
+                bounds[(r["tix"], r["partition"])] = (min(los), max(his) + 1)
         raw = self.read(self.plan.source_kafka, self._by_topic(bounds))
         if raw is None:
             return self.empty_gap(), counts
@@ -336,7 +358,8 @@ class GapJob:
         tgt, tgt_obs = self.counted(
             None if tgt_raw is None else diff.identity_narrow(
                 tgt_raw, self.target_names(), compared=self.compared("target")), "target")
-        empty = self.spark.createDataFrame([], "tix int, partition int, offset bigint, fp binary")
+        empty = self.spark.createDataFrame(
+            [], f"tix int, partition int, offset bigint, fp {FP_TYPE}")
         divergent = self.materialize(
             diff.offset_divergence(src if src is not None else empty,
                                    tgt if tgt is not None else empty), "divergence")
@@ -344,8 +367,8 @@ class GapJob:
         sample = [
             {"topic": self.plan.topics[r["tix"]].source_topic, "partition": r["partition"],
              "offset": r["offset"],
-             "source_fp": None if r["source_fp"] is None else bytes(r["source_fp"]).hex(),
-             "target_fp": None if r["target_fp"] is None else bytes(r["target_fp"]).hex()}
+             "source_fp": None if r["source_fp"] is None else digest_bytes(r["source_fp"]).hex(),
+             "target_fp": None if r["target_fp"] is None else digest_bytes(r["target_fp"]).hex()}
             for r in divergent.orderBy(*diff.KEYS, "offset").limit(DIVERGENCE_SAMPLE).collect()]
         per_partition = {(r["tix"], r["partition"]): r["n"]
                          for r in divergent.groupBy(*diff.KEYS).agg(
@@ -353,8 +376,11 @@ class GapJob:
         counts["divergent"] = per_partition
 
         self.events.enter("payloads")
-        gap_raw = self.read(self.plan.source_kafka, self.source_ranges(
-            lambda t, p: (max(t.target_end[p], t.source_start[p]), t.source_end[p])))
+        gap_ranges = self.source_ranges(
+            lambda t, p: (max(t.target_end[p], t.source_start[p]), t.source_end[p]))
+        self.gap_rows = sum(max(0, end - start) for parts in gap_ranges.values()
+                            for start, end in parts.values())
+        gap_raw = self.read(self.plan.source_kafka, gap_ranges)
         if gap_raw is None:
             return self.empty_gap(), counts, sample
         return gap_raw.select(diff.topic_index(self.source_names()).alias("tix"), "topic",

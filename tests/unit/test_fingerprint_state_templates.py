@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from drctl.fingerprint import DIGEST_BYTES, encode, fingerprint
+from drctl.fingerprint import DIGEST_BYTES, fingerprint, items
 from drctl.kafka.mm2_connectors import MirrorFlow
 from drctl.reports import render
 from drctl.state import FailoverMarker, MarkerStore
@@ -40,9 +40,31 @@ def test_replication_headers_are_left_out() -> None:
     assert fingerprint(3, b"k", b"v", [("app", b"2")], 1000) != base
 
 
-def test_encoding_is_length_prefixed() -> None:
-    assert encode(0, None, b"", None, None) == \
-        b"\x00\x00\x00\x00" + b"\x00" + b"\x01\x00\x00\x00\x00" + b"\x00\x00\x00\x00" + b"\x00"
+def test_items_flag_nulls_and_count_headers() -> None:
+    assert items(0, None, b"", None, None) == [0, True, False, b"", 0, False]
+    assert items(7, b"k", None, [("h", None), ("__replicator_id", b"x")], 9) == \
+        [7, False, b"k", True, 1, b"h", True, True, 9]
+
+
+def test_digest_is_two_seeded_xxh64_chains() -> None:
+    """Written out by hand with the xxhash package: what Spark's xxhash64 computes."""
+    import struct
+
+    import xxhash
+
+    def h(data: bytes, seed: int) -> int:
+        return xxhash.xxh64_intdigest(data, seed)
+
+    def i32(n: int) -> bytes:
+        return struct.pack("<i", n)
+
+    expected = b""
+    for start in (1, 2):
+        acc = h(i32(start), 42)
+        for data in (i32(3), i32(0), b"k", i32(1), i32(0), i32(1), struct.pack("<q", 5)):
+            acc = h(data, acc)
+        expected += acc.to_bytes(8, "big")
+    assert fingerprint(3, b"k", None, [], 5) == expected
 
 
 def test_marker_round_trips_and_records_steps(tmp_path: Path) -> None:
