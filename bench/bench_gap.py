@@ -17,6 +17,7 @@ import dataclasses
 import os
 import resource
 import shutil
+import statistics
 import sys
 import tempfile
 import threading
@@ -123,6 +124,7 @@ def main() -> int:
     parser.add_argument("--value-bytes", type=int, default=100)
     parser.add_argument("--gap", type=int, default=1000)
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per size; medians shown")
     parser.add_argument("--driver-memory", default="2g")
     parser.add_argument("--port-base", type=int,
                         default=int(os.environ.get("DRCTL_BENCH_PORT_BASE", "43170")))
@@ -150,26 +152,34 @@ def main() -> int:
                     n - args.gap)
             print(f"{topic}: produced in {time.monotonic() - t0:.0f} s", file=sys.stderr)
 
-            t0 = time.monotonic()
-            threads = [threading.Thread(target=plain_read, args=(c, topic, args.partitions, e))
-                       for c, e in ((primary, n), (secondary, n - args.gap))]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-            plain_s = time.monotonic() - t0
-            plain_mem = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+            plain_runs, gap_runs, job_runs, gap_mems = [], [], [], []
+            plain_mem = 0
+            for _ in range(args.repeat):  # alternated, so both see the same machine noise
+                t0 = time.monotonic()
+                threads = [threading.Thread(target=plain_read,
+                                            args=(c, topic, args.partitions, e))
+                           for c, e in ((primary, n), (secondary, n - args.gap))]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+                plain_runs.append(time.monotonic() - t0)
+                plain_mem = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
-            sampler = PeakRss()
-            sampler.start()
-            t0 = time.monotonic()
-            plan = plan_gap_analysis(config, [topic])
-            with run_gap_analysis(plan, config.spark) as result:
-                gap_s = time.monotonic() - t0
-                gap_mem = sampler.stop()
-                found = result.totals["unreplicated"]
-                job_s = result.elapsed_s
-            assert found == args.gap, f"expected {args.gap} unreplicated records, got {found}"
+                sampler = PeakRss()
+                sampler.start()
+                t0 = time.monotonic()
+                plan = plan_gap_analysis(config, [topic])
+                with run_gap_analysis(plan, config.spark) as result:
+                    gap_runs.append(time.monotonic() - t0)
+                    gap_mems.append(sampler.stop())
+                    found = result.totals["unreplicated"]
+                    job_runs.append(result.elapsed_s)
+                assert found == args.gap, f"expected {args.gap} unreplicated records, got {found}"
+            plain_s, gap_s = statistics.median(plain_runs), statistics.median(gap_runs)
+            job_s, gap_mem = statistics.median(job_runs), max(gap_mems)
+            print(f"{topic}: plain {[round(x, 1) for x in plain_runs]} s, gap "
+                  f"{[round(x, 1) for x in gap_runs]} s", file=sys.stderr)
             rows.append((n, plain_s, plain_mem, gap_s, job_s, gap_mem, found))
     finally:
         lab.down()
@@ -180,7 +190,8 @@ def main() -> int:
     for n, plain_s, plain_mem, gap_s, job_s, gap_mem, found in rows:
         print(f"{n:>12,} {plain_s:>12.1f} {plain_mem / 2**20:>10.0f} {gap_s:>8.1f} "
               f"{job_s:>8.1f} {gap_mem / 2**20:>8.0f} {gap_s / plain_s:>6.2f} {found:>6}")
-    print("gap s: plan + Spark job incl. JVM start; job s: inside the job after Spark started")
+    print(f"medians of {args.repeat} alternated runs; gap s: plan + Spark job incl. JVM start; "
+          "job s: inside the job after Spark started; gap MiB: the highest peak")
     return 0
 
 

@@ -53,7 +53,7 @@ class _Fingerprints:
 # (at least MERGE_GAP records: those reads merge into whole-partition segments anyway), and
 # keep at most LOAD_BUDGET records in memory per side.
 RECORDS_PER_QUERY = 1_000
-LOAD_BUDGET = 2_000_000
+LOAD_BUDGET = 1_000_000
 
 
 @dataclass
