@@ -8,7 +8,7 @@ Compares, in one run on the same data:
     loop's cost, since every run is independent).
 
 Usage: .venv/bin/python -m bench.bench_translate [--groups 1000] [--partitions 16]
-       [--records 200000] [--tool-sample 15] [--port-base 45100]
+       [--records 200000] [--tool-sample 15] [--port-base 45100] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ def main() -> None:
     ap.add_argument("--tool-sample", type=int, default=15)
     ap.add_argument("--port-base", type=int, default=45100)
     ap.add_argument("--methods", default="exact,checkpoint")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per drctl method; median shown")
     args = ap.parse_args()
 
     root = Path(tempfile.mkdtemp(prefix="drctl-bench-translate-"))
@@ -87,14 +88,18 @@ def main() -> None:
         for method, apply in (("exact", True), ("checkpoint", False)):
             if method not in args.methods:
                 continue
-            started = time.monotonic()
-            report = translate_offsets(config, TranslateRequest(
-                "primary", "secondary", groups="bench-g.*", method=method, apply=apply))
-            elapsed = time.monotonic() - started
+            runs = []
+            for _ in range(args.repeat):
+                started = time.monotonic()
+                report = translate_offsets(config, TranslateRequest(
+                    "primary", "secondary", groups="bench-g.*", method=method, apply=apply))
+                runs.append(time.monotonic() - started)
             s = report.summary()
-            rows.append((f"drctl {method}{' --apply' if apply else ''}", elapsed,
+            rows.append((f"drctl {method}{' --apply' if apply else ''} (median of {len(runs)})",
+                         statistics.median(runs),
                          f"{s['partitions']} positions, {s['exact']} exact, "
-                         f"{s['applied']} groups applied"))
+                         f"{s['applied']} groups applied; runs "
+                         f"{', '.join(f'{r:.1f}' for r in runs)} s"))
 
         when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.000")
         tool = ("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
