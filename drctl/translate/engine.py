@@ -12,6 +12,8 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from confluent_kafka.admin import AdminClient
+
 from drctl.config import Config
 from drctl.errors import UsageError
 from drctl.inspect_topics import read_checkpoints
@@ -350,7 +352,7 @@ def _rewind_rule(report: TranslationReport, allow_rewind: bool) -> None:
             p.confidence = "kept"
 
 
-def _apply(admin: object, report: TranslationReport) -> None:
+def _apply(admin: AdminClient, report: TranslationReport) -> None:
     commits: dict[str, dict[TP, int]] = {}
     for g in report.groups:
         if g.active:
@@ -362,7 +364,7 @@ def _apply(admin: object, report: TranslationReport) -> None:
         # not a failure to apply.
         if offsets:
             commits[g.group] = offsets
-    failed = alter_offsets_many(admin, commits)  # type: ignore[arg-type]
+    failed = alter_offsets_many(admin, commits)
     for g in report.groups:
         if g.group not in commits:
             continue

@@ -64,9 +64,9 @@ class Side:
     admin: AdminClient
     marks: dict[TP, tuple[int, int]]  # (low, end) per partition
 
-    def load_busy_partitions(self, queries_per_partition: Mapping[TP, int]) -> list[TP]:
+    def load_busy_partitions(self, queries_per_partition: Mapping[TP, int]) -> None:
         """Load the partitions that so many queries touch that reading them whole is cheaper
-        than looking each query up (busiest first, within LOAD_BUDGET). Returns them."""
+        than looking each query up (busiest first, within LOAD_BUDGET)."""
         chosen: dict[TP, tuple[int, int]] = {}
         budget = LOAD_BUDGET
         for tp, n in sorted(queries_per_partition.items(), key=lambda kv: -kv[1]):
@@ -78,7 +78,6 @@ class Side:
                 chosen[tp] = (low, end)
                 budget -= size
         self.reader.load(chosen)
-        return list(chosen)
 
     def timestamp_offsets(self, queries: Sequence[tuple[TP, int]]) -> list[int]:
         """ListOffsets(T) per (partition, T): from memory for loaded partitions."""
