@@ -9,7 +9,8 @@ from confluent_kafka import TopicPartition
 
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.connect_rest import ConnectClient
-from drctl.kafka.topics import is_internal_topic, list_topic_partitions, watermarks
+from drctl.kafka.groups import watermarks
+from drctl.kafka.topics import is_internal_topic, list_topic_partitions
 
 
 def mm2_replication_lag(source: ClusterClients, connect: ConnectClient,
@@ -29,9 +30,11 @@ def mm2_replication_lag(source: ClusterClients, connect: ConnectClient,
     try:
         partitions = [tp for tp in list_topic_partitions(consumer)
                       if not is_internal_topic(tp.topic)]
-        marks = watermarks(consumer, partitions)
     finally:
         consumer.close()
+    # The high watermark (not the last stable offset): lag counts every offset written.
+    marks = watermarks(source.admin(), [(tp.topic, tp.partition) for tp in partitions],
+                       read_committed=False)
     per_topic: dict[str, dict[str, int]] = defaultdict(lambda: {"partitions": 0, "behind": 0,
                                                                 "end": 0})
     for tp in partitions:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from confluent_kafka import OFFSET_END, Consumer, KafkaError, KafkaException, TopicPartition
 
 from drctl.kafka.clients import ClusterClients
+from drctl.kafka.groups import watermarks
 
 BATCH = 5000
 
@@ -105,11 +106,9 @@ def read_all(clients: ClusterClients, topic: str, *, timeout_s: float = 60.0,
         md = consumer.list_topics(topic, timeout=10).topics.get(topic)
         if md is None or md.error is not None:
             return []
-        ranges = {}
-        for p in md.partitions:
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10,
-                                                       cached=False)
-            ranges[(topic, p)] = (low, high)
+        # ListOffsets through the admin client, retried while a new topic's leaders settle.
+        ranges = watermarks(clients.admin(), [(topic, p) for p in md.partitions],
+                            read_committed=isolation == "read_committed")
         return sorted(read_ranges(consumer, ranges, timeout_s=timeout_s),
                       key=lambda r: (r.partition, r.offset))
     finally:

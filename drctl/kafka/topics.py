@@ -1,4 +1,4 @@
-"""Topic and partition metadata: listing, watermarks, internal-topic rules."""
+"""Topic and partition metadata: listing, leaders, internal-topic rules."""
 
 from __future__ import annotations
 
@@ -34,15 +34,6 @@ def partition_count(consumer: Consumer, topic: str, timeout_s: float = 10.0) -> 
     if tmeta is None or tmeta.error is not None:
         return None
     return len(tmeta.partitions)
-
-
-def watermarks(consumer: Consumer, partitions: Iterable[TopicPartition],
-               timeout_s: float = 10.0) -> dict[tuple[str, int], tuple[int, int]]:
-    """(low, high) per partition. High is the end offset for a read_committed reader's
-    purposes only once transactions are decided; it includes control markers."""
-    return {(tp.topic, tp.partition):
-            consumer.get_watermark_offsets(tp, timeout=timeout_s, cached=False)
-            for tp in partitions}
 
 
 def wait_for_leaders(admin: object, topics: Iterable[str], deadline_s: float = 30.0) -> None:

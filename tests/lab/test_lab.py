@@ -31,6 +31,19 @@ def wait_for_records(running: RunningLab, topic: str, count: int,
     raise AssertionError(f"{topic}: {len(records)} of {count} records replicated in time")
 
 
+def test_read_all_waits_out_leader_elections_of_a_new_topic(lab: RunningLab, ns: str) -> None:
+    """Right after creation a partition may answer NOT_LEADER: reading must ride that out."""
+    topics = tuple(f"{ns}-fresh-{i}" for i in range(4))
+    create_topics(lab.primary, topics, 16)
+    for topic in topics:  # at once: no waiting for leaders in between
+        assert read_all(lab.primary, topic, timeout_s=30) == []
+    producer = lab.primary.producer()
+    for p in range(16):
+        producer.produce(topics[-1], value=b"%d" % p, partition=p)
+    assert producer.flush(30) == 0
+    assert [r.value for r in read_all(lab.primary, topics[-1])] == [b"%d" % p for p in range(16)]
+
+
 def test_records_arrive_identical_on_secondary(any_lab: RunningLab, ns: str) -> None:
     topic = f"{ns}-fidelity"
     create_topics(any_lab.primary, (topic,), 3)
