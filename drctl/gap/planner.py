@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, ResourceType
 
 from drctl.config import Config, ReplicationSettings
@@ -19,7 +19,8 @@ from drctl.errors import CheckFailed, UsageError
 from drctl.gap.kafka_options import spark_kafka_options
 from drctl.gap.plan import DIFF, IDENTITY, GapPlan, Offsets, TopicPlan
 from drctl.kafka.clients import ClusterClients, describe_with_retry
-from drctl.kafka.retry import RetriesExhausted, RetryPolicy, retry_call
+from drctl.kafka.groups import list_offsets
+from drctl.kafka.retry import RetryPolicy
 from drctl.kafka.topics import is_internal_topic
 
 TopicOffsets = Mapping[str, Mapping[int, int]]
@@ -201,22 +202,14 @@ def _choose_topics(rep: ReplicationSettings, topics: Sequence[str] | None,
 
 def _list(admin: AdminClient, topic: str, partitions: Iterable[int],
           spec: OffsetSpec) -> dict[int, int]:
-    request = {TopicPartition(topic, p): spec for p in partitions}
-    if not request:
-        return {}
-
-    def once() -> dict[int, int]:
-        futures = admin.list_offsets(request, isolation_level=IsolationLevel.READ_COMMITTED,
-                                     request_timeout=_TIMEOUT_S)
-        return {tp.partition: int(f.result(timeout=_TIMEOUT_S + 5).offset)
-                for tp, f in futures.items()}
-
     try:
-        # A leader election (a broker restarting, a topic just created) passes in seconds.
-        return retry_call(once, RetryPolicy(0.5, 2.0, 4.0, 5), retry_on=(KafkaException,))
-    except RetriesExhausted as exc:
-        raise CheckFailed(f"Listing offsets of {topic} failed: {exc.last}.",
+        # Retried while a leader is elected (a broker restarting, a topic just created).
+        found = list_offsets(admin, {(topic, p): spec for p in partitions},
+                             timeout_s=_TIMEOUT_S)
+    except KafkaException as exc:
+        raise CheckFailed(f"Listing offsets of {topic} failed: {exc}.",
                           "Check that all its partitions have a leader.") from exc
+    return {p: offset for (_, p), offset in found.items()}
 
 
 def _by_time(admin: AdminClient, topic: str, partitions: list[int], start_ms: int,
