@@ -20,7 +20,8 @@ from pathlib import Path
 from bench.common import produce_keyed
 from drctl.config import StateSettings, load_config
 from drctl.kafka.clients import ClusterClients
-from drctl.kafka.groups import alter_offsets, watermarks
+from drctl.kafka.groups import alter_offsets
+from drctl.kafka.offsets import watermarks
 from drctl.lab.lab import Lab, LabPorts
 from drctl.lab.workload import create_topics
 from drctl.ops.failover import FailoverOptions, report_context, run_failover

@@ -25,7 +25,8 @@ from pathlib import Path
 from bench.common import produce_keyed
 from drctl.config import load_config
 from drctl.inspect_topics import read_checkpoints
-from drctl.kafka.groups import alter_offsets, watermarks
+from drctl.kafka.groups import alter_offsets
+from drctl.kafka.offsets import watermarks
 from drctl.lab.lab import Lab, LabPorts
 from drctl.lab.workload import create_topics
 from drctl.translate.engine import TranslateRequest, translate_offsets

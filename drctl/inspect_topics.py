@@ -53,7 +53,7 @@ from drctl.codecs.mm2 import (
 from drctl.config import ReplicationSettings
 from drctl.errors import DecodeError, DrctlError, Unreachable, UsageError
 from drctl.kafka.clients import ClusterClients
-from drctl.kafka.groups import watermarks
+from drctl.kafka.offsets import watermarks
 from drctl.kafka.retry import RetriesExhausted, RetryPolicy, retry_call
 
 BATCH = 10_000

@@ -19,7 +19,7 @@ from drctl.errors import CheckFailed, UsageError
 from drctl.gap.kafka_options import spark_kafka_options
 from drctl.gap.plan import DIFF, IDENTITY, GapPlan, Offsets, TopicPlan
 from drctl.kafka.clients import ClusterClients, describe_with_retry
-from drctl.kafka.groups import list_offsets
+from drctl.kafka.offsets import list_offsets
 from drctl.kafka.retry import RetryPolicy
 from drctl.kafka.topics import is_internal_topic
 

@@ -9,7 +9,7 @@ from confluent_kafka import TopicPartition
 
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.connect_rest import ConnectClient
-from drctl.kafka.groups import watermarks
+from drctl.kafka.offsets import watermarks
 from drctl.kafka.topics import is_internal_topic, list_topic_partitions
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from confluent_kafka import OFFSET_END, Consumer, KafkaError, KafkaException, TopicPartition
 
 from drctl.kafka.clients import ClusterClients
-from drctl.kafka.groups import watermarks
+from drctl.kafka.offsets import watermarks
 
 BATCH = 5000
 

@@ -17,7 +17,8 @@ from drctl.config import Config
 from drctl.errors import CheckFailed, Unreachable, UsageError
 from drctl.faults import crash_point
 from drctl.kafka.clients import ClusterClients, describe_with_retry
-from drctl.kafka.groups import group_states, list_groups, watermarks
+from drctl.kafka.groups import group_states, list_groups
+from drctl.kafka.offsets import watermarks
 from drctl.kafka.retry import RetryPolicy
 from drctl.kafka.topics import is_internal_topic, wait_for_leaders
 from drctl.ops.replication import Confirm, stop_forward

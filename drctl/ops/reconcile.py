@@ -14,7 +14,7 @@ from confluent_kafka.admin import NewTopic
 from drctl.config import Config
 from drctl.errors import DrctlError
 from drctl.kafka.clients import ClusterClients
-from drctl.kafka.groups import watermarks
+from drctl.kafka.offsets import watermarks
 from drctl.kafka.records import Record, read_ranges
 from drctl.kafka.topics import wait_for_leaders
 from drctl.ops.reverse import RECONCILED_HEADER, start_points

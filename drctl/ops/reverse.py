@@ -13,8 +13,9 @@ from drctl.config import Config
 from drctl.errors import DrctlError
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.connect_rest import ConnectorMissing
-from drctl.kafka.groups import alter_offsets, watermarks
+from drctl.kafka.groups import alter_offsets
 from drctl.kafka.mm2_connectors import MirrorFlow
+from drctl.kafka.offsets import watermarks
 from drctl.ops.replication import connect_client
 from drctl.reports import render
 from drctl.state import FailoverMarker, Offsets

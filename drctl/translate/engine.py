@@ -18,13 +18,8 @@ from drctl.config import Config
 from drctl.errors import UsageError
 from drctl.inspect_topics import read_checkpoints
 from drctl.kafka.clients import ClusterClients, describe_with_retry
-from drctl.kafka.groups import (
-    alter_offsets_many,
-    committed_offsets,
-    group_states,
-    list_groups,
-    watermarks,
-)
+from drctl.kafka.groups import alter_offsets_many, committed_offsets, group_states, list_groups
+from drctl.kafka.offsets import watermarks
 from drctl.kafka.retry import RetryPolicy
 from drctl.kafka.topics import is_internal_topic
 from drctl.translate.locate import MatchQuery, Side, last_records, match_records

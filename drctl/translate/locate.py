@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from drctl.fingerprint import fingerprint
-from drctl.kafka.groups import list_offsets_many
+from drctl.kafka.offsets import list_offsets_many
 from drctl.kafka.records import Record
 from drctl.translate.reader import MERGE_GAP, BatchReader, RangeRequest
 

@@ -1,0 +1,56 @@
+"""ListOffsets in batches: watermarks, last stable offsets and timestamp look-ups for many
+partitions per request, retried while leaders move."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from drctl.kafka.retry import RetriesExhausted, RetryPolicy, is_retriable, retry_call
+
+TP = tuple[str, int]
+
+
+def list_offsets(admin: AdminClient, specs: Mapping[TP, OffsetSpec], *,
+                 read_committed: bool = True, timeout_s: float = 60.0) -> dict[TP, int]:
+    """ListOffsets for many partitions in one request (per broker)."""
+    return list_offsets_many(admin, [specs], read_committed=read_committed,
+                             timeout_s=timeout_s)[0]
+
+
+def list_offsets_many(admin: AdminClient, batches: Sequence[Mapping[TP, OffsetSpec]], *,
+                      read_committed: bool = True, timeout_s: float = 60.0
+                      ) -> list[dict[TP, int]]:
+    """Several ListOffsets requests (a request may name a partition once): all are sent
+    before any answer is awaited."""
+    isolation = IsolationLevel.READ_COMMITTED if read_committed else \
+        IsolationLevel.READ_UNCOMMITTED
+
+    def ask() -> list[dict[TP, int]]:
+        pending = [admin.list_offsets({TopicPartition(t, p): spec
+                                       for (t, p), spec in b.items()},
+                                      isolation_level=isolation, request_timeout=timeout_s)
+                   if b else {} for b in batches]
+        return [{(tp.topic, tp.partition): fut.result(timeout=timeout_s).offset
+                 for tp, fut in futures.items()} for futures in pending]
+
+    # Right after a broker restart leadership can lag what metadata says: retry that.
+    try:
+        return retry_call(ask, RetryPolicy(initial_s=0.2, max_s=2, attempts=10),
+                          retry_on=(KafkaException,),
+                          give_up=lambda exc: not is_retriable(exc))
+    except RetriesExhausted as exc:
+        raise exc.last from None
+
+
+def watermarks(admin: AdminClient, partitions: Iterable[TP], *,
+               read_committed: bool = True) -> dict[TP, tuple[int, int]]:
+    """(low, end) per partition; with read_committed the end is the last stable offset."""
+    parts = list(partitions)
+    lows = list_offsets(admin, {tp: OffsetSpec.earliest() for tp in parts},
+                        read_committed=read_committed)
+    highs = list_offsets(admin, {tp: OffsetSpec.latest() for tp in parts},
+                         read_committed=read_committed)
+    return {tp: (lows[tp], highs[tp]) for tp in parts}
