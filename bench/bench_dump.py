@@ -126,7 +126,7 @@ def produce(bootstrap: str, topic: str, partitions: int, records: int) -> float:
 
 
 def child(mode: str, bootstrap: str, topic: str, config: str) -> None:
-    from drctl.inspect_topics import Kind, TopicDump
+    from drctl.inspect_topics import DumpKind, TopicDump
     from drctl.kafka.clients import ClusterClients
 
     rss_before = hwm_mib()
@@ -144,7 +144,7 @@ def child(mode: str, bootstrap: str, topic: str, config: str) -> None:
         records = -1  # counted by the parent from the summary line
     else:
         dump = TopicDump(ClusterClients("primary", {"bootstrap.servers": bootstrap}),
-                         Kind.consumer_timestamps, topic, latest=mode == "latest")
+                         DumpKind.consumer_timestamps, topic, latest=mode == "latest")
         total, seen = [0], [0]
 
         def start(n: int) -> None:

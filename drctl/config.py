@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from drctl.errors import ConfigError
+from drctl.retry import RetryPolicy
 from drctl.secrets import Redactor, UnresolvedReference, is_secret_key, resolve_references
 
 DEFAULT_CONFIG_PATH = Path("drctl.yaml")
@@ -102,17 +103,6 @@ class SparkSettings:
 
 
 @dataclass(frozen=True)
-class RetrySettings:
-    """Exponential backoff; defaults after Debezium's reconnect policy."""
-
-    initial_s: float = 1.0
-    multiplier: float = 2.0
-    max_s: float = 120.0
-    attempts: int = 16
-    deadline_s: float | None = None
-
-
-@dataclass(frozen=True)
 class Config:
     path: Path | None
     clusters: Mapping[str, Mapping[str, str]]
@@ -120,7 +110,7 @@ class Config:
     groups: NameFilter = NameFilter()
     state: StateSettings = StateSettings()
     spark: SparkSettings = SparkSettings()
-    retry: RetrySettings = RetrySettings()
+    retry: RetryPolicy = RetryPolicy()
     redactor: Redactor = field(default_factory=Redactor, compare=False, repr=False)
 
     def cluster(self, name: str) -> Mapping[str, str]:
@@ -372,11 +362,11 @@ class _Parser:
             conf={k: self.string(v, f"spark.conf.{k}") for k, v in conf_raw.items()},
         )
 
-    def retry(self, value: Any) -> RetrySettings:
+    def retry(self, value: Any) -> RetryPolicy:
         raw = self.mapping(value, "retry", _RETRY_KEYS)
-        defaults = RetrySettings()
+        defaults = RetryPolicy()
         deadline = raw.get("deadline_s")
-        return RetrySettings(
+        return RetryPolicy(
             initial_s=self.number(raw.get("initial_s", defaults.initial_s), "retry.initial_s"),
             multiplier=self.number(raw.get("multiplier", defaults.multiplier),
                                    "retry.multiplier", minimum=1),

@@ -54,7 +54,7 @@ from drctl.config import ReplicationSettings
 from drctl.errors import DecodeError, DrctlError, Unreachable, UsageError
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.offsets import watermarks
-from drctl.kafka.retry import RetriesExhausted, RetryPolicy, retry_call
+from drctl.retry import RetriesExhausted, RetryPolicy, retry_call
 
 BATCH = 10_000
 UNDECODABLE_SAMPLES = 20
@@ -62,28 +62,28 @@ UNDECODABLE_SAMPLES = 20
 Decoded = ConsumerTimestamp | Checkpoint | OffsetSync | Heartbeat
 
 
-class Kind(StrEnum):
+class DumpKind(StrEnum):
     consumer_timestamps = "consumer-timestamps"
     checkpoints = "checkpoints"
     offset_syncs = "offset-syncs"
     heartbeats = "heartbeats"
 
 
-_DECODERS: dict[Kind, Callable[[bytes | None, bytes | None], Any]] = {
-    Kind.consumer_timestamps: decode_consumer_timestamp,
-    Kind.checkpoints: decode_checkpoint,
-    Kind.offset_syncs: decode_offset_sync,
-    Kind.heartbeats: decode_heartbeat,
+_DECODERS: dict[DumpKind, Callable[[bytes | None, bytes | None], Any]] = {
+    DumpKind.consumer_timestamps: decode_consumer_timestamp,
+    DumpKind.checkpoints: decode_checkpoint,
+    DumpKind.offset_syncs: decode_offset_sync,
+    DumpKind.heartbeats: decode_heartbeat,
 }
 # Data columns per kind, in output order (CSV header, table columns).
-COLUMNS: dict[Kind, tuple[str, ...]] = {
-    Kind.consumer_timestamps: ("group", "topic", "partition", "timestamp_ms", "timestamp",
+COLUMNS: dict[DumpKind, tuple[str, ...]] = {
+    DumpKind.consumer_timestamps: ("group", "topic", "partition", "timestamp_ms", "timestamp",
                                "delta", "key_layout", "value_layout", "key_version",
                                "value_version"),
-    Kind.checkpoints: ("group", "topic", "partition", "upstream_offset", "downstream_offset",
+    DumpKind.checkpoints: ("group", "topic", "partition", "upstream_offset", "downstream_offset",
                        "metadata"),
-    Kind.offset_syncs: ("topic", "partition", "upstream_offset", "downstream_offset"),
-    Kind.heartbeats: ("source_alias", "target_alias", "timestamp_ms", "timestamp"),
+    DumpKind.offset_syncs: ("topic", "partition", "upstream_offset", "downstream_offset"),
+    DumpKind.heartbeats: ("source_alias", "target_alias", "timestamp_ms", "timestamp"),
 }
 RECORD_COLUMNS = ("record_partition", "record_offset", "record_timestamp_ms", "record_timestamp")
 
@@ -102,7 +102,7 @@ class Location:
     topic: str
 
 
-def resolve_location(kind: Kind, rep: ReplicationSettings | None, cluster: str | None = None,
+def resolve_location(kind: DumpKind, rep: ReplicationSettings | None, cluster: str | None = None,
                      topic: str | None = None) -> Location:
     """Where the topic lives, by Confluent's and MM2's defaults unless told: the
     `__consumer_timestamps` and offset-sync topics on the replication source, checkpoints and
@@ -114,15 +114,15 @@ def resolve_location(kind: Kind, rep: ReplicationSettings | None, cluster: str |
         return rep
 
     if cluster is None:
-        source_side = kind in (Kind.consumer_timestamps, Kind.offset_syncs)
+        source_side = kind in (DumpKind.consumer_timestamps, DumpKind.offset_syncs)
         settings = need("which cluster to read")
         cluster = settings.source if source_side else settings.target
     if topic is None:
-        if kind == Kind.consumer_timestamps:
+        if kind == DumpKind.consumer_timestamps:
             topic = "__consumer_timestamps"
-        elif kind == Kind.heartbeats:
+        elif kind == DumpKind.heartbeats:
             topic = "heartbeats"
-        elif kind == Kind.checkpoints:
+        elif kind == DumpKind.checkpoints:
             topic = f"{need('the source alias').source_alias}.checkpoints.internal"
         else:
             topic = f"mm2-offset-syncs.{need('the target alias').target_alias}.internal"
@@ -169,10 +169,11 @@ class DumpFilter:
     since_ms: int | None = None
     until_ms: int | None = None
 
-    def validate(self, kind: Kind) -> None:
-        if self.group is not None and kind not in (Kind.consumer_timestamps, Kind.checkpoints):
+    def validate(self, kind: DumpKind) -> None:
+        if (self.group is not None
+                and kind not in (DumpKind.consumer_timestamps, DumpKind.checkpoints)):
             raise UsageError(f"--group does not apply to {kind.value} (they name no group).")
-        if self.topic is not None and kind == Kind.heartbeats:
+        if self.topic is not None and kind == DumpKind.heartbeats:
             raise UsageError("--topic does not apply to heartbeats (they name no topic).")
         for option, pattern in (("--group", self.group), ("--topic", self.topic)):
             if pattern is not None:
@@ -204,7 +205,7 @@ class DumpFilter:
 
 @dataclass(slots=True)
 class DumpRow:
-    kind: Kind
+    kind: DumpKind
     value: Decoded
     record_partition: int
     record_offset: int
@@ -271,7 +272,7 @@ class Undecodable:
 
 @dataclass
 class DumpStats:
-    kind: Kind
+    kind: DumpKind
     cluster: str
     topic: str
     latest: bool
@@ -295,7 +296,7 @@ class DumpStats:
                 "undecodable": self.undecodable, "partitions": self.partitions,
                 "latest": self.latest, "stopped_at_limit": self.stopped_at_limit,
                 "elapsed_s": round(self.elapsed_s, 3),
-                "note": LAYOUT_NOTE if self.kind == Kind.consumer_timestamps else None}
+                "note": LAYOUT_NOTE if self.kind == DumpKind.consumer_timestamps else None}
 
 
 @dataclass
@@ -304,7 +305,7 @@ class TopicDump:
     iteration ends."""
 
     clients: ClusterClients
-    kind: Kind
+    kind: DumpKind
     topic: str
     filter: DumpFilter = DumpFilter()
     latest: bool = False
@@ -466,8 +467,8 @@ class TopicDump:
         return ranges
 
 
-def _missing_hint(kind: Kind) -> str:
-    if kind == Kind.consumer_timestamps:
+def _missing_hint(kind: DumpKind) -> str:
+    if kind == DumpKind.consumer_timestamps:
         return ("No consumer with Confluent's ConsumerTimestampsInterceptor has committed on "
                 "this cluster, or the topic has another name: pass --cluster/--topic-name.")
     return ("Is MirrorMaker 2 running with these cluster aliases (replication.source_alias/"
@@ -539,7 +540,7 @@ def read_checkpoints(clients: ClusterClients, topic: str, *,
                      on_undecodable: Callable[[Undecodable], None] | None = None,
                      ) -> dict[tuple[str, str, int], Checkpoint]:
     """The latest checkpoint per (group, target topic, partition)."""
-    dump = TopicDump(clients, Kind.checkpoints, topic, latest=True, policy=policy, samples=0,
+    dump = TopicDump(clients, DumpKind.checkpoints, topic, latest=True, policy=policy, samples=0,
                      on_undecodable=on_undecodable)
     out: dict[tuple[str, str, int], Checkpoint] = {}
     for row in dump:
@@ -554,7 +555,7 @@ def read_offset_syncs(clients: ClusterClients, topic: str, *,
                       ) -> dict[tuple[str, int], list[OffsetSync]]:
     """Every offset sync per (source topic, partition), sorted by upstream offset; syncs with
     equal upstream offsets keep the order they were written in (the last is the newest)."""
-    dump = TopicDump(clients, Kind.offset_syncs, topic, policy=policy, samples=0,
+    dump = TopicDump(clients, DumpKind.offset_syncs, topic, policy=policy, samples=0,
                      on_undecodable=on_undecodable)
     out: dict[tuple[str, int], list[OffsetSync]] = {}
     for row in dump:

@@ -5,6 +5,7 @@ In a wheel they live in `drctl/_data/`; in a source checkout (editable install) 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 _PACKAGE = Path(__file__).resolve().parent
@@ -23,3 +24,10 @@ def templates_dir() -> Path:
 
 def runbooks_dir() -> Path:
     return data_dir("runbooks")
+
+def cache_dir() -> Path:
+    """Where downloaded jars and distributions are kept ($DRCTL_CACHE_DIR, else the XDG cache)."""
+    if os.environ.get("DRCTL_CACHE_DIR"):
+        return Path(os.environ["DRCTL_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "drctl"

@@ -19,6 +19,7 @@ from typing import Any
 
 from confluent_kafka.admin import NewTopic
 
+from drctl.config import Config
 from drctl.errors import DrctlError, UsageError
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.records import read_all
@@ -175,3 +176,9 @@ class MarkerStore:
                 return m
         raise UsageError(f"No failover marker '{incident}'.",
                          "List incidents with `drctl status`.")
+
+
+def marker_store(config: Config, cluster: str | None) -> MarkerStore:
+    """The store for `config`: the local state dir, plus the state topic on `cluster`."""
+    clients = ClusterClients.for_cluster(config, cluster) if cluster else None
+    return MarkerStore(config.state.dir, config.state.topic, clients)

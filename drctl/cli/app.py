@@ -23,7 +23,7 @@ from drctl.cli import (
 )
 from drctl.cli.state import CURRENT
 from drctl.errors import DrctlError, ExitStatus
-from drctl.render import OutputFormat, Terminal
+from drctl.terminal import OutputFormat, Terminal
 
 app = typer.Typer(
     name="drctl",

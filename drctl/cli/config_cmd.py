@@ -11,8 +11,7 @@ from drctl.cli.state import CURRENT, OutputOption
 from drctl.config import config_as_data
 from drctl.errors import ExitStatus
 from drctl.kafka.clients import check_clusters
-from drctl.kafka.retry import RetryPolicy
-from drctl.render import OutputFormat
+from drctl.terminal import OutputFormat
 
 app = typer.Typer(help="Show and check the configuration.", no_args_is_help=True)
 
@@ -38,7 +37,7 @@ def check(
     """Connect to every cluster: id, broker count, controller, round-trip time."""
     config = CURRENT.config()
     term = CURRENT.terminal(output)
-    policy = RetryPolicy.from_settings(config.retry, deadline_s=deadline)
+    policy = config.retry.with_deadline(deadline)
     results, failures = check_clusters(
         config, policy, on_retry=lambda c, n, exc, delay: term.warn(
             f"{c}: attempt {n} failed ({exc}); retrying in {delay:.0f} s"))

@@ -18,17 +18,16 @@ from drctl.inspect_topics import (
     COLUMNS,
     RECORD_COLUMNS,
     DumpFilter,
+    DumpKind,
     DumpRow,
     DumpStats,
-    Kind,
     TopicDump,
     iso_ms,
     parse_time,
     resolve_location,
 )
 from drctl.kafka.clients import ClusterClients
-from drctl.kafka.retry import RetryPolicy
-from drctl.render import OutputFormat, Terminal
+from drctl.terminal import OutputFormat, Terminal
 
 TABLE_ROWS = 1000  # a table is for reading; jsonl/csv stream everything
 
@@ -40,8 +39,8 @@ class Format(StrEnum):
 
 
 def dump_consumer_timestamps(
-    kind: Annotated[Kind, typer.Option(
-        case_sensitive=False, help="Which topic to decode.")] = Kind.consumer_timestamps,
+    kind: Annotated[DumpKind, typer.Option(
+        case_sensitive=False, help="Which topic to decode.")] = DumpKind.consumer_timestamps,
     cluster: Annotated[str | None, typer.Option(
         help="Cluster to read (default: the replication source for consumer-timestamps and "
              "offset-syncs, the target for checkpoints and heartbeats).")] = None,
@@ -86,8 +85,8 @@ def dump_consumer_timestamps(
     clients = ClusterClients.for_cluster(config, where.cluster)
     dump = TopicDump(clients, kind, where.topic, filt, latest=latest, limit=limit,
                      samples=show_undecodable,
-                     policy=RetryPolicy.from_settings(config.retry, deadline_s=deadline))
-    if kind == Kind.consumer_timestamps:
+                     policy=config.retry.with_deadline(deadline))
+    if kind == DumpKind.consumer_timestamps:
         term.warn(LAYOUT_NOTE)
     term.step(f"Reading {where.topic} on '{where.cluster}'"
               + (" (latest per key)" if latest else ""))
@@ -125,7 +124,7 @@ def _jsonl(term: Terminal, dump: TopicDump) -> None:
     sys.stdout.flush()
 
 
-def _csv(term: Terminal, dump: TopicDump, kind: Kind) -> None:
+def _csv(term: Terminal, dump: TopicDump, kind: DumpKind) -> None:
     columns = [*COLUMNS[kind], *RECORD_COLUMNS, "provenance_hex"]
     writer = csv.writer(sys.stdout, lineterminator="\n")
     writer.writerow(columns)
@@ -153,10 +152,10 @@ def _collect(dump: TopicDump, limit: int | None) -> list[DumpRow]:
 
 
 _TABLE_COLUMNS = {
-    Kind.consumer_timestamps: ["group", "topic", "part", "timestamp", "delta", "layout"],
-    Kind.checkpoints: ["group", "topic", "part", "upstream", "downstream", "metadata"],
-    Kind.offset_syncs: ["topic", "part", "upstream", "downstream"],
-    Kind.heartbeats: ["source", "target", "timestamp"],
+    DumpKind.consumer_timestamps: ["group", "topic", "part", "timestamp", "delta", "layout"],
+    DumpKind.checkpoints: ["group", "topic", "part", "upstream", "downstream", "metadata"],
+    DumpKind.offset_syncs: ["topic", "part", "upstream", "downstream"],
+    DumpKind.heartbeats: ["source", "target", "timestamp"],
 }
 
 
@@ -182,7 +181,7 @@ def _time(ms: int) -> str:
     return str(ms) if text is None else text[:23].replace("T", " ")
 
 
-def _table(term: Terminal, kind: Kind, rows: list[DumpRow], stats: DumpStats) -> None:
+def _table(term: Terminal, kind: DumpKind, rows: list[DumpRow], stats: DumpStats) -> None:
     view = "latest per key" if stats.latest else "history"
     term.table(f"{stats.topic} on '{stats.cluster}' ({view}; times in UTC)",
                [*_TABLE_COLUMNS[kind], "record", "written"],

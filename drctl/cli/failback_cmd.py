@@ -13,7 +13,7 @@ from drctl.cli.state import CURRENT, OutputOption
 from drctl.cli.translate_cmd import render_report
 from drctl.ops.failback import FailbackOptions, run_failback, write_failback_report
 from drctl.ops.gap_step import DEFAULT_LOOKBACK_S, gap_finder
-from drctl.render import OutputFormat
+from drctl.terminal import OutputFormat
 
 
 def failback_command(

@@ -12,8 +12,8 @@ from drctl.cli.confirm import confirm_or_abort, operator_confirms
 from drctl.cli.state import CURRENT, OutputOption
 from drctl.cli.translate_cmd import render_report
 from drctl.ops.failover import FailoverOptions, report_context, run_failover
-from drctl.render import OutputFormat
 from drctl.reports import write_report
+from drctl.terminal import OutputFormat
 
 
 def failover_command(

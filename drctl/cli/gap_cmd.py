@@ -29,9 +29,8 @@ from drctl.gap.quarantine import quarantine
 from drctl.gap.result import GapResult
 from drctl.gap.runner import run_gap_analysis, spark_submit_command
 from drctl.kafka.clients import ClusterClients
-from drctl.ops.failover import marker_store
-from drctl.render import OutputFormat, Terminal
-from drctl.state import FailoverMarker
+from drctl.state import FailoverMarker, marker_store
+from drctl.terminal import OutputFormat, Terminal
 
 CONFLICT_ROWS = 20
 

@@ -13,7 +13,7 @@ from drctl.cli.state import CURRENT, OutputOption
 from drctl.kafka.clients import ClusterClients
 from drctl.lab.lab import Lab, LabPorts
 from drctl.lab.workload import WorkloadSpec, run_workload
-from drctl.render import OutputFormat, human_bytes
+from drctl.terminal import OutputFormat, human_bytes
 
 app = typer.Typer(help="A local DR lab: primary and secondary Kafka clusters plus MirrorMaker 2.",
                   no_args_is_help=True)

@@ -21,7 +21,6 @@ from rich.prompt import Confirm
 from drctl.cli.state import CURRENT, OutputOption
 from drctl.config import Config, config_as_data
 from drctl.errors import UsageError
-from drctl.render import OutputFormat, Terminal
 from drctl.runbook.actions import builtin_registry
 from drctl.runbook.executor import (
     Executor,
@@ -44,6 +43,7 @@ from drctl.runbook.variables import (
     resolve_variables,
 )
 from drctl.secrets import Redactor
+from drctl.terminal import OutputFormat, Terminal
 
 app = typer.Typer(help="Runbooks: DR procedures as data — validate, plan, run, resume.",
                   no_args_is_help=True, pretty_exceptions_show_locals=False)

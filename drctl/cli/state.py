@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from drctl.config import Config, config_path_from, load_config
-from drctl.render import OutputFormat, Terminal
+from drctl.terminal import OutputFormat, Terminal
 
 
 @dataclass

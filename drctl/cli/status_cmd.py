@@ -8,7 +8,7 @@ import typer
 
 from drctl.cli.state import CURRENT, OutputOption
 from drctl.ops.status import collect_status
-from drctl.render import OutputFormat
+from drctl.terminal import OutputFormat
 
 
 def status_command(

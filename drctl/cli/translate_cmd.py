@@ -8,7 +8,7 @@ import typer
 
 from drctl.cli.state import CURRENT, OutputOption
 from drctl.errors import ExitStatus
-from drctl.render import OutputFormat
+from drctl.terminal import OutputFormat
 from drctl.translate.engine import TranslateRequest, translate_offsets
 from drctl.translate.model import TranslationReport
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from drctl.config import SparkSettings
 from drctl.errors import DrctlError
-from drctl.lab.jars import cache_dir
+from drctl.resources import cache_dir
 
 CONNECTOR = "spark-sql-kafka-0-10_2.13"
 TOKEN_PROVIDER = "spark-token-provider-kafka-0-10_2.13"
@@ -29,7 +29,7 @@ _JAR = re.compile(r"^(?P<artifact>.+?)-(?P<version>\d+\.\d+[\w.\-]*)\.jar$")
 Notify = Callable[[str], None]
 
 
-class ConnectorMissing(DrctlError):
+class SparkConnectorMissing(DrctlError):
     """Spark's Kafka connector is not available; the hint says what to run."""
 
 
@@ -82,7 +82,7 @@ def resolve_connector(settings: SparkSettings, *, download: bool = True,
     if settings.jars or settings.packages:
         missing = [j for j in settings.jars if not Path(j).exists()]
         if missing:
-            raise ConnectorMissing(f"spark.jars lists files that do not exist: "
+            raise SparkConnectorMissing(f"spark.jars lists files that do not exist: "
                                    f"{', '.join(missing)}.",
                                    "Fix the paths in the config, or remove spark.jars to let "
                                    "drctl fetch the connector from Maven Central.")
@@ -106,8 +106,8 @@ def _cached(version: str) -> Connector | None:
     return Connector(jars, (), "cache", versions)
 
 
-def _missing(version: str, why: str) -> ConnectorMissing:
-    return ConnectorMissing(
+def _missing(version: str, why: str) -> SparkConnectorMissing:
+    return SparkConnectorMissing(
         f"Spark's Kafka connector for PySpark {version} is missing: {why}.",
         f"Install Maven and run `{fetch_command(version)}` (then the same with "
         f"-Dconnector.artifact={TOKEN_PROVIDER}), or list the jars in the config's "

@@ -17,7 +17,7 @@ PLAN_SCHEMA = 1
 DIFF = "diff"  # replicator, mirrormaker2: offsets differ, multiset difference on fingerprints
 IDENTITY = "identity"  # offsets equal: the gap is [F, source end)
 
-Offsets = dict[int, int]
+PartitionOffsets = dict[int, int]
 
 
 @dataclass
@@ -25,15 +25,15 @@ class TopicPlan:
     source_topic: str
     target_topic: str
     partitions: list[int]
-    source_start: Offsets
-    source_end: Offsets
-    target_start: Offsets
-    target_end: Offsets  # the failover point F, or the target's end when none was given
+    source_start: PartitionOffsets
+    source_end: PartitionOffsets
+    target_start: PartitionOffsets
+    target_end: PartitionOffsets  # the failover point F, or the target's end when none was given
     compare_timestamps: bool
     # --check-order: the failover topic's post-failover writes [post_start, post_end)
     failover_topic: str | None = None
-    post_start: Offsets | None = None
-    post_end: Offsets | None = None
+    post_start: PartitionOffsets | None = None
+    post_end: PartitionOffsets | None = None
 
     def source_ranges(self) -> dict[int, tuple[int, int]]:
         return {p: (self.source_start[p], self.source_end[p]) for p in self.partitions}
@@ -99,7 +99,7 @@ class GapPlan:
         return data
 
 
-def _offsets(raw: dict[str, int] | None) -> Offsets | None:
+def _offsets(raw: dict[str, int] | None) -> PartitionOffsets | None:
     return None if raw is None else {int(p): int(o) for p, o in raw.items()}
 
 

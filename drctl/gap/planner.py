@@ -17,10 +17,9 @@ from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, Resou
 from drctl.config import Config, ReplicationSettings
 from drctl.errors import CheckFailed, UsageError
 from drctl.gap.kafka_options import spark_kafka_options
-from drctl.gap.plan import DIFF, IDENTITY, GapPlan, Offsets, TopicPlan
+from drctl.gap.plan import DIFF, IDENTITY, GapPlan, PartitionOffsets, TopicPlan
 from drctl.kafka.clients import ClusterClients, describe_with_retry
 from drctl.kafka.offsets import list_offsets
-from drctl.kafka.retry import RetryPolicy
 from drctl.kafka.topics import is_internal_topic
 
 TopicOffsets = Mapping[str, Mapping[int, int]]
@@ -70,7 +69,7 @@ def plan_gap_analysis(
     rep = config.require_replication()
     src = ClusterClients.for_cluster(config, rep.source)
     dst = ClusterClients.for_cluster(config, rep.target)
-    policy = RetryPolicy.from_settings(config.retry, deadline_s=30)
+    policy = config.retry.with_deadline(30)
     for clients in (src, dst):
         describe_with_retry(clients, policy)
     src_admin, dst_admin = src.admin(), dst.admin()
@@ -248,7 +247,7 @@ _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000,
             "w": 604_800_000}
 
 
-def parse_offsets(text: str, topics: Sequence[str], option: str) -> dict[str, Offsets]:
+def parse_offsets(text: str, topics: Sequence[str], option: str) -> dict[str, PartitionOffsets]:
     """`--source-end`/`--target-end`/`--failover-start`: JSON `{"topic": {"0": 12}}`, or for a
     single topic JSON `{"0": 12}` or `0:12,1:40`. Keys are the topics the option is about."""
     text = text.strip()
@@ -272,14 +271,15 @@ def parse_offsets(text: str, topics: Sequence[str], option: str) -> dict[str, Of
     return _single(topics, pairs, option)
 
 
-def _int_map(raw: Mapping[str, object], option: str) -> Offsets:
+def _int_map(raw: Mapping[str, object], option: str) -> PartitionOffsets:
     try:
         return {int(p): int(str(o)) for p, o in raw.items()}
     except ValueError as exc:
         raise UsageError(f"{option}: partitions and offsets must be integers.") from exc
 
 
-def _single(topics: Sequence[str], offsets: Offsets, option: str) -> dict[str, Offsets]:
+def _single(topics: Sequence[str], offsets: PartitionOffsets,
+            option: str) -> dict[str, PartitionOffsets]:
     if len(topics) != 1:
         raise UsageError(f"{option}: offsets without a topic name need exactly one topic.",
                          'Name the topics: {"orders": {"0": 120}}.')
@@ -310,8 +310,8 @@ def parse_time_ms(text: str) -> int:
     return int(moment.timestamp() * 1000)
 
 
-def rekey(offsets: Mapping[str, Offsets] | None, topics: Sequence[str],
-          rep: ReplicationSettings, to: str) -> dict[str, Offsets] | None:
+def rekey(offsets: Mapping[str, PartitionOffsets] | None, topics: Sequence[str],
+          rep: ReplicationSettings, to: str) -> dict[str, PartitionOffsets] | None:
     """Option offsets named by source topic, re-keyed by the mirror topic (`to="mirror"`) or
     the failover topic (`to="failover"`) the planner expects; other names stay as given."""
     if offsets is None:

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from drctl.config import SparkSettings
 from drctl.errors import DrctlError
-from drctl.gap.jars import Connector, ConnectorMissing, resolve_connector
+from drctl.gap.jars import Connector, SparkConnectorMissing, resolve_connector
 from drctl.gap.plan import GapPlan, SparkJobSettings
 from drctl.gap.result import GapResult
 
@@ -134,7 +134,7 @@ def _failure(outcome: dict[str, Any], log: Path, debug: bool, plan: GapPlan) -> 
     error = outcome.get("error") or {}
     where = "its output is above" if debug else f"read {log}"
     if error.get("kind") == "connector-missing":
-        return ConnectorMissing(
+        return SparkConnectorMissing(
             "Spark could not load its Kafka connector ('Failed to find data source: kafka').",
             "Check the jars in the config's spark.jars / spark.packages match the installed "
             f"PySpark, or remove them to let drctl fetch the connector ({where}).")

@@ -13,7 +13,7 @@ from confluent_kafka.admin import AdminClient
 
 from drctl.config import Config
 from drctl.errors import Unreachable
-from drctl.kafka.retry import RetriesExhausted, RetryPolicy, retry_call
+from drctl.retry import RetriesExhausted, RetryPolicy, retry_call
 
 # librdkafka logs every refused connection; route it to Python logging (quiet unless --debug).
 _LIBRDKAFKA_LOG = logging.getLogger("drctl.librdkafka")

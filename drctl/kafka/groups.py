@@ -14,7 +14,8 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient
 
-from drctl.kafka.retry import RetryPolicy, is_retriable
+from drctl.kafka.retriable import is_retriable
+from drctl.retry import RetryPolicy
 
 TP = tuple[str, int]
 

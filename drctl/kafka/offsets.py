@@ -8,7 +8,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from drctl.kafka.retry import RetriesExhausted, RetryPolicy, is_retriable, retry_call
+from drctl.kafka.retriable import is_retriable
+from drctl.retry import RetriesExhausted, RetryPolicy, retry_call
 
 TP = tuple[str, int]
 

@@ -13,18 +13,13 @@ from importlib import resources
 from pathlib import Path
 
 from drctl.errors import LabError
+from drctl.resources import cache_dir
 
 # 4.4.0 is on Maven Central for kafka_2.13 and kafka-clients only (connect-runtime, connect-mirror
 # and kafka-tools are missing), so the newest complete 4.x release is the default.
 DEFAULT_KAFKA_VERSION = "4.3.1"
 KAFKA_JAR = re.compile(r"^kafka_2\.13-(\d+\.\d+\.\d+)\.jar$")
 
-
-def cache_dir() -> Path:
-    if os.environ.get("DRCTL_CACHE_DIR"):
-        return Path(os.environ["DRCTL_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "drctl"
 
 
 @dataclass(frozen=True)

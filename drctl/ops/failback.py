@@ -18,12 +18,10 @@ from drctl.errors import CheckFailed, Unreachable, UsageError
 from drctl.faults import crash_point
 from drctl.kafka.clients import ClusterClients, describe_with_retry
 from drctl.kafka.records import Record
-from drctl.kafka.retry import RetryPolicy
-from drctl.ops.failover import marker_store
 from drctl.ops.reconcile import copy_safe_records, quarantine_records
 from drctl.ops.replication import forward_stopped
 from drctl.ops.reverse import start_reverse_replication, wait_reverse_caught_up
-from drctl.state import FailoverMarker
+from drctl.state import FailoverMarker, marker_store
 from drctl.translate.engine import TranslateRequest, translate_offsets
 from drctl.translate.model import TranslationReport
 
@@ -94,8 +92,7 @@ def preflight(config: Config, marker: FailoverMarker, opts: FailbackOptions) -> 
     for name in (rep.target, rep.source):
         clients = ClusterClients.for_cluster(config, name)
         try:
-            describe_with_retry(clients, RetryPolicy.from_settings(config.retry,
-                                                                   opts.deadline_s))
+            describe_with_retry(clients, config.retry.with_deadline(opts.deadline_s))
         except Unreachable as exc:
             raise Unreachable(f"{exc.message} Failback needs both clusters.",
                               f"Bring '{name}' back first; the marker {marker.incident} waits.") \

@@ -19,10 +19,9 @@ from drctl.faults import crash_point
 from drctl.kafka.clients import ClusterClients, describe_with_retry
 from drctl.kafka.groups import group_states, list_groups
 from drctl.kafka.offsets import watermarks
-from drctl.kafka.retry import RetryPolicy
 from drctl.kafka.topics import is_internal_topic, wait_for_leaders
 from drctl.ops.replication import Confirm, stop_forward
-from drctl.state import FailoverMarker, MarkerStore, Offsets
+from drctl.state import FailoverMarker, Offsets, marker_store
 from drctl.translate.engine import TranslateRequest, translate_offsets
 from drctl.translate.locate import MatchQuery, Side, last_records, match_records
 from drctl.translate.model import TranslationReport
@@ -55,11 +54,6 @@ class FailoverResult:
     resumed: bool = False
 
 
-def marker_store(config: Config, cluster: str | None) -> MarkerStore:
-    clients = ClusterClients.for_cluster(config, cluster) if cluster else None
-    return MarkerStore(config.state.dir, config.state.topic, clients)
-
-
 def _source_topics(config: Config, clients: ClusterClients) -> dict[str, int]:
     rep = config.require_replication()
     topics = clients.admin().list_topics(timeout=30).topics
@@ -71,7 +65,7 @@ def preflight(config: Config, opts: FailoverOptions, notify: Notify) -> dict[str
     rep = config.require_replication()
     src = ClusterClients.for_cluster(config, rep.source)
     dst = ClusterClients.for_cluster(config, rep.target)
-    policy = RetryPolicy.from_settings(config.retry, opts.source_deadline_s)
+    policy = config.retry.with_deadline(opts.source_deadline_s)
     notify(f"Preflight: {rep.target} must be reachable")
     target_info = describe_with_retry(dst, policy)
     try:

@@ -9,9 +9,8 @@ from drctl.errors import DrctlError
 from drctl.kafka.clients import ClusterClients, describe_with_retry
 from drctl.kafka.groups import group_states, list_groups
 from drctl.kafka.lag import mm2_replication_lag
-from drctl.kafka.retry import RetryPolicy
-from drctl.ops.failover import marker_store
 from drctl.ops.replication import connect_client, connector_states
+from drctl.state import marker_store
 
 
 def pending_stop_warnings(config: Config) -> list[str]:
@@ -28,7 +27,7 @@ def pending_stop_warnings(config: Config) -> list[str]:
 
 
 def collect_status(config: Config, deadline_s: float = 5.0) -> dict[str, Any]:
-    policy = RetryPolicy.from_settings(config.retry, deadline_s)
+    policy = config.retry.with_deadline(deadline_s)
     clusters: dict[str, dict[str, Any]] = {}
     for name in config.clusters:
         clients = ClusterClients.for_cluster(config, name)

@@ -323,11 +323,10 @@ def _config_check(ctx: ActionContext, *, deadline: float = 30.0) -> dict[str, An
     """Connect to every configured cluster; fails (exit 4) when one does not answer."""
     from drctl.errors import Unreachable
     from drctl.kafka.clients import check_clusters
-    from drctl.kafka.retry import RetryPolicy
 
     config = ctx.config
     results, failures = check_clusters(config,
-                                       RetryPolicy.from_settings(config.retry, deadline))
+                                       config.retry.with_deadline(deadline))
     if failures:
         raise Unreachable(" ".join(f.message for f in failures))
     return {"clusters": results, "reachable": [c["cluster"] for c in results]}

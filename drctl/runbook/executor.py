@@ -26,8 +26,8 @@ from typing import Any
 from drctl import __version__
 from drctl.config import Config, config_as_data
 from drctl.errors import DrctlError, ExitStatus
-from drctl.kafka.retry import RetriesExhausted, RetryPolicy, retry_call
-from drctl.render import to_jsonable
+from drctl.jsonable import to_jsonable
+from drctl.retry import RetriesExhausted, RetryPolicy, retry_call
 from drctl.runbook.actions import Action, ActionContext, CoercionError, Registry
 from drctl.runbook.checks import ToleranceError, evaluate
 from drctl.runbook.journal import (

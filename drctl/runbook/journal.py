@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from drctl.errors import UsageError
-from drctl.render import to_jsonable
+from drctl.jsonable import to_jsonable
 from drctl.runbook.templating import plain
 from drctl.secrets import Redactor
 

@@ -20,7 +20,7 @@ import yaml
 
 from drctl.config import type_name
 from drctl.errors import UsageError
-from drctl.kafka.retry import RetryPolicy
+from drctl.retry import RetryPolicy
 from drctl.runbook.actions import Registry
 from drctl.runbook.model import (
     APPROVE_VAR,

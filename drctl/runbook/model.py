@@ -12,7 +12,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from drctl.kafka.retry import RetryPolicy
+from drctl.retry import RetryPolicy
 
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Pre-approvals are variables `approve.<step>`; no input may take the name.

@@ -20,8 +20,8 @@ from drctl.inspect_topics import read_checkpoints
 from drctl.kafka.clients import ClusterClients, describe_with_retry
 from drctl.kafka.groups import alter_offsets_many, committed_offsets, group_states, list_groups
 from drctl.kafka.offsets import watermarks
-from drctl.kafka.retry import RetryPolicy
 from drctl.kafka.topics import is_internal_topic
+from drctl.retry import RetryPolicy
 from drctl.translate.locate import MatchQuery, Side, last_records, match_records
 from drctl.translate.model import METHODS, GroupResult, PartitionResult, TranslationReport
 from drctl.translate.reader import BatchReader
@@ -80,8 +80,8 @@ def translate_offsets(config: Config, req: TranslateRequest,
     to_topic = _topic_mapper(config, req.source, req.target)
     src = ClusterClients.for_cluster(config, req.source)
     dst = ClusterClients.for_cluster(config, req.target)
-    describe_with_retry(dst, RetryPolicy.from_settings(config.retry, req.source_deadline_s))
-    source_up = _reachable(src, RetryPolicy.from_settings(config.retry, req.source_deadline_s),
+    describe_with_retry(dst, config.retry.with_deadline(req.source_deadline_s))
+    source_up = _reachable(src, config.retry.with_deadline(req.source_deadline_s),
                            required=req.method in ("exact", "timestamp"))
     method = req.method
     report = TranslationReport(req.source, req.target, req.method, req.apply, source_up)

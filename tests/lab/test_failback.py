@@ -19,7 +19,7 @@ from drctl.cli.app import main
 from drctl.config import load_config
 from drctl.kafka.records import Record, read_all
 from drctl.lab.workload import commit_offsets, create_topics, partition_for
-from drctl.ops.failover import marker_store
+from drctl.state import marker_store
 from tests.conftest import RunningLab
 from tests.lab.test_failover import run_json, scoped_config
 from tests.lab.test_translate import wait_replicated

@@ -19,7 +19,7 @@ from confluent_kafka.admin import NewPartitions
 from drctl.cli.app import main
 from drctl.config import load_config
 from drctl.lab.workload import WorkloadSpec, commit_offsets, create_topics, run_workload
-from drctl.ops.failover import marker_store
+from drctl.state import marker_store
 from tests.conftest import RunningLab
 from tests.lab.test_translate import wait_replicated
 

@@ -100,14 +100,14 @@ def test_connector_from_the_config(tmp_path: Path) -> None:
     jar.write_bytes(b"")
     got = jars.resolve_connector(SparkSettings(jars=(str(jar),), packages=("g:a:1",)))
     assert (got.jars, got.packages, got.source) == ((str(jar),), ("g:a:1",), "config")
-    with pytest.raises(jars.ConnectorMissing, match="do not exist"):
+    with pytest.raises(jars.SparkConnectorMissing, match="do not exist"):
         jars.resolve_connector(SparkSettings(jars=(str(tmp_path / "missing.jar"),)))
 
 
 def test_connector_missing_says_what_to_run(tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DRCTL_CACHE_DIR", str(tmp_path))
-    with pytest.raises(jars.ConnectorMissing) as err:
+    with pytest.raises(jars.SparkConnectorMissing) as err:
         jars.resolve_connector(SparkSettings(), download=False)
     assert "mvn -B -f" in str(err.value.hint) and "spark.packages" in str(err.value.hint)
 

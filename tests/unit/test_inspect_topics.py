@@ -18,9 +18,9 @@ from drctl.config import parse_config
 from drctl.errors import UsageError
 from drctl.inspect_topics import (
     DumpFilter,
+    DumpKind,
     DumpRow,
     DumpStats,
-    Kind,
     Location,
     Undecodable,
     parse_time,
@@ -37,22 +37,22 @@ CONFIG = {
 
 def test_default_locations_follow_mm2_and_confluent_defaults() -> None:
     rep = parse_config(CONFIG).replication
-    assert resolve_location(Kind.consumer_timestamps, rep) == \
+    assert resolve_location(DumpKind.consumer_timestamps, rep) == \
         Location("dc1", "__consumer_timestamps")
-    assert resolve_location(Kind.checkpoints, rep) == Location("dc2", "A.checkpoints.internal")
-    assert resolve_location(Kind.offset_syncs, rep) == \
+    assert resolve_location(DumpKind.checkpoints, rep) == Location("dc2", "A.checkpoints.internal")
+    assert resolve_location(DumpKind.offset_syncs, rep) == \
         Location("dc1", "mm2-offset-syncs.B.internal")
-    assert resolve_location(Kind.heartbeats, rep) == Location("dc2", "heartbeats")
-    assert resolve_location(Kind.checkpoints, rep, "dc1", "x") == Location("dc1", "x")
+    assert resolve_location(DumpKind.heartbeats, rep) == Location("dc2", "heartbeats")
+    assert resolve_location(DumpKind.checkpoints, rep, "dc1", "x") == Location("dc1", "x")
 
 
 def test_locations_without_replication_need_explicit_names() -> None:
-    assert resolve_location(Kind.consumer_timestamps, None, "dc1") == \
+    assert resolve_location(DumpKind.consumer_timestamps, None, "dc1") == \
         Location("dc1", "__consumer_timestamps")
     with pytest.raises(UsageError, match="which cluster"):
-        resolve_location(Kind.heartbeats, None)
+        resolve_location(DumpKind.heartbeats, None)
     with pytest.raises(UsageError, match="source alias"):
-        resolve_location(Kind.checkpoints, None, "dc2")
+        resolve_location(DumpKind.checkpoints, None, "dc2")
 
 
 def test_parse_time() -> None:
@@ -66,7 +66,7 @@ def test_parse_time() -> None:
 
 def test_filters() -> None:
     filt = DumpFilter(group="app-.*", topic="orders", since_ms=100, until_ms=200)
-    filt.validate(Kind.checkpoints)
+    filt.validate(DumpKind.checkpoints)
     test = filt.predicate()
     assert test is not None
     assert test(Checkpoint("app-1", "orders", 0, 1, 1))
@@ -78,20 +78,20 @@ def test_filters() -> None:
 
 
 @pytest.mark.parametrize(("filt", "kind", "message"), [
-    (DumpFilter(group="g"), Kind.offset_syncs, "--group does not apply"),
-    (DumpFilter(group="g"), Kind.heartbeats, "--group does not apply"),
-    (DumpFilter(topic="t"), Kind.heartbeats, "--topic does not apply"),
-    (DumpFilter(topic="("), Kind.checkpoints, "not a valid regex"),
-    (DumpFilter(since_ms=5, until_ms=5), Kind.checkpoints, "--since must be before"),
+    (DumpFilter(group="g"), DumpKind.offset_syncs, "--group does not apply"),
+    (DumpFilter(group="g"), DumpKind.heartbeats, "--group does not apply"),
+    (DumpFilter(topic="t"), DumpKind.heartbeats, "--topic does not apply"),
+    (DumpFilter(topic="("), DumpKind.checkpoints, "not a valid regex"),
+    (DumpFilter(since_ms=5, until_ms=5), DumpKind.checkpoints, "--since must be before"),
 ])
-def test_filter_usage_errors(filt: DumpFilter, kind: Kind, message: str) -> None:
+def test_filter_usage_errors(filt: DumpFilter, kind: DumpKind, message: str) -> None:
     with pytest.raises(UsageError, match=message):
         filt.validate(kind)
 
 
 def test_row_shapes() -> None:
     ct = ConsumerTimestamp("g", "t", 1, 1714564800000, 7, "gtp", "ts+delta")
-    row = DumpRow(Kind.consumer_timestamps, ct, 4, 10, 1714564800001,
+    row = DumpRow(DumpKind.consumer_timestamps, ct, 4, 10, 1714564800001,
                   Provenance(b"\x01ab", ("ab",), ()))
     data = row.as_dict()
     assert data["type"] == "consumer-timestamp"
@@ -100,14 +100,14 @@ def test_row_shapes() -> None:
     assert (data["delta"], data["value_layout"], data["record_offset"]) == (7, "ts+delta", 10)
     assert data["provenance"] == {"hex": "016162", "strings": ["ab"], "timestamps_ms": []}
     assert row.key() == ("g", "t", 1)
-    assert DumpRow(Kind.offset_syncs, OffsetSync("t", 2, 5, 6), 0, 0, 0).key() == ("t", 2)
-    assert DumpRow(Kind.heartbeats, Heartbeat("A", "B", 0), 0, 0, 0).key() == ("A", "B")
+    assert DumpRow(DumpKind.offset_syncs, OffsetSync("t", 2, 5, 6), 0, 0, 0).key() == ("t", 2)
+    assert DumpRow(DumpKind.heartbeats, Heartbeat("A", "B", 0), 0, 0, 0).key() == ("A", "B")
     json.dumps(data)
     bad = Undecodable(0, 3, 0, None, b"\x01", "why").as_dict()
     assert bad["type"] == "undecodable" and bad["key_hex"] is None and bad["value_hex"] == "01"
-    summary = DumpStats(Kind.consumer_timestamps, "dc1", "__consumer_timestamps", False)
+    summary = DumpStats(DumpKind.consumer_timestamps, "dc1", "__consumer_timestamps", False)
     assert "inferred" in summary.as_dict()["note"]
-    assert DumpStats(Kind.checkpoints, "dc2", "x", True).as_dict()["note"] is None
+    assert DumpStats(DumpKind.checkpoints, "dc2", "x", True).as_dict()["note"] is None
 
 
 def _app() -> typer.Typer:

@@ -4,7 +4,7 @@ import pytest
 
 from drctl import __version__
 from drctl.cli.app import main
-from drctl.kafka.retry import RetriesExhausted, RetryPolicy, retry_call
+from drctl.retry import RetriesExhausted, RetryPolicy, retry_call
 from drctl.secrets import Redactor, mask_mapping
 
 

@@ -11,25 +11,25 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
-from confluent_kafka import KafkaError
-
-from drctl.config import RetrySettings
-
 T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class RetryPolicy:
+    """Exponential backoff; defaults after Debezium's reconnect policy (1 s doubling to 120 s,
+    16 attempts)."""
+
     initial_s: float = 1.0
     multiplier: float = 2.0
     max_s: float = 120.0
     attempts: int = 16
     deadline_s: float | None = None
 
-    @classmethod
-    def from_settings(cls, settings: RetrySettings, deadline_s: float | None = None) -> RetryPolicy:
-        return cls(settings.initial_s, settings.multiplier, settings.max_s, settings.attempts,
-                   deadline_s if deadline_s is not None else settings.deadline_s)
+    def with_deadline(self, deadline_s: float | None) -> RetryPolicy:
+        """The same policy under another overall deadline (None keeps this one's)."""
+        if deadline_s is None:
+            return self
+        return RetryPolicy(self.initial_s, self.multiplier, self.max_s, self.attempts, deadline_s)
 
     def delays(self) -> Iterator[float]:
         """The waits between attempts: attempts - 1 of them."""
@@ -83,17 +83,3 @@ def retry_call(
             if on_retry is not None:
                 on_retry(attempt, exc, delay)
             sleep(delay)
-
-
-# Broker answers that pass once a coordinator or leader has moved; librdkafka does not flag
-# all of them retriable. UNKNOWN_TOPIC_OR_PART: a topic created a moment ago.
-RETRIABLE_CODES = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-                   KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.REBALANCE_IN_PROGRESS,
-                   KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
-                   KafkaError.UNKNOWN_TOPIC_OR_PART}
-
-
-def is_retriable(exc: BaseException) -> bool:
-    """A KafkaException a broker may stop raising in a moment (coordinator or leader moving)."""
-    err = exc.args[0] if exc.args else None
-    return isinstance(err, KafkaError) and (err.code() in RETRIABLE_CODES or err.retriable())

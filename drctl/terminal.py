@@ -1,4 +1,6 @@
-"""Output: Rich for people on stderr, JSON for scripts on stdout, Jinja2 for reports.
+"""The terminal: Rich for people on stderr, data (JSON, tables, YAML) for scripts on stdout.
+
+Reports are rendered elsewhere (`drctl.reports`).
 
 One `Terminal` per process; commands never print any other way.
 """
@@ -9,9 +11,7 @@ import json
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import date, datetime
-from enum import Enum, StrEnum
-from pathlib import Path
+from enum import StrEnum
 from typing import Any
 
 from rich.console import Console
@@ -19,6 +19,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from drctl.jsonable import to_jsonable
 from drctl.secrets import Redactor
 
 
@@ -27,20 +28,6 @@ class OutputFormat(StrEnum):
     json = "json"
 
 
-def to_jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [to_jsonable(v) for v in value]
-    if isinstance(value, (datetime, date)):
-        return value.isoformat()
-    if isinstance(value, Path):
-        return str(value)
-    if isinstance(value, Enum):
-        return value.value
-    if isinstance(value, bytes):
-        return value.hex()
-    return value
 
 
 class Terminal:
