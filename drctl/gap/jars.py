@@ -13,20 +13,20 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 from drctl.config import SparkSettings
 from drctl.errors import DrctlError
+from drctl.progress import Notify
 from drctl.resources import cache_dir
 
 CONNECTOR = "spark-sql-kafka-0-10_2.13"
 TOKEN_PROVIDER = "spark-token-provider-kafka-0-10_2.13"
 _JAR = re.compile(r"^(?P<artifact>.+?)-(?P<version>\d+\.\d+[\w.\-]*)\.jar$")
 
-Notify = Callable[[str], None]
 
 
 class SparkConnectorMissing(DrctlError):

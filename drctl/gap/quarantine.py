@@ -3,7 +3,7 @@ headers and timestamp, in source offset order."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import NewTopic
@@ -11,8 +11,6 @@ from confluent_kafka.admin import NewTopic
 from drctl.errors import CheckFailed, DrctlError
 from drctl.gap.result import GapRecord, GapResult
 from drctl.kafka.clients import ClusterClients
-
-Notify = Callable[[str], None]
 
 
 def quarantine_name(pattern: str, source_topic: str) -> str:

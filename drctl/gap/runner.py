@@ -13,7 +13,6 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -22,8 +21,8 @@ from drctl.errors import DrctlError
 from drctl.gap.jars import Connector, SparkConnectorMissing, resolve_connector
 from drctl.gap.plan import GapPlan, SparkJobSettings
 from drctl.gap.result import GapResult
+from drctl.progress import Notify
 
-Notify = Callable[[str], None]
 WORK_DIR = ".work"
 _PHASES = {"starting": "Starting Spark", "diff": "Comparing fingerprints",
            "duplicates": "Matching identical copies", "overlap": "Comparing the overlap",

@@ -15,9 +15,8 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient
 
 from drctl.kafka.retriable import is_retriable
+from drctl.kafka.topics import TP
 from drctl.retry import RetryPolicy
-
-TP = tuple[str, int]
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,8 @@ from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from drctl.kafka.retriable import is_retriable
+from drctl.kafka.topics import TP
 from drctl.retry import RetriesExhausted, RetryPolicy, retry_call
-
-TP = tuple[str, int]
 
 
 def list_offsets(admin: AdminClient, specs: Mapping[TP, OffsetSpec], *,

@@ -8,6 +8,8 @@ from collections.abc import Iterable
 
 from confluent_kafka import Consumer, TopicPartition
 
+TP = tuple[str, int]  # a topic-partition
+
 _INTERNAL = re.compile(r"^(__.*|_drctl.*|connect-.*|mm2-.*|.*[\-\.]internal|heartbeats|"
                        r".*\.heartbeats|.*\.drctl-quarantine)$")
 

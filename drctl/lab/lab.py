@@ -9,7 +9,6 @@ import base64
 import json
 import os
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,8 +21,8 @@ from drctl.kafka.connect_rest import ConnectClient, ConnectError
 from drctl.kafka.mm2_connectors import MirrorFlow
 from drctl.lab.jars import KafkaDistribution, java_major, require_java, resolve_kafka
 from drctl.lab.processes import ManagedProcess, port_in_use, wait_until
+from drctl.progress import Notify
 
-Notify = Callable[[str], None]
 COMPONENTS = ("primary", "secondary", "connect")
 FAILABLE = {"primary": "primary", "secondary": "secondary", "replication": "connect",
             "connect": "connect"}

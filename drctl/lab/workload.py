@@ -21,8 +21,7 @@ from confluent_kafka.admin import NewTopic
 from drctl.errors import UsageError
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.groups import alter_offsets
-
-Notify = Callable[[str], None]
+from drctl.progress import Notify
 
 
 @dataclass(frozen=True)

@@ -21,11 +21,11 @@ from drctl.kafka.records import Record
 from drctl.ops.reconcile import copy_safe_records, quarantine_records
 from drctl.ops.replication import forward_stopped
 from drctl.ops.reverse import start_reverse_replication, wait_reverse_caught_up
+from drctl.progress import Notify
 from drctl.state import FailoverMarker, marker_store
 from drctl.translate.engine import TranslateRequest, translate_offsets
 from drctl.translate.model import TranslationReport
 
-Notify = Callable[[str], None]
 RECONCILE_MODES = ("copy-safe", "quarantine", "none")
 
 

@@ -7,7 +7,6 @@ incident skips what is done, so a crash at any point is finished by running it a
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,14 +20,12 @@ from drctl.kafka.groups import group_states, list_groups
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.topics import is_internal_topic, wait_for_leaders
 from drctl.ops.replication import Confirm, stop_forward
+from drctl.progress import Notify
 from drctl.state import FailoverMarker, Offsets, marker_store
 from drctl.translate.engine import TranslateRequest, translate_offsets
 from drctl.translate.locate import MatchQuery, Side, last_records, match_records
 from drctl.translate.model import TranslationReport
 from drctl.translate.reader import BatchReader, RangeRequest
-
-Notify = Callable[[str], None]
-TP = tuple[str, int]
 
 
 @dataclass(frozen=True)

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from drctl.config import Config
 from drctl.kafka.records import Record
 from drctl.ops.failback import GapFinder, GapOutcome
+from drctl.progress import Notify
 from drctl.state import FailoverMarker
 
-Notify = Callable[[str], None]
 DEFAULT_LOOKBACK_S = 3600.0  # covers any replicator lag worth a failover
 
 

@@ -5,7 +5,6 @@ second failback prerequisite)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +16,12 @@ from drctl.kafka.groups import alter_offsets
 from drctl.kafka.mm2_connectors import MirrorFlow
 from drctl.kafka.offsets import watermarks
 from drctl.ops.replication import connect_client
+from drctl.progress import Notify
 from drctl.reports import render
 from drctl.state import FailoverMarker, Offsets
 from drctl.translate.locate import MatchQuery, Side, last_records, match_records
 from drctl.translate.reader import BatchReader
 
-Notify = Callable[[str], None]
 RECONCILED_HEADER = "drctl-reconciled"
 
 

@@ -25,9 +25,8 @@ from pathlib import Path
 from typing import Any, Union
 
 from drctl.config import Config
+from drctl.progress import Notify
 from drctl.secrets import Redactor
-
-Notify = Callable[[str], None]
 
 
 @dataclass

@@ -20,14 +20,13 @@ from drctl.inspect_topics import read_checkpoints
 from drctl.kafka.clients import ClusterClients, describe_with_retry
 from drctl.kafka.groups import alter_offsets_many, committed_offsets, group_states, list_groups
 from drctl.kafka.offsets import watermarks
-from drctl.kafka.topics import is_internal_topic
+from drctl.kafka.topics import TP, is_internal_topic
+from drctl.progress import Notify
 from drctl.retry import RetryPolicy
 from drctl.translate.locate import MatchQuery, Side, last_records, match_records
 from drctl.translate.model import METHODS, GroupResult, PartitionResult, TranslationReport
 from drctl.translate.reader import BatchReader
 
-TP = tuple[str, int]
-Notify = Callable[[str], None]
 # Groups that belong to Kafka Connect, MirrorMaker 2 or drctl, never to an application.
 _INTERNAL_GROUP = re.compile(r"^(connect-.*|__.*|drctl-.*|_.*)$")
 

@@ -19,9 +19,9 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from drctl.fingerprint import fingerprint
 from drctl.kafka.offsets import list_offsets_many
 from drctl.kafka.records import Record
+from drctl.kafka.topics import TP
 from drctl.translate.reader import MERGE_GAP, BatchReader, RangeRequest
 
-TP = tuple[str, int]
 FIRST_CHUNK = 256
 
 

@@ -20,8 +20,8 @@ from itertools import accumulate
 
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.records import Record, read_ranges
+from drctl.kafka.topics import TP
 
-TP = tuple[str, int]
 MERGE_GAP = 20_000  # offsets: closer ranges are read as one
 
 
