@@ -10,7 +10,7 @@ import typer
 
 from drctl.cli.confirm import confirm_or_abort
 from drctl.cli.state import CURRENT, OutputOption
-from drctl.cli.translate_cmd import render_report
+from drctl.cli.views import render_translation
 from drctl.ops.failback import FailbackOptions, run_failback, write_failback_report
 from drctl.ops.gap_step import DEFAULT_LOOKBACK_S, gap_finder
 from drctl.terminal import OutputFormat
@@ -71,7 +71,7 @@ def failback_command(
                 f"{k}={v}" for k, v in step.items() if k != "step"))
         return
     if result.translation_report is not None:
-        render_report(result.translation_report)
+        render_translation(result.translation_report)
     term.success(f"Failback of {result.marker.incident} done; the incident is closed.")
     for p in paths:
         term.info(f"  report: {p}")

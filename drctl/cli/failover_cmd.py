@@ -10,7 +10,7 @@ import typer
 
 from drctl.cli.confirm import confirm_or_abort, operator_confirms
 from drctl.cli.state import CURRENT, OutputOption
-from drctl.cli.translate_cmd import render_report
+from drctl.cli.views import render_translation
 from drctl.ops.failover import FailoverOptions, report_context, run_failover
 from drctl.reports import write_report
 from drctl.terminal import OutputFormat
@@ -62,7 +62,7 @@ def failover_command(
             term.info(f"  • {step['step']}: " + ", ".join(
                 f"{k}={v}" for k, v in step.items() if k != "step"))
         if result.translation_report is not None:
-            render_report(result.translation_report)
+            render_translation(result.translation_report)
         return
     if marker.replication_stop == "pending":
         term.warn("Replication could not be stopped (Connect unreachable): stop it before it "
