@@ -13,6 +13,7 @@ from drctl.cli.state import CURRENT, OutputOption
 from drctl.cli.views import render_translation
 from drctl.ops.failback import FailbackOptions, run_failback, write_failback_report
 from drctl.ops.gap_step import DEFAULT_LOOKBACK_S, gap_finder
+from drctl.ops.reconcile import ReconcileMode
 from drctl.terminal import OutputFormat
 
 
@@ -20,10 +21,10 @@ def failback_command(
     check_order: Annotated[bool, typer.Option(
         "--check-order/--no-check-order",
         help="Classify every unreplicated record safe, conflict or unkeyed.")] = True,
-    reconcile: Annotated[str, typer.Option(
+    reconcile: Annotated[ReconcileMode, typer.Option(
         help="copy-safe: copy safe records to the failover topics and quarantine the rest; "
              "quarantine: quarantine every gap record; none: leave the gap alone.")]
-    = "copy-safe",
+    = ReconcileMode.COPY_SAFE,
     incident: Annotated[str | None, typer.Option(help="The incident to fail back.")] = None,
     groups: Annotated[str, typer.Option(help="Regex of groups to move back.")] = ".*",
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; change nothing.")]

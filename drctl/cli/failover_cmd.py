@@ -14,6 +14,7 @@ from drctl.cli.views import render_translation
 from drctl.ops.failover import FailoverOptions, report_context, run_failover
 from drctl.reports import write_report
 from drctl.terminal import OutputFormat
+from drctl.translate.model import TranslateMethod
 
 
 def failover_command(
@@ -25,7 +26,8 @@ def failover_command(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
     = False,
     groups: Annotated[str, typer.Option(help="Regex of groups to translate.")] = ".*",
-    method: Annotated[str, typer.Option(help="Offset translation method.")] = "auto",
+    method: Annotated[TranslateMethod, typer.Option(help="Offset translation method.")]
+    = TranslateMethod.AUTO,
     incident: Annotated[str | None, typer.Option(help="Continue this incident.")] = None,
     source_deadline: Annotated[float, typer.Option(
         help="Seconds to retry the source before treating it as down.")] = 20.0,

@@ -11,6 +11,7 @@ from drctl.cli.views import render_translation
 from drctl.errors import ExitStatus
 from drctl.terminal import OutputFormat
 from drctl.translate.engine import TranslateRequest, translate_offsets
+from drctl.translate.model import TranslateMethod
 
 
 def translate_offsets_command(
@@ -20,8 +21,9 @@ def translate_offsets_command(
     target: Annotated[str | None, typer.Option(
         "--to", help="Cluster they move to (default: the replication target).")] = None,
     groups: Annotated[str, typer.Option(help="Regex on group ids (whole name).")] = ".*",
-    method: Annotated[str, typer.Option(
-        help="auto | exact | timestamp | checkpoint | identity.")] = "auto",
+    method: Annotated[TranslateMethod, typer.Option(
+        help="Offset translation method (auto: by replication kind and whether the source "
+             "answers).")] = TranslateMethod.AUTO,
     apply: Annotated[bool, typer.Option(
         "--apply", help="Commit the translated offsets (only to groups with no active "
                         "members on the target).")] = False,

@@ -17,38 +17,20 @@ from drctl.config import Config
 from drctl.errors import CheckFailed, Unreachable, UsageError
 from drctl.faults import crash_point
 from drctl.kafka.clients import ClusterClients, describe_with_retry
-from drctl.kafka.records import Record
-from drctl.ops.reconcile import copy_safe_records, quarantine_records
+from drctl.ops.reconcile import GapOutcome, ReconcileMode, reconcile
 from drctl.ops.replication import forward_stopped
 from drctl.ops.reverse import start_reverse_replication, wait_reverse_caught_up
 from drctl.progress import Notify
 from drctl.state import FailoverMarker, marker_store
 from drctl.translate.engine import TranslateRequest, translate_offsets
-from drctl.translate.model import TranslationReport
-
-RECONCILE_MODES = ("copy-safe", "quarantine", "none")
-
-
-@dataclass
-class GapOutcome:
-    """What the gap analysis found, classified (DESIGN section 5)."""
-
-    safe: list[Record] = field(default_factory=list)
-    conflict: list[Record] = field(default_factory=list)
-    unkeyed: list[Record] = field(default_factory=list)
-    summary: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def total(self) -> int:
-        return len(self.safe) + len(self.conflict) + len(self.unkeyed)
-
+from drctl.translate.model import TranslateMethod, TranslationReport
 
 GapFinder = Callable[[Config, FailoverMarker, Notify], GapOutcome]
 
 
 @dataclass(frozen=True)
 class FailbackOptions:
-    reconcile: str = "copy-safe"
+    reconcile: ReconcileMode = ReconcileMode.COPY_SAFE
     check_order: bool = True
     incident: str | None = None
     groups: str = ".*"
@@ -113,9 +95,10 @@ def preflight(config: Config, marker: FailoverMarker, opts: FailbackOptions) -> 
 
 def run_failback(config: Config, opts: FailbackOptions, gap_finder: GapFinder, *,
                  notify: Notify = lambda _: None) -> FailbackResult:
-    if opts.reconcile not in RECONCILE_MODES:
+    if opts.reconcile not in set(ReconcileMode):  # library callers may pass plain text
         raise UsageError(f"Unknown reconcile mode '{opts.reconcile}'.",
-                         f"Use one of {', '.join(RECONCILE_MODES)}.")
+                         f"Use one of {', '.join(ReconcileMode)}.")
+    mode = ReconcileMode(opts.reconcile)
     rep = config.require_replication()
     marker = _open_marker(config, opts.incident)
     store = marker_store(config, rep.target)
@@ -129,20 +112,12 @@ def run_failback(config: Config, opts: FailbackOptions, gap_finder: GapFinder, *
         gap = gap_finder(config, marker, notify)
         result.gap = {**gap.summary, "safe": len(gap.safe), "conflict": len(gap.conflict),
                       "unkeyed": len(gap.unkeyed)}
-        result.plan.append({"step": "reconcile", "mode": opts.reconcile, **result.gap})
+        result.plan.append({"step": "reconcile", "mode": mode.value, **result.gap})
         if not opts.dry_run:
             marker.record("failback:gap", result.gap)
             store.save(marker)
-            done: dict[str, Any] = {"mode": opts.reconcile}
-            if opts.reconcile == "copy-safe":
-                done["copy_safe"] = copy_safe_records(config, marker, gap.safe)
-                done["quarantine"] = quarantine_records(config, marker,
-                                                        gap.conflict + gap.unkeyed, out_dir)
-            elif opts.reconcile == "quarantine":
-                done["quarantine"] = quarantine_records(
-                    config, marker, gap.safe + gap.conflict + gap.unkeyed, out_dir)
-            result.reconcile = done
-            marker.record("failback:reconcile", done)
+            result.reconcile = reconcile(mode, config, marker, gap, out_dir).as_dict()
+            marker.record("failback:reconcile", result.reconcile)
             store.save(marker)
             crash_point("failback:reconcile")
     else:
@@ -167,7 +142,7 @@ def run_failback(config: Config, opts: FailbackOptions, gap_finder: GapFinder, *
 
     if not marker.done("failback:translate-offsets"):
         report = translate_offsets(config, TranslateRequest(
-            rep.target, rep.source, groups=opts.groups, method="exact",
+            rep.target, rep.source, groups=opts.groups, method=TranslateMethod.EXACT,
             apply=not opts.dry_run), notify=notify)
         result.translation = report.as_dict()
         result.translation_report = report
@@ -179,7 +154,7 @@ def run_failback(config: Config, opts: FailbackOptions, gap_finder: GapFinder, *
 
     if not opts.dry_run:
         marker.status = "closed"
-        marker.record("failback", {"reconcile": opts.reconcile})
+        marker.record("failback", {"reconcile": mode.value})
         store.save(marker)
     return result
 

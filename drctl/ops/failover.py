@@ -24,7 +24,7 @@ from drctl.progress import Notify
 from drctl.state import FailoverMarker, Offsets, marker_store
 from drctl.translate.engine import TranslateRequest, translate_offsets
 from drctl.translate.locate import MatchQuery, Side, last_records, match_records
-from drctl.translate.model import TranslationReport
+from drctl.translate.model import TranslateMethod, TranslationReport
 from drctl.translate.reader import BatchReader, RangeRequest
 
 
@@ -33,7 +33,7 @@ class FailoverOptions:
     planned: bool = False
     dry_run: bool = False
     groups: str = ".*"
-    method: str = "auto"
+    method: TranslateMethod = TranslateMethod.AUTO
     incident: str | None = None  # continue this one (default: the open one, if any)
     source_deadline_s: float = 20.0
     quiesce_s: float = 2.0  # planned: source ends must not move for this long

@@ -1,11 +1,17 @@
 """Reconcile the gap: copy `safe` records into the failover topics (never twice), quarantine
-`conflict` records to a topic and a file."""
+`conflict` records to a topic and a file.
+
+A mode is a `ReconcileMode`; `reconcile(mode, ...)` is the one entry point, so a new mode is a
+new member and a new branch here (plus its block in the failback report templates).
+"""
 
 from __future__ import annotations
 
 import base64
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +27,57 @@ from drctl.ops.reverse import RECONCILED_HEADER, start_points
 from drctl.state import FailoverMarker
 
 QUARANTINE_SUFFIX = ".drctl-quarantine"
+
+
+class ReconcileMode(StrEnum):
+    """What failback does with the gap's records."""
+
+    COPY_SAFE = "copy-safe"  # copy safe records to the failover topics, quarantine the rest
+    QUARANTINE = "quarantine"  # quarantine every gap record
+    NONE = "none"  # leave the gap alone
+
+
+@dataclass
+class GapOutcome:
+    """What the gap analysis found, classified (DESIGN section 5)."""
+
+    safe: list[Record] = field(default_factory=list)
+    conflict: list[Record] = field(default_factory=list)
+    unkeyed: list[Record] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return len(self.safe) + len(self.conflict) + len(self.unkeyed)
+
+
+@dataclass(frozen=True)
+class ReconcileOutcome:
+    mode: ReconcileMode
+    copy_safe: dict[str, int] | None = None  # {"copied", "skipped"}
+    quarantine: dict[str, Any] | None = None  # {"file", "topics", "count"}
+
+    def as_dict(self) -> dict[str, Any]:
+        """As the marker records it and the failback report reads it: a key per part done."""
+        data: dict[str, Any] = {"mode": self.mode.value}
+        if self.copy_safe is not None:
+            data["copy_safe"] = self.copy_safe
+        if self.quarantine is not None:
+            data["quarantine"] = self.quarantine
+        return data
+
+
+def reconcile(mode: ReconcileMode, config: Config, marker: FailoverMarker, gap: GapOutcome,
+              out_dir: Path) -> ReconcileOutcome:
+    """Apply `mode` to the gap; a re-run of the same incident copies nothing twice."""
+    if mode == ReconcileMode.COPY_SAFE:
+        copied = copy_safe_records(config, marker, gap.safe)
+        return ReconcileOutcome(mode, copy_safe=copied, quarantine=quarantine_records(
+            config, marker, gap.conflict + gap.unkeyed, out_dir))
+    if mode == ReconcileMode.QUARANTINE:
+        return ReconcileOutcome(mode, quarantine=quarantine_records(
+            config, marker, gap.safe + gap.conflict + gap.unkeyed, out_dir))
+    return ReconcileOutcome(mode)
 
 
 def reconcile_tag(marker: FailoverMarker, rec: Record) -> bytes:

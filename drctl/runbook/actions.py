@@ -7,7 +7,9 @@ executor coerces rendered values (`"3"` -> 3 for an `int`) when it calls the act
 
 Read-only actions (`read_only=True`) change nothing; only they may fetch a check's value,
 because checks also run in plans. Actions are called in-process; Kafka and lab modules are
-imported inside the functions so loading a runbook stays fast.
+imported inside the functions so loading a runbook stays fast. The mode enums parameters are
+typed with (`ReconcileMode`, `TranslateMethod`) are imported here: the loader checks literal
+values against them before a run.
 
 To add one:
 
@@ -21,12 +23,15 @@ import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Any, Union
 
 from drctl.config import Config
+from drctl.ops.reconcile import ReconcileMode
 from drctl.progress import Notify
 from drctl.secrets import Redactor
+from drctl.translate.model import TranslateMethod
 
 
 @dataclass
@@ -127,6 +132,8 @@ def _leaves(value: Any) -> list[Any]:
 
 
 def _type_name(annotation: Any) -> str:
+    if isinstance(annotation, type) and issubclass(annotation, Enum):
+        return "|".join(str(m.value) for m in annotation)  # the choices, as Typer lists them
     if typing.get_origin(annotation) is None and isinstance(annotation, type):
         return annotation.__name__
     return str(annotation).replace("typing.", "")
@@ -202,6 +209,12 @@ def coerce(value: Any, annotation: Any) -> Any:
         if isinstance(value, (str, Path)):
             return Path(value)
         raise CoercionError(f"expected a path, got {value!r}")
+    if isinstance(annotation, type) and issubclass(annotation, Enum):
+        try:
+            return annotation(value)
+        except (ValueError, TypeError):
+            choices = ", ".join(str(m.value) for m in annotation)
+            raise CoercionError(f"expected one of {choices}, got {value!r}") from None
     raise CoercionError(f"cannot pass a value to a parameter of type {_type_name(annotation)}")
 
 
@@ -221,8 +234,10 @@ class Registry:
                 continue  # the ActionContext
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
                 raise ValueError(f"action '{name}': *args/**kwargs cannot be typed parameters")
-            params.append(Param(pname, hints.get(pname, Any), p.default is p.empty,
-                                None if p.default is p.empty else p.default))
+            default = None if p.default is p.empty else p.default
+            if isinstance(default, Enum):
+                default = default.value  # shown as a runbook writes it
+            params.append(Param(pname, hints.get(pname, Any), p.default is p.empty, default))
         action = Action(name, func, tuple(params),
                         help or (inspect.getdoc(func) or "").split("\n")[0], read_only,
                         needs_config)
@@ -342,8 +357,9 @@ def _status(ctx: ActionContext, *, deadline: float = 5.0) -> dict[str, Any]:
 
 
 def _translate_offsets(ctx: ActionContext, *, source: str | None = None,
-                       target: str | None = None, groups: str = ".*", method: str = "auto",
-                       apply: bool = False, allow_rewind: bool = False) -> dict[str, Any]:
+                       target: str | None = None, groups: str = ".*",
+                       method: TranslateMethod = TranslateMethod.AUTO, apply: bool = False,
+                       allow_rewind: bool = False) -> dict[str, Any]:
     """Translate consumer-group offsets between clusters (`drctl translate-offsets`)."""
     from drctl.translate.engine import TranslateRequest, translate_offsets
 
@@ -358,7 +374,8 @@ def _translate_offsets(ctx: ActionContext, *, source: str | None = None,
 
 
 def _failover(ctx: ActionContext, *, planned: bool = False, groups: str = ".*",
-              method: str = "auto", source_deadline: float = 20.0) -> dict[str, Any]:
+              method: TranslateMethod = TranslateMethod.AUTO,
+              source_deadline: float = 20.0) -> dict[str, Any]:
     """Fail over from the replication source to its target (`drctl failover --yes`)."""
     from dataclasses import asdict
 
@@ -384,8 +401,9 @@ def _failover(ctx: ActionContext, *, planned: bool = False, groups: str = ".*",
             "reports": [str(p) for p in paths]}
 
 
-def _failback(ctx: ActionContext, *, reconcile: str = "copy-safe", groups: str = ".*",
-              incident: str | None = None, lookback: float = 3600.0) -> dict[str, Any]:
+def _failback(ctx: ActionContext, *, reconcile: ReconcileMode = ReconcileMode.COPY_SAFE,
+              groups: str = ".*", incident: str | None = None,
+              lookback: float = 3600.0) -> dict[str, Any]:
     """Fail back with --check-order (`drctl failback --yes`): gap analysis (Spark),
     reconcile, reverse replication from the failover point, offsets back."""
     from drctl.ops.failback import FailbackOptions, run_failback, write_failback_report

@@ -28,9 +28,18 @@ no-checkpoint | start (nothing consumed).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Any
 
-METHODS = ("auto", "exact", "timestamp", "checkpoint", "identity")
+
+class TranslateMethod(StrEnum):
+    """How positions are translated; `auto` picks one by replication kind and reachability."""
+
+    AUTO = "auto"
+    EXACT = "exact"
+    TIMESTAMP = "timestamp"
+    CHECKPOINT = "checkpoint"
+    IDENTITY = "identity"
 
 
 @dataclass
