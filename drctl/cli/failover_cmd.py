@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
 
@@ -11,8 +10,7 @@ import typer
 from drctl.cli.confirm import confirm_or_abort, operator_confirms
 from drctl.cli.state import CURRENT, OutputOption
 from drctl.cli.views import render_translation
-from drctl.ops.failover import FailoverOptions, report_context, run_failover
-from drctl.reports import write_report
+from drctl.ops.failover import FailoverOptions, run_failover
 from drctl.terminal import OutputFormat
 from drctl.translate.model import TranslateMethod
 
@@ -46,17 +44,9 @@ def failover_command(
                          f"({'planned' if planned else 'unplanned'})?", yes=yes)
     result = run_failover(config, opts, notify=term.step, confirm=operator_confirms)
     marker = result.marker
-    paths: list[Path] = []
-    if not dry_run:
-        directory = report_dir or (config.state.dir / "reports")
-        paths = write_report(directory, marker.incident, report_context(config, marker),
-                             "failover-report", config.redactor)
-    data = {"incident": marker.incident, "dry_run": dry_run, "resumed": result.resumed,
-            "preflight": result.preflight, "plan": result.plan,
-            "marker": None if dry_run else asdict(marker),
-            "translation": result.translation, "reports": [str(p) for p in paths]}
+    paths = result.write_reports(config, report_dir)
     if term.json_mode:
-        term.emit_json(data)
+        term.emit_json(result.as_dict(paths))
         return
     if dry_run:
         term.info("[bold]Dry run[/] — nothing was changed. The plan:", markup=True)

@@ -8,8 +8,8 @@ copying copies nothing twice).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from drctl.ops.reconcile import GapOutcome, ReconcileMode, reconcile
 from drctl.ops.replication import forward_stopped
 from drctl.ops.reverse import start_reverse_replication, wait_reverse_caught_up
 from drctl.progress import Notify
+from drctl.reports import write_report
 from drctl.state import FailoverMarker, marker_store
 from drctl.translate.engine import TranslateRequest, translate_offsets
 from drctl.translate.model import TranslateMethod, TranslationReport
@@ -49,6 +50,46 @@ class FailbackResult:
     translation: dict[str, Any] | None = None
     translation_report: TranslationReport | None = None
     plan: list[dict[str, Any]] = field(default_factory=list)
+    dry_run: bool = False
+
+    def write_reports(self, config: Config, directory: Path | None = None) -> list[Path]:
+        """The failback report (default: STATE_DIR/reports); a dry run changed nothing and
+        writes none."""
+        if self.dry_run:
+            return []
+        context = {"marker": asdict(self.marker), "gap": self.gap,
+                   "reconcile": self.reconcile, "reverse": self.reverse,
+                   "translation": (self.translation or {}).get("summary")}
+        return write_report(directory or (config.state.dir / "reports"),
+                            f"{self.marker.incident}-failback", context, "failback-report",
+                            config.redactor)
+
+    def as_dict(self, reports: Sequence[Path] = ()) -> dict[str, Any]:
+        """The JSON of `drctl failback`."""
+        return {"incident": self.marker.incident, "dry_run": self.dry_run,
+                "resumed": self.resumed, "plan": self.plan, "gap": self.gap,
+                "reconcile": self.reconcile, "reverse": self.reverse,
+                "translation": self.translation,
+                "marker": None if self.dry_run else asdict(self.marker),
+                "reports": [str(p) for p in reports]}
+
+    def runbook_summary(self, reports: Sequence[Path] = ()) -> dict[str, Any]:
+        """The result of the `failback` runbook action, which step outputs read."""
+        translation = self.translation or {}
+        summary = translation.get("summary", {})
+        return {"incident": self.marker.incident, "status": self.marker.status,
+                "gap": self.gap, "copied": self.reconcile.get("copy_safe", {}).get("copied", 0),
+                "gap_total": sum(self.gap.get(k, 0) for k in ("safe", "conflict", "unkeyed")),
+                "quarantined": self.reconcile.get("quarantine", {}).get("count", 0),
+                "reverse": self.reverse, "positions": summary.get("partitions", 0),
+                "positions_exact": summary.get("exact", 0),
+                # Kept: the group already stood further on (it had consumed that far before
+                # the outage), so moving it back would only re-deliver.
+                "positions_kept": sum(1 for g in translation.get("groups", [])
+                                      for p in g["partitions"] if p["confidence"] == "kept"),
+                "groups_not_applied": [g["group"] for g in translation.get("groups", [])
+                                       if g["skipped"]],
+                "reports": [str(p) for p in reports]}
 
 
 def _open_marker(config: Config, incident: str | None) -> FailoverMarker:
@@ -102,7 +143,8 @@ def run_failback(config: Config, opts: FailbackOptions, gap_finder: GapFinder, *
     rep = config.require_replication()
     marker = _open_marker(config, opts.incident)
     store = marker_store(config, rep.target)
-    result = FailbackResult(marker, resumed=any(k.startswith("failback:") for k in marker.steps))
+    result = FailbackResult(marker, resumed=any(k.startswith("failback:") for k in marker.steps),
+                            dry_run=opts.dry_run)
     notify(f"Failback of incident {marker.incident}")
     preflight(config, marker, opts)
     out_dir = config.state.dir / "failback"
@@ -158,14 +200,3 @@ def run_failback(config: Config, opts: FailbackOptions, gap_finder: GapFinder, *
         store.save(marker)
     return result
 
-
-def write_failback_report(config: Config, result: FailbackResult, directory: Path) -> list[Path]:
-    from dataclasses import asdict
-
-    from drctl.reports import write_report
-
-    context = {"marker": asdict(result.marker), "gap": result.gap,
-               "reconcile": result.reconcile, "reverse": result.reverse,
-               "translation": (result.translation or {}).get("summary")}
-    return write_report(directory, f"{result.marker.incident}-failback", context,
-                        "failback-report", config.redactor)

@@ -368,37 +368,21 @@ def _translate_offsets(ctx: ActionContext, *, source: str | None = None,
     report = translate_offsets(config, TranslateRequest(
         source or rep.source, target or rep.target, groups, method, apply, allow_rewind),
         notify=ctx.notify)
-    data = report.as_dict()
-    data["not_applied"] = [g.group for g in report.groups if apply and g.skipped]
-    return data
+    return report.runbook_summary()
 
 
 def _failover(ctx: ActionContext, *, planned: bool = False, groups: str = ".*",
               method: TranslateMethod = TranslateMethod.AUTO,
               source_deadline: float = 20.0) -> dict[str, Any]:
     """Fail over from the replication source to its target (`drctl failover --yes`)."""
-    from dataclasses import asdict
-
-    from drctl.ops.failover import FailoverOptions, report_context, run_failover
-    from drctl.reports import write_report
+    from drctl.ops.failover import FailoverOptions, run_failover
 
     config = ctx.config
     result = run_failover(config, FailoverOptions(planned=planned, groups=groups,
                                                   method=method,
                                                   source_deadline_s=source_deadline),
                           notify=ctx.notify)
-    paths = write_report(config.state.dir / "reports", result.marker.incident,
-                         report_context(config, result.marker), "failover-report",
-                         config.redactor)
-    summary = (result.translation or {}).get("summary", {})
-    moved = result.marker.groups
-    return {"incident": result.marker.incident, "marker": asdict(result.marker),
-            "replication_stop": result.marker.replication_stop,
-            "groups_applied": summary.get("applied", 0),
-            "groups_total": len(moved),
-            "groups_not_exact": sorted(g for g, v in moved.items()
-                                       if v.get("confidence") != ["exact"]),
-            "reports": [str(p) for p in paths]}
+    return result.runbook_summary(result.write_reports(config))
 
 
 def _failback(ctx: ActionContext, *, reconcile: ReconcileMode = ReconcileMode.COPY_SAFE,
@@ -406,29 +390,14 @@ def _failback(ctx: ActionContext, *, reconcile: ReconcileMode = ReconcileMode.CO
               lookback: float = 3600.0) -> dict[str, Any]:
     """Fail back with --check-order (`drctl failback --yes`): gap analysis (Spark),
     reconcile, reverse replication from the failover point, offsets back."""
-    from drctl.ops.failback import FailbackOptions, run_failback, write_failback_report
+    from drctl.ops.failback import FailbackOptions, run_failback
     from drctl.ops.gap_step import gap_finder
 
     config = ctx.config
     result = run_failback(config, FailbackOptions(reconcile=reconcile, groups=groups,
                                                   incident=incident),
                           gap_finder(lookback), notify=ctx.notify)
-    paths = write_failback_report(config, result, config.state.dir / "reports")
-    summary = (result.translation or {}).get("summary", {})
-    copy = result.reconcile.get("copy_safe", {})
-    return {"incident": result.marker.incident, "status": result.marker.status,
-            "gap": result.gap, "copied": copy.get("copied", 0),
-            "gap_total": sum(result.gap.get(k, 0) for k in ("safe", "conflict", "unkeyed")),
-            "quarantined": result.reconcile.get("quarantine", {}).get("count", 0),
-            "reverse": result.reverse, "positions": summary.get("partitions", 0),
-            "positions_exact": summary.get("exact", 0),
-            # Kept: the group already stood further on (it had consumed that far before the
-            # outage), so moving it back would only re-deliver.
-            "positions_kept": sum(1 for g in (result.translation or {}).get("groups", [])
-                                  for p in g["partitions"] if p["confidence"] == "kept"),
-            "groups_not_applied": [g["group"] for g in (result.translation or {})
-                                   .get("groups", []) if g["skipped"]],
-            "reports": [str(p) for p in paths]}
+    return result.runbook_summary(result.write_reports(config))
 
 
 def builtin_registry() -> Registry:
