@@ -92,7 +92,8 @@ class FailbackResult:
                 "reports": [str(p) for p in reports]}
 
 
-def _open_marker(config: Config, incident: str | None) -> FailoverMarker:
+def _marker_to_fail_back(config: Config, incident: str | None) -> FailoverMarker:
+    """The open marker of `incident`, or the newest open one; a usage error when none is."""
     rep = config.require_replication()
     store = marker_store(config, rep.target)
     if incident:
@@ -141,7 +142,7 @@ def run_failback(config: Config, opts: FailbackOptions, gap_finder: GapFinder, *
                          f"Use one of {', '.join(ReconcileMode)}.")
     mode = ReconcileMode(opts.reconcile)
     rep = config.require_replication()
-    marker = _open_marker(config, opts.incident)
+    marker = _marker_to_fail_back(config, opts.incident)
     store = marker_store(config, rep.target)
     result = FailbackResult(marker, resumed=any(k.startswith("failback:") for k in marker.steps),
                             dry_run=opts.dry_run)
