@@ -88,8 +88,8 @@ def translate_offsets(config: Config, req: TranslateRequest,
     describe_with_retry(dst, config.retry.with_deadline(req.source_deadline_s))
     source_up = _reachable(src, config.retry.with_deadline(req.source_deadline_s),
                            required=req.method in ("exact", "timestamp"))
-    method: str = req.method
-    report = TranslationReport(req.source, req.target, req.method, req.apply, source_up)
+    method = str(req.method)  # plain text in the report and its JSON
+    report = TranslationReport(req.source, req.target, method, req.apply, source_up)
     if method == "auto":
         if rep.kind == "identity":
             method = "identity"
