@@ -24,8 +24,7 @@ from drctl.kafka.groups import alter_offsets
 from drctl.kafka.offsets import watermarks
 from drctl.lab.lab import Lab, LabPorts
 from drctl.lab.workload import create_topics
-from drctl.ops.failover import FailoverOptions, report_context, run_failover
-from drctl.reports import write_report
+from drctl.ops.failover import FailoverOptions, run_failover
 
 
 def main() -> None:
@@ -65,8 +64,7 @@ def main() -> None:
             lab.up(ports=LabPorts(b, b + 2, b + 4))  # connectors running again
             started = time.monotonic()
             result = run_failover(cfg, FailoverOptions(planned=planned, groups="bench-fo-.*"))
-            write_report(state.dir / "reports", result.marker.incident,
-                         report_context(cfg, result.marker), "failover-report", cfg.redactor)
+            result.write_reports(cfg)
             elapsed = time.monotonic() - started
             summary = (result.translation or {}).get("summary", {})
             rows.append(("planned switchover" if planned else "failover (source reachable)",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
 
@@ -10,9 +9,10 @@ import typer
 
 from drctl.cli.confirm import confirm_or_abort
 from drctl.cli.state import CURRENT, OutputOption
-from drctl.cli.translate_cmd import render_report
-from drctl.ops.failback import FailbackOptions, run_failback, write_failback_report
+from drctl.cli.views import render_translation
+from drctl.ops.failback import FailbackOptions, run_failback
 from drctl.ops.gap_step import DEFAULT_LOOKBACK_S, gap_finder
+from drctl.ops.reconcile import ReconcileMode
 from drctl.terminal import OutputFormat
 
 
@@ -20,10 +20,10 @@ def failback_command(
     check_order: Annotated[bool, typer.Option(
         "--check-order/--no-check-order",
         help="Classify every unreplicated record safe, conflict or unkeyed.")] = True,
-    reconcile: Annotated[str, typer.Option(
+    reconcile: Annotated[ReconcileMode, typer.Option(
         help="copy-safe: copy safe records to the failover topics and quarantine the rest; "
              "quarantine: quarantine every gap record; none: leave the gap alone.")]
-    = "copy-safe",
+    = ReconcileMode.COPY_SAFE,
     incident: Annotated[str | None, typer.Option(help="The incident to fail back.")] = None,
     groups: Annotated[str, typer.Option(help="Regex of groups to move back.")] = ".*",
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; change nothing.")]
@@ -49,17 +49,9 @@ def failback_command(
     opts = FailbackOptions(reconcile=reconcile, check_order=check_order, incident=incident,
                            groups=groups, dry_run=dry_run, deadline_s=deadline)
     result = run_failback(config, opts, gap_finder(lookback, CURRENT.debug), notify=term.step)
-    paths: list[Path] = []
-    if not dry_run:
-        paths = write_failback_report(config, result,
-                                      report_dir or (config.state.dir / "reports"))
-    data = {"incident": result.marker.incident, "dry_run": dry_run, "resumed": result.resumed,
-            "plan": result.plan, "gap": result.gap, "reconcile": result.reconcile,
-            "reverse": result.reverse, "translation": result.translation,
-            "marker": None if dry_run else asdict(result.marker),
-            "reports": [str(p) for p in paths]}
+    paths = result.write_reports(config, report_dir)
     if term.json_mode:
-        term.emit_json(data)
+        term.emit_json(result.as_dict(paths))
         return
     gap = result.gap
     term.info(f"Gap: {gap.get('safe', 0)} safe, {gap.get('conflict', 0)} conflict, "
@@ -71,7 +63,7 @@ def failback_command(
                 f"{k}={v}" for k, v in step.items() if k != "step"))
         return
     if result.translation_report is not None:
-        render_report(result.translation_report)
+        render_translation(result.translation_report)
     term.success(f"Failback of {result.marker.incident} done; the incident is closed.")
     for p in paths:
         term.info(f"  report: {p}")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
 
@@ -10,10 +9,10 @@ import typer
 
 from drctl.cli.confirm import confirm_or_abort, operator_confirms
 from drctl.cli.state import CURRENT, OutputOption
-from drctl.cli.translate_cmd import render_report
-from drctl.ops.failover import FailoverOptions, report_context, run_failover
-from drctl.reports import write_report
+from drctl.cli.views import render_translation
+from drctl.ops.failover import FailoverOptions, run_failover
 from drctl.terminal import OutputFormat
+from drctl.translate.model import TranslateMethod
 
 
 def failover_command(
@@ -25,7 +24,8 @@ def failover_command(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
     = False,
     groups: Annotated[str, typer.Option(help="Regex of groups to translate.")] = ".*",
-    method: Annotated[str, typer.Option(help="Offset translation method.")] = "auto",
+    method: Annotated[TranslateMethod, typer.Option(help="Offset translation method.")]
+    = TranslateMethod.AUTO,
     incident: Annotated[str | None, typer.Option(help="Continue this incident.")] = None,
     source_deadline: Annotated[float, typer.Option(
         help="Seconds to retry the source before treating it as down.")] = 20.0,
@@ -44,17 +44,9 @@ def failover_command(
                          f"({'planned' if planned else 'unplanned'})?", yes=yes)
     result = run_failover(config, opts, notify=term.step, confirm=operator_confirms)
     marker = result.marker
-    paths: list[Path] = []
-    if not dry_run:
-        directory = report_dir or (config.state.dir / "reports")
-        paths = write_report(directory, marker.incident, report_context(config, marker),
-                             "failover-report", config.redactor)
-    data = {"incident": marker.incident, "dry_run": dry_run, "resumed": result.resumed,
-            "preflight": result.preflight, "plan": result.plan,
-            "marker": None if dry_run else asdict(marker),
-            "translation": result.translation, "reports": [str(p) for p in paths]}
+    paths = result.write_reports(config, report_dir)
     if term.json_mode:
-        term.emit_json(data)
+        term.emit_json(result.as_dict(paths))
         return
     if dry_run:
         term.info("[bold]Dry run[/] — nothing was changed. The plan:", markup=True)
@@ -62,7 +54,7 @@ def failover_command(
             term.info(f"  • {step['step']}: " + ", ".join(
                 f"{k}={v}" for k, v in step.items() if k != "step"))
         if result.translation_report is not None:
-            render_report(result.translation_report)
+            render_translation(result.translation_report)
         return
     if marker.replication_stop == "pending":
         term.warn("Replication could not be stopped (Connect unreachable): stop it before it "

@@ -25,7 +25,7 @@ from drctl.gap.planner import (
     rekey,
     window_from,
 )
-from drctl.gap.quarantine import quarantine
+from drctl.gap.quarantine import quarantine_gap
 from drctl.gap.result import GapResult
 from drctl.gap.runner import run_gap_analysis, spark_submit_command
 from drctl.kafka.clients import ClusterClients
@@ -137,7 +137,8 @@ def gap_analysis(
     with result:
         sent: dict[str, int] = {}
         if to_topic and result.has_gap:
-            sent = quarantine(result, ClusterClients.for_cluster(config, rep.target), to_topic)
+            sent = quarantine_gap(result, ClusterClients.for_cluster(config, rep.target),
+                                  to_topic)
         if term.json_mode:
             data = result.as_dict()
             if to_topic:
@@ -188,7 +189,7 @@ def render(term: Terminal, result: GapResult, sent: dict[str, int]) -> None:
     term.table("Unreplicated records per partition", columns, rows)
 
     if result.check_order and result.has_conflict:
-        conflict_rows = []
+        conflict_rows: list[list[Any]] = []
         for rec in result.iter_records("conflict"):
             if len(conflict_rows) == CONFLICT_ROWS:
                 break

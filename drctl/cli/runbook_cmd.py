@@ -337,7 +337,7 @@ def validate(
 def actions(output: Annotated[OutputFormat | None, OutputOption] = None) -> None:
     """The actions a runbook step can call, with their typed parameters."""
     term = CURRENT.terminal(output)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for action in builtin_registry():
         params = [f"{p.name}: {p.type_name}" + ("" if p.required else f" = {p.default!r}")
                   for p in action.params]

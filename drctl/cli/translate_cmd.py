@@ -7,10 +7,11 @@ from typing import Annotated
 import typer
 
 from drctl.cli.state import CURRENT, OutputOption
+from drctl.cli.views import render_translation
 from drctl.errors import ExitStatus
 from drctl.terminal import OutputFormat
 from drctl.translate.engine import TranslateRequest, translate_offsets
-from drctl.translate.model import TranslationReport
+from drctl.translate.model import TranslateMethod
 
 
 def translate_offsets_command(
@@ -20,8 +21,9 @@ def translate_offsets_command(
     target: Annotated[str | None, typer.Option(
         "--to", help="Cluster they move to (default: the replication target).")] = None,
     groups: Annotated[str, typer.Option(help="Regex on group ids (whole name).")] = ".*",
-    method: Annotated[str, typer.Option(
-        help="auto | exact | timestamp | checkpoint | identity.")] = "auto",
+    method: Annotated[TranslateMethod, typer.Option(
+        help="Offset translation method (auto: by replication kind and whether the source "
+             "answers).")] = TranslateMethod.AUTO,
     apply: Annotated[bool, typer.Option(
         "--apply", help="Commit the translated offsets (only to groups with no active "
                         "members on the target).")] = False,
@@ -43,31 +45,10 @@ def translate_offsets_command(
     if term.json_mode:
         term.emit_json(report.as_dict())
     else:
-        render_report(report)
+        render_translation(report)
     unapplied = [g for g in report.groups if g.skipped and not g.applied]
     if apply and unapplied:
         term.warn(f"{len(unapplied)} group(s) not applied: "
                   + "; ".join(f"{g.group}: {g.skipped}" for g in unapplied[:5]))
         raise typer.Exit(ExitStatus.CHECK_FAILED)
 
-
-def render_report(report: TranslationReport) -> None:
-    term = CURRENT.terminal()
-    for note in report.notes:
-        term.warn(note)
-    rows = []
-    for g in report.groups:
-        for p in g.partitions:
-            rows.append([g.group, f"{p.topic}[{p.partition}]", p.source_offset, p.method,
-                         p.target_offset, p.confidence,
-                         p.redelivered if p.redelivered else "",
-                         p.missing if p.missing else "",
-                         "yes" if p.applied else ("skipped" if g.skipped else "no")])
-    term.table(f"Offsets {report.source} -> {report.target}",
-               ["group", "partition", "source", "method", "target", "confidence",
-                "re-delivered", "missing", "applied"], rows)
-    s = report.summary()
-    verb = "applied to" if report.apply else "computed for (dry run; --apply commits)"
-    term.success(f"{s['partitions']} positions of {s['groups']} groups {verb}; "
-                 f"{s['exact']} exact, {s['redelivered']} records re-delivered, "
-                 f"{s['missing']} consumed records missing on {report.target}.")

@@ -97,6 +97,18 @@ def read_ranges(consumer: Consumer, ranges: Mapping[tuple[str, int], tuple[int, 
         consumer.unassign()
 
 
+def header_values(clients: ClusterClients, ranges: Mapping[tuple[str, int], tuple[int, int]],
+                  header: str, *, timeout_s: float = 120.0) -> set[bytes]:
+    """The values of `header` on the records in `ranges`: how a re-run finds the tagged
+    records an earlier run wrote."""
+    consumer = clients.consumer(**{"enable.partition.eof": "true"})
+    try:
+        return {value for rec in read_ranges(consumer, ranges, timeout_s=timeout_s)
+                for key, value in rec.headers if key == header and value}
+    finally:
+        consumer.close()
+
+
 def read_all(clients: ClusterClients, topic: str, *, timeout_s: float = 60.0,
              isolation: str = "read_committed") -> list[Record]:
     """Every record of a (small) topic from its low to its current high watermark."""
@@ -115,4 +127,4 @@ def read_all(clients: ClusterClients, topic: str, *, timeout_s: float = 60.0,
         consumer.close()
 
 
-__all__ = ["OFFSET_END", "Record", "ReadTimeout", "read_all", "read_ranges"]
+__all__ = ["OFFSET_END", "Record", "ReadTimeout", "header_values", "read_all", "read_ranges"]

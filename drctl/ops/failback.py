@@ -8,8 +8,8 @@ copying copies nothing twice).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,38 +17,21 @@ from drctl.config import Config
 from drctl.errors import CheckFailed, Unreachable, UsageError
 from drctl.faults import crash_point
 from drctl.kafka.clients import ClusterClients, describe_with_retry
-from drctl.kafka.records import Record
-from drctl.ops.reconcile import copy_safe_records, quarantine_records
+from drctl.ops.reconcile import GapOutcome, ReconcileMode, reconcile
 from drctl.ops.replication import forward_stopped
 from drctl.ops.reverse import start_reverse_replication, wait_reverse_caught_up
 from drctl.progress import Notify
+from drctl.reports import write_report
 from drctl.state import FailoverMarker, marker_store
 from drctl.translate.engine import TranslateRequest, translate_offsets
-from drctl.translate.model import TranslationReport
-
-RECONCILE_MODES = ("copy-safe", "quarantine", "none")
-
-
-@dataclass
-class GapOutcome:
-    """What the gap analysis found, classified (DESIGN section 5)."""
-
-    safe: list[Record] = field(default_factory=list)
-    conflict: list[Record] = field(default_factory=list)
-    unkeyed: list[Record] = field(default_factory=list)
-    summary: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def total(self) -> int:
-        return len(self.safe) + len(self.conflict) + len(self.unkeyed)
-
+from drctl.translate.model import TranslateMethod, TranslationReport
 
 GapFinder = Callable[[Config, FailoverMarker, Notify], GapOutcome]
 
 
 @dataclass(frozen=True)
 class FailbackOptions:
-    reconcile: str = "copy-safe"
+    reconcile: ReconcileMode = ReconcileMode.COPY_SAFE
     check_order: bool = True
     incident: str | None = None
     groups: str = ".*"
@@ -67,9 +50,50 @@ class FailbackResult:
     translation: dict[str, Any] | None = None
     translation_report: TranslationReport | None = None
     plan: list[dict[str, Any]] = field(default_factory=list)
+    dry_run: bool = False
+
+    def write_reports(self, config: Config, directory: Path | None = None) -> list[Path]:
+        """The failback report (default: STATE_DIR/reports); a dry run changed nothing and
+        writes none."""
+        if self.dry_run:
+            return []
+        context = {"marker": asdict(self.marker), "gap": self.gap,
+                   "reconcile": self.reconcile, "reverse": self.reverse,
+                   "translation": (self.translation or {}).get("summary")}
+        return write_report(directory or (config.state.dir / "reports"),
+                            f"{self.marker.incident}-failback", context, "failback-report",
+                            config.redactor)
+
+    def as_dict(self, reports: Sequence[Path] = ()) -> dict[str, Any]:
+        """The JSON of `drctl failback`."""
+        return {"incident": self.marker.incident, "dry_run": self.dry_run,
+                "resumed": self.resumed, "plan": self.plan, "gap": self.gap,
+                "reconcile": self.reconcile, "reverse": self.reverse,
+                "translation": self.translation,
+                "marker": None if self.dry_run else asdict(self.marker),
+                "reports": [str(p) for p in reports]}
+
+    def runbook_summary(self, reports: Sequence[Path] = ()) -> dict[str, Any]:
+        """The result of the `failback` runbook action, which step outputs read."""
+        translation = self.translation or {}
+        summary = translation.get("summary", {})
+        return {"incident": self.marker.incident, "status": self.marker.status,
+                "gap": self.gap, "copied": self.reconcile.get("copy_safe", {}).get("copied", 0),
+                "gap_total": sum(self.gap.get(k, 0) for k in ("safe", "conflict", "unkeyed")),
+                "quarantined": self.reconcile.get("quarantine", {}).get("count", 0),
+                "reverse": self.reverse, "positions": summary.get("partitions", 0),
+                "positions_exact": summary.get("exact", 0),
+                # Kept: the group already stood further on (it had consumed that far before
+                # the outage), so moving it back would only re-deliver.
+                "positions_kept": sum(1 for g in translation.get("groups", [])
+                                      for p in g["partitions"] if p["confidence"] == "kept"),
+                "groups_not_applied": [g["group"] for g in translation.get("groups", [])
+                                       if g["skipped"]],
+                "reports": [str(p) for p in reports]}
 
 
-def _open_marker(config: Config, incident: str | None) -> FailoverMarker:
+def _marker_to_fail_back(config: Config, incident: str | None) -> FailoverMarker:
+    """The open marker of `incident`, or the newest open one; a usage error when none is."""
     rep = config.require_replication()
     store = marker_store(config, rep.target)
     if incident:
@@ -113,13 +137,15 @@ def preflight(config: Config, marker: FailoverMarker, opts: FailbackOptions) -> 
 
 def run_failback(config: Config, opts: FailbackOptions, gap_finder: GapFinder, *,
                  notify: Notify = lambda _: None) -> FailbackResult:
-    if opts.reconcile not in RECONCILE_MODES:
+    if opts.reconcile not in set(ReconcileMode):  # library callers may pass plain text
         raise UsageError(f"Unknown reconcile mode '{opts.reconcile}'.",
-                         f"Use one of {', '.join(RECONCILE_MODES)}.")
+                         f"Use one of {', '.join(ReconcileMode)}.")
+    mode = ReconcileMode(opts.reconcile)
     rep = config.require_replication()
-    marker = _open_marker(config, opts.incident)
+    marker = _marker_to_fail_back(config, opts.incident)
     store = marker_store(config, rep.target)
-    result = FailbackResult(marker, resumed=any(k.startswith("failback:") for k in marker.steps))
+    result = FailbackResult(marker, resumed=any(k.startswith("failback:") for k in marker.steps),
+                            dry_run=opts.dry_run)
     notify(f"Failback of incident {marker.incident}")
     preflight(config, marker, opts)
     out_dir = config.state.dir / "failback"
@@ -129,20 +155,12 @@ def run_failback(config: Config, opts: FailbackOptions, gap_finder: GapFinder, *
         gap = gap_finder(config, marker, notify)
         result.gap = {**gap.summary, "safe": len(gap.safe), "conflict": len(gap.conflict),
                       "unkeyed": len(gap.unkeyed)}
-        result.plan.append({"step": "reconcile", "mode": opts.reconcile, **result.gap})
+        result.plan.append({"step": "reconcile", "mode": mode.value, **result.gap})
         if not opts.dry_run:
             marker.record("failback:gap", result.gap)
             store.save(marker)
-            done: dict[str, Any] = {"mode": opts.reconcile}
-            if opts.reconcile == "copy-safe":
-                done["copy_safe"] = copy_safe_records(config, marker, gap.safe)
-                done["quarantine"] = quarantine_records(config, marker,
-                                                        gap.conflict + gap.unkeyed, out_dir)
-            elif opts.reconcile == "quarantine":
-                done["quarantine"] = quarantine_records(
-                    config, marker, gap.safe + gap.conflict + gap.unkeyed, out_dir)
-            result.reconcile = done
-            marker.record("failback:reconcile", done)
+            result.reconcile = reconcile(mode, config, marker, gap, out_dir).as_dict()
+            marker.record("failback:reconcile", result.reconcile)
             store.save(marker)
             crash_point("failback:reconcile")
     else:
@@ -167,7 +185,7 @@ def run_failback(config: Config, opts: FailbackOptions, gap_finder: GapFinder, *
 
     if not marker.done("failback:translate-offsets"):
         report = translate_offsets(config, TranslateRequest(
-            rep.target, rep.source, groups=opts.groups, method="exact",
+            rep.target, rep.source, groups=opts.groups, method=TranslateMethod.EXACT,
             apply=not opts.dry_run), notify=notify)
         result.translation = report.as_dict()
         result.translation_report = report
@@ -179,18 +197,7 @@ def run_failback(config: Config, opts: FailbackOptions, gap_finder: GapFinder, *
 
     if not opts.dry_run:
         marker.status = "closed"
-        marker.record("failback", {"reconcile": opts.reconcile})
+        marker.record("failback", {"reconcile": mode.value})
         store.save(marker)
     return result
 
-
-def write_failback_report(config: Config, result: FailbackResult, directory: Path) -> list[Path]:
-    from dataclasses import asdict
-
-    from drctl.reports import write_report
-
-    context = {"marker": asdict(result.marker), "gap": result.gap,
-               "reconcile": result.reconcile, "reverse": result.reverse,
-               "translation": (result.translation or {}).get("summary")}
-    return write_report(directory, f"{result.marker.incident}-failback", context,
-                        "failback-report", config.redactor)

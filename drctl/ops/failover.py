@@ -7,7 +7,9 @@ incident skips what is done, so a crash at any point is finished by running it a
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka.admin import NewTopic
@@ -21,10 +23,11 @@ from drctl.kafka.offsets import watermarks
 from drctl.kafka.topics import is_internal_topic, wait_for_leaders
 from drctl.ops.replication import Confirm, stop_forward
 from drctl.progress import Notify
+from drctl.reports import write_report
 from drctl.state import FailoverMarker, Offsets, marker_store
 from drctl.translate.engine import TranslateRequest, translate_offsets
 from drctl.translate.locate import MatchQuery, Side, last_records, match_records
-from drctl.translate.model import TranslationReport
+from drctl.translate.model import TranslateMethod, TranslationReport
 from drctl.translate.reader import BatchReader, RangeRequest
 
 
@@ -33,7 +36,7 @@ class FailoverOptions:
     planned: bool = False
     dry_run: bool = False
     groups: str = ".*"
-    method: str = "auto"
+    method: TranslateMethod = TranslateMethod.AUTO
     incident: str | None = None  # continue this one (default: the open one, if any)
     source_deadline_s: float = 20.0
     quiesce_s: float = 2.0  # planned: source ends must not move for this long
@@ -49,6 +52,34 @@ class FailoverResult:
     translation: dict[str, Any] | None = None
     translation_report: TranslationReport | None = None
     resumed: bool = False
+
+    def write_reports(self, config: Config, directory: Path | None = None) -> list[Path]:
+        """The failover report (default: STATE_DIR/reports); a dry run changed nothing and
+        writes none."""
+        if self.dry_run:
+            return []
+        return write_report(directory or (config.state.dir / "reports"), self.marker.incident,
+                            report_context(config, self.marker), "failover-report",
+                            config.redactor)
+
+    def as_dict(self, reports: Sequence[Path] = ()) -> dict[str, Any]:
+        """The JSON of `drctl failover`."""
+        return {"incident": self.marker.incident, "dry_run": self.dry_run,
+                "resumed": self.resumed, "preflight": self.preflight, "plan": self.plan,
+                "marker": None if self.dry_run else asdict(self.marker),
+                "translation": self.translation, "reports": [str(p) for p in reports]}
+
+    def runbook_summary(self, reports: Sequence[Path] = ()) -> dict[str, Any]:
+        """The result of the `failover` runbook action, which step outputs read."""
+        summary = (self.translation or {}).get("summary", {})
+        moved = self.marker.groups
+        return {"incident": self.marker.incident, "marker": asdict(self.marker),
+                "replication_stop": self.marker.replication_stop,
+                "groups_applied": summary.get("applied", 0),
+                "groups_total": len(moved),
+                "groups_not_exact": sorted(g for g, v in moved.items()
+                                           if v.get("confidence") != ["exact"]),
+                "reports": [str(p) for p in reports]}
 
 
 def _source_topics(config: Config, clients: ClusterClients) -> dict[str, int]:
@@ -307,7 +338,6 @@ def estimate_unreplicated(config: Config, marker: FailoverMarker) -> list[dict[s
 
 
 def report_context(config: Config, marker: FailoverMarker) -> dict[str, Any]:
-    from dataclasses import asdict
     from datetime import UTC, datetime
 
     rep = config.require_replication()

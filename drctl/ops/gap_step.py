@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from drctl.config import Config
 from drctl.kafka.records import Record
-from drctl.ops.failback import GapFinder, GapOutcome
+from drctl.ops.failback import GapFinder
+from drctl.ops.reconcile import GapOutcome
 from drctl.progress import Notify
 from drctl.state import FailoverMarker
 

@@ -1,41 +1,86 @@
 """Reconcile the gap: copy `safe` records into the failover topics (never twice), quarantine
-`conflict` records to a topic and a file."""
+`conflict` records to a topic and a file.
+
+A mode is a `ReconcileMode`; `reconcile(mode, ...)` is the one entry point, so a new mode is a
+new member and a new branch here (plus its block in the failback report templates).
+"""
 
 from __future__ import annotations
 
 import base64
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka.admin import NewTopic
-
 from drctl.config import Config
 from drctl.errors import DrctlError
+from drctl.gap.quarantine import QuarantinedRecord, RerunTag, produce_to_quarantine
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.offsets import watermarks
-from drctl.kafka.records import Record, read_ranges
-from drctl.kafka.topics import wait_for_leaders
+from drctl.kafka.records import Record, header_values
 from drctl.ops.reverse import RECONCILED_HEADER, start_points
 from drctl.state import FailoverMarker
 
 QUARANTINE_SUFFIX = ".drctl-quarantine"
 
 
-def reconcile_tag(marker: FailoverMarker, rec: Record) -> bytes:
+class ReconcileMode(StrEnum):
+    """What failback does with the gap's records."""
+
+    COPY_SAFE = "copy-safe"  # copy safe records to the failover topics, quarantine the rest
+    QUARANTINE = "quarantine"  # quarantine every gap record
+    NONE = "none"  # leave the gap alone
+
+
+@dataclass
+class GapOutcome:
+    """What the gap analysis found, classified (DESIGN section 5)."""
+
+    safe: list[Record] = field(default_factory=list)
+    conflict: list[Record] = field(default_factory=list)
+    unkeyed: list[Record] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return len(self.safe) + len(self.conflict) + len(self.unkeyed)
+
+
+@dataclass(frozen=True)
+class ReconcileOutcome:
+    mode: ReconcileMode
+    copy_safe: dict[str, int] | None = None  # {"copied", "skipped"}
+    quarantine: dict[str, Any] | None = None  # {"file", "topics", "count"}
+
+    def as_dict(self) -> dict[str, Any]:
+        """As the marker records it and the failback report reads it: a key per part done."""
+        data: dict[str, Any] = {"mode": self.mode.value}
+        if self.copy_safe is not None:
+            data["copy_safe"] = self.copy_safe
+        if self.quarantine is not None:
+            data["quarantine"] = self.quarantine
+        return data
+
+
+def reconcile(mode: ReconcileMode, config: Config, marker: FailoverMarker, gap: GapOutcome,
+              out_dir: Path) -> ReconcileOutcome:
+    """Apply `mode` to the gap; a re-run of the same incident copies nothing twice."""
+    if mode == ReconcileMode.COPY_SAFE:
+        copied = copy_safe_records(config, marker, gap.safe)
+        return ReconcileOutcome(mode, copy_safe=copied, quarantine=quarantine_records(
+            config, marker, gap.conflict + gap.unkeyed, out_dir))
+    if mode == ReconcileMode.QUARANTINE:
+        return ReconcileOutcome(mode, quarantine=quarantine_records(
+            config, marker, gap.safe + gap.conflict + gap.unkeyed, out_dir))
+    return ReconcileOutcome(mode)
+
+
+def reconcile_tag(marker: FailoverMarker, rec: QuarantinedRecord) -> bytes:
     """What a copied record carries: which incident copied which source record."""
     return f"{marker.incident}:{rec.topic}:{rec.partition}:{rec.offset}".encode()
-
-
-def _already_copied(clients: ClusterClients, ranges: dict[tuple[str, int], tuple[int, int]]
-                    ) -> set[bytes]:
-    consumer = clients.consumer(**{"enable.partition.eof": "true"})
-    try:
-        return {value for rec in read_ranges(consumer, ranges, timeout_s=120)
-                for key, value in rec.headers if key == RECONCILED_HEADER and value}
-    finally:
-        consumer.close()
 
 
 def copy_safe_records(config: Config, marker: FailoverMarker,
@@ -50,8 +95,8 @@ def copy_safe_records(config: Config, marker: FailoverMarker,
     if not tps:
         return {"copied": 0, "skipped": 0}
     ends = watermarks(target.admin(), tps)
-    done = _already_copied(target, {tp: (starts.get(tp[0], {}).get(tp[1], 0), ends[tp][1])
-                                    for tp in tps})
+    done = header_values(target, {tp: (starts.get(tp[0], {}).get(tp[1], 0), ends[tp][1])
+                                  for tp in tps}, RECONCILED_HEADER)
     producer = target.producer(**{"acks": "all"})
     failed: list[str] = []
     copied = skipped = 0
@@ -75,8 +120,9 @@ def copy_safe_records(config: Config, marker: FailoverMarker,
 
 def quarantine_records(config: Config, marker: FailoverMarker, records: Sequence[Record],
                        out_dir: Path) -> dict[str, Any]:
-    """Conflicting records go to `<topic>.drctl-quarantine` on the target and to a JSON Lines
-    file; neither is read by applications."""
+    """Conflicting records go to `<topic>.drctl-quarantine` (partition 0) on the target and to
+    a JSON Lines file; neither is read by applications. Tagged like copies, so a re-run
+    quarantines nothing twice."""
     rep = config.require_replication()
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{marker.incident}-quarantine.jsonl"
@@ -92,24 +138,10 @@ def quarantine_records(config: Config, marker: FailoverMarker, records: Sequence
             }) + "\n")
     if not records:
         return {"file": str(path), "topics": [], "count": 0}
-    target = ClusterClients.for_cluster(config, rep.target)
-    admin = target.admin()
     topics = sorted({rec.topic + QUARANTINE_SUFFIX for rec in records})
-    existing = admin.list_topics(timeout=30).topics
-    new = [NewTopic(t, num_partitions=1, replication_factor=-1) for t in topics
-           if t not in existing]
-    for fut in (admin.create_topics(new).values() if new else []):
-        fut.result(30)
-    wait_for_leaders(admin, topics)
-    tags = {reconcile_tag(marker, r) for r in records}
-    ends = watermarks(admin, [(t, 0) for t in topics])
-    done = _already_copied(target, {(t, 0): (0, ends[(t, 0)][1]) for t in topics}) & tags
-    producer = target.producer(**{"acks": "all"})
-    for rec in records:
-        tag = reconcile_tag(marker, rec)
-        if tag not in done:
-            producer.produce(rec.topic + QUARANTINE_SUFFIX, key=rec.key, value=rec.value,
-                             partition=0, timestamp=rec.timestamp_ms,
-                             headers=[*rec.headers, (RECONCILED_HEADER, tag)])
-    producer.flush(60)
+    # One partition per quarantine topic: the JSON Lines file keeps each record's origin.
+    produce_to_quarantine(ClusterClients.for_cluster(config, rep.target), records,
+                          lambda rec: (rec.topic + QUARANTINE_SUFFIX, 0),
+                          dict.fromkeys(topics, 1),
+                          tag=RerunTag(RECONCILED_HEADER, lambda rec: reconcile_tag(marker, rec)))
     return {"file": str(path), "topics": topics, "count": len(records)}

@@ -7,7 +7,9 @@ executor coerces rendered values (`"3"` -> 3 for an `int`) when it calls the act
 
 Read-only actions (`read_only=True`) change nothing; only they may fetch a check's value,
 because checks also run in plans. Actions are called in-process; Kafka and lab modules are
-imported inside the functions so loading a runbook stays fast.
+imported inside the functions so loading a runbook stays fast. The mode enums parameters are
+typed with (`ReconcileMode`, `TranslateMethod`) are imported here: the loader checks literal
+values against them before a run.
 
 To add one:
 
@@ -21,12 +23,15 @@ import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Any, Union
 
 from drctl.config import Config
+from drctl.ops.reconcile import ReconcileMode
 from drctl.progress import Notify
 from drctl.secrets import Redactor
+from drctl.translate.model import TranslateMethod
 
 
 @dataclass
@@ -127,6 +132,8 @@ def _leaves(value: Any) -> list[Any]:
 
 
 def _type_name(annotation: Any) -> str:
+    if isinstance(annotation, type) and issubclass(annotation, Enum):
+        return "|".join(str(m.value) for m in annotation)  # the choices, as Typer lists them
     if typing.get_origin(annotation) is None and isinstance(annotation, type):
         return annotation.__name__
     return str(annotation).replace("typing.", "")
@@ -202,6 +209,12 @@ def coerce(value: Any, annotation: Any) -> Any:
         if isinstance(value, (str, Path)):
             return Path(value)
         raise CoercionError(f"expected a path, got {value!r}")
+    if isinstance(annotation, type) and issubclass(annotation, Enum):
+        try:
+            return annotation(value)
+        except (ValueError, TypeError):
+            choices = ", ".join(str(m.value) for m in annotation)
+            raise CoercionError(f"expected one of {choices}, got {value!r}") from None
     raise CoercionError(f"cannot pass a value to a parameter of type {_type_name(annotation)}")
 
 
@@ -221,8 +234,10 @@ class Registry:
                 continue  # the ActionContext
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
                 raise ValueError(f"action '{name}': *args/**kwargs cannot be typed parameters")
-            params.append(Param(pname, hints.get(pname, Any), p.default is p.empty,
-                                None if p.default is p.empty else p.default))
+            default = None if p.default is p.empty else p.default
+            if isinstance(default, Enum):
+                default = default.value  # shown as a runbook writes it
+            params.append(Param(pname, hints.get(pname, Any), p.default is p.empty, default))
         action = Action(name, func, tuple(params),
                         help or (inspect.getdoc(func) or "").split("\n")[0], read_only,
                         needs_config)
@@ -342,8 +357,9 @@ def _status(ctx: ActionContext, *, deadline: float = 5.0) -> dict[str, Any]:
 
 
 def _translate_offsets(ctx: ActionContext, *, source: str | None = None,
-                       target: str | None = None, groups: str = ".*", method: str = "auto",
-                       apply: bool = False, allow_rewind: bool = False) -> dict[str, Any]:
+                       target: str | None = None, groups: str = ".*",
+                       method: TranslateMethod = TranslateMethod.AUTO, apply: bool = False,
+                       allow_rewind: bool = False) -> dict[str, Any]:
     """Translate consumer-group offsets between clusters (`drctl translate-offsets`)."""
     from drctl.translate.engine import TranslateRequest, translate_offsets
 
@@ -352,65 +368,36 @@ def _translate_offsets(ctx: ActionContext, *, source: str | None = None,
     report = translate_offsets(config, TranslateRequest(
         source or rep.source, target or rep.target, groups, method, apply, allow_rewind),
         notify=ctx.notify)
-    data = report.as_dict()
-    data["not_applied"] = [g.group for g in report.groups if apply and g.skipped]
-    return data
+    return report.runbook_summary()
 
 
 def _failover(ctx: ActionContext, *, planned: bool = False, groups: str = ".*",
-              method: str = "auto", source_deadline: float = 20.0) -> dict[str, Any]:
+              method: TranslateMethod = TranslateMethod.AUTO,
+              source_deadline: float = 20.0) -> dict[str, Any]:
     """Fail over from the replication source to its target (`drctl failover --yes`)."""
-    from dataclasses import asdict
-
-    from drctl.ops.failover import FailoverOptions, report_context, run_failover
-    from drctl.reports import write_report
+    from drctl.ops.failover import FailoverOptions, run_failover
 
     config = ctx.config
     result = run_failover(config, FailoverOptions(planned=planned, groups=groups,
                                                   method=method,
                                                   source_deadline_s=source_deadline),
                           notify=ctx.notify)
-    paths = write_report(config.state.dir / "reports", result.marker.incident,
-                         report_context(config, result.marker), "failover-report",
-                         config.redactor)
-    summary = (result.translation or {}).get("summary", {})
-    moved = result.marker.groups
-    return {"incident": result.marker.incident, "marker": asdict(result.marker),
-            "replication_stop": result.marker.replication_stop,
-            "groups_applied": summary.get("applied", 0),
-            "groups_total": len(moved),
-            "groups_not_exact": sorted(g for g, v in moved.items()
-                                       if v.get("confidence") != ["exact"]),
-            "reports": [str(p) for p in paths]}
+    return result.runbook_summary(result.write_reports(config))
 
 
-def _failback(ctx: ActionContext, *, reconcile: str = "copy-safe", groups: str = ".*",
-              incident: str | None = None, lookback: float = 3600.0) -> dict[str, Any]:
+def _failback(ctx: ActionContext, *, reconcile: ReconcileMode = ReconcileMode.COPY_SAFE,
+              groups: str = ".*", incident: str | None = None,
+              lookback: float = 3600.0) -> dict[str, Any]:
     """Fail back with --check-order (`drctl failback --yes`): gap analysis (Spark),
     reconcile, reverse replication from the failover point, offsets back."""
-    from drctl.ops.failback import FailbackOptions, run_failback, write_failback_report
+    from drctl.ops.failback import FailbackOptions, run_failback
     from drctl.ops.gap_step import gap_finder
 
     config = ctx.config
     result = run_failback(config, FailbackOptions(reconcile=reconcile, groups=groups,
                                                   incident=incident),
                           gap_finder(lookback), notify=ctx.notify)
-    paths = write_failback_report(config, result, config.state.dir / "reports")
-    summary = (result.translation or {}).get("summary", {})
-    copy = result.reconcile.get("copy_safe", {})
-    return {"incident": result.marker.incident, "status": result.marker.status,
-            "gap": result.gap, "copied": copy.get("copied", 0),
-            "gap_total": sum(result.gap.get(k, 0) for k in ("safe", "conflict", "unkeyed")),
-            "quarantined": result.reconcile.get("quarantine", {}).get("count", 0),
-            "reverse": result.reverse, "positions": summary.get("partitions", 0),
-            "positions_exact": summary.get("exact", 0),
-            # Kept: the group already stood further on (it had consumed that far before the
-            # outage), so moving it back would only re-deliver.
-            "positions_kept": sum(1 for g in (result.translation or {}).get("groups", [])
-                                  for p in g["partitions"] if p["confidence"] == "kept"),
-            "groups_not_applied": [g["group"] for g in (result.translation or {})
-                                   .get("groups", []) if g["skipped"]],
-            "reports": [str(p) for p in paths]}
+    return result.runbook_summary(result.write_reports(config))
 
 
 def builtin_registry() -> Registry:

@@ -24,7 +24,12 @@ from drctl.kafka.topics import TP, is_internal_topic
 from drctl.progress import Notify
 from drctl.retry import RetryPolicy
 from drctl.translate.locate import MatchQuery, Side, last_records, match_records
-from drctl.translate.model import METHODS, GroupResult, PartitionResult, TranslationReport
+from drctl.translate.model import (
+    GroupResult,
+    PartitionResult,
+    TranslateMethod,
+    TranslationReport,
+)
 from drctl.translate.reader import BatchReader
 
 # Groups that belong to Kafka Connect, MirrorMaker 2 or drctl, never to an application.
@@ -36,7 +41,7 @@ class TranslateRequest:
     source: str  # cluster name the groups consumed on
     target: str  # cluster name they move to
     groups: str = ".*"  # regex on group ids
-    method: str = "auto"
+    method: TranslateMethod = TranslateMethod.AUTO
     apply: bool = False
     allow_rewind: bool = False
     max_scan: int = 100_000
@@ -69,8 +74,9 @@ def _topic_mapper(config: Config, source: str, target: str) -> Callable[[str], s
 
 def translate_offsets(config: Config, req: TranslateRequest,
                       notify: Notify = lambda _: None) -> TranslationReport:
-    if req.method not in METHODS:
-        raise UsageError(f"Unknown method '{req.method}'.", f"Use one of {', '.join(METHODS)}.")
+    if req.method not in set(TranslateMethod):  # library callers may pass plain text
+        raise UsageError(f"Unknown method '{req.method}'.",
+                         f"Use one of {', '.join(TranslateMethod)}.")
     rep = config.require_replication()
     try:
         group_re = re.compile(req.groups)
@@ -82,8 +88,8 @@ def translate_offsets(config: Config, req: TranslateRequest,
     describe_with_retry(dst, config.retry.with_deadline(req.source_deadline_s))
     source_up = _reachable(src, config.retry.with_deadline(req.source_deadline_s),
                            required=req.method in ("exact", "timestamp"))
-    method = req.method
-    report = TranslationReport(req.source, req.target, req.method, req.apply, source_up)
+    method = str(req.method)  # plain text in the report and its JSON
+    report = TranslationReport(req.source, req.target, method, req.apply, source_up)
     if method == "auto":
         if rep.kind == "identity":
             method = "identity"

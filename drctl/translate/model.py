@@ -28,9 +28,18 @@ no-checkpoint | start (nothing consumed).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Any
 
-METHODS = ("auto", "exact", "timestamp", "checkpoint", "identity")
+
+class TranslateMethod(StrEnum):
+    """How positions are translated; `auto` picks one by replication kind and reachability."""
+
+    AUTO = "auto"
+    EXACT = "exact"
+    TIMESTAMP = "timestamp"
+    CHECKPOINT = "checkpoint"
+    IDENTITY = "identity"
 
 
 @dataclass
@@ -101,3 +110,10 @@ class TranslationReport:
                        for g in self.groups],
             "summary": self.summary(),
         }
+
+    def runbook_summary(self) -> dict[str, Any]:
+        """The result of the `translate-offsets` runbook action: the JSON plus the groups an
+        --apply run skipped."""
+        data = self.as_dict()
+        data["not_applied"] = [g.group for g in self.groups if self.apply and g.skipped]
+        return data
