@@ -31,7 +31,7 @@ RECONCILE_MODES = ("copy-safe", "quarantine", "none")
 
 @dataclass
 class GapOutcome:
-    """What the gap analysis found, classified (DESIGN section 5)."""
+    """What the gap analysis found, classified (docs/design.md §5)."""
 
     safe: list[Record] = field(default_factory=list)
     conflict: list[Record] = field(default_factory=list)
