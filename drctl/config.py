@@ -76,7 +76,7 @@ class ReplicationSettings:
         return self.rename.replace("{topic}", source_topic)
 
     def failover_topic(self, source_topic: str) -> str:
-        """Where producers write on the target after failover (DESIGN section 2)."""
+        """Where producers write on the target after failover (docs/design.md §2)."""
         return source_topic if not self.names_kept else self.mirror_topic(source_topic)
 
     def source_topic_of(self, target_topic: str) -> str | None:

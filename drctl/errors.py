@@ -1,4 +1,4 @@
-"""The one error hierarchy of drctl and the exit statuses it maps to (DESIGN section 9).
+"""The one error hierarchy of drctl and the exit statuses it maps to (docs/design.md §9).
 
 The core raises these; only the CLI edge turns them into a message and an exit status.
 """

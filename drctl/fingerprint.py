@@ -1,4 +1,4 @@
-"""The one definition of a record fingerprint (DESIGN section 2).
+"""The one definition of a record fingerprint (docs/design.md §2).
 
 Shared by offset translation, gap analysis and reconcile; the Spark job computes the same digest
 with Spark SQL built-ins (`drctl.gap.spark_fingerprint`), and a test proves both agree.

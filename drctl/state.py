@@ -1,4 +1,4 @@
-"""The failover marker: durable record of an incident (DESIGN section 2).
+"""The failover marker: durable record of an incident (docs/design.md §2).
 
 Written to a local state directory *and* to a compacted topic on the surviving cluster, so a
 different engineer on a different machine can run the failback days later. Every mutating step

@@ -1,4 +1,4 @@
-"""`drctl gap-analysis`: the source records that never reached the target (DESIGN section 5)."""
+"""`drctl gap-analysis`: the source records that never reached the target (docs/design.md §5)."""
 
 from __future__ import annotations
 

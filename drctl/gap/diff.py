@@ -1,4 +1,4 @@
-"""Pure DataFrame functions of the gap analysis (DESIGN section 5): no I/O, testable on frames
+"""Pure DataFrame functions of the gap analysis (docs/design.md §5): no I/O, testable on frames
 built by hand with the Kafka source's schema.
 
 Topics are carried as a small integer `tix` (the topic's index in the plan), so the rows that

@@ -8,7 +8,7 @@ file runs under spark-submit:
 where PLAN is a plan file written by `drctl gap-analysis --plan-out PLAN`. It writes the
 unreplicated records as Parquet (`records/`) and `summary.json` into the plan's `out_dir`.
 
-Stages (DESIGN section 5): (1) one shuffle of narrow rows (tix, partition, fingerprint, sign,
+Stages (docs/design.md §5): (1) one shuffle of narrow rows (tix, partition, fingerprint, sign,
 offset) gives the multiset difference; (2) only when identical records are among the missing,
 their copies are located by a second, bounded read; (3) payloads are read back for the missing
 offsets only; (4) `--check-order` joins them with the post-failover writes by key.

@@ -37,7 +37,7 @@ class ReconcileMode(StrEnum):
 
 @dataclass
 class GapOutcome:
-    """What the gap analysis found, classified (DESIGN section 5)."""
+    """What the gap analysis found, classified (docs/design.md §5)."""
 
     safe: list[Record] = field(default_factory=list)
     conflict: list[Record] = field(default_factory=list)

@@ -1,6 +1,6 @@
 """translate-offsets: move consumer-group positions from one cluster to the other.
 
-Every method ends in the same rules (DESIGN section 3): never past the target's end (report
+Every method ends in the same rules (docs/design.md §3): never past the target's end (report
 what the target lacks), never backwards without `allow_rewind`, apply only to groups with no
 active members on the target, one atomic commit per group.
 """

@@ -1,4 +1,4 @@
-"""Exact positions: where a record of one cluster sits on the other (DESIGN section 3, `exact`).
+"""Exact positions: where a record of one cluster sits on the other (docs/design.md §3, `exact`).
 
 To find record R of side A on side B: take R's timestamp T; on both sides ListOffsets(T) gives
 the first offset whose timestamp is >= T. Both land on the same record, because replication
