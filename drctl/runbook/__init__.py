@@ -2,7 +2,8 @@
 
 Modules: `model` (what a runbook is), `loader` (YAML with line numbers, validation),
 `templating` (Jinja2), `variables`, `actions` (the registry of in-process drctl actions),
-`checks` (tolerances), `executor`, `journal`, `report`.
+`checks` (tolerances), `executor`, `journal`, `junit` (JUnit XML; the Markdown and HTML
+reports are rendered by `drctl.reports`).
 
 Runbook YAML
 ============
