@@ -14,18 +14,9 @@ import typer
 from drctl.cli.state import CURRENT, OutputOption
 from drctl.codecs.confluent import LAYOUT_NOTE, ConsumerTimestamp
 from drctl.codecs.mm2 import Checkpoint, OffsetSync
-from drctl.inspect_topics import (
-    COLUMNS,
-    RECORD_COLUMNS,
-    DumpFilter,
-    DumpKind,
-    DumpRow,
-    DumpStats,
-    TopicDump,
-    iso_ms,
-    parse_time,
-    resolve_location,
-)
+from drctl.dump.filters import DumpFilter, parse_time
+from drctl.dump.reader import TopicDump, resolve_location
+from drctl.dump.rows import COLUMNS, RECORD_COLUMNS, DumpKind, DumpRow, DumpStats, iso_ms
 from drctl.kafka.clients import ClusterClients
 from drctl.terminal import OutputFormat, Terminal
 

@@ -15,17 +15,10 @@ from drctl.cli.state import CURRENT
 from drctl.codecs import Checkpoint, ConsumerTimestamp, Heartbeat, OffsetSync
 from drctl.codecs.confluent import Provenance
 from drctl.config import parse_config
+from drctl.dump.filters import DumpFilter, parse_time
+from drctl.dump.reader import Location, resolve_location
+from drctl.dump.rows import DumpKind, DumpRow, DumpStats, Undecodable
 from drctl.errors import UsageError
-from drctl.inspect_topics import (
-    DumpFilter,
-    DumpKind,
-    DumpRow,
-    DumpStats,
-    Location,
-    Undecodable,
-    parse_time,
-    resolve_location,
-)
 
 CONFIG = {
     "clusters": {"dc1": {"bootstrap.servers": "127.0.0.1:1"},
