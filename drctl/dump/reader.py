@@ -15,7 +15,7 @@ from drctl.dump.rows import DECODERS, DumpKind, DumpRow, DumpStats, Undecodable
 from drctl.errors import DecodeError, UsageError
 from drctl.kafka.checkpoints import MISSING_MM2_TOPIC_HINT
 from drctl.kafka.clients import ClusterClients
-from drctl.kafka.topic_scan import BATCH, read_batches, replaces, topic_ranges
+from drctl.kafka.topic_scan import SCAN_BATCH, read_batches, replaces, topic_ranges
 from drctl.retry import RetryPolicy
 
 UNDECODABLE_SAMPLES = 20
@@ -67,7 +67,7 @@ class TopicDump:
     limit: int | None = None
     samples: int = UNDECODABLE_SAMPLES
     policy: RetryPolicy = RetryPolicy(attempts=1)
-    batch: int = BATCH
+    batch: int = SCAN_BATCH
     stall_timeout_s: float = 60.0
     on_start: Callable[[int], None] | None = None  # total offsets to read
     on_progress: Callable[[int], None] | None = None  # records read since the last call

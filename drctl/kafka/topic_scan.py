@@ -18,7 +18,7 @@ from drctl.kafka.clients import ClusterClients
 from drctl.kafka.offsets import watermarks
 from drctl.retry import RetriesExhausted, RetryPolicy, retry_call
 
-BATCH = 10_000
+SCAN_BATCH = 10_000
 
 
 class TopicNotFound(DrctlError):
@@ -59,7 +59,7 @@ def topic_ranges(clients: ClusterClients, topic: str, *, policy: RetryPolicy,
 
 
 def read_batches(clients: ClusterClients, topic: str, ranges: dict[int, tuple[int, int]], *,
-                 batch: int = BATCH, stall_timeout_s: float = 60.0,
+                 batch: int = SCAN_BATCH, stall_timeout_s: float = 60.0,
                  on_progress: Callable[[int], None] | None = None) -> Iterator[list[Any]]:
     """Batches of raw messages (decoded by the caller) inside `ranges` (see `topic_ranges`)."""
     # librdkafka prefetches up to queued.min.messages (100,000 by default) per partition,
