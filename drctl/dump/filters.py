@@ -5,26 +5,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from drctl.dump.rows import DumpKind
 from drctl.errors import UsageError
-
-
-def parse_time(text: str, option: str) -> int:
-    """Epoch milliseconds from digits, or from an ISO 8601 time (UTC unless it says)."""
-    text = text.strip()
-    if re.fullmatch(r"-?\d+", text):
-        return int(text)
-    try:
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise UsageError(f"{option} {text!r} is neither an ISO time nor epoch milliseconds.",
-                         "Examples: 2024-05-01T12:00:00Z, 2024-05-01, 1714564800000.") from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return int(parsed.timestamp() * 1000)
 
 
 @dataclass(frozen=True)

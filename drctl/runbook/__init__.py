@@ -25,7 +25,7 @@ Runbook YAML
         with: {dir: "{{ vars.lab_dir }}"}
         outputs:                       # named outputs, from `result` (the action's return)
           running: "{{ result.all_running }}"
-        timeout: 30s                   # 500ms, 5s, 2m, 1h or a number of seconds
+        timeout: 30s                   # 500ms, 5s, 2m, 1h, 2d, 1w or a number of seconds
         retry: true                    # see "Retries"
         until: "{{ result.all_running }}"  # retry until it holds (action and shell steps)
         when: "{{ vars.target != 'none' }}"  # run only if true (otherwise: skipped)
