@@ -139,7 +139,7 @@ def gap_analysis(
                 data["quarantined"] = sent
             term.emit_json(data)
         else:
-            render(term, result, sent)
+            print_gap_result(term, result, sent)
         if (check_order and result.has_conflict) or (
                 fail_on_gap and (result.has_gap or result.diverged)):
             raise typer.Exit(ExitStatus.CHECK_FAILED)
@@ -161,7 +161,8 @@ def _show(data: bytes | None) -> str:
     return text if text.isprintable() else "0x" + data.hex()
 
 
-def render(term: Terminal, result: GapResult, sent: dict[str, int]) -> None:
+def print_gap_result(term: Terminal, result: GapResult, sent: dict[str, int]) -> None:
+    """The gap for people: notes, the per-partition table, conflicts, totals, quarantine."""
     for note in result.notes:
         term.warn(note)
     columns = ["topic", "partition", "source records", "target records", "unreplicated",
