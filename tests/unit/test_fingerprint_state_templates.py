@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from drctl.fingerprint import DIGEST_BYTES, fingerprint, items
-from drctl.reports import render
+from drctl.reports import render, report_format, write_report
 from drctl.state import FailoverMarker, MarkerStore
 
 
@@ -126,3 +126,14 @@ def test_failback_report_renders_reconcile_and_reverse_start() -> None:
     assert "Copied 3 safe record(s)" in md and "Quarantined 3 record(s)" in md
     assert "| t | 0 | 7 |" in md and "6 of 6 positions exact" in md
     assert "Copied 3 safe record(s)" in render("failback-report.html.j2", **ctx)
+
+
+def test_report_files_and_formats(tmp_path: Path) -> None:
+    paths = write_report(tmp_path, "inc", {"k": "v"}, "failover-report", extensions=("json",))
+    assert paths == [tmp_path / "inc.json"] and json.loads(paths[0].read_text()) == {"k": "v"}
+    assert not list(tmp_path.glob("*.tmp"))
+    # The extension of a report's name picks its template.
+    assert [report_format(Path(n)) for n in ("r.md", "r.MARKDOWN", "r.htm", "r.HTML")] == \
+        ["md", "md", "html", "html"]
+    with pytest.raises(ValueError, match="a report is .md or .html"):
+        report_format(Path("r.pdf"))
