@@ -126,7 +126,8 @@ def produce(bootstrap: str, topic: str, partitions: int, records: int) -> float:
 
 
 def child(mode: str, bootstrap: str, topic: str, config: str) -> None:
-    from drctl.inspect_topics import DumpKind, TopicDump
+    from drctl.dump.reader import TopicDump
+    from drctl.dump.rows import DumpKind
     from drctl.kafka.clients import ClusterClients
 
     rss_before = hwm_mib()

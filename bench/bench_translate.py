@@ -24,7 +24,7 @@ from pathlib import Path
 
 from bench.common import produce_keyed
 from drctl.config import load_config
-from drctl.inspect_topics import read_checkpoints
+from drctl.kafka.checkpoints import read_checkpoints
 from drctl.kafka.groups import alter_offsets
 from drctl.kafka.offsets import watermarks
 from drctl.lab.lab import Lab, LabPorts

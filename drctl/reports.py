@@ -1,11 +1,16 @@
 """Reports and generated configs rendered from Jinja2 templates in `templates/`.
 
 Data in, text out: callers pass plain data (already masked); templates only format it.
+One environment serves every template: incident reports, runbook drill reports and the
+connector configs `ops/reverse.py` writes.
 """
 
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +19,21 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from drctl.resources import templates_dir
 from drctl.secrets import Redactor
 
+# A report file's extension (lower-cased) → the template format that renders it.
+_TEMPLATE_FORMAT = {"md": "md", "markdown": "md", "html": "html", "htm": "html"}
 
+
+def _to_json(value: Any) -> str:
+    return json.dumps(value, indent=2, sort_keys=True, default=str)
+
+
+def _md_cell(value: Any) -> str:
+    """Text that stays inside one Markdown table cell."""
+    text = "" if value is None else str(value)
+    return text.replace("|", "\\|").replace("\r", " ").replace("\n", "<br>")
+
+
+@cache
 def environment() -> Environment:
     env = Environment(
         loader=FileSystemLoader(str(templates_dir())),
@@ -24,7 +43,8 @@ def environment() -> Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.filters["tojson_pretty"] = lambda v: json.dumps(v, indent=2, sort_keys=True)
+    env.filters["to_json"] = _to_json
+    env.filters["md_cell"] = _md_cell
     return env
 
 
@@ -33,17 +53,39 @@ def render(template: str, redactor: Redactor | None = None, **context: Any) -> s
     return redactor.redact(text) if redactor else text
 
 
+def report_format(path: Path) -> str:
+    """`md` or `html`, from a report file's extension."""
+    fmt = _TEMPLATE_FORMAT.get(path.suffix.lower().lstrip("."))
+    if fmt is None:
+        raise ValueError(f"{path}: a report is .md or .html")
+    return fmt
+
+
 def write_report(directory: Path, stem: str, context: dict[str, Any], template_stem: str,
-                 redactor: Redactor | None = None) -> list[Path]:
-    """Write `<stem>.md`, `<stem>.html` and `<stem>.json`; returns the paths."""
+                 redactor: Redactor | None = None,
+                 extensions: Sequence[str] = ("md", "html", "json")) -> list[Path]:
+    """Write `<stem>.<ext>` for each extension; returns the paths.
+
+    `json` is the context itself; any other extension is rendered from
+    `<template_stem>.<md|html>.j2` (see `report_format`). The extension is kept as given, so
+    a caller-chosen name such as `drill.HTM` is written under that name.
+    """
     directory.mkdir(parents=True, exist_ok=True)
     paths = []
-    for ext in ("md", "html"):
+    for ext in extensions:
         path = directory / f"{stem}.{ext}"
-        path.write_text(render(f"{template_stem}.{ext}.j2", redactor, **context))
+        if ext == "json":
+            data = redactor.redact_data(context) if redactor else context
+            text = json.dumps(data, indent=2, sort_keys=True, default=str)
+        else:
+            text = render(f"{template_stem}.{report_format(path)}.j2", redactor, **context)
+        _replace(path, text)
         paths.append(path)
-    data = redactor.redact_data(context) if redactor else context
-    json_path = directory / f"{stem}.json"
-    json_path.write_text(json.dumps(data, indent=2, sort_keys=True, default=str))
-    paths.append(json_path)
     return paths
+
+
+def _replace(path: Path, text: str) -> None:
+    # Write beside, then rename: a reader (or a crash) never sees half a report.
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)

@@ -14,20 +14,12 @@ import typer
 from drctl.cli.state import CURRENT, OutputOption
 from drctl.codecs.confluent import LAYOUT_NOTE, ConsumerTimestamp
 from drctl.codecs.mm2 import Checkpoint, OffsetSync
-from drctl.inspect_topics import (
-    COLUMNS,
-    RECORD_COLUMNS,
-    DumpFilter,
-    DumpKind,
-    DumpRow,
-    DumpStats,
-    TopicDump,
-    iso_ms,
-    parse_time,
-    resolve_location,
-)
+from drctl.dump.filters import DumpFilter
+from drctl.dump.reader import TopicDump, resolve_location
+from drctl.dump.rows import COLUMNS, RECORD_COLUMNS, DumpKind, DumpRow, DumpStats, iso_ms
 from drctl.kafka.clients import ClusterClients
 from drctl.terminal import OutputFormat, Terminal
+from drctl.timeparse import parse_time_ms
 
 TABLE_ROWS = 1000  # a table is for reading; jsonl/csv stream everything
 
@@ -80,8 +72,8 @@ def dump_consumer_timestamps(
     chosen = fmt or (Format.jsonl if term.json_mode else Format.table)
     where = resolve_location(kind, config.replication, cluster, topic_name)
     filt = DumpFilter(group, topic,
-                      None if since is None else parse_time(since, "--since"),
-                      None if until is None else parse_time(until, "--until"))
+                      None if since is None else parse_time_ms(since, "--since"),
+                      None if until is None else parse_time_ms(until, "--until"))
     clients = ClusterClients.for_cluster(config, where.cluster)
     dump = TopicDump(clients, kind, where.topic, filt, latest=latest, limit=limit,
                      samples=show_undecodable,

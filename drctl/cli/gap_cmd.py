@@ -17,20 +17,14 @@ from drctl.config import Config
 from drctl.errors import ExitStatus, UsageError
 from drctl.gap.jars import resolve_connector
 from drctl.gap.plan import IDENTITY
-from drctl.gap.planner import (
-    parse_duration_ms,
-    parse_offsets,
-    parse_time_ms,
-    plan_gap_analysis,
-    rekey,
-    window_from,
-)
+from drctl.gap.planner import parse_offsets, plan_gap_analysis, rekey, window_from
 from drctl.gap.quarantine import quarantine_gap
 from drctl.gap.result import GapResult
 from drctl.gap.runner import run_gap_analysis, spark_submit_command
 from drctl.kafka.clients import ClusterClients
 from drctl.state import FailoverMarker, marker_store
 from drctl.terminal import OutputFormat, Terminal
+from drctl.timeparse import parse_duration_ms, parse_time_ms
 
 CONFLICT_ROWS = 20
 
@@ -99,8 +93,9 @@ def gap_analysis(
         term.step(f"Bounds from failover marker {marker.incident}")
         failover_time = marker.failover_time_ms
         named = named or sorted(marker.topics)
-    window = window_from(parse_time_ms(since) if since else None,
-                         parse_duration_ms(lookback) if lookback else None, failover_time)
+    window = window_from(parse_time_ms(since, "--since") if since else None,
+                         parse_duration_ms(lookback, "--lookback") if lookback else None,
+                         failover_time)
     if plan_out is not None and out is None:
         raise UsageError("--plan-out needs --out: the job writes its results there.")
     if to_topic and plan_out is None:
@@ -145,7 +140,7 @@ def gap_analysis(
                 data["quarantined"] = sent
             term.emit_json(data)
         else:
-            render(term, result, sent)
+            print_gap_result(term, result, sent)
         if (check_order and result.has_conflict) or (
                 fail_on_gap and (result.has_gap or result.diverged)):
             raise typer.Exit(ExitStatus.CHECK_FAILED)
@@ -167,7 +162,8 @@ def _show(data: bytes | None) -> str:
     return text if text.isprintable() else "0x" + data.hex()
 
 
-def render(term: Terminal, result: GapResult, sent: dict[str, int]) -> None:
+def print_gap_result(term: Terminal, result: GapResult, sent: dict[str, int]) -> None:
+    """The gap for people: notes, the per-partition table, conflicts, totals, quarantine."""
     for note in result.notes:
         term.warn(note)
     columns = ["topic", "partition", "source records", "target records", "unreplicated",

@@ -21,6 +21,7 @@ from rich.prompt import Confirm
 from drctl.cli.state import CURRENT, OutputOption
 from drctl.config import Config, config_as_data
 from drctl.errors import UsageError
+from drctl.reports import report_format, write_report
 from drctl.runbook.actions import builtin_registry
 from drctl.runbook.executor import (
     Executor,
@@ -31,9 +32,9 @@ from drctl.runbook.executor import (
     StepResult,
 )
 from drctl.runbook.journal import Journal, read_journal
+from drctl.runbook.junit import write_junit
 from drctl.runbook.loader import load_runbook
 from drctl.runbook.model import Runbook, Step
-from drctl.runbook.report import report_format, write_junit, write_report
 from drctl.runbook.templating import plain
 from drctl.runbook.variables import (
     RunRedactor,
@@ -218,7 +219,8 @@ def _execute(*, file: Path, var: list[str] | None, vars_file: list[Path] | None,
         write_junit(data, junit)
         term.info(f"JUnit report: {junit}")
     if report is not None:
-        write_report(data, report)
+        write_report(report.parent, report.stem, {"run": data}, "runbook-report",
+                     extensions=(report.suffix.lstrip("."),))
         term.info(f"Report: {report}")
     _verdict(term, result)
     if result.exit_status != 0:

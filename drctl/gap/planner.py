@@ -242,9 +242,6 @@ def _timestamp_type(admin: AdminClient, topic: str) -> str:
 # -- option parsing ---------------------------------------------------------------------------
 
 _PAIR = re.compile(r"^\s*(\d+)\s*:\s*(\d+)\s*$")
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?\s*$")
-_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000,
-            "w": 604_800_000}
 
 
 def parse_offsets(text: str, topics: Sequence[str], option: str) -> dict[str, PartitionOffsets]:
@@ -284,30 +281,6 @@ def _single(topics: Sequence[str], offsets: PartitionOffsets,
         raise UsageError(f"{option}: offsets without a topic name need exactly one topic.",
                          'Name the topics: {"orders": {"0": 120}}.')
     return {topics[0]: offsets}
-
-
-def parse_duration_ms(text: str) -> int:
-    m = _DURATION.match(text)
-    if not m:
-        raise UsageError(f"'{text}' is not a duration.", "Use e.g. 90s, 30m, 6h or 2d.")
-    return int(float(m.group(1)) * _UNIT_MS[m.group(2) or "s"])
-
-
-def parse_time_ms(text: str) -> int:
-    """Epoch milliseconds, or an ISO-8601 time (UTC unless it names a zone)."""
-    from datetime import UTC, datetime
-
-    stripped = text.strip()
-    if stripped.lstrip("-").isdigit():
-        return int(stripped)
-    try:
-        moment = datetime.fromisoformat(stripped.replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise UsageError(f"'{text}' is not a time.",
-                         "Use ISO-8601 (2024-05-01T12:00:00Z) or epoch milliseconds.") from exc
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return int(moment.timestamp() * 1000)
 
 
 def rekey(offsets: Mapping[str, PartitionOffsets] | None, topics: Sequence[str],

@@ -2,7 +2,8 @@
 
 Modules: `model` (what a runbook is), `loader` (YAML with line numbers, validation),
 `templating` (Jinja2), `variables`, `actions` (the registry of in-process drctl actions),
-`checks` (tolerances), `executor`, `journal`, `report`.
+`checks` (tolerances), `executor`, `journal`, `junit` (JUnit XML; the Markdown and HTML
+reports are rendered by `drctl.reports`).
 
 Runbook YAML
 ============
@@ -24,7 +25,7 @@ Runbook YAML
         with: {dir: "{{ vars.lab_dir }}"}
         outputs:                       # named outputs, from `result` (the action's return)
           running: "{{ result.all_running }}"
-        timeout: 30s                   # 500ms, 5s, 2m, 1h or a number of seconds
+        timeout: 30s                   # 500ms, 5s, 2m, 1h, 2d, 1w or a number of seconds
         retry: true                    # see "Retries"
         until: "{{ result.all_running }}"  # retry until it holds (action and shell steps)
         when: "{{ vars.target != 'none' }}"  # run only if true (otherwise: skipped)

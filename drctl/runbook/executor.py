@@ -47,11 +47,11 @@ from drctl.runbook.model import (
     Phase,
     Runbook,
     Step,
-    parse_duration,
 )
 from drctl.runbook.templating import NotRun, Renderer, RenderError, plain
 from drctl.runbook.variables import Variables
 from drctl.secrets import Redactor
+from drctl.timeparse import parse_duration
 
 # Kept in journals and reports per stream: the end of a long output is what explains a failure.
 OUTPUT_LIMIT = 64 * 1024

@@ -37,9 +37,9 @@ from drctl.runbook.model import (
     Step,
     Tolerance,
     ToleranceKind,
-    parse_duration,
 )
 from drctl.runbook.templating import is_template, references
+from drctl.timeparse import parse_duration
 
 _TOP_KEYS = ("name", "description", "inputs", "steps", "rollback")
 _COMMON_KEYS = ("name", "description", "when", "on_failure", "undo", "outputs")

@@ -20,25 +20,6 @@ APPROVE_VAR = "approve"
 # Without a `retry:` a step runs once.
 NO_RETRY = RetryPolicy(attempts=1)
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
-_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
-
-
-def parse_duration(value: Any) -> float:
-    """Seconds from `5`, `2.5`, `"500ms"`, `"5s"`, `"2m"` or `"1h"`; ValueError otherwise."""
-    if isinstance(value, bool):
-        raise ValueError(f"expected a duration such as 5s or 2m, got {value!r}")
-    if isinstance(value, (int, float)):
-        if value < 0:
-            raise ValueError(f"a duration cannot be negative, got {value}")
-        return float(value)
-    if isinstance(value, str):
-        match = _DURATION.match(value)
-        if match:
-            return float(match.group(1)) * _UNIT_S[match.group(2)]
-    raise ValueError(f"expected a duration such as 5s, 500ms or 2m, got {value!r}")
-
-
 class Kind(StrEnum):
     action = "action"
     shell = "shell"

@@ -16,7 +16,7 @@ from confluent_kafka.admin import AdminClient
 
 from drctl.config import Config
 from drctl.errors import UsageError
-from drctl.inspect_topics import read_checkpoints
+from drctl.kafka.checkpoints import read_checkpoints
 from drctl.kafka.clients import ClusterClients, describe_with_retry
 from drctl.kafka.groups import alter_offsets_many, committed_offsets, group_states, list_groups
 from drctl.kafka.offsets import watermarks

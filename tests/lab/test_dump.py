@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from drctl.cli import dump_cmd
 from drctl.cli.state import CURRENT
 from drctl.codecs import ConsumerTimestamp, encode_consumer_timestamp
-from drctl.inspect_topics import read_checkpoints, read_offset_syncs
+from drctl.kafka.checkpoints import read_checkpoints, read_offset_syncs
 from drctl.lab.workload import commit_offsets, create_topics
 from tests.conftest import RunningLab
 

@@ -15,7 +15,7 @@ from confluent_kafka import OFFSET_STORED, KafkaError, KafkaException, TopicPart
 
 from drctl.cli.app import main
 from drctl.fingerprint import fingerprint
-from drctl.inspect_topics import read_checkpoints
+from drctl.kafka.checkpoints import read_checkpoints
 from drctl.kafka.records import Record, read_all
 from drctl.lab.workload import (
     ProducedRecord,

@@ -1,14 +1,12 @@
 from __future__ import annotations
 
-import configparser
 import json
 from pathlib import Path
 
 import pytest
 
 from drctl.fingerprint import DIGEST_BYTES, fingerprint, items
-from drctl.kafka.mm2_connectors import MirrorFlow
-from drctl.reports import render
+from drctl.reports import render, report_format, write_report
 from drctl.state import FailoverMarker, MarkerStore
 
 
@@ -89,23 +87,13 @@ def test_newer_marker_schema_is_refused() -> None:
         FailoverMarker.from_json(json.dumps({"incident": "x", "schema": 99}))
 
 
-def test_rendered_configs_parse() -> None:
-    flow = MirrorFlow("secondary", "primary", "b:1", "a:1", names_kept=False, topics="orders")
-    mm2 = json.loads(render("mm2-connector.json.j2", name="rev",
-                            config=flow.source_connector()))
-    assert mm2["config"]["source.cluster.alias"] == "secondary"
-    assert mm2["config"]["source.consumer.isolation.level"] == "read_committed"
+def test_rendered_replicator_config_parses() -> None:
     rep = json.loads(render("replicator-connector.json.j2", name="r", group="g",
                             topics=["a", "b"], source_bootstrap="s:1", target_bootstrap="t:1",
                             source_cluster="secondary", target_cluster="primary"))
     assert rep["config"]["src.consumer.group.id"] == "g"
     assert rep["config"]["topic.whitelist"] == "a,b"
     assert rep["config"]["provenance.header.enable"] == "true"
-    props = render("consumer-timestamps.properties.j2", source="primary", bootstrap="p:1",
-                   group="app")
-    parser = configparser.ConfigParser()
-    parser.read_string("[consumer]\n" + props)
-    assert parser["consumer"]["interceptor.classes"].endswith("ConsumerTimestampsInterceptor")
 
 
 def test_failover_report_renders_markdown_and_escaped_html() -> None:
@@ -138,3 +126,14 @@ def test_failback_report_renders_reconcile_and_reverse_start() -> None:
     assert "Copied 3 safe record(s)" in md and "Quarantined 3 record(s)" in md
     assert "| t | 0 | 7 |" in md and "6 of 6 positions exact" in md
     assert "Copied 3 safe record(s)" in render("failback-report.html.j2", **ctx)
+
+
+def test_report_files_and_formats(tmp_path: Path) -> None:
+    paths = write_report(tmp_path, "inc", {"k": "v"}, "failover-report", extensions=("json",))
+    assert paths == [tmp_path / "inc.json"] and json.loads(paths[0].read_text()) == {"k": "v"}
+    assert not list(tmp_path.glob("*.tmp"))
+    # The extension of a report's name picks its template.
+    assert [report_format(Path(n)) for n in ("r.md", "r.MARKDOWN", "r.htm", "r.HTML")] == \
+        ["md", "md", "html", "html"]
+    with pytest.raises(ValueError, match="a report is .md or .html"):
+        report_format(Path("r.pdf"))

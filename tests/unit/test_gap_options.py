@@ -13,14 +13,7 @@ from drctl.errors import ConfigError, UsageError
 from drctl.gap import jars
 from drctl.gap.kafka_options import java_client_properties, spark_kafka_options
 from drctl.gap.plan import GapPlan, TopicPlan
-from drctl.gap.planner import (
-    Window,
-    parse_duration_ms,
-    parse_offsets,
-    parse_time_ms,
-    rekey,
-    window_from,
-)
+from drctl.gap.planner import Window, parse_offsets, rekey, window_from
 from drctl.gap.result import totals
 
 
@@ -36,20 +29,6 @@ def test_offsets_in_every_accepted_form() -> None:
 def test_offsets_that_cannot_be_read(text: str, topics: list[str]) -> None:
     with pytest.raises(UsageError):
         parse_offsets(text, topics, "--target-end")
-
-
-def test_durations_and_times() -> None:
-    assert parse_duration_ms("90s") == 90_000
-    assert parse_duration_ms("6h") == 6 * 3_600_000
-    assert parse_duration_ms("1.5m") == 90_000
-    assert parse_duration_ms("30") == 30_000
-    assert parse_time_ms("1700000000000") == 1_700_000_000_000
-    assert parse_time_ms("2023-11-14T22:13:20Z") == 1_700_000_000_000
-    assert parse_time_ms("2023-11-14T23:13:20+01:00") == 1_700_000_000_000
-    with pytest.raises(UsageError):
-        parse_duration_ms("soon")
-    with pytest.raises(UsageError):
-        parse_time_ms("yesterday")
 
 
 def test_window_start() -> None:

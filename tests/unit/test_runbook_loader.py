@@ -10,7 +10,7 @@ from drctl.errors import ExitStatus
 from drctl.resources import runbooks_dir
 from drctl.runbook.actions import builtin_registry
 from drctl.runbook.loader import RunbookInvalid, load_runbook
-from drctl.runbook.model import Kind, OnFailureMode, ToleranceKind, parse_duration
+from drctl.runbook.model import Kind, OnFailureMode, ToleranceKind
 from tests.unit.runbook_support import drctl, load, write
 
 
@@ -170,14 +170,6 @@ def test_structure_problems() -> None:
 def test_yaml_syntax_error_has_a_line() -> None:
     found = problems("steps:\n  - name: x\n    shell: [unclosed\n")
     assert len(found) == 1 and found[0].startswith("rb.yaml:4: not valid YAML")
-
-
-def test_durations() -> None:
-    assert [parse_duration(v) for v in (5, 2.5, "500ms", "5s", "2m", "1h")] == \
-        [5, 2.5, 0.5, 5, 120, 3600]
-    for bad in ("soon", -1, True, "5 days"):
-        with pytest.raises(ValueError):
-            parse_duration(bad)
 
 
 def test_cli_validate_exits_2_with_file_line_and_step(tmp_path: Path,

@@ -1,4 +1,4 @@
-"""The pure parts of the dump: where topics live, time parsing, filters, row shapes, and the
+"""The pure parts of the dump: where topics live, filters, row shapes, and the
 command's usage errors (raised before any cluster is contacted)."""
 
 from __future__ import annotations
@@ -15,17 +15,10 @@ from drctl.cli.state import CURRENT
 from drctl.codecs import Checkpoint, ConsumerTimestamp, Heartbeat, OffsetSync
 from drctl.codecs.confluent import Provenance
 from drctl.config import parse_config
+from drctl.dump.filters import DumpFilter
+from drctl.dump.reader import Location, resolve_location
+from drctl.dump.rows import DumpKind, DumpRow, DumpStats, Undecodable
 from drctl.errors import UsageError
-from drctl.inspect_topics import (
-    DumpFilter,
-    DumpKind,
-    DumpRow,
-    DumpStats,
-    Location,
-    Undecodable,
-    parse_time,
-    resolve_location,
-)
 
 CONFIG = {
     "clusters": {"dc1": {"bootstrap.servers": "127.0.0.1:1"},
@@ -53,15 +46,6 @@ def test_locations_without_replication_need_explicit_names() -> None:
         resolve_location(DumpKind.heartbeats, None)
     with pytest.raises(UsageError, match="source alias"):
         resolve_location(DumpKind.checkpoints, None, "dc2")
-
-
-def test_parse_time() -> None:
-    assert parse_time("1714564800000", "--since") == 1714564800000
-    assert parse_time("2024-05-01T12:00:00Z", "--since") == 1714564800000
-    assert parse_time("2024-05-01T14:00:00+02:00", "--since") == 1714564800000
-    assert parse_time("2024-05-01 12:00:00", "--since") == 1714564800000  # UTC when naive
-    with pytest.raises(UsageError, match="--until 'yesterday'"):
-        parse_time("yesterday", "--until")
 
 
 def test_filters() -> None:

@@ -1,20 +1,15 @@
-"""Reports of a run: JUnit XML for CI dashboards, Markdown and HTML from `templates/`.
+"""JUnit XML of a run, for CI dashboards: one test suite per run, one test case per step.
 
-All of them are made from `RunResult.as_dict`, which is already redacted: a report cannot
-show a secret the run's Redactor knows.
+Made from `RunResult.as_dict`, which is already redacted: the XML cannot show a secret the
+run's Redactor knows.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
-
-import jinja2
-
-from drctl.resources import templates_dir
 
 # Statuses a CI dashboard shows as failures or as skipped test cases.
 _FAILURE = {"failed", "check-failed", "approval-missing", "declined", "interrupted"}
@@ -72,45 +67,3 @@ def _details(step: dict[str, Any]) -> str:
     if step.get("outputs"):
         lines.append("outputs: " + json.dumps(step["outputs"], sort_keys=True, default=str))
     return "\n".join(lines)
-
-
-def _to_json(value: Any) -> str:
-    return json.dumps(value, indent=2, sort_keys=True, default=str)
-
-
-def _md_cell(value: Any) -> str:
-    """Text that stays inside one Markdown table cell."""
-    text = "" if value is None else str(value)
-    return text.replace("|", "\\|").replace("\r", " ").replace("\n", "<br>")
-
-
-def report_format(path: Path) -> str:
-    suffix = path.suffix.lower()
-    if suffix in (".html", ".htm"):
-        return "html"
-    if suffix in (".md", ".markdown"):
-        return "md"
-    raise ValueError(f"{path}: a report is .md or .html")
-
-
-def render_report(data: dict[str, Any], fmt: str) -> str:
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(templates_dir())),
-        autoescape=fmt == "html",
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
-    env.filters["to_json"] = _to_json
-    env.filters["md_cell"] = _md_cell
-    template = env.get_template(f"runbook-report.{fmt}.j2")
-    return template.render(run=data)
-
-
-def write_report(data: dict[str, Any], path: Path) -> None:
-    text = render_report(data, report_format(path))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)

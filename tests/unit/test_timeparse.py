@@ -1,0 +1,105 @@
+"""Times and durations as every command and runbook reads them (drctl/timeparse.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from drctl.errors import UsageError
+from drctl.timeparse import parse_duration, parse_duration_ms, parse_time_ms
+
+
+def test_runbook_durations() -> None:
+    assert [parse_duration(v) for v in (5, 2.5, "500ms", "5s", "2m", "1h")] == \
+        [5, 2.5, 0.5, 5, 120, 3600]
+    for bad in ("soon", -1, True, "5 days"):
+        with pytest.raises(ValueError):
+            parse_duration(bad)
+
+
+def test_gap_option_durations_and_times() -> None:
+    assert parse_duration_ms("90s", "--lookback") == 90_000
+    assert parse_duration_ms("6h", "--lookback") == 6 * 3_600_000
+    assert parse_duration_ms("1.5m", "--lookback") == 90_000
+    assert parse_duration_ms("30", "--lookback") == 30_000
+    assert parse_time_ms("1700000000000", "--since") == 1_700_000_000_000
+    assert parse_time_ms("2023-11-14T22:13:20Z", "--since") == 1_700_000_000_000
+    assert parse_time_ms("2023-11-14T23:13:20+01:00", "--since") == 1_700_000_000_000
+    with pytest.raises(UsageError):
+        parse_duration_ms("soon", "--lookback")
+    with pytest.raises(UsageError):
+        parse_time_ms("yesterday", "--since")
+
+
+def test_dump_option_times() -> None:
+    assert parse_time_ms("1714564800000", "--since") == 1714564800000
+    assert parse_time_ms("2024-05-01T12:00:00Z", "--since") == 1714564800000
+    assert parse_time_ms("2024-05-01T14:00:00+02:00", "--since") == 1714564800000
+    assert parse_time_ms("2024-05-01 12:00:00", "--since") == 1714564800000  # UTC when naive
+    with pytest.raises(UsageError, match="--until 'yesterday'"):
+        parse_time_ms("yesterday", "--until")
+
+
+@pytest.mark.parametrize(("text", "ms"), [
+    ("250ms", 250), ("90s", 90_000), ("1.5m", 90_000), ("6h", 21_600_000),
+    ("2d", 172_800_000), ("1w", 604_800_000),
+    ("30", 30_000),  # a bare number is seconds
+    (" 2 h ", 7_200_000), ("0.5s", 500),
+])
+def test_every_duration_unit(text: str, ms: int) -> None:
+    assert parse_duration_ms(text, "--lookback") == ms
+    assert parse_duration(text) == ms / 1000
+
+
+@pytest.mark.parametrize("value", [0, 0.25, 7, 3600.5])
+def test_runbook_durations_may_be_plain_numbers_of_seconds(value: float) -> None:
+    assert parse_duration(value) == value
+
+
+@pytest.mark.parametrize("text", ["", "soon", "-5s", "5 days", "5sec", "1.s", ".5s", "5s5"])
+def test_durations_that_cannot_be_read(text: str) -> None:
+    with pytest.raises(UsageError) as info:
+        parse_duration_ms(text, "--lookback")
+    assert info.value.message == f"--lookback {text!r} is not a duration."
+    assert info.value.hint == "Use e.g. 90s, 500ms, 30m, 6h or 2d."
+    with pytest.raises(ValueError, match="expected a duration such as 5s, 500ms or 2m"):
+        parse_duration(text)
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    (True, "expected a duration such as 5s or 2m, got True"),
+    (-1, "a duration cannot be negative, got -1"),
+    (None, "expected a duration such as 5s, 500ms or 2m, got None"),
+])
+def test_runbook_duration_errors(value: Any, message: str) -> None:
+    with pytest.raises(ValueError) as info:
+        parse_duration(value)
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize(("text", "ms"), [
+    ("1714564800000", 1_714_564_800_000),  # epoch milliseconds
+    (" 1714564800000 ", 1_714_564_800_000),
+    ("-1000", -1000),  # before 1970
+    ("0", 0),
+    ("2024-05-01T12:00:00Z", 1_714_564_800_000),  # ISO 8601, UTC
+    ("2024-05-01T12:00:00+00:00", 1_714_564_800_000),
+    ("2024-05-01T14:00:00+02:00", 1_714_564_800_000),  # another zone
+    ("2024-05-01T12:00:00", 1_714_564_800_000),  # naive: UTC
+    ("2024-05-01 12:00:00", 1_714_564_800_000),
+    ("2024-05-01T12:00:00.250Z", 1_714_564_800_250),  # fractions of a second
+    ("2024-05-01", 1_714_521_600_000),  # a date: its midnight, UTC
+    ("20240501T120000Z", 1_714_564_800_000),  # ISO basic format
+])
+def test_every_time_syntax(text: str, ms: int) -> None:
+    assert parse_time_ms(text, "--since") == ms
+
+
+@pytest.mark.parametrize("text", ["yesterday", "", "12:00 tomorrow", "2024-13-01", "--5"])
+def test_times_that_cannot_be_read(text: str) -> None:
+    with pytest.raises(UsageError) as info:
+        parse_time_ms(text, "--until")
+    assert info.value.message == \
+        f"--until {text.strip()!r} is neither an ISO time nor epoch milliseconds."
+    assert info.value.hint == "Examples: 2024-05-01T12:00:00Z, 2024-05-01, 1714564800000."
