@@ -16,13 +16,13 @@ from typing import Any
 from drctl.config import Config
 from drctl.errors import CheckFailed, Unreachable, UsageError
 from drctl.faults import crash_point
-from drctl.kafka.clients import ClusterClients, describe_with_retry
+from drctl.kafka.clients import describe_with_retry
 from drctl.kafka.records import Record
+from drctl.ops.context import OpsContext
 from drctl.ops.reconcile import copy_safe_records, quarantine_records
-from drctl.ops.replication import forward_stopped
 from drctl.ops.reverse import start_reverse_replication, wait_reverse_caught_up
 from drctl.progress import Notify
-from drctl.state import FailoverMarker, marker_store
+from drctl.state import FailoverMarker
 from drctl.translate.engine import TranslateRequest, translate_offsets
 from drctl.translate.model import TranslationReport
 
@@ -69,9 +69,10 @@ class FailbackResult:
     plan: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _open_marker(config: Config, incident: str | None) -> FailoverMarker:
+def _open_marker(ctx: OpsContext, incident: str | None) -> FailoverMarker:
+    config = ctx.config
     rep = config.require_replication()
-    store = marker_store(config, rep.target)
+    store = ctx.markers(rep.target)
     if incident:
         marker = store.get(incident)
         if marker.status != "open":
@@ -87,17 +88,18 @@ def _open_marker(config: Config, incident: str | None) -> FailoverMarker:
     return opened[-1]
 
 
-def preflight(config: Config, marker: FailoverMarker, opts: FailbackOptions) -> None:
+def preflight(ctx: OpsContext, marker: FailoverMarker, opts: FailbackOptions) -> None:
+    config = ctx.config
     rep = config.require_replication()
     for name in (rep.target, rep.source):
-        clients = ClusterClients.for_cluster(config, name)
+        clients = ctx.clients(name)
         try:
             describe_with_retry(clients, config.retry.with_deadline(opts.deadline_s))
         except Unreachable as exc:
             raise Unreachable(f"{exc.message} Failback needs both clusters.",
                               f"Bring '{name}' back first; the marker {marker.incident} waits.") \
                 from None
-    stopped = forward_stopped(rep, frozenset(marker.stopped_connectors))
+    stopped = ctx.require_kind().forward_stopped(rep, frozenset(marker.stopped_connectors))
     if stopped is False:
         raise CheckFailed(
             f"Forward replication {rep.source} -> {rep.target} is running again: it would copy "
@@ -116,12 +118,14 @@ def run_failback(config: Config, opts: FailbackOptions, gap_finder: GapFinder, *
     if opts.reconcile not in RECONCILE_MODES:
         raise UsageError(f"Unknown reconcile mode '{opts.reconcile}'.",
                          f"Use one of {', '.join(RECONCILE_MODES)}.")
+    ctx = OpsContext.from_config(config)
     rep = config.require_replication()
-    marker = _open_marker(config, opts.incident)
-    store = marker_store(config, rep.target)
+    kind = ctx.require_kind()
+    marker = _open_marker(ctx, opts.incident)
+    store = ctx.markers(rep.target)
     result = FailbackResult(marker, resumed=any(k.startswith("failback:") for k in marker.steps))
     notify(f"Failback of incident {marker.incident}")
-    preflight(config, marker, opts)
+    preflight(ctx, marker, opts)
     out_dir = config.state.dir / "failback"
 
     gap: GapOutcome | None = None
@@ -152,7 +156,7 @@ def run_failback(config: Config, opts: FailbackOptions, gap_finder: GapFinder, *
     if not marker.done("failback:reverse-replication"):
         result.plan.append({"step": "reverse-replication", "kind": rep.kind})
         if not opts.dry_run:
-            result.reverse = start_reverse_replication(config, marker, out_dir, notify)
+            result.reverse = start_reverse_replication(config, kind, marker, out_dir, notify)
             marker.record("failback:reverse-replication", result.reverse)
             store.save(marker)
             crash_point("failback:reverse-replication")
@@ -160,7 +164,7 @@ def run_failback(config: Config, opts: FailbackOptions, gap_finder: GapFinder, *
         result.reverse = marker.steps["failback:reverse-replication"].result
 
     if not opts.dry_run and not marker.done("failback:caught-up"):
-        wait_reverse_caught_up(config, marker, deadline_s=opts.catch_up_deadline_s,
+        wait_reverse_caught_up(config, kind, marker, deadline_s=opts.catch_up_deadline_s,
                                notify=notify)
         marker.record("failback:caught-up")
         store.save(marker)
