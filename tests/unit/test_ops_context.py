@@ -13,6 +13,7 @@ from drctl.config import Config, parse_config
 from drctl.errors import CheckFailed
 from drctl.ops.context import OpsContext
 from drctl.ops.failover import FailoverOptions, preflight
+from drctl.ops.status import status_of
 from drctl.replication.registry import kind_named
 
 
@@ -124,3 +125,31 @@ def test_from_config_builds_the_kind_and_factories() -> None:
     assert ctx.kind is kind_named("mirrormaker2")
     assert ctx.require_kind() is ctx.kind
     assert ctx.clients("dc2").bootstrap == "y"
+
+
+@dataclass
+class FakeMarkers:
+    cluster: str | None
+
+    def open_markers(self) -> list[Any]:
+        return []
+
+
+def test_status_reads_clusters_groups_and_markers_through_the_context() -> None:
+    config = _config()
+    admins = {"dc1": FakeAdmin(False, {}), "dc2": FakeAdmin(True, {}, groups={"billing": 1})}
+    asked: list[str | None] = []
+
+    def markers(cluster: str | None) -> Any:
+        asked.append(cluster)
+        return FakeMarkers(cluster)
+
+    ctx = OpsContext(config, lambda name: FakeClients(name, admins[name]), markers,
+                     kind_named("mirrormaker2"))
+    st = status_of(ctx, deadline_s=0)
+    assert st["clusters"]["dc1"]["reachable"] is False
+    assert st["clusters"]["dc2"]["cluster_id"] == "fake-id"
+    assert st["replication"] == {"kind": "mirrormaker2", "source": "dc1", "target": "dc2",
+                                 "connectors": {}, "lag": None}
+    assert asked == ["dc2"]
+    assert st["groups"] == {"dc2": {"billing": {"state": "STABLE", "members": 1}}}
