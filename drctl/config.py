@@ -17,12 +17,12 @@ from typing import Any
 import yaml
 
 from drctl.errors import ConfigError
+from drctl.replication.registry import KIND_NAMES, kind_entry
 from drctl.retry import RetryPolicy
 from drctl.secrets import Redactor, UnresolvedReference, is_secret_key, resolve_references
 
 DEFAULT_CONFIG_PATH = Path("drctl.yaml")
 CONFIG_ENV_VAR = "DRCTL_CONFIG"
-KINDS = ("replicator", "mirrormaker2", "identity")
 
 
 @dataclass(frozen=True)
@@ -306,9 +306,9 @@ class _Parser:
             if required not in raw:
                 raise self.error(f"replication.{required}", "required key is missing")
         kind = self.string(raw["kind"], "replication.kind")
-        if kind not in KINDS:
-            raise self.error("replication.kind", f"must be one of {', '.join(KINDS)}, "
-                             f"got '{kind}'", _did_you_mean(kind, KINDS))
+        if kind not in KIND_NAMES:
+            raise self.error("replication.kind", f"must be one of {', '.join(KIND_NAMES)}, "
+                             f"got '{kind}'", _did_you_mean(kind, KIND_NAMES))
         source = self.cluster_ref(raw["source"], "replication.source", clusters)
         target = self.cluster_ref(raw["target"], "replication.target", clusters)
         if source == target:
@@ -317,8 +317,8 @@ class _Parser:
         if rename.count("{topic}") != 1:
             raise self.error("replication.rename", "must contain '{topic}' exactly once, "
                              "e.g. '{topic}' (names kept) or 'primary.{topic}'")
-        if kind == "identity" and rename != "{topic}":
-            raise self.error("replication.rename", "identity mirrors keep topic names")
+        if kind_entry(kind).keeps_topic_names and rename != "{topic}":
+            raise self.error("replication.rename", f"{kind} mirrors keep topic names")
         connect_raw = self.mapping(raw.get("connect"), "replication.connect", _CONNECT_KEYS)
         connect = ConnectSettings(
             url=self.optional_string(connect_raw.get("url"), "replication.connect.url"),

@@ -21,6 +21,8 @@ from drctl.gap.plan import DIFF, IDENTITY, GapPlan, PartitionOffsets, TopicPlan
 from drctl.kafka.clients import ClusterClients, describe_with_retry
 from drctl.kafka.offsets import list_offsets
 from drctl.kafka.topics import is_internal_topic
+from drctl.replication.base import ReplicationKind
+from drctl.replication.registry import kind_for
 
 TopicOffsets = Mapping[str, Mapping[int, int]]
 _TIMEOUT_S = 15.0
@@ -77,7 +79,7 @@ def plan_gap_analysis(
     dst_parts = _partitions(dst_admin)
     chosen = _choose_topics(rep, topics, src_parts, dst_parts)
     notes: list[str] = []
-    kind = IDENTITY if rep.kind == "identity" else DIFF
+    kind = gap_kind(kind_for(rep))
 
     plans = []
     for topic in chosen:
@@ -108,6 +110,11 @@ def plan_gap_analysis(
         topics=plans, out_dir=str(Path(directory).resolve()), temporary_out=out_dir is None,
         check_order=check_order,
         window_start_ms=window.start_ms, created_at_ms=int(time.time() * 1000), notes=notes)
+
+
+def gap_kind(replication: ReplicationKind) -> str:
+    """The gap job's kind: with offsets preserved the gap is [F, source end), no diff needed."""
+    return IDENTITY if replication.offsets_preserved else DIFF
 
 
 def _topic_plan(rep: ReplicationSettings, topic: str, mirror: str, partitions: list[int],

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from drctl.errors import DrctlError
+from drctl.gap.plan import IDENTITY
 
 SUMMARY_FILE = "summary.json"
 RECORDS_DIR = "records"
@@ -127,7 +128,7 @@ class GapResult:
             "partitions": self.partitions, "notes": self.notes, "elapsed_s": self.elapsed_s,
             "connector": self.connector,
         }
-        if self.kind == "identity":
+        if self.kind == IDENTITY:
             data["divergence_sample"] = self.divergence_sample
         if not self.temporary:
             data["out_dir"] = str(self.out_dir)

@@ -16,13 +16,13 @@ from typing import Any
 from drctl.config import Config
 from drctl.errors import CheckFailed, Unreachable, UsageError
 from drctl.faults import crash_point
-from drctl.kafka.clients import ClusterClients, describe_with_retry
+from drctl.kafka.clients import describe_with_retry
+from drctl.ops.context import OpsContext
 from drctl.ops.reconcile import GapOutcome, ReconcileMode, reconcile
-from drctl.ops.replication import forward_stopped
 from drctl.ops.reverse import start_reverse_replication, wait_reverse_caught_up
 from drctl.progress import Notify
 from drctl.reports import write_report
-from drctl.state import FailoverMarker, marker_store
+from drctl.state import FailoverMarker
 from drctl.translate.engine import TranslateRequest, translate_offsets
 from drctl.translate.model import TranslateMethod, TranslationReport
 
@@ -92,10 +92,11 @@ class FailbackResult:
                 "reports": [str(p) for p in reports]}
 
 
-def _marker_to_fail_back(config: Config, incident: str | None) -> FailoverMarker:
+def _marker_to_fail_back(ctx: OpsContext, incident: str | None) -> FailoverMarker:
     """The open marker of `incident`, or the newest open one; a usage error when none is."""
+    config = ctx.config
     rep = config.require_replication()
-    store = marker_store(config, rep.target)
+    store = ctx.markers(rep.target)
     if incident:
         marker = store.get(incident)
         if marker.status != "open":
@@ -111,17 +112,18 @@ def _marker_to_fail_back(config: Config, incident: str | None) -> FailoverMarker
     return opened[-1]
 
 
-def preflight(config: Config, marker: FailoverMarker, opts: FailbackOptions) -> None:
+def preflight(ctx: OpsContext, marker: FailoverMarker, opts: FailbackOptions) -> None:
+    config = ctx.config
     rep = config.require_replication()
     for name in (rep.target, rep.source):
-        clients = ClusterClients.for_cluster(config, name)
+        clients = ctx.clients(name)
         try:
             describe_with_retry(clients, config.retry.with_deadline(opts.deadline_s))
         except Unreachable as exc:
             raise Unreachable(f"{exc.message} Failback needs both clusters.",
                               f"Bring '{name}' back first; the marker {marker.incident} waits.") \
                 from None
-    stopped = forward_stopped(rep, frozenset(marker.stopped_connectors))
+    stopped = ctx.require_kind().forward_stopped(rep, frozenset(marker.stopped_connectors))
     if stopped is False:
         raise CheckFailed(
             f"Forward replication {rep.source} -> {rep.target} is running again: it would copy "
@@ -141,13 +143,15 @@ def run_failback(config: Config, opts: FailbackOptions, gap_finder: GapFinder, *
         raise UsageError(f"Unknown reconcile mode '{opts.reconcile}'.",
                          f"Use one of {', '.join(ReconcileMode)}.")
     mode = ReconcileMode(opts.reconcile)
+    ctx = OpsContext.from_config(config)
     rep = config.require_replication()
-    marker = _marker_to_fail_back(config, opts.incident)
-    store = marker_store(config, rep.target)
+    kind = ctx.require_kind()
+    marker = _marker_to_fail_back(ctx, opts.incident)
+    store = ctx.markers(rep.target)
     result = FailbackResult(marker, resumed=any(k.startswith("failback:") for k in marker.steps),
                             dry_run=opts.dry_run)
     notify(f"Failback of incident {marker.incident}")
-    preflight(config, marker, opts)
+    preflight(ctx, marker, opts)
     out_dir = config.state.dir / "failback"
 
     gap: GapOutcome | None = None
@@ -170,7 +174,7 @@ def run_failback(config: Config, opts: FailbackOptions, gap_finder: GapFinder, *
     if not marker.done("failback:reverse-replication"):
         result.plan.append({"step": "reverse-replication", "kind": rep.kind})
         if not opts.dry_run:
-            result.reverse = start_reverse_replication(config, marker, out_dir, notify)
+            result.reverse = start_reverse_replication(config, kind, marker, out_dir, notify)
             marker.record("failback:reverse-replication", result.reverse)
             store.save(marker)
             crash_point("failback:reverse-replication")
@@ -178,7 +182,7 @@ def run_failback(config: Config, opts: FailbackOptions, gap_finder: GapFinder, *
         result.reverse = marker.steps["failback:reverse-replication"].result
 
     if not opts.dry_run and not marker.done("failback:caught-up"):
-        wait_reverse_caught_up(config, marker, deadline_s=opts.catch_up_deadline_s,
+        wait_reverse_caught_up(config, kind, marker, deadline_s=opts.catch_up_deadline_s,
                                notify=notify)
         marker.record("failback:caught-up")
         store.save(marker)

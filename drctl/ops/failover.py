@@ -21,10 +21,11 @@ from drctl.kafka.clients import ClusterClients, describe_with_retry
 from drctl.kafka.groups import group_states, list_groups
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.topics import is_internal_topic, wait_for_leaders
-from drctl.ops.replication import Confirm, stop_forward
+from drctl.ops.context import OpsContext
 from drctl.progress import Notify
+from drctl.replication.base import Confirm
 from drctl.reports import write_report
-from drctl.state import FailoverMarker, Offsets, marker_store
+from drctl.state import FailoverMarker, Offsets
 from drctl.translate.engine import TranslateRequest, translate_offsets
 from drctl.translate.locate import MatchQuery, Side, last_records, match_records
 from drctl.translate.model import TranslateMethod, TranslationReport
@@ -89,10 +90,11 @@ def _source_topics(config: Config, clients: ClusterClients) -> dict[str, int]:
             if not is_internal_topic(t) and rep.topics.matches(t) and m.error is None}
 
 
-def preflight(config: Config, opts: FailoverOptions, notify: Notify) -> dict[str, Any]:
+def preflight(ctx: OpsContext, opts: FailoverOptions, notify: Notify) -> dict[str, Any]:
+    config = ctx.config
     rep = config.require_replication()
-    src = ClusterClients.for_cluster(config, rep.source)
-    dst = ClusterClients.for_cluster(config, rep.target)
+    src = ctx.clients(rep.source)
+    dst = ctx.clients(rep.target)
     policy = config.retry.with_deadline(opts.source_deadline_s)
     notify(f"Preflight: {rep.target} must be reachable")
     target_info = describe_with_retry(dst, policy)
@@ -134,13 +136,13 @@ def preflight(config: Config, opts: FailoverOptions, notify: Notify) -> dict[str
             "topics": topics, "active_groups_on_target": active}
 
 
-def _wait_quiet_and_caught_up(config: Config, topics: dict[str, str], opts: FailoverOptions,
+def _wait_quiet_and_caught_up(ctx: OpsContext, topics: dict[str, str], opts: FailoverOptions,
                               notify: Notify) -> dict[str, int]:
     """Planned switchover: producers are stopped; wait for the source to stop moving and for
     replication to copy its last record of every partition."""
-    rep = config.require_replication()
-    src = ClusterClients.for_cluster(config, rep.source)
-    dst = ClusterClients.for_cluster(config, rep.target)
+    rep = ctx.config.require_replication()
+    src = ctx.clients(rep.source)
+    dst = ctx.clients(rep.target)
     src_admin, dst_admin = src.admin(), dst.admin()
     src_tps = sorted((t, p) for t in topics for p in range(_partitions(src_admin, t)))
     notify("Waiting for the source's end offsets to stop moving (producers stopped?)")
@@ -186,13 +188,14 @@ def _ends(admin: Any, topics: list[str]) -> Offsets:
     return out
 
 
-def _ensure_failover_topics(config: Config, topics: dict[str, str], dry_run: bool) -> list[str]:
+def _ensure_failover_topics(ctx: OpsContext, topics: dict[str, str],
+                            dry_run: bool) -> list[str]:
     """With MM2's prefixed names producers switch to the plain topic on the target; it must
     exist with the mirror's partition count before they do."""
-    rep = config.require_replication()
+    rep = ctx.config.require_replication()
     if rep.names_kept:
         return []
-    admin = ClusterClients.for_cluster(config, rep.target).admin()
+    admin = ctx.clients(rep.target).admin()
     existing = admin.list_topics(timeout=30).topics
     new = [NewTopic(rep.failover_topic(t), num_partitions=len(existing[m].partitions),
                     replication_factor=-1)
@@ -206,8 +209,10 @@ def _ensure_failover_topics(config: Config, topics: dict[str, str], dry_run: boo
 
 def run_failover(config: Config, opts: FailoverOptions, *, notify: Notify = lambda _: None,
                  confirm: Confirm | None = None) -> FailoverResult:
+    ctx = OpsContext.from_config(config)
     rep = config.require_replication()
-    store = marker_store(config, rep.target)
+    kind = ctx.require_kind()
+    store = ctx.markers(rep.target)
     opened = store.open_markers(rep.source, rep.target)
     if opts.incident:
         marker = store.get(opts.incident)
@@ -221,7 +226,7 @@ def run_failover(config: Config, opts: FailoverOptions, *, notify: Notify = lamb
     if result.resumed:
         notify(f"Continuing incident {marker.incident} (done: {', '.join(marker.steps)})")
 
-    pre = preflight(config, opts, notify)
+    pre = preflight(ctx, opts, notify)
     result.preflight = pre
     topics: dict[str, str] = marker.topics or pre["topics"]
     plan = result.plan
@@ -230,7 +235,7 @@ def run_failover(config: Config, opts: FailoverOptions, *, notify: Notify = lamb
     if opts.planned and not marker.done("catch-up"):
         plan.append({"step": "catch-up", "action": "wait for quiet source and zero lag"})
         if not opts.dry_run:
-            caught = _wait_quiet_and_caught_up(config, topics, opts, notify)
+            caught = _wait_quiet_and_caught_up(ctx, topics, opts, notify)
             marker.record("catch-up", {"source_end": caught})
             store.save(marker)
             crash_point("catch-up")
@@ -241,7 +246,7 @@ def run_failover(config: Config, opts: FailoverOptions, *, notify: Notify = lamb
         plan.append({"step": "stop-replication", "connectors": list(rep.connect.connectors)})
         if not opts.dry_run:
             notify("Stopping replication into the target")
-            outcome = stop_forward(rep, confirm=confirm)
+            outcome = kind.stop_forward(rep, confirm=confirm)
             marker.replication_stop = outcome.state
             marker.stopped_connectors = outcome.connectors
             marker.record("stop-replication", {"state": outcome.state,
@@ -251,9 +256,9 @@ def run_failover(config: Config, opts: FailoverOptions, *, notify: Notify = lamb
 
     # 3. The failover point.
     if not marker.done("failover-point"):
-        dst_admin = ClusterClients.for_cluster(config, rep.target).admin()
+        dst_admin = ctx.clients(rep.target).admin()
         failover_point = _ends(dst_admin, sorted(topics.values()))
-        created = _ensure_failover_topics(config, topics, opts.dry_run)
+        created = _ensure_failover_topics(ctx, topics, opts.dry_run)
         plan.append({"step": "failover-point", "failover_point": failover_point,
                      "create_failover_topics": created})
         if not opts.dry_run:
@@ -265,7 +270,7 @@ def run_failover(config: Config, opts: FailoverOptions, *, notify: Notify = lamb
                                                    [rep.failover_topic(t) for t in topics])
             if pre["source_reachable"]:
                 try:
-                    src_admin = ClusterClients.for_cluster(config, rep.source).admin()
+                    src_admin = ctx.clients(rep.source).admin()
                     marker.source_end = _ends(src_admin, sorted(topics))
                 except Exception:  # noqa: BLE001 - best effort: the source may be dying
                     marker.source_end = None

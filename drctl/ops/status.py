@@ -6,10 +6,9 @@ from typing import Any
 
 from drctl.config import Config
 from drctl.errors import DrctlError
-from drctl.kafka.clients import ClusterClients, describe_with_retry
+from drctl.kafka.clients import describe_with_retry
 from drctl.kafka.groups import group_states, list_groups
-from drctl.kafka.lag import mm2_replication_lag
-from drctl.ops.replication import connect_client, connector_states
+from drctl.ops.context import OpsContext
 from drctl.state import marker_store
 
 
@@ -27,10 +26,15 @@ def pending_stop_warnings(config: Config) -> list[str]:
 
 
 def collect_status(config: Config, deadline_s: float = 5.0) -> dict[str, Any]:
+    return status_of(OpsContext.from_config(config), deadline_s)
+
+
+def status_of(ctx: OpsContext, deadline_s: float = 5.0) -> dict[str, Any]:
+    config = ctx.config
     policy = config.retry.with_deadline(deadline_s)
     clusters: dict[str, dict[str, Any]] = {}
     for name in config.clusters:
-        clients = ClusterClients.for_cluster(config, name)
+        clients = ctx.clients(name)
         try:
             info = describe_with_retry(clients, policy)
             clusters[name] = {"reachable": True, "cluster_id": info.cluster_id,
@@ -41,19 +45,16 @@ def collect_status(config: Config, deadline_s: float = 5.0) -> dict[str, Any]:
     replication: dict[str, Any] = {}
     markers: list[dict[str, Any]] = []
     if rep is not None:
+        kind = ctx.require_kind()
         replication = {"kind": rep.kind, "source": rep.source, "target": rep.target,
-                       "connectors": connector_states(rep), "lag": None}
-        client = connect_client(rep)
-        if (rep.kind == "mirrormaker2" and client is not None and rep.connect.source_connector
-                and clusters[rep.source]["reachable"]):
+                       "connectors": kind.component_states(rep), "lag": None}
+        if clusters[rep.source]["reachable"]:
             try:
-                replication["lag"] = mm2_replication_lag(
-                    ClusterClients.for_cluster(config, rep.source), client,
-                    rep.connect.source_connector)
+                replication["lag"] = kind.replication_lag(rep, ctx.clients(rep.source))
             except DrctlError:
                 replication["lag"] = None
         surviving = rep.target if clusters[rep.target]["reachable"] else None
-        for m in marker_store(config, surviving).open_markers():
+        for m in ctx.markers(surviving).open_markers():
             markers.append({"incident": m.incident, "source": m.source, "target": m.target,
                             "created_at": m.created_at, "replication_stop": m.replication_stop,
                             "steps": list(m.steps)})
@@ -61,7 +62,7 @@ def collect_status(config: Config, deadline_s: float = 5.0) -> dict[str, Any]:
     for name, cluster in clusters.items():
         if not cluster["reachable"]:
             continue
-        admin = ClusterClients.for_cluster(config, name).admin()
+        admin = ctx.clients(name).admin()
         ids = [g for g in list_groups(admin) if config.groups.matches(g)]
         states = group_states(admin, ids)
         groups[name] = {g: {"state": s.state, "members": s.members}

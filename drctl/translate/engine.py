@@ -22,6 +22,7 @@ from drctl.kafka.groups import alter_offsets_many, committed_offsets, group_stat
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.topics import TP, is_internal_topic
 from drctl.progress import Notify
+from drctl.replication.registry import kind_for
 from drctl.retry import RetryPolicy
 from drctl.translate.locate import MatchQuery, Side, last_records, match_records
 from drctl.translate.model import (
@@ -90,26 +91,26 @@ def translate_offsets(config: Config, req: TranslateRequest,
                            required=req.method in ("exact", "timestamp"))
     method = str(req.method)  # plain text in the report and its JSON
     report = TranslationReport(req.source, req.target, method, req.apply, source_up)
+    kind = kind_for(rep)
     if method == "auto":
-        if rep.kind == "identity":
-            method = "identity"
-        elif source_up:
-            method = "exact"
-        elif rep.kind == "mirrormaker2" and (req.source, req.target) == (rep.source, rep.target):
-            method = "checkpoint"
+        chosen = kind.auto_translate_method(
+            source_up=source_up, forward=(req.source, req.target) == (rep.source, rep.target))
+        if chosen is None:
+            raise _source_down(req.source, src.bootstrap)
+        method = chosen
+        if method == "checkpoint":
             report.notes.append(f"{req.source} is unreachable: using MirrorMaker 2 checkpoints, "
                                 "which may re-deliver records (see checkpoint-lag).")
-        else:
-            raise _source_down(req.source, src.bootstrap)
     elif not source_up and method in ("exact", "timestamp"):
         raise _source_down(req.source, src.bootstrap)
 
     dst_admin = dst.admin()
     checkpoints = None
     if method == "checkpoint":
-        if rep.kind != "mirrormaker2":
+        checkpoints_topic = kind.checkpoints_topic(rep)
+        if checkpoints_topic is None:
             raise UsageError("The checkpoint method needs MirrorMaker 2 (replication.kind).")
-        checkpoints = read_checkpoints(dst, f"{rep.source_alias}.checkpoints.internal")
+        checkpoints = read_checkpoints(dst, checkpoints_topic)
     notify("Reading consumer groups")
     positions = _source_positions(src if source_up else None, checkpoints, group_re, config,
                                   to_topic)

@@ -1,0 +1,86 @@
+"""What replication kinds differ in, as one small interface.
+
+A kind object is stateless: every method takes the settings it needs, so one instance per
+kind serves every config (see `registry.kind_for`).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from drctl.config import Config, ReplicationSettings
+from drctl.kafka.clients import ClusterClients
+from drctl.progress import Notify
+
+# Asks the operator to confirm something drctl cannot do or check itself.
+Confirm = Callable[[str], bool]
+
+
+@dataclass(frozen=True)
+class StopOutcome:
+    state: str  # stopped | pending | manual
+    connectors: list[str]
+    detail: str
+
+
+@dataclass(frozen=True)
+class ReverseRequest:
+    """Where reverse replication (target -> source) starts, from the failover marker."""
+
+    incident: str
+    starts: dict[str, dict[int, int]]  # failover topic -> partition -> first offset to copy
+    # Records carrying this header are already on the source (reconciled gap records):
+    # the reverse flow must never copy them back.
+    skip_header: str
+    out_dir: Path  # where configs and instructions for the operator are written
+
+
+class ReplicationKind(ABC):
+    """One replication kind (`replication.kind` in the config)."""
+
+    # Target offsets equal source offsets: translation keeps them, the gap is [F, source end).
+    offsets_preserved: ClassVar[bool] = False
+    # The header the replicator adds to every copy, which tells copies from originals.
+    provenance_header: ClassVar[str | None] = None
+    # drctl itself starts the reverse flow, so failback waits until it has caught up;
+    # otherwise the operator deploys it from what `start_reverse` wrote.
+    reverse_started_by_drctl: ClassVar[bool] = False
+
+    @abstractmethod
+    def stop_forward(self, rep: ReplicationSettings, *, confirm: Confirm | None = None,
+                     deadline_s: float = 60.0) -> StopOutcome:
+        """Stop replication source -> target and wait until it has stopped."""
+
+    @abstractmethod
+    def forward_stopped(self, rep: ReplicationSettings,
+                        stopped_by_drctl: frozenset[str] = frozenset()) -> bool | None:
+        """True when forward replication is stopped; None when it cannot be told."""
+
+    @abstractmethod
+    def component_states(self, rep: ReplicationSettings) -> dict[str, str]:
+        """State per replication component (connector, link...) for `drctl status`."""
+
+    @abstractmethod
+    def start_reverse(self, config: Config, request: ReverseRequest,
+                      notify: Notify) -> dict[str, Any]:
+        """Start (or write instructions for) replication target -> source from the failover
+        point; returns what the failback report shows under `reverse`."""
+
+    def replication_lag(self, rep: ReplicationSettings,
+                        source: ClusterClients) -> list[dict[str, Any]] | None:
+        """Lag per source topic, or None when this kind cannot measure it."""
+        return None
+
+    def auto_translate_method(self, *, source_up: bool, forward: bool) -> str | None:
+        """The translation method `auto` picks; None when no method works (source down).
+
+        `forward` is true when groups move along the replication flow (failover)."""
+        return "exact" if source_up else None
+
+    def checkpoints_topic(self, rep: ReplicationSettings) -> str | None:
+        """The target topic holding translatable checkpoints, or None without any."""
+        return None

@@ -1,0 +1,104 @@
+"""Apache Kafka MirrorMaker 2: Connect connectors; target offsets differ from the source's.
+
+It leaves checkpoints on the target (translation works with the source down), reports its
+lag through Connect's stored source offsets, and cannot mark its copies with a header.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drctl.config import Config, ReplicationSettings
+from drctl.errors import DrctlError
+from drctl.kafka.clients import ClusterClients
+from drctl.kafka.connect_rest import ConnectorMissing
+from drctl.kafka.lag import mm2_replication_lag
+from drctl.kafka.mm2_connectors import MirrorFlow
+from drctl.progress import Notify
+from drctl.replication.base import ReverseRequest
+from drctl.replication.connect import ConnectControlled, connect_client, wait_connector_state
+
+
+class MirrorMaker2(ConnectControlled):
+    # Kafka's InsertHeader SMT fails under the byte-exact header converter MM2 needs
+    # (DESIGN section 6): copies are known by content only.
+    provenance_header = None
+    reverse_started_by_drctl = True
+
+    def auto_translate_method(self, *, source_up: bool, forward: bool) -> str | None:
+        if source_up:
+            return "exact"
+        # Checkpoints exist only on the forward flow's target.
+        return "checkpoint" if forward else None
+
+    def checkpoints_topic(self, rep: ReplicationSettings) -> str | None:
+        return f"{rep.source_alias}.checkpoints.internal"
+
+    def replication_lag(self, rep: ReplicationSettings,
+                        source: ClusterClients) -> list[dict[str, Any]] | None:
+        client = connect_client(rep)
+        if client is None or not rep.connect.source_connector:
+            return None
+        return mm2_replication_lag(source, client, rep.connect.source_connector)
+
+    def start_reverse(self, config: Config, request: ReverseRequest,
+                      notify: Notify) -> dict[str, Any]:
+        """Create the reverse source connector stopped, set its stored offsets to the failover
+        point through Connect's offsets API, then start it."""
+        rep = config.require_replication()
+        client = connect_client(rep)
+        if client is None:
+            raise DrctlError("Reverse replication needs replication.connect.url in the config.",
+                             "Or start the reverse MirrorMaker 2 flow yourself from the failover "
+                             "point shown in the report.")
+        flow = reverse_flow(config, sorted(request.starts))
+        name = flow.connector_names()["source"]
+        cfg = reverse_connector_config(flow, request.skip_header)
+        try:
+            state, _ = client.connector_state(name)
+        except ConnectorMissing:
+            state = None
+        offsets = [{"partition": {"cluster": rep.target_alias, "topic": topic, "partition": p},
+                    # Connect stores the last copied offset; the task resumes at stored + 1.
+                    "offset": {"offset": off - 1} if off > 0 else None}
+                   for topic, parts in sorted(request.starts.items())
+                   for p, off in sorted(parts.items())]
+        if state is None:
+            notify(f"Creating {name} (stopped) and setting its start to the failover point")
+            client.create(name, cfg, initial_state="STOPPED")
+            wait_connector_state(client, name, "STOPPED")
+            client.alter_offsets(name, offsets)
+        elif state == "STOPPED":
+            client.alter_offsets(name, offsets)
+        notify(f"Starting {name}: {rep.target_alias} -> {rep.source_alias}, "
+               "post-failover data only")
+        client.resume(name)
+        wait_connector_state(client, name, "RUNNING")
+        return {"kind": rep.kind, "connector": name, "start": request.starts}
+
+
+def reverse_flow(config: Config, topics: list[str]) -> MirrorFlow:
+    """The MirrorMaker 2 flow target -> source over the failover topics."""
+    rep = config.require_replication()
+    return MirrorFlow(rep.target_alias, rep.source_alias,
+                      config.cluster(rep.target)["bootstrap.servers"],
+                      config.cluster(rep.source)["bootstrap.servers"],
+                      names_kept=rep.names_kept,
+                      topics="|".join(t.replace(".", r"\.") for t in topics) or "^$")
+
+
+def reverse_connector_config(flow: MirrorFlow, skip_header: str) -> dict[str, str]:
+    cfg = flow.source_connector()
+    # Records drctl copied into the target during reconcile are already on the source (they
+    # are the gap's originals): never copy them back.
+    cfg.update({
+        "transforms": "dropReconciled",
+        "transforms.dropReconciled.type": "org.apache.kafka.connect.transforms.Filter",
+        "transforms.dropReconciled.predicate": "isReconciled",
+        "predicates": "isReconciled",
+        "predicates.isReconciled.type":
+            "org.apache.kafka.connect.transforms.predicates.HasHeaderKey",
+        "predicates.isReconciled.name": skip_header,
+        "refresh.topics.interval.seconds": "5",
+    })
+    return cfg

@@ -1,0 +1,155 @@
+"""Operations run against fakes of drctl's own types through `OpsContext` (no Kafka)."""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from drctl.config import Config, parse_config
+from drctl.errors import CheckFailed
+from drctl.ops.context import OpsContext
+from drctl.ops.failover import FailoverOptions, preflight
+from drctl.ops.status import status_of
+from drctl.replication.registry import kind_named
+
+
+def _done(value: Any) -> Future[Any]:
+    future: Future[Any] = Future()
+    if isinstance(value, Exception):
+        future.set_exception(value)
+    else:
+        future.set_result(value)
+    return future
+
+
+@dataclass
+class FakeAdmin:
+    """The few AdminClient calls preflight makes, answered from memory."""
+
+    up: bool
+    topics: dict[str, int]  # topic -> partitions
+    groups: dict[str, int] = field(default_factory=dict)  # group -> members
+
+    def describe_cluster(self, request_timeout: float) -> Future[Any]:
+        if not self.up:
+            return _done(TimeoutError("unreachable"))
+        return _done(SimpleNamespace(cluster_id="fake-id", nodes=[1], controller=None))
+
+    def list_topics(self, timeout: float) -> Any:
+        return SimpleNamespace(topics={
+            t: SimpleNamespace(partitions=dict.fromkeys(range(n)), error=None)
+            for t, n in self.topics.items()})
+
+    def list_consumer_groups(self, request_timeout: float) -> Future[Any]:
+        return _done(SimpleNamespace(valid=[SimpleNamespace(group_id=g) for g in self.groups]))
+
+    def describe_consumer_groups(self, groups: list[str],
+                                 request_timeout: float) -> dict[str, Future[Any]]:
+        return {g: _done(SimpleNamespace(state="STABLE" if self.groups[g] else "EMPTY",
+                                         members=[object()] * self.groups[g]))
+                for g in groups}
+
+
+@dataclass
+class FakeClients:
+    name: str
+    fake_admin: FakeAdmin
+    bootstrap: str = "fake:9092"
+
+    def admin(self) -> FakeAdmin:
+        return self.fake_admin
+
+
+def _config(rename: str = "{topic}") -> Config:
+    return parse_config({
+        "clusters": {"dc1": {"bootstrap.servers": "x"}, "dc2": {"bootstrap.servers": "y"}},
+        "replication": {"kind": "mirrormaker2", "source": "dc1", "target": "dc2",
+                        "rename": rename},
+        "groups": {"exclude": ["ignored-.*"]},
+        "retry": {"initial_s": 0, "attempts": 1},
+    })
+
+
+def _context(config: Config, admins: dict[str, FakeAdmin]) -> OpsContext:
+    def clients(name: str) -> Any:
+        return FakeClients(name, admins[name])
+
+    def no_markers(cluster: str | None) -> Any:
+        raise AssertionError("preflight reads no markers")
+
+    return OpsContext(config, clients, no_markers, kind_named("mirrormaker2"))
+
+
+def test_preflight_maps_topics_and_lists_active_groups() -> None:
+    ctx = _context(_config(), {
+        "dc1": FakeAdmin(True, {"orders": 3, "__consumer_offsets": 50}),
+        "dc2": FakeAdmin(True, {"orders": 3},
+                         groups={"billing": 2, "audit": 0, "ignored-x": 1}),
+    })
+    notes: list[str] = []
+    pre = preflight(ctx, FailoverOptions(), notes.append)
+    assert pre == {"source_reachable": True, "target_cluster_id": "fake-id",
+                   "topics": {"orders": "orders"}, "active_groups_on_target": ["billing"]}
+    assert notes == ["Preflight: dc2 must be reachable"]
+
+
+def test_preflight_with_the_source_down_uses_the_target_mirrors() -> None:
+    ctx = _context(_config("dc1.{topic}"), {
+        "dc1": FakeAdmin(False, {}),
+        "dc2": FakeAdmin(True, {"dc1.orders": 3, "local": 1}),
+    })
+    pre = preflight(ctx, FailoverOptions(), lambda _: None)
+    assert pre["source_reachable"] is False
+    assert pre["topics"] == {"orders": "dc1.orders"}
+    with pytest.raises(CheckFailed, match="planned failover needs the source 'dc1'"):
+        preflight(ctx, FailoverOptions(planned=True), lambda _: None)
+
+
+def test_preflight_fails_on_a_missing_or_smaller_mirror() -> None:
+    ctx = _context(_config(), {
+        "dc1": FakeAdmin(True, {"orders": 3, "payments": 2}),
+        "dc2": FakeAdmin(True, {"orders": 2}),
+    })
+    with pytest.raises(CheckFailed) as info:
+        preflight(ctx, FailoverOptions(), lambda _: None)
+    assert info.value.message == ("Preflight failed: orders has 2 partitions on dc2, orders "
+                                  "has 3 on dc1; payments is missing on dc2.")
+
+
+def test_from_config_builds_the_kind_and_factories() -> None:
+    ctx = OpsContext.from_config(_config())
+    assert ctx.kind is kind_named("mirrormaker2")
+    assert ctx.require_kind() is ctx.kind
+    assert ctx.clients("dc2").bootstrap == "y"
+
+
+@dataclass
+class FakeMarkers:
+    cluster: str | None
+
+    def open_markers(self) -> list[Any]:
+        return []
+
+
+def test_status_reads_clusters_groups_and_markers_through_the_context() -> None:
+    config = _config()
+    admins = {"dc1": FakeAdmin(False, {}), "dc2": FakeAdmin(True, {}, groups={"billing": 1})}
+    asked: list[str | None] = []
+
+    def markers(cluster: str | None) -> Any:
+        asked.append(cluster)
+        return FakeMarkers(cluster)
+
+    ctx = OpsContext(config, lambda name: FakeClients(name, admins[name]), markers,
+                     kind_named("mirrormaker2"))
+    st = status_of(ctx, deadline_s=0)
+    assert st["clusters"]["dc1"]["reachable"] is False
+    assert st["clusters"]["dc2"]["cluster_id"] == "fake-id"
+    assert st["replication"] == {"kind": "mirrormaker2", "source": "dc1", "target": "dc2",
+                                 "connectors": {}, "lag": None}
+    assert asked == ["dc2"]
+    assert st["groups"] == {"dc2": {"billing": {"state": "STABLE", "members": 1}}}
