@@ -50,6 +50,7 @@ from drctl.runbook.model import (
     parse_duration,
 )
 from drctl.runbook.templating import NotRun, Renderer, RenderError, plain
+from drctl.runbook.values import is_truthy
 from drctl.runbook.variables import Variables
 from drctl.secrets import Redactor
 
@@ -213,12 +214,6 @@ class _Interrupted(BaseException):
     def __init__(self, result: StepResult) -> None:
         super().__init__("interrupted")
         self.result = result
-
-
-def _truthy(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() not in ("", "false", "no", "0", "none", "off")
-    return bool(value)
 
 
 def _tail(text: str) -> str:
@@ -449,7 +444,7 @@ class Executor:
             condition, deferred = self.renderer.render(step.when, self.context())
             if deferred:
                 result.detail = f"runs only if {step.when.strip()}"
-            elif not _truthy(condition):
+            elif not is_truthy(condition):
                 result.status = Status.skipped
                 result.detail = f"skipped: {step.when.strip()} is false"
                 return
@@ -548,7 +543,7 @@ class Executor:
         if step.until is None:
             return outcome
         value, _ = self.renderer.render(step.until, self.context(result=outcome))
-        if not _truthy(value):
+        if not is_truthy(value):
             raise _AttemptFailed(f"condition not met yet: {step.until.strip()}")
         return outcome
 

@@ -8,7 +8,6 @@ and tolerances that cannot hold (a bad regex, a range whose minimum exceeds its 
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -40,6 +39,7 @@ from drctl.runbook.model import (
     parse_duration,
 )
 from drctl.runbook.templating import is_template, references
+from drctl.suggest import did_you_mean_aside
 
 _TOP_KEYS = ("name", "description", "inputs", "steps", "rollback")
 _COMMON_KEYS = ("name", "description", "when", "on_failure", "undo", "outputs")
@@ -149,11 +149,6 @@ def _line_of(container: Any, key: Any, default: int | None) -> int | None:
     return default
 
 
-def _did_you_mean(word: str, choices: Any) -> str:
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f" (did you mean '{close[0]}'?)" if close else ""
-
-
 # -- loading ------------------------------------------------------------------------------
 
 
@@ -202,7 +197,7 @@ class _Parser:
         for key in raw:
             if key not in _TOP_KEYS:
                 self.issue(_line_of(raw, key, raw.line), None,
-                           f"unknown key '{key}'{_did_you_mean(str(key), _TOP_KEYS)}")
+                           f"unknown key '{key}'{did_you_mean_aside(str(key), _TOP_KEYS)}")
         name = raw.get("name", path.stem)
         if not isinstance(name, str) or not name:
             self.issue(_line_of(raw, "name", 1), None, "'name' must be a non-empty string")
@@ -244,7 +239,7 @@ class _Parser:
                 if key not in _INPUT_KEYS:
                     self.issue(_line_of(spec, key, at), None,
                                f"input '{name}': unknown key '{key}'"
-                               f"{_did_you_mean(str(key), _INPUT_KEYS)} (a mapping default "
+                               f"{did_you_mean_aside(str(key), _INPUT_KEYS)} (a mapping default "
                                "goes under 'default:')")
             secret = spec.get("secret", False)
             if not isinstance(secret, bool):
@@ -355,8 +350,8 @@ class _Parser:
                            f"'{key}' does not apply to a {kind.value} step")
             else:
                 self.issue(_line_of(raw, key, line), name,
-                           f"unknown key '{key}'{_did_you_mean(str(key), allowed)}; step kinds "
-                           f"are {', '.join(kind_names)}")
+                           f"unknown key '{key}'{did_you_mean_aside(str(key), allowed)}; "
+                           f"step kinds are {', '.join(kind_names)}")
 
     def text(self, value: Any, line: int, step: str, key: str) -> str:
         if value is None:
@@ -428,7 +423,7 @@ class _Parser:
         for key in value:
             if key not in _RETRY_KEYS:
                 self.issue(_line_of(value, key, line), step, f"retry: unknown key '{key}'"
-                           f"{_did_you_mean(str(key), _RETRY_KEYS)}")
+                           f"{did_you_mean_aside(str(key), _RETRY_KEYS)}")
         attempts = value.get("attempts", defaults.attempts)
         multiplier = value.get("multiplier", defaults.multiplier)
         if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
@@ -515,7 +510,7 @@ class _Parser:
         for key in value:
             if key not in _CHECK_KEYS:
                 self.issue(_line_of(value, key, line), step, f"check: unknown key '{key}'"
-                           f"{_did_you_mean(str(key), _CHECK_KEYS)}")
+                           f"{did_you_mean_aside(str(key), _CHECK_KEYS)}")
         tolerances = [t for t in ToleranceKind if t.value in value]
         if len(tolerances) != 1:
             self.issue(line, step, "check: give exactly one tolerance: equals, range, one_of "
@@ -612,7 +607,7 @@ class _Validator:
                 self.p.issue(_line_of(raw, "undo" if target in step.undo else "on_failure",
                                       step.line), step.name,
                              f"'{target}' is not a step of the rollback section"
-                             f"{_did_you_mean(target, known)}")
+                             f"{did_you_mean_aside(target, known)}")
         if step.undo and step.phase == Phase.rollback:
             self.p.issue(_line_of(raw, "undo", step.line), step.name,
                          "rollback steps cannot have 'undo'")
@@ -649,7 +644,7 @@ class _Validator:
         line = _line_of(raw, "action", step.line) or step.line
         if action is None:
             self.p.issue(line, step.name, f"unknown action '{name}'"
-                         f"{_did_you_mean(name, self.registry.names())}; known actions: "
+                         f"{did_you_mean_aside(name, self.registry.names())}; known actions: "
                          f"{', '.join(self.registry.names())}")
             return
         if read_only_needed and not action.read_only:
@@ -691,13 +686,13 @@ class _Validator:
         for var in sorted(refs.variables - self.known_vars):
             self.p.issue(line, step, f"{prefix}missing variable 'vars.{var}': declare it under "
                          f"'inputs:' or pass --var {var}=..."
-                         f"{_did_you_mean(var, self.known_vars - {APPROVE_VAR})}")
+                         f"{did_you_mean_aside(var, self.known_vars - {APPROVE_VAR})}")
         for path in refs.steps:
             target = path[1]
             other = self.runbook.step(target)
             if other is None:
                 self.p.issue(line, step, f"{prefix}steps.{target}: no such step"
-                             f"{_did_you_mean(target, [s.name for s in self.runbook.steps])}")
+                             f"{did_you_mean_aside(target, [s.name for s in self.runbook.steps])}")
                 continue
             if target not in before:
                 self.p.issue(line, step, f"{prefix}steps.{target} is not an earlier step, so "
