@@ -19,13 +19,12 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from enum import StrEnum
+from dataclasses import dataclass
 from typing import Any
 
 from drctl import __version__
 from drctl.config import Config, config_as_data
-from drctl.errors import DrctlError, ExitStatus
+from drctl.errors import DrctlError
 from drctl.jsonable import to_jsonable
 from drctl.retry import RetriesExhausted, RetryPolicy, retry_call
 from drctl.runbook.actions import Action, ActionContext, CoercionError, Registry
@@ -42,127 +41,21 @@ from drctl.runbook.journal import (
 from drctl.runbook.model import (
     APPROVE_VAR,
     NO_RETRY,
-    Kind,
     OnFailureMode,
     Phase,
     Runbook,
     Step,
+    StepKind,
     parse_duration,
 )
-from drctl.runbook.templating import NotRun, Renderer, RenderError, plain
+from drctl.runbook.result import EXIT_STATUS, FAILED, RunResult, RunStatus, Status, StepResult
+from drctl.runbook.templating import NotRun, Renderer, RenderError
 from drctl.runbook.values import is_truthy
 from drctl.runbook.variables import Variables
 from drctl.secrets import Redactor
 
 # Kept in journals and reports per stream: the end of a long output is what explains a failure.
 OUTPUT_LIMIT = 64 * 1024
-
-
-class Status(StrEnum):
-    ok = "ok"
-    failed = "failed"
-    check_failed = "check-failed"
-    skipped = "skipped"  # `when` was false
-    not_run = "not-run"  # an earlier step ended the run
-    planned = "planned"  # a plan shows it without running it
-    deferred = "deferred"  # a plan cannot evaluate it: it needs outputs of unrun steps
-    approval_missing = "approval-missing"
-    declined = "declined"
-    interrupted = "interrupted"
-
-
-FAILED = frozenset({Status.failed, Status.check_failed, Status.approval_missing,
-                    Status.declined, Status.interrupted})
-
-
-class RunStatus(StrEnum):
-    succeeded = "succeeded"
-    planned = "planned"
-    failed = "failed"
-    check_failed = "check-failed"
-    aborted = "aborted"
-    interrupted = "interrupted"
-
-
-EXIT_STATUS = {
-    RunStatus.succeeded: ExitStatus.SUCCESS,
-    RunStatus.planned: ExitStatus.SUCCESS,
-    RunStatus.failed: ExitStatus.FAILURE,
-    RunStatus.check_failed: ExitStatus.CHECK_FAILED,
-    RunStatus.aborted: ExitStatus.ABORTED,
-    RunStatus.interrupted: ExitStatus.INTERRUPTED,
-}
-
-
-@dataclass
-class StepResult:
-    name: str
-    phase: Phase
-    kind: Kind
-    status: Status
-    description: str = ""
-    started: str | None = None
-    ended: str | None = None
-    duration_s: float = 0.0
-    attempts: int = 0
-    inputs: dict[str, Any] = field(default_factory=dict)
-    outputs: dict[str, Any] = field(default_factory=dict)
-    error: str | None = None
-    hint: str | None = None
-    detail: str | None = None
-    approved_by: str | None = None
-    resumed: bool = False  # completed by an earlier run of the same journal
-    completed: bool = False  # the run moved past it (a resume does not run it again)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name, "phase": self.phase.value, "kind": self.kind.value,
-            "status": self.status.value, "description": self.description,
-            "started": self.started, "ended": self.ended,
-            "duration_s": round(self.duration_s, 3), "attempts": self.attempts,
-            "inputs": plain(self.inputs), "outputs": plain(self.outputs), "error": self.error,
-            "hint": self.hint, "detail": self.detail, "approved_by": self.approved_by,
-            "resumed": self.resumed,
-        }
-
-
-@dataclass
-class RunResult:
-    runbook: Runbook
-    run_id: str
-    dry_run: bool
-    status: RunStatus
-    started: str
-    ended: str
-    duration_s: float
-    steps: list[StepResult]
-    variables: dict[str, Any]
-    journal: str | None = None
-    reason: str | None = None
-    hint: str | None = None
-    resumed: bool = False
-
-    @property
-    def exit_status(self) -> ExitStatus:
-        return EXIT_STATUS[self.status]
-
-    def as_dict(self, redactor: Redactor) -> dict[str, Any]:
-        """Everything a report shows, secrets masked."""
-        counts: dict[str, int] = {}
-        for step in self.steps:
-            counts[step.status.value] = counts.get(step.status.value, 0) + 1
-        data = {
-            "runbook": {"name": self.runbook.name, "path": str(self.runbook.path),
-                        "description": self.runbook.description},
-            "run_id": self.run_id, "dry_run": self.dry_run, "status": self.status.value,
-            "exit_status": int(self.exit_status), "reason": self.reason, "hint": self.hint,
-            "started": self.started, "ended": self.ended,
-            "duration_s": round(self.duration_s, 3), "journal": self.journal,
-            "resumed": self.resumed, "vars": self.variables, "counts": counts,
-            "steps": [s.as_dict() for s in self.steps],
-        }
-        redacted: dict[str, Any] = redactor.redact_data(to_jsonable(plain(data)))
-        return redacted
 
 
 class RunObserver:
@@ -453,22 +346,22 @@ class Executor:
         self._write({"type": "step-start", "step": step.name, "phase": step.phase.value,
                      "kind": step.kind.value, "inputs": inputs})
         dry = self.options.dry_run
-        if step.kind == Kind.check:
+        if step.kind == StepKind.check:
             self._check(step, result, inputs, deferred)
             return
-        if step.kind == Kind.approval:
+        if step.kind == StepKind.approval:
             self._approval(step, result, inputs)
             return
         if dry:
             result.status = Status.planned
             result.detail = result.detail or "not run in a plan"
             return
-        if step.kind == Kind.pause:
+        if step.kind == StepKind.pause:
             seconds = inputs["seconds"]
             result.attempts = 1
             self.options.sleep(seconds * self.options.time_scale)
             return
-        if step.kind == Kind.action:
+        if step.kind == StepKind.action:
             action = self.registry.get(step.action or "")
             assert action is not None  # the loader checked it
             outcome = self._attempts(step, result, lambda: self._until(
@@ -481,16 +374,16 @@ class Executor:
 
     def _inputs(self, step: Step) -> tuple[dict[str, Any], bool]:
         ctx = self.context()
-        if step.kind == Kind.action:
+        if step.kind == StepKind.action:
             params, deferred = self.renderer.render(dict(step.params), ctx)
             return {"action": step.action, "with": params}, deferred
-        if step.kind == Kind.shell:
+        if step.kind == StepKind.shell:
             rendered, deferred = self.renderer.render(
                 {"command": step.command, "env": dict(step.env), "cwd": step.cwd}, ctx)
             rendered["env"] = {k: "" if v is None else str(v)
                                for k, v in rendered["env"].items()}
             return rendered, deferred
-        if step.kind == Kind.check:
+        if step.kind == StepKind.check:
             check = step.check
             assert check is not None
             expected, deferred = self.renderer.render(check.tolerance.expected, ctx)
@@ -502,7 +395,7 @@ class Executor:
             value, value_deferred = self.renderer.render(check.value, ctx)
             inputs["value"] = value
             return inputs, deferred or value_deferred
-        if step.kind == Kind.approval:
+        if step.kind == StepKind.approval:
             prompt, deferred = self.renderer.render(step.prompt, ctx)
             return {"prompt": str(prompt)}, deferred
         pause, deferred = self.renderer.render(step.pause, ctx)

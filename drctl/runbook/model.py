@@ -39,7 +39,9 @@ def parse_duration(value: Any) -> float:
     raise ValueError(f"expected a duration such as 5s, 500ms or 2m, got {value!r}")
 
 
-class Kind(StrEnum):
+class StepKind(StrEnum):
+    """The key that makes a step what it is (`action:`, `shell:`, ...); see `runbook/kinds/`."""
+
     action = "action"
     shell = "shell"
     check = "check"
@@ -100,7 +102,7 @@ class OutputSpec:
 @dataclass(frozen=True)
 class Step:
     name: str
-    kind: Kind
+    kind: StepKind
     phase: Phase
     line: int
     description: str = ""
