@@ -22,10 +22,11 @@ from drctl.cli.state import CURRENT, OutputOption
 from drctl.config import Config, config_as_data
 from drctl.errors import UsageError
 from drctl.runbook.actions import Action, builtin_registry
-from drctl.runbook.executor import Executor, RunObserver, RunOptions
+from drctl.runbook.executor import Executor, RunObserver
 from drctl.runbook.journal import Journal, read_journal
 from drctl.runbook.loader import load_runbook
 from drctl.runbook.model import Runbook, Step
+from drctl.runbook.options import RunOptions
 from drctl.runbook.report import report_format, write_junit, write_report
 from drctl.runbook.result import RunResult, Status, StepResult
 from drctl.runbook.templating import plain

@@ -8,7 +8,6 @@ and tolerances that cannot hold (a bad regex, a range whose minimum exceeds its 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -21,11 +20,11 @@ from drctl.config import type_name
 from drctl.errors import UsageError
 from drctl.retry import RetryPolicy
 from drctl.runbook.actions import Registry
+from drctl.runbook.kinds import STEP_KINDS
 from drctl.runbook.model import (
     APPROVE_VAR,
     IDENTIFIER,
     NO_RETRY,
-    CheckSpec,
     Input,
     OnFailure,
     OnFailureMode,
@@ -34,8 +33,6 @@ from drctl.runbook.model import (
     Runbook,
     Step,
     StepKind,
-    Tolerance,
-    ToleranceKind,
     parse_duration,
 )
 from drctl.runbook.templating import is_template, references
@@ -44,15 +41,7 @@ from drctl.suggest import did_you_mean_aside
 
 _TOP_KEYS = ("name", "description", "inputs", "steps", "rollback")
 _COMMON_KEYS = ("name", "description", "when", "on_failure", "undo", "outputs")
-_KIND_KEYS: dict[StepKind, tuple[str, ...]] = {
-    StepKind.action: ("with", "until", "timeout", "retry"),
-    StepKind.shell: ("env", "cwd", "until", "timeout", "retry"),
-    StepKind.check: ("timeout", "retry"),
-    StepKind.approval: (),
-    StepKind.pause: (),
-}
 _INPUT_KEYS = ("default", "secret", "description")
-_CHECK_KEYS = ("value", "action", "with", *(t.value for t in ToleranceKind))
 _RETRY_KEYS = ("attempts", "initial", "multiplier", "max", "deadline")
 _BASE_NAMES = frozenset({"vars", "config", "steps", "run"})
 
@@ -208,12 +197,12 @@ class _Parser:
             self.issue(line, None, f"step #{index + 1} needs a 'name' that is an identifier "
                        "(letters, digits, _), so later steps can write steps.<name>")
             return None
-        kinds = [k for k in StepKind if k.value in raw]
+        kinds = [k for k in STEP_KINDS if k.value in raw]
         if len(kinds) != 1:
             problem = ("has none of the step kinds" if not kinds else
                        f"has more than one step kind ({', '.join(k.value for k in kinds)})")
             self.issue(line, name, f"{problem}: use exactly one of "
-                       f"{', '.join(k.value for k in StepKind)}")
+                       f"{', '.join(k.value for k in STEP_KINDS)}")
             self._unknown_keys(raw, name, line, None)
             return None
         kind = kinds[0]
@@ -238,48 +227,17 @@ class _Parser:
         if "until" in raw:
             step = replace(step, until=self.template_text(raw["until"], at("until"), name,
                                                           "until"))
-        if kind == StepKind.action:
-            action = raw["action"]
-            if not isinstance(action, str) or not action:
-                self.issue(at("action"), name, "'action' must name an action, e.g. lab.status")
-                action = ""
-            step = replace(step, action=action,
-                           params=self.mapping(raw.get("with"), at("with"), name, "with"))
-        elif kind == StepKind.shell:
-            command = raw["shell"]
-            if not isinstance(command, str) or not command.strip():
-                self.issue(at("shell"), name, "'shell' must be a command line")
-                command = ""
-            step = replace(step, command=command,
-                           env=self.mapping(raw.get("env"), at("env"), name, "env"),
-                           cwd=raw.get("cwd"))
-        elif kind == StepKind.check:
-            step = replace(step, check=self.check(raw["check"], at("check"), name))
-        elif kind == StepKind.approval:
-            prompt = raw["approval"]
-            if not isinstance(prompt, str) or not prompt.strip():
-                self.issue(at("approval"), name, "'approval' must be the question to approve")
-                prompt = ""
-            step = replace(step, prompt=prompt)
-        else:
-            pause = raw["pause"]
-            if not is_template(pause):
-                try:
-                    parse_duration(pause)
-                except ValueError as exc:
-                    self.issue(at("pause"), name, f"pause: {exc}")
-            step = replace(step, pause=pause)
-        return step
+        return STEP_KINDS[kind].parse(step, raw, at, self)
 
     def _unknown_keys(self, raw: LineDict, name: str, line: int, kind: StepKind | None) -> None:
-        kind_names = tuple(k.value for k in StepKind)
+        kind_names = tuple(k.value for k in STEP_KINDS)
+        kind_keys = [definition.keys for definition in STEP_KINDS.values()]
         allowed = (*_COMMON_KEYS, *kind_names,
-                   *(_KIND_KEYS[kind] if kind else {k for ks in _KIND_KEYS.values()
-                                                    for k in ks}))
+                   *(STEP_KINDS[kind].keys if kind else {k for ks in kind_keys for k in ks}))
         for key in raw:
             if key in allowed:
                 continue
-            if kind is not None and any(key in keys for keys in _KIND_KEYS.values()):
+            if kind is not None and any(key in keys for keys in kind_keys):
                 self.issue(line_of(raw, key, line), name,
                            f"'{key}' does not apply to a {kind.value} step")
             else:
@@ -436,69 +394,6 @@ class _Parser:
                 specs.append(OutputSpec(name, spec))
         return tuple(specs)
 
-    def check(self, value: Any, line: int, step: str) -> CheckSpec | None:
-        if not isinstance(value, Mapping):
-            self.issue(line, step, "check: a mapping with 'value' and one tolerance "
-                       "(equals, range, one_of, regex)")
-            return None
-        for key in value:
-            if key not in _CHECK_KEYS:
-                self.issue(line_of(value, key, line), step, f"check: unknown key '{key}'"
-                           f"{did_you_mean_aside(str(key), _CHECK_KEYS)}")
-        tolerances = [t for t in ToleranceKind if t.value in value]
-        if len(tolerances) != 1:
-            self.issue(line, step, "check: give exactly one tolerance: equals, range, one_of "
-                       f"or regex (got {len(tolerances)})")
-            return None
-        if "value" not in value:
-            self.issue(line, step, "check: 'value' is missing (what to compare)")
-            return None
-        kind = tolerances[0]
-        expected = value[kind.value]
-        at = line_of(value, kind.value, line)
-        if kind == ToleranceKind.range:
-            expected = self.range(expected, at, step)
-        elif kind == ToleranceKind.one_of:
-            if not isinstance(expected, list) or not expected:
-                self.issue(at, step, "check.one_of: a non-empty list of accepted values")
-        elif kind == ToleranceKind.regex:
-            if not isinstance(expected, str):
-                self.issue(at, step, "check.regex: a regular expression (text)")
-            elif not is_template(expected):
-                try:
-                    re.compile(expected)
-                except re.error as exc:
-                    self.issue(at, step, f"check.regex: not a valid regular expression: {exc}")
-        probe = value.get("action")
-        if probe is not None and not isinstance(probe, str):
-            self.issue(line_of(value, "action", line), step, "check.action: an action name")
-            probe = None
-        params = self.mapping(value.get("with"), line_of(value, "with", line) or line, step,
-                              "check.with")
-        if params and probe is None:
-            self.issue(line_of(value, "with", line), step,
-                       "check.with needs check.action (the probe that fetches the value)")
-        return CheckSpec(value["value"], Tolerance(kind, expected), probe, params)
-
-    def range(self, value: Any, line: int | None, step: str) -> tuple[Any, Any]:
-        if isinstance(value, list) and len(value) == 2:
-            low, high = value
-        elif isinstance(value, Mapping) and value and set(value) <= {"min", "max"}:
-            low, high = value.get("min"), value.get("max")
-        else:
-            self.issue(line, step, "check.range: [min, max] or {min: x, max: y} (either end "
-                       "may be left out in the mapping form)")
-            return (None, None)
-        for bound in (low, high):
-            if bound is not None and not is_template(bound) and (
-                    isinstance(bound, bool) or not isinstance(bound, (int, float))):
-                self.issue(line, step, f"check.range: bound {bound!r} is not a number")
-                return (None, None)
-        if (isinstance(low, (int, float)) and isinstance(high, (int, float))
-                and low > high):
-            self.issue(line, step, f"check.range: min {low} is greater than max {high}")
-        return (low, high)
-
 
 # -- validation of references -------------------------------------------------------------
 
@@ -545,35 +440,23 @@ class _Validator:
         if step.undo and step.phase == Phase.rollback:
             self.p.issue(line_of(raw, "undo", step.line), step.name,
                          "rollback steps cannot have 'undo'")
-        if step.kind == StepKind.action and step.action:
-            self._action(step, step.action, step.params, raw, "with", read_only_needed=False)
-        if step.check is not None and step.check.probe:
-            check_raw = raw.get("check")
-            self._action(step, step.check.probe, step.check.probe_params,
-                         check_raw if isinstance(check_raw, LineDict) else raw, "with",
-                         read_only_needed=True)
-        if step.phase == Phase.rollback and step.kind == StepKind.approval:
-            self.p.issue(step.line, step.name, "a rollback step cannot be an approval gate")
-        base = _BASE_NAMES
-        with_result = base | {"result"}
+        kind = STEP_KINDS[step.kind]
+        kind.validate(step, self)
         for key, value in raw.items():
             if key in ("name", "description", "on_failure", "undo", "retry", "timeout",
                        "action"):
                 continue
-            if key == "outputs":
-                names = with_result | ({"value"} if step.kind == StepKind.check else set())
-            elif key == "until":
-                names = with_result
-            elif key == "check" and step.check is not None and step.check.probe:
-                names = with_result
-            else:
-                names = base
+            names = _BASE_NAMES | kind.result_names(step, key)
             line = line_of(raw, key, step.line) or step.line
             for at, source in self._strings(value, line):
-                self._template(source, at, step.name, frozenset(names), before)
+                self._template(source, at, step.name, names, before)
 
-    def _action(self, step: Step, name: str, params: Mapping[str, Any], raw: Mapping[str, Any],
-                key: str, *, read_only_needed: bool) -> None:
+    def issue(self, line: int | None, step: str | None, message: str) -> None:
+        self.p.issue(line, step, message)
+
+    def check_action(self, step: Step, name: str, params: Mapping[str, Any],
+                     raw: Mapping[str, Any], key: str, *, read_only_needed: bool) -> None:
+        """`name` is a registered action (read-only if need be) taking these `params`."""
         action = self.registry.get(name)
         line = line_of(raw, "action", step.line) or step.line
         if action is None:
