@@ -24,6 +24,7 @@ from drctl.errors import UsageError
 from drctl.runbook.actions import Action, builtin_registry
 from drctl.runbook.executor import Executor, RunObserver
 from drctl.runbook.journal import Journal, read_journal
+from drctl.runbook.kinds import STEP_KINDS
 from drctl.runbook.loader import load_runbook
 from drctl.runbook.model import Runbook, Step
 from drctl.runbook.options import RunOptions
@@ -83,7 +84,7 @@ class _Printer(RunObserver):
 
     def step_started(self, step: Step) -> None:
         phase = " (rollback)" if step.phase.value == "rollback" else ""
-        self.term.step(f"{step.name}{phase}: {_what(step)}")
+        self.term.step(f"{step.name}{phase}: {STEP_KINDS[step.kind].describe(step)}")
 
     def step_retrying(self, step: Step, attempt: int, error: str, delay_s: float) -> None:
         self.term.warn(f"{step.name}: attempt {attempt} failed ({error}); "
@@ -109,14 +110,6 @@ class _Printer(RunObserver):
 
     def message(self, text: str) -> None:
         self.term.info(f"  {text}")
-
-
-def _what(step: Step) -> str:
-    if step.action:
-        return f"action {step.action}"
-    if step.check is not None:
-        return f"check ({step.check.tolerance.kind.value})"
-    return step.kind.value
 
 
 def _supplied(assignments: list[str], files: list[Path]) -> frozenset[str]:
@@ -226,7 +219,7 @@ def _summary(term: Terminal, result: RunResult) -> None:
             status += " (earlier run)"
         name = escape(step.name) + (" ↺" if step.phase.value == "rollback" else "")
         detail = escape(term.redactor.redact(step.error or step.detail or ""))
-        rows.append([name, step.kind.value, status, step.attempts or "",
+        rows.append([name, step.kind, status, step.attempts or "",
                      f"{step.duration_s:.1f} s", detail])
     term.table(f"Runbook {result.runbook.name}",
                ["step", "kind", "status", "attempts", "time", "detail"], rows, markup=True)
@@ -302,7 +295,7 @@ def validate(
     term = CURRENT.terminal(output)
     runbook = load_runbook(file, builtin_registry(),
                            _supplied(list(var or []), list(vars_file or [])))
-    steps = [{"name": s.name, "phase": s.phase.value, "kind": s.kind.value,
+    steps = [{"name": s.name, "phase": s.phase.value, "kind": s.kind,
               "action": s.action or (s.check.probe if s.check else None), "line": s.line}
              for s in (*runbook.steps, *runbook.rollback)]
     inputs = [{"name": i.name, "required": not i.has_default, "secret": i.secret,

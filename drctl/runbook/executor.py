@@ -1,7 +1,8 @@
 """Runs a validated runbook step by step, or plans it (dry run).
 
-Per step: render inputs with the variables, the configuration and earlier outputs; run with a
-timeout and retries (drctl's one RetryPolicy); derive named outputs; journal start and end.
+Per step: evaluate `when`; ask the step's kind (`runbook/kinds/`) for its inputs, rendered with
+the variables, the configuration and earlier outputs, and to run it with retries (drctl's one
+RetryPolicy); derive named outputs; journal start and end.
 A failure aborts (default), continues, or rolls back; the run's status maps to the exit
 statuses of the design: 0 succeeded or planned, 1 a step failed, 3 a check did not hold, 5 an
 approval was missing or declined, 130 interrupted.
@@ -301,7 +302,7 @@ class Executor:
         inputs, deferred = kind.inputs(step, self)
         result.inputs = inputs
         self._write({"type": "step-start", "step": step.name, "phase": step.phase.value,
-                     "kind": step.kind.value, "inputs": inputs})
+                     "kind": step.kind, "inputs": inputs})
         if self.options.dry_run and not kind.plans_itself:
             result.status = Status.planned
             result.detail = result.detail or "not run in a plan"

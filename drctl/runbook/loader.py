@@ -1,5 +1,8 @@
 """Load a runbook from YAML and validate it before anything runs.
 
+The schema of a runbook, its inputs and the keys every step shares lives here; each step kind
+parses and validates its own keys (`runbook/kinds/`). Line numbers come from `yaml_lines`.
+
 Every problem names the file, the line and the step, and all problems are reported at once
 (`RunbookInvalid`, exit 2): unknown keys and step kinds, unknown actions and parameters,
 undeclared variables, references to steps or outputs that do not exist, Jinja syntax errors,
@@ -197,12 +200,12 @@ class _Parser:
             self.issue(line, None, f"step #{index + 1} needs a 'name' that is an identifier "
                        "(letters, digits, _), so later steps can write steps.<name>")
             return None
-        kinds = [k for k in STEP_KINDS if k.value in raw]
+        kinds = [k for k in STEP_KINDS if k in raw]
         if len(kinds) != 1:
             problem = ("has none of the step kinds" if not kinds else
-                       f"has more than one step kind ({', '.join(k.value for k in kinds)})")
+                       f"has more than one step kind ({', '.join(kinds)})")
             self.issue(line, name, f"{problem}: use exactly one of "
-                       f"{', '.join(k.value for k in STEP_KINDS)}")
+                       f"{', '.join(STEP_KINDS)}")
             self._unknown_keys(raw, name, line, None)
             return None
         kind = kinds[0]
@@ -230,7 +233,7 @@ class _Parser:
         return STEP_KINDS[kind].parse(step, raw, at, self)
 
     def _unknown_keys(self, raw: LineDict, name: str, line: int, kind: StepKind | None) -> None:
-        kind_names = tuple(k.value for k in STEP_KINDS)
+        kind_names = tuple(STEP_KINDS)
         kind_keys = [definition.keys for definition in STEP_KINDS.values()]
         allowed = (*_COMMON_KEYS, *kind_names,
                    *(STEP_KINDS[kind].keys if kind else {k for ks in kind_keys for k in ks}))
@@ -239,7 +242,7 @@ class _Parser:
                 continue
             if kind is not None and any(key in keys for keys in kind_keys):
                 self.issue(line_of(raw, key, line), name,
-                           f"'{key}' does not apply to a {kind.value} step")
+                           f"'{key}' does not apply to a {kind} step")
             else:
                 self.issue(line_of(raw, key, line), name,
                            f"unknown key '{key}'{did_you_mean_aside(str(key), allowed)}; "

@@ -75,7 +75,7 @@ class StepResult:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "name": self.name, "phase": self.phase.value, "kind": self.kind.value,
+            "name": self.name, "phase": self.phase.value, "kind": self.kind,
             "status": self.status.value, "description": self.description,
             "started": self.started, "ended": self.ended,
             "duration_s": round(self.duration_s, 3), "attempts": self.attempts,

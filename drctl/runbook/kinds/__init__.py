@@ -1,8 +1,8 @@
 """Step kinds: one module per kind, each with its keys, parsing, validation, inputs and run.
 
 The loader asks a step's kind to parse and validate it; the executor asks it for the step's
-inputs and to run it. To add a kind (say `http:`): add `http = "http"` to `StepKind`, write
-`kinds/http.py` with a `StepKindDefinition` subclass, and register it below with one line.
+inputs and to run it. To add a kind (say `http:`), write `kinds/http.py` with a
+`StepKindDefinition` subclass (`kind = StepKind("http")`) and register it below with one line.
 The order here is the order messages list the kinds in.
 """
 

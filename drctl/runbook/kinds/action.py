@@ -29,7 +29,7 @@ from drctl.runbook.yaml_lines import LineDict
 
 
 class ActionStep(StepKindDefinition):
-    kind = StepKind.action
+    kind = StepKind("action")
     keys = ("with", "until", "timeout", "retry")
 
     def parse(self, step: Step, raw: LineDict, at: Callable[[str], int],
@@ -40,6 +40,9 @@ class ActionStep(StepKindDefinition):
             action = ""
         return replace(step, action=action,
                        params=parser.mapping(raw.get("with"), at("with"), step.name, "with"))
+
+    def describe(self, step: Step) -> str:
+        return f"action {step.action}" if step.action else step.kind
 
     def validate(self, step: Step, validator: StepValidator) -> None:
         if step.action:

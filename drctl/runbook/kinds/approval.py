@@ -20,7 +20,7 @@ from drctl.runbook.yaml_lines import LineDict
 
 
 class ApprovalStep(StepKindDefinition):
-    kind = StepKind.approval
+    kind = StepKind("approval")
     plans_itself = True
 
     def parse(self, step: Step, raw: LineDict, at: Callable[[str], int],

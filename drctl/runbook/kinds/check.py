@@ -32,13 +32,18 @@ _CHECK_KEYS = ("value", "action", "with", *(t.value for t in ToleranceKind))
 
 
 class CheckStep(StepKindDefinition):
-    kind = StepKind.check
+    kind = StepKind("check")
     keys = ("timeout", "retry")
     plans_itself = True
 
     def parse(self, step: Step, raw: LineDict, at: Callable[[str], int],
               parser: StepParser) -> Step:
         return replace(step, check=_parse_check(raw["check"], at("check"), step.name, parser))
+
+    def describe(self, step: Step) -> str:
+        if step.check is None:
+            return step.kind
+        return f"check ({step.check.tolerance.kind.value})"
 
     def validate(self, step: Step, validator: StepValidator) -> None:
         if step.check is not None and step.check.probe:

@@ -95,6 +95,10 @@ class StepKindDefinition:
     def validate(self, step: Step, validator: StepValidator) -> None:
         """Checks that need more than the step itself (the action registry, the phase)."""
 
+    def describe(self, step: Step) -> str:
+        """What the step does, in a few words for progress lines."""
+        return step.kind
+
     def result_names(self, step: Step, key: str) -> frozenset[str]:
         """Names besides vars, config, steps and run that templates under `key` may use."""
         return frozenset({"result"}) if key in ("outputs", "until") else frozenset()

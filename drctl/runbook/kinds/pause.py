@@ -19,7 +19,7 @@ from drctl.runbook.yaml_lines import LineDict
 
 
 class PauseStep(StepKindDefinition):
-    kind = StepKind.pause
+    kind = StepKind("pause")
 
     def parse(self, step: Step, raw: LineDict, at: Callable[[str], int],
               parser: StepParser) -> Step:

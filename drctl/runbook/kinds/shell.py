@@ -29,7 +29,7 @@ OUTPUT_LIMIT = 64 * 1024
 
 
 class ShellStep(StepKindDefinition):
-    kind = StepKind.shell
+    kind = StepKind("shell")
     keys = ("env", "cwd", "until", "timeout", "retry")
 
     def parse(self, step: Step, raw: LineDict, at: Callable[[str], int],
