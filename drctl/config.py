@@ -6,7 +6,6 @@ can fix the file without reading code.
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 from collections.abc import Mapping
@@ -20,6 +19,7 @@ from drctl.errors import ConfigError
 from drctl.replication.registry import KIND_NAMES, kind_entry
 from drctl.retry import RetryPolicy
 from drctl.secrets import Redactor, UnresolvedReference, is_secret_key, resolve_references
+from drctl.suggest import did_you_mean
 
 DEFAULT_CONFIG_PATH = Path("drctl.yaml")
 CONFIG_ENV_VAR = "DRCTL_CONFIG"
@@ -118,7 +118,7 @@ class Config:
             known = ", ".join(sorted(self.clusters)) or "none"
             raise ConfigError(f"unknown cluster '{name}' (configured: {known})",
                               path=str(self.path) if self.path else None, key="clusters",
-                              hint=_did_you_mean(name, self.clusters))
+                              hint=did_you_mean(name, self.clusters))
 
         return self.clusters[name]
 
@@ -163,11 +163,6 @@ def parse_config(raw: Any, path: Path | None = None) -> Config:
     return _Parser(path).config(raw)
 
 
-def _did_you_mean(word: str, choices: Any) -> str | None:
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f"Did you mean '{close[0]}'?" if close else None
-
-
 _TOP_KEYS = ("clusters", "replication", "groups", "state", "spark", "retry")
 _REPLICATION_KEYS = ("kind", "source", "target", "topics", "rename", "source_alias",
                      "target_alias", "connect", "replicator_group")
@@ -199,7 +194,7 @@ class _Parser:
                 raise self.error(key, f"keys must be strings, got {name!r}")
             if allowed is not None and name not in allowed:
                 raise self.error(f"{key}.{name}" if key else name, "unknown key",
-                                 _did_you_mean(name, allowed))
+                                 did_you_mean(name, allowed))
         return dict(value)
 
     def string(self, value: Any, key: str, *, secret: bool = False) -> str:
@@ -297,7 +292,7 @@ class _Parser:
         name = self.string(value, key)
         if name not in clusters:
             raise self.error(key, f"unknown cluster '{name}' (configured: "
-                             f"{', '.join(sorted(clusters))})", _did_you_mean(name, clusters))
+                             f"{', '.join(sorted(clusters))})", did_you_mean(name, clusters))
         return name
 
     def replication(self, value: Any, clusters: Mapping[str, Any]) -> ReplicationSettings:
@@ -308,7 +303,7 @@ class _Parser:
         kind = self.string(raw["kind"], "replication.kind")
         if kind not in KIND_NAMES:
             raise self.error("replication.kind", f"must be one of {', '.join(KIND_NAMES)}, "
-                             f"got '{kind}'", _did_you_mean(kind, KIND_NAMES))
+                             f"got '{kind}'", did_you_mean(kind, KIND_NAMES))
         source = self.cluster_ref(raw["source"], "replication.source", clusters)
         target = self.cluster_ref(raw["target"], "replication.target", clusters)
         if source == target:

@@ -28,8 +28,6 @@ class OutputFormat(StrEnum):
     json = "json"
 
 
-
-
 class Terminal:
     def __init__(self, *, output: OutputFormat = OutputFormat.text, quiet: bool = False,
                  debug: bool = False, redactor: Redactor | None = None) -> None:
@@ -74,10 +72,6 @@ class Terminal:
         payload = self.redactor.redact_data(to_jsonable(data))
         sys.stdout.write(json.dumps(payload, indent=2, sort_keys=False) + "\n")
         sys.stdout.flush()
-
-    def emit_json_line(self, data: Any) -> None:
-        payload = self.redactor.redact_data(to_jsonable(data))
-        sys.stdout.write(json.dumps(payload, separators=(",", ":")) + "\n")
 
     def table(self, title: str | None, columns: Sequence[str],
               rows: Sequence[Sequence[Any]], *, markup: bool = False) -> None:

@@ -9,9 +9,13 @@ import typer
 
 from drctl.errors import Aborted
 
+# CI systems set CI=true; people sometimes export CI=false or CI=0 to say "not CI".
+_NOT_CI = ("", "0", "false", "no")
+
 
 def interactive() -> bool:
-    return sys.stdin.isatty() and not os.environ.get("CI")
+    """Whether a person can answer: stdin is a terminal and `CI` is unset or false-ish."""
+    return sys.stdin.isatty() and os.environ.get("CI", "").strip().lower() in _NOT_CI
 
 
 def confirm_or_abort(question: str, *, yes: bool, how: str = "pass --yes") -> None:

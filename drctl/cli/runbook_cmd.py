@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import textwrap
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,23 +17,20 @@ import yaml
 from rich.markup import escape
 from rich.prompt import Confirm
 
+from drctl.cli.confirm import interactive
 from drctl.cli.state import CURRENT, OutputOption
 from drctl.config import Config, config_as_data
 from drctl.errors import UsageError
 from drctl.reports import report_format, write_report
-from drctl.runbook.actions import builtin_registry
-from drctl.runbook.executor import (
-    Executor,
-    RunObserver,
-    RunOptions,
-    RunResult,
-    Status,
-    StepResult,
-)
+from drctl.runbook.actions import Action, builtin_registry
+from drctl.runbook.executor import Executor, RunObserver
 from drctl.runbook.journal import Journal, read_journal
 from drctl.runbook.junit import write_junit
+from drctl.runbook.kinds import STEP_KINDS
 from drctl.runbook.loader import load_runbook
 from drctl.runbook.model import Runbook, Step
+from drctl.runbook.options import RunOptions
+from drctl.runbook.result import RunResult, Status, StepResult
 from drctl.runbook.templating import plain
 from drctl.runbook.variables import (
     RunRedactor,
@@ -89,18 +85,17 @@ class _Printer(RunObserver):
 
     def step_started(self, step: Step) -> None:
         phase = " (rollback)" if step.phase.value == "rollback" else ""
-        self.term.step(f"{step.name}{phase}: {_what(step)}")
+        self.term.step(f"{step.name}{phase}: {STEP_KINDS[step.kind].describe(step)}")
 
     def step_retrying(self, step: Step, attempt: int, error: str, delay_s: float) -> None:
         self.term.warn(f"{step.name}: attempt {attempt} failed ({error}); "
-                                  f"retrying in {delay_s:.1f} s")
+                       f"retrying in {delay_s:.1f} s")
 
     def step_finished(self, result: StepResult) -> None:
         text = f"{result.name}: {result.status.value}"
         note = result.error or result.detail
         if note:
             text += f" — {note}"
-        text = (text)
         if result.status in (Status.ok, Status.planned, Status.skipped):
             self.term.success(text)
         elif result.status == Status.deferred:
@@ -114,18 +109,8 @@ class _Printer(RunObserver):
                               default_flow_style=None, width=96, allow_unicode=True).rstrip()
             self.term.err.print(textwrap.indent(shown, "    "), markup=False, highlight=False)
 
-
     def message(self, text: str) -> None:
         self.term.info(f"  {text}")
-
-
-
-def _what(step: Step) -> str:
-    if step.action:
-        return f"action {step.action}"
-    if step.check is not None:
-        return f"check ({step.check.tolerance.kind.value})"
-    return step.kind.value
 
 
 def _supplied(assignments: list[str], files: list[Path]) -> frozenset[str]:
@@ -135,9 +120,9 @@ def _supplied(assignments: list[str], files: list[Path]) -> frozenset[str]:
     return frozenset(names)
 
 
-def _interactive(non_interactive: bool, term: Terminal) -> bool:
-    ci = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
-    return not non_interactive and not ci and sys.stdin.isatty() and term.err.is_terminal
+def _can_prompt(non_interactive: bool, term: Terminal) -> bool:
+    # Rich prompts on stderr, so that must be a terminal too.
+    return not non_interactive and interactive() and term.err.is_terminal
 
 
 @contextmanager
@@ -192,7 +177,7 @@ def _execute(*, file: Path, var: list[str] | None, vars_file: list[Path] | None,
     elif journal_path is None and not dry_run:
         journal_path = _default_journal(runbook, config)
     prompt = None
-    if not dry_run and _interactive(non_interactive, term):
+    if not dry_run and _can_prompt(non_interactive, term):
         def prompt(text: str) -> bool:
             return Confirm.ask(text, console=term.err, default=False)
     options = RunOptions(dry_run=dry_run, assume_yes=yes, prompt=prompt,
@@ -236,7 +221,7 @@ def _summary(term: Terminal, result: RunResult) -> None:
             status += " (earlier run)"
         name = escape(step.name) + (" ↺" if step.phase.value == "rollback" else "")
         detail = escape(term.redactor.redact(step.error or step.detail or ""))
-        rows.append([name, step.kind.value, status, step.attempts or "",
+        rows.append([name, step.kind, status, step.attempts or "",
                      f"{step.duration_s:.1f} s", detail])
     term.table(f"Runbook {result.runbook.name}",
                ["step", "kind", "status", "attempts", "time", "detail"], rows, markup=True)
@@ -245,8 +230,7 @@ def _summary(term: Terminal, result: RunResult) -> None:
 def _verdict(term: Terminal, result: RunResult) -> None:
     status = result.status.value
     if result.exit_status == 0:
-        term.success(f"Runbook {result.runbook.name}: {status} "
-                                 f"in {result.duration_s:.1f} s.")
+        term.success(f"Runbook {result.runbook.name}: {status} in {result.duration_s:.1f} s.")
         return
     term.error(f"Runbook {result.runbook.name}: {status} — {result.reason}")
     if result.hint:
@@ -313,7 +297,7 @@ def validate(
     term = CURRENT.terminal(output)
     runbook = load_runbook(file, builtin_registry(),
                            _supplied(list(var or []), list(vars_file or [])))
-    steps = [{"name": s.name, "phase": s.phase.value, "kind": s.kind.value,
+    steps = [{"name": s.name, "phase": s.phase.value, "kind": s.kind,
               "action": s.action or (s.check.probe if s.check else None), "line": s.line}
              for s in (*runbook.steps, *runbook.rollback)]
     inputs = [{"name": i.name, "required": not i.has_default, "secret": i.secret,
@@ -323,32 +307,31 @@ def validate(
                         "uses_config": runbook.uses_config, "steps": steps,
                         "inputs": inputs})
         return
-    term.success(f"{file}: runbook '{runbook.name}' is valid — "
-                             f"{len(runbook.steps)} steps, {len(runbook.rollback)} rollback "
-                             "steps.")
+    term.success(f"{file}: runbook '{runbook.name}' is valid — {len(runbook.steps)} steps, "
+                 f"{len(runbook.rollback)} rollback steps.")
     term.table("Steps", ["line", "step", "phase", "kind", "action"],
                [[s["line"], s["name"], s["phase"], s["kind"], s["action"] or ""]
                 for s in steps])
     if inputs:
         term.table("Inputs", ["input", "required", "secret", "description"],
                    [[i["name"], "yes" if i["required"] else "", "yes" if i["secret"] else "",
-                     (i["description"])] for i in inputs])
+                     i["description"]] for i in inputs])
 
 
 @app.command("actions")
 def actions(output: Annotated[OutputFormat | None, OutputOption] = None) -> None:
     """The actions a runbook step can call, with their typed parameters."""
     term = CURRENT.terminal(output)
-    rows: list[dict[str, Any]] = []
-    for action in builtin_registry():
-        params = [f"{p.name}: {p.type_name}" + ("" if p.required else f" = {p.default!r}")
-                  for p in action.params]
-        rows.append({"name": action.name, "read_only": action.read_only,
-                     "needs_config": action.needs_config, "params": params,
-                     "help": action.help})
+    listed: list[tuple[Action, list[str]]] = [
+        (action, [f"{p.name}: {p.type_name}" + ("" if p.required else f" = {p.default!r}")
+                  for p in action.params])
+        for action in builtin_registry()]
     if term.json_mode:
-        term.emit_json({"actions": rows})
+        term.emit_json({"actions": [
+            {"name": action.name, "read_only": action.read_only,
+             "needs_config": action.needs_config, "params": params, "help": action.help}
+            for action, params in listed]})
         return
     term.table("Runbook actions", ["action", "read-only", "parameters", "what it does"],
-               [[r["name"], "yes" if r["read_only"] else "",
-                 ("\n".join(r["params"])), (r["help"])] for r in rows])
+               [[action.name, "yes" if action.read_only else "", "\n".join(params), action.help]
+                for action, params in listed])

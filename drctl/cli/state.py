@@ -50,10 +50,6 @@ class AppState:
 CURRENT = AppState()
 
 
-def app_state(ctx: typer.Context | None = None) -> AppState:
-    return CURRENT
-
-
 OutputOption = typer.Option(
     "--output", "-o", help="text for people (stderr), json for scripts (stdout).",
     case_sensitive=False)

@@ -1,9 +1,11 @@
 """Runbooks as data: DR procedures in YAML, planned, run, journaled and resumed.
 
-Modules: `model` (what a runbook is), `loader` (YAML with line numbers, validation),
-`templating` (Jinja2), `variables`, `actions` (the registry of in-process drctl actions),
-`checks` (tolerances), `executor`, `journal`, `junit` (JUnit XML; the Markdown and HTML
-reports are rendered by `drctl.reports`).
+Modules: `model` (what a runbook is), `loader` (schema and validation), `yaml_lines` (YAML
+with line numbers), `kinds/` (one module per step kind, registered in `kinds.STEP_KINDS`),
+`templating` (Jinja2), `variables`, `values` (yes/no and conditions), `actions` (the registry
+of in-process drctl actions), `checks` (tolerances), `options` and `executor` (the run loop),
+`result`, `journal`, `junit` (JUnit XML; the Markdown and HTML reports are rendered by
+`drctl.reports`).
 
 Runbook YAML
 ============

@@ -30,6 +30,7 @@ from typing import Any, Union
 from drctl.config import Config
 from drctl.ops.reconcile import ReconcileMode
 from drctl.progress import Notify
+from drctl.runbook.values import bool_from_text
 from drctl.secrets import Redactor
 from drctl.translate.model import TranslateMethod
 
@@ -139,10 +140,6 @@ def _type_name(annotation: Any) -> str:
     return str(annotation).replace("typing.", "")
 
 
-_TRUE = {"true", "yes", "y", "on", "1"}
-_FALSE = {"false", "no", "n", "off", "0"}
-
-
 def coerce(value: Any, annotation: Any) -> Any:
     """`value` as `annotation` (str, int, float, bool, Path, list[...], X | None, Any, dict)."""
     origin = typing.get_origin(annotation)
@@ -174,8 +171,9 @@ def coerce(value: Any, annotation: Any) -> Any:
     if annotation is bool:
         if isinstance(value, bool):
             return value
-        if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
-            return value.strip().lower() in _TRUE
+        parsed = bool_from_text(value) if isinstance(value, str) else None
+        if parsed is not None:
+            return parsed
         raise CoercionError(f"expected true or false, got {value!r}")
     if annotation is int:
         if isinstance(value, bool):

@@ -12,9 +12,7 @@ import re
 from typing import Any
 
 from drctl.runbook.model import Tolerance, ToleranceKind
-
-_TRUE = {"true", "yes", "y", "on", "1"}
-_FALSE = {"false", "no", "n", "off", "0"}
+from drctl.runbook.values import bool_from_text
 
 
 class ToleranceError(ValueError):
@@ -41,11 +39,7 @@ def _as_bool(value: Any) -> bool | None:
     if isinstance(value, (int, float)) and value in (0, 1):
         return bool(value)
     if isinstance(value, str):
-        text = value.strip().lower()
-        if text in _TRUE:
-            return True
-        if text in _FALSE:
-            return False
+        return bool_from_text(value)
     return None
 
 

@@ -1,7 +1,8 @@
 """Runs a validated runbook step by step, or plans it (dry run).
 
-Per step: render inputs with the variables, the configuration and earlier outputs; run with a
-timeout and retries (drctl's one RetryPolicy); derive named outputs; journal start and end.
+Per step: evaluate `when`; ask the step's kind (`runbook/kinds/`) for its inputs, rendered with
+the variables, the configuration and earlier outputs, and to run it with retries (drctl's one
+RetryPolicy); derive named outputs; journal start and end.
 A failure aborts (default), continues, or rolls back; the run's status maps to the exit
 statuses of the design: 0 succeeded or planned, 1 a step failed, 3 a check did not hold, 5 an
 approval was missing or declined, 130 interrupted.
@@ -10,26 +11,17 @@ approval was missing or declined, 130 interrupted.
 from __future__ import annotations
 
 import getpass
-import logging
 import os
-import signal
 import socket
-import subprocess
-import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from drctl import __version__
 from drctl.config import Config, config_as_data
-from drctl.errors import DrctlError, ExitStatus
-from drctl.jsonable import to_jsonable
 from drctl.retry import RetriesExhausted, RetryPolicy, retry_call
-from drctl.runbook.actions import Action, ActionContext, CoercionError, Registry
-from drctl.runbook.checks import ToleranceError, evaluate
+from drctl.runbook.actions import ActionContext, Registry
 from drctl.runbook.journal import (
     JOURNAL_VERSION,
     Journal,
@@ -39,129 +31,15 @@ from drctl.runbook.journal import (
     run_digest,
     source_digest,
 )
-from drctl.runbook.model import (
-    APPROVE_VAR,
-    NO_RETRY,
-    Kind,
-    OnFailureMode,
-    Phase,
-    Runbook,
-    Step,
-)
-from drctl.runbook.templating import NotRun, Renderer, RenderError, plain
+from drctl.runbook.kinds import STEP_KINDS
+from drctl.runbook.kinds.interface import AttemptFailed, NotRetried
+from drctl.runbook.model import NO_RETRY, OnFailureMode, Phase, Runbook, Step
+from drctl.runbook.options import RunOptions
+from drctl.runbook.result import EXIT_STATUS, FAILED, RunResult, RunStatus, Status, StepResult
+from drctl.runbook.templating import NotRun, Renderer, RenderError
+from drctl.runbook.values import is_truthy
 from drctl.runbook.variables import Variables
 from drctl.secrets import Redactor
-from drctl.timeparse import parse_duration
-
-# Kept in journals and reports per stream: the end of a long output is what explains a failure.
-OUTPUT_LIMIT = 64 * 1024
-
-
-class Status(StrEnum):
-    ok = "ok"
-    failed = "failed"
-    check_failed = "check-failed"
-    skipped = "skipped"  # `when` was false
-    not_run = "not-run"  # an earlier step ended the run
-    planned = "planned"  # a plan shows it without running it
-    deferred = "deferred"  # a plan cannot evaluate it: it needs outputs of unrun steps
-    approval_missing = "approval-missing"
-    declined = "declined"
-    interrupted = "interrupted"
-
-
-FAILED = frozenset({Status.failed, Status.check_failed, Status.approval_missing,
-                    Status.declined, Status.interrupted})
-
-
-class RunStatus(StrEnum):
-    succeeded = "succeeded"
-    planned = "planned"
-    failed = "failed"
-    check_failed = "check-failed"
-    aborted = "aborted"
-    interrupted = "interrupted"
-
-
-EXIT_STATUS = {
-    RunStatus.succeeded: ExitStatus.SUCCESS,
-    RunStatus.planned: ExitStatus.SUCCESS,
-    RunStatus.failed: ExitStatus.FAILURE,
-    RunStatus.check_failed: ExitStatus.CHECK_FAILED,
-    RunStatus.aborted: ExitStatus.ABORTED,
-    RunStatus.interrupted: ExitStatus.INTERRUPTED,
-}
-
-
-@dataclass
-class StepResult:
-    name: str
-    phase: Phase
-    kind: Kind
-    status: Status
-    description: str = ""
-    started: str | None = None
-    ended: str | None = None
-    duration_s: float = 0.0
-    attempts: int = 0
-    inputs: dict[str, Any] = field(default_factory=dict)
-    outputs: dict[str, Any] = field(default_factory=dict)
-    error: str | None = None
-    hint: str | None = None
-    detail: str | None = None
-    approved_by: str | None = None
-    resumed: bool = False  # completed by an earlier run of the same journal
-    completed: bool = False  # the run moved past it (a resume does not run it again)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name, "phase": self.phase.value, "kind": self.kind.value,
-            "status": self.status.value, "description": self.description,
-            "started": self.started, "ended": self.ended,
-            "duration_s": round(self.duration_s, 3), "attempts": self.attempts,
-            "inputs": plain(self.inputs), "outputs": plain(self.outputs), "error": self.error,
-            "hint": self.hint, "detail": self.detail, "approved_by": self.approved_by,
-            "resumed": self.resumed,
-        }
-
-
-@dataclass
-class RunResult:
-    runbook: Runbook
-    run_id: str
-    dry_run: bool
-    status: RunStatus
-    started: str
-    ended: str
-    duration_s: float
-    steps: list[StepResult]
-    variables: dict[str, Any]
-    journal: str | None = None
-    reason: str | None = None
-    hint: str | None = None
-    resumed: bool = False
-
-    @property
-    def exit_status(self) -> ExitStatus:
-        return EXIT_STATUS[self.status]
-
-    def as_dict(self, redactor: Redactor) -> dict[str, Any]:
-        """Everything a report shows, secrets masked."""
-        counts: dict[str, int] = {}
-        for step in self.steps:
-            counts[step.status.value] = counts.get(step.status.value, 0) + 1
-        data = {
-            "runbook": {"name": self.runbook.name, "path": str(self.runbook.path),
-                        "description": self.runbook.description},
-            "run_id": self.run_id, "dry_run": self.dry_run, "status": self.status.value,
-            "exit_status": int(self.exit_status), "reason": self.reason, "hint": self.hint,
-            "started": self.started, "ended": self.ended,
-            "duration_s": round(self.duration_s, 3), "journal": self.journal,
-            "resumed": self.resumed, "vars": self.variables, "counts": counts,
-            "steps": [s.as_dict() for s in self.steps],
-        }
-        redacted: dict[str, Any] = redactor.redact_data(to_jsonable(plain(data)))
-        return redacted
 
 
 class RunObserver:
@@ -180,51 +58,10 @@ class RunObserver:
         pass
 
 
-@dataclass
-class RunOptions:
-    dry_run: bool = False
-    assume_yes: bool = False
-    # Asks the operator; None means never prompt (CI, no TTY, --non-interactive).
-    prompt: Callable[[str], bool] | None = None
-    # Multiplies waits (pauses and retry delays), never timeouts: tests run drills fast.
-    time_scale: float = 1.0
-    kill_grace_s: float = 2.0
-    sleep: Callable[[float], None] = time.sleep
-
-
-class _AttemptFailed(Exception):
-    def __init__(self, message: str, *, check: bool = False, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.check = check
-        self.hint = hint
-
-
-class _NotRetried(Exception):
-    """A failure another attempt cannot fix, or must not risk (an action still running)."""
-
-    def __init__(self, message: str, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
-
-
 class _Interrupted(BaseException):
     def __init__(self, result: StepResult) -> None:
         super().__init__("interrupted")
         self.result = result
-
-
-def _truthy(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() not in ("", "false", "no", "0", "none", "off")
-    return bool(value)
-
-
-def _tail(text: str) -> str:
-    if len(text) <= OUTPUT_LIMIT:
-        return text
-    return f"[... {len(text) - OUTPUT_LIMIT} characters cut ...]\n" + text[-OUTPUT_LIMIT:]
 
 
 class Executor:
@@ -260,6 +97,14 @@ class Executor:
             ctx["config"] = self.config_data
         ctx.update(extra)
         return ctx
+
+    def render(self, value: Any, **extra: Any) -> tuple[Any, bool]:
+        return self.renderer.render(value, self.context(**extra))
+
+    def action_context(self) -> ActionContext:
+        config = self.config
+        return ActionContext(config_loader=(lambda: config) if config is not None else None,
+                             notify=self.observer.message, redactor=self.redactor)
 
     def _remember(self, result: StepResult) -> None:
         if self.options.dry_run and result.status not in (Status.ok, Status.skipped):
@@ -420,7 +265,7 @@ class Executor:
                 self._execute(step, result)
             except RenderError as exc:
                 result.status, result.error = Status.failed, f"cannot render: {exc}"
-            except _NotRetried as exc:
+            except NotRetried as exc:
                 result.status, result.error, result.hint = Status.failed, exc.message, exc.hint
         except KeyboardInterrupt:
             result.status, result.error = Status.interrupted, "interrupted"
@@ -446,79 +291,27 @@ class Executor:
 
     def _execute(self, step: Step, result: StepResult) -> None:
         if step.when is not None:
-            condition, deferred = self.renderer.render(step.when, self.context())
+            condition, deferred = self.render(step.when)
             if deferred:
                 result.detail = f"runs only if {step.when.strip()}"
-            elif not _truthy(condition):
+            elif not is_truthy(condition):
                 result.status = Status.skipped
                 result.detail = f"skipped: {step.when.strip()} is false"
                 return
-        inputs, deferred = self._inputs(step)
+        kind = STEP_KINDS[step.kind]
+        inputs, deferred = kind.inputs(step, self)
         result.inputs = inputs
         self._write({"type": "step-start", "step": step.name, "phase": step.phase.value,
-                     "kind": step.kind.value, "inputs": inputs})
-        dry = self.options.dry_run
-        if step.kind == Kind.check:
-            self._check(step, result, inputs, deferred)
-            return
-        if step.kind == Kind.approval:
-            self._approval(step, result, inputs)
-            return
-        if dry:
+                     "kind": step.kind, "inputs": inputs})
+        if self.options.dry_run and not kind.plans_itself:
             result.status = Status.planned
             result.detail = result.detail or "not run in a plan"
             return
-        if step.kind == Kind.pause:
-            seconds = inputs["seconds"]
-            result.attempts = 1
-            self.options.sleep(seconds * self.options.time_scale)
-            return
-        if step.kind == Kind.action:
-            action = self.registry.get(step.action or "")
-            assert action is not None  # the loader checked it
-            outcome = self._attempts(step, result, lambda: self._until(
-                step, self._call_action(action, inputs["with"], step.timeout_s)))
-        else:
-            outcome = self._attempts(step, result, lambda: self._until(
-                step, self._shell(inputs, step.timeout_s)))
-        if result.status == Status.ok:
-            self._outputs(step, result, {"result": outcome})
+        kind.run(step, result, inputs, deferred, self)
 
-    def _inputs(self, step: Step) -> tuple[dict[str, Any], bool]:
-        ctx = self.context()
-        if step.kind == Kind.action:
-            params, deferred = self.renderer.render(dict(step.params), ctx)
-            return {"action": step.action, "with": params}, deferred
-        if step.kind == Kind.shell:
-            rendered, deferred = self.renderer.render(
-                {"command": step.command, "env": dict(step.env), "cwd": step.cwd}, ctx)
-            rendered["env"] = {k: "" if v is None else str(v)
-                               for k, v in rendered["env"].items()}
-            return rendered, deferred
-        if step.kind == Kind.check:
-            check = step.check
-            assert check is not None
-            expected, deferred = self.renderer.render(check.tolerance.expected, ctx)
-            inputs: dict[str, Any] = {check.tolerance.kind.value: expected}
-            if check.probe is not None:
-                params, probe_deferred = self.renderer.render(dict(check.probe_params), ctx)
-                inputs.update({"action": check.probe, "with": params})
-                return inputs, deferred or probe_deferred
-            value, value_deferred = self.renderer.render(check.value, ctx)
-            inputs["value"] = value
-            return inputs, deferred or value_deferred
-        if step.kind == Kind.approval:
-            prompt, deferred = self.renderer.render(step.prompt, ctx)
-            return {"prompt": str(prompt)}, deferred
-        pause, deferred = self.renderer.render(step.pause, ctx)
-        if deferred:
-            return {"seconds": str(pause)}, True
-        try:
-            return {"seconds": parse_duration(pause)}, False
-        except ValueError as exc:
-            raise _NotRetried(f"pause: {exc}") from exc
+    # -- what step kinds use (kinds.interface.StepRunner) ----------------------------------
 
-    def _attempts(self, step: Step, result: StepResult, attempt: Callable[[], Any]) -> Any:
+    def attempts(self, step: Step, result: StepResult, attempt: Callable[[], Any]) -> Any:
         policy: RetryPolicy = (NO_RETRY if self.options.dry_run
                                else step.retry.scaled(self.options.time_scale))
 
@@ -533,26 +326,26 @@ class Executor:
             self.observer.step_retrying(step, number, message, delay)
 
         try:
-            return retry_call(counted, policy, retry_on=(_AttemptFailed,), on_retry=on_retry,
+            return retry_call(counted, policy, retry_on=(AttemptFailed,), on_retry=on_retry,
                               sleep=self.options.sleep)
         except RetriesExhausted as exc:
             last = exc.last
-            assert isinstance(last, _AttemptFailed)
+            assert isinstance(last, AttemptFailed)
             result.status = Status.check_failed if last.check else Status.failed
             result.error = last.message + (f" (after {exc.attempts} attempts)"
                                            if exc.attempts > 1 else "")
             result.hint = last.hint
             return None
 
-    def _until(self, step: Step, outcome: Any) -> Any:
+    def until(self, step: Step, outcome: Any) -> Any:
         if step.until is None:
             return outcome
-        value, _ = self.renderer.render(step.until, self.context(result=outcome))
-        if not _truthy(value):
-            raise _AttemptFailed(f"condition not met yet: {step.until.strip()}")
+        value, _ = self.render(step.until, result=outcome)
+        if not is_truthy(value):
+            raise AttemptFailed(f"condition not met yet: {step.until.strip()}")
         return outcome
 
-    def _outputs(self, step: Step, result: StepResult, extra: Mapping[str, Any]) -> None:
+    def outputs(self, step: Step, result: StepResult, extra: Mapping[str, Any]) -> None:
         ctx = self.context(**extra)
         for spec in step.outputs:
             try:
@@ -565,170 +358,11 @@ class Executor:
                 self.redactor.add(str(value))
             result.outputs[spec.name] = value
 
-    # -- kinds ----------------------------------------------------------------------------
-
-    def _call_action(self, action: Action, params: Mapping[str, Any],
-                     timeout_s: float | None) -> Any:
-        config = self.config
-        ctx = ActionContext(config_loader=(lambda: config) if config is not None else None,
-                            notify=self.observer.message, redactor=self.redactor)
-        if timeout_s is None:
-            return self._action_outcome(lambda: action.call(ctx, params))
-        box: dict[str, Any] = {}
-
-        def target() -> None:
-            try:
-                box["value"] = action.call(ctx, params)
-            except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
-                box["error"] = exc
-
-        worker = threading.Thread(target=target, name=f"runbook-{action.name}", daemon=True)
-        worker.start()
-        worker.join(timeout_s)
-        if worker.is_alive():
-            raise _NotRetried(
-                f"action {action.name} timed out after {timeout_s:g} s; it may still be "
-                "running, so it is not retried",
-                "Raise the step's timeout, or check what the action left behind.")
-
-        def outcome() -> Any:
-            if "error" in box:
-                raise box["error"]
-            return box.get("value")
-        return self._action_outcome(outcome)
-
-    @staticmethod
-    def _action_outcome(call: Callable[[], Any]) -> Any:
-        try:
-            return to_jsonable(call())
-        except CoercionError as exc:
-            raise _NotRetried(str(exc)) from exc
-        except DrctlError as exc:
-            raise _AttemptFailed(exc.message, hint=exc.hint) from exc
-        except Exception as exc:
-            # Unexpected: keep the traceback for --debug.
-            logging.getLogger("drctl.runbook").debug("action failed", exc_info=True)
-            raise _AttemptFailed(f"{type(exc).__name__}: {exc}") from exc
-
-    def _shell(self, inputs: Mapping[str, Any], timeout_s: float | None) -> dict[str, Any]:
-        env = {**os.environ, **inputs["env"]}
-        cwd = str(inputs["cwd"]) if inputs.get("cwd") else None
-        try:
-            # A session of its own: a timeout kills the whole process group, children too.
-            proc = subprocess.Popen(["/bin/sh", "-c", str(inputs["command"])], cwd=cwd, env=env,
-                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, start_new_session=True)
-        except OSError as exc:
-            raise _AttemptFailed(f"cannot start the shell: {exc}") from exc
-        try:
-            out, err = proc.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            self._kill_group(proc)
-            raise _AttemptFailed(f"timed out after {timeout_s:g} s; its process group was "
-                                 "killed") from None
-        except BaseException:
-            self._kill_group(proc)
-            raise
-        stdout = _tail(out.decode(errors="replace")).rstrip("\n")
-        stderr = _tail(err.decode(errors="replace")).rstrip("\n")
-        if proc.returncode != 0:
-            last = (stderr or stdout).strip().splitlines()[-3:]
-            raise _AttemptFailed(f"exit status {proc.returncode}"
-                                 + (": " + " / ".join(last) if last else ""))
-        parsed: Any = None
-        if stdout.strip()[:1] in ("{", "["):
-            try:
-                import json
-
-                parsed = json.loads(stdout)
-            except ValueError:
-                parsed = None
-        return {"stdout": stdout, "stderr": stderr, "exit_code": proc.returncode,
-                "json": parsed}
-
-    def _kill_group(self, proc: subprocess.Popen[bytes]) -> None:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(self.options.kill_grace_s)
-            except subprocess.TimeoutExpired:
-                pass
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait()
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
-
-    def _check(self, step: Step, result: StepResult, inputs: dict[str, Any],
-               deferred: bool) -> None:
-        check = step.check
-        assert check is not None
-        if deferred:
-            result.status = Status.deferred
-            result.detail = "depends on outputs of steps that do not run in a plan"
-            return
-        tolerance = check.tolerance
-        expected = inputs[tolerance.kind.value]
-        probe = self.registry.get(check.probe) if check.probe else None
-        seen: dict[str, Any] = {}
-
-        def attempt() -> None:
-            extra: dict[str, Any] = {}
-            if probe is not None:
-                extra["result"] = self._call_action(probe, inputs["with"], step.timeout_s)
-                value, _ = self.renderer.render(check.value, self.context(**extra))
-            else:
-                value = inputs["value"]
-            seen.update(extra, value=value)
-            try:
-                holds, why = evaluate(tolerance, value, expected)
-            except ToleranceError as exc:
-                raise _NotRetried(str(exc)) from exc
-            seen["why"] = why
-            if not holds:
-                raise _AttemptFailed(why, check=True)
-
-        self._attempts(step, result, attempt)
-        if "value" in seen:
-            inputs["value"] = seen["value"]
-        result.detail = seen.get("why")
-        if result.status == Status.ok:
-            self._outputs(step, result, {"result": seen.get("result"),
-                                         "value": seen.get("value")})
-
-    def _approval(self, step: Step, result: StepResult, inputs: Mapping[str, Any]) -> None:
-        var = f"{APPROVE_VAR}.{step.name}"
-        how = f"pass --yes, or --var {var}=yes to approve this gate alone"
-        if self.options.dry_run:
-            result.status = Status.planned
-            result.detail = f"asks for approval when run ({how})"
-            return
-        result.attempts = 1
-        if self.variables.approved(step.name):
-            result.approved_by = f"--var {var}"
-        elif self.options.assume_yes:
-            result.approved_by = "--yes"
-        elif self.options.prompt is not None:
-            if not self.options.prompt(inputs["prompt"]):
-                result.status, result.error = Status.declined, "declined by the operator"
-                result.hint = "Nothing after the gate ran."
-                return
-            result.approved_by = f"{getpass.getuser()} (interactive)"
-        else:
-            result.status = Status.approval_missing
-            result.error = f"approval required: {inputs['prompt']}"
-            result.hint = (f"This run cannot ask (no terminal, CI, or --non-interactive): "
-                           f"{how}.")
-            return
-        result.detail = f"approved by {result.approved_by}"
-
     def _plan_rollback(self, step: Step) -> StepResult:
         result = StepResult(step.name, step.phase, step.kind, Status.planned, step.description,
                             detail="runs only when a failure triggers a rollback")
         try:
-            result.inputs, _ = self._inputs(step)
-        except (RenderError, _NotRetried) as exc:
+            result.inputs, _ = STEP_KINDS[step.kind].inputs(step, self)
+        except (RenderError, NotRetried) as exc:
             result.status, result.error = Status.failed, f"cannot render: {exc}"
         return result

@@ -1,5 +1,8 @@
 """Load a runbook from YAML and validate it before anything runs.
 
+The schema of a runbook, its inputs and the keys every step shares lives here; each step kind
+parses and validates its own keys (`runbook/kinds/`). Line numbers come from `yaml_lines`.
+
 Every problem names the file, the line and the step, and all problems are reported at once
 (`RunbookInvalid`, exit 2): unknown keys and step kinds, unknown actions and parameters,
 undeclared variables, references to steps or outputs that do not exist, Jinja syntax errors,
@@ -8,8 +11,6 @@ and tolerances that cannot hold (a bad regex, a range whose minimum exceeds its 
 
 from __future__ import annotations
 
-import difflib
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -22,36 +23,28 @@ from drctl.config import type_name
 from drctl.errors import UsageError
 from drctl.retry import RetryPolicy
 from drctl.runbook.actions import Registry
+from drctl.runbook.kinds import STEP_KINDS
 from drctl.runbook.model import (
     APPROVE_VAR,
     IDENTIFIER,
     NO_RETRY,
-    CheckSpec,
     Input,
-    Kind,
     OnFailure,
     OnFailureMode,
     OutputSpec,
     Phase,
     Runbook,
     Step,
-    Tolerance,
-    ToleranceKind,
+    StepKind,
 )
 from drctl.runbook.templating import is_template, references
+from drctl.runbook.yaml_lines import LineDict, LineList, line_of, load_with_lines
+from drctl.suggest import did_you_mean_aside
 from drctl.timeparse import parse_duration
 
 _TOP_KEYS = ("name", "description", "inputs", "steps", "rollback")
 _COMMON_KEYS = ("name", "description", "when", "on_failure", "undo", "outputs")
-_KIND_KEYS: dict[Kind, tuple[str, ...]] = {
-    Kind.action: ("with", "until", "timeout", "retry"),
-    Kind.shell: ("env", "cwd", "until", "timeout", "retry"),
-    Kind.check: ("timeout", "retry"),
-    Kind.approval: (),
-    Kind.pause: (),
-}
 _INPUT_KEYS = ("default", "secret", "description")
-_CHECK_KEYS = ("value", "action", "with", *(t.value for t in ToleranceKind))
 _RETRY_KEYS = ("attempts", "initial", "multiplier", "max", "deadline")
 _BASE_NAMES = frozenset({"vars", "config", "steps", "run"})
 
@@ -82,78 +75,6 @@ class RunbookInvalid(UsageError):
         self.issues = issues
 
 
-# -- YAML with line numbers ---------------------------------------------------------------
-
-
-class LineDict(dict[Any, Any]):
-    """A YAML mapping that remembers where it and each of its values start."""
-
-    line: int = 0
-    value_lines: dict[Any, int]
-
-
-class LineList(list[Any]):
-    line: int = 0
-    item_lines: list[int]
-
-
-def _value_line(node: yaml.Node) -> int:
-    line = node.start_mark.line + 1
-    # A block scalar's text starts on the line after its `|` or `>`.
-    if isinstance(node, yaml.ScalarNode) and node.style in ("|", ">"):
-        line += 1
-    return line
-
-
-class _LineLoader(yaml.SafeLoader):
-    pass
-
-
-def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> LineDict:
-    loader.flatten_mapping(node)
-    mapping = LineDict()
-    mapping.line = node.start_mark.line + 1
-    mapping.value_lines = {}
-    for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        try:
-            duplicate = key in mapping
-        except TypeError:
-            raise yaml.constructor.ConstructorError(
-                None, None, "a mapping key must be a plain value", key_node.start_mark) from None
-        if duplicate:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key '{key}'", key_node.start_mark)
-        mapping[key] = loader.construct_object(value_node, deep=True)
-        mapping.value_lines[key] = _value_line(value_node)
-    return mapping
-
-
-def _construct_sequence(loader: yaml.SafeLoader, node: yaml.SequenceNode) -> LineList:
-    items = LineList(loader.construct_object(child, deep=True) for child in node.value)
-    items.line = node.start_mark.line + 1
-    items.item_lines = [_value_line(child) for child in node.value]
-    return items
-
-
-_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
-
-
-def _line_of(container: Any, key: Any, default: int | None) -> int | None:
-    if isinstance(container, LineDict):
-        return container.value_lines.get(key, default)
-    if isinstance(container, LineList) and isinstance(key, int) and key < len(
-            container.item_lines):
-        return container.item_lines[key]
-    return default
-
-
-def _did_you_mean(word: str, choices: Any) -> str:
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f" (did you mean '{close[0]}'?)" if close else ""
-
-
 # -- loading ------------------------------------------------------------------------------
 
 
@@ -173,7 +94,7 @@ def parse_runbook(source: str, path: Path, registry: Registry,
                   supplied: frozenset[str] = frozenset()) -> Runbook:
     parser = _Parser(str(path))
     try:
-        raw = yaml.load(source, Loader=_LineLoader)
+        raw = load_with_lines(source)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
@@ -201,22 +122,22 @@ class _Parser:
             return None
         for key in raw:
             if key not in _TOP_KEYS:
-                self.issue(_line_of(raw, key, raw.line), None,
-                           f"unknown key '{key}'{_did_you_mean(str(key), _TOP_KEYS)}")
+                self.issue(line_of(raw, key, raw.line), None,
+                           f"unknown key '{key}'{did_you_mean_aside(str(key), _TOP_KEYS)}")
         name = raw.get("name", path.stem)
         if not isinstance(name, str) or not name:
-            self.issue(_line_of(raw, "name", 1), None, "'name' must be a non-empty string")
+            self.issue(line_of(raw, "name", 1), None, "'name' must be a non-empty string")
             name = path.stem
         description = raw.get("description", "")
         if not isinstance(description, str):
-            self.issue(_line_of(raw, "description", 1), None, "'description' must be text")
+            self.issue(line_of(raw, "description", 1), None, "'description' must be text")
             description = ""
-        inputs = self.inputs(raw.get("inputs"), _line_of(raw, "inputs", 1))
-        steps = self.steps(raw.get("steps"), Phase.main, _line_of(raw, "steps", raw.line))
+        inputs = self.inputs(raw.get("inputs"), line_of(raw, "inputs", 1))
+        steps = self.steps(raw.get("steps"), Phase.main, line_of(raw, "steps", raw.line))
         if "steps" not in raw:
             self.issue(raw.line, None, "missing 'steps': a runbook needs at least one step")
         rollback = self.steps(raw.get("rollback"), Phase.rollback,
-                              _line_of(raw, "rollback", raw.line))
+                              line_of(raw, "rollback", raw.line))
         return Runbook(path=path, source=source, name=name, description=description,
                        inputs=inputs, steps=tuple(steps), rollback=tuple(rollback))
 
@@ -228,7 +149,7 @@ class _Parser:
             return {}
         inputs: dict[str, Input] = {}
         for name, spec in raw.items():
-            at = _line_of(raw, name, line) or 1
+            at = line_of(raw, name, line) or 1
             if not isinstance(name, str) or not IDENTIFIER.match(name):
                 self.issue(at, None, f"input name '{name}' must be an identifier "
                            "(letters, digits, _)")
@@ -242,13 +163,13 @@ class _Parser:
                 continue
             for key in spec:
                 if key not in _INPUT_KEYS:
-                    self.issue(_line_of(spec, key, at), None,
+                    self.issue(line_of(spec, key, at), None,
                                f"input '{name}': unknown key '{key}'"
-                               f"{_did_you_mean(str(key), _INPUT_KEYS)} (a mapping default "
+                               f"{did_you_mean_aside(str(key), _INPUT_KEYS)} (a mapping default "
                                "goes under 'default:')")
             secret = spec.get("secret", False)
             if not isinstance(secret, bool):
-                self.issue(_line_of(spec, "secret", at), None,
+                self.issue(line_of(spec, "secret", at), None,
                            f"input '{name}': 'secret' must be true or false")
                 secret = False
             inputs[name] = Input(name, at, default=spec.get("default"),
@@ -265,7 +186,7 @@ class _Parser:
             return []
         steps = []
         for index, item in enumerate(raw):
-            step = self.step(item, phase, _line_of(raw, index, line) or 1, index)
+            step = self.step(item, phase, line_of(raw, index, line) or 1, index)
             if step is not None:
                 steps.append(step)
         return steps
@@ -279,19 +200,19 @@ class _Parser:
             self.issue(line, None, f"step #{index + 1} needs a 'name' that is an identifier "
                        "(letters, digits, _), so later steps can write steps.<name>")
             return None
-        kinds = [k for k in Kind if k.value in raw]
+        kinds = [k for k in STEP_KINDS if k in raw]
         if len(kinds) != 1:
             problem = ("has none of the step kinds" if not kinds else
-                       f"has more than one step kind ({', '.join(k.value for k in kinds)})")
+                       f"has more than one step kind ({', '.join(kinds)})")
             self.issue(line, name, f"{problem}: use exactly one of "
-                       f"{', '.join(k.value for k in Kind)}")
+                       f"{', '.join(STEP_KINDS)}")
             self._unknown_keys(raw, name, line, None)
             return None
         kind = kinds[0]
         self._unknown_keys(raw, name, line, kind)
 
         def at(key: str) -> int:
-            return _line_of(raw, key, line) or line
+            return line_of(raw, key, line) or line
 
         step = Step(name=name, kind=kind, phase=phase, line=line, raw=raw,
                     description=self.text(raw.get("description", ""), at("description"), name,
@@ -309,54 +230,23 @@ class _Parser:
         if "until" in raw:
             step = replace(step, until=self.template_text(raw["until"], at("until"), name,
                                                           "until"))
-        if kind == Kind.action:
-            action = raw["action"]
-            if not isinstance(action, str) or not action:
-                self.issue(at("action"), name, "'action' must name an action, e.g. lab.status")
-                action = ""
-            step = replace(step, action=action,
-                           params=self.mapping(raw.get("with"), at("with"), name, "with"))
-        elif kind == Kind.shell:
-            command = raw["shell"]
-            if not isinstance(command, str) or not command.strip():
-                self.issue(at("shell"), name, "'shell' must be a command line")
-                command = ""
-            step = replace(step, command=command,
-                           env=self.mapping(raw.get("env"), at("env"), name, "env"),
-                           cwd=raw.get("cwd"))
-        elif kind == Kind.check:
-            step = replace(step, check=self.check(raw["check"], at("check"), name))
-        elif kind == Kind.approval:
-            prompt = raw["approval"]
-            if not isinstance(prompt, str) or not prompt.strip():
-                self.issue(at("approval"), name, "'approval' must be the question to approve")
-                prompt = ""
-            step = replace(step, prompt=prompt)
-        else:
-            pause = raw["pause"]
-            if not is_template(pause):
-                try:
-                    parse_duration(pause)
-                except ValueError as exc:
-                    self.issue(at("pause"), name, f"pause: {exc}")
-            step = replace(step, pause=pause)
-        return step
+        return STEP_KINDS[kind].parse(step, raw, at, self)
 
-    def _unknown_keys(self, raw: LineDict, name: str, line: int, kind: Kind | None) -> None:
-        kind_names = tuple(k.value for k in Kind)
+    def _unknown_keys(self, raw: LineDict, name: str, line: int, kind: StepKind | None) -> None:
+        kind_names = tuple(STEP_KINDS)
+        kind_keys = [definition.keys for definition in STEP_KINDS.values()]
         allowed = (*_COMMON_KEYS, *kind_names,
-                   *(_KIND_KEYS[kind] if kind else {k for ks in _KIND_KEYS.values()
-                                                    for k in ks}))
+                   *(STEP_KINDS[kind].keys if kind else {k for ks in kind_keys for k in ks}))
         for key in raw:
             if key in allowed:
                 continue
-            if kind is not None and any(key in keys for keys in _KIND_KEYS.values()):
-                self.issue(_line_of(raw, key, line), name,
-                           f"'{key}' does not apply to a {kind.value} step")
+            if kind is not None and any(key in keys for keys in kind_keys):
+                self.issue(line_of(raw, key, line), name,
+                           f"'{key}' does not apply to a {kind} step")
             else:
-                self.issue(_line_of(raw, key, line), name,
-                           f"unknown key '{key}'{_did_you_mean(str(key), allowed)}; step kinds "
-                           f"are {', '.join(kind_names)}")
+                self.issue(line_of(raw, key, line), name,
+                           f"unknown key '{key}'{did_you_mean_aside(str(key), allowed)}; "
+                           f"step kinds are {', '.join(kind_names)}")
 
     def text(self, value: Any, line: int, step: str, key: str) -> str:
         if value is None:
@@ -427,17 +317,17 @@ class _Parser:
         defaults = RetryPolicy()
         for key in value:
             if key not in _RETRY_KEYS:
-                self.issue(_line_of(value, key, line), step, f"retry: unknown key '{key}'"
-                           f"{_did_you_mean(str(key), _RETRY_KEYS)}")
+                self.issue(line_of(value, key, line), step, f"retry: unknown key '{key}'"
+                           f"{did_you_mean_aside(str(key), _RETRY_KEYS)}")
         attempts = value.get("attempts", defaults.attempts)
         multiplier = value.get("multiplier", defaults.multiplier)
         if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
-            self.issue(_line_of(value, "attempts", line), step,
+            self.issue(line_of(value, "attempts", line), step,
                        "retry.attempts must be an integer of at least 1")
             attempts = 1
         if isinstance(multiplier, bool) or not isinstance(multiplier, (int, float)) \
                 or multiplier < 1:
-            self.issue(_line_of(value, "multiplier", line), step,
+            self.issue(line_of(value, "multiplier", line), step,
                        "retry.multiplier must be a number of at least 1")
             multiplier = defaults.multiplier
         durations: dict[str, float | None] = {}
@@ -449,7 +339,7 @@ class _Parser:
             try:
                 durations[key] = parse_duration(value[key])
             except ValueError as exc:
-                self.issue(_line_of(value, key, line), step, f"retry.{key}: {exc}")
+                self.issue(line_of(value, key, line), step, f"retry.{key}: {exc}")
                 durations[key] = default
         return RetryPolicy(initial_s=durations["initial"] or 0.0, multiplier=float(multiplier),
                            max_s=durations["max"] or 0.0, attempts=attempts,
@@ -481,7 +371,7 @@ class _Parser:
         if isinstance(value, list):
             for i, name in enumerate(value):
                 if not isinstance(name, str) or not IDENTIFIER.match(name):
-                    self.issue(_line_of(value, i, line), step,
+                    self.issue(line_of(value, i, line), step,
                                f"output name {name!r} must be an identifier")
                     continue
                 specs.append(OutputSpec(name, "{{ result['" + name + "'] }}"))
@@ -491,7 +381,7 @@ class _Parser:
                        "name: template")
             return ()
         for name, spec in value.items():
-            at = _line_of(value, name, line)
+            at = line_of(value, name, line)
             if not isinstance(name, str) or not IDENTIFIER.match(name):
                 self.issue(at, step, f"output name {name!r} must be an identifier")
                 continue
@@ -506,69 +396,6 @@ class _Parser:
             else:
                 specs.append(OutputSpec(name, spec))
         return tuple(specs)
-
-    def check(self, value: Any, line: int, step: str) -> CheckSpec | None:
-        if not isinstance(value, Mapping):
-            self.issue(line, step, "check: a mapping with 'value' and one tolerance "
-                       "(equals, range, one_of, regex)")
-            return None
-        for key in value:
-            if key not in _CHECK_KEYS:
-                self.issue(_line_of(value, key, line), step, f"check: unknown key '{key}'"
-                           f"{_did_you_mean(str(key), _CHECK_KEYS)}")
-        tolerances = [t for t in ToleranceKind if t.value in value]
-        if len(tolerances) != 1:
-            self.issue(line, step, "check: give exactly one tolerance: equals, range, one_of "
-                       f"or regex (got {len(tolerances)})")
-            return None
-        if "value" not in value:
-            self.issue(line, step, "check: 'value' is missing (what to compare)")
-            return None
-        kind = tolerances[0]
-        expected = value[kind.value]
-        at = _line_of(value, kind.value, line)
-        if kind == ToleranceKind.range:
-            expected = self.range(expected, at, step)
-        elif kind == ToleranceKind.one_of:
-            if not isinstance(expected, list) or not expected:
-                self.issue(at, step, "check.one_of: a non-empty list of accepted values")
-        elif kind == ToleranceKind.regex:
-            if not isinstance(expected, str):
-                self.issue(at, step, "check.regex: a regular expression (text)")
-            elif not is_template(expected):
-                try:
-                    re.compile(expected)
-                except re.error as exc:
-                    self.issue(at, step, f"check.regex: not a valid regular expression: {exc}")
-        probe = value.get("action")
-        if probe is not None and not isinstance(probe, str):
-            self.issue(_line_of(value, "action", line), step, "check.action: an action name")
-            probe = None
-        params = self.mapping(value.get("with"), _line_of(value, "with", line) or line, step,
-                              "check.with")
-        if params and probe is None:
-            self.issue(_line_of(value, "with", line), step,
-                       "check.with needs check.action (the probe that fetches the value)")
-        return CheckSpec(value["value"], Tolerance(kind, expected), probe, params)
-
-    def range(self, value: Any, line: int | None, step: str) -> tuple[Any, Any]:
-        if isinstance(value, list) and len(value) == 2:
-            low, high = value
-        elif isinstance(value, Mapping) and value and set(value) <= {"min", "max"}:
-            low, high = value.get("min"), value.get("max")
-        else:
-            self.issue(line, step, "check.range: [min, max] or {min: x, max: y} (either end "
-                       "may be left out in the mapping form)")
-            return (None, None)
-        for bound in (low, high):
-            if bound is not None and not is_template(bound) and (
-                    isinstance(bound, bool) or not isinstance(bound, (int, float))):
-                self.issue(line, step, f"check.range: bound {bound!r} is not a number")
-                return (None, None)
-        if (isinstance(low, (int, float)) and isinstance(high, (int, float))
-                and low > high):
-            self.issue(line, step, f"check.range: min {low} is greater than max {high}")
-        return (low, high)
 
 
 # -- validation of references -------------------------------------------------------------
@@ -609,47 +436,35 @@ class _Validator:
         for target in (*step.undo, *step.on_failure.targets):
             if self.runbook.rollback_step(target) is None:
                 known = [s.name for s in self.runbook.rollback]
-                self.p.issue(_line_of(raw, "undo" if target in step.undo else "on_failure",
+                self.p.issue(line_of(raw, "undo" if target in step.undo else "on_failure",
                                       step.line), step.name,
                              f"'{target}' is not a step of the rollback section"
-                             f"{_did_you_mean(target, known)}")
+                             f"{did_you_mean_aside(target, known)}")
         if step.undo and step.phase == Phase.rollback:
-            self.p.issue(_line_of(raw, "undo", step.line), step.name,
+            self.p.issue(line_of(raw, "undo", step.line), step.name,
                          "rollback steps cannot have 'undo'")
-        if step.kind == Kind.action and step.action:
-            self._action(step, step.action, step.params, raw, "with", read_only_needed=False)
-        if step.check is not None and step.check.probe:
-            check_raw = raw.get("check")
-            self._action(step, step.check.probe, step.check.probe_params,
-                         check_raw if isinstance(check_raw, LineDict) else raw, "with",
-                         read_only_needed=True)
-        if step.phase == Phase.rollback and step.kind == Kind.approval:
-            self.p.issue(step.line, step.name, "a rollback step cannot be an approval gate")
-        base = _BASE_NAMES
-        with_result = base | {"result"}
+        kind = STEP_KINDS[step.kind]
+        kind.validate(step, self)
         for key, value in raw.items():
             if key in ("name", "description", "on_failure", "undo", "retry", "timeout",
                        "action"):
                 continue
-            if key == "outputs":
-                names = with_result | ({"value"} if step.kind == Kind.check else set())
-            elif key == "until":
-                names = with_result
-            elif key == "check" and step.check is not None and step.check.probe:
-                names = with_result
-            else:
-                names = base
-            line = _line_of(raw, key, step.line) or step.line
+            names = _BASE_NAMES | kind.result_names(step, key)
+            line = line_of(raw, key, step.line) or step.line
             for at, source in self._strings(value, line):
-                self._template(source, at, step.name, frozenset(names), before)
+                self._template(source, at, step.name, names, before)
 
-    def _action(self, step: Step, name: str, params: Mapping[str, Any], raw: Mapping[str, Any],
-                key: str, *, read_only_needed: bool) -> None:
+    def issue(self, line: int | None, step: str | None, message: str) -> None:
+        self.p.issue(line, step, message)
+
+    def check_action(self, step: Step, name: str, params: Mapping[str, Any],
+                     raw: Mapping[str, Any], key: str, *, read_only_needed: bool) -> None:
+        """`name` is a registered action (read-only if need be) taking these `params`."""
         action = self.registry.get(name)
-        line = _line_of(raw, "action", step.line) or step.line
+        line = line_of(raw, "action", step.line) or step.line
         if action is None:
             self.p.issue(line, step.name, f"unknown action '{name}'"
-                         f"{_did_you_mean(name, self.registry.names())}; known actions: "
+                         f"{did_you_mean_aside(name, self.registry.names())}; known actions: "
                          f"{', '.join(self.registry.names())}")
             return
         if read_only_needed and not action.read_only:
@@ -657,20 +472,20 @@ class _Validator:
                          "a check's value (checks also run in plans); use a read-only action")
         if action.needs_config:
             self.uses_config = True
-        params_line = _line_of(raw, key, line) or line
+        params_line = line_of(raw, key, line) or line
         for issue in action.check_params(params):
-            self.p.issue(_line_of(params, issue.param, params_line) if issue.param
+            self.p.issue(line_of(params, issue.param, params_line) if issue.param
                          else params_line, step.name, f"action '{name}': {issue.message}")
 
     def _strings(self, value: Any, line: int) -> Iterator[tuple[int, str]]:
         if isinstance(value, Mapping):
             for k, v in value.items():
                 if is_template(k):
-                    yield _line_of(value, k, line) or line, str(k)
-                yield from self._strings(v, _line_of(value, k, line) or line)
+                    yield line_of(value, k, line) or line, str(k)
+                yield from self._strings(v, line_of(value, k, line) or line)
         elif isinstance(value, list):
             for i, v in enumerate(value):
-                yield from self._strings(v, _line_of(value, i, line) or line)
+                yield from self._strings(v, line_of(value, i, line) or line)
         elif is_template(value):
             yield line, value
 
@@ -691,13 +506,13 @@ class _Validator:
         for var in sorted(refs.variables - self.known_vars):
             self.p.issue(line, step, f"{prefix}missing variable 'vars.{var}': declare it under "
                          f"'inputs:' or pass --var {var}=..."
-                         f"{_did_you_mean(var, self.known_vars - {APPROVE_VAR})}")
+                         f"{did_you_mean_aside(var, self.known_vars - {APPROVE_VAR})}")
         for path in refs.steps:
             target = path[1]
             other = self.runbook.step(target)
             if other is None:
                 self.p.issue(line, step, f"{prefix}steps.{target}: no such step"
-                             f"{_did_you_mean(target, [s.name for s in self.runbook.steps])}")
+                             f"{did_you_mean_aside(target, [s.name for s in self.runbook.steps])}")
                 continue
             if target not in before:
                 self.p.issue(line, step, f"{prefix}steps.{target} is not an earlier step, so "

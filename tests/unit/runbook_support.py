@@ -11,9 +11,11 @@ from typing import Any
 
 from drctl.cli import app as root
 from drctl.runbook.actions import ActionContext, Registry, builtin_registry
-from drctl.runbook.executor import Executor, RunOptions, RunResult
+from drctl.runbook.executor import Executor
 from drctl.runbook.loader import parse_runbook
 from drctl.runbook.model import Runbook
+from drctl.runbook.options import RunOptions
+from drctl.runbook.result import RunResult
 from drctl.runbook.variables import parse_assignments, resolve_variables
 
 REPO = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from drctl.errors import ExitStatus
-from drctl.runbook.executor import RunStatus, Status
+from drctl.runbook.result import RunStatus, Status
 from tests.unit.runbook_support import gone, registry_with_test_actions, run
 
 

@@ -10,7 +10,7 @@ from drctl.errors import ExitStatus
 from drctl.resources import runbooks_dir
 from drctl.runbook.actions import builtin_registry
 from drctl.runbook.loader import RunbookInvalid, load_runbook
-from drctl.runbook.model import Kind, OnFailureMode, ToleranceKind
+from drctl.runbook.model import OnFailureMode, ToleranceKind
 from tests.unit.runbook_support import drctl, load, write
 
 
@@ -45,12 +45,12 @@ def test_a_valid_runbook_loads_with_its_parts() -> None:
             shell: echo cleaning
     """)
     first, second, pause = runbook.steps
-    assert first.kind == Kind.action and first.timeout_s == 30
+    assert first.kind == "action" and first.timeout_s == 30
     assert (first.retry.attempts, first.retry.initial_s, first.retry.max_s,
             first.retry.deadline_s) == (3, 0.5, 120, 3600)
     assert first.on_failure.mode == OnFailureMode.rollback and first.undo == ("cleanup",)
     assert second.check is not None and second.check.tolerance.kind == ToleranceKind.one_of
-    assert pause.kind == Kind.pause and not runbook.inputs["target"].has_default
+    assert pause.kind == "pause" and not runbook.inputs["target"].has_default
     assert runbook.rollback[0].name == "cleanup" and not runbook.uses_config
 
 

@@ -1,0 +1,27 @@
+"""Suggestions for mistyped names: one closeness rule for config keys, runbook keys, actions.
+
+Two spellings of the same question, because a hint stands alone and an aside sits inside a
+message: `ConfigError(..., hint="Did you mean 'x'?")` and "unknown key 'y' (did you mean 'x'?)".
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+def _closest(word: str, choices: Iterable[object]) -> str | None:
+    close = difflib.get_close_matches(word, [str(c) for c in choices], n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def did_you_mean(word: str, choices: Iterable[object]) -> str | None:
+    """A hint naming the closest choice ("Did you mean 'x'?"), or None when none is close."""
+    close = _closest(word, choices)
+    return f"Did you mean '{close}'?" if close else None
+
+
+def did_you_mean_aside(word: str, choices: Iterable[object]) -> str:
+    """The same as an aside to append to a message (" (did you mean 'x'?)"), or ""."""
+    close = _closest(word, choices)
+    return f" (did you mean '{close}'?)" if close else ""
