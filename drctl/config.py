@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from drctl.errors import ConfigError
-from drctl.replication.registry import KIND_NAMES, kind_entry
+from drctl.replication_registry import KIND_NAMES, kind_entry
 from drctl.retry import RetryPolicy
 from drctl.secrets import Redactor, UnresolvedReference, is_secret_key, resolve_references
 from drctl.suggest import did_you_mean

@@ -21,8 +21,7 @@ from drctl.gap.plan import DIFF, IDENTITY, GapPlan, PartitionOffsets, TopicPlan
 from drctl.kafka.clients import ClusterClients, describe_with_retry
 from drctl.kafka.offsets import list_offsets
 from drctl.kafka.topics import is_internal_topic
-from drctl.replication.base import ReplicationKind
-from drctl.replication.registry import kind_for
+from drctl.replication.base import ReplicationKind, kind_for
 
 TopicOffsets = Mapping[str, Mapping[int, int]]
 _TIMEOUT_S = 15.0

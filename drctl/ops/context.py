@@ -9,8 +9,7 @@ from functools import partial
 
 from drctl.config import Config
 from drctl.kafka.clients import ClusterClients
-from drctl.replication.base import ReplicationKind
-from drctl.replication.registry import kind_for
+from drctl.replication.base import ReplicationKind, kind_for
 from drctl.state import MarkerStore, marker_store
 
 ClientsFactory = Callable[[str], ClusterClients]  # cluster name -> its clients

@@ -1,20 +1,23 @@
 """What replication kinds differ in, as one small interface.
 
 A kind object is stateless: every method takes the settings it needs, so one instance per
-kind serves every config (see `registry.kind_for`).
+kind serves every config (see `kind_for`).
 """
 
 from __future__ import annotations
 
+import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar
 
 from drctl.config import Config, ReplicationSettings
 from drctl.kafka.clients import ClusterClients
 from drctl.progress import Notify
+from drctl.replication_registry import kind_entry
 
 # Asks the operator to confirm something drctl cannot do or check itself.
 Confirm = Callable[[str], bool]
@@ -84,3 +87,17 @@ class ReplicationKind(ABC):
     def checkpoints_topic(self, rep: ReplicationSettings) -> str | None:
         """The target topic holding translatable checkpoints, or None without any."""
         return None
+
+
+@cache
+def kind_named(name: str) -> ReplicationKind:
+    """The one (stateless) object of a registered kind, its module imported on first use."""
+    module_name, _, class_name = kind_entry(name).implementation.partition(":")
+    kind: ReplicationKind = getattr(importlib.import_module(module_name), class_name)()
+    return kind
+
+
+def kind_for(settings: ReplicationSettings) -> ReplicationKind:
+    """The kind object of a replication flow (validated by the config parser, so its kind is
+    registered)."""
+    return kind_named(settings.kind)

@@ -22,7 +22,7 @@ from drctl.kafka.groups import alter_offsets_many, committed_offsets, group_stat
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.topics import TP, is_internal_topic
 from drctl.progress import Notify
-from drctl.replication.registry import kind_for
+from drctl.replication.base import kind_for
 from drctl.retry import RetryPolicy
 from drctl.translate.locate import MatchQuery, Side, last_records, match_records
 from drctl.translate.model import (

@@ -14,7 +14,7 @@ from drctl.errors import CheckFailed
 from drctl.ops.context import OpsContext
 from drctl.ops.failover import FailoverOptions, preflight
 from drctl.ops.status import status_of
-from drctl.replication.registry import kind_named
+from drctl.replication.base import kind_named
 
 
 def _done(value: Any) -> Future[Any]:

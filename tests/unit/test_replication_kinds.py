@@ -13,8 +13,8 @@ from drctl.config import parse_config
 from drctl.errors import ConfigError
 from drctl.gap.plan import DIFF, IDENTITY
 from drctl.gap.planner import gap_kind
-from drctl.replication.base import ReplicationKind
-from drctl.replication.registry import KIND_NAMES, kind_for, kind_named
+from drctl.replication.base import ReplicationKind, kind_for, kind_named
+from drctl.replication_registry import KIND_NAMES
 
 
 def test_registry_lists_exactly_the_three_kinds() -> None:

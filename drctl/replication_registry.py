@@ -1,0 +1,34 @@
+"""The one place replication kinds are registered: name -> implementation (a
+`drctl.replication.base.ReplicationKind` subclass), plus the static facts config validation
+needs.
+
+It sits beside `config.py`, not inside `drctl/replication/`, and imports nothing of drctl:
+the config validates `replication.kind` against this table, and the kind modules import the
+config, so a registry inside the package would make the two point at each other. The kind
+objects are built on first use by `drctl.replication.base.kind_for`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class KindEntry:
+    implementation: str  # "module:Class", a `ReplicationKind` subclass
+    # Config rule: `replication.rename` must keep topic names ('{topic}').
+    keeps_topic_names: bool = False
+
+
+# The order is the order error messages list the kinds in.
+_KINDS: dict[str, KindEntry] = {
+    "replicator": KindEntry("drctl.replication.replicator:Replicator"),
+    "mirrormaker2": KindEntry("drctl.replication.mirrormaker2:MirrorMaker2"),
+    "identity": KindEntry("drctl.replication.identity:Identity", keeps_topic_names=True),
+}
+
+KIND_NAMES: tuple[str, ...] = tuple(_KINDS)
+
+
+def kind_entry(name: str) -> KindEntry:
+    return _KINDS[name]
