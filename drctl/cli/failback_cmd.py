@@ -21,8 +21,7 @@ def failback_command(
         "--check-order/--no-check-order",
         help="Classify every unreplicated record safe, conflict or unkeyed.")] = True,
     reconcile: Annotated[ReconcileMode, typer.Option(
-        help="copy-safe: copy safe records to the failover topics and quarantine the rest; "
-             "quarantine: quarantine every gap record; none: leave the gap alone.")]
+        help="; ".join(f"{mode}: {mode.meaning}" for mode in ReconcileMode) + ".")]
     = ReconcileMode.COPY_SAFE,
     incident: Annotated[str | None, typer.Option(help="The incident to fail back.")] = None,
     groups: Annotated[str, typer.Option(help="Regex of groups to move back.")] = ".*",

@@ -30,9 +30,21 @@ QUARANTINE_SUFFIX = ".drctl-quarantine"
 class ReconcileMode(StrEnum):
     """What failback does with the gap's records."""
 
-    COPY_SAFE = "copy-safe"  # copy safe records to the failover topics, quarantine the rest
-    QUARANTINE = "quarantine"  # quarantine every gap record
-    NONE = "none"  # leave the gap alone
+    COPY_SAFE = "copy-safe"
+    QUARANTINE = "quarantine"
+    NONE = "none"
+
+    @property
+    def meaning(self) -> str:
+        """One line for `--help`."""
+        return _MODE_MEANINGS[self]
+
+
+_MODE_MEANINGS = {
+    ReconcileMode.COPY_SAFE: "copy safe records to the failover topics and quarantine the rest",
+    ReconcileMode.QUARANTINE: "quarantine every gap record",
+    ReconcileMode.NONE: "leave the gap alone",
+}
 
 
 @dataclass
