@@ -24,6 +24,7 @@ from drctl.kafka.groups import alter_offsets
 from drctl.kafka.offsets import watermarks
 from drctl.lab.lab import Lab, LabPorts
 from drctl.lab.workload import create_topics
+from drctl.ops.context import OpsContext
 from drctl.ops.failover import FailoverOptions, run_failover
 
 
@@ -63,7 +64,8 @@ def main() -> None:
             cfg = dataclasses.replace(config, state=state)
             lab.up(ports=LabPorts(b, b + 2, b + 4))  # connectors running again
             started = time.monotonic()
-            result = run_failover(cfg, FailoverOptions(planned=planned, groups="bench-fo-.*"))
+            result = run_failover(OpsContext.from_config(cfg),
+                                  FailoverOptions(planned=planned, groups="bench-fo-.*"))
             result.write_reports(cfg)
             elapsed = time.monotonic() - started
             summary = (result.translation or {}).get("summary", {})

@@ -10,6 +10,7 @@ import typer
 from drctl.cli.confirm import confirm_or_abort
 from drctl.cli.state import CURRENT, OutputOption
 from drctl.cli.views import render_translation
+from drctl.ops.context import OpsContext
 from drctl.ops.failback import FailbackOptions, run_failback
 from drctl.ops.gap_step import DEFAULT_LOOKBACK_S, gap_finder
 from drctl.ops.reconcile import ReconcileMode
@@ -47,7 +48,8 @@ def failback_command(
                          yes=yes)
     opts = FailbackOptions(reconcile=reconcile, check_order=check_order, incident=incident,
                            groups=groups, dry_run=dry_run, deadline_s=deadline)
-    result = run_failback(config, opts, gap_finder(lookback, CURRENT.debug), notify=term.step)
+    result = run_failback(OpsContext.from_config(config), opts,
+                          gap_finder(lookback, CURRENT.debug), notify=term.step)
     paths = result.write_reports(config, report_dir)
     if term.json_mode:
         term.emit_json(result.as_dict(paths))

@@ -10,6 +10,7 @@ import typer
 from drctl.cli.confirm import confirm_or_abort, operator_confirms
 from drctl.cli.state import CURRENT, OutputOption
 from drctl.cli.views import render_translation
+from drctl.ops.context import OpsContext
 from drctl.ops.failover import FailoverOptions, run_failover
 from drctl.terminal import OutputFormat
 from drctl.translate.model import TranslateMethod
@@ -42,7 +43,8 @@ def failover_command(
     if not dry_run:
         confirm_or_abort(f"Fail over {rep.source} -> {rep.target} "
                          f"({'planned' if planned else 'unplanned'})?", yes=yes)
-    result = run_failover(config, opts, notify=term.step, confirm=operator_confirms)
+    result = run_failover(OpsContext.from_config(config), opts, notify=term.step,
+                          confirm=operator_confirms)
     marker = result.marker
     paths = result.write_reports(config, report_dir)
     if term.json_mode:

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from drctl.cli.state import CURRENT, OutputOption
+from drctl.ops.context import OpsContext
 from drctl.ops.status import collect_status
 from drctl.terminal import OutputFormat
 
@@ -18,7 +19,7 @@ def status_command(
     """Clusters, replication and lag, open failovers, consumer groups."""
     config = CURRENT.config()
     term = CURRENT.terminal(output)
-    st = collect_status(config, deadline)
+    st = collect_status(OpsContext.from_config(config), deadline)
     if term.json_mode:
         term.emit_json(st)
         return

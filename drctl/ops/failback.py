@@ -137,13 +137,13 @@ def preflight(ctx: OpsContext, marker: FailoverMarker, opts: FailbackOptions) ->
                           "and run again.")
 
 
-def run_failback(config: Config, opts: FailbackOptions, gap_finder: GapFinder, *,
+def run_failback(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder, *,
                  notify: Notify = lambda _: None) -> FailbackResult:
+    config = ctx.config
     if opts.reconcile not in set(ReconcileMode):  # library callers may pass plain text
         raise UsageError(f"Unknown reconcile mode '{opts.reconcile}'.",
                          f"Use one of {', '.join(ReconcileMode)}.")
     mode = ReconcileMode(opts.reconcile)
-    ctx = OpsContext.from_config(config)
     rep = config.require_replication()
     kind = ctx.require_kind()
     marker = _marker_to_fail_back(ctx, opts.incident)

@@ -207,9 +207,9 @@ def _ensure_failover_topics(ctx: OpsContext, topics: dict[str, str],
     return [n.topic for n in new]
 
 
-def run_failover(config: Config, opts: FailoverOptions, *, notify: Notify = lambda _: None,
+def run_failover(ctx: OpsContext, opts: FailoverOptions, *, notify: Notify = lambda _: None,
                  confirm: Confirm | None = None) -> FailoverResult:
-    ctx = OpsContext.from_config(config)
+    config = ctx.config
     rep = config.require_replication()
     kind = ctx.require_kind()
     store = ctx.markers(rep.target)

@@ -25,11 +25,7 @@ def pending_stop_warnings(config: Config) -> list[str]:
             "— stop it." for m in markers if m.replication_stop == "pending"]
 
 
-def collect_status(config: Config, deadline_s: float = 5.0) -> dict[str, Any]:
-    return status_of(OpsContext.from_config(config), deadline_s)
-
-
-def status_of(ctx: OpsContext, deadline_s: float = 5.0) -> dict[str, Any]:
+def collect_status(ctx: OpsContext, deadline_s: float = 5.0) -> dict[str, Any]:
     config = ctx.config
     policy = config.retry.with_deadline(deadline_s)
     clusters: dict[str, dict[str, Any]] = {}

@@ -346,9 +346,10 @@ def _config_check(ctx: ActionContext, *, deadline: float = 30.0) -> dict[str, An
 
 def _status(ctx: ActionContext, *, deadline: float = 5.0) -> dict[str, Any]:
     """Clusters, replication and lag, open failovers and groups (`drctl status`)."""
+    from drctl.ops.context import OpsContext
     from drctl.ops.status import collect_status
 
-    st = collect_status(ctx.config, deadline)
+    st = collect_status(OpsContext.from_config(ctx.config), deadline)
     st["open_failover_count"] = len(st["open_failovers"])
     st["unreachable"] = [n for n, c in st["clusters"].items() if not c["reachable"]]
     return st
@@ -373,13 +374,13 @@ def _failover(ctx: ActionContext, *, planned: bool = False, groups: str = ".*",
               method: TranslateMethod = TranslateMethod.AUTO,
               source_deadline: float = 20.0) -> dict[str, Any]:
     """Fail over from the replication source to its target (`drctl failover --yes`)."""
+    from drctl.ops.context import OpsContext
     from drctl.ops.failover import FailoverOptions, run_failover
 
     config = ctx.config
-    result = run_failover(config, FailoverOptions(planned=planned, groups=groups,
-                                                  method=method,
-                                                  source_deadline_s=source_deadline),
-                          notify=ctx.notify)
+    opts = FailoverOptions(planned=planned, groups=groups, method=method,
+                           source_deadline_s=source_deadline)
+    result = run_failover(OpsContext.from_config(config), opts, notify=ctx.notify)
     return result.runbook_summary(result.write_reports(config))
 
 
@@ -388,13 +389,14 @@ def _failback(ctx: ActionContext, *, reconcile: ReconcileMode = ReconcileMode.CO
               lookback: float = 3600.0) -> dict[str, Any]:
     """Fail back with --check-order (`drctl failback --yes`): gap analysis (Spark),
     reconcile, reverse replication from the failover point, offsets back."""
+    from drctl.ops.context import OpsContext
     from drctl.ops.failback import FailbackOptions, run_failback
     from drctl.ops.gap_step import gap_finder
 
     config = ctx.config
-    result = run_failback(config, FailbackOptions(reconcile=reconcile, groups=groups,
-                                                  incident=incident),
-                          gap_finder(lookback), notify=ctx.notify)
+    opts = FailbackOptions(reconcile=reconcile, groups=groups, incident=incident)
+    result = run_failback(OpsContext.from_config(config), opts, gap_finder(lookback),
+                          notify=ctx.notify)
     return result.runbook_summary(result.write_reports(config))
 
 

@@ -13,7 +13,7 @@ from drctl.config import Config, parse_config
 from drctl.errors import CheckFailed
 from drctl.ops.context import OpsContext
 from drctl.ops.failover import FailoverOptions, preflight
-from drctl.ops.status import status_of
+from drctl.ops.status import collect_status
 from drctl.replication.base import kind_named
 
 
@@ -146,7 +146,7 @@ def test_status_reads_clusters_groups_and_markers_through_the_context() -> None:
 
     ctx = OpsContext(config, lambda name: FakeClients(name, admins[name]), markers,
                      kind_named("mirrormaker2"))
-    st = status_of(ctx, deadline_s=0)
+    st = collect_status(ctx, deadline_s=0)
     assert st["clusters"]["dc1"]["reachable"] is False
     assert st["clusters"]["dc2"]["cluster_id"] == "fake-id"
     assert st["replication"] == {"kind": "mirrormaker2", "source": "dc1", "target": "dc2",
