@@ -2,7 +2,11 @@
 
 Data in, text out: callers pass plain data (already masked); templates only format it.
 One environment serves every template: incident reports, runbook drill reports and the
-connector configs `ops/reverse.py` writes.
+connector configs the replication kinds write.
+
+A report has one template, in Markdown; its HTML is that Markdown rendered (text escaped)
+inside `report-page.html.j2`, so the version shared with application teams can never say
+less, or something else, than the Markdown.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from markdown_it import MarkdownIt
 
 from drctl.resources import templates_dir
 from drctl.secrets import Redactor
@@ -53,6 +58,25 @@ def render(template: str, redactor: Redactor | None = None, **context: Any) -> s
     return redactor.redact(text) if redactor else text
 
 
+def render_report(template_stem: str, fmt: str, redactor: Redactor | None = None,
+                  **context: Any) -> str:
+    """A report as `md` (its template `<template_stem>.md.j2`) or `html` (the same Markdown,
+    rendered)."""
+    markdown = render(f"{template_stem}.md.j2", None, **context)
+    if fmt == "html":
+        title = markdown.lstrip().splitlines()[0].lstrip("# ").strip() if markdown.strip() else ""
+        markdown = render("report-page.html.j2", None, title=title,
+                          body=_markdown_to_html(markdown))
+    return redactor.redact(markdown) if redactor else markdown
+
+
+def _markdown_to_html(markdown: str) -> str:
+    # Raw HTML in the Markdown is escaped (html=False): report text is data, never markup.
+    # The one tag the templates emit themselves is the line break inside a table cell.
+    html = MarkdownIt("commonmark", {"html": False}).enable("table").render(markdown)
+    return html.replace("&lt;br&gt;", "<br>")
+
+
 def report_format(path: Path) -> str:
     """`md` or `html`, from a report file's extension."""
     fmt = _TEMPLATE_FORMAT.get(path.suffix.lower().lstrip("."))
@@ -66,9 +90,9 @@ def write_report(directory: Path, stem: str, context: dict[str, Any], template_s
                  extensions: Sequence[str] = ("md", "html", "json")) -> list[Path]:
     """Write `<stem>.<ext>` for each extension; returns the paths.
 
-    `json` is the context itself; any other extension is rendered from
-    `<template_stem>.<md|html>.j2` (see `report_format`). The extension is kept as given, so
-    a caller-chosen name such as `drill.HTM` is written under that name.
+    `json` is the context itself; any other extension is rendered by `render_report` in the
+    format `report_format` reads from it. The extension is kept as given, so a caller-chosen
+    name such as `drill.HTM` is written under that name.
     """
     directory.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -78,7 +102,7 @@ def write_report(directory: Path, stem: str, context: dict[str, Any], template_s
             data = redactor.redact_data(context) if redactor else context
             text = json.dumps(data, indent=2, sort_keys=True, default=str)
         else:
-            text = render(f"{template_stem}.{report_format(path)}.j2", redactor, **context)
+            text = render_report(template_stem, report_format(path), redactor, **context)
         _replace(path, text)
         paths.append(path)
     return paths

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from drctl.fingerprint import DIGEST_BYTES, fingerprint, items
-from drctl.reports import render, report_format, write_report
+from drctl.reports import render, render_report, report_format, write_report
 from drctl.state import FailoverMarker, MarkerStore
 
 
@@ -107,7 +107,7 @@ def test_failover_report_renders_markdown_and_escaped_html() -> None:
            "source_bootstrap": "a:1", "target_bootstrap": "b:1",
            "failover_topics": {"<orders>": "<orders>"}}
     md = render("failover-report.md.j2", **ctx)
-    html = render("failover-report.html.j2", **ctx)
+    html = render_report("failover-report", "html", **ctx)
     assert "| <orders> | 0 | 5 |" in md and "gap is unknown" in md
     assert "&lt;orders&gt;" in html and "<orders>" not in html
 
@@ -125,7 +125,7 @@ def test_failback_report_renders_reconcile_and_reverse_start() -> None:
     md = render("failback-report.md.j2", **ctx)
     assert "Copied 3 safe record(s)" in md and "Quarantined 3 record(s)" in md
     assert "| t | 0 | 7 |" in md and "6 of 6 positions exact" in md
-    assert "Copied 3 safe record(s)" in render("failback-report.html.j2", **ctx)
+    assert "Copied 3 safe record(s)" in render_report("failback-report", "html", **ctx)
 
 
 def test_report_files_and_formats(tmp_path: Path) -> None:
