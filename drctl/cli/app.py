@@ -23,6 +23,7 @@ from drctl.cli import (
 )
 from drctl.cli.state import CURRENT
 from drctl.errors import DrctlError, ExitStatus
+from drctl.runbook.values import bool_from_text
 from drctl.terminal import OutputFormat, Terminal
 
 app = typer.Typer(
@@ -67,7 +68,8 @@ def root(
 ) -> None:
     CURRENT.config_option = config
     CURRENT.output = output
-    CURRENT.debug = debug or bool(os.environ.get("DRCTL_DEBUG"))
+    # DRCTL_DEBUG=1/true/yes/on turns it on; 0/false/no/off (or anything else) does not.
+    CURRENT.debug = debug or bool_from_text(os.environ.get("DRCTL_DEBUG", "")) is True
     CURRENT.quiet = quiet
     if CURRENT.debug:
         import logging

@@ -7,6 +7,7 @@ run's Redactor knows.
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,11 @@ from typing import Any
 # Statuses a CI dashboard shows as failures or as skipped test cases.
 _FAILURE = {"failed", "check-failed", "approval-missing", "declined", "interrupted"}
 _SKIPPED = {"skipped", "not-run", "planned", "deferred"}
+
+# Terminal colour and cursor sequences a step's command may print (ESC [ ... letter).
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
+# Characters XML 1.0 forbids (ElementTree writes them as they are: the file would not parse).
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
 def write_junit(data: dict[str, Any], path: Path) -> None:
@@ -51,10 +57,18 @@ def write_junit(data: dict[str, Any], path: Path) -> None:
             ET.SubElement(case, "skipped", {"message": f"{status}: {message}"})
         out = ET.SubElement(case, "system-out")
         out.text = _details(step)
+    for element in suite.iter():
+        element.text = element.text and _xml_text(element.text)
+        element.attrib = {k: _xml_text(v) for k, v in element.attrib.items()}
     tree = ET.ElementTree(suite)
     ET.indent(tree)
     path.parent.mkdir(parents=True, exist_ok=True)
     tree.write(path, encoding="utf-8", xml_declaration=True)
+
+
+def _xml_text(text: str) -> str:
+    """Text XML can carry: colour codes dropped, other control characters shown as \\xNN."""
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", _ANSI.sub("", text))
 
 
 def _details(step: dict[str, Any]) -> str:

@@ -83,3 +83,21 @@ def test_check_unreachable_cluster_exits_4(tmp_path, capsys: pytest.CaptureFixtu
     assert main(["--config", str(cfg), "config", "check", "--deadline", "1.5"]) == 4
     err = capsys.readouterr().err
     assert "127.0.0.1:9" in err and "did not answer" in err
+
+
+@pytest.mark.parametrize(("value", "traceback"), [("0", False), ("false", False), ("", False),
+                                                  ("1", True), ("yes", True)])
+def test_drctl_debug_is_read_as_a_boolean(value: str, traceback: bool, tmp_path,
+                                          monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    import logging
+
+    root = logging.getLogger()
+    level, handlers = root.level, list(root.handlers)
+    monkeypatch.setenv("DRCTL_DEBUG", value)
+    try:
+        assert main(["lab", "status", "--dir", str(tmp_path)]) == 1
+    finally:  # debug mode configures the root logger: leave it as it was for other tests
+        root.setLevel(level)
+        root.handlers[:] = handlers
+    assert ("Traceback" in capsys.readouterr().err) is traceback

@@ -221,3 +221,20 @@ def test_default_journal_goes_under_the_state_dir(tmp_path: Path,
     journals = list((tmp_path / ".drctl" / "runbooks").glob("tiny-*.jsonl"))
     assert len(journals) == 1
     assert json.loads(journals[0].read_text().splitlines()[-1])["status"] == "succeeded"
+
+
+def test_junit_parses_after_a_step_prints_colours_and_control_characters(
+        tmp_path: Path) -> None:
+    rb = write(tmp_path / "colours.yaml", r"""
+        steps:
+          - name: coloured
+            shell: printf '\033[1;31mred\033[0m bell\007 done\n'; exit 1
+    """)
+    junit = tmp_path / "junit.xml"
+    assert drctl("runbook", "run", str(rb), "--junit", str(junit), "--journal",
+                 str(tmp_path / "j")) == ExitStatus.FAILURE
+    raw = junit.read_text(encoding="utf-8")
+    assert "\x1b" not in raw and "\x07" not in raw
+    suite = ET.fromstring(raw.encode())  # parses: no character XML 1.0 forbids
+    text = "".join(suite.itertext())
+    assert "red bell\\x07 done" in text  # colours dropped, the bell shown, the words kept
