@@ -8,21 +8,27 @@ import typer
 
 from drctl.cli.state import CURRENT, OutputOption
 from drctl.ops.context import OpsContext
-from drctl.ops.status import collect_status
+from drctl.ops.status import collect_status, status_verdict
 from drctl.terminal import OutputFormat
 
 
 def status_command(
-    deadline: Annotated[float, typer.Option(help="Seconds to wait for each cluster.")] = 5.0,
+    deadline: Annotated[float, typer.Option(
+        help="Seconds to wait for every cluster and Connect worker (asked in parallel).")]
+    = 5.0,
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
-    """Clusters, replication and lag, open failovers, consumer groups."""
+    """Clusters, replication and lag, open failovers, consumer groups.
+
+    Exit 0 when every answer is in and no failover is open; 3 with an open failover or a
+    pending replication stop; 4 when no cluster answered."""
     config = CURRENT.config()
     term = CURRENT.terminal(output)
     st = collect_status(OpsContext.from_config(config), deadline)
+    verdict, why = status_verdict(st)
     if term.json_mode:
         term.emit_json(st)
-        return
+        raise typer.Exit(verdict)
     term.table("Clusters", ["cluster", "reachable", "cluster id", "brokers", "rtt ms"],
                [[n, "yes" if c["reachable"] else "NO", c.get("cluster_id", c.get("error")),
                  c.get("brokers"), c.get("rtt_ms")] for n, c in st["clusters"].items()])
@@ -41,9 +47,13 @@ def status_command(
                     for m in st["open_failovers"]])
     else:
         term.info("No open failovers.")
+    term.info(f"Failover markers read from the {st['markers_from']}.")
     for cluster, groups in st["groups"].items():
         counts: dict[str, int] = {}
         for g in groups.values():
             counts[g["state"]] = counts.get(g["state"], 0) + 1
         term.info(f"{cluster}: {len(groups)} groups "
                   f"({', '.join(f'{k.lower()} {v}' for k, v in sorted(counts.items()))})")
+    if why:
+        term.warn(why)
+    raise typer.Exit(verdict)

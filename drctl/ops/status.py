@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from drctl.config import Config
-from drctl.errors import DrctlError
+from drctl.errors import DrctlError, ExitStatus
 from drctl.kafka.clients import describe_with_retry
 from drctl.kafka.groups import group_states, list_groups
 from drctl.ops.context import OpsContext
@@ -26,31 +29,48 @@ def pending_stop_warnings(config: Config) -> list[str]:
 
 
 def collect_status(ctx: OpsContext, deadline_s: float = 5.0) -> dict[str, Any]:
+    """Everything at once under one deadline: clusters and Connect are asked in parallel, and
+    what has not answered by then is reported as not answering (never waited for)."""
     config = ctx.config
     policy = config.retry.with_deadline(deadline_s)
+    rep = config.replication
+    kind = ctx.require_kind() if rep is not None else None
+    asks: dict[str, Callable[[], Any]] = {
+        f"cluster:{name}": partial(describe_with_retry, ctx.clients(name), policy)
+        for name in config.clusters}
+    if rep is not None and kind is not None:
+        asks["replication"] = partial(kind.component_states, rep)
+    answers = _ask_in_parallel(asks, deadline_s)
+
     clusters: dict[str, dict[str, Any]] = {}
     for name in config.clusters:
-        clients = ctx.clients(name)
-        try:
-            info = describe_with_retry(clients, policy)
+        info = answers[f"cluster:{name}"]
+        if isinstance(info, BaseException):
+            message = info.message if isinstance(info, DrctlError) else str(info)
+            clusters[name] = {"reachable": False, "error": message}
+        else:
             clusters[name] = {"reachable": True, "cluster_id": info.cluster_id,
                               "brokers": info.broker_count, "rtt_ms": round(info.rtt_ms, 1)}
-        except DrctlError as exc:
-            clusters[name] = {"reachable": False, "error": exc.message}
-    rep = config.replication
     replication: dict[str, Any] = {}
     markers: list[dict[str, Any]] = []
-    if rep is not None:
-        kind = ctx.require_kind()
+    markers_from = "local state directory"
+    if rep is not None and kind is not None:
+        states = answers["replication"]
         replication = {"kind": rep.kind, "source": rep.source, "target": rep.target,
-                       "connectors": kind.component_states(rep), "lag": None}
+                       "connectors": ({c: "NO ANSWER" for c in rep.connect.connectors}
+                                      if isinstance(states, BaseException) else states),
+                       "lag": None}
         if clusters[rep.source]["reachable"]:
             try:
                 replication["lag"] = kind.replication_lag(rep, ctx.clients(rep.source))
             except DrctlError:
                 replication["lag"] = None
-        surviving = rep.target if clusters[rep.target]["reachable"] else None
-        for m in ctx.markers(surviving).open_markers():
+        # The marker topic lives on the target; with the target down, the local copy is all.
+        answering = next((c for c in (rep.target, rep.source) if clusters[c]["reachable"]),
+                         None)
+        if answering is not None:
+            markers_from = f"state topic on {answering} and the local state directory"
+        for m in ctx.markers(answering).open_markers():
             markers.append({"incident": m.incident, "source": m.source, "target": m.target,
                             "created_at": m.created_at, "replication_stop": m.replication_stop,
                             "steps": list(m.steps)})
@@ -60,8 +80,54 @@ def collect_status(ctx: OpsContext, deadline_s: float = 5.0) -> dict[str, Any]:
             continue
         admin = ctx.clients(name).admin()
         ids = [g for g in list_groups(admin) if config.groups.matches(g)]
-        states = group_states(admin, ids)
-        groups[name] = {g: {"state": s.state, "members": s.members}
-                        for g, s in sorted(states.items())}
+        states_of = group_states(admin, ids)
+        groups[name] = {g: {"state": st.state, "members": st.members}
+                        for g, st in sorted(states_of.items())}
     return {"clusters": clusters, "replication": replication, "open_failovers": markers,
-            "groups": groups}
+            "markers_from": markers_from, "groups": groups}
+
+
+def status_verdict(status: dict[str, Any]) -> tuple[ExitStatus, str | None]:
+    """The exit status `drctl status` owes its reader, and why when it is not 0: nothing seen
+    is not "all well"."""
+    clusters = status["clusters"]
+    if clusters and not any(c["reachable"] for c in clusters.values()):
+        return ExitStatus.UNREACHABLE, f"No cluster answered ({', '.join(clusters)})."
+    pending = [m["incident"] for m in status["open_failovers"]
+               if m["replication_stop"] == "pending"]
+    if pending:
+        return ExitStatus.CHECK_FAILED, (f"Replication stop pending for {', '.join(pending)}: "
+                                         "stop the replicator.")
+    if status["open_failovers"]:
+        return ExitStatus.CHECK_FAILED, (f"{len(status['open_failovers'])} open failover(s): "
+                                         "run `drctl failback --check-order` when the source "
+                                         "is back.")
+    return ExitStatus.SUCCESS, None
+
+
+def _ask_in_parallel(asks: dict[str, Callable[[], Any]],
+                     deadline_s: float) -> dict[str, Any]:
+    """Each callable's result, or the exception it raised, or TimeoutError when it had not
+    answered by the deadline. Daemon threads: a hung endpoint never holds the process."""
+    results: dict[str, Any] = {}
+    done = threading.Event()
+    lock = threading.Lock()
+
+    def run(key: str, call: Callable[[], Any]) -> None:
+        try:
+            value: Any = call()
+        except Exception as exc:  # noqa: BLE001 - reported as that endpoint's answer
+            value = exc
+        with lock:
+            results[key] = value
+            if len(results) == len(asks):
+                done.set()
+
+    for key, call in asks.items():
+        threading.Thread(target=run, args=(key, call), daemon=True,
+                         name=f"status-{key}").start()
+    # Grace beyond the deadline: the retry policy's own last attempt may end just after it.
+    done.wait(deadline_s + 2.0)
+    with lock:
+        return {key: results.get(key, TimeoutError(f"no answer within {deadline_s:g} s"))
+                for key in asks}

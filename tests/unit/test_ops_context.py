@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -10,10 +12,10 @@ from typing import Any
 import pytest
 
 from drctl.config import Config, parse_config
-from drctl.errors import CheckFailed
+from drctl.errors import CheckFailed, ExitStatus
 from drctl.ops.context import OpsContext
 from drctl.ops.failover import FailoverOptions, preflight
-from drctl.ops.status import collect_status
+from drctl.ops.status import collect_status, status_verdict
 from drctl.replication.base import kind_named
 
 
@@ -153,3 +155,58 @@ def test_status_reads_clusters_groups_and_markers_through_the_context() -> None:
                                  "connectors": {}, "lag": None}
     assert asked == ["dc2"]
     assert st["groups"] == {"dc2": {"billing": {"state": "STABLE", "members": 1}}}
+
+
+@dataclass
+class HungKind:
+    """A replication kind whose Connect worker accepts the connection and never answers."""
+
+    release: threading.Event
+
+    def component_states(self, rep: Any) -> dict[str, str]:
+        self.release.wait(60)
+        return {"never": "RUNNING"}
+
+    def replication_lag(self, rep: Any, source: Any) -> None:
+        return None
+
+
+def test_status_answers_by_its_deadline_when_connect_hangs() -> None:
+    config = parse_config({
+        "clusters": {"dc1": {"bootstrap.servers": "x"}, "dc2": {"bootstrap.servers": "y"}},
+        "replication": {"kind": "mirrormaker2", "source": "dc1", "target": "dc2",
+                        "connect": {"url": "http://127.0.0.1:9", "source_connector": "mm2"}},
+        "retry": {"initial_s": 0, "attempts": 1}})
+    admins = {"dc1": FakeAdmin(True, {}), "dc2": FakeAdmin(True, {})}
+    release = threading.Event()
+    ctx = OpsContext(config, lambda name: FakeClients(name, admins[name]), FakeMarkers,
+                     HungKind(release))  # type: ignore[arg-type]
+    started = time.monotonic()
+    try:
+        st = collect_status(ctx, deadline_s=0.5)
+    finally:
+        release.set()
+    assert time.monotonic() - started < 30  # the worker hangs for 60 s: it was not waited for
+    assert st["replication"]["connectors"] == {"mm2": "NO ANSWER"}
+    assert all(c["reachable"] for c in st["clusters"].values())
+    assert st["markers_from"] == "state topic on dc2 and the local state directory"
+
+
+def _status(reachable: tuple[bool, ...], stops: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {"clusters": {f"c{i}": {"reachable": up} for i, up in enumerate(reachable)},
+            "open_failovers": [{"incident": f"fo-{i}", "replication_stop": stop}
+                               for i, stop in enumerate(stops)]}
+
+
+@pytest.mark.parametrize(("status", "exit_status", "says"), [
+    (_status((True, True)), ExitStatus.SUCCESS, None),
+    (_status((False, False)), ExitStatus.UNREACHABLE, "No cluster answered (c0, c1)."),
+    (_status((False, True), ("stopped",)), ExitStatus.CHECK_FAILED, "1 open failover(s)"),
+    (_status((True, False), ("stopped", "pending")), ExitStatus.CHECK_FAILED,
+     "Replication stop pending for fo-1"),
+])
+def test_status_verdict_is_not_green_when_it_sees_nothing_or_an_open_failover(
+        status: dict[str, Any], exit_status: ExitStatus, says: str | None) -> None:
+    verdict, why = status_verdict(status)
+    assert verdict == exit_status
+    assert (why is None) if says is None else (why is not None and why.startswith(says))

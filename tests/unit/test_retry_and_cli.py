@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from drctl import __version__
@@ -101,3 +103,22 @@ def test_drctl_debug_is_read_as_a_boolean(value: str, traceback: bool, tmp_path,
         root.setLevel(level)
         root.handlers[:] = handlers
     assert ("Traceback" in capsys.readouterr().err) is traceback
+
+
+def test_status_with_nothing_reachable_exits_4_and_says_so(
+        tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = tmp_path / "drctl.yaml"
+    # Port 9 on loopback: nothing listens there.
+    cfg.write_text("clusters:\n  a: {bootstrap.servers: '127.0.0.1:9'}\n"
+                   "  b: {bootstrap.servers: '127.0.0.1:9'}\n"
+                   "replication: {kind: mirrormaker2, source: a, target: b}\n"
+                   f"state: {{dir: '{tmp_path / 'state'}'}}\n"
+                   "retry: {initial_s: 0.2}\n")
+    assert main(["--config", str(cfg), "status", "--deadline", "1"]) == 4
+    err = capsys.readouterr().err
+    assert "No cluster answered (a, b)." in err
+    assert "Failover markers read from the local state directory." in err
+    assert main(["--config", str(cfg), "-o", "json", "status", "--deadline", "1"]) == 4
+    out = json.loads(capsys.readouterr().out)
+    assert out["markers_from"] == "local state directory"
+    assert not any(c["reachable"] for c in out["clusters"].values())
