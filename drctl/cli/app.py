@@ -23,8 +23,8 @@ from drctl.cli import (
 )
 from drctl.cli.state import CURRENT
 from drctl.errors import DrctlError, ExitStatus
-from drctl.runbook.values import bool_from_text
 from drctl.terminal import OutputFormat, Terminal
+from drctl.yesno import bool_from_text
 
 app = typer.Typer(
     name="drctl",

@@ -8,14 +8,15 @@ import sys
 import typer
 
 from drctl.errors import Aborted
-
-# CI systems set CI=true; people sometimes export CI=false or CI=0 to say "not CI".
-_NOT_CI = ("", "0", "false", "no")
+from drctl.yesno import bool_from_text
 
 
 def interactive() -> bool:
-    """Whether a person can answer: stdin is a terminal and `CI` is unset or false-ish."""
-    return sys.stdin.isatty() and os.environ.get("CI", "").strip().lower() in _NOT_CI
+    """Whether a person can answer: stdin is a terminal and `CI` is unset or a "no" word.
+
+    CI systems set CI=true (or a name); people export CI=false or CI=0 to say "not CI"."""
+    ci = os.environ.get("CI", "")
+    return sys.stdin.isatty() and (not ci.strip() or bool_from_text(ci) is False)
 
 
 def confirm_or_abort(question: str, *, yes: bool, how: str = "pass --yes") -> None:

@@ -30,9 +30,9 @@ from typing import Any, Union
 from drctl.config import Config
 from drctl.ops.reconcile import ReconcileMode
 from drctl.progress import Notify
-from drctl.runbook.values import bool_from_text
 from drctl.secrets import Redactor
 from drctl.translate.model import TranslateMethod
+from drctl.yesno import bool_from_text
 
 
 @dataclass

@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from drctl.runbook.model import Tolerance, ToleranceKind
-from drctl.runbook.values import bool_from_text
+from drctl.yesno import bool_from_text
 
 
 class ToleranceError(ValueError):

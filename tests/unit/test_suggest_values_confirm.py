@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from drctl.cli import confirm
-from drctl.runbook.values import bool_from_text, is_truthy
+from drctl.runbook.values import is_truthy
 from drctl.suggest import did_you_mean, did_you_mean_aside
+from drctl.yesno import bool_from_text
 
 
 def test_did_you_mean_as_hint_and_as_aside() -> None:
