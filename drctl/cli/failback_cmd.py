@@ -10,9 +10,10 @@ import typer
 from drctl.cli.confirm import confirm_or_abort
 from drctl.cli.state import CURRENT, OutputOption
 from drctl.cli.views import render_translation
+from drctl.gap.plan import GapScope
 from drctl.ops.context import OpsContext
 from drctl.ops.failback import FailbackOptions, run_failback
-from drctl.ops.gap_step import DEFAULT_LOOKBACK_S, gap_finder
+from drctl.ops.gap_step import gap_finder
 from drctl.ops.reconcile import ReconcileMode
 from drctl.terminal import OutputFormat
 
@@ -32,9 +33,12 @@ def failback_command(
     = False,
     deadline: Annotated[float, typer.Option(
         help="Seconds to retry each cluster before giving up (exit 4).")] = 30.0,
-    lookback: Annotated[float, typer.Option(
-        help="Seconds before the failover where the gap analysis starts comparing.")]
-    = DEFAULT_LOOKBACK_S,
+    scope: Annotated[GapScope, typer.Option(
+        help="Gap analysis scope — " + "; ".join(f"{s}: {s.meaning}" for s in GapScope)
+        + ".")] = GapScope.TAIL,
+    lookback: Annotated[float | None, typer.Option(
+        help="Also narrow the gap analysis to records from this many seconds before the "
+             "failover (default: no window; the report says what it left out).")] = None,
     report_dir: Annotated[Path | None, typer.Option(
         help="Where to write the report (default: STATE_DIR/reports).")] = None,
     output: Annotated[OutputFormat | None, OutputOption] = None,
@@ -49,7 +53,7 @@ def failback_command(
     opts = FailbackOptions(reconcile=reconcile, check_order=check_order, incident=incident,
                            groups=groups, dry_run=dry_run, deadline_s=deadline)
     result = run_failback(OpsContext.from_config(config), opts,
-                          gap_finder(lookback, CURRENT.debug), notify=term.step)
+                          gap_finder(lookback, CURRENT.debug, scope), notify=term.step)
     paths = result.write_reports(config, report_dir)
     if term.json_mode:
         term.emit_json(result.as_dict(paths))

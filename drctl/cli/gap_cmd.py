@@ -15,11 +15,12 @@ from drctl.cli.confirm import confirm_or_abort
 from drctl.cli.state import CURRENT, OutputOption
 from drctl.config import Config
 from drctl.errors import ExitStatus, UsageError
+from drctl.gap.alignment import DEFAULT_MARGIN
 from drctl.gap.jars import resolve_connector
-from drctl.gap.plan import IDENTITY
+from drctl.gap.plan import IDENTITY, GapScope
 from drctl.gap.planner import parse_offsets, plan_gap_analysis, rekey, window_from
 from drctl.gap.quarantine import quarantine_gap
-from drctl.gap.result import GapResult
+from drctl.gap.result import GapResult, scope_statement
 from drctl.gap.runner import run_gap_analysis, spark_submit_command
 from drctl.kafka.clients import ClusterClients
 from drctl.state import FailoverMarker, marker_store
@@ -42,12 +43,16 @@ def gap_analysis(
     failover_start: Annotated[str | None, typer.Option(
         help="--check-order with prefixed names: where post-failover writes to the failover "
              "topic begin (its end when replication stopped). Same forms.")] = None,
+    scope: Annotated[GapScope, typer.Option(
+        help="; ".join(f"{s}: {s.meaning}" for s in GapScope) + ".")] = GapScope.TAIL,
+    margin: Annotated[int, typer.Option(
+        min=0, help="Tail scope: records per partition compared before the proven alignment "
+                    "(absorbs a replicator's re-copies).")] = DEFAULT_MARGIN,
     since: Annotated[str | None, typer.Option(
-        help="Window start on both sides (ISO-8601 or epoch ms); default: all retained "
-             "records.")] = None,
+        help="Also narrow the comparison to records from this time on (ISO-8601 or epoch "
+             "ms); the summary says how many it left out. Default: no window.")] = None,
     lookback: Annotated[str | None, typer.Option(
-        help="Window start as a duration before now, e.g. 6h (cover the replicator's "
-             "maximum lag).")] = None,
+        help="Like --since, as a duration before the failover (or now), e.g. 6h.")] = None,
     check_order: Annotated[bool, typer.Option(
         "--check-order", help="Classify each unreplicated record safe / conflict / unkeyed "
                               "against the post-failover writes.")] = False,
@@ -108,7 +113,7 @@ def gap_analysis(
         target_end=marker.failover_point if marker else rekey(t_end, named, rep, "mirror"),
         post_failover_start=(marker.failover_topics_end or None) if marker
         else rekey(f_start, named, rep, "failover"), source_end=s_end,
-        window=window, check_order=check_order, out_dir=out)
+        window=window, check_order=check_order, out_dir=out, scope=scope, margin=margin)
     if plan_out is not None:
         connector = resolve_connector(spark, notify=term.step)
         plan.write(plan_out)
@@ -166,15 +171,17 @@ def print_gap_result(term: Terminal, result: GapResult, sent: dict[str, int]) ->
     """The gap for people: notes, the per-partition table, conflicts, totals, quarantine."""
     for note in result.notes:
         term.warn(note)
-    columns = ["topic", "partition", "source records", "target records", "unreplicated",
-               "first offset", "first time", "last offset", "last time"]
+    columns = ["topic", "partition", "scope", "verified from", "source records",
+               "target records", "unreplicated", "first offset", "first time", "last offset",
+               "last time"]
     if result.check_order:
         columns += ["safe", "conflict", "unkeyed (flagged)"]
     if result.kind == IDENTITY:
         columns.append("divergent")
     rows: list[list[Any]] = []
     for p in result.partitions:
-        row = [p["topic"], p["partition"], p["source_records"], p["target_records"],
+        row = [p["topic"], p["partition"], p.get("scope", "full"), p.get("verified_from"),
+               p["source_records"], p["target_records"],
                p["unreplicated"], p["first_offset"], _time(p["first_timestamp_ms"]),
                p["last_offset"], _time(p["last_timestamp_ms"])]
         if result.check_order:
@@ -183,6 +190,7 @@ def print_gap_result(term: Terminal, result: GapResult, sent: dict[str, int]) ->
             row.append(p["divergent"])
         rows.append(row)
     term.table("Unreplicated records per partition", columns, rows)
+    _say_scope(term, result)
 
     if result.check_order and result.has_conflict:
         conflict_rows: list[list[Any]] = []
@@ -219,6 +227,21 @@ def print_gap_result(term: Terminal, result: GapResult, sent: dict[str, int]) ->
         term.info(f"Records and summary.json in {result.out_dir}")
     for topic, count in sent.items():
         term.success(f"{count:,} record(s) produced to quarantine topic {topic}.")
+
+
+def _say_scope(term: Terminal, result: GapResult) -> None:
+    """What was verified and what assumed: one line for the proven tails, one per partition
+    that fell back to a full comparison or lost records to a window."""
+    tails = [p for p in result.partitions if p.get("scope") == "tail"]
+    if tails:
+        term.info(f"Tail scope in {len(tails)} of {len(result.partitions)} partition(s): each "
+                  "verified from just before where replication provably stopped (column "
+                  "'verified from'); earlier records assumed replicated — run with --scope "
+                  "full to verify them.")
+    for p in result.partitions:
+        if (p.get("scope") == "full" and (p.get("proof") or {}).get("reason")) \
+                or p.get("before_window"):
+            term.warn(f"{p['topic']}[{p['partition']}]: {scope_statement(p)}.")
 
 
 def _open_marker(config: Config) -> FailoverMarker | None:

@@ -33,7 +33,7 @@ from pyspark.sql import functions as F
 
 from drctl.gap import diff
 from drctl.gap.plan import IDENTITY, GapPlan, TopicPlan
-from drctl.gap.result import RECORDS_DIR, SUMMARY_FILE, totals
+from drctl.gap.result import RECORDS_DIR, SUMMARY_FILE, scope_fields, totals
 from drctl.gap.spark_fingerprint import FP_TYPE, digest_bytes
 
 Ranges = dict[str, dict[int, tuple[int, int]]]  # topic -> partition -> [start, end)
@@ -454,6 +454,7 @@ class GapJob:
                     "first_offset": g.get("first_offset"), "last_offset": g.get("last_offset"),
                     "first_timestamp_ms": g.get("first_timestamp_ms"),
                     "last_timestamp_ms": g.get("last_timestamp_ms"),
+                    **scope_fields(t.alignment.get(p), t.source_start[p]),
                 }
                 if self.plan.kind == IDENTITY:
                     # The overlap was counted; the gap [F, end) is all source records too.
@@ -467,8 +468,8 @@ class GapJob:
                                 "post_failover_writes": post_counts.get(k, 0)})
                 rows.append(row)
         return {"kind": self.plan.kind, "replication_kind": self.plan.replication_kind,
-                "check_order": self.plan.check_order, "totals": totals(rows),
-                "partitions": rows,
+                "scope": self.plan.scope, "check_order": self.plan.check_order,
+                "totals": totals(rows), "partitions": rows,
                 "divergence_sample": divergence, "notes": list(self.plan.notes)}
 
 

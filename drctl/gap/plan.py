@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,22 @@ DIFF = "diff"  # replicator, mirrormaker2: offsets differ, multiset difference o
 IDENTITY = "identity"  # offsets equal: the gap is [F, source end)
 
 PartitionOffsets = dict[int, int]
+
+
+class GapScope(StrEnum):
+    TAIL = "tail"
+    FULL = "full"
+
+    @property
+    def meaning(self) -> str:
+        return _MEANINGS[self]
+
+
+_MEANINGS = {
+    GapScope.TAIL: "compare from just before where replication provably stopped (default)",
+    GapScope.FULL: "compare every retained record (audits; targets that may have lost data "
+                   "in the middle)",
+}
 
 
 @dataclass
@@ -34,6 +51,9 @@ class TopicPlan:
     failover_topic: str | None = None
     post_start: PartitionOffsets | None = None
     post_end: PartitionOffsets | None = None
+    # Per partition: the scope used, the proven alignment or why there is none, and what a
+    # window left out (gap/alignment.py `Alignment.as_dict` plus `before_window`).
+    alignment: dict[int, dict[str, Any]] = field(default_factory=dict)
 
     def source_ranges(self) -> dict[int, tuple[int, int]]:
         return {p: (self.source_start[p], self.source_end[p]) for p in self.partitions}
@@ -63,6 +83,7 @@ class GapPlan:
     temporary_out: bool = False  # out_dir was made by the planner; the result may remove it
     check_order: bool = False
     window_start_ms: int | None = None
+    scope: str = "tail"  # gap/alignment.py GapScope
     created_at_ms: int = 0
     notes: list[str] = field(default_factory=list)
     spark: SparkJobSettings | None = None
@@ -107,4 +128,5 @@ def _topic_from(raw: dict[str, Any]) -> TopicPlan:
     for key in ("source_start", "source_end", "target_start", "target_end", "post_start",
                 "post_end"):
         raw[key] = _offsets(raw.get(key))
+    raw["alignment"] = {int(p): a for p, a in (raw.get("alignment") or {}).items()}
     return TopicPlan(**raw)

@@ -16,8 +16,15 @@ from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, Resou
 
 from drctl.config import Config, ReplicationSettings
 from drctl.errors import CheckFailed, UsageError
+from drctl.gap.alignment import (
+    DEFAULT_MARGIN,
+    Alignment,
+    full_alignment,
+    identity_tail,
+    prove_tails,
+)
 from drctl.gap.kafka_options import spark_kafka_options
-from drctl.gap.plan import DIFF, IDENTITY, GapPlan, PartitionOffsets, TopicPlan
+from drctl.gap.plan import DIFF, IDENTITY, GapPlan, GapScope, PartitionOffsets, TopicPlan
 from drctl.kafka.clients import ClusterClients, describe_with_retry
 from drctl.kafka.offsets import list_offsets
 from drctl.kafka.topics import is_internal_topic
@@ -59,8 +66,13 @@ def plan_gap_analysis(
     window: Window = Window(),
     check_order: bool = False,
     out_dir: Path | None = None,
+    scope: GapScope = GapScope.TAIL,
+    margin: int = DEFAULT_MARGIN,
 ) -> GapPlan:
     """Bounds for every topic: source `[start, end)`, target `[start', F)`.
+
+    The starts come from `scope` (gap/alignment.py: a proven tail, or every retained record),
+    narrowed by `window` when the operator gave one.
 
     `target_end` is the failover point keyed by *mirror* topic (as the failover marker records
     it); without it the target's current end is used and the plan says so.
@@ -90,7 +102,7 @@ def plan_gap_analysis(
                               "was ever replicated.")
         plans.append(_topic_plan(
             rep, topic, mirror, sorted(src_parts[topic]), set(dst_parts[mirror]), dst_parts,
-            src_admin, dst_admin, window, kind, check_order,
+            _Sides(src, dst, src_admin, dst_admin, scope, margin), window, kind, check_order,
             None if target_end is None else target_end.get(mirror),
             None if source_end is None else source_end.get(topic),
             None if post_failover_start is None
@@ -108,7 +120,8 @@ def plan_gap_analysis(
                       "kafka.isolation.level": "read_committed"},
         topics=plans, out_dir=str(Path(directory).resolve()), temporary_out=out_dir is None,
         check_order=check_order,
-        window_start_ms=window.start_ms, created_at_ms=int(time.time() * 1000), notes=notes)
+        window_start_ms=window.start_ms, scope=str(scope),
+        created_at_ms=int(time.time() * 1000), notes=notes)
 
 
 def gap_kind(replication: ReplicationKind) -> str:
@@ -116,12 +129,23 @@ def gap_kind(replication: ReplicationKind) -> str:
     return IDENTITY if replication.offsets_preserved else DIFF
 
 
+@dataclass(frozen=True)
+class _Sides:
+    src: ClusterClients
+    dst: ClusterClients
+    src_admin: AdminClient
+    dst_admin: AdminClient
+    scope: GapScope
+    margin: int
+
+
 def _topic_plan(rep: ReplicationSettings, topic: str, mirror: str, partitions: list[int],
                 mirror_parts: set[int], dst_parts: Mapping[str, list[int]],
-                src_admin: AdminClient, dst_admin: AdminClient, window: Window, kind: str,
+                sides: _Sides, window: Window, kind: str,
                 check_order: bool, target_end: Mapping[int, int] | None,
                 source_end: Mapping[int, int] | None,
                 post_start: Mapping[int, int] | None, notes: list[str]) -> TopicPlan:
+    src_admin, dst_admin = sides.src_admin, sides.dst_admin
     s_low = _list(src_admin, topic, partitions, OffsetSpec.earliest())
     s_high = _list(src_admin, topic, partitions, OffsetSpec.latest())
     t_parts = [p for p in partitions if p in mirror_parts]
@@ -144,17 +168,24 @@ def _topic_plan(rep: ReplicationSettings, topic: str, mirror: str, partitions: l
     for p in missing_parts:
         f_point[p] = 0
 
-    if window.start_ms is None:
-        s_start = dict(s_low)
-        t_start = dict(t_low)
-    else:
-        s_start = _by_time(src_admin, topic, partitions, window.start_ms, s_end)
-        t_start = {**dict.fromkeys(missing_parts, 0),
-                   **_by_time(dst_admin, mirror, t_parts, window.start_ms, f_point)}
-    if kind == IDENTITY:
-        # Offsets are equal on both sides: one window start for both.
-        start = {p: max(s_start[p], t_start.get(p, 0), s_low[p], t_low[p]) for p in partitions}
-        s_start, t_start = dict(start), dict(start)
+    aligned = _alignments(sides, topic, mirror, partitions, t_parts, s_low, s_high, t_low,
+                          t_high, f_point, kind)
+    s_start = {p: aligned[p].source_start for p in partitions}
+    t_start = {p: aligned[p].target_start for p in partitions}
+    before_window: dict[int, int] = {}
+    if window.start_ms is not None:
+        by_time = _by_time(src_admin, topic, partitions, window.start_ms, s_end)
+        t_by_time = {**dict.fromkeys(missing_parts, 0),
+                     **_by_time(dst_admin, mirror, t_parts, window.start_ms, f_point)}
+        if kind == IDENTITY:
+            # Offsets are equal on both sides: one window start for both.
+            by_time = {p: max(by_time[p], t_by_time.get(p, 0)) for p in partitions}
+            t_by_time = dict(by_time)
+        for p in partitions:
+            # Offsets, not records: compaction or transactions may make them fewer.
+            before_window[p] = max(0, min(by_time[p], s_end[p]) - s_start[p])
+            s_start[p] = max(s_start[p], by_time[p])
+            t_start[p] = max(t_start[p], t_by_time[p])
     s_start = {p: min(max(s_start[p], s_low[p]), s_end[p]) for p in partitions}
     t_start = {p: min(max(t_start[p], t_low[p]), f_point[p]) for p in partitions}
 
@@ -162,7 +193,10 @@ def _topic_plan(rep: ReplicationSettings, topic: str, mirror: str, partitions: l
                      source_start=s_start, source_end=s_end, target_start=t_start,
                      target_end=f_point,
                      compare_timestamps=(_timestamp_type(src_admin, topic) == "CreateTime"
-                                         and _timestamp_type(dst_admin, mirror) == "CreateTime"))
+                                         and _timestamp_type(dst_admin, mirror) == "CreateTime"),
+                     alignment={p: {**aligned[p].as_dict(), "source_start": s_start[p],
+                                    "before_window": before_window.get(p, 0)}
+                                for p in partitions})
     if check_order:
         failover = rep.failover_topic(topic)
         plan.failover_topic = failover
@@ -178,6 +212,30 @@ def _topic_plan(rep: ReplicationSettings, topic: str, mirror: str, partitions: l
         plan.post_start = {p: min(int(post_start.get(p, 0)), fo_high[p]) for p in fo_parts}
         plan.post_end = dict(fo_high)
     return plan
+
+
+def _alignments(sides: _Sides, topic: str, mirror: str, partitions: list[int],
+                t_parts: list[int], s_low: Mapping[int, int], s_high: Mapping[int, int],
+                t_low: Mapping[int, int], t_high: Mapping[int, int],
+                f_point: Mapping[int, int], kind: str) -> dict[int, Alignment]:
+    """Where each partition's comparison starts: see gap/alignment.py."""
+    if kind == IDENTITY:
+        # Offsets are equal on both sides: one start for both.
+        if sides.scope == GapScope.FULL:
+            return {p: full_alignment(max(s_low[p], t_low[p]), max(s_low[p], t_low[p]))
+                    for p in partitions}
+        return {p: identity_tail(max(s_low[p], t_low[p]), f_point[p], sides.margin)
+                for p in partitions}
+    if sides.scope == GapScope.FULL:
+        return {p: full_alignment(s_low[p], t_low[p]) for p in partitions}
+    out = {p: full_alignment(s_low[p], 0, f"{mirror} lacks partition {p}")
+           for p in partitions if p not in t_parts}
+    out.update(prove_tails(
+        sides.src, sides.dst, sides.src_admin, sides.dst_admin, topic, mirror, t_parts,
+        source_marks={p: (s_low[p], s_high[p]) for p in t_parts},
+        target_marks={p: (t_low[p], t_high[p]) for p in t_parts},
+        f_point=f_point, margin=sides.margin))
+    return out
 
 
 def _partitions(admin: AdminClient) -> dict[str, list[int]]:

@@ -17,7 +17,8 @@ SUMMARY_FILE = "summary.json"
 RECORDS_DIR = "records"
 CLASSES = ("safe", "conflict", "unkeyed")
 _COUNTED = ("source_records", "target_records", "unreplicated", "divergent", "safe",
-            "conflict", "unkeyed", "unkeyed_flagged", "post_failover_writes")
+            "conflict", "unkeyed", "unkeyed_flagged", "post_failover_writes",
+            "before_window")
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,37 @@ def totals(rows: Iterable[Mapping[str, Any]]) -> dict[str, int]:
     return out
 
 
+def scope_fields(alignment: Mapping[str, Any] | None, source_start: int) -> dict[str, Any]:
+    """What was verified in one partition: `scope`, `verified_from` (the first source offset
+    compared), the proof or why there is none, and what a window left out."""
+    a = dict(alignment or {})
+    return {"scope": a.get("scope", "full"), "verified_from": source_start,
+            "proof": {"source_offset": a.get("source_aligned"),
+                      "target_offset": a.get("target_aligned"), "reason": a.get("reason", "")},
+            "before_window": int(a.get("before_window", 0))}
+
+
+def scope_statement(row: Mapping[str, Any]) -> str:
+    """One partition's summary row, said plainly: what was verified and what assumed."""
+    start = row.get("verified_from", row.get("source_start"))
+    proof = row.get("proof") or {}
+    if row.get("scope") == "tail" and proof.get("source_offset") is not None:
+        text = (f"verified from source offset {start} (proved: source "
+                f"{proof['source_offset']} is target {proof['target_offset']}); earlier "
+                "records assumed replicated — run with --scope full to verify them")
+    elif row.get("scope") == "tail":
+        text = (f"verified from offset {start} (offsets preserved: the overlap before the "
+                "failover point is compared offset by offset); earlier records assumed "
+                "replicated — run with --scope full to verify them")
+    else:
+        why = f" ({proof['reason']})" if proof.get("reason") else ""
+        text = f"verified in full from source offset {start}{why}"
+    if row.get("before_window"):
+        text += (f"; {row['before_window']:,} source offset(s) before the --since/--lookback "
+                 "window were not compared")
+    return text
+
+
 @dataclass
 class GapResult:
     out_dir: Path
@@ -68,6 +100,7 @@ class GapResult:
     divergence_sample: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
+    scope: str = "full"
     plan: dict[str, Any] = field(default_factory=dict)
     connector: str = ""
     temporary: bool = False  # out_dir is drctl's own and goes away with cleanup()
@@ -80,6 +113,7 @@ class GapResult:
                    check_order=raw["check_order"], partitions=raw["partitions"],
                    divergence_sample=raw.get("divergence_sample", []),
                    notes=raw.get("notes", []), elapsed_s=raw.get("elapsed_s", 0.0),
+                   scope=raw.get("scope", "full"),
                    plan=dict(plan or {}), connector=connector, temporary=temporary)
 
     @property
@@ -124,7 +158,7 @@ class GapResult:
     def as_dict(self, *, conflicts_limit: int = 1000) -> dict[str, Any]:
         data: dict[str, Any] = {
             "kind": self.kind, "replication_kind": self.replication_kind,
-            "check_order": self.check_order, "totals": self.totals,
+            "scope": self.scope, "check_order": self.check_order, "totals": self.totals,
             "partitions": self.partitions, "notes": self.notes, "elapsed_s": self.elapsed_s,
             "connector": self.connector,
         }

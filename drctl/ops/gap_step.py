@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from drctl.config import Config
+from drctl.gap.plan import GapScope
 from drctl.kafka.records import Record
 from drctl.ops.failback import GapFinder
 from drctl.ops.reconcile import GapOutcome
 from drctl.progress import Notify
 from drctl.state import FailoverMarker
-
-DEFAULT_LOOKBACK_S = 3600.0  # covers any replicator lag worth a failover
 
 
 def _as_record(rec: object) -> Record:
@@ -20,17 +19,24 @@ def _as_record(rec: object) -> Record:
                   tuple(rec.headers))  # type: ignore[attr-defined]
 
 
-def gap_finder(lookback_s: float = DEFAULT_LOOKBACK_S, debug: bool = False) -> GapFinder:
+def gap_finder(lookback_s: float | None = None, debug: bool = False,
+               scope: GapScope = GapScope.TAIL) -> GapFinder:
+    """No time window unless one is given: the proven tail (gap/alignment.py) decides where
+    each partition's comparison starts, however long before the failover replication broke."""
     def find_gap(config: Config, marker: FailoverMarker, notify: Notify) -> GapOutcome:
-        from drctl.gap.planner import plan_gap_analysis, window_from
+        from drctl.gap.planner import Window, plan_gap_analysis, window_from
+        from drctl.gap.result import scope_statement
         from drctl.gap.runner import run_gap_analysis
 
         rep = config.require_replication()
-        window = window_from(None, int(lookback_s * 1000), marker.failover_time_ms)
+        window = (Window() if lookback_s is None
+                  else window_from(None, int(lookback_s * 1000), marker.failover_time_ms))
+        if scope == GapScope.TAIL:
+            notify("Proving where replication stopped in each partition")
         plan = plan_gap_analysis(
             config, sorted(marker.topics), target_end=marker.failover_point,
             post_failover_start=None if rep.names_kept else marker.failover_topics_end,
-            window=window, check_order=True,
+            window=window, check_order=True, scope=scope,
             out_dir=config.state.dir / "gap" / marker.incident)
         notify(f"Gap analysis (Spark, {config.spark.master}) of {len(marker.topics)} topic(s)")
         result = run_gap_analysis(plan, config.spark, debug=debug, notify=notify)
@@ -39,6 +45,13 @@ def gap_finder(lookback_s: float = DEFAULT_LOOKBACK_S, debug: bool = False) -> G
             by_class[rec.classification or "safe"].append(_as_record(rec))
         return GapOutcome(safe=by_class["safe"], conflict=by_class["conflict"],
                           unkeyed=by_class["unkeyed"],
-                          summary={"out_dir": plan.out_dir, **result.totals})
+                          summary={"out_dir": plan.out_dir, **result.totals,
+                                   "scope": result.scope,
+                                   "verified": [{"topic": row["topic"],
+                                                 "partition": row["partition"],
+                                                 "scope": row.get("scope", "full"),
+                                                 "verified_from": row.get("verified_from"),
+                                                 "statement": scope_statement(row)}
+                                                for row in result.partitions]})
 
     return find_gap

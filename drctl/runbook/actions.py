@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from drctl.config import Config
+from drctl.gap.plan import GapScope
 from drctl.ops.reconcile import ReconcileMode
 from drctl.progress import Notify
 from drctl.secrets import Redactor
@@ -386,7 +387,8 @@ def _failover(ctx: ActionContext, *, planned: bool = False, groups: str = ".*",
 
 def _failback(ctx: ActionContext, *, reconcile: ReconcileMode = ReconcileMode.COPY_SAFE,
               groups: str = ".*", incident: str | None = None,
-              lookback: float = 3600.0) -> dict[str, Any]:
+              lookback: float | None = None,
+              scope: GapScope = GapScope.TAIL) -> dict[str, Any]:
     """Fail back with --check-order (`drctl failback --yes`): gap analysis (Spark),
     reconcile, reverse replication from the failover point, offsets back."""
     from drctl.ops.context import OpsContext
@@ -395,7 +397,7 @@ def _failback(ctx: ActionContext, *, reconcile: ReconcileMode = ReconcileMode.CO
 
     config = ctx.config
     opts = FailbackOptions(reconcile=reconcile, groups=groups, incident=incident)
-    result = run_failback(OpsContext.from_config(config), opts, gap_finder(lookback),
+    result = run_failback(OpsContext.from_config(config), opts, gap_finder(lookback, scope=scope),
                           notify=ctx.notify)
     return result.runbook_summary(result.write_reports(config))
 

@@ -100,6 +100,8 @@ class MatchResult:
     anchor_b: int | None = None  # ListOffsets(T) on B
     scanned: list[Record] = field(default_factory=list)  # B's records from anchor to match
     after: Record | None = None  # B's record right after the match, when read
+    # The last copy of R seen on B when fewer than k were there (B lacks re-copies A holds).
+    last_copy: int | None = None
 
 
 def timestamp_offsets(admin: AdminClient, queries: Sequence[tuple[TP, int]]) -> list[int]:
@@ -181,6 +183,7 @@ def match_records(a: Side, b: Side, queries: Sequence[MatchQuery], *,
                 if (ts_not_kept[i] or rec.timestamp_ms == ts[i]) and \
                         digest_b(rec, not ts_not_kept[i]) == fps[i]:
                     seen += 1
+                    res.last_copy = rec.offset
                     if seen == max(1, copies_needed[i]):
                         res.offset = rec.offset
             end = b.marks[queries[i].tp_b][1]
