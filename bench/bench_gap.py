@@ -1,13 +1,15 @@
 """Gap analysis against a plain read of both topics, on a lab of its own.
 
-    .venv/bin/python bench/bench_gap.py --sizes 2000000,10000000
+    .venv/bin/python bench/bench_gap.py --sizes 1000000,10000000 --scopes tail,full
 
 For each size: one topic with that many records on both clusters (8 partitions, 100-byte
 values; the last --gap records only on the source), then
   * plain read: both topics once with confluent-kafka batch consume (the fastest plain
     consumer; one thread per cluster), every record's value touched;
-  * gap-analysis: plan + the Spark job (JVM start included), local[2] by default.
-Prints wall time and peak memory (RSS of the process tree) side by side.
+  * gap-analysis per scope (tail: from the proven alignment; full: every record) and master:
+    plan + the Spark job (JVM start included).
+Runs are alternated so every variant sees the same machine noise; medians are printed with
+peak memory (RSS of the whole process tree) side by side.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pathlib import Path
 from confluent_kafka import TopicPartition
 
 from drctl.config import load_config
+from drctl.gap.plan import GapScope
 from drctl.gap.planner import plan_gap_analysis
 from drctl.gap.runner import run_gap_analysis
 from drctl.kafka.clients import ClusterClients
@@ -123,13 +126,19 @@ def main() -> int:
     parser.add_argument("--partitions", type=int, default=8)
     parser.add_argument("--value-bytes", type=int, default=100)
     parser.add_argument("--gap", type=int, default=1000)
-    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--scopes", default="tail,full")
+    parser.add_argument("--masters", default="local[2]",
+                        help="comma-separated Spark masters; 'lab' is the lab's standalone "
+                             "cluster (needs --spark-workers)")
+    parser.add_argument("--spark-workers", type=int, default=0)
     parser.add_argument("--repeat", type=int, default=3, help="runs per size; medians shown")
     parser.add_argument("--driver-memory", default="2g")
     parser.add_argument("--port-base", type=int,
                         default=int(os.environ.get("DRCTL_BENCH_PORT_BASE", "43170")))
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
+    scopes = [GapScope(s).value for s in args.scopes.split(",")]
+    masters = args.masters.split(",")
     root = Path(tempfile.mkdtemp(prefix="drctl-bench-gap-"))
     lab = Lab(root / "lab")
     rows = []
@@ -138,9 +147,14 @@ def main() -> int:
         lab.up(ports=LabPorts(base, base + 2, base + 4), notify=lambda m: print(m, file=sys.stderr))
         lab.fail("connect")  # the bench writes both sides itself
         config = load_config(lab.config_file)
+        lab_master = config.spark.master
+
+        def master_url(master: str) -> str:
+            return lab_master if master == "lab" else master
+
         config = dataclasses.replace(config, spark=dataclasses.replace(
-            config.spark, master=args.master,
-            conf={"spark.driver.memory": args.driver_memory}))
+            config.spark, conf={**config.spark.conf,
+                                "spark.driver.memory": args.driver_memory}))
         primary = ClusterClients.for_cluster(config, "primary")
         secondary = ClusterClients.for_cluster(config, "secondary")
         for n in sizes:
@@ -152,9 +166,12 @@ def main() -> int:
                     n - args.gap)
             print(f"{topic}: produced in {time.monotonic() - t0:.0f} s", file=sys.stderr)
 
-            plain_runs, gap_runs, job_runs, gap_mems = [], [], [], []
+            variants = [(scope, master) for master in masters for scope in scopes]
+            plain_runs: list[float] = []
+            runs: dict[tuple[str, str], list[tuple[float, float, int]]] = {
+                v: [] for v in variants}
             plain_mem = 0
-            for _ in range(args.repeat):  # alternated, so both see the same machine noise
+            for _ in range(args.repeat):  # alternated, so all see the same machine noise
                 t0 = time.monotonic()
                 threads = [threading.Thread(target=plain_read,
                                             args=(c, topic, args.partitions, e))
@@ -165,33 +182,39 @@ def main() -> int:
                     t.join()
                 plain_runs.append(time.monotonic() - t0)
                 plain_mem = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-                sampler = PeakRss()
-                sampler.start()
-                t0 = time.monotonic()
-                plan = plan_gap_analysis(config, [topic])
-                with run_gap_analysis(plan, config.spark) as result:
-                    gap_runs.append(time.monotonic() - t0)
-                    gap_mems.append(sampler.stop())
-                    found = result.totals["unreplicated"]
-                    job_runs.append(result.elapsed_s)
-                assert found == args.gap, f"expected {args.gap} unreplicated records, got {found}"
-            plain_s, gap_s = statistics.median(plain_runs), statistics.median(gap_runs)
-            job_s, gap_mem = statistics.median(job_runs), max(gap_mems)
-            print(f"{topic}: plain {[round(x, 1) for x in plain_runs]} s, gap "
-                  f"{[round(x, 1) for x in gap_runs]} s", file=sys.stderr)
-            rows.append((n, plain_s, plain_mem, gap_s, job_s, gap_mem, found))
+                for scope, master in variants:
+                    spark = dataclasses.replace(config.spark, master=master_url(master))
+                    sampler = PeakRss()
+                    sampler.start()
+                    t0 = time.monotonic()
+                    plan = plan_gap_analysis(config, [topic], scope=GapScope(scope))
+                    with run_gap_analysis(plan, spark) as result:
+                        took = time.monotonic() - t0
+                        found = result.totals["unreplicated"]
+                        runs[(scope, master)].append((took, result.elapsed_s, sampler.stop()))
+                    assert found == args.gap, \
+                        f"{scope}/{master}: expected {args.gap} unreplicated, got {found}"
+            plain_s = statistics.median(plain_runs)
+            print(f"{topic}: plain {[round(x, 1) for x in plain_runs]} s; " + "; ".join(
+                f"{s}/{m} {[round(r[0], 1) for r in rs]} s" for (s, m), rs in runs.items()),
+                file=sys.stderr)
+            for (scope, master), rs in runs.items():
+                rows.append((n, scope, master, plain_s, plain_mem,
+                             statistics.median(r[0] for r in rs),
+                             statistics.median(r[1] for r in rs), max(r[2] for r in rs)))
     finally:
         lab.down()
         shutil.rmtree(root, ignore_errors=True)
 
-    print(f"\n{'records/side':>12} {'plain read s':>12} {'plain MiB':>10} {'gap s':>8} "
-          f"{'job s':>8} {'gap MiB':>8} {'ratio':>6} {'found':>6}")
-    for n, plain_s, plain_mem, gap_s, job_s, gap_mem, found in rows:
-        print(f"{n:>12,} {plain_s:>12.1f} {plain_mem / 2**20:>10.0f} {gap_s:>8.1f} "
-              f"{job_s:>8.1f} {gap_mem / 2**20:>8.0f} {gap_s / plain_s:>6.2f} {found:>6}")
-    print(f"medians of {args.repeat} alternated runs; gap s: plan + Spark job incl. JVM start; "
-          "job s: inside the job after Spark started; gap MiB: the highest peak")
+    print(f"\n{'records/side':>12} {'scope':>5} {'master':>22} {'plain read s':>12} "
+          f"{'plain MiB':>9} {'gap s':>7} {'job s':>7} {'gap MiB':>8} {'ratio':>6}")
+    for n, scope, master, plain_s, plain_mem, gap_s, job_s, gap_mem in rows:
+        print(f"{n:>12,} {scope:>5} {master:>22} {plain_s:>12.1f} {plain_mem / 2**20:>9.0f} "
+              f"{gap_s:>7.1f} {job_s:>7.1f} {gap_mem / 2**20:>8.0f} {gap_s / plain_s:>6.2f}")
+    print(f"medians of {args.repeat} alternated runs, {args.gap:,} unreplicated records found "
+          "by every run; gap s: plan + Spark job incl. JVM start; job s: inside the job after "
+          "Spark started; gap MiB: the highest peak of the process tree (Spark workers of a "
+          "standalone cluster run outside it); ratio: gap s / plain read s")
     return 0
 
 
