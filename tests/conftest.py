@@ -59,20 +59,21 @@ class _Labs:
         self.started: dict[str, RunningLab] = {}
         self.keep = bool(os.environ.get("DRCTL_KEEP_TEST_LABS"))
 
-    def get(self, naming: str) -> RunningLab:
-        if naming not in self.started:
+    def get(self, name: str, *, spark_workers: int = 0) -> RunningLab:
+        if name not in self.started:
             index = len(self.started)
             base = PORT_BASE + 10 * index
-            lab = Lab(self.root / f"lab-{naming}")
+            lab = Lab(self.root / f"lab-{name}")
             try:
-                state = lab.up(ports=LabPorts(base, base + 2, base + 4),
-                               names_kept=naming == "kept")
+                # Spark: master base+5, web UIs base+6 (master), base+7.. (workers).
+                state = lab.up(ports=LabPorts(base, base + 2, base + 4, base + 5),
+                               names_kept=name != "prefixed", spark_workers=spark_workers)
             except BaseException:
                 lab.down()
                 self.keep = True  # its logs explain the failure
                 raise
-            self.started[naming] = RunningLab(lab, state)
-        return self.started[naming]
+            self.started[name] = RunningLab(lab, state)
+        return self.started[name]
 
     def down(self) -> None:
         for running in self.started.values():
@@ -105,6 +106,13 @@ def lab(_labs: _Labs) -> RunningLab:
 def lab_prefixed(_labs: _Labs) -> RunningLab:
     """A second lab with MM2's default naming, primary.<topic>; started only when asked for."""
     return _labs.get("prefixed")
+
+
+@pytest.fixture(scope="session")
+def lab_spark(_labs: _Labs) -> RunningLab:
+    """A lab (topic names kept) with a Spark standalone master and two workers; its config's
+    spark.master points at them. Started only when asked for."""
+    return _labs.get("spark", spark_workers=2)
 
 
 @pytest.fixture(params=["kept", "prefixed"])

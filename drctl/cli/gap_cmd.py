@@ -21,7 +21,7 @@ from drctl.gap.plan import IDENTITY, GapScope
 from drctl.gap.planner import parse_offsets, plan_gap_analysis, rekey, window_from
 from drctl.gap.quarantine import quarantine_gap
 from drctl.gap.result import GapResult, scope_statement
-from drctl.gap.runner import run_gap_analysis, spark_submit_command
+from drctl.gap.runner import note_shared_output, run_gap_analysis, spark_submit_command
 from drctl.kafka.clients import ClusterClients
 from drctl.state import FailoverMarker, marker_store
 from drctl.terminal import OutputFormat, Terminal
@@ -116,6 +116,7 @@ def gap_analysis(
         window=window, check_order=check_order, out_dir=out, scope=scope, margin=margin)
     if plan_out is not None:
         connector = resolve_connector(spark, notify=term.step)
+        note_shared_output(plan, spark.master, term.step)
         plan.write(plan_out)
         command = spark_submit_command(plan_out, connector, spark.master)
         line = f"PYSPARK_PYTHON={shlex.quote(sys.executable)} " + shlex.join(command)

@@ -47,15 +47,23 @@ def up(
     secondary_port: Annotated[int, typer.Option(help="secondary's listener (controller: +1).")]
     = 29092,
     connect_port: Annotated[int, typer.Option(help="Kafka Connect REST port.")] = 18083,
+    spark_workers: Annotated[int | None, typer.Option(
+        min=0, help="Also run a Spark standalone cluster with N one-core workers and point "
+                    "the config's spark.master at it; 0 stops it (default: keep the lab's, "
+                    "none for a new lab).")] = None,
+    spark_port: Annotated[int, typer.Option(
+        help="Spark master port (web UIs: the next ports, one per worker after the "
+             "master's).")] = 17077,
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
     """Start the lab (idempotent) and write DIR/drctl.yaml."""
     term = CURRENT.terminal(output)
     lab = Lab(dir)
     started = time.monotonic()
-    state = lab.up(ports=LabPorts(primary_port, secondary_port, connect_port),
+    state = lab.up(ports=LabPorts(primary_port, secondary_port, connect_port, spark_port),
                    kafka_version=kafka_version,
-                   names_kept=topic_naming == TopicNaming.kept, notify=term.step)
+                   names_kept=topic_naming == TopicNaming.kept, spark_workers=spark_workers,
+                   notify=term.step)
     elapsed = time.monotonic() - started
     status = lab.status()
     if term.json_mode:
@@ -63,9 +71,11 @@ def up(
         return
     term.success(f"Lab up in {elapsed:.1f} s: Kafka {state.kafka_version}, topic naming "
                  f"{state.topic_naming}, {human_bytes(status['total_rss_bytes'])} resident.")
+    spark = (f"  spark     spark://127.0.0.1:{state.ports.spark_master}, "
+             f"{state.spark_workers} worker(s)\n" if state.spark_workers else "")
     term.info(f"  primary   127.0.0.1:{state.ports.primary}\n"
               f"  secondary 127.0.0.1:{state.ports.secondary}\n"
-              f"  connect   http://127.0.0.1:{state.ports.connect}\n"
+              f"  connect   http://127.0.0.1:{state.ports.connect}\n{spark}"
               f"  config    {lab.config_file}  (export DRCTL_CONFIG={lab.config_file})")
 
 

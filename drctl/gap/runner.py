@@ -56,6 +56,19 @@ def spark_submit_command(plan_file: Path, connector: Connector, master: str) -> 
     return [*cmd, str(job_path()), str(plan_file)]
 
 
+def note_shared_output(plan: GapPlan, master: str, notify: Notify = lambda _: None) -> None:
+    """On a cluster, executors write the results: the plan notes (and the summary) say that
+    the output directory must be storage the driver reads too."""
+    if master.startswith("local"):
+        return
+    note = (f"Spark master {master}: executors write the results to {plan.out_dir}, which "
+            "must be storage every executor writes and the driver reads (the same disk, NFS, "
+            "HDFS, S3).")
+    if note not in plan.notes:
+        plan.notes.append(note)
+        notify(note)
+
+
 def run_gap_analysis(plan: GapPlan, spark: SparkSettings, progress: Progress | None = None,
                      *, debug: bool = False, notify: Notify = lambda _: None,
                      connector: Connector | None = None) -> GapResult:
@@ -63,6 +76,7 @@ def run_gap_analysis(plan: GapPlan, spark: SparkSettings, progress: Progress | N
     `records/` (Parquet) and `summary.json`; a temporary out_dir (`plan_gap_analysis` without
     one) is removed by `GapResult.cleanup()`."""
     connector = connector or resolve_connector(spark, notify=notify)
+    note_shared_output(plan, spark.master, notify)
     out = Path(plan.out_dir)
     work = out / WORK_DIR
     work.mkdir(parents=True, exist_ok=True)

@@ -21,6 +21,7 @@ from drctl.kafka.connect_rest import ConnectClient, ConnectError
 from drctl.kafka.mm2_connectors import MirrorFlow
 from drctl.lab.jars import KafkaDistribution, java_major, require_java, resolve_kafka
 from drctl.lab.processes import ManagedProcess, port_in_use, wait_until
+from drctl.lab.spark_cluster import SparkCluster, SparkClusterPorts, spark_config
 from drctl.progress import Notify
 
 COMPONENTS = ("primary", "secondary", "connect")
@@ -38,6 +39,7 @@ class LabPorts:
     primary: int = 19092
     secondary: int = 29092
     connect: int = 18083
+    spark_master: int = 17077  # with --spark-workers; web UIs on the next ports
 
     def controller(self, broker_port: int) -> int:
         return broker_port + 1
@@ -53,6 +55,7 @@ class LabState:
     kafka_source: str
     names_kept: bool
     cluster_ids: dict[str, str] = field(default_factory=dict)
+    spark_workers: int = 0  # a Spark standalone cluster with this many workers; 0: none
 
     @property
     def topic_naming(self) -> str:
@@ -112,10 +115,16 @@ class Lab:
     def connect_client(self, state: LabState) -> ConnectClient:
         return ConnectClient(f"http://127.0.0.1:{state.ports.connect}", timeout_s=10)
 
+    def spark_cluster(self, ports: LabPorts) -> SparkCluster:
+        return SparkCluster(self.dir, SparkClusterPorts(ports.spark_master))
+
     # -- up -------------------------------------------------------------------------------
 
     def up(self, *, ports: LabPorts = LabPorts(), kafka_version: str | None = None,
-           names_kept: bool = True, notify: Notify = lambda _: None) -> LabState:
+           names_kept: bool = True, spark_workers: int | None = None,
+           notify: Notify = lambda _: None) -> LabState:
+        """Start what is not running; `spark_workers` None keeps the lab's Spark cluster as
+        it was (none for a new lab)."""
         existing = self._existing_state()
         if existing is not None:
             if existing.names_kept != names_kept:
@@ -148,6 +157,10 @@ class Lab:
         self._wait_connect(state)
         notify("Configuring MirrorMaker 2 connectors (primary -> secondary)")
         self._ensure_connectors(state)
+        if spark_workers is not None and spark_workers != state.spark_workers:
+            state.spark_workers = spark_workers
+            self.save_state(state)  # first, so `lab down` finds the daemons if a start fails
+        self.spark_cluster(state.ports).up(state.spark_workers, notify)
         self.write_config(state)
         return state
 
@@ -373,7 +386,8 @@ class Lab:
                 },
             },
             "state": {"dir": "state", "topic": "_drctl_state"},
-            "spark": {"master": "local[2]"},
+            "spark": (spark_config(SparkClusterPorts(state.ports.spark_master))
+                      if state.spark_workers else {"master": "local[2]"}),
         }
         header = (f"# Written by `drctl lab up` for the lab in {self.dir}\n"
                   f"# Kafka {state.kafka_version}, MirrorMaker 2 primary -> secondary, "
@@ -384,8 +398,10 @@ class Lab:
     # -- down, fail, heal -----------------------------------------------------------------
 
     def down(self, *, purge: bool = False) -> list[str]:
-        """Stop everything this lab started (Connect first, so it does not log broker loss)."""
-        stopped = []
+        """Stop everything this lab started."""
+        # Spark first, then Connect, so nothing logs the loss of what it depends on. Stopping
+        # goes by pid files, whatever the ports.
+        stopped = self.spark_cluster(LabPorts()).down()
         for component in ("connect", "secondary", "primary"):
             proc = self.process(component)
             if proc.is_running():
@@ -433,6 +449,8 @@ class Lab:
             processes.append({"name": component, "pid": proc.pid() if proc.is_running() else None,
                               "running": proc.is_running(), "port": port,
                               "rss_bytes": proc.rss_bytes(), "log": str(proc.log_file)})
+        if state.spark_workers:
+            processes += self.spark_cluster(state.ports).rows(state.spark_workers)
         connectors: list[dict[str, Any]] = []
         lag: list[dict[str, Any]] = []
         flow = self.flow(state)
@@ -453,6 +471,7 @@ class Lab:
             "kafka_version": state.kafka_version,
             "topic_naming": state.topic_naming,
             "config": str(self.config_file),
+            "spark_workers": state.spark_workers,
             "processes": processes,
             "total_rss_bytes": sum(p["rss_bytes"] for p in processes),
             "connectors": connectors,
