@@ -144,7 +144,8 @@ def main() -> int:
     rows = []
     try:
         base = args.port_base
-        lab.up(ports=LabPorts(base, base + 2, base + 4), notify=lambda m: print(m, file=sys.stderr))
+        lab.up(ports=LabPorts(base, base + 2, base + 4, spark_master=base + 5),
+               spark_workers=args.spark_workers, notify=lambda m: print(m, file=sys.stderr))
         lab.fail("connect")  # the bench writes both sides itself
         config = load_config(lab.config_file)
         lab_master = config.spark.master
