@@ -42,16 +42,19 @@ def restore_lab(lab: RunningLab) -> Iterator[None]:
 
 
 def produce(lab_clients: object, topic: str, records: list[tuple[bytes | None, bytes]],
-            partitions: dict[int, int] | None = None) -> None:
+            partitions: dict[int, int] | None = None, timestamp_ms: int = 0) -> None:
     producer = lab_clients.producer()  # type: ignore[attr-defined]
     for i, (key, value) in enumerate(records):
         p = partition_for(key, PARTITIONS, i) if partitions is None else partitions[i]
-        producer.produce(topic, key=key, value=value, partition=p)
+        producer.produce(topic, key=key, value=value, partition=p,
+                         timestamp=timestamp_ms + i if timestamp_ms else 0)
     assert producer.flush(30) == 0
 
 
-def outage(lab: RunningLab, ns: str, tmp_path: Path) -> dict:
-    """Primary loses its datacenter with records not yet replicated; failover; new writes."""
+def outage(lab: RunningLab, ns: str, tmp_path: Path, gap_age_s: float = 0) -> dict:
+    """Primary loses its datacenter with records not yet replicated; failover; new writes.
+    With `gap_age_s` the unreplicated records carry CreateTimes that long ago (replication
+    broke quietly, long before the outage)."""
     topic = f"{ns}-acct"
     create_topics(lab.primary, (topic,), PARTITIONS)
     base = [(f"base-{i % 40}".encode(), f"base-{i}".encode()) for i in range(300)]
@@ -64,7 +67,8 @@ def outage(lab: RunningLab, ns: str, tmp_path: Path) -> dict:
     safe = [(f"safe-{i}".encode(), f"gap-safe-{i}".encode()) for i in range(6)]
     conflict = [(f"conf-{i}".encode(), f"gap-old-{i}".encode()) for i in range(4)]
     unkeyed = [(None, f"gap-nokey-{i}".encode()) for i in range(4)]
-    produce(lab.primary, topic, safe + conflict + unkeyed)
+    produce(lab.primary, topic, safe + conflict + unkeyed,
+            timestamp_ms=int((time.time() - gap_age_s) * 1000) if gap_age_s else 0)
     lab.lab.fail("primary")
     lab.lab.heal("replication")  # the Connect worker lives on; its source is gone
 
@@ -163,6 +167,28 @@ def test_unplanned_outage_failback_check_order_copy_safe(lab: RunningLab, ns: st
             assert first[p] is None
     # The incident is closed; failback again is a clear usage error.
     assert main(["--config", str(o["config"]), "failback", "--yes"]) == 2
+
+
+def test_failback_finds_a_gap_that_began_hours_before_the_failover(
+        lab: RunningLab, ns: str, tmp_path: Path, restore_lab: None) -> None:
+    """No time window is assumed: records produced after replication broke, with CreateTimes
+    three hours before the failover, are found and reconciled; the report says what was
+    verified."""
+    o = outage(lab, ns, tmp_path, gap_age_s=3 * 3600)
+    status, out = run_json("--config", str(o["config"]), "failback", "--check-order",
+                           "--reconcile", "copy-safe", "--yes", "--groups", f"{ns}-.*")
+    assert status == 0, out
+    assert (out["gap"]["safe"], out["gap"]["conflict"], out["gap"]["unkeyed"]) == (
+        len(o["safe"]), len(o["conflict"]), len(o["unkeyed"]))
+    assert out["reconcile"]["copy_safe"]["copied"] == len(o["safe"])
+    verified = out["gap"]["verified"]
+    assert {v["partition"] for v in verified} == set(range(PARTITIONS))
+    assert all(v["scope"] == "tail" and "proved: source" in v["statement"] for v in verified)
+    report = next(Path(p) for p in out["reports"] if p.endswith(".md"))
+    assert "What was compared (tail scope)" in report.read_text()
+    copied = [r for r in read_all(lab.secondary, o["topic"])
+              if any(k == "drctl-reconciled" for k, _ in r.headers)]
+    assert sorted(r.value for r in copied) == sorted(v for _, v in o["safe"])
 
 
 def test_crash_mid_failback_then_rerun_copies_nothing_twice(lab: RunningLab, ns: str,
