@@ -30,13 +30,13 @@ class TopicPlan:
     target_start: PartitionOffsets
     target_end: PartitionOffsets  # the failover point F, or the target's end when none was given
     compare_timestamps: bool
-    # cleanup.policy includes compact on either side: records the target compacted away after
-    # copying a later version are superseded, not gap (docs/design.md §5).
-    compacted: bool = False
     # --check-order: the failover topic's post-failover writes [post_start, post_end)
     failover_topic: str | None = None
     post_start: PartitionOffsets | None = None
     post_end: PartitionOffsets | None = None
+    # cleanup.policy includes compact on either side: records the target compacted away after
+    # copying a later version are superseded, not gap (docs/design.md §5).
+    compacted: bool = False
 
     def source_ranges(self) -> dict[int, tuple[int, int]]:
         return {p: (self.source_start[p], self.source_end[p]) for p in self.partitions}
