@@ -175,6 +175,9 @@ def print_gap_result(term: Terminal, result: GapResult, sent: dict[str, int]) ->
     columns = ["topic", "partition", "scope", "verified from", "source records",
                "target records", "unreplicated", "first offset", "first time", "last offset",
                "last time"]
+    superseded = result.totals["superseded"] > 0
+    if superseded:
+        columns.append("superseded")
     if result.check_order:
         columns += ["safe", "conflict", "unkeyed (flagged)"]
     if result.kind == IDENTITY:
@@ -185,6 +188,8 @@ def print_gap_result(term: Terminal, result: GapResult, sent: dict[str, int]) ->
                p["source_records"], p["target_records"],
                p["unreplicated"], p["first_offset"], _time(p["first_timestamp_ms"]),
                p["last_offset"], _time(p["last_timestamp_ms"])]
+        if superseded:
+            row.append(p.get("superseded", 0))
         if result.check_order:
             row += [p["safe"], p["conflict"], f"{p['unkeyed']} ({p['unkeyed_flagged']})"]
         if result.kind == IDENTITY:
@@ -220,6 +225,10 @@ def print_gap_result(term: Terminal, result: GapResult, sent: dict[str, int]) ->
     else:
         term.success(f"No unreplicated records among {t['source_records']:,} source records "
                      f"({result.elapsed_s:.1f} s in Spark).")
+    if t["superseded"]:
+        term.info(f"{t['superseded']:,} more source record(s) are not on the target because "
+                  "it compacted them away after copying a later version of their key (or "
+                  "copying past a tombstone): replicated, not a gap.")
     if result.check_order:
         term.info(f"Order check: {t['safe']:,} safe, {t['conflict']:,} conflict, "
                   f"{t['unkeyed']:,} unkeyed ({t['unkeyed_flagged']:,} in partitions written "

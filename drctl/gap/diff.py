@@ -87,6 +87,46 @@ def missing_offsets(groups: DataFrame, source: DataFrame | None) -> DataFrame:
     return single.unionByName(copies)
 
 
+def source_keys(records: DataFrame, topics: Mapping[str, int]) -> DataFrame:
+    """(tix, partition, offset, key, tombstone) of source records: what `superseded` needs."""
+    return records.select(topic_index(topics).alias("tix"), "partition", "offset", "key",
+                          F.col("value").isNull().alias("tombstone"))
+
+
+def superseded(missing: DataFrame, keys: DataFrame, compacted: Collection[int]) -> DataFrame:
+    """(tix, partition, offset) of the missing records of compacted topics that were copied.
+
+    Compaction runs on each cluster on its own schedule, so the target may have dropped a
+    record it copied. A missing record is superseded when (b) it is a tombstone and a later
+    source record of its partition is not missing: an in-order replicator copied past it, and
+    the target may have expired it; or (a) its key is not null and a later source record of
+    that key (same tix, partition) was copied — not missing, or a tombstone copied past by
+    (b): the target kept that later version, or compacted the key away with its tombstone.
+    `missing` is (tix, partition, offset); `keys` is `source_keys` of the compared source range
+    (at least from each partition's first missing offset on); `compacted` are the topics'
+    `tix`. Every other missing record stays a gap.
+    """
+    gap_marks = missing.select(*KEYS, "offset", F.lit(True).alias("missing"))
+    keys = keys.where(F.col("tix").isin(*sorted(compacted)) if compacted else F.lit(False))
+    marked = keys.join(gap_marks, [*KEYS, "offset"], "left")
+    copied = marked.where(F.col("missing").isNull())
+    last_of_partition = copied.groupBy(*KEYS).agg(F.max("offset").alias("copied_to"))
+    gap = (marked.where(F.col("missing"))
+           .join(last_of_partition, KEYS, "left")
+           .withColumn("copied_past", F.col("tombstone") & (
+               F.col("offset") < F.coalesce(F.col("copied_to"), F.lit(-1)))))
+    versions = copied.select(*KEYS, "key", "offset").unionByName(
+        gap.where(F.col("copied_past")).select(*KEYS, "key", "offset"))
+    # Null keys never equal anything in an equi-join: rule (a) leaves them to rule (b).
+    last_of_key = (versions.join(gap.select(*KEYS, "key").distinct(), [*KEYS, "key"],
+                                 "left_semi")
+                   .groupBy(*KEYS, "key").agg(F.max("offset").alias("key_copied_to")))
+    return (gap.join(last_of_key, [*KEYS, "key"], "left")
+            .where(F.col("copied_past")
+                   | (F.col("offset") < F.coalesce(F.col("key_copied_to"), F.lit(-1))))
+            .select(*KEYS, "offset"))
+
+
 def gap_records(source_records: DataFrame, topics: Mapping[str, int],
                 missing: DataFrame) -> DataFrame:
     """The payloads of the missing offsets, from a source read that covers them."""

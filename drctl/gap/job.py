@@ -10,8 +10,10 @@ unreplicated records as Parquet (`records/`) and `summary.json` into the plan's 
 
 Stages (docs/design.md §5): (1) one shuffle of narrow rows (tix, partition, fingerprint, sign,
 offset) gives the multiset difference; (2) only when identical records are among the missing,
-their copies are located by a second, bounded read; (3) payloads are read back for the missing
-offsets only; (4) `--check-order` joins them with the post-failover writes by key.
+their copies are located by a second, bounded read; (3) on compacted topics, missing records
+the target copied and then compacted away (superseded) leave the gap, found by a narrow read of
+keys; (4) payloads are read back for the missing offsets only; (5) `--check-order` joins them
+with the post-failover writes by key.
 """
 
 from __future__ import annotations
@@ -46,7 +48,8 @@ _FETCH_DEFAULTS = {"kafka.max.partition.fetch.bytes": str(8 << 20),
 DIVERGENCE_SAMPLE = 100
 SORT_IN_ONE_TASK = 2_000_000  # unreplicated records: fewer are sorted and written by one task
 _WORK = ".work"
-_INTERMEDIATE = ("groups", "missing", "gap", "divergence", "post-failover", "spark-local")
+_INTERMEDIATE = ("groups", "missing", "superseded", "gap", "divergence", "post-failover",
+                 "spark-local")
 
 # Spark's own log lines, and the JVM's, go to stderr at this level unless --debug.
 _LOG4J2 = """status = error
@@ -331,18 +334,44 @@ class GapJob:
         missing = diff.missing_offsets(groups, copies)
         if copies is not None:
             missing = self.materialize(missing, "missing")
-
-        self.events.enter("payloads")
         bounds = {}
         for r in spans:
             los = [v for v in (r["multi_lo"], r["single_lo"]) if v is not None]
             his = [v for v in (r["multi_hi"], r["single_hi"]) if v is not None]
             if los:  # a superset of the missing offsets: the join below picks them out
                 bounds[(r["tix"], r["partition"])] = (min(los), max(his) + 1)
+        # Before --check-order and reconcile: they see the real gap only.
+        missing, counts["superseded"] = self.drop_superseded(missing, bounds)
+        self.gap_rows -= sum(counts["superseded"].values())
+
+        self.events.enter("payloads")
         raw = self.read(self.plan.source_kafka, self._by_topic(bounds))
         if raw is None:
             return self.empty_gap(), counts
         return diff.gap_records(raw, self.source_names(), missing), counts
+
+    def drop_superseded(self, missing: DataFrame,
+                        bounds: Mapping[tuple[int, int], tuple[int, int]]
+                        ) -> tuple[DataFrame, dict[tuple[int, int], int]]:
+        """Compacted topics: the missing records the target copied and then compacted away
+        (diff.superseded) leave the gap, counted per partition. One narrow read of the source
+        from each partition's first missing offset to its end."""
+        compacted = {i for i, t in enumerate(self.plan.topics) if t.compacted}
+        ranges = {(i, p): (lo, self.plan.topics[i].source_end[p])
+                  for (i, p), (lo, _) in bounds.items() if i in compacted}
+        raw = self.read(self.plan.source_kafka, self._by_topic(ranges))
+        if raw is None:
+            return missing, {}
+        self.events.enter("compaction")
+        gone = self.materialize(
+            diff.superseded(missing, diff.source_keys(raw, self.source_names()), compacted),
+            "superseded")
+        per_partition = {(r["tix"], r["partition"]): r["n"]
+                         for r in gone.groupBy(*diff.KEYS).agg(
+                             F.count(F.lit(1)).alias("n")).collect()}
+        if not per_partition:
+            return missing, {}
+        return missing.join(gone, [*diff.KEYS, "offset"], "left_anti"), per_partition
 
     def identity(self) -> tuple[DataFrame, dict[str, dict[tuple[int, int], int]],
                                 list[dict[str, Any]]]:
@@ -451,6 +480,7 @@ class GapJob:
                     "source_records": counts["source"].get(k, 0),
                     "target_records": counts["target"].get(k, 0),
                     "unreplicated": g.get("unreplicated", 0),
+                    "superseded": counts.get("superseded", {}).get(k, 0),
                     "first_offset": g.get("first_offset"), "last_offset": g.get("last_offset"),
                     "first_timestamp_ms": g.get("first_timestamp_ms"),
                     "last_timestamp_ms": g.get("last_timestamp_ms"),

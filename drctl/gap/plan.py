@@ -54,6 +54,9 @@ class TopicPlan:
     # Per partition: the scope used, the proven alignment or why there is none, and what a
     # window left out (gap/alignment.py `Alignment.as_dict` plus `before_window`).
     alignment: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # cleanup.policy includes compact on either side: records the target compacted away after
+    # copying a later version are superseded, not gap (docs/design.md §5).
+    compacted: bool = False
 
     def source_ranges(self) -> dict[int, tuple[int, int]]:
         return {p: (self.source_start[p], self.source_end[p]) for p in self.partitions}

@@ -196,7 +196,8 @@ def _topic_plan(rep: ReplicationSettings, topic: str, mirror: str, partitions: l
                                          and _timestamp_type(dst_admin, mirror) == "CreateTime"),
                      alignment={p: {**aligned[p].as_dict(), "source_start": s_start[p],
                                     "before_window": before_window.get(p, 0)}
-                                for p in partitions})
+                                for p in partitions},
+                     compacted=_compacted(src_admin, topic) or _compacted(dst_admin, mirror))
     if check_order:
         failover = rep.failover_topic(topic)
         plan.failover_topic = failover
@@ -294,13 +295,23 @@ def _explicit(given: Mapping[int, int] | None, partitions: list[int], default: M
 
 
 def _timestamp_type(admin: AdminClient, topic: str) -> str:
+    return _topic_config(admin, topic, "message.timestamp.type", "CreateTime")
+
+
+def _compacted(admin: AdminClient, topic: str) -> bool:
+    """Whether the topic's cleanup.policy includes compact ("compact" or "compact,delete")."""
+    policy = _topic_config(admin, topic, "cleanup.policy", "delete")
+    return "compact" in (p.strip() for p in policy.split(","))
+
+
+def _topic_config(admin: AdminClient, topic: str, name: str, default: str) -> str:
     resource = ConfigResource(ResourceType.TOPIC, topic)
     try:
         entries = admin.describe_configs([resource])[resource].result(timeout=_TIMEOUT_S)
     except KafkaException as exc:
         raise CheckFailed(f"Reading the configuration of {topic} failed: {exc}.") from exc
-    entry = entries.get("message.timestamp.type")
-    return str(entry.value) if entry is not None else "CreateTime"
+    entry = entries.get(name)
+    return str(entry.value) if entry is not None and entry.value is not None else default
 
 
 # -- option parsing ---------------------------------------------------------------------------

@@ -16,8 +16,8 @@ from drctl.gap.plan import IDENTITY
 SUMMARY_FILE = "summary.json"
 RECORDS_DIR = "records"
 CLASSES = ("safe", "conflict", "unkeyed")
-_COUNTED = ("source_records", "target_records", "unreplicated", "divergent", "safe",
-            "conflict", "unkeyed", "unkeyed_flagged", "post_failover_writes",
+_COUNTED = ("source_records", "target_records", "unreplicated", "superseded", "divergent",
+            "safe", "conflict", "unkeyed", "unkeyed_flagged", "post_failover_writes",
             "before_window")
 
 

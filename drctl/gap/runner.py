@@ -26,6 +26,7 @@ from drctl.progress import Notify
 WORK_DIR = ".work"
 _PHASES = {"starting": "Starting Spark", "diff": "Comparing fingerprints",
            "duplicates": "Matching identical copies", "overlap": "Comparing the overlap",
+           "compaction": "Finding records compacted away on the target",
            "payloads": "Reading unreplicated records", "check-order": "Joining post-failover "
            "writes", "write": "Writing results"}
 

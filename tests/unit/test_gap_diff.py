@@ -178,3 +178,80 @@ def test_gap_summary(spark: SparkSession) -> None:
             rows[0]["first_timestamp_ms"], rows[0]["last_timestamp_ms"]) == (2, 3, 7, TS + 1,
                                                                              TS + 9)
     assert rows[1]["unreplicated"] == 1 and rows[1]["first_timestamp_ms"] == TS - 5
+
+
+def superseded_split(spark: SparkSession, source: Sequence[Rec], target: Sequence[Rec], *,
+                     compacted: bool = True) -> tuple[list[tuple[int, int]],
+                                                      list[tuple[int, int]]]:
+    """(real gap, superseded) of a compacted topic `orders`, as the job computes them."""
+    src_raw = frame(spark, "orders", source)
+    src = diff.narrow(src_raw, {"orders": 0}, sign=1, compared={"orders"})
+    tgt = diff.narrow(frame(spark, "primary.orders", target), {"primary.orders": 0}, sign=-1,
+                      compared={"primary.orders"})
+    missing_df = diff.missing_offsets(diff.unmatched_groups(src, tgt), src)
+    gone = diff.superseded(missing_df, diff.source_keys(src_raw, {"orders": 0}),
+                           {0} if compacted else set())
+    gap = missing_df.join(gone, ["tix", "partition", "offset"], "left_anti")
+    return ([(r["partition"], r["offset"]) for r in gap.orderBy("partition", "offset").collect()],
+            [(r["partition"], r["offset"]) for r in gone.orderBy("partition", "offset").collect()])
+
+
+# 3 versions of key a, 2 of b, in partition 0; one version of c in partition 1.
+VERSIONS: list[Rec] = [(0, 0, b"a", b"a1", TS, None), (0, 1, b"b", b"b1", TS + 1, None),
+                       (0, 2, b"a", b"a2", TS + 2, None), (0, 3, b"b", b"b2", TS + 3, None),
+                       (0, 4, b"a", b"a3", TS + 4, None), (1, 0, b"c", b"c1", TS + 5, None)]
+
+
+def test_a_version_the_target_compacted_away_is_superseded(spark: SparkSession) -> None:
+    # The target kept only the latest version of each key.
+    target = renumber([VERSIONS[3], VERSIONS[4], VERSIONS[5]])
+    assert superseded_split(spark, VERSIONS, target) == ([], [(0, 0), (0, 1), (0, 2)])
+    # Compaction left a2 too: only a1 and b1 were dropped.
+    target = renumber([VERSIONS[2], VERSIONS[3], VERSIONS[4], VERSIONS[5]])
+    assert superseded_split(spark, VERSIONS, target) == ([], [(0, 0), (0, 1)])
+
+
+def test_a_key_whose_later_version_is_missing_too_is_a_gap(spark: SparkSession) -> None:
+    # Only c1 reached the target: no later version of a or b was copied.
+    target = renumber([VERSIONS[5]])
+    assert superseded_split(spark, VERSIONS, target) == (
+        [(0, 0), (0, 1), (0, 2), (0, 3), (0, 4)], [])
+    # a3 copied, b2 not: every version of a is superseded, b1 and b2 are the gap.
+    target = renumber([VERSIONS[4], VERSIONS[5]])
+    assert superseded_split(spark, VERSIONS, target) == ([(0, 1), (0, 3)],
+                                                         [(0, 0), (0, 2)])
+
+
+def test_a_later_version_in_another_partition_does_not_supersede(spark: SparkSession) -> None:
+    source: list[Rec] = [(0, 0, b"k", b"v1", TS, None), (1, 0, b"k", b"v2", TS + 1, None)]
+    assert superseded_split(spark, source, renumber(source[1:])) == ([(0, 0)], [])
+
+
+def test_tombstones_copied_past_are_superseded_the_last_is_a_gap(spark: SparkSession
+                                                                 ) -> None:
+    source: list[Rec] = [(0, 0, b"a", b"a1", TS, None), (0, 1, b"a", None, TS + 1, None),
+                         (0, 2, b"z", b"z1", TS + 2, None), (0, 3, b"z", None, TS + 3, None)]
+    # The target compacted a1 away under a's tombstone and expired the tombstone after
+    # copying z1; z's tombstone never arrived.
+    assert superseded_split(spark, source, renumber([source[2]])) == ([(0, 3)],
+                                                                      [(0, 0), (0, 1)])
+
+
+def test_null_keys_are_a_gap_unless_a_tombstone_was_copied_past(spark: SparkSession) -> None:
+    source: list[Rec] = [(0, 0, None, b"x", TS, None), (0, 1, None, None, TS + 1, None),
+                         (0, 2, b"k", b"v", TS + 2, None)]
+    assert superseded_split(spark, source, renumber([source[2]])) == ([(0, 0)], [(0, 1)])
+
+
+def test_identical_copies_count_one_by_one(spark: SparkSession) -> None:
+    # Two identical copies of a1, one copied: the second is missing, and the later a2 that
+    # was copied supersedes it.
+    source: list[Rec] = [(0, 0, b"a", b"a1", TS, None), (0, 1, b"a", b"a1", TS, None),
+                         (0, 2, b"a", b"a2", TS + 1, None)]
+    assert superseded_split(spark, source, renumber([source[0], source[2]])) == ([], [(0, 1)])
+
+
+def test_topics_not_compacted_keep_their_whole_gap(spark: SparkSession) -> None:
+    target = renumber([VERSIONS[3], VERSIONS[4], VERSIONS[5]])
+    assert superseded_split(spark, VERSIONS, target, compacted=False) == (
+        [(0, 0), (0, 1), (0, 2)], [])
