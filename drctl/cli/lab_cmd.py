@@ -10,7 +10,6 @@ from typing import Annotated
 import typer
 
 from drctl.cli.state import CURRENT, OutputOption
-from drctl.kafka.clients import ClusterClients
 from drctl.lab.lab import Lab, LabPorts
 from drctl.lab.workload import WorkloadSpec, run_workload
 from drctl.terminal import OutputFormat, human_bytes
@@ -47,6 +46,9 @@ def up(
     secondary_port: Annotated[int, typer.Option(help="secondary's listener (controller: +1).")]
     = 29092,
     connect_port: Annotated[int, typer.Option(help="Kafka Connect REST port.")] = 18083,
+    secure: Annotated[bool, typer.Option(
+        "--secure", help="SASL/PLAIN listeners and ACLs: drctl as a super user, MirrorMaker 2 "
+                         "as 'mirrormaker' with only the ACLs it needs.")] = False,
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
     """Start the lab (idempotent) and write DIR/drctl.yaml."""
@@ -55,14 +57,16 @@ def up(
     started = time.monotonic()
     state = lab.up(ports=LabPorts(primary_port, secondary_port, connect_port),
                    kafka_version=kafka_version,
-                   names_kept=topic_naming == TopicNaming.kept, notify=term.step)
+                   names_kept=topic_naming == TopicNaming.kept, secure=secure,
+                   notify=term.step)
     elapsed = time.monotonic() - started
     status = lab.status()
     if term.json_mode:
         term.emit_json({**status, "elapsed_s": round(elapsed, 1)})
         return
     term.success(f"Lab up in {elapsed:.1f} s: Kafka {state.kafka_version}, topic naming "
-                 f"{state.topic_naming}, {human_bytes(status['total_rss_bytes'])} resident.")
+                 f"{state.topic_naming}{', SASL/PLAIN + ACLs' if state.secure else ''}, "
+                 f"{human_bytes(status['total_rss_bytes'])} resident.")
     term.info(f"  primary   127.0.0.1:{state.ports.primary}\n"
               f"  secondary 127.0.0.1:{state.ports.secondary}\n"
               f"  connect   http://127.0.0.1:{state.ports.connect}\n"
@@ -146,8 +150,7 @@ def load(
         topics=tuple(topic or WorkloadSpec.topics), partitions=partitions, records=records,
         seed=seed, transactions=transactions,
         groups=tuple(group) if group is not None else WorkloadSpec.groups)
-    clients = ClusterClients(cluster, {"bootstrap.servers": lab.bootstrap(state, cluster)})
-    result = run_workload(clients, spec, notify=term.step)
+    result = run_workload(lab.clients(state, cluster), spec, notify=term.step)
     summary = result.summary()
     if term.json_mode:
         term.emit_json(summary)
