@@ -31,6 +31,8 @@ from confluent_kafka.admin import (
 from drctl.errors import DrctlError, Unreachable
 
 ANY_HOST = "*"
+# A name no binding uses: deleting "its" binding changes nothing anywhere.
+_PROBE = "__drctl_authorizer_probe"
 
 
 class AclOutcome(StrEnum):
@@ -121,7 +123,8 @@ def _result(future: Future[Any], timeout_s: float) -> Any:
 def fenced_topics(admin: AdminClient, principal: str, *, timeout_s: float = 10) -> set[str]:
     """The topics on which `principal` is denied WRITE by a literal binding.
 
-    Raises AclsUnavailable (with its outcome) when the cluster cannot answer about ACLs.
+    Raises AclsUnavailable (DENIED) when drctl may not read ACLs. A cluster without an
+    authorizer answers with none (see `authorizer_available`).
     """
     future = admin.describe_acls(_deny_write_filter(principal, None), request_timeout=timeout_s)
     bindings = _result(future, timeout_s + 1)
@@ -180,13 +183,15 @@ def grant(admin: AdminClient, bindings: Iterable[AclBinding], *, timeout_s: floa
 def authorizer_available(admin: AdminClient, *, timeout_s: float = 10) -> bool:
     """Whether the cluster has an authorizer (ACLs can exist there at all).
 
-    A principal that may not read ACLs still learns that an authorizer is there.
+    Kafka answers a DescribeAcls without an authorizer with no bindings rather than an error
+    (measured on 4.3.1), so the probe deletes a binding nobody creates: refused with
+    SECURITY_DISABLED exactly when there is no authorizer. A principal that may not manage ACLs
+    still learns that an authorizer is there.
     """
-    match_all = AclBindingFilter(
-        ResourceType.ANY, None, ResourcePatternType.ANY, None, None,  # type: ignore[arg-type]
-        AclOperation.ANY, AclPermissionType.ANY)
+    probe = _deny_write_filter(f"User:{_PROBE}", _PROBE)
     try:
-        _result(admin.describe_acls(match_all, request_timeout=timeout_s), timeout_s + 1)
+        for future in admin.delete_acls([probe], request_timeout=timeout_s).values():
+            _result(future, timeout_s + 1)
     except AclsUnavailable as exc:
         return exc.outcome != AclOutcome.UNSUPPORTED
     return True
