@@ -66,6 +66,8 @@ class ReplicationSettings:
     target_alias: str = "secondary"
     connect: ConnectSettings = ConnectSettings()
     replicator_group: str | None = None
+    # The replicator's Kafka principal (`User:mirrormaker`): whom the replication fence denies.
+    principal: str | None = None
 
     @property
     def names_kept(self) -> bool:
@@ -163,9 +165,12 @@ def parse_config(raw: Any, path: Path | None = None) -> Config:
     return _Parser(path).config(raw)
 
 
+# Kafka's principal form, `Type:name` (User:alice, Group:ops); the name may contain ':' itself.
+_PRINCIPAL = re.compile(r"[A-Za-z][A-Za-z0-9_]*:\S.*")
+
 _TOP_KEYS = ("clusters", "replication", "groups", "state", "spark", "retry")
 _REPLICATION_KEYS = ("kind", "source", "target", "topics", "rename", "source_alias",
-                     "target_alias", "connect", "replicator_group")
+                     "target_alias", "connect", "replicator_group", "principal")
 _CONNECT_KEYS = ("url", "username", "password", "source_connector", "checkpoint_connector",
                  "heartbeat_connector", "timeout_s")
 _FILTER_KEYS = ("include", "exclude")
@@ -343,7 +348,17 @@ class _Parser:
             connect=connect,
             replicator_group=self.optional_string(raw.get("replicator_group"),
                                                   "replication.replicator_group"),
+            principal=self.principal(raw.get("principal"), "replication.principal"),
         )
+
+    def principal(self, value: Any, key: str) -> str | None:
+        if value is None:
+            return None
+        text = self.string(value, key)
+        if not _PRINCIPAL.fullmatch(text):
+            raise self.error(key, f"'{text}' is not a Kafka principal",
+                             "Write it as Type:name, e.g. User:mirrormaker.")
+        return text
 
     def spark(self, value: Any) -> SparkSettings:
         raw = self.mapping(value, "spark", _SPARK_KEYS)
@@ -410,6 +425,7 @@ def config_as_data(config: Config) -> dict[str, Any]:
             "topics": {"include": list(rep.topics.include), "exclude": list(rep.topics.exclude)},
             "rename": rep.rename, "source_alias": rep.source_alias,
             "target_alias": rep.target_alias, "replicator_group": rep.replicator_group,
+            "principal": rep.principal,
             "connect": mask_mapping({
                 "url": rep.connect.url, "username": rep.connect.username,
                 "password": rep.connect.password,

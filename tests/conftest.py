@@ -28,10 +28,8 @@ class RunningLab:
     def __init__(self, lab: Lab, state: LabState) -> None:
         self.lab = lab
         self.state = state
-        self.primary = ClusterClients("primary",
-                                      {"bootstrap.servers": lab.bootstrap(state, "primary")})
-        self.secondary = ClusterClients("secondary",
-                                        {"bootstrap.servers": lab.bootstrap(state, "secondary")})
+        self.primary: ClusterClients = lab.clients(state, "primary")
+        self.secondary: ClusterClients = lab.clients(state, "secondary")
 
     @property
     def config_file(self) -> Path:

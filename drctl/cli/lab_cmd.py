@@ -10,7 +10,6 @@ from typing import Annotated
 import typer
 
 from drctl.cli.state import CURRENT, OutputOption
-from drctl.kafka.clients import ClusterClients
 from drctl.lab.lab import Lab, LabPorts
 from drctl.lab.workload import WorkloadSpec, run_workload
 from drctl.terminal import OutputFormat, human_bytes
@@ -54,6 +53,9 @@ def up(
     spark_port: Annotated[int, typer.Option(
         help="Spark master port (web UIs: the next ports, one per worker after the "
              "master's).")] = 17077,
+    secure: Annotated[bool, typer.Option(
+        "--secure", help="SASL/PLAIN listeners and ACLs: drctl as a super user, MirrorMaker 2 "
+                         "as 'mirrormaker' with only the ACLs it needs.")] = False,
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
     """Start the lab (idempotent) and write DIR/drctl.yaml."""
@@ -63,6 +65,7 @@ def up(
     state = lab.up(ports=LabPorts(primary_port, secondary_port, connect_port, spark_port),
                    kafka_version=kafka_version,
                    names_kept=topic_naming == TopicNaming.kept, spark_workers=spark_workers,
+                   secure=secure,
                    notify=term.step)
     elapsed = time.monotonic() - started
     status = lab.status()
@@ -70,7 +73,8 @@ def up(
         term.emit_json({**status, "elapsed_s": round(elapsed, 1)})
         return
     term.success(f"Lab up in {elapsed:.1f} s: Kafka {state.kafka_version}, topic naming "
-                 f"{state.topic_naming}, {human_bytes(status['total_rss_bytes'])} resident.")
+                 f"{state.topic_naming}{', SASL/PLAIN + ACLs' if state.secure else ''}, "
+                 f"{human_bytes(status['total_rss_bytes'])} resident.")
     spark = (f"  spark     spark://127.0.0.1:{state.ports.spark_master}, "
              f"{state.spark_workers} worker(s)\n" if state.spark_workers else "")
     term.info(f"  primary   127.0.0.1:{state.ports.primary}\n"
@@ -156,8 +160,7 @@ def load(
         topics=tuple(topic or WorkloadSpec.topics), partitions=partitions, records=records,
         seed=seed, transactions=transactions,
         groups=tuple(group) if group is not None else WorkloadSpec.groups)
-    clients = ClusterClients(cluster, {"bootstrap.servers": lab.bootstrap(state, cluster)})
-    result = run_workload(clients, spec, notify=term.step)
+    result = run_workload(lab.clients(state, cluster), spec, notify=term.step)
     summary = result.summary()
     if term.json_mode:
         term.emit_json(summary)

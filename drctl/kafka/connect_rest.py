@@ -93,6 +93,11 @@ class ConnectClient:
     def stop(self, name: str) -> None:
         self.request("PUT", f"/connectors/{name}/stop")
 
+    def restart_failed(self, name: str) -> None:
+        """Restart the connector and its tasks where they FAILED (Kafka 3.0+); a FAILED task
+        stays so until restarted, even once its cause is gone."""
+        self.request("POST", f"/connectors/{name}/restart?includeTasks=true&onlyFailed=true")
+
     def offsets(self, name: str) -> dict[str, Any]:
         return self.request("GET", f"/connectors/{name}/offsets")
 

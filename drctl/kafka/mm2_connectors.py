@@ -5,7 +5,8 @@ Used by the lab for the forward flow and by failback for the reverse flow.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 IDENTITY_POLICY = "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"
 DEFAULT_POLICY = "org.apache.kafka.connect.mirror.DefaultReplicationPolicy"
@@ -25,6 +26,9 @@ class MirrorFlow:
     topics: str = ".*"
     fast: bool = False  # test-speed intervals (the lab)
     offset_lag_max: int = 100
+    # Java client properties (security) for each side, e.g. security.protocol, sasl.*.
+    source_client: Mapping[str, str] = field(default_factory=dict)
+    target_client: Mapping[str, str] = field(default_factory=dict)
 
     def connector_names(self) -> dict[str, str]:
         prefix = f"mm2-{self.source_alias}-{self.target_alias}"
@@ -50,6 +54,9 @@ class MirrorFlow:
             # worker on either cluster can run either direction.
             "producer.override.bootstrap.servers": self.target_bootstrap,
         }
+        common.update({f"source.cluster.{k}": v for k, v in self.source_client.items()})
+        common.update({f"target.cluster.{k}": v for k, v in self.target_client.items()})
+        common.update({f"producer.override.{k}": v for k, v in self.target_client.items()})
         return common
 
     def source_connector(self) -> dict[str, str]:

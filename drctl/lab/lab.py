@@ -21,6 +21,17 @@ from drctl.kafka.connect_rest import ConnectClient, ConnectError
 from drctl.kafka.mm2_connectors import MirrorFlow
 from drctl.lab.jars import KafkaDistribution, java_major, require_java, resolve_kafka
 from drctl.lab.processes import ManagedProcess, port_in_use, wait_until
+from drctl.lab.security import (
+    MM2_PRINCIPAL,
+    LabCredentials,
+    broker_listener_properties,
+    connect_worker_properties,
+    drctl_client_properties,
+    mm2_java_properties,
+    mm2_source_acls,
+    mm2_target_acls,
+    write_private,
+)
 from drctl.lab.spark_cluster import SparkCluster, SparkClusterPorts, spark_config
 from drctl.progress import Notify
 
@@ -29,6 +40,7 @@ FAILABLE = {"primary": "primary", "secondary": "secondary", "replication": "conn
             "connect": "connect"}
 
 BROKER_HEAP = os.environ.get("DRCTL_LAB_BROKER_HEAP", "384m")
+CONNECT_GROUP = "drctl-lab-connect"
 CONNECT_HEAP = os.environ.get("DRCTL_LAB_CONNECT_HEAP", "512m")
 _JVM_COMMON = ["-XX:+UseSerialGC", "-XX:MaxMetaspaceSize=160m", "-XX:ReservedCodeCacheSize=64m",
                "-Xss512k", "-XX:MaxDirectMemorySize=128m", "-Djava.awt.headless=true"]
@@ -56,6 +68,7 @@ class LabState:
     names_kept: bool
     cluster_ids: dict[str, str] = field(default_factory=dict)
     spark_workers: int = 0  # a Spark standalone cluster with this many workers; 0: none
+    secure: bool = False  # SASL/PLAIN + authorizer (drctl/lab/security.py)
 
     @property
     def topic_naming(self) -> str:
@@ -107,10 +120,25 @@ class Lab:
             raise LabError(f"The lab has no cluster '{cluster}'.", "Use primary or secondary.")
         return f"127.0.0.1:{getattr(state.ports, cluster)}"
 
+    @property
+    def credentials(self) -> LabCredentials:
+        return LabCredentials(self.dir / "credentials")
+
+    def client_properties(self, state: LabState, cluster: str) -> dict[str, str]:
+        """librdkafka properties for drctl's principal on a lab cluster."""
+        props = {"bootstrap.servers": self.bootstrap(state, cluster)}
+        if state.secure:
+            props.update(drctl_client_properties(self.credentials, by_reference=False))
+        return props
+
+    def clients(self, state: LabState, cluster: str) -> ClusterClients:
+        return ClusterClients(cluster, self.client_properties(state, cluster))
+
     def flow(self, state: LabState) -> MirrorFlow:
+        java = mm2_java_properties(self.credentials) if state.secure else {}
         return MirrorFlow("primary", "secondary", self.bootstrap(state, "primary"),
                           self.bootstrap(state, "secondary"), names_kept=state.names_kept,
-                          fast=True)
+                          fast=True, source_client=java, target_client=java)
 
     def connect_client(self, state: LabState) -> ConnectClient:
         return ConnectClient(f"http://127.0.0.1:{state.ports.connect}", timeout_s=10)
@@ -121,7 +149,7 @@ class Lab:
     # -- up -------------------------------------------------------------------------------
 
     def up(self, *, ports: LabPorts = LabPorts(), kafka_version: str | None = None,
-           names_kept: bool = True, spark_workers: int | None = None,
+           names_kept: bool = True, spark_workers: int | None = None, secure: bool = False,
            notify: Notify = lambda _: None) -> LabState:
         """Start what is not running; `spark_workers` None keeps the lab's Spark cluster as
         it was (none for a new lab)."""
@@ -132,6 +160,11 @@ class Lab:
                     f"The lab in {self.dir} replicates with topic naming "
                     f"'{existing.topic_naming}'.",
                     "Run `drctl lab down --purge` first to start one with another naming.")
+            if existing.secure != secure:
+                raise LabError(
+                    f"The lab in {self.dir} runs {'with' if existing.secure else 'without'} "
+                    "--secure.",
+                    "Run `drctl lab down --purge` first to start one the other way.")
             state = existing
         else:
             java = require_java()
@@ -141,8 +174,10 @@ class Lab:
             notify("Resolving Kafka jars (first run downloads them from Maven Central)")
             dist = resolve_kafka(kafka_version, log_dir=self.dir)
             state = LabState(ports, dist.version, str(dist.lib_dir), dist.source, names_kept,
-                             {c: _new_cluster_id() for c in ("primary", "secondary")})
+                             {c: _new_cluster_id() for c in ("primary", "secondary")}, secure)
             self.save_state(state)
+        if state.secure:
+            LabCredentials.ensure(self.credentials.directory)
         dist = KafkaDistribution(state.kafka_version, Path(state.lib_dir), state.kafka_source)
         notify(f"Kafka {dist.version} ({dist.source}: {dist.lib_dir})")
 
@@ -152,6 +187,9 @@ class Lab:
         for cluster in ("primary", "secondary"):
             notify(f"Waiting for {cluster} on {self.bootstrap(state, cluster)}")
             self._wait_broker(state, cluster)
+        if state.secure:
+            notify(f"Granting MirrorMaker 2 ({MM2_PRINCIPAL}) its ACLs")
+            self._grant_mm2(state)
         notify(f"Starting the Connect worker on 127.0.0.1:{state.ports.connect}")
         self._start_connect(state, dist)
         self._wait_connect(state)
@@ -222,15 +260,18 @@ class Lab:
         port = getattr(state.ports, cluster)
         cport = state.ports.controller(port)
         props = workdir / "server.properties"
-        props.write_text("\n".join([
+        listeners = broker_listener_properties(self.credentials, port, cport) if state.secure \
+            else [f"listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{cport}",
+                  f"advertised.listeners=PLAINTEXT://127.0.0.1:{port}",
+                  "controller.listener.names=CONTROLLER",
+                  "inter.broker.listener.name=PLAINTEXT",
+                  "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"]
+        # Owner-only: in secure mode it holds the broker's JAAS passwords.
+        write_private(props, "\n".join([
             "process.roles=broker,controller",
             "node.id=1",
             f"controller.quorum.voters=1@127.0.0.1:{cport}",
-            f"listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{cport}",
-            f"advertised.listeners=PLAINTEXT://127.0.0.1:{port}",
-            "controller.listener.names=CONTROLLER",
-            "inter.broker.listener.name=PLAINTEXT",
-            "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            *listeners,
             f"log.dirs={data}",
             "num.partitions=1",
             "auto.create.topics.enable=false",
@@ -270,7 +311,7 @@ class Lab:
 
     def _wait_broker(self, state: LabState, cluster: str) -> None:
         proc = self.process(cluster)
-        clients = ClusterClients(cluster, {"bootstrap.servers": self.bootstrap(state, cluster)})
+        clients = self.clients(state, cluster)
 
         def ready() -> bool:
             # Answering is not enough after a restart: every partition needs its leader back.
@@ -292,7 +333,7 @@ class Lab:
         port = state.ports.connect
         props.write_text("\n".join([
             f"bootstrap.servers={self.bootstrap(state, 'secondary')}",
-            "group.id=drctl-lab-connect",
+            f"group.id={CONNECT_GROUP}",
             "key.converter=org.apache.kafka.connect.converters.ByteArrayConverter",
             "value.converter=org.apache.kafka.connect.converters.ByteArrayConverter",
             "config.storage.topic=connect-configs.internal",
@@ -310,6 +351,7 @@ class Lab:
             "connector.client.config.override.policy=All",
             "scheduled.rebalance.max.delay.ms=0",
             "task.shutdown.graceful.timeout.ms=2000",
+            *(connect_worker_properties(self.credentials) if state.secure else []),
             "",
         ]))
         log_opts = self._log_config(dist, workdir, "connect")
@@ -317,6 +359,13 @@ class Lab:
         proc.start([java, "-Xms64m", f"-Xmx{CONNECT_HEAP}", *_JVM_COMMON, *log_opts,
                     "-cp", dist.classpath, "org.apache.kafka.connect.cli.ConnectDistributed",
                     str(props)])
+
+    def _grant_mm2(self, state: LabState) -> None:
+        from drctl.kafka.acls import grant
+
+        grant(self.clients(state, "primary").admin(), mm2_source_acls())
+        grant(self.clients(state, "secondary").admin(),
+              mm2_target_acls(self.flow(state).source_alias, CONNECT_GROUP))
 
     def _wait_connect(self, state: LabState) -> None:
         proc = self.process("connect")
@@ -366,10 +415,13 @@ class Lab:
 
     def write_config(self, state: LabState) -> Path:
         names = self.flow(state).connector_names()
+        security = drctl_client_properties(self.credentials, by_reference=True) \
+            if state.secure else {}
         config: dict[str, Any] = {
             "clusters": {
-                "primary": {"bootstrap.servers": self.bootstrap(state, "primary")},
-                "secondary": {"bootstrap.servers": self.bootstrap(state, "secondary")},
+                "primary": {"bootstrap.servers": self.bootstrap(state, "primary"), **security},
+                "secondary": {"bootstrap.servers": self.bootstrap(state, "secondary"),
+                              **security},
             },
             "replication": {
                 "kind": "mirrormaker2",
@@ -384,6 +436,7 @@ class Lab:
                     "checkpoint_connector": names["checkpoint"],
                     "heartbeat_connector": names["heartbeat"],
                 },
+                **({"principal": MM2_PRINCIPAL} if state.secure else {}),
             },
             "state": {"dir": "state", "topic": "_drctl_state"},
             "spark": (spark_config(SparkClusterPorts(state.ports.spark_master))
@@ -391,7 +444,8 @@ class Lab:
         }
         header = (f"# Written by `drctl lab up` for the lab in {self.dir}\n"
                   f"# Kafka {state.kafka_version}, MirrorMaker 2 primary -> secondary, "
-                  f"topic naming: {state.topic_naming}\n")
+                  f"topic naming: {state.topic_naming}"
+                  f"{', SASL/PLAIN + ACLs' if state.secure else ''}\n")
         self.config_file.write_text(header + yaml.safe_dump(config, sort_keys=False))
         return self.config_file
 
@@ -463,13 +517,13 @@ class Lab:
                     cstate, tasks = f"ERROR: {exc.message}", []
                 connectors.append({"name": name, "state": cstate, "tasks": tasks})
             if self.process("primary").is_running():
-                source = ClusterClients("primary", {"bootstrap.servers":
-                                                    self.bootstrap(state, "primary")})
+                source = self.clients(state, "primary")
                 lag = mm2_replication_lag(source, client, flow.connector_names()["source"])
         return {
             "dir": str(self.dir),
             "kafka_version": state.kafka_version,
             "topic_naming": state.topic_naming,
+            "secure": state.secure,
             "config": str(self.config_file),
             "spark_workers": state.spark_workers,
             "processes": processes,

@@ -305,7 +305,6 @@ def _lab_load(ctx: ActionContext, *, dir: str = "lab",
               seed: int = 7, transactions: int = 4,
               groups: list[str] | None = None, cluster: str = "primary") -> dict[str, Any]:
     """Produce the deterministic DR workload to a lab cluster and commit groups."""
-    from drctl.kafka.clients import ClusterClients
     from drctl.lab.lab import Lab
     from drctl.lab.workload import WorkloadSpec, run_workload
 
@@ -314,8 +313,7 @@ def _lab_load(ctx: ActionContext, *, dir: str = "lab",
     spec = WorkloadSpec(topics=tuple(topics or WorkloadSpec.topics), partitions=partitions,
                         records=records, seed=seed, transactions=transactions,
                         groups=tuple(groups) if groups is not None else WorkloadSpec.groups)
-    clients = ClusterClients(cluster, {"bootstrap.servers": lab.bootstrap(state, cluster)})
-    return run_workload(clients, spec, notify=ctx.notify).summary()
+    return run_workload(lab.clients(state, cluster), spec, notify=ctx.notify).summary()
 
 
 def _lab_fail(ctx: ActionContext, *, what: str, dir: str = "lab") -> dict[str, Any]:

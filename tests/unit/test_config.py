@@ -68,6 +68,16 @@ def test_names_kept_maps_topics_to_themselves() -> None:
     assert rep.names_kept and rep.mirror_topic("t") == "t" == rep.failover_topic("t")
 
 
+def test_replication_principal_is_optional_and_kept_as_written() -> None:
+    base = {"clusters": {"a": {"bootstrap.servers": "x"}, "b": {"bootstrap.servers": "y"}},
+            "replication": {"kind": "mirrormaker2", "source": "a", "target": "b"}}
+    assert parse_config(base).require_replication().principal is None
+    base["replication"]["principal"] = "User:CN=mm2,OU=dr"  # TLS principals contain '=' and ','
+    cfg = parse_config(base)
+    assert cfg.require_replication().principal == "User:CN=mm2,OU=dr"
+    assert config_as_data(cfg)["replication"]["principal"] == "User:CN=mm2,OU=dr"
+
+
 def test_show_masks_every_secret(tmp_path: Path) -> None:
     data = json.dumps(config_as_data(load_config(write(tmp_path, GOOD))))
     assert "s3cr3t-env" not in data and "hunter2-file-secret" not in data
@@ -95,6 +105,12 @@ def test_show_masks_every_secret(tmp_path: Path) -> None:
          "replication.rename", "identity mirrors keep topic names"),
         ("clusters:\n  a: {bootstrap.servers: x}\ngroups: {include: ['(']}\n",
          "groups.include[0]", "not a valid regex"),
+        ("clusters:\n  a: {bootstrap.servers: x}\n  b: {bootstrap.servers: y}\n"
+         "replication: {kind: mirrormaker2, source: a, target: b, principal: mirrormaker}\n",
+         "replication.principal", "'mirrormaker' is not a Kafka principal"),
+        ("clusters:\n  a: {bootstrap.servers: x}\n  b: {bootstrap.servers: y}\n"
+         "replication: {kind: mirrormaker2, source: a, target: b, principal: 'User:'}\n",
+         "replication.principal", "'User:' is not a Kafka principal"),
     ],
 )
 def test_bad_config_names_file_key_and_reason(tmp_path: Path, text: str, key: str,

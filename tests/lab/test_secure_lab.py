@@ -1,0 +1,216 @@
+"""The secured lab (`drctl lab up --secure`) and the replication fence on real brokers:
+SASL/PLAIN, StandardAuthorizer, MirrorMaker 2 as a principal that is not a super user."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
+
+from drctl.cli.app import main
+from drctl.kafka.acls import AclOutcome, authorizer_available, fence, fenced_topics, lift_fence
+from drctl.kafka.clients import ClusterClients
+from drctl.kafka.records import read_all
+from drctl.lab.lab import Lab, LabPorts
+from drctl.lab.security import DRCTL_USER, MM2_PRINCIPAL, MM2_USER
+from drctl.lab.workload import commit_offsets, create_topics
+from tests.conftest import PORT_BASE, RunningLab
+
+pytestmark = pytest.mark.lab
+
+# Clear of the shared labs (PORT_BASE + 0, + 10).
+SECURE_BASE = PORT_BASE + 60
+
+
+@pytest.fixture(scope="module")
+def secure_lab() -> Iterator[RunningLab]:
+    root = Path(tempfile.mkdtemp(prefix="drctl-test-secure-lab-"))
+    lab = Lab(root / "lab")
+    keep = False
+    try:
+        state = lab.up(ports=LabPorts(SECURE_BASE, SECURE_BASE + 2, SECURE_BASE + 4),
+                       secure=True)
+        yield RunningLab(lab, state)
+    except BaseException:
+        keep = True  # its logs explain the failure
+        print(f"\nsecure lab files kept in {root}")
+        raise
+    finally:
+        lab.down()
+        if not keep:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def produce(clients: ClusterClients, topic: str, prefix: str, count: int) -> None:
+    producer = clients.producer()
+    for i in range(count):
+        producer.produce(topic, key=f"{prefix}-{i}".encode(), value=b"v", partition=i % 2)
+    assert producer.flush(30) == 0
+
+
+def wait_count(clients: ClusterClients, topic: str, count: int, deadline_s: float = 60) -> None:
+    end = time.monotonic() + deadline_s
+    got = 0
+    while time.monotonic() < end:
+        got = len(read_all(clients, topic))
+        if got >= count:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"{topic}: {got} of {count} records on {clients.name} in time")
+
+
+def source_task_states(running: RunningLab) -> list[str]:
+    name = running.lab.flow(running.state).connector_names()["source"]
+    return running.lab.connect_client(running.state).connector_state(name)[1]
+
+
+def mm2_login(running: RunningLab, cluster: str) -> dict[str, str]:
+    """librdkafka properties for MirrorMaker 2's principal (tests only: drctl never uses it)."""
+    return {"bootstrap.servers": running.lab.bootstrap(running.state, cluster),
+            "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+            "sasl.username": MM2_USER,
+            "sasl.password": running.lab.credentials.password(MM2_USER)}
+
+
+def run_json(*argv: str) -> tuple[int, dict]:
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        status = main(["--output", "json", *argv])
+    return status, json.loads(buf.getvalue() or "{}")
+
+
+def test_mirrormaker_replicates_as_its_own_principal(secure_lab: RunningLab, ns: str) -> None:
+    topic = f"{ns}-orders"
+    create_topics(secure_lab.primary, (topic,), 2)
+    produce(secure_lab.primary, topic, "k", 20)
+    wait_count(secure_lab.secondary, topic, 20)
+    connect = secure_lab.lab.connect_client(secure_lab.state)
+    password = secure_lab.lab.credentials.password(MM2_USER)
+    for name in secure_lab.lab.flow(secure_lab.state).connectors():
+        # The checkpoint connector has no task until a group has committed.
+        cstate, tasks = connect.connector_state(name)
+        assert cstate == "RUNNING" and set(tasks) <= {"RUNNING"}, (name, tasks)
+        config = connect.config(name)
+        assert config["target.cluster.sasl.jaas.config"].startswith("${file:")
+        assert password not in json.dumps(config)
+
+    # MirrorMaker 2 is not a super user: no ACL lets it write to the source's topics.
+    mm2 = ClusterClients("primary", {**mm2_login(secure_lab, "primary")})
+    errors: list[KafkaError] = []
+    producer = mm2.producer(**{"enable.idempotence": "false", "message.timeout.ms": "10000"})
+    producer.produce(topic, value=b"x", on_delivery=lambda err, _msg: errors.append(err))
+    producer.flush(15)
+    assert [e.code() for e in errors] == [KafkaError.TOPIC_AUTHORIZATION_FAILED]
+    assert len(read_all(secure_lab.primary, topic)) == 20
+
+
+def test_clients_without_the_right_credentials_are_refused(secure_lab: RunningLab) -> None:
+    bootstrap = secure_lab.lab.bootstrap(secure_lab.state, "primary")
+    anonymous = ClusterClients("primary", {"bootstrap.servers": bootstrap})
+    with pytest.raises(KafkaException):
+        anonymous.admin().list_topics(timeout=5)
+    wrong = ClusterClients("primary", {
+        "bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "PLAIN", "sasl.username": DRCTL_USER, "sasl.password": "not-it"})
+    with pytest.raises(KafkaException):
+        wrong.admin().list_topics(timeout=5)
+    # The lab's drctl.yaml refers to drctl's password; it never holds it.
+    password = secure_lab.lab.credentials.password(DRCTL_USER)
+    assert password not in secure_lab.config_file.read_text()
+    assert "${file:" in secure_lab.config_file.read_text()
+
+
+def test_drctl_commands_work_on_the_secured_lab(secure_lab: RunningLab, ns: str,
+                                                tmp_path: Path) -> None:
+    config = str(secure_lab.config_file)
+    status, report = run_json("--config", config, "status")
+    assert status == 0, report
+    assert all(c["reachable"] for c in report["clusters"].values()), report
+    assert set(report["replication"]["connectors"].values()) == {"RUNNING"}
+
+    topic = f"{ns}-payments"
+    create_topics(secure_lab.primary, (topic,), 2)
+    produce(secure_lab.primary, topic, "p", 30)
+    wait_count(secure_lab.secondary, topic, 30)
+    group = f"{ns}-app"
+    commit_offsets(secure_lab.primary, group, [TopicPartition(topic, 0, 5),
+                                               TopicPartition(topic, 1, 15)])
+    status, report = run_json("--config", config, "translate-offsets", "--groups", group,
+                              "--method", "exact", "--apply")
+    assert status == 0, report
+    (moved,) = report["groups"]
+    assert moved["group"] == group and moved["applied"]
+    committed = secure_lab.secondary.admin().list_consumer_group_offsets(
+        [ConsumerGroupTopicPartitions(group)])[group].result()
+    assert {tp.partition: tp.offset for tp in committed.topic_partitions} == {0: 5, 1: 15}
+
+
+def test_fence_stops_mirrormaker_and_lifting_lets_it_copy_again(secure_lab: RunningLab,
+                                                                ns: str) -> None:
+    topic = f"{ns}-fenced"
+    other = f"{ns}-open"
+    create_topics(secure_lab.primary, (topic, other), 2)
+    produce(secure_lab.primary, topic, "before", 10)
+    wait_count(secure_lab.secondary, topic, 10)
+    target = secure_lab.secondary.admin()
+    assert authorizer_available(target)
+
+    first = fence(target, MM2_PRINCIPAL, [topic])
+    assert first.outcome == AclOutcome.DONE and first.changed == (topic,)
+    again = fence(target, MM2_PRINCIPAL, [topic])
+    assert again.outcome == AclOutcome.DONE and again.changed == () \
+        and again.unchanged == (topic,)
+    assert topic in fenced_topics(target, MM2_PRINCIPAL)
+    try:
+        produce(secure_lab.primary, topic, "during", 7)
+        # The copy attempt fails on authorization and fails the task; nothing arrives.
+        end = time.monotonic() + 30
+        while "FAILED" not in source_task_states(secure_lab) and time.monotonic() < end:
+            time.sleep(0.5)
+        assert source_task_states(secure_lab) == ["FAILED"]
+        time.sleep(3)
+        assert len(read_all(secure_lab.secondary, topic)) == 10
+    finally:
+        lifted = lift_fence(target, MM2_PRINCIPAL, [topic])
+    assert lifted.outcome == AclOutcome.DONE and lifted.changed == (topic,)
+    assert topic not in fenced_topics(target, MM2_PRINCIPAL)
+    assert lift_fence(target, MM2_PRINCIPAL, [topic]).unchanged == (topic,)
+
+    # A failed task stays failed after its cause is gone: restart it.
+    name = secure_lab.lab.flow(secure_lab.state).connector_names()["source"]
+    secure_lab.lab.connect_client(secure_lab.state).restart_failed(name)
+    wait_count(secure_lab.secondary, topic, 17)
+    produce(secure_lab.primary, other, "after", 4)
+    wait_count(secure_lab.secondary, other, 4)
+    keys = sorted(r.key for r in read_all(secure_lab.secondary, topic))
+    assert keys == sorted([f"before-{i}".encode() for i in range(10)]
+                          + [f"during-{i}".encode() for i in range(7)])
+
+
+def test_fence_without_rights_is_denied(secure_lab: RunningLab) -> None:
+    """MirrorMaker 2's own principal may not manage ACLs: a typed outcome, no exception."""
+    mm2 = ClusterClients("secondary", mm2_login(secure_lab, "secondary"))
+    result = fence(mm2.admin(), MM2_PRINCIPAL, ["anything"])
+    assert result.outcome == AclOutcome.DENIED and not result.done
+    assert "may not manage ACLs" in result.reason
+    assert authorizer_available(mm2.admin())
+
+
+def test_fence_on_a_cluster_without_authorizer_is_unsupported(lab: RunningLab) -> None:
+    """The shared (plain) lab: no authorizer, so no fence — said as an outcome."""
+    admin = lab.secondary.admin()
+    assert not authorizer_available(admin)
+    for result in (fence(admin, MM2_PRINCIPAL, ["anything"]),
+                   lift_fence(admin, MM2_PRINCIPAL, ["anything"])):
+        assert result.outcome == AclOutcome.UNSUPPORTED, result
+        assert "no authorizer" in result.reason and not result.done
+    # Kafka answers DescribeAcls without an authorizer with no bindings, not an error.
+    assert fenced_topics(admin, MM2_PRINCIPAL) == set()
