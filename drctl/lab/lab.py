@@ -174,7 +174,8 @@ class Lab:
             notify("Resolving Kafka jars (first run downloads them from Maven Central)")
             dist = resolve_kafka(kafka_version, log_dir=self.dir)
             state = LabState(ports, dist.version, str(dist.lib_dir), dist.source, names_kept,
-                             {c: _new_cluster_id() for c in ("primary", "secondary")}, secure)
+                             {c: _new_cluster_id() for c in ("primary", "secondary")},
+                             secure=secure)
             self.save_state(state)
         if state.secure:
             LabCredentials.ensure(self.credentials.directory)
