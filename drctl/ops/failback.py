@@ -20,6 +20,7 @@ from drctl.kafka.clients import describe_with_retry
 from drctl.ops.context import OpsContext
 from drctl.ops.reconcile import GapOutcome, ReconcileMode, reconcile
 from drctl.ops.reverse import start_reverse_replication, wait_reverse_caught_up
+from drctl.ops.verify import reverse_source_start, verify_end_state
 from drctl.progress import Notify
 from drctl.reports import write_report
 from drctl.state import FailoverMarker
@@ -49,6 +50,7 @@ class FailbackResult:
     reverse: dict[str, Any] = field(default_factory=dict)
     translation: dict[str, Any] | None = None
     translation_report: TranslationReport | None = None
+    verification: dict[str, Any] = field(default_factory=dict)
     plan: list[dict[str, Any]] = field(default_factory=list)
     dry_run: bool = False
 
@@ -59,6 +61,7 @@ class FailbackResult:
             return []
         context = {"marker": asdict(self.marker), "gap": self.gap,
                    "reconcile": self.reconcile, "reverse": self.reverse,
+                   "verification": self.verification,
                    "translation": (self.translation or {}).get("summary")}
         return write_report(directory or (config.state.dir / "reports"),
                             f"{self.marker.incident}-failback", context, "failback-report",
@@ -69,7 +72,7 @@ class FailbackResult:
         return {"incident": self.marker.incident, "dry_run": self.dry_run,
                 "resumed": self.resumed, "plan": self.plan, "gap": self.gap,
                 "reconcile": self.reconcile, "reverse": self.reverse,
-                "translation": self.translation,
+                "verification": self.verification, "translation": self.translation,
                 "marker": None if self.dry_run else asdict(self.marker),
                 "reports": [str(p) for p in reports]}
 
@@ -81,7 +84,8 @@ class FailbackResult:
                 "gap": self.gap, "copied": self.reconcile.get("copy_safe", {}).get("copied", 0),
                 "gap_total": sum(self.gap.get(k, 0) for k in ("safe", "conflict", "unkeyed")),
                 "quarantined": self.reconcile.get("quarantine", {}).get("count", 0),
-                "reverse": self.reverse, "positions": summary.get("partitions", 0),
+                "reverse": self.reverse, "verification": self.verification,
+                "positions": summary.get("partitions", 0),
                 "positions_exact": summary.get("exact", 0),
                 # Kept: the group already stood further on (it had consumed that far before
                 # the outage), so moving it back would only re-deliver.
@@ -90,6 +94,17 @@ class FailbackResult:
                 "groups_not_applied": [g["group"] for g in translation.get("groups", [])
                                        if g["skipped"]],
                 "reports": [str(p) for p in reports]}
+
+
+def _offsets(raw: Any) -> dict[str, dict[int, int]]:
+    """Offsets read back from a marker step (JSON made the partitions strings)."""
+    return {t: {int(p): int(o) for p, o in parts.items()} for t, parts in (raw or {}).items()}
+
+
+def _verified_from(gap: dict[str, Any]) -> dict[tuple[str, int], int]:
+    """Per source partition, the first offset the gap analysis compared."""
+    return {(v["topic"], int(v["partition"])): int(v["verified_from"])
+            for v in gap.get("verified", []) if v.get("verified_from") is not None}
 
 
 def _marker_to_fail_back(ctx: OpsContext, incident: str | None) -> FailoverMarker:
@@ -174,7 +189,11 @@ def run_failback(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder, 
     if not marker.done("failback:reverse-replication"):
         result.plan.append({"step": "reverse-replication", "kind": rep.kind})
         if not opts.dry_run:
+            # Where reverse replication's appends begin on the source: the end-state check
+            # counts from there.
+            source_start = reverse_source_start(config, marker)
             result.reverse = start_reverse_replication(config, kind, marker, out_dir, notify)
+            result.reverse["source_start"] = source_start
             marker.record("failback:reverse-replication", result.reverse)
             store.save(marker)
             crash_point("failback:reverse-replication")
@@ -186,6 +205,26 @@ def run_failback(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder, 
                                notify=notify)
         marker.record("failback:caught-up")
         store.save(marker)
+        crash_point("failback:caught-up")
+
+    if not kind.reverse_started_by_drctl:
+        # The operator starts reverse replication from the rendered steps: drctl cannot
+        # wait for it, so it cannot count its result either.
+        result.verification = {"ok": None, "notes": [
+            "Not checked: reverse replication is started by hand for this replication kind; "
+            "compare the source with the failover topics once it has caught up."]}
+    elif not opts.dry_run and not marker.done("failback:verify"):
+        notify("Checking what the source now holds against what it should hold")
+        state = verify_end_state(config, marker, _offsets(result.reverse.get("source_start")),
+                                 originals_from=_verified_from(result.gap))
+        result.verification = state.as_dict()
+        marker.record("failback:verify", result.verification,
+                      status="done" if state.ok else "failed")
+        store.save(marker)
+        if not state.ok:
+            raise state.failure()
+    elif marker.done("failback:verify"):
+        result.verification = marker.steps["failback:verify"].result
 
     if not marker.done("failback:translate-offsets"):
         report = translate_offsets(config, TranslateRequest(

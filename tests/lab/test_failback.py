@@ -216,6 +216,43 @@ def test_crash_mid_failback_then_rerun_copies_nothing_twice(lab: RunningLab, ns:
     assert all(primary_values.count(v) == 1 for _, v in o["post"])
 
 
+def test_failback_end_state_check_catches_a_duplicate(lab: RunningLab, ns: str,
+                                                       tmp_path: Path,
+                                                       restore_lab: None) -> None:
+    """Records that reach the source outside reverse replication's own copies — a second copy
+    of a post-failover write, a copy of a record the source already holds — fail failback
+    with the numbers (exit 3), and the incident stays open."""
+    o = outage(lab, ns, tmp_path)
+    env = {**os.environ, "DRCTL_CRASH_AT": "failback:caught-up"}
+    crashed = subprocess.run([sys.executable, "-m", "drctl", "--config", str(o["config"]),
+                              "failback", "--yes", "--groups", f"{ns}-.*"], env=env,
+                             capture_output=True, timeout=600)
+    assert crashed.returncode == -9, crashed.stderr[-2000:]
+    topic = o["topic"]
+    post = next(r for r in read_all(lab.secondary, topic)
+                if r.offset >= o["fpoint"][r.partition]
+                and not any(k == "drctl-reconciled" for k, _ in r.headers))
+    original = next(r for r in read_all(lab.primary, topic) if r.value == o["safe"][0][1])
+    producer = lab.primary.producer()
+    for rec in (post, original):
+        producer.produce(topic, key=rec.key, value=rec.value, partition=rec.partition,
+                         timestamp=rec.timestamp_ms, headers=list(rec.headers))
+    assert producer.flush(30) == 0
+
+    rerun = subprocess.run([sys.executable, "-m", "drctl", "--config", str(o["config"]),
+                            "failback", "--yes", "--groups", f"{ns}-.*"],
+                           capture_output=True, text=True, timeout=600)
+    assert rerun.returncode == 3, rerun.stderr[-3000:]
+    err = " ".join(rerun.stderr.split())
+    assert f"of {len(o['post'])} post-failover writes 0 are missing" in err, err
+    assert "1 records there were not expected and 1 are there twice" in err, err
+    cfg = load_config(o["config"])
+    [marker] = marker_store(cfg, "secondary").open_markers()
+    step = marker.steps["failback:verify"]
+    assert step.status == "failed"
+    assert (step.result["totals"]["extra"], step.result["totals"]["twice"]) == (1, 1)
+
+
 def test_failback_refuses_without_marker_or_with_source_down(lab: RunningLab, ns: str,
                                                              tmp_path: Path,
                                                              capsys: pytest.CaptureFixture[str],

@@ -132,13 +132,14 @@ def test_failback_result_json_and_runbook_summary_keep_their_keys() -> None:
                             translation=report.as_dict(), translation_report=report)
     data = result.as_dict()
     assert list(data) == ["incident", "dry_run", "resumed", "plan", "gap", "reconcile",
-                          "reverse", "translation", "marker", "reports"]
+                          "reverse", "verification", "translation", "marker", "reports"]
     assert data["reconcile"] == {"mode": "copy-safe", "copy_safe": {"copied": 3, "skipped": 1},
                                  "quarantine": {"file": "q.jsonl", "topics": ["t.q"],
                                                 "count": 2}}
     summary = result.runbook_summary()
     assert list(summary) == ["incident", "status", "gap", "copied", "gap_total", "quarantined",
-                             "reverse", "positions", "positions_exact", "positions_kept",
+                             "reverse", "verification", "positions", "positions_exact",
+                             "positions_kept",
                              "groups_not_applied", "reports"]
     assert (summary["copied"], summary["gap_total"], summary["quarantined"],
             summary["positions"], summary["positions_exact"], summary["positions_kept"],
