@@ -55,6 +55,11 @@ class FailoverMarker:
     # or "not-configured".
     replication_stop: str = "not-configured"
     stopped_connectors: list[str] = field(default_factory=list)
+    # The stop was pending at some point after F: the replicator may have copied records in
+    # (late copies). Set once, never cleared.
+    stop_unconfirmed: bool = False
+    # What the replicator copied after F (ops/late_copies.py `LateCopies.as_dict`).
+    late_copies: dict[str, Any] = field(default_factory=dict)
     # Target end offsets of the mirror topics when replication stopped (F), and of the
     # failover topics when they differ (MM2 prefixed names).
     failover_point: Offsets = field(default_factory=dict)

@@ -209,8 +209,23 @@ class GapJob:
                 for t in self.plan.topics}
 
     def target_ranges(self) -> Ranges:
-        return {t.target_topic: {p: (t.target_start[p], t.target_end[p]) for p in t.partitions}
+        # Late copies past F are copies: read up to the last of them so they match.
+        return {t.target_topic: {p: (t.target_start[p],
+                                     max([t.target_end[p]] + [r[1] for r in
+                                                              t.late_runs.get(p, [])]))
+                                 for p in t.partitions}
                 for t in self.plan.topics}
+
+    def late_offsets(self) -> DataFrame | None:
+        """(tix, partition, offset) of late copies sitting in a failover topic (names kept):
+        never post-failover writes."""
+        rows = [(i, p, o) for i, t in enumerate(self.plan.topics)
+                if t.failover_topic == t.target_topic
+                for p, runs in t.late_runs.items() for start, end in runs
+                for o in range(start, end)]
+        if not rows:
+            return None
+        return self.spark.createDataFrame(rows, "tix int, partition int, offset bigint")
 
     def source_names(self) -> dict[str, int]:
         return dict(self.tix)
@@ -430,7 +445,11 @@ class GapJob:
             writes = self.spark.createDataFrame(
                 [], "tix int, partition int, offset bigint, key binary, timestamp_ms bigint")
         else:
-            writes = self.materialize(diff.post_failover_writes(raw, names), "post-failover")
+            writes = diff.post_failover_writes(raw, names)
+            late = self.late_offsets()
+            if late is not None:
+                writes = writes.join(F.broadcast(late), [*diff.KEYS, "offset"], "left_anti")
+            writes = self.materialize(writes, "post-failover")
         post_counts = {(r["tix"], r["partition"]): r["n"]
                        for r in writes.groupBy(*diff.KEYS).agg(
                            F.count(F.lit(1)).alias("n")).collect()}
@@ -485,6 +504,7 @@ class GapJob:
                     "first_timestamp_ms": g.get("first_timestamp_ms"),
                     "last_timestamp_ms": g.get("last_timestamp_ms"),
                     **scope_fields(t.alignment.get(p), t.source_start[p]),
+                    "late_copies": sum(end - start for start, end in t.late_runs.get(p, [])),
                 }
                 if self.plan.kind == IDENTITY:
                     # The overlap was counted; the gap [F, end) is all source records too.

@@ -57,6 +57,10 @@ class TopicPlan:
     # cleanup.policy includes compact on either side: records the target compacted away after
     # copying a later version are superseded, not gap (docs/design.md §5).
     compacted: bool = False
+    # Late copies (ops/late_copies.py): target offsets at or after F, [start, end) runs, that
+    # the replicator copied after F. The diff reads the target up to the last of them (they
+    # are copies), and the order check does not count them as post-failover writes.
+    late_runs: dict[int, list[list[int]]] = field(default_factory=dict)
 
     def source_ranges(self) -> dict[int, tuple[int, int]]:
         return {p: (self.source_start[p], self.source_end[p]) for p in self.partitions}
@@ -132,4 +136,5 @@ def _topic_from(raw: dict[str, Any]) -> TopicPlan:
                 "post_end"):
         raw[key] = _offsets(raw.get(key))
     raw["alignment"] = {int(p): a for p, a in (raw.get("alignment") or {}).items()}
+    raw["late_runs"] = {int(p): r for p, r in (raw.get("late_runs") or {}).items()}
     return TopicPlan(**raw)

@@ -68,6 +68,7 @@ def plan_gap_analysis(
     out_dir: Path | None = None,
     scope: GapScope = GapScope.TAIL,
     margin: int = DEFAULT_MARGIN,
+    late_runs: Mapping[str, Mapping[int, list[list[int]]]] | None = None,
 ) -> GapPlan:
     """Bounds for every topic: source `[start, end)`, target `[start', F)`.
 
@@ -108,6 +109,8 @@ def plan_gap_analysis(
             None if post_failover_start is None
             else post_failover_start.get(rep.failover_topic(topic)),
             notes))
+        plans[-1].late_runs = {p: [list(r) for r in runs]
+                               for p, runs in (late_runs or {}).get(mirror, {}).items() if runs}
     if target_end is None:
         notes.append("No failover point given: the target was compared up to its current end.")
     directory = out_dir or Path(tempfile.mkdtemp(prefix="drctl-gap-"))

@@ -18,7 +18,7 @@ RECORDS_DIR = "records"
 CLASSES = ("safe", "conflict", "unkeyed")
 _COUNTED = ("source_records", "target_records", "unreplicated", "superseded", "divergent",
             "safe", "conflict", "unkeyed", "unkeyed_flagged", "post_failover_writes",
-            "before_window")
+            "before_window", "late_copies")
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,9 @@ from drctl.errors import CheckFailed, Unreachable, UsageError
 from drctl.faults import crash_point
 from drctl.kafka.clients import describe_with_retry
 from drctl.ops.context import OpsContext
+from drctl.ops.late_copies import check_late_copies
 from drctl.ops.reconcile import GapOutcome, ReconcileMode, reconcile
-from drctl.ops.reverse import start_reverse_replication, wait_reverse_caught_up
+from drctl.ops.reverse import copy_back, start_reverse_replication, wait_reverse_caught_up
 from drctl.ops.verify import reverse_source_start, verify_end_state
 from drctl.progress import Notify
 from drctl.reports import write_report
@@ -168,6 +169,10 @@ def run_failback(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder, 
     notify(f"Failback of incident {marker.incident}")
     preflight(ctx, marker, opts)
     out_dir = config.state.dir / "failback"
+    if marker.stop_unconfirmed and not marker.done("failback:reconcile") and not opts.dry_run:
+        # The stop is confirmed now (preflight): nothing more can come through.
+        check_late_copies(ctx, marker, True, notify)
+        store.save(marker)
 
     gap: GapOutcome | None = None
     if not marker.done("failback:reconcile"):
@@ -189,11 +194,18 @@ def run_failback(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder, 
     if not marker.done("failback:reverse-replication"):
         result.plan.append({"step": "reverse-replication", "kind": rep.kind})
         if not opts.dry_run:
-            # Where reverse replication's appends begin on the source: the end-state check
-            # counts from there.
-            source_start = reverse_source_start(config, marker)
+            # Where the appends begin on the source: copy-back is idempotent from there and
+            # the end-state check counts from there.
+            if not marker.done("failback:reverse-source-start"):
+                marker.record("failback:reverse-source-start",
+                              {"offsets": reverse_source_start(config, marker)})
+                store.save(marker)
+            source_start = _offsets(
+                marker.steps["failback:reverse-source-start"].result["offsets"])
+            copied_back = copy_back(config, marker, source_start, notify)
             result.reverse = start_reverse_replication(config, kind, marker, out_dir, notify)
             result.reverse["source_start"] = source_start
+            result.reverse["copied_back"] = copied_back
             marker.record("failback:reverse-replication", result.reverse)
             store.save(marker)
             crash_point("failback:reverse-replication")

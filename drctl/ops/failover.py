@@ -22,6 +22,7 @@ from drctl.kafka.groups import group_states, list_groups
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.topics import is_internal_topic, wait_for_leaders
 from drctl.ops.context import OpsContext
+from drctl.ops.late_copies import check_late_copies
 from drctl.progress import Notify
 from drctl.replication.base import Confirm
 from drctl.reports import write_report
@@ -249,6 +250,8 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *, notify: Notify = lam
             outcome = kind.stop_forward(rep, confirm=confirm)
             marker.replication_stop = outcome.state
             marker.stopped_connectors = outcome.connectors
+            if outcome.state == "pending":
+                marker.stop_unconfirmed = True
             marker.record("stop-replication", {"state": outcome.state,
                                                "detail": outcome.detail})
             store.save(marker)
@@ -277,6 +280,12 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *, notify: Notify = lam
             marker.record("failover-point", {"created_failover_topics": created})
             store.save(marker)
             crash_point("failover-point")
+
+    # 3b. A stop that was pending is confirmed now: what came through meanwhile?
+    if (marker.stop_unconfirmed and marker.replication_stop == "stopped"
+            and marker.failover_point and not opts.dry_run):
+        check_late_copies(ctx, marker, pre["source_reachable"], notify)
+        store.save(marker)
 
     # 4. Group offsets.
     if not marker.done("translate-offsets"):

@@ -37,6 +37,8 @@ def gap_finder(lookback_s: float | None = None, debug: bool = False,
             config, sorted(marker.topics), target_end=marker.failover_point,
             post_failover_start=None if rep.names_kept else marker.failover_topics_end,
             window=window, check_order=True, scope=scope,
+            late_runs={t: {int(p): part.get("runs", []) for p, part in parts.items()}
+                       for t, parts in (marker.late_copies.get("partitions") or {}).items()},
             out_dir=config.state.dir / "gap" / marker.incident)
         notify(f"Gap analysis (Spark, {config.spark.master}) of {len(marker.topics)} topic(s)")
         result = run_gap_analysis(plan, config.spark, debug=debug, notify=notify)

@@ -5,6 +5,7 @@ second failback prerequisite)."""
 from __future__ import annotations
 
 import time
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -12,21 +13,111 @@ from drctl.config import Config
 from drctl.errors import DrctlError
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.offsets import watermarks
+from drctl.kafka.records import read_ranges
 from drctl.progress import Notify
 from drctl.replication.base import ReplicationKind, ReverseRequest
 from drctl.state import FailoverMarker, Offsets
-from drctl.translate.locate import MatchQuery, Side, last_records, match_records
+from drctl.translate.locate import (
+    MatchQuery,
+    Side,
+    last_records,
+    match_records,
+    record_fingerprint,
+)
 from drctl.translate.reader import BatchReader
 
 RECONCILED_HEADER = "drctl-reconciled"
 
 
-def start_points(config: Config, marker: FailoverMarker) -> Offsets:
-    """Where reverse replication starts: the failover topics' ends at failover."""
+def failover_starts(config: Config, marker: FailoverMarker) -> Offsets:
+    """Where the post-failover writes begin: the failover topics' ends at failover."""
     rep = config.require_replication()
     if rep.names_kept:
         return {t: dict(parts) for t, parts in marker.failover_point.items()}
     return {t: dict(parts) for t, parts in marker.failover_topics_end.items()}
+
+
+def late_copy_offsets(marker: FailoverMarker) -> dict[tuple[str, int], set[int]]:
+    """Late copies (ops/late_copies.py) per target (topic, partition)."""
+    out: dict[tuple[str, int], set[int]] = {}
+    for topic, parts in (marker.late_copies.get("partitions") or {}).items():
+        for p, part in parts.items():
+            offsets = {o for start, end in part.get("runs", []) for o in range(start, end)}
+            if offsets:
+                out[(topic, int(p))] = offsets
+    return out
+
+
+def start_points(config: Config, marker: FailoverMarker) -> Offsets:
+    """Where reverse replication starts: the failover topics' ends at failover — or, where
+    the replicator's late copies sit among the post-failover writes (names kept), right after
+    the last of them: drctl copies the writes before it itself (`copy_back`)."""
+    starts = failover_starts(config, marker)
+    for (topic, p), offsets in late_copy_offsets(marker).items():
+        if topic in starts and p in starts[topic]:
+            starts[topic][p] = max(starts[topic][p], max(offsets) + 1)
+    return starts
+
+
+def copy_back(config: Config, marker: FailoverMarker, source_start: Offsets,
+              notify: Notify = lambda _: None) -> dict[str, Any]:
+    """Copy the post-failover writes that lie before the last late copy to the source (same
+    partition, key, value, headers, timestamp), skipping the late copies and drctl's own
+    reconciled copies; reverse replication continues after them. Idempotent: what an earlier
+    run already appended since `source_start` is not copied again."""
+    late = late_copy_offsets(marker)
+    starts, resume = failover_starts(config, marker), start_points(config, marker)
+    ranges = {(t, p): (starts[t][p], resume[t][p]) for (t, p) in late
+              if t in starts and resume[t][p] > starts[t][p]}
+    if not ranges:
+        return {"copied": 0, "skipped": 0}
+    rep = config.require_replication()
+    src = ClusterClients.for_cluster(config, rep.source)
+    dst = ClusterClients.for_cluster(config, rep.target)
+    already: dict[tuple[str, int], Counter[bytes]] = defaultdict(Counter)
+    src_marks = watermarks(src.admin(), [(reverse_topic(config, t), p) for t, p in ranges])
+    consumer = src.consumer(**{"enable.partition.eof": "true"})
+    try:
+        appended = {tp: (source_start.get(tp[0], {}).get(tp[1], mark[1]), mark[1])
+                    for tp, mark in src_marks.items()}
+        for rec in read_ranges(consumer, {tp: r for tp, r in appended.items() if r[1] > r[0]}):
+            already[(rec.topic, rec.partition)][record_fingerprint(rec)] += 1
+    finally:
+        consumer.close()
+    notify(f"Copying {sum(e - s for s, e in ranges.values())} offset(s) of post-failover "
+           "writes around the replicator's late copies back to the source")
+    producer = src.producer(**{"enable.idempotence": "true", "acks": "all"})
+    consumer = dst.consumer(**{"enable.partition.eof": "true"})
+    copied = skipped = 0
+    failed: list[str] = []
+
+    def delivered(err: Any, _msg: Any) -> None:
+        if err is not None:
+            failed.append(str(err))
+
+    try:
+        for rec in read_ranges(consumer, ranges):
+            if rec.offset in late[(rec.topic, rec.partition)] or any(
+                    k == RECONCILED_HEADER for k, _ in rec.headers):
+                continue
+            target = (reverse_topic(config, rec.topic), rec.partition)
+            fp = record_fingerprint(rec)
+            if already[target][fp] > 0:
+                already[target][fp] -= 1
+                skipped += 1
+                continue
+            producer.produce(target[0], key=rec.key, value=rec.value, partition=rec.partition,
+                             timestamp=rec.timestamp_ms, headers=list(rec.headers),
+                             on_delivery=delivered)
+            copied += 1
+            producer.poll(0)
+    finally:
+        consumer.close()
+    if producer.flush(60) != 0 or failed:
+        raise DrctlError("Copying post-failover writes back to the source did not finish"
+                         + (f": {failed[0]}" if failed else "") + ".",
+                         "Run failback again: it copies only what is missing.")
+    return {"copied": copied, "skipped": skipped}
 
 
 def reverse_topic(config: Config, failover_topic: str) -> str:

@@ -28,7 +28,12 @@ from drctl.kafka.clients import ClusterClients
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.records import Record, read_ranges
 from drctl.kafka.topics import TP
-from drctl.ops.reverse import RECONCILED_HEADER, reverse_topic, start_points
+from drctl.ops.reverse import (
+    RECONCILED_HEADER,
+    failover_starts,
+    late_copy_offsets,
+    reverse_topic,
+)
 from drctl.state import FailoverMarker, Offsets
 from drctl.translate.locate import record_fingerprint
 
@@ -93,7 +98,7 @@ def reverse_source_start(config: Config, marker: FailoverMarker) -> Offsets:
     existing = admin.list_topics(timeout=30).topics
     out: Offsets = {}
     tps = []
-    for topic, parts in start_points(config, marker).items():
+    for topic, parts in failover_starts(config, marker).items():
         rtopic = reverse_topic(config, topic)
         out[rtopic] = dict.fromkeys(parts, 0)
         if rtopic in existing:
@@ -111,11 +116,13 @@ def verify_end_state(config: Config, marker: FailoverMarker, source_start: Offse
     `source_start`: `reverse_source_start` as recorded before reverse replication started.
     `originals_from`: per source (topic, partition), where the source's own records were
     compared by the gap analysis; `late_copies`: per target (topic, partition), offsets of
-    records the replicator copied after F."""
+    records the replicator copied after F (default: the marker's)."""
     rep = config.require_replication()
     src = ClusterClients.for_cluster(config, rep.source)
     dst = ClusterClients.for_cluster(config, rep.target)
-    starts = start_points(config, marker)
+    starts = failover_starts(config, marker)
+    if late_copies is None:
+        late_copies = late_copy_offsets(marker)
     state = EndState()
     target_ranges: dict[TP, tuple[int, int]] = {}
     found_ranges: dict[TP, tuple[int, int]] = {}
