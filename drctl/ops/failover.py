@@ -77,6 +77,7 @@ class FailoverResult:
         moved = self.marker.groups
         return {"incident": self.marker.incident, "marker": asdict(self.marker),
                 "replication_stop": self.marker.replication_stop,
+                "late_copies": int(self.marker.late_copies.get("total") or 0),
                 "groups_applied": summary.get("applied", 0),
                 "groups_total": len(moved),
                 "groups_not_exact": sorted(g for g, v in moved.items()

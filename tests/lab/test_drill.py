@@ -16,7 +16,7 @@ from tests.conftest import PORT_BASE
 pytestmark = [pytest.mark.lab, pytest.mark.spark]
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def drill_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     lab = Lab(tmp_path_factory.mktemp("drill") / "lab")
     base = PORT_BASE + 60
@@ -42,3 +42,23 @@ def test_drill_runbook_passes_every_check(drill_lab: Lab, tmp_path: Path,
         assert check in names and names[check].find("failure") is None
     text = report.read_text()
     assert "failback" in text and "drill" in text
+
+
+def test_comeback_drill_passes_every_check(drill_lab: Lab, tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """The second-fault drill (runbooks/drill-comeback.yaml) on the same lab, restored."""
+    client = drill_lab.connect_client(drill_lab.load_state())
+    for name in client.connectors():
+        if name.startswith("mm2-secondary-primary"):
+            client.delete(name)  # the drill's reverse flow
+    drill_lab.up(ports=drill_lab.load_state().ports)  # forward replication running again
+    junit = tmp_path / "comeback.xml"
+    status = main(["--config", str(drill_lab.config_file), "runbook", "run",
+                   str(runbooks_dir() / "drill-comeback.yaml"), "--yes", "--junit",
+                   str(junit)])
+    assert status == 0, capsys.readouterr().err[-4000:]
+    names = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
+    for check in ("stop_is_pending", "stop_confirmed", "every_gap_record_came_late",
+                  "nothing_copied_twice", "primary_holds_every_record_once",
+                  "incident_closed"):
+        assert check in names and names[check].find("failure") is None, check

@@ -116,7 +116,8 @@ def test_failover_result_json_and_runbook_summary_keep_their_keys() -> None:
     assert data["marker"] == asdict(result.marker) and data["reports"] == ["r.md"]
     assert FailoverResult(_marker(), dry_run=True).as_dict()["marker"] is None
     summary = result.runbook_summary([Path("r.md")])
-    assert list(summary) == ["incident", "marker", "replication_stop", "groups_applied",
+    assert list(summary) == ["incident", "marker", "replication_stop", "late_copies",
+                             "groups_applied",
                              "groups_total", "groups_not_exact", "reports"]
     assert (summary["groups_applied"], summary["groups_total"],
             summary["groups_not_exact"]) == (1, 2, ["g2"])

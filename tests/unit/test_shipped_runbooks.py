@@ -12,7 +12,7 @@ SHIPPED = sorted(p.name for p in runbooks_dir().glob("*.yaml"))
 
 def test_the_promised_runbooks_ship() -> None:
     assert {"failover.yaml", "failback.yaml", "planned-switchover.yaml",
-            "drill.yaml"} <= set(SHIPPED)
+            "drill.yaml", "drill-comeback.yaml"} <= set(SHIPPED)
 
 
 @pytest.mark.parametrize("name", SHIPPED)
