@@ -137,3 +137,40 @@ def test_report_files_and_formats(tmp_path: Path) -> None:
         ["md", "md", "html", "html"]
     with pytest.raises(ValueError, match="a report is .md or .html"):
         report_format(Path("r.pdf"))
+
+
+def test_reports_name_late_copies_and_the_end_state() -> None:
+    from dataclasses import asdict
+
+    from drctl.ops.late_copies import LateCopies, PartitionLateCopies, describe
+
+    found = LateCopies(1, {"orders": {0: PartitionLateCopies(after_f=9, late=4, of_gap=3,
+                                                              runs=[[12, 14], [15, 17]],
+                                                              stale_keys=["acct-1"])}})
+    assert found.by_tp() == {("orders", 0): {12, 13, 15, 16}}
+    assert found.last_offsets() == {"orders": {0: 16}}
+    assert LateCopies.from_dict(found.as_dict()).by_tp() == found.by_tp()
+    assert "1 key(s) got an old value" in describe(found)[1]
+    marker = FailoverMarker.new("primary", "secondary", "mirrormaker2", planned=False)
+    marker.late_copies = found.as_dict()
+    ctx = {"marker": asdict(marker), "failover_time": "now", "unreplicated": None,
+           "source_bootstrap": "a:1", "target_bootstrap": "b:1", "failover_topics": {}}
+    md = render("failover-report.md.j2", **ctx)
+    assert "| orders | 0 | 9 | 4 | 3 |" in md and "acct-1" in md
+    marker.late_copies = {"total": None, "notes": ["Not checked: 'primary' is unreachable."]}
+    assert "Not checked" in render("failover-report.md.j2", **{**ctx,
+                                                                "marker": asdict(marker)})
+    back = {"marker": asdict(marker), "gap": {"late_copies": 4},
+            "reconcile": {"mode": "copy-safe"},
+            "reverse": {"kind": "mirrormaker2", "start": {}, "copied_back": {"copied": 2}},
+            "verification": {"ok": False, "totals": {"expected": 5, "found": 6, "missing": 0,
+                                                     "extra": 0, "twice": 1},
+                             "notes": [], "partitions": [
+                                 {"reverse_topic": "orders", "partition": 0, "expected": 5,
+                                  "found": 6, "missing": 0, "extra": 0, "twice": 1}]},
+            "translation": None}
+    md = render("failback-report.md.j2", **back)
+    assert "copied late by the replicator, after the failover point | 4 |" in md
+    assert "drctl copied 2 post-failover write(s)" in md
+    assert "**Failed:** 0 post-failover writes missing" in md
+    assert "| orders | 0 | 5 | 6 | 0 | 0 | 1 |" in md
