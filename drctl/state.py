@@ -55,6 +55,9 @@ class FailoverMarker:
     # or "not-configured".
     replication_stop: str = "not-configured"
     stopped_connectors: list[str] = field(default_factory=list)
+    # The replication fence's life (drctl/ops/fence.py): state fenced | unfenced | not-needed
+    # | lifted, principal, topics, why not, when. Empty in markers written before it existed.
+    fence: dict[str, Any] = field(default_factory=dict)
     # Target end offsets of the mirror topics when replication stopped (F), and of the
     # failover topics when they differ (MM2 prefixed names).
     failover_point: Offsets = field(default_factory=dict)
