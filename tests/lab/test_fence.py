@@ -174,3 +174,54 @@ def test_failover_without_an_authorizer_is_unfenced_and_says_why(
     status, st = run_json("--config", config, "status")
     assert status == 3
     assert st["open_failovers"][0]["open_risks"] == [risk]
+
+
+def test_failback_stops_the_replicator_held_by_the_fence_before_lifting_it(
+        fenced_lab: RunningLab, ns: str, tmp_path: Path) -> None:
+    """No failover re-run: failback finds MirrorMaker 2 RUNNING with its task FAILED on the
+    fence, stops it through Connect, records the stop, then lifts the fence."""
+    lab = fenced_lab
+    client = lab.lab.connect_client(lab.state)
+    for name in client.connectors():
+        if name.startswith("mm2-secondary-primary"):
+            client.delete(name)  # an earlier test's reverse flow
+    lab.lab.up(ports=lab.state.ports, secure=True)  # forward connectors RUNNING again
+    topic = f"{ns}-ledger"
+    create_topics(lab.primary, (topic,), 2)
+    produce(lab.primary, topic, "base", 10)
+    wait_keys(lab.secondary, topic, 10)
+    time.sleep(2.5)
+    lab.lab.fail("replication")
+    produce(lab.primary, topic, "gap", 6)
+    config = str(scoped_config(lab, ns, tmp_path))
+    status, out = run_json("--config", config, "failover", "--yes", "--groups", f"{ns}-.*",
+                           "--source-deadline", "2")
+    assert status == 0, out
+    assert out["marker"]["fence"]["state"] == "fenced"
+    produce(lab.secondary, topic, "post", 4)
+    lab.lab.heal("replication")
+    end = time.monotonic() + 30
+    while source_tasks(lab) != ["FAILED"] and time.monotonic() < end:
+        time.sleep(0.5)
+    assert source_tasks(lab) == ["FAILED"]
+
+    grant(lab.secondary.admin(), mm2_source_acls())
+    grant(lab.primary.admin(), mm2_target_acls("secondary", CONNECT_GROUP))
+    status, back = run_json("--config", config, "failback", "--reconcile", "copy-safe", "--yes")
+    assert status == 0, back
+    marker = back["marker"]
+    assert marker["steps"]["failback:stop-replication"]["result"]["state"] == "stopped"
+    assert marker["replication_stop"] == "stopped"
+    assert marker["fence"]["state"] == "lifted"
+    assert topic not in fenced_topics(lab.secondary.admin(), MM2_PRINCIPAL)
+    name = lab.lab.flow(lab.state).connector_names()["source"]
+    assert client.connector_state(name) == ("STOPPED", [])
+    on_target = keys_on(lab.secondary, topic)
+    assert max(on_target.values()) == 1 and sum(on_target.values()) == 10 + 6 + 4, on_target
+    expected = Counter({**{f"base-{i}": 1 for i in range(10)},
+                        **{f"gap-{i}": 1 for i in range(6)},
+                        **{f"post-{i}": 1 for i in range(4)}})
+    end = time.monotonic() + 60
+    while keys_on(lab.primary, topic) != expected and time.monotonic() < end:
+        time.sleep(1)
+    assert keys_on(lab.primary, topic) == expected
