@@ -60,6 +60,9 @@ class FailoverMarker:
     stop_unconfirmed: bool = False
     # What the replicator copied after F (ops/late_copies.py `LateCopies.as_dict`).
     late_copies: dict[str, Any] = field(default_factory=dict)
+    # The replication fence's life (drctl/ops/fence.py): state fenced | unfenced | not-needed
+    # | lifted, principal, topics, why not, when. Empty in markers written before it existed.
+    fence: dict[str, Any] = field(default_factory=dict)
     # Target end offsets of the mirror topics when replication stopped (F), and of the
     # failover topics when they differ (MM2 prefixed names).
     failover_point: Offsets = field(default_factory=dict)

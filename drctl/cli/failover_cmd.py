@@ -12,6 +12,7 @@ from drctl.cli.state import CURRENT, OutputOption
 from drctl.cli.views import render_translation
 from drctl.ops.context import OpsContext
 from drctl.ops.failover import FailoverOptions, run_failover
+from drctl.ops.fence import open_risks
 from drctl.terminal import OutputFormat
 from drctl.translate.model import TranslateMethod
 
@@ -47,6 +48,14 @@ def failover_command(
                           confirm=operator_confirms)
     marker = result.marker
     paths = result.write_reports(config, report_dir)
+    # On stderr in every output mode: the operator must not miss an unfenced replicator.
+    fence = marker.fence
+    if not dry_run and marker.replication_stop == "pending" and fence.get("state") == "fenced":
+        term.warn("Replication could not be stopped (Connect unreachable). It is fenced: "
+                  f"{fence['principal']} may not write {len(fence['topics'])} topic(s) on "
+                  f"{rep.target} until failback confirms the stop and lifts the fence.")
+    for risk in [] if dry_run else open_risks(marker):
+        term.warn(risk)
     if term.json_mode:
         term.emit_json(result.as_dict(paths))
         return
@@ -58,9 +67,6 @@ def failover_command(
         if result.translation_report is not None:
             render_translation(result.translation_report)
         return
-    if marker.replication_stop == "pending":
-        term.warn("Replication could not be stopped (Connect unreachable): stop it before it "
-                  "comes back, or it will copy stale data behind the new writes.")
     summary = (result.translation or {}).get("summary", {})
     term.success(f"Failover {marker.incident} done: {rep.target} is now primary. "
                  f"{summary.get('applied', 0)} groups moved, replication "

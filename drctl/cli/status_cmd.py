@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -41,10 +41,14 @@ def status_command(
                        [[r["topic"], r["partitions"], r["behind"]] for r in rep["lag"]])
     if st["open_failovers"]:
         term.table("Open failovers", ["incident", "from", "to", "since", "replication stop",
-                                      "steps done"],
+                                      "fence", "steps done"],
                    [[m["incident"], m["source"], m["target"], m["created_at"],
-                     m["replication_stop"], ", ".join(m["steps"])]
+                     m["replication_stop"], _fence_cell(m["fence"]), ", ".join(m["steps"])]
                     for m in st["open_failovers"]])
+        for m in st["open_failovers"]:
+            if m["fence"].get("state") == "fenced":
+                term.info(f"{m['incident']}: fenced for {m['fence']['principal']} on "
+                          + ", ".join(m["fence"]["topics"]))
     else:
         term.info("No open failovers.")
     term.info(f"Failover markers read from the {st['markers_from']}.")
@@ -57,3 +61,12 @@ def status_command(
     if why:
         term.warn(why)
     raise typer.Exit(verdict)
+
+
+def _fence_cell(fence: dict[str, Any]) -> str:
+    state = fence.get("state")
+    if state == "fenced":
+        return f"fenced ({len(fence['topics'])} topic(s))"
+    if state == "unfenced":
+        return f"NOT fenced: {fence.get('reason', '')}"
+    return state or "-"

@@ -18,6 +18,7 @@ from drctl.errors import CheckFailed, Unreachable, UsageError
 from drctl.faults import crash_point
 from drctl.kafka.clients import describe_with_retry
 from drctl.ops.context import OpsContext
+from drctl.ops.fence import forward_stopped_behind_fence, lift_fence_after_stop
 from drctl.ops.late_copies import check_late_copies
 from drctl.ops.reconcile import GapOutcome, ReconcileMode, reconcile
 from drctl.ops.reverse import copy_back, start_reverse_replication, wait_reverse_caught_up
@@ -139,7 +140,8 @@ def preflight(ctx: OpsContext, marker: FailoverMarker, opts: FailbackOptions) ->
             raise Unreachable(f"{exc.message} Failback needs both clusters.",
                               f"Bring '{name}' back first; the marker {marker.incident} waits.") \
                 from None
-    stopped = ctx.require_kind().forward_stopped(rep, frozenset(marker.stopped_connectors))
+    # A replicator held by the fence is stopped here; one without a fence is the operator's.
+    stopped = forward_stopped_behind_fence(ctx, marker, dry_run=opts.dry_run)
     if stopped is False:
         raise CheckFailed(
             f"Forward replication {rep.source} -> {rep.target} is running again: it would copy "
@@ -168,6 +170,10 @@ def run_failback(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder, 
                             dry_run=opts.dry_run)
     notify(f"Failback of incident {marker.incident}")
     preflight(ctx, marker, opts)
+    # Only now, with forward replication confirmed stopped, may the fence come off.
+    lifted = lift_fence_after_stop(ctx, marker, dry_run=opts.dry_run, notify=notify)
+    if lifted is not None:
+        result.plan.append(lifted)
     out_dir = config.state.dir / "failback"
     if marker.stop_unconfirmed and not marker.done("failback:reconcile") and not opts.dry_run:
         # The stop is confirmed now (preflight): nothing more can come through.

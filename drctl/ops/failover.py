@@ -22,6 +22,7 @@ from drctl.kafka.groups import group_states, list_groups
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.topics import is_internal_topic, wait_for_leaders
 from drctl.ops.context import OpsContext
+from drctl.ops.fence import fence_topics, fence_unconfirmed_stop, open_risks
 from drctl.ops.late_copies import check_late_copies
 from drctl.progress import Notify
 from drctl.replication.base import Confirm
@@ -69,6 +70,7 @@ class FailoverResult:
         return {"incident": self.marker.incident, "dry_run": self.dry_run,
                 "resumed": self.resumed, "preflight": self.preflight, "plan": self.plan,
                 "marker": None if self.dry_run else asdict(self.marker),
+                "open_risks": [] if self.dry_run else open_risks(self.marker),
                 "translation": self.translation, "reports": [str(p) for p in reports]}
 
     def runbook_summary(self, reports: Sequence[Path] = ()) -> dict[str, Any]:
@@ -258,6 +260,17 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *, notify: Notify = lam
             store.save(marker)
             crash_point("stop-replication")
 
+    # 2b. Fence what the stop could not confirm, before the failover point is taken.
+    if opts.dry_run:
+        if marker.replication_stop == "pending" or not marker.done("stop-replication"):
+            plan.append({"step": "fence-replication",
+                         "when": "the stop is not confirmed (Connect unreachable)",
+                         "principal": rep.principal, "topics": fence_topics(rep, topics)})
+    else:
+        fence_unconfirmed_stop(ctx, marker, topics, notify)
+        marker.record("fence-replication", marker.fence)
+        store.save(marker)
+
     # 3. The failover point.
     if not marker.done("failover-point"):
         dst_admin = ctx.clients(rep.target).admin()
@@ -361,6 +374,7 @@ def report_context(config: Config, marker: FailoverMarker) -> dict[str, Any]:
     return {
         "marker": asdict(marker),
         "failover_time": when,
+        "open_risks": open_risks(marker),
         "unreplicated": estimate_unreplicated(config, marker),
         "source_bootstrap": config.cluster(rep.source)["bootstrap.servers"],
         "target_bootstrap": config.cluster(rep.target)["bootstrap.servers"],

@@ -12,6 +12,7 @@ from drctl.errors import DrctlError, ExitStatus
 from drctl.kafka.clients import describe_with_retry
 from drctl.kafka.groups import group_states, list_groups
 from drctl.ops.context import OpsContext
+from drctl.ops.fence import open_risks
 from drctl.state import marker_store
 
 
@@ -24,8 +25,12 @@ def pending_stop_warnings(config: Config) -> list[str]:
     except DrctlError:
         return []
     return [f"Incident {m.incident}: replication {m.source} -> {m.target} was never confirmed "
-            "stopped. If the replicator comes back it copies stale data behind the new writes "
-            "— stop it." for m in markers if m.replication_stop == "pending"]
+            "stopped. "
+            + ("It is fenced on the target (its writes are denied) until failback; stop it."
+               if m.fence.get("state") == "fenced" else
+               "It is NOT fenced: if the replicator comes back it copies stale data behind "
+               "the new writes — stop it.")
+            for m in markers if m.replication_stop == "pending"]
 
 
 def collect_status(ctx: OpsContext, deadline_s: float = 5.0) -> dict[str, Any]:
@@ -73,6 +78,7 @@ def collect_status(ctx: OpsContext, deadline_s: float = 5.0) -> dict[str, Any]:
         for m in ctx.markers(answering).open_markers():
             markers.append({"incident": m.incident, "source": m.source, "target": m.target,
                             "created_at": m.created_at, "replication_stop": m.replication_stop,
+                            "fence": m.fence, "open_risks": open_risks(m),
                             "steps": list(m.steps)})
     groups: dict[str, dict[str, Any]] = {}
     for name, cluster in clusters.items():
@@ -95,9 +101,12 @@ def status_verdict(status: dict[str, Any]) -> tuple[ExitStatus, str | None]:
         return ExitStatus.UNREACHABLE, f"No cluster answered ({', '.join(clusters)})."
     pending = [m["incident"] for m in status["open_failovers"]
                if m["replication_stop"] == "pending"]
+    risks = [r for m in status["open_failovers"] for r in m.get("open_risks", [])]
+    if risks:
+        return ExitStatus.CHECK_FAILED, " ".join(risks)
     if pending:
-        return ExitStatus.CHECK_FAILED, (f"Replication stop pending for {', '.join(pending)}: "
-                                         "stop the replicator.")
+        return ExitStatus.CHECK_FAILED, (f"Replication stop pending for {', '.join(pending)} "
+                                         "(fenced on the target): stop the replicator.")
     if status["open_failovers"]:
         return ExitStatus.CHECK_FAILED, (f"{len(status['open_failovers'])} open failover(s): "
                                          "run `drctl failback --check-order` when the source "

@@ -6,12 +6,13 @@ lag through Connect's stored source offsets, and cannot mark its copies with a h
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from drctl.config import Config, ReplicationSettings
 from drctl.errors import DrctlError
 from drctl.kafka.clients import ClusterClients
-from drctl.kafka.connect_rest import ConnectorMissing
+from drctl.kafka.connect_rest import ConnectClient, ConnectorMissing
 from drctl.kafka.lag import mm2_replication_lag
 from drctl.kafka.mm2_connectors import MirrorFlow
 from drctl.progress import Notify
@@ -51,7 +52,10 @@ class MirrorMaker2(ConnectControlled):
             raise DrctlError("Reverse replication needs replication.connect.url in the config.",
                              "Or start the reverse MirrorMaker 2 flow yourself from the failover "
                              "point shown in the report.")
-        flow = reverse_flow(config, sorted(request.starts))
+        forward_source, forward_target = forward_client_settings(client, rep)
+        # Reversed: the reverse flow reads the forward target and writes the forward source.
+        flow = reverse_flow(config, sorted(request.starts), source_client=forward_target,
+                            target_client=forward_source)
         name = flow.connector_names()["source"]
         cfg = reverse_connector_config(flow, request.skip_header)
         try:
@@ -77,14 +81,41 @@ class MirrorMaker2(ConnectControlled):
         return {"kind": rep.kind, "connector": name, "start": request.starts}
 
 
-def reverse_flow(config: Config, topics: list[str]) -> MirrorFlow:
+def reverse_flow(config: Config, topics: list[str], *,
+                 source_client: Mapping[str, str] | None = None,
+                 target_client: Mapping[str, str] | None = None) -> MirrorFlow:
     """The MirrorMaker 2 flow target -> source over the failover topics."""
     rep = config.require_replication()
     return MirrorFlow(rep.target_alias, rep.source_alias,
                       config.cluster(rep.target)["bootstrap.servers"],
                       config.cluster(rep.source)["bootstrap.servers"],
                       names_kept=rep.names_kept,
-                      topics="|".join(t.replace(".", r"\.") for t in topics) or "^$")
+                      topics="|".join(t.replace(".", r"\.") for t in topics) or "^$",
+                      source_client=source_client or {}, target_client=target_client or {})
+
+
+# Per-side keys of a forward connector that name the cluster rather than how to log in to it.
+_NOT_LOGIN = ("alias", "bootstrap.servers")
+
+
+def forward_client_settings(client: ConnectClient,
+                            rep: ReplicationSettings) -> tuple[dict[str, str], dict[str, str]]:
+    """How the forward source connector logs in to its source and its target (security
+    protocol, SASL, SSL), so the reverse flow does the same on a secured cluster. Values are
+    copied as Connect returns them: `${file:...}` references stay references. Nothing without
+    a forward connector."""
+    name = rep.connect.source_connector
+    if not name:
+        return {}, {}
+    try:
+        forward = client.config(name)
+    except ConnectorMissing:
+        return {}, {}
+    sides: tuple[dict[str, str], dict[str, str]] = ({}, {})
+    for side, prefix in zip(sides, ("source.cluster.", "target.cluster."), strict=True):
+        side.update({key[len(prefix):]: str(value) for key, value in forward.items()
+                     if key.startswith(prefix) and key[len(prefix):] not in _NOT_LOGIN})
+    return sides
 
 
 def reverse_connector_config(flow: MirrorFlow, skip_header: str) -> dict[str, str]:

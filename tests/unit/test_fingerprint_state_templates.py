@@ -105,7 +105,7 @@ def test_failover_report_renders_markdown_and_escaped_html() -> None:
 
     ctx = {"marker": asdict(marker), "failover_time": "now", "unreplicated": None,
            "source_bootstrap": "a:1", "target_bootstrap": "b:1",
-           "failover_topics": {"<orders>": "<orders>"}}
+           "failover_topics": {"<orders>": "<orders>"}, "open_risks": []}
     md = render("failover-report.md.j2", **ctx)
     html = render_report("failover-report", "html", **ctx)
     assert "| <orders> | 0 | 5 |" in md and "gap is unknown" in md

@@ -112,7 +112,7 @@ def test_failover_result_json_and_runbook_summary_keep_their_keys() -> None:
                             translation=report.as_dict(), translation_report=report)
     data = result.as_dict([Path("r.md")])
     assert list(data) == ["incident", "dry_run", "resumed", "preflight", "plan", "marker",
-                          "translation", "reports"]
+                          "open_risks", "translation", "reports"]
     assert data["marker"] == asdict(result.marker) and data["reports"] == ["r.md"]
     assert FailoverResult(_marker(), dry_run=True).as_dict()["marker"] is None
     summary = result.runbook_summary([Path("r.md")])

@@ -171,3 +171,50 @@ def test_a_new_kind_is_one_module_and_one_registration_line(tmp_path: Path) -> N
                           check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["ClusterLink", "clusterlink", IDENTITY, "identity", "ACTIVE"]
+
+
+class _ForwardConnect:
+    """Connect's answer for the forward source connector's config (what GET returns)."""
+
+    def __init__(self, config: dict[str, str] | None) -> None:
+        self.forward = config
+
+    def config(self, name: str) -> dict[str, str]:
+        from drctl.kafka.connect_rest import ConnectorMissing
+
+        if self.forward is None or name != "fwd":
+            raise ConnectorMissing(f"no connector {name}", 404)
+        return self.forward
+
+
+def test_reverse_mirrormaker_flow_logs_in_like_the_forward_one() -> None:
+    from typing import Any, cast
+
+    from drctl.replication.mirrormaker2 import (
+        forward_client_settings,
+        reverse_connector_config,
+        reverse_flow,
+    )
+
+    config = parse_config({
+        "clusters": {"dc1": {"bootstrap.servers": "a:1"}, "dc2": {"bootstrap.servers": "b:1"}},
+        "replication": {"kind": "mirrormaker2", "source": "dc1", "target": "dc2",
+                        "connect": {"url": "http://c:8083", "source_connector": "fwd"}}})
+    rep = config.require_replication()
+    jaas = "${file:/lab/credentials/mirrormaker.properties:sasl.jaas.config}"
+    forward = {"source.cluster.alias": "dc1", "source.cluster.bootstrap.servers": "a:1",
+               "source.cluster.security.protocol": "SASL_PLAINTEXT",
+               "source.cluster.sasl.jaas.config": jaas,
+               "target.cluster.alias": "dc2", "target.cluster.security.protocol": "SSL",
+               "tasks.max": "1"}
+    source_side, target_side = forward_client_settings(cast(Any, _ForwardConnect(forward)), rep)
+    assert source_side == {"security.protocol": "SASL_PLAINTEXT", "sasl.jaas.config": jaas}
+    assert target_side == {"security.protocol": "SSL"}
+    flow = reverse_flow(config, ["orders"], source_client=target_side,
+                        target_client=source_side)
+    cfg = reverse_connector_config(flow, "drctl-reconciled")
+    assert cfg["source.cluster.alias"] == "dc2" and cfg["source.cluster.bootstrap.servers"] == "b:1"
+    assert cfg["source.cluster.security.protocol"] == "SSL"
+    assert cfg["target.cluster.sasl.jaas.config"] == jaas  # a reference, never the password
+    assert cfg["producer.override.security.protocol"] == "SASL_PLAINTEXT"
+    assert forward_client_settings(cast(Any, _ForwardConnect(None)), rep) == ({}, {})

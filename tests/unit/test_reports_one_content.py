@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from drctl.ops.fence import open_risks, unfenced_record
 from drctl.reports import render_report
 from drctl.runbook.model import Phase, StepKind
 from drctl.runbook.result import Status, StepResult
@@ -29,7 +30,11 @@ def _failover(pending: bool) -> dict[str, Any]:
     marker.replication_stop = "pending" if pending else "stopped"
     marker.record("stop-replication", status="pending" if pending else "done")
     marker.record("translate-offsets")
+    if pending:
+        marker.fence = unfenced_record("User:mm2", ["orders", "primary.orders"], "unsupported",
+                                       "the cluster has no authorizer (SECURITY_DISABLED)")
     return {"marker": asdict(marker), "failover_time": "2026-11-23T08:00:00+00:00",
+            "open_risks": open_risks(marker),
             "unreplicated": [{"topic": "orders", "partition": 0, "source_end": 50,
                               "target_end": 41, "estimate": 9}],
             "source_bootstrap": "127.0.0.1:9092", "target_bootstrap": "127.0.0.1:9192",
@@ -98,6 +103,8 @@ def test_prefixed_failover_html_tells_consumers_to_read_both_topics() -> None:
     assert ("consumers read <code>primary.orders</code> and <code>orders</code>; "
             "producers write <code>orders</code>") in page
     assert "Stop it before anything else" in page
+    assert "<strong>NOT fenced</strong>: the cluster has no authorizer" in page
+    assert "Open risks" in page and "enable one (authorizer.class.name)" in page
     assert "stop-replication" in page and "translate-offsets" in page  # the steps
     assert "drctl failback --check-order" in page  # the next action
     assert "<title>Failover report" in page
