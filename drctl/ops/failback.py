@@ -112,7 +112,8 @@ def _marker_to_fail_back(ctx: OpsContext, incident: str | None) -> FailoverMarke
     return opened[-1]
 
 
-def preflight(ctx: OpsContext, marker: FailoverMarker, opts: FailbackOptions) -> None:
+def preflight(ctx: OpsContext, marker: FailoverMarker, opts: FailbackOptions,
+              notify: Notify = lambda _: None) -> None:
     config = ctx.config
     rep = config.require_replication()
     for name in (rep.target, rep.source):
@@ -123,18 +124,42 @@ def preflight(ctx: OpsContext, marker: FailoverMarker, opts: FailbackOptions) ->
             raise Unreachable(f"{exc.message} Failback needs both clusters.",
                               f"Bring '{name}' back first; the marker {marker.incident} waits.") \
                 from None
-    stopped = ctx.require_kind().forward_stopped(rep, frozenset(marker.stopped_connectors))
-    if stopped is False:
+    _forward_not_copying(ctx, marker, opts, notify)
+
+
+def _forward_not_copying(ctx: OpsContext, marker: FailoverMarker, opts: FailbackOptions,
+                         notify: Notify) -> None:
+    """Refuse while forward replication copies. A component that copies nothing but is not
+    confirmed stopped gets its stop again; if that does not confirm it, failback says what
+    is wrong and goes on (no task can copy), recording the state in the marker."""
+    rep = ctx.config.require_replication()
+    kind = ctx.require_kind()
+    forward = kind.forward_state(rep)
+    if forward.unconfirmed and not forward.copying and not opts.dry_run:
+        notify("Forward replication is not confirmed stopped "
+               f"({forward.describe(forward.unconfirmed)}); issuing the stop again")
+        forward = kind.restop_forward(rep, forward.unconfirmed)
+    if forward.copying:
         raise CheckFailed(
-            f"Forward replication {rep.source} -> {rep.target} is running again: it would copy "
-            "stale source data behind the post-failover writes.",
-            "Stop its connectors (drctl marked the stop as "
+            f"Forward replication {rep.source} -> {rep.target} is running again "
+            f"({forward.describe(forward.copying)}): it would copy stale source data behind "
+            "the post-failover writes.",
+            "Stop those connectors (drctl marked the stop as "
             f"'{marker.replication_stop}'), then run failback again.")
-    if stopped is None and marker.replication_stop == "pending":
+    if not forward.readable and marker.replication_stop == "pending":
         raise CheckFailed("Forward replication was never confirmed stopped (pending) and "
                           "Kafka Connect cannot be asked now.",
                           "Confirm the replicator is stopped, fix replication.connect, "
                           "and run again.")
+    if forward.unconfirmed:
+        again = ("although drctl issued its stop again" if forward.restopped
+                 else "(a dry run does not issue its stop again)")
+        notify(f"Warning: {forward.describe(forward.unconfirmed)} {again}: it copies nothing "
+               "now, but it is not confirmed stopped. "
+               f"{forward.unconfirmed_remedy}. Failback continues because no task can copy.")
+    if forward.restopped and not opts.dry_run:
+        marker.record("failback:preflight", {"forward": forward.as_dict()})
+        ctx.markers(rep.target).save(marker)
 
 
 def run_failback(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder, *,
@@ -151,7 +176,7 @@ def run_failback(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder, 
     result = FailbackResult(marker, resumed=any(k.startswith("failback:") for k in marker.steps),
                             dry_run=opts.dry_run)
     notify(f"Failback of incident {marker.incident}")
-    preflight(ctx, marker, opts)
+    preflight(ctx, marker, opts, notify)
     out_dir = config.state.dir / "failback"
 
     gap: GapOutcome | None = None
