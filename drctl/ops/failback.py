@@ -18,12 +18,13 @@ from drctl.errors import CheckFailed, Unreachable, UsageError
 from drctl.faults import crash_point
 from drctl.kafka.clients import describe_with_retry
 from drctl.ops.context import OpsContext
-from drctl.ops.fence import forward_stopped_behind_fence, lift_fence_after_stop
+from drctl.ops.fence import FENCED, lift_fence_after_stop, stop_behind_fence
 from drctl.ops.late_copies import check_late_copies
 from drctl.ops.reconcile import GapOutcome, ReconcileMode, reconcile
 from drctl.ops.reverse import copy_back, start_reverse_replication, wait_reverse_caught_up
 from drctl.ops.verify import reverse_source_start, verify_end_state
 from drctl.progress import Notify
+from drctl.replication.base import ForwardState
 from drctl.reports import write_report
 from drctl.state import FailoverMarker
 from drctl.translate.engine import TranslateRequest, translate_offsets
@@ -129,7 +130,8 @@ def _marker_to_fail_back(ctx: OpsContext, incident: str | None) -> FailoverMarke
     return opened[-1]
 
 
-def preflight(ctx: OpsContext, marker: FailoverMarker, opts: FailbackOptions) -> None:
+def preflight(ctx: OpsContext, marker: FailoverMarker, opts: FailbackOptions,
+              notify: Notify = lambda _: None) -> ForwardState:
     config = ctx.config
     rep = config.require_replication()
     for name in (rep.target, rep.source):
@@ -140,19 +142,51 @@ def preflight(ctx: OpsContext, marker: FailoverMarker, opts: FailbackOptions) ->
             raise Unreachable(f"{exc.message} Failback needs both clusters.",
                               f"Bring '{name}' back first; the marker {marker.incident} waits.") \
                 from None
-    # A replicator held by the fence is stopped here; one without a fence is the operator's.
-    stopped = forward_stopped_behind_fence(ctx, marker, dry_run=opts.dry_run)
-    if stopped is False:
+    return _forward_not_copying(ctx, marker, opts, notify)
+
+
+def _forward_not_copying(ctx: OpsContext, marker: FailoverMarker, opts: FailbackOptions,
+                         notify: Notify) -> ForwardState:
+    """Refuse while forward replication copies. A component that copies nothing but is not
+    confirmed stopped gets its stop again; if that does not confirm it, failback says what
+    is wrong and goes on (no task can copy), recording the state in the marker."""
+    rep = ctx.config.require_replication()
+    kind = ctx.require_kind()
+    forward = kind.forward_state(rep)
+    if forward.unconfirmed and not forward.copying and not opts.dry_run:
+        notify("Forward replication is not confirmed stopped "
+               f"({forward.describe(forward.unconfirmed)}); issuing the stop again")
+        forward = kind.restop_forward(rep, forward.unconfirmed)
+    if forward.copying and stop_behind_fence(ctx, marker, dry_run=opts.dry_run):
+        # Held by the fence, so nothing it sent landed; stopped now that Connect answers.
+        if opts.dry_run:
+            return forward  # a dry run assumes that stop
+        forward = kind.forward_state(rep)
+    if forward.copying:
         raise CheckFailed(
-            f"Forward replication {rep.source} -> {rep.target} is running again: it would copy "
-            "stale source data behind the post-failover writes.",
-            "Stop its connectors (drctl marked the stop as "
-            f"'{marker.replication_stop}'), then run failback again.")
-    if stopped is None and marker.replication_stop == "pending":
+            f"Forward replication {rep.source} -> {rep.target} is running again "
+            f"({forward.describe(forward.copying)}): it would copy stale source data behind "
+            "the post-failover writes.",
+            "Run `drctl failover` again: it stops those connectors and counts what they "
+            "copied after the failover point; then run failback.")
+    if not forward.readable and marker.replication_stop == "pending":
         raise CheckFailed("Forward replication was never confirmed stopped (pending) and "
                           "Kafka Connect cannot be asked now.",
                           "Confirm the replicator is stopped, fix replication.connect, "
                           "and run again.")
+    if forward.unconfirmed:
+        again = ("although drctl issued its stop again" if forward.restopped
+                 else "(a dry run does not issue its stop again)")
+        notify(f"Warning: {forward.describe(forward.unconfirmed)} {again}: it copies nothing "
+               "now, but it is not confirmed stopped. "
+               f"{forward.unconfirmed_remedy}. Failback continues because no task can copy.")
+    confirmed_now = forward.confirmed and marker.replication_stop == "pending"
+    if confirmed_now and not opts.dry_run:
+        marker.replication_stop = "stopped"  # Connect answers now and reports it stopped
+    if (forward.restopped or confirmed_now) and not opts.dry_run:
+        marker.record("failback:preflight", {"forward": forward.as_dict()})
+        ctx.markers(rep.target).save(marker)
+    return forward
 
 
 def run_failback(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder, *,
@@ -169,11 +203,15 @@ def run_failback(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder, 
     result = FailbackResult(marker, resumed=any(k.startswith("failback:") for k in marker.steps),
                             dry_run=opts.dry_run)
     notify(f"Failback of incident {marker.incident}")
-    preflight(ctx, marker, opts)
+    forward = preflight(ctx, marker, opts, notify)
     # Only now, with forward replication confirmed stopped, may the fence come off.
-    lifted = lift_fence_after_stop(ctx, marker, dry_run=opts.dry_run, notify=notify)
-    if lifted is not None:
-        result.plan.append(lifted)
+    if forward.unconfirmed and marker.fence.get("state") == FENCED:
+        notify(f"The replication fence stays: {forward.describe(forward.unconfirmed)} is not "
+               "confirmed stopped. Run failback again once it is (restart the Connect worker).")
+    else:
+        lifted = lift_fence_after_stop(ctx, marker, dry_run=opts.dry_run, notify=notify)
+        if lifted is not None:
+            result.plan.append(lifted)
     out_dir = config.state.dir / "failback"
     if marker.stop_unconfirmed and not marker.done("failback:reconcile") and not opts.dry_run:
         # The stop is confirmed now (preflight): nothing more can come through.

@@ -259,6 +259,10 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *, notify: Notify = lam
                                                "detail": outcome.detail})
             store.save(marker)
             crash_point("stop-replication")
+    elif marker.replication_stop == "stopped" and marker.stopped_connectors:
+        reissued = _stop_still_holds(ctx, marker, opts.dry_run, notify)
+        if reissued:
+            plan.append({"step": "stop-replication", "reissue": reissued})
 
     # 2b. Fence what the stop could not confirm, before the failover point is taken.
     if opts.dry_run:
@@ -323,6 +327,40 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *, notify: Notify = lam
         marker.record("failover", {"planned": opts.planned})
         store.save(marker)
     return result
+
+
+def _stop_still_holds(ctx: OpsContext, marker: FailoverMarker, dry_run: bool,
+                      notify: Notify) -> list[str]:
+    """A stop recorded as done can come undone (a restart of the Kafka cluster holding the
+    Connect worker's topics leaves connectors UNASSIGNED; a restored worker runs them): read
+    the connectors again and re-issue the stop where it no longer holds. Returns those."""
+    rep = ctx.config.require_replication()
+    kind = ctx.require_kind()
+    found = kind.forward_state(rep)
+    loose = [*found.copying, *found.unconfirmed]
+    if not found.readable or not loose:
+        return []
+    if dry_run:
+        notify(f"The recorded stop no longer holds ({found.describe(loose)}); a run would "
+               "issue it again")
+        return loose
+    notify(f"The recorded stop no longer holds ({found.describe(loose)}); issuing it again")
+    if found.copying:
+        notify(f"Warning: {found.describe(found.copying)}: it may have copied source records "
+               "into the target after the failover point.")
+    now = kind.restop_forward(rep, loose)
+    if now.copying:
+        raise CheckFailed(f"Replication did not stop again: {now.describe(now.copying)}.",
+                          "Check the Connect worker's log, stop the connectors, and run "
+                          "failover again.")
+    if now.unconfirmed:
+        notify(f"Warning: {now.describe(now.unconfirmed)} after the stop was issued again: it "
+               f"copies nothing now, but it is not confirmed stopped. {now.unconfirmed_remedy}.")
+    marker.record("stop-replication", {**marker.steps["stop-replication"].result,
+                                       "reissued": {"found": found.components,
+                                                    "now": now.as_dict()}})
+    ctx.markers(rep.target).save(marker)
+    return loose
 
 
 def estimate_unreplicated(config: Config, marker: FailoverMarker) -> list[dict[str, Any]] | None:

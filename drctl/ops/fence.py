@@ -104,28 +104,23 @@ def fence_unconfirmed_stop(ctx: OpsContext, marker: FailoverMarker, topics: dict
     marker.fence = fence_record(result, names, marker.fence)
 
 
-def forward_stopped_behind_fence(ctx: OpsContext, marker: FailoverMarker, *,
-                                 dry_run: bool) -> bool | None:
-    """Failback's preflight answer to "is forward replication stopped?".
-
-    A replicator held by the fence that Connect reports running (its tasks failed on
-    authorization) is stopped here through Connect, which answers now, and the stop recorded;
-    a dry run assumes that stop. Without a fence a running replicator may have copied
-    already: that stays the operator's call (the preflight refuses)."""
-    rep = ctx.config.require_replication()
-    kind = ctx.require_kind()
-    stopped = kind.forward_stopped(rep, frozenset(marker.stopped_connectors))
-    if stopped is not False or marker.fence.get("state") != FENCED:
-        return stopped
+def stop_behind_fence(ctx: OpsContext, marker: FailoverMarker, *, dry_run: bool) -> bool:
+    """Failback's preflight, for a replicator that Connect reports running: when the fence
+    holds it (its writes fail on authorization) it is stopped here through Connect, which
+    answers now, and the stop recorded; a dry run assumes that stop. Without a fence a running
+    replicator may have copied already: that stays the operator's call (False)."""
+    if marker.fence.get("state") != FENCED:
+        return False
     if dry_run:
         return True
-    outcome = kind.stop_forward(rep)
+    rep = ctx.config.require_replication()
+    outcome = ctx.require_kind().stop_forward(rep)
     marker.replication_stop = outcome.state
     marker.stopped_connectors = outcome.connectors
     marker.record("failback:stop-replication", {"state": outcome.state,
                                                 "detail": outcome.detail})
     ctx.markers(rep.target).save(marker)
-    return True if outcome.state == "stopped" else None
+    return outcome.state == "stopped"
 
 
 def lift_fence_after_stop(ctx: OpsContext, marker: FailoverMarker, *, dry_run: bool,

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import importlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar
@@ -28,6 +28,33 @@ class StopOutcome:
     state: str  # stopped | pending | manual
     connectors: list[str]
     detail: str
+
+
+@dataclass(frozen=True)
+class ForwardState:
+    """Forward replication as its components report it now, in three precise groups."""
+
+    readable: bool  # False: nothing configured to ask, or it does not answer
+    components: dict[str, str] = field(default_factory=dict)  # name -> its state, in words
+    copying: tuple[str, ...] = ()  # a task runs: records flow into the target
+    # No task runs, so nothing is copied now, but the component is not confirmed stopped
+    # (e.g. a connector UNASSIGNED with no tasks after the worker's Kafka restarted).
+    unconfirmed: tuple[str, ...] = ()
+    restopped: tuple[str, ...] = ()  # components whose stop drctl re-issued for this reading
+    # Why a component can be left unconfirmed, and what clears it (the kind knows).
+    unconfirmed_remedy: str = ""
+
+    @property
+    def confirmed(self) -> bool:
+        return self.readable and not self.copying and not self.unconfirmed
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"components": self.components, "copying": list(self.copying),
+                "unconfirmed": list(self.unconfirmed), "restopped": list(self.restopped)}
+
+    def describe(self, names: Sequence[str]) -> str:
+        """e.g. 'mm2-source is UNASSIGNED with no tasks, mm2-checkpoint is STOPPED'."""
+        return ", ".join(f"{n} is {self.components.get(n, 'unknown')}" for n in names)
 
 
 @dataclass(frozen=True)
@@ -59,9 +86,14 @@ class ReplicationKind(ABC):
         """Stop replication source -> target and wait until it has stopped."""
 
     @abstractmethod
-    def forward_stopped(self, rep: ReplicationSettings,
-                        stopped_by_drctl: frozenset[str] = frozenset()) -> bool | None:
-        """True when forward replication is stopped; None when it cannot be told."""
+    def forward_state(self, rep: ReplicationSettings) -> ForwardState:
+        """What forward replication does now; unreadable when it cannot be told."""
+
+    @abstractmethod
+    def restop_forward(self, rep: ReplicationSettings, names: Sequence[str],
+                       deadline_s: float = 10.0) -> ForwardState:
+        """Issue the stop of `names` again (idempotent), wait up to `deadline_s` for it to be
+        confirmed, and read the state again."""
 
     @abstractmethod
     def component_states(self, rep: ReplicationSettings) -> dict[str, str]:

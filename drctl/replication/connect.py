@@ -5,11 +5,93 @@ from __future__ import annotations
 
 import time
 from abc import ABC
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
 
 from drctl.config import ReplicationSettings
 from drctl.errors import Aborted, DrctlError, Unreachable
 from drctl.kafka.connect_rest import ConnectClient, ConnectError, ConnectorMissing
-from drctl.replication.base import Confirm, ReplicationKind, StopOutcome
+from drctl.replication.base import Confirm, ForwardState, ReplicationKind, StopOutcome
+
+# Task states in which a task copies now or is about to.
+_ACTIVE_TASK_STATES = frozenset({"RUNNING", "RESTARTING"})
+
+
+class ConnectorActivity(StrEnum):
+    """What a connector does, read from `GET /connectors/<name>/status`."""
+
+    STOPPED = "stopped"  # target state STOPPED, confirmed: Kafka Connect 3.5+ shows no tasks
+    PAUSED = "paused"
+    COPYING = "copying"  # a task runs (or restarts): records flow
+    # No task runs, yet Connect does not confirm a stop: RUNNING or UNASSIGNED with no tasks,
+    # or with every task UNASSIGNED, PAUSED or FAILED. It copies nothing now.
+    IDLE = "idle"
+    MISSING = "missing"  # no such connector: nothing to copy with
+
+
+@dataclass(frozen=True)
+class ConnectorReading:
+    name: str
+    state: str  # the connector's state as Connect reports it; MISSING when there is none
+    tasks: tuple[str, ...]
+
+    @classmethod
+    def from_status(cls, name: str, status: Mapping[str, Any]) -> ConnectorReading:
+        """From the JSON of `GET /connectors/<name>/status`."""
+        return cls(name, str(status["connector"]["state"]),
+                   tuple(str(t["state"]) for t in status.get("tasks") or []))
+
+    @classmethod
+    def read(cls, client: ConnectClient, name: str) -> ConnectorReading:
+        try:
+            return cls.from_status(name, client.status(name))
+        except ConnectorMissing:
+            return cls(name, "MISSING", ())
+
+    @property
+    def activity(self) -> ConnectorActivity:
+        if self.state == "MISSING":
+            return ConnectorActivity.MISSING
+        if any(t in _ACTIVE_TASK_STATES for t in self.tasks):
+            return ConnectorActivity.COPYING
+        if self.state == "STOPPED":
+            return ConnectorActivity.STOPPED
+        if self.state == "PAUSED":
+            return ConnectorActivity.PAUSED
+        return ConnectorActivity.IDLE
+
+    @property
+    def confirmed_stopped(self) -> bool:
+        return self.activity in (ConnectorActivity.STOPPED, ConnectorActivity.PAUSED,
+                                 ConnectorActivity.MISSING)
+
+    def describe(self) -> str:
+        """e.g. 'UNASSIGNED with no tasks', 'RUNNING with tasks RUNNING, FAILED'."""
+        if self.state in ("MISSING", "STOPPED"):
+            return self.state
+        if not self.tasks:
+            return f"{self.state} with no tasks"
+        return f"{self.state} with tasks {', '.join(self.tasks)}"
+
+
+def forward_state_of(readings: Sequence[ConnectorReading],
+                     restopped: Sequence[str] = ()) -> ForwardState:
+    by_activity = {a: tuple(r.name for r in readings if r.activity is a)
+                   for a in ConnectorActivity}
+    return ForwardState(True, {r.name: r.describe() for r in readings},
+                        copying=by_activity[ConnectorActivity.COPYING],
+                        unconfirmed=by_activity[ConnectorActivity.IDLE],
+                        restopped=tuple(restopped), unconfirmed_remedy=_STRANDED)
+
+
+# Measured on Kafka Connect 4.x: when the Kafka cluster holding the worker's internal topics
+# restarts, connectors whose target state is STOPPED come back UNASSIGNED with no tasks and
+# stay so; another PUT …/stop changes nothing, a restart of the worker clears it.
+_STRANDED = ("Kafka Connect shows this after a restart of the Kafka cluster that holds its "
+             "worker's internal topics, and another stop does not change it; restart the "
+             "Connect worker to clear it (it comes back with the connectors STOPPED)")
 
 
 def connect_client(rep: ReplicationSettings) -> ConnectClient | None:
@@ -58,53 +140,67 @@ class ConnectControlled(ReplicationKind, ABC):
                                f"Kafka Connect at {rep.connect.url} is unreachable")
         for name in rep.connect.connectors:
             try:
-                client.stop(name)
+                _stop_or_pause(client, name)
             except ConnectorMissing as exc:
                 raise DrctlError(f"Connector '{name}' does not exist on {rep.connect.url}.",
                                  "Fix replication.connect in the config.") from exc
-            except ConnectError as exc:
-                if exc.status not in (404, 405):
-                    raise
-                client.pause(name)  # Connect before 3.5 has no stop
         end = time.monotonic() + deadline_s
         while True:
-            states = {n: client.connector_state(n) for n in rep.connect.connectors}
+            readings = [ConnectorReading.read(client, n) for n in rep.connect.connectors]
             # Connect accepted the stop and tore the tasks down, which is what stops the
             # copying. A connector whose source is unreachable can hang in its own stop() and
             # keep reporting RUNNING with no tasks; its target state is STOPPED all the same.
-            if all((s in ("STOPPED", "PAUSED") or not tasks)
-                   and all(t in ("PAUSED", "STOPPED") for t in tasks)
-                   for s, tasks in states.values()):
-                return StopOutcome("stopped", list(rep.connect.connectors),
-                                   ", ".join(f"{n}: {s}" for n, (s, _) in states.items()))
+            detail = ", ".join(f"{r.name}: {r.describe()}" for r in readings)
+            if all(r.confirmed_stopped or (r.activity is ConnectorActivity.IDLE and not r.tasks)
+                   for r in readings):
+                return StopOutcome("stopped", list(rep.connect.connectors), detail)
             if time.monotonic() > end:
-                raise DrctlError("Connectors did not stop in time: "
-                                 + ", ".join(f"{n}: {s}" for n, (s, _) in states.items()),
+                raise DrctlError(f"Connectors did not stop in time: {detail}",
                                  "Check the Connect worker's log.")
             time.sleep(0.5)
 
-    def forward_stopped(self, rep: ReplicationSettings,
-                        stopped_by_drctl: frozenset[str] = frozenset()) -> bool | None:
-        """True when every connector is stopped/paused; None when it cannot be told.
-
-        A connector drctl stopped that still reports RUNNING without tasks is stopped: its
-        target state is STOPPED and its tasks are gone (see `stop_forward`)."""
+    def forward_state(self, rep: ReplicationSettings) -> ForwardState:
         client = connect_client(rep)
         if client is None or not rep.connect.connectors:
-            return None
-        for name in rep.connect.connectors:
-            try:
-                state, tasks = client.connector_state(name)
-            except ConnectorMissing:
-                continue
-            except Unreachable:
-                return None
-            if state in ("STOPPED", "PAUSED"):
-                continue
-            if state == "RUNNING" and not tasks and name in stopped_by_drctl:
-                continue
-            return False
-        return True
+            return ForwardState(False)
+        try:
+            return forward_state_of([ConnectorReading.read(client, n)
+                                     for n in rep.connect.connectors])
+        except Unreachable:
+            return ForwardState(False)
+
+    def restop_forward(self, rep: ReplicationSettings, names: Sequence[str],
+                       deadline_s: float = 10.0) -> ForwardState:
+        client = connect_client(rep)
+        if client is None or not names:
+            return self.forward_state(rep)
+        try:
+            for name in names:
+                try:
+                    _stop_or_pause(client, name)
+                except ConnectorMissing:
+                    continue  # nothing left to copy with
+            # A connector stranded UNASSIGNED keeps that state whatever it is asked, so the
+            # wait ends at the deadline; one that can stop does so within seconds.
+            end = time.monotonic() + deadline_s
+            while True:
+                readings = [ConnectorReading.read(client, n) for n in rep.connect.connectors]
+                done = all(r.confirmed_stopped for r in readings if r.name in names)
+                if done or time.monotonic() > end:
+                    return forward_state_of(readings, names)
+                time.sleep(0.5)
+        except Unreachable:
+            return ForwardState(False, restopped=tuple(names))
+
+
+def _stop_or_pause(client: ConnectClient, name: str) -> None:
+    """PUT …/stop, idempotent; ConnectorMissing when there is no such connector."""
+    try:
+        client.stop(name)
+    except ConnectError as exc:
+        if exc.status != 405:  # 404 is ConnectorMissing
+            raise
+        client.pause(name)  # Connect before 3.5 has no stop
 
 
 def wait_connector_state(client: ConnectClient, name: str, want: str,

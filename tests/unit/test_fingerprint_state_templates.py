@@ -154,7 +154,8 @@ def test_reports_name_late_copies_and_the_end_state() -> None:
     marker = FailoverMarker.new("primary", "secondary", "mirrormaker2", planned=False)
     marker.late_copies = found.as_dict()
     ctx = {"marker": asdict(marker), "failover_time": "now", "unreplicated": None,
-           "source_bootstrap": "a:1", "target_bootstrap": "b:1", "failover_topics": {}}
+           "source_bootstrap": "a:1", "target_bootstrap": "b:1", "failover_topics": {},
+           "open_risks": []}
     md = render("failover-report.md.j2", **ctx)
     assert "| orders | 0 | 9 | 4 | 3 |" in md and "acct-1" in md
     marker.late_copies = {"total": None, "notes": ["Not checked: 'primary' is unreachable."]}
