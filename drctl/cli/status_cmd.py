@@ -46,6 +46,8 @@ def status_command(
                      m["replication_stop"], _fence_cell(m["fence"]), ", ".join(m["steps"])]
                     for m in st["open_failovers"]])
         for m in st["open_failovers"]:
+            if m.get("late_copies"):
+                term.info(f"{m['incident']}: late copies — {m['late_copies']}")
             if m["fence"].get("state") == "fenced":
                 term.info(f"{m['incident']}: fenced for {m['fence']['principal']} on "
                           + ", ".join(m["fence"]["topics"]))

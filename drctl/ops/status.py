@@ -13,7 +13,22 @@ from drctl.kafka.clients import describe_with_retry
 from drctl.kafka.groups import group_states, list_groups
 from drctl.ops.context import OpsContext
 from drctl.ops.fence import open_risks
-from drctl.state import marker_store
+from drctl.state import FailoverMarker, marker_store
+
+
+def _late_copies_line(m: FailoverMarker) -> str | None:
+    """What the replicator copied after F, when the incident had an unconfirmed stop."""
+    if not m.stop_unconfirmed:
+        return None
+    late = m.late_copies
+    if not late:
+        return ("not counted yet: the stop was pending; `drctl failover` (re-run) or "
+                "failback counts them once it is confirmed")
+    if late.get("total") is None:
+        return "not counted: " + " ".join(late.get("notes", []))
+    stale = late.get("stale_keys") or []
+    return (f"{late['total']} record(s) copied after the failover point"
+            + (f"; {len(stale)} key(s) got an old value after a new one" if stale else ""))
 
 
 def pending_stop_warnings(config: Config) -> list[str]:
@@ -79,6 +94,7 @@ def collect_status(ctx: OpsContext, deadline_s: float = 5.0) -> dict[str, Any]:
             markers.append({"incident": m.incident, "source": m.source, "target": m.target,
                             "created_at": m.created_at, "replication_stop": m.replication_stop,
                             "fence": m.fence, "open_risks": open_risks(m),
+                            "late_copies": _late_copies_line(m),
                             "steps": list(m.steps)})
     groups: dict[str, dict[str, Any]] = {}
     for name, cluster in clusters.items():

@@ -210,3 +210,18 @@ def test_status_verdict_is_not_green_when_it_sees_nothing_or_an_open_failover(
     verdict, why = status_verdict(status)
     assert verdict == exit_status
     assert (why is None) if says is None else (why is not None and why.startswith(says))
+
+
+def test_status_says_what_came_through_a_pending_stop() -> None:
+    from drctl.ops.status import _late_copies_line
+    from drctl.state import FailoverMarker
+
+    m = FailoverMarker.new("primary", "secondary", "mirrormaker2", planned=False)
+    assert _late_copies_line(m) is None  # the stop was confirmed at failover
+    m.stop_unconfirmed = True
+    assert "not counted yet" in (_late_copies_line(m) or "")
+    m.late_copies = {"total": 5, "stale_keys": ["a", "b"]}
+    assert _late_copies_line(m) == ("5 record(s) copied after the failover point; 2 key(s) "
+                                    "got an old value after a new one")
+    m.late_copies = {"total": None, "notes": ["Not checked: 'primary' is unreachable."]}
+    assert _late_copies_line(m) == "not counted: Not checked: 'primary' is unreachable."
