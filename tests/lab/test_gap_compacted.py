@@ -94,11 +94,12 @@ def test_compacted_copy_reports_only_records_never_copied(lab: RunningLab, ns: s
 
         f_point = ends(lab.secondary, mirror)
         target_end = json.dumps({topic: {str(p): o for p, o in f_point.items()}})
-        for check_order in (False, True):
-            out = tmp_path / f"gap-{check_order}"
+        for scope, check_order in (("tail", False), ("full", False), ("tail", True)):
+            out = tmp_path / f"gap-{scope}-{check_order}"
             code, stdout, stderr = gap_cli(lab, [
                 "--topic", topic, "--target-end", target_end, "--out", str(out),
-                "--master", "local[2]", *(["--check-order"] if check_order else [])])
+                "--scope", scope, "--master", "local[2]",
+                *(["--check-order"] if check_order else [])])
             assert code == 0, stderr
             data = json.loads(stdout)
             result = GapResult.load(out)
