@@ -22,7 +22,7 @@ from drctl.kafka.groups import group_states, list_groups
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.topics import is_internal_topic, wait_for_leaders
 from drctl.ops.context import OpsContext
-from drctl.ops.fence import fence_topics, fence_unconfirmed_stop, open_risks
+from drctl.ops.fence import FENCED, UNFENCED, fence_topics, fence_unconfirmed_stop, open_risks
 from drctl.ops.late_copies import check_late_copies
 from drctl.progress import Notify
 from drctl.replication.base import Confirm
@@ -272,8 +272,9 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *, notify: Notify = lam
                          "principal": rep.principal, "topics": fence_topics(rep, topics)})
     else:
         fence_unconfirmed_stop(ctx, marker, topics, notify)
-        marker.record("fence-replication", marker.fence)
-        store.save(marker)
+        if marker.fence.get("state") in (FENCED, UNFENCED):  # a fence was needed
+            marker.record("fence-replication", marker.fence)
+            store.save(marker)
 
     # 3. The failover point.
     if not marker.done("failover-point"):
@@ -348,6 +349,7 @@ def _stop_still_holds(ctx: OpsContext, marker: FailoverMarker, dry_run: bool,
     if found.copying:
         notify(f"Warning: {found.describe(found.copying)}: it may have copied source records "
                "into the target after the failover point.")
+        marker.stop_unconfirmed = True  # count its late copies once the stop holds again
     now = kind.restop_forward(rep, loose)
     if now.copying:
         raise CheckFailed(f"Replication did not stop again: {now.describe(now.copying)}.",
