@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import TopicPartition
@@ -13,8 +14,9 @@ from drctl.kafka.offsets import watermarks
 from drctl.kafka.topics import is_internal_topic, list_topic_partitions
 
 
-def mm2_replication_lag(source: ClusterClients, connect: ConnectClient,
-                        connector: str) -> list[dict[str, Any]]:
+def mm2_replication_lag(source: ClusterClients, connect: ConnectClient, connector: str,
+                        replicated: Callable[[str], bool] = lambda _: True
+                        ) -> list[dict[str, Any]]:
     """Per source topic: offsets behind = source end - (last replicated upstream offset + 1).
 
     Connect stores the last replicated offset every `offset.flush.interval.ms`, and
@@ -28,8 +30,9 @@ def mm2_replication_lag(source: ClusterClients, connect: ConnectClient,
             stored[(part["topic"], int(part["partition"]))] = int(off["offset"])
     consumer = source.consumer()
     try:
+        # Topics the connector never copies are never "behind".
         partitions = [tp for tp in list_topic_partitions(consumer)
-                      if not is_internal_topic(tp.topic)]
+                      if not is_internal_topic(tp.topic) and replicated(tp.topic)]
     finally:
         consumer.close()
     # The high watermark (not the last stable offset): lag counts every offset written.

@@ -5,6 +5,7 @@ Used by the lab for the forward flow and by failback for the reverse flow.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -29,6 +30,11 @@ class MirrorFlow:
     # Java client properties (security) for each side, e.g. security.protocol, sasl.*.
     source_client: Mapping[str, str] = field(default_factory=dict)
     target_client: Mapping[str, str] = field(default_factory=dict)
+
+    def replicates(self, topic: str) -> bool:
+        """Whether the source connector copies `topic` (its `topics` and `topics.exclude`)."""
+        return (any(re.fullmatch(p, topic) for p in self.topics.split(","))
+                and not any(re.fullmatch(p, topic) for p in TOPICS_EXCLUDE.split(",")))
 
     def connector_names(self) -> dict[str, str]:
         prefix = f"mm2-{self.source_alias}-{self.target_alias}"

@@ -522,7 +522,8 @@ class Lab:
                 connectors.append({"name": name, "state": cstate, "tasks": tasks})
             if self.process("primary").is_running():
                 source = self.clients(state, "primary")
-                lag = mm2_replication_lag(source, client, flow.connector_names()["source"])
+                lag = mm2_replication_lag(source, client, flow.connector_names()["source"],
+                                          flow.replicates)
         return {
             "dir": str(self.dir),
             "kafka_version": state.kafka_version,

@@ -40,7 +40,8 @@ class MirrorMaker2(ConnectControlled):
         client = connect_client(rep)
         if client is None or not rep.connect.source_connector:
             return None
-        return mm2_replication_lag(source, client, rep.connect.source_connector)
+        return mm2_replication_lag(source, client, rep.connect.source_connector,
+                                   rep.topics.matches)
 
     def start_reverse(self, config: Config, request: ReverseRequest,
                       notify: Notify) -> dict[str, Any]:

@@ -218,3 +218,14 @@ def test_reverse_mirrormaker_flow_logs_in_like_the_forward_one() -> None:
     assert cfg["target.cluster.sasl.jaas.config"] == jaas  # a reference, never the password
     assert cfg["producer.override.security.protocol"] == "SASL_PLAINTEXT"
     assert forward_client_settings(cast(Any, _ForwardConnect(None)), rep) == ({}, {})
+
+
+def test_mm2_flow_knows_which_topics_it_copies() -> None:
+    from drctl.kafka.mm2_connectors import MirrorFlow
+
+    flow = MirrorFlow("primary", "secondary", "a:1", "b:1")
+    assert flow.replicates("orders") and flow.replicates("t1-acct")
+    for never in ("t1-scope.replica", "__consumer_offsets", "_drctl_state", "connect-offsets",
+                  "orders.drctl-quarantine", "mm2-offsets.primary.internal"):
+        assert not flow.replicates(never), never
+    assert not MirrorFlow("primary", "secondary", "a:1", "b:1", topics="orders").replicates("x")
