@@ -21,6 +21,7 @@ from confluent_kafka import TopicPartition
 from drctl.kafka.records import Record, read_all
 from drctl.lab.workload import commit_offsets, create_topics
 from tests.conftest import RunningLab
+from tests.lab.test_failback import restore
 from tests.lab.test_failover import run_json, scoped_config
 from tests.lab.test_translate import wait_replicated
 
@@ -31,15 +32,7 @@ PARTS = 3
 @pytest.fixture
 def restored(any_lab: RunningLab) -> Iterator[RunningLab]:
     yield any_lab
-    lab = any_lab
-    for part in ("primary", "connect"):
-        if not lab.lab.process(part).is_running():
-            lab.lab.heal("replication" if part == "connect" else part)
-    client = lab.lab.connect_client(lab.state)
-    for name in client.connectors():
-        if name.startswith("mm2-secondary-primary"):
-            client.delete(name)
-    lab.lab.up(ports=lab.state.ports, names_kept=lab.names_kept)
+    restore(any_lab)
 
 
 def send(clients: object, topic: str, records: list[tuple[int, bytes, bytes]]) -> None:

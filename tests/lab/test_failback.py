@@ -31,6 +31,12 @@ PARTITIONS = 3
 @pytest.fixture
 def restore_lab(lab: RunningLab) -> Iterator[None]:
     yield
+    restore(lab)
+
+
+def restore(lab: RunningLab) -> None:
+    """The shared lab as the next test expects it: every process up, this test's reverse
+    flow gone, forward replication running."""
     for part in ("primary", "connect"):
         if not lab.lab.process(part).is_running():
             lab.lab.heal("replication" if part == "connect" else part)
