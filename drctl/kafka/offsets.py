@@ -13,6 +13,17 @@ from drctl.kafka.topics import TP
 from drctl.retry import RetriesExhausted, RetryPolicy, retry_call
 
 
+def offset_runs(offsets: Iterable[int]) -> list[list[int]]:
+    """Offsets as sorted [start, end) runs: how markers and reports keep offset sets small."""
+    runs: list[list[int]] = []
+    for o in sorted(set(offsets)):
+        if runs and runs[-1][1] == o:
+            runs[-1][1] = o + 1
+        else:
+            runs.append([o, o + 1])
+    return runs
+
+
 def list_offsets(admin: AdminClient, specs: Mapping[TP, OffsetSpec], *,
                  read_committed: bool = True, timeout_s: float = 60.0) -> dict[TP, int]:
     """ListOffsets for many partitions in one request (per broker)."""

@@ -20,7 +20,7 @@ consumers read a stale value after a new one — those keys are named.
 from __future__ import annotations
 
 import time
-from collections import defaultdict, deque
+from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -28,7 +28,7 @@ from typing import Any
 from drctl.config import Config
 from drctl.gap.alignment import DEFAULT_MARGIN, prove_tails
 from drctl.kafka.clients import ClusterClients
-from drctl.kafka.offsets import watermarks
+from drctl.kafka.offsets import offset_runs, watermarks
 from drctl.kafka.records import Record, read_ranges
 from drctl.kafka.topics import TP
 from drctl.ops.context import OpsContext
@@ -169,7 +169,7 @@ def find_late_copies(config: Config, kind: ReplicationKind, marker: FailoverMark
             elif rec.key is not None:
                 newest_write[rec.key] = rec.offset
         part.late = len(late)
-        part.runs = _runs(late)
+        part.runs = offset_runs(late)
         part.stale_keys = sorted(set(part.stale_keys))
     return found
 
@@ -199,16 +199,6 @@ def _read(clients: ClusterClients, ranges: Mapping[TP, tuple[int, int]]) -> Iter
         yield from read_ranges(consumer, todo)
     finally:
         consumer.close()
-
-
-def _runs(offsets: Iterable[int]) -> list[list[int]]:
-    runs: deque[list[int]] = deque()
-    for o in sorted(offsets):
-        if runs and runs[-1][1] == o:
-            runs[-1][1] = o + 1
-        else:
-            runs.append([o, o + 1])
-    return list(runs)
 
 
 def _show_key(key: bytes) -> str:

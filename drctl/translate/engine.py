@@ -20,6 +20,7 @@ from drctl.kafka.checkpoints import read_checkpoints
 from drctl.kafka.clients import ClusterClients, describe_with_retry
 from drctl.kafka.groups import alter_offsets_many, committed_offsets, group_states, list_groups
 from drctl.kafka.offsets import watermarks
+from drctl.kafka.records import Record
 from drctl.kafka.topics import TP, is_internal_topic
 from drctl.progress import Notify
 from drctl.replication.base import kind_for
@@ -47,6 +48,9 @@ class TranslateRequest:
     allow_rewind: bool = False
     max_scan: int = 100_000
     source_deadline_s: float | None = 30.0  # how long to retry an unreachable source
+    # Records carrying this header were written by drctl itself (reconciled gap copies): a
+    # group that read one read no replicated record there, so it never anchors a position.
+    own_copy_header: str | None = None
 
 
 def _topic_mapper(config: Config, source: str, target: str) -> Callable[[str], str | None]:
@@ -150,7 +154,7 @@ def translate_offsets(config: Config, req: TranslateRequest,
         _by_checkpoint(todo, checkpoints or {}, dst_marks)
     else:
         _by_exact(src, dst, todo, dst_marks, timestamp_only=method == "timestamp",
-                  max_scan=req.max_scan)
+                  max_scan=req.max_scan, own_copy_header=req.own_copy_header)
     if source_up and method == "checkpoint":
         # Measure the re-delivery the checkpoints cause against the exact answer.
         exact = [PartitionResult(p.group, p.topic, p.partition, p.target_topic,
@@ -165,7 +169,7 @@ def translate_offsets(config: Config, req: TranslateRequest,
 
     _rewind_rule(report, req.allow_rewind)
     if req.apply:
-        _apply(dst_admin, report)
+        apply_positions(dst_admin, report)
     return report
 
 
@@ -231,7 +235,7 @@ def _by_checkpoint(todo: list[PartitionResult], checkpoints: dict,
 
 def _by_exact(src: ClusterClients, dst: ClusterClients, todo: list[PartitionResult],
               dst_marks: dict[TP, tuple[int, int]], *, timestamp_only: bool,
-              max_scan: int) -> None:
+              max_scan: int, own_copy_header: str | None = None) -> None:
     if not todo:
         return
     src_admin, dst_admin = src.admin(), dst.admin()
@@ -246,7 +250,12 @@ def _by_exact(src: ClusterClients, dst: ClusterClients, todo: list[PartitionResu
     # Many positions on one partition: read it whole once on each side.
     a.load_busy_partitions(Counter((t, q) for t, q, _ in keys))
     b.load_busy_partitions(Counter((target_of[(t, q)], q) for t, q, _ in keys))
-    around = dict(zip(keys, last_records(a, [((t, q), o) for t, q, o in keys]), strict=True))
+    def own_copy(rec: Record) -> bool:
+        return any(k == own_copy_header for k, _ in rec.headers)
+
+    around = dict(zip(keys, last_records(a, [((t, q), o) for t, q, o in keys],
+                                         skip=own_copy if own_copy_header else None),
+                      strict=True))
     queries, query_keys = [], []
     for key in keys:
         last, _ = around[key]
@@ -293,6 +302,7 @@ def _by_exact(src: ClusterClients, dst: ClusterClients, todo: list[PartitionResu
             continue
         p.target_offset = exact_offset
         p.confidence = "exact"
+        p.proof = {"last_read": last.offset, "copy": m.offset}
         if key in duplicates:
             p.confidence = "unverified"
             p.note = ("the target's next record is a copy of a record the group already "
@@ -353,9 +363,14 @@ def _rewind_rule(report: TranslationReport, allow_rewind: bool) -> None:
             p.confidence = "kept"
 
 
-def _apply(admin: AdminClient, report: TranslationReport) -> None:
+def apply_positions(admin: AdminClient, report: TranslationReport,
+                    skip_groups: frozenset[str] = frozenset()) -> None:
+    """Commit the report's positions: one atomic commit per group, never to a group with
+    active members on the target, never a `kept` position; `skip_groups` are left alone."""
     commits: dict[str, dict[TP, int]] = {}
     for g in report.groups:
+        if g.group in skip_groups:
+            continue
         if g.active:
             g.skipped = f"group is active on {report.target} ({g.state}); stop its consumers"
             continue

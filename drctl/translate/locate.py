@@ -11,7 +11,7 @@ duplicate; non-monotonic timestamps only lengthen the scan. The scan is bounded 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from confluent_kafka.admin import AdminClient, OffsetSpec
@@ -206,10 +206,13 @@ def match_records(a: Side, b: Side, queries: Sequence[MatchQuery], *,
     return results
 
 
-def last_records(side: Side, positions: Sequence[tuple[TP, int]],
-                 window: int = 64) -> list[tuple[Record | None, Record | None]]:
+def last_records(side: Side, positions: Sequence[tuple[TP, int]], window: int = 64,
+                 skip: Callable[[Record], bool] | None = None,
+                 ) -> list[tuple[Record | None, Record | None]]:
     """For each (partition, offset): the last visible record before it and the first at or
-    after it. Windows widen until found or the partition's bounds are reached."""
+    after it. Windows widen until found or the partition's bounds are reached. Records for
+    which `skip` holds (copies drctl made itself, which replicate nothing) are stepped over
+    when looking back."""
     out: list[tuple[Record | None, Record | None]] = [(None, None)] * len(positions)
     pending = {i: (window, 8) for i in range(len(positions))}
     while pending:
@@ -224,7 +227,7 @@ def last_records(side: Side, positions: Sequence[tuple[TP, int]],
             tp, off = positions[i]
             low, end = side.marks[tp]
             back, fwd = pending.pop(i)
-            before = [r for r in recs if r.offset < off]
+            before = [r for r in recs if r.offset < off and not (skip and skip(r))]
             after = [r for r in recs if r.offset >= off]
             last = before[-1] if before else out[i][0]
             nxt = after[0] if after else out[i][1]

@@ -12,7 +12,8 @@ JSON schema (stable; fields are only ever added):
           "source_offset": int, "method": str, "target_offset": int | null,
           "current_target_offset": int | null, "confidence": str,
           "redelivered": int | null, "missing": int | null,
-          "applied": bool, "note": str | null
+          "applied": bool, "note": str | null,
+          "proof": {"last_read": int, "copy": int} | null
         }]
       }],
       "summary": {"groups": int, "applied": int, "skipped": int, "partitions": int,
@@ -57,6 +58,9 @@ class PartitionResult:
     current_target_offset: int | None = None
     applied: bool = False
     note: str | None = None
+    # Exact matches: the last record the group read (offset on the cluster it leaves) and
+    # that record's copy (offset on the cluster it moves to).
+    proof: dict[str, int] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
