@@ -10,11 +10,13 @@ import typer
 from drctl.cli.confirm import confirm_or_abort
 from drctl.cli.state import CURRENT, OutputOption
 from drctl.cli.views import render_translation
+from drctl.errors import ExitStatus
 from drctl.gap.plan import GapScope
 from drctl.ops.context import OpsContext
 from drctl.ops.failback import FailbackOptions, run_failback
 from drctl.ops.gap_step import gap_finder
 from drctl.ops.reconcile import ReconcileMode
+from drctl.ops.switchback import SwitchBack
 from drctl.terminal import OutputFormat
 
 
@@ -57,6 +59,8 @@ def failback_command(
     paths = result.write_reports(config, report_dir)
     if term.json_mode:
         term.emit_json(result.as_dict(paths))
+        if result.exit_status != ExitStatus.SUCCESS:
+            raise typer.Exit(result.exit_status)
         return
     gap = result.gap
     term.info(f"Gap: {gap.get('safe', 0)} safe, {gap.get('conflict', 0)} conflict, "
@@ -67,9 +71,43 @@ def failback_command(
             term.info(f"  • {step['step']}: " + ", ".join(
                 f"{k}={v}" for k, v in step.items() if k != "step"))
         return
-    if result.translation_report is not None:
+    if result.switch_back is not None:
+        render_switch_back(result.switch_back)
+    elif result.translation_report is not None:
         render_translation(result.translation_report)
-    term.success(f"Failback of {result.marker.incident} done; the incident is closed.")
     for p in paths:
         term.info(f"  report: {p}")
+    if result.exit_status != ExitStatus.SUCCESS and result.switch_back is not None:
+        for g in result.switch_back.waiting:
+            term.warn(f"Group {g.group} was not moved: {g.skipped}.")
+        for g in result.switch_back.skipping:
+            term.warn(f"Group {g.group} would skip {g.totals()['not_delivered']} gap "
+                      "record(s) it never read.")
+        term.warn(f"Incident {result.marker.incident} stays open. Stop those groups' "
+                  f"consumers on {rep.target} and run failback again: it moves only the "
+                  "groups left.")
+        raise typer.Exit(result.exit_status)
+    term.success(f"Failback of {result.marker.incident} done; the incident is closed.")
     term.info(f"Next: switch clients back to {rep.source}.")
+
+
+def render_switch_back(sb: SwitchBack) -> None:
+    """Per group and partition: where it resumes on the source and what it receives."""
+    term = CURRENT.terminal()
+    rows = []
+    for g in sb.groups:
+        for p in g.partitions:
+            missed = sum(e - s for s, e in p.quarantined_missed)
+            rows.append([g.group, f"{p.topic}[{p.partition}]", p.before, p.after,
+                         p.confidence, p.redelivered or "", p.unread_gap or "",
+                         missed or "", p.not_delivered or "",
+                         "yes" if g.applied else ("waiting" if g.skipped else "no")])
+    term.table("Consumer groups on the source", ["group", "partition", "before", "after",
+                                                 "confidence", "re-delivered", "gap unread",
+                                                 "quarantined missed", "never delivered",
+                                                 "moved"], rows)
+    s = sb.summary()
+    term.info(f"{s['applied']} of {s['groups']} groups moved; {s['rewound']} position(s) "
+              f"rewound to gap records not read on the target; {s['redelivered']} records "
+              f"re-delivered, {s['quarantined_missed']} quarantined records not delivered, "
+              f"{s['not_delivered']} never delivered.")

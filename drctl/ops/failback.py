@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from drctl.config import Config
-from drctl.errors import CheckFailed, Unreachable, UsageError
+from drctl.errors import CheckFailed, ExitStatus, Unreachable, UsageError
 from drctl.faults import crash_point
 from drctl.kafka.clients import describe_with_retry
 from drctl.ops.context import OpsContext
@@ -22,13 +22,13 @@ from drctl.ops.fence import FENCED, lift_fence_after_stop, stop_behind_fence
 from drctl.ops.late_copies import check_late_copies
 from drctl.ops.reconcile import GapOutcome, ReconcileMode, reconcile
 from drctl.ops.reverse import copy_back, start_reverse_replication, wait_reverse_caught_up
+from drctl.ops.switchback import SwitchBack, switch_back
 from drctl.ops.verify import reverse_source_start, verify_end_state
 from drctl.progress import Notify
 from drctl.replication.base import ForwardState
 from drctl.reports import write_report
 from drctl.state import FailoverMarker
-from drctl.translate.engine import TranslateRequest, translate_offsets
-from drctl.translate.model import TranslateMethod, TranslationReport
+from drctl.translate.model import TranslationReport
 
 GapFinder = Callable[[Config, FailoverMarker, Notify], GapOutcome]
 
@@ -56,6 +56,18 @@ class FailbackResult:
     verification: dict[str, Any] = field(default_factory=dict)
     plan: list[dict[str, Any]] = field(default_factory=list)
     dry_run: bool = False
+    switch_back: SwitchBack | None = None
+    switch_back_summary: dict[str, Any] = field(default_factory=dict)  # from an earlier run
+
+    @property
+    def exit_status(self) -> ExitStatus:
+        """Not success while a group is left unmoved or would skip a record."""
+        return self.switch_back.exit_status if self.switch_back else ExitStatus.SUCCESS
+
+    def switch_back_data(self) -> dict[str, Any] | None:
+        if self.switch_back is not None:
+            return self.switch_back.as_dict()
+        return {"summary": self.switch_back_summary} if self.switch_back_summary else None
 
     def write_reports(self, config: Config, directory: Path | None = None) -> list[Path]:
         """The failback report (default: STATE_DIR/reports); a dry run changed nothing and
@@ -65,7 +77,8 @@ class FailbackResult:
         context = {"marker": asdict(self.marker), "gap": self.gap,
                    "reconcile": self.reconcile, "reverse": self.reverse,
                    "verification": self.verification,
-                   "translation": (self.translation or {}).get("summary")}
+                   "translation": (self.translation or {}).get("summary"),
+                   "switch_back": self.switch_back_data()}
         return write_report(directory or (config.state.dir / "reports"),
                             f"{self.marker.incident}-failback", context, "failback-report",
                             config.redactor)
@@ -76,6 +89,7 @@ class FailbackResult:
                 "resumed": self.resumed, "plan": self.plan, "gap": self.gap,
                 "reconcile": self.reconcile, "reverse": self.reverse,
                 "verification": self.verification, "translation": self.translation,
+                "switch_back": self.switch_back_data(),
                 "marker": None if self.dry_run else asdict(self.marker),
                 "reports": [str(p) for p in reports]}
 
@@ -96,6 +110,12 @@ class FailbackResult:
                                       for p in g["partitions"] if p["confidence"] == "kept"),
                 "groups_not_applied": [g["group"] for g in translation.get("groups", [])
                                        if g["skipped"]],
+                "positions_rewound": sum(1 for g in translation.get("groups", [])
+                                         for p in g["partitions"]
+                                         if p["confidence"] == "rewound"),
+                "never_delivered": (self.switch_back_data() or {}).get(
+                    "summary", {}).get("not_delivered", 0),
+                "switch_back": (self.switch_back_data() or {}).get("summary", {}),
                 "reports": [str(p) for p in reports]}
 
 
@@ -283,16 +303,31 @@ def run_failback(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder, 
         result.verification = marker.steps["failback:verify"].result
 
     if not marker.done("failback:translate-offsets"):
-        report = translate_offsets(config, TranslateRequest(
-            rep.target, rep.source, groups=opts.groups, method=TranslateMethod.EXACT,
-            apply=not opts.dry_run), notify=notify)
-        result.translation = report.as_dict()
-        result.translation_report = report
-        result.plan.append({"step": "translate-offsets", "summary": report.summary()})
+        # Groups an earlier run moved keep their position: their consumers may already
+        # read on the source again.
+        earlier = marker.steps.get("failback:translate-offsets")
+        moved = frozenset(earlier.result.get("moved_groups", [])) if earlier else frozenset()
+        not_copied = marker.steps["failback:reconcile"].result.get("not_copied", {}) \
+            if "failback:reconcile" in marker.steps else {}
+        sb = switch_back(config, marker, not_copied, groups=opts.groups,
+                         apply=not opts.dry_run, done_groups=moved, notify=notify)
+        result.switch_back = sb
+        if sb.translation is not None:
+            result.translation = sb.translation.as_dict()
+            result.translation_report = sb.translation
+        result.plan.append({"step": "switch-back", **sb.summary()})
         if not opts.dry_run:
-            marker.record("failback:translate-offsets", report.summary())
+            moved |= {g.group for g in sb.groups if not g.skipped}
+            marker.record("failback:translate-offsets",
+                          {**sb.summary(), "moved_groups": sorted(moved)},
+                          status="done" if sb.exit_status == ExitStatus.SUCCESS else "failed")
             store.save(marker)
             crash_point("failback:translate-offsets")
+        if sb.exit_status != ExitStatus.SUCCESS:
+            # The incident stays open: a re-run moves the groups left (its consumers stopped).
+            return result
+    elif marker.steps["failback:translate-offsets"].result:
+        result.switch_back_summary = marker.steps["failback:translate-offsets"].result
 
     if not opts.dry_run:
         marker.status = "closed"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -19,7 +19,7 @@ from drctl.config import Config
 from drctl.errors import DrctlError
 from drctl.gap.quarantine import QuarantinedRecord, RerunTag, produce_to_quarantine
 from drctl.kafka.clients import ClusterClients
-from drctl.kafka.offsets import watermarks
+from drctl.kafka.offsets import offset_runs, watermarks
 from drctl.kafka.records import Record, header_values
 from drctl.ops.reverse import RECONCILED_HEADER, start_points
 from drctl.state import FailoverMarker
@@ -66,6 +66,9 @@ class ReconcileOutcome:
     mode: ReconcileMode
     copy_safe: dict[str, int] | None = None  # {"copied", "skipped"}
     quarantine: dict[str, Any] | None = None  # {"file", "topics", "count"}
+    # Source offsets of the gap records not copied ({"quarantined"|"left": runs}): where
+    # switch-back (ops/switchback.py) knows they are.
+    not_copied: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         """As the marker records it and the failback report reads it: a key per part done."""
@@ -74,6 +77,7 @@ class ReconcileOutcome:
             data["copy_safe"] = self.copy_safe
         if self.quarantine is not None:
             data["quarantine"] = self.quarantine
+        data["not_copied"] = self.not_copied
         return data
 
 
@@ -82,12 +86,24 @@ def reconcile(mode: ReconcileMode, config: Config, marker: FailoverMarker, gap: 
     """Apply `mode` to the gap; a re-run of the same incident copies nothing twice."""
     if mode == ReconcileMode.COPY_SAFE:
         copied = copy_safe_records(config, marker, gap.safe)
+        held = gap.conflict + gap.unkeyed
         return ReconcileOutcome(mode, copy_safe=copied, quarantine=quarantine_records(
-            config, marker, gap.conflict + gap.unkeyed, out_dir))
+            config, marker, held, out_dir), not_copied={"quarantined": not_copied_offsets(held)})
+    everything = gap.safe + gap.conflict + gap.unkeyed
     if mode == ReconcileMode.QUARANTINE:
         return ReconcileOutcome(mode, quarantine=quarantine_records(
-            config, marker, gap.safe + gap.conflict + gap.unkeyed, out_dir))
-    return ReconcileOutcome(mode)
+            config, marker, everything, out_dir),
+            not_copied={"quarantined": not_copied_offsets(everything)})
+    return ReconcileOutcome(mode, not_copied={"left": not_copied_offsets(everything)})
+
+
+def not_copied_offsets(records: Iterable[Record]) -> dict[str, dict[str, list[list[int]]]]:
+    """Source offsets of gap records as runs per topic and partition (for the marker)."""
+    by_tp: dict[str, dict[str, list[int]]] = {}
+    for rec in records:
+        by_tp.setdefault(rec.topic, {}).setdefault(str(rec.partition), []).append(rec.offset)
+    return {t: {p: offset_runs(offs) for p, offs in parts.items()}
+            for t, parts in by_tp.items()}
 
 
 def reconcile_tag(marker: FailoverMarker, rec: QuarantinedRecord) -> bytes:

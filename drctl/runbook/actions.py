@@ -397,7 +397,13 @@ def _failback(ctx: ActionContext, *, reconcile: ReconcileMode = ReconcileMode.CO
     opts = FailbackOptions(reconcile=reconcile, groups=groups, incident=incident)
     result = run_failback(OpsContext.from_config(config), opts, gap_finder(lookback, scope=scope),
                           notify=ctx.notify)
-    return result.runbook_summary(result.write_reports(config))
+    summary = result.runbook_summary(result.write_reports(config))
+    if result.switch_back is not None and result.switch_back.exit_status:
+        from drctl.errors import CheckFailed
+
+        raise CheckFailed(f"Failback left groups unmoved: {summary['switch_back']}.",
+                          "Stop their consumers on the target and run the step again.")
+    return summary
 
 
 def builtin_registry() -> Registry:

@@ -133,15 +133,16 @@ def test_failback_result_json_and_runbook_summary_keep_their_keys() -> None:
                             translation=report.as_dict(), translation_report=report)
     data = result.as_dict()
     assert list(data) == ["incident", "dry_run", "resumed", "plan", "gap", "reconcile",
-                          "reverse", "verification", "translation", "marker", "reports"]
+                          "reverse", "verification", "translation", "switch_back", "marker",
+                          "reports"]
     assert data["reconcile"] == {"mode": "copy-safe", "copy_safe": {"copied": 3, "skipped": 1},
                                  "quarantine": {"file": "q.jsonl", "topics": ["t.q"],
-                                                "count": 2}}
+                                                "count": 2}, "not_copied": {}}
     summary = result.runbook_summary()
     assert list(summary) == ["incident", "status", "gap", "copied", "gap_total", "quarantined",
                              "reverse", "verification", "positions", "positions_exact",
-                             "positions_kept",
-                             "groups_not_applied", "reports"]
+                             "positions_kept", "groups_not_applied", "positions_rewound",
+                             "never_delivered", "switch_back", "reports"]
     assert (summary["copied"], summary["gap_total"], summary["quarantined"],
             summary["positions"], summary["positions_exact"], summary["positions_kept"],
             summary["groups_not_applied"]) == (3, 6, 2, 3, 2, 1, ["g2"])
@@ -169,7 +170,7 @@ def test_failback_writes_its_report_unless_dry_run(tmp_path: Path) -> None:
 
 def test_reconcile_none_touches_nothing(tmp_path: Path) -> None:
     outcome = reconcile(ReconcileMode.NONE, None, _marker(), GapOutcome(), tmp_path)  # type: ignore[arg-type]
-    assert outcome.as_dict() == {"mode": "none"}
+    assert outcome.as_dict() == {"mode": "none", "not_copied": {"left": {}}}
 
 
 # -- the quarantine producer ------------------------------------------------------------
