@@ -35,7 +35,7 @@ typecheck: setup
 
 ## Lint, type check and every test (lab tests start real Kafka and MirrorMaker 2).
 test: lint typecheck
-	$(BIN)/pytest
+	$(BIN)/pytest --durations=30
 
 unit: setup
 	$(BIN)/pytest tests/unit

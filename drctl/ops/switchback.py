@@ -69,6 +69,10 @@ class Resume:
     unread: tuple[int, ...]  # gap records it had not read anywhere (all >= position)
     quarantined_missed: tuple[int, ...]  # quarantined, before position: it never reads them
     quarantined_read: tuple[int, ...]  # quarantined, at or after position: read on the source
+    # Gap records at or after the exact translation whose copy it read on the target: it reads
+    # them again on the source (prefixed names: the gap lies in the source topic, past the
+    # mirror topic's end, while the copies sat in the failover topic).
+    copies_read_again: tuple[int, ...] = ()
 
 
 def resume_position(translated: int, before: int | None, read_to: int | None,
@@ -84,9 +88,11 @@ def resume_position(translated: int, before: int | None, read_to: int | None,
                     | {s for s in placement.left if s >= floor})
     position = min([translated, *unread[:1]])
     quarantined = sorted(q for q in placement.quarantined if q >= floor)
+    read_copies = sorted(s for t, s in placement.copies
+                         if read_to is not None and t < read_to and s >= max(floor, translated))
     return Resume(position, position < translated, tuple(unread),
                   tuple(q for q in quarantined if q < position),
-                  tuple(q for q in quarantined if q >= position))
+                  tuple(q for q in quarantined if q >= position), tuple(read_copies))
 
 
 def redelivered(offsets_read_again: Iterable[int], resume: Resume) -> int:
@@ -288,6 +294,7 @@ def switch_back(config: Config, marker: FailoverMarker, not_copied: Mapping[str,
                 ps.quarantined_read = len(decision.quarantined_read)
                 if decision.rewound:
                     ps.redelivered += redelivered(again.get(id(p), ()), decision)
+                ps.redelivered += len(decision.copies_read_again)
                 # Measured on the committed position (or, not applied, the planned one).
                 where = after if g.applied or not apply else p.current_target_offset
                 ps.not_delivered = not_delivered(decision.unread, where)

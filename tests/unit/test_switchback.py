@@ -98,3 +98,15 @@ def test_switch_back_status_and_report() -> None:
                 switch_back=sb.as_dict())
     assert "| a | orders[0] | 300 | 300 | 50 | 8 | 302 | 0 | orders@349 → orders@359 |" in md
     assert "**Not moved (consumers still active on secondary):** b" in md
+
+
+def test_copies_read_on_the_target_of_gap_records_past_the_translation_are_counted() -> None:
+    # Prefixed names: the mirror topic ends where replication stopped (translation 300), the
+    # copies sat in the failover topic at 50..57 and the group read them all.
+    prefixed = GapPlacement("orders", tuple((50 + i, s) for i, s in enumerate(SAFE)),
+                            quarantined=(302, 305))
+    r = resume_position(300, 300, 58, prefixed)
+    assert (r.position, r.rewound, r.unread) == (300, False, ())
+    assert r.copies_read_again == tuple(SAFE) and r.quarantined_read == (302, 305)
+    assert resume_position(300, 300, 54, prefixed).copies_read_again == (300, 301, 303, 304)
+    assert resume_position(360, 300, 358, PLACED).copies_read_again == ()  # kept, drained
