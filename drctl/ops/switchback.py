@@ -69,9 +69,8 @@ class Resume:
     unread: tuple[int, ...]  # gap records it had not read anywhere (all >= position)
     quarantined_missed: tuple[int, ...]  # quarantined, before position: it never reads them
     quarantined_read: tuple[int, ...]  # quarantined, at or after position: read on the source
-    # Gap records at or after the exact translation whose copy it read on the target: it reads
-    # them again on the source (prefixed names: the gap lies in the source topic, past the
-    # mirror topic's end, while the copies sat in the failover topic).
+    # Gap records at or after the position whose copy it read on the target: it reads them
+    # again on the source (where they are not one run right at the translated position).
     copies_read_again: tuple[int, ...] = ()
 
 
@@ -87,12 +86,19 @@ def resume_position(translated: int, before: int | None, read_to: int | None,
                      and (read_to is None or t >= read_to)}
                     | {s for s in placement.left if s >= floor})
     position = min([translated, *unread[:1]])
+    read = {s for t, s in placement.copies if read_to is not None and t < read_to}
+    if position == translated:
+        # Prefixed names: the gap lies in the source topic right past the mirror's end while
+        # the group read its copies in the failover topic. Step over the run of records it
+        # read that way (and quarantined ones, delivered to no group) — never over another.
+        skippable = read | set(placement.quarantined)
+        while position >= floor and position in skippable:
+            position += 1
     quarantined = sorted(q for q in placement.quarantined if q >= floor)
-    read_copies = sorted(s for t, s in placement.copies
-                         if read_to is not None and t < read_to and s >= max(floor, translated))
     return Resume(position, position < translated, tuple(unread),
                   tuple(q for q in quarantined if q < position),
-                  tuple(q for q in quarantined if q >= position), tuple(read_copies))
+                  tuple(q for q in quarantined if q >= position),
+                  tuple(sorted(s for s in read if s >= max(floor, position))))
 
 
 def redelivered(offsets_read_again: Iterable[int], resume: Resume) -> int:
@@ -254,6 +260,10 @@ def switch_back(config: Config, marker: FailoverMarker, not_copied: Mapping[str,
                 p.confidence = "rewound"
                 p.note = (f"rewound from {translated}: gap record {resume.position} was not "
                           "read on the target")
+            elif resume.position > translated:
+                p.target_offset = resume.position
+                p.note = (f"moved on from {translated} past {resume.position - translated} gap "
+                          "record(s) read as copies on the target or quarantined")
             decided.append((p, resume, translated))
     again = _read_again(config, [(p, r, t) for p, r, t in decided if r.rewound])
     # A group still consuming on the target moves on there: a commit now would put it

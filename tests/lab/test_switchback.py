@@ -176,7 +176,8 @@ def _scenario(lab: RunningLab, ns: str, tmp_path: Path) -> None:
         twice = sum(n - 1 for n in got.values() if n > 1)
         assert twice == report["totals"]["redelivered"], (name, report)
         assert report["totals"]["not_delivered"] == 0
-    # The gap is no longer lost: A and B are rewound onto it (kept names), D drained first.
+    # The gap is no longer lost: A and B are rewound onto it (kept names); D drained first
+    # and reads nothing twice.
     if lab.names_kept:
         assert reports[groups["A"]]["totals"]["redelivered"] == POST * PARTITIONS
         assert reports[groups["B"]]["totals"]["redelivered"] == 20 * PARTITIONS

@@ -100,13 +100,20 @@ def test_switch_back_status_and_report() -> None:
     assert "**Not moved (consumers still active on secondary):** b" in md
 
 
-def test_copies_read_on_the_target_of_gap_records_past_the_translation_are_counted() -> None:
+def test_a_group_that_read_the_copies_elsewhere_steps_over_them() -> None:
     # Prefixed names: the mirror topic ends where replication stopped (translation 300), the
-    # copies sat in the failover topic at 50..57 and the group read them all.
+    # copies sat in the failover topic at 50..57.
     prefixed = GapPlacement("orders", tuple((50 + i, s) for i, s in enumerate(SAFE)),
                             quarantined=(302, 305))
-    r = resume_position(300, 300, 58, prefixed)
-    assert (r.position, r.rewound, r.unread) == (300, False, ())
-    assert r.copies_read_again == tuple(SAFE) and r.quarantined_read == (302, 305)
-    assert resume_position(300, 300, 54, prefixed).copies_read_again == (300, 301, 303, 304)
+    r = resume_position(300, 300, 58, prefixed)  # read them all: past the gap, nothing again
+    assert (r.position, r.rewound, r.unread, r.copies_read_again) == (310, False, (), ())
+    assert r.quarantined_missed == (302, 305) and r.quarantined_read == ()
+    # Read the first four: it stops at the first it did not read, nothing read twice.
+    r = resume_position(300, 300, 54, prefixed)
+    assert (r.position, r.unread, r.copies_read_again) == (306, (306, 307, 308, 309), ())
+    assert r.quarantined_missed == (302, 305)
+    # A record between them that is no gap record stops the step-over: the rest is counted.
+    holed = GapPlacement("orders", ((50, 300), (51, 302)))
+    r = resume_position(300, 300, 52, holed)
+    assert (r.position, r.copies_read_again) == (301, (302,))
     assert resume_position(360, 300, 358, PLACED).copies_read_again == ()  # kept, drained
