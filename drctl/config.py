@@ -94,6 +94,8 @@ class ReplicationSettings:
 class StateSettings:
     dir: Path = Path(".drctl")
     topic: str = "_drctl_state"
+    # On the target: `drctl guard`'s offset snapshots (compacted), read when the source is down.
+    snapshots_topic: str = "_drctl_offset_snapshots"
 
 
 @dataclass(frozen=True)
@@ -174,7 +176,7 @@ _REPLICATION_KEYS = ("kind", "source", "target", "topics", "rename", "source_ali
 _CONNECT_KEYS = ("url", "username", "password", "source_connector", "checkpoint_connector",
                  "heartbeat_connector", "timeout_s")
 _FILTER_KEYS = ("include", "exclude")
-_STATE_KEYS = ("dir", "topic")
+_STATE_KEYS = ("dir", "topic", "snapshots_topic")
 _SPARK_KEYS = ("master", "jars", "packages", "conf")
 _RETRY_KEYS = ("initial_s", "multiplier", "max_s", "attempts", "deadline_s")
 
@@ -258,6 +260,9 @@ class _Parser:
         state = StateSettings(
             dir=self.resolve_path(self.string(state_raw.get("dir", ".drctl"), "state.dir")),
             topic=self.string(state_raw.get("topic", "_drctl_state"), "state.topic"),
+            snapshots_topic=self.string(state_raw.get("snapshots_topic",
+                                                      "_drctl_offset_snapshots"),
+                                        "state.snapshots_topic"),
         )
         return Config(
             path=self.path,
@@ -411,7 +416,8 @@ def config_as_data(config: Config) -> dict[str, Any]:
         "replication": None,
         "groups": {"include": list(config.groups.include),
                    "exclude": list(config.groups.exclude)},
-        "state": {"dir": str(config.state.dir), "topic": config.state.topic},
+        "state": {"dir": str(config.state.dir), "topic": config.state.topic,
+                  "snapshots_topic": config.state.snapshots_topic},
         "spark": {"master": config.spark.master, "jars": list(config.spark.jars),
                   "packages": list(config.spark.packages),
                   "conf": mask_mapping(config.spark.conf)},

@@ -16,6 +16,7 @@ from drctl.cli import (
     failback_cmd,
     failover_cmd,
     gap_cmd,
+    guard_cmd,
     lab_cmd,
     runbook_cmd,
     status_cmd,
@@ -43,6 +44,7 @@ app.command("failover")(failover_cmd.failover_command)
 app.command("failback")(failback_cmd.failback_command)
 app.command("gap-analysis")(gap_cmd.gap_analysis)
 app.command("status")(status_cmd.status_command)
+app.command("guard")(guard_cmd.guard_command)
 app.command("dump-consumer-timestamps")(dump_cmd.dump_consumer_timestamps)
 
 

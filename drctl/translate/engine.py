@@ -8,6 +8,7 @@ active members on the target, one atomic commit per group.
 from __future__ import annotations
 
 import re
+import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,7 +26,13 @@ from drctl.kafka.topics import TP, is_internal_topic
 from drctl.progress import Notify
 from drctl.replication.base import kind_for
 from drctl.retry import RetryPolicy
-from drctl.translate.locate import MatchQuery, Side, last_records, match_records
+from drctl.translate.locate import (
+    MatchQuery,
+    Side,
+    last_records,
+    match_records,
+    record_fingerprint,
+)
 from drctl.translate.model import (
     GroupResult,
     PartitionResult,
@@ -33,6 +40,7 @@ from drctl.translate.model import (
     TranslationReport,
 )
 from drctl.translate.reader import BatchReader
+from drctl.translate.snapshots import OffsetSnapshot, read_snapshots
 
 # Groups that belong to Kafka Connect, MirrorMaker 2 or drctl, never to an application.
 _INTERNAL_GROUP = re.compile(r"^(connect-.*|__.*|drctl-.*|_.*)$")
@@ -51,6 +59,9 @@ class TranslateRequest:
     # Records carrying this header were written by drctl itself (reconciled gap copies): a
     # group that read one read no replicated record there, so it never anchors a position.
     own_copy_header: str | None = None
+    # Positions given by the caller (group -> {source (topic, partition): offset}) instead
+    # of the groups' commits: `drctl guard` translates only what moved.
+    positions: dict[str, dict[TP, int]] | None = None
 
 
 def _topic_mapper(config: Config, source: str, target: str) -> Callable[[str], str | None]:
@@ -96,6 +107,18 @@ def translate_offsets(config: Config, req: TranslateRequest,
     method = str(req.method)  # plain text in the report and its JSON
     report = TranslationReport(req.source, req.target, method, req.apply, source_up)
     kind = kind_for(rep)
+    forward = (req.source, req.target) == (rep.source, rep.target)
+    snapshots: dict[tuple[str, str, int], OffsetSnapshot] | None = None
+    if method == "snapshot" and not forward:
+        raise UsageError("Snapshots exist only on the forward flow's target.",
+                         f"Translate {rep.source} -> {rep.target} with --method snapshot.")
+    if method == "snapshot" or (method == "auto" and not source_up and forward):
+        snapshots = read_snapshots(dst, config.state.snapshots_topic)
+        if method == "auto" and snapshots:
+            method = "snapshot"
+            report.notes.append(f"{req.source} is unreachable: using drctl guard's offset "
+                                "snapshots (and MirrorMaker 2 checkpoints where newer); "
+                                "max_redelivered bounds each position's re-delivery.")
     if method == "auto":
         chosen = kind.auto_translate_method(
             source_up=source_up, forward=(req.source, req.target) == (rep.source, rep.target))
@@ -115,9 +138,18 @@ def translate_offsets(config: Config, req: TranslateRequest,
         if checkpoints_topic is None:
             raise UsageError("The checkpoint method needs MirrorMaker 2 (replication.kind).")
         checkpoints = read_checkpoints(dst, checkpoints_topic)
+    elif method == "snapshot" and kind.checkpoints_topic(rep) is not None:
+        checkpoints = read_checkpoints(dst, kind.checkpoints_topic(rep) or "")
     notify("Reading consumer groups")
-    positions = _source_positions(src if source_up else None, checkpoints, group_re, config,
-                                  to_topic)
+    if req.positions is not None:
+        positions = {g: {tp: o for tp, o in offs.items() if to_topic(tp[0])}
+                     for g, offs in req.positions.items()}
+    elif method == "snapshot":
+        positions = _snapshot_positions(snapshots or {}, checkpoints, group_re, config,
+                                        to_topic)
+    else:
+        positions = _source_positions(src if source_up else None, checkpoints, group_re,
+                                      config, to_topic)
     all_target_tps = {(to_topic(t) or "", p) for offs in positions.values() for (t, p) in offs}
     existing = {(t, p) for t, meta in dst_admin.list_topics(timeout=30).topics.items()
                 for p in meta.partitions}
@@ -152,6 +184,8 @@ def translate_offsets(config: Config, req: TranslateRequest,
             p.confidence = "exact" if p.target_offset == p.source_offset else "clamped"
     elif method == "checkpoint":
         _by_checkpoint(todo, checkpoints or {}, dst_marks)
+    elif method == "snapshot":
+        _by_snapshot(todo, snapshots or {}, checkpoints or {}, dst_marks)
     else:
         _by_exact(src, dst, todo, dst_marks, timestamp_only=method == "timestamp",
                   max_scan=req.max_scan, own_copy_header=req.own_copy_header)
@@ -197,8 +231,7 @@ def _source_positions(src: ClusterClients | None, checkpoints: dict | None,
                       group_re: re.Pattern[str], config: Config,
                       to_topic: Callable[[str], str | None]) -> dict[str, dict[TP, int]]:
     def wanted(group: str) -> bool:
-        return bool(group_re.fullmatch(group)) and config.groups.matches(group) \
-            and not _INTERNAL_GROUP.match(group)
+        return wanted_group(config, group_re, group)
 
     out: dict[str, dict[TP, int]] = {}
     if src is not None:
@@ -215,6 +248,53 @@ def _source_positions(src: ClusterClients | None, checkpoints: dict | None,
         if source_topic and wanted(group) and to_topic(source_topic):
             out.setdefault(group, {})[(source_topic, partition)] = cp.upstream_offset
     return out
+
+
+def wanted_group(config: Config, groups: str | re.Pattern[str], group: str) -> bool:
+    """A group in scope: it matches the request's regex and the config's filter, and it
+    belongs to an application (not Connect, MirrorMaker 2 or drctl)."""
+    pattern = re.compile(groups) if isinstance(groups, str) else groups
+    return bool(pattern.fullmatch(group)) and config.groups.matches(group) \
+        and not _INTERNAL_GROUP.match(group)
+
+
+def _snapshot_positions(snapshots: dict[tuple[str, str, int], OffsetSnapshot],
+                        checkpoints: dict | None, group_re: re.Pattern[str], config: Config,
+                        to_topic: Callable[[str], str | None]) -> dict[str, dict[TP, int]]:
+    """Each group's newest known source position: guard's snapshot or, where MirrorMaker 2
+    checkpointed a later one, the checkpoint's."""
+    out = _source_positions(None, checkpoints, group_re, config, to_topic)
+    for (group, topic, partition), snap in snapshots.items():
+        if not (wanted_group(config, group_re, group) and to_topic(topic)):
+            continue
+        have = out.setdefault(group, {})
+        have[(topic, partition)] = max(have.get((topic, partition), -1), snap.source_offset)
+    return out
+
+
+def _by_snapshot(todo: list[PartitionResult],
+                 snapshots: dict[tuple[str, str, int], OffsetSnapshot], checkpoints: dict,
+                 dst_marks: dict[TP, tuple[int, int]]) -> None:
+    """The later of the snapshot's exact position and the checkpoint's: both lie at or before
+    the group's true position (groups commit forwards), so neither skips a record. The bound:
+    the group cannot have read more of the target than lies past the position."""
+    now_ms = int(time.time() * 1000)
+    for p in todo:
+        snap = snapshots.get((p.group, p.topic, p.partition))
+        cp = checkpoints.get((p.group, p.target_topic, p.partition))
+        low, end = dst_marks[(p.target_topic, p.partition)]
+        options = ([(snap.target_offset, "snapshot")] if snap else []) + \
+            ([(cp.downstream_offset, "checkpoint")] if cp else [])
+        if not options:
+            p.confidence = "no-snapshot"
+            p.note = "neither a guard snapshot nor a checkpoint for this group and partition"
+            continue
+        offset, source = max(options)
+        p.target_offset = min(max(offset, low), end)
+        p.confidence = source
+        p.max_redelivered = end - p.target_offset
+        if snap is not None:
+            p.age_s = round((now_ms - snap.seen_ms) / 1000, 1)
 
 
 def _by_checkpoint(todo: list[PartitionResult], checkpoints: dict,
@@ -302,7 +382,8 @@ def _by_exact(src: ClusterClients, dst: ClusterClients, todo: list[PartitionResu
             continue
         p.target_offset = exact_offset
         p.confidence = "exact"
-        p.proof = {"last_read": last.offset, "copy": m.offset}
+        p.proof = {"last_read": last.offset, "copy": m.offset,
+                   "fingerprint": record_fingerprint(last).hex()}
         if key in duplicates:
             p.confidence = "unverified"
             p.note = ("the target's next record is a copy of a record the group already "
@@ -316,7 +397,6 @@ def _next_is_consumed(a: Side, b: Side, matches: dict, around: dict,
     When the next records are the same on both sides this is settled without a look-up;
     otherwise the target's next record is located on the source. A different next record
     that is not a consumed one (the gap, or writes after a failover) is fine."""
-    from drctl.translate.locate import record_fingerprint
 
     suspects = [k for k, m in matches.items() if m.offset is not None and m.after is not None
                 and (around[k][1] is None

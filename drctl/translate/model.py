@@ -13,7 +13,8 @@ JSON schema (stable; fields are only ever added):
           "current_target_offset": int | null, "confidence": str,
           "redelivered": int | null, "missing": int | null,
           "applied": bool, "note": str | null,
-          "proof": {"last_read": int, "copy": int} | null
+          "proof": {"last_read": int, "copy": int, "fingerprint": str} | null,
+          "age_s": float | null, "max_redelivered": int | null
         }]
       }],
       "summary": {"groups": int, "applied": int, "skipped": int, "partitions": int,
@@ -23,7 +24,8 @@ confidence: exact | ambiguous:N (N target records share the boundary timestamp) 
 checkpoint-lag:N (N records re-delivered) | clamped (past the target's end; `missing` records
 the group consumed are not on the target) | unverified (matched, but the next records differ:
 the target holds extra copies) | scan-bound (gave up scanning; positioned early, no skip) |
-no-checkpoint | start (nothing consumed).
+no-checkpoint | start (nothing consumed) | snapshot (drctl guard's exact position, `age_s` old;
+`max_redelivered` bounds the re-delivery) | no-snapshot.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ class TranslateMethod(StrEnum):
     TIMESTAMP = "timestamp"
     CHECKPOINT = "checkpoint"
     IDENTITY = "identity"
+    SNAPSHOT = "snapshot"
 
 
 @dataclass
@@ -60,7 +63,10 @@ class PartitionResult:
     note: str | None = None
     # Exact matches: the last record the group read (offset on the cluster it leaves) and
     # that record's copy (offset on the cluster it moves to).
-    proof: dict[str, int] | None = None
+    proof: dict[str, Any] | None = None  # + "fingerprint": hex digest of that record
+    # snapshot method: seconds since guard saw the position; the most records it can re-read
+    age_s: float | None = None
+    max_redelivered: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -64,7 +64,7 @@ def test_bad_reconcile_mode_is_a_usage_error_without_traceback(
 def test_enum_values_are_todays_strings() -> None:
     assert [m.value for m in ReconcileMode] == ["copy-safe", "quarantine", "none"]
     assert [m.value for m in TranslateMethod] == ["auto", "exact", "timestamp", "checkpoint",
-                                                  "identity"]
+                                                  "identity", "snapshot"]
     assert ReconcileMode.COPY_SAFE == "copy-safe" and f"{TranslateMethod.EXACT}" == "exact"
 
 

@@ -1,0 +1,44 @@
+"""`drctl guard`."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from typing import Annotated
+
+import typer
+
+from drctl.cli.state import CURRENT, OutputOption
+from drctl.errors import ExitStatus
+from drctl.ops.guard import run_guard
+from drctl.terminal import OutputFormat
+
+
+def guard_command(
+    groups: Annotated[str, typer.Option(help="Regex of groups to keep snapshots of.")] = ".*",
+    interval: Annotated[float, typer.Option(help="Seconds between rounds.", min=0.5)] = 5.0,
+    once: Annotated[bool, typer.Option("--once", help="One round, then exit (cron, tests); "
+                                       "exit 4 when it failed.")] = False,
+    output: Annotated[OutputFormat | None, OutputOption] = None,
+) -> None:
+    """Keep exact group positions on the target for a failover with the source down.
+
+    Each round writes the positions that moved, translated exactly, to a compacted topic.
+
+    `failover` uses them when the source is gone (`--method snapshot`).
+
+    Runs in the foreground until SIGTERM or Ctrl-C, logging rounds to stderr."""
+    config = CURRENT.config()
+    term = CURRENT.terminal(output)
+    stop = threading.Event()
+    if not once:
+        # Finish the round in flight (its snapshots acknowledged), then exit 0.
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: stop.set())
+    rounds = run_guard(config, groups=groups, interval_s=interval, once=once, stop=stop,
+                       notify=term.step)
+    if term.json_mode:
+        term.emit_json({"snapshots_topic": config.state.snapshots_topic,
+                        "rounds": [r.as_dict() for r in rounds]})
+    if once and rounds and rounds[-1].error:
+        raise typer.Exit(ExitStatus.UNREACHABLE)

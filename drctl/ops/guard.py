@@ -1,0 +1,145 @@
+"""`drctl guard`: keep exact offset snapshots on the target while the source answers, so a
+failover with the source gone starts every group where it really was (translate/snapshots.py).
+
+Each round reads the committed offsets of the groups in scope on the source, translates only
+the positions that moved since the last round (exact method), and writes them to the
+compacted snapshot topic on the target. A position is remembered as done only once its
+snapshot is acknowledged and exact; a group ahead of replication (clamped) is translated again
+next round. A cluster that does not answer costs the round, never the process: the error is
+reported and the next round tries again.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from drctl.config import Config
+from drctl.errors import DrctlError
+from drctl.kafka.clients import ClusterClients
+from drctl.kafka.groups import committed_offsets, list_groups
+from drctl.kafka.topics import TP
+from drctl.progress import Notify
+from drctl.translate.engine import TranslateRequest, translate_offsets, wanted_group
+from drctl.translate.model import TranslateMethod
+from drctl.translate.snapshots import OffsetSnapshot, ensure_snapshot_topic, write_snapshots
+
+
+@dataclass
+class RoundResult:
+    groups: int = 0
+    positions: int = 0  # committed positions in scope
+    moved: int = 0  # of them, translated this round
+    written: int = 0  # snapshots written
+    pending: int = 0  # not exact yet (ahead of replication): again next round
+    error: str | None = None
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Guard:
+    """The state one guard keeps between rounds: the positions it has snapshotted."""
+
+    config: Config
+    groups: str = ".*"
+    snapshotted: dict[tuple[str, TP], int] = field(default_factory=dict)
+    first_seen_ms: dict[tuple[str, TP], tuple[int, int]] = field(default_factory=dict)
+    topic_ready: bool = False
+
+    def run_round(self) -> RoundResult:
+        """One round; errors are caught and reported in the result."""
+        started = time.monotonic()
+        result = RoundResult()
+        try:
+            self._round(result)
+        except DrctlError as exc:
+            result.error = exc.message
+        except Exception as exc:  # noqa: BLE001 - a client error must not end the guard
+            result.error = f"{type(exc).__name__}: {exc}"
+        result.seconds = round(time.monotonic() - started, 3)
+        return result
+
+    def _round(self, result: RoundResult) -> None:
+        config = self.config
+        rep = config.require_replication()
+        src = ClusterClients.for_cluster(config, rep.source)
+        dst = ClusterClients.for_cluster(config, rep.target)
+        if not self.topic_ready:
+            ensure_snapshot_topic(dst, config.state.snapshots_topic)
+            self.topic_ready = True
+        admin = src.admin()
+        groups = [g for g in list_groups(admin) if wanted_group(config, self.groups, g)]
+        commits = committed_offsets(admin, groups)
+        now_ms = int(time.time() * 1000)
+        moved: dict[str, dict[TP, int]] = {}
+        for group, offsets in commits.items():
+            for tp, offset in offsets.items():
+                if not rep.topics.matches(tp[0]):
+                    continue
+                result.positions += 1
+                key = (group, tp)
+                if self.first_seen_ms.get(key, (None, 0))[0] != offset:
+                    self.first_seen_ms[key] = (offset, now_ms)
+                if self.snapshotted.get(key) != offset:
+                    moved.setdefault(group, {})[tp] = offset
+        result.groups = len(commits)
+        result.moved = sum(len(o) for o in moved.values())
+        if not moved:
+            return
+        report = translate_offsets(config, TranslateRequest(
+            rep.source, rep.target, method=TranslateMethod.EXACT, positions=moved,
+            source_deadline_s=15.0))
+        snaps: list[OffsetSnapshot] = []
+        done: list[tuple[tuple[str, TP], int]] = []
+        for g in report.groups:
+            for p in g.partitions:
+                if p.target_offset is None:
+                    result.pending += 1
+                    continue
+                key = (g.group, (p.topic, p.partition))
+                snaps.append(OffsetSnapshot(
+                    g.group, p.topic, p.partition, p.source_offset, p.target_offset,
+                    p.confidence, (p.proof or {}).get("fingerprint"),
+                    self.first_seen_ms.get(key, (0, now_ms))[1], now_ms))
+                if p.confidence in ("exact", "start"):
+                    done.append((key, p.source_offset))
+                else:
+                    result.pending += 1
+        result.written = write_snapshots(dst, config.state.snapshots_topic, snaps)
+        self.snapshotted.update(done)
+        # Forget what no longer exists, so memory follows the groups in scope.
+        live = {(g, tp) for g, offs in commits.items() for tp in offs}
+        for key in [k for k in self.snapshotted if k not in live]:
+            del self.snapshotted[key]
+            self.first_seen_ms.pop(key, None)
+
+
+def run_guard(config: Config, *, groups: str = ".*", interval_s: float = 5.0,
+              once: bool = False, stop: threading.Event | None = None,
+              notify: Notify = lambda _: None,
+              on_round: Callable[[RoundResult], None] | None = None) -> list[RoundResult]:
+    """Rounds every `interval_s` until `stop` is set (SIGTERM) — or one round with `once`.
+    Returns the rounds' results with `once`, else the last one."""
+    guard = Guard(config, groups)
+    stop = stop or threading.Event()
+    results: list[RoundResult] = []
+    while True:
+        result = guard.run_round()
+        if on_round:
+            on_round(result)
+        if result.error:
+            notify(f"guard: round failed ({result.error}); retrying in {interval_s:g}s")
+        else:
+            notify(f"guard: {result.positions} positions of {result.groups} groups, "
+                   f"{result.moved} moved, {result.written} snapshot(s) written"
+                   + (f", {result.pending} not exact yet" if result.pending else "")
+                   + f" ({result.seconds:.1f}s)")
+        results = [result] if not once else results + [result]
+        if once or stop.wait(interval_s):
+            return results

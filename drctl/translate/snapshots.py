@@ -1,0 +1,111 @@
+"""Offset snapshots: exact group positions `drctl guard` keeps on the target while the source
+answers, so failover can use them when it no longer does (docs/design.md §3, `snapshot`).
+
+One record per group and source partition in a compacted topic on the target; the key names
+the position, the value (JSON) holds its exact translation and how old it is. The newest
+record per key is the snapshot; a tombstone is never written (a group that disappears keeps
+its last position, which is what its consumers would resume from).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+
+from confluent_kafka.admin import NewTopic
+
+from drctl.errors import DrctlError
+from drctl.kafka.clients import ClusterClients
+from drctl.kafka.offsets import watermarks
+from drctl.kafka.records import read_ranges
+
+SNAPSHOT_PARTITIONS = 6
+_SEP = "\x00"  # never part of a group id or topic name a broker accepts in practice
+
+
+@dataclass(frozen=True)
+class OffsetSnapshot:
+    group: str
+    topic: str  # on the source
+    partition: int
+    source_offset: int  # the group's committed position on the source
+    target_offset: int  # its exact translation on the target
+    confidence: str  # the translation's (exact, clamped, ...)
+    fingerprint: str | None  # hex digest of the last record it consumed (the proof)
+    seen_ms: int  # when guard first saw this committed position
+    snapshot_ms: int  # when guard wrote this snapshot
+
+    @property
+    def key(self) -> bytes:
+        return _SEP.join((self.group, self.topic, str(self.partition))).encode()
+
+    def encode(self) -> bytes:
+        return json.dumps(asdict(self), sort_keys=True).encode()
+
+    @classmethod
+    def decode(cls, value: bytes) -> OffsetSnapshot:
+        raw = json.loads(value)
+        return cls(**{k: raw[k] for k in cls.__dataclass_fields__})
+
+
+def ensure_snapshot_topic(clients: ClusterClients, topic: str) -> None:
+    """Create the compacted snapshot topic on the target if it is missing."""
+    admin = clients.admin()
+    if topic in admin.list_topics(timeout=30).topics:
+        return
+    brokers = len(admin.list_topics(timeout=30).brokers)
+    futures = admin.create_topics([NewTopic(topic, SNAPSHOT_PARTITIONS, min(3, brokers),
+                                            config={"cleanup.policy": "compact"})])
+    for future in futures.values():
+        try:
+            future.result(timeout=60)
+        except Exception as exc:  # created meanwhile by another guard is fine
+            if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                raise DrctlError(f"Cannot create the snapshot topic {topic}: {exc}",
+                                 "Grant drctl CREATE on the target cluster or create the "
+                                 "topic (cleanup.policy=compact) yourself.") from exc
+
+
+def write_snapshots(clients: ClusterClients, topic: str,
+                    snapshots: Iterable[OffsetSnapshot]) -> int:
+    """Write snapshots and wait until every one is acknowledged; returns how many."""
+    producer = clients.producer(**{"acks": "all", "enable.idempotence": "true"})
+    failed: list[str] = []
+    count = 0
+    for snap in snapshots:
+        producer.produce(topic, key=snap.key, value=snap.encode(),
+                         on_delivery=lambda err, _m: failed.append(str(err)) if err else None)
+        count += 1
+        producer.poll(0)
+    if producer.flush(60) or failed:
+        raise DrctlError(f"Writing {count} offset snapshot(s) to {topic} failed"
+                         + (f": {failed[0]}" if failed else "") + ".",
+                         "guard retries in its next round.")
+    return count
+
+
+def read_snapshots(clients: ClusterClients, topic: str
+                   ) -> dict[tuple[str, str, int], OffsetSnapshot]:
+    """The newest snapshot per (group, source topic, partition); empty without the topic."""
+    admin = clients.admin()
+    meta = admin.list_topics(timeout=30).topics.get(topic)
+    if meta is None:
+        return {}
+    marks = watermarks(admin, [(topic, p) for p in meta.partitions])
+    ranges: Mapping[tuple[str, int], tuple[int, int]] = {
+        tp: m for tp, m in marks.items() if m[1] > m[0]}
+    out: dict[tuple[str, str, int], OffsetSnapshot] = {}
+    consumer = clients.consumer(**{"enable.partition.eof": "true"})
+    try:
+        for rec in read_ranges(consumer, ranges):
+            if rec.value is None:
+                continue
+            snap = OffsetSnapshot.decode(rec.value)
+            key = (snap.group, snap.topic, snap.partition)
+            have = out.get(key)
+            if have is None or snap.snapshot_ms >= have.snapshot_ms:
+                out[key] = snap
+    finally:
+        consumer.close()
+    return out

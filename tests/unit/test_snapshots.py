@@ -1,0 +1,51 @@
+"""Offset snapshots (translate/snapshots.py) and the snapshot method's choice and bound."""
+
+from __future__ import annotations
+
+import time
+
+from drctl.codecs.mm2 import Checkpoint
+from drctl.translate.engine import _by_snapshot
+from drctl.translate.model import PartitionResult
+from drctl.translate.snapshots import OffsetSnapshot
+
+
+def _snap(source: int, target: int, age_s: float = 3) -> OffsetSnapshot:
+    now = int(time.time() * 1000)
+    return OffsetSnapshot("g", "orders", 0, source, target, "exact", "ab" * 16,
+                          now - int(age_s * 1000), now)
+
+
+def _part(source_offset: int) -> PartitionResult:
+    return PartitionResult("g", "orders", 0, "primary.orders", source_offset, "snapshot", None,
+                           "")
+
+
+def test_a_snapshot_round_trips_and_keys_its_position() -> None:
+    snap = _snap(120, 118)
+    assert OffsetSnapshot.decode(snap.encode()) == snap
+    assert snap.key == b"g\x00orders\x000"
+
+
+def test_the_later_of_snapshot_and_checkpoint_wins_with_a_bound() -> None:
+    marks = {("primary.orders", 0): (0, 500)}
+    # The checkpoint is older (and coarse): the snapshot's exact position wins.
+    p = _part(120)
+    _by_snapshot([p], {("g", "orders", 0): _snap(120, 118)},
+                 {("g", "primary.orders", 0): Checkpoint("g", "primary.orders", 0, 100, 90)},
+                 marks)
+    assert (p.target_offset, p.confidence, p.max_redelivered) == (118, "snapshot", 382)
+    assert p.age_s is not None and 2 <= p.age_s <= 10
+    # The group moved on after the snapshot and MM2 checkpointed it further on.
+    p = _part(300)
+    _by_snapshot([p], {("g", "orders", 0): _snap(120, 118)},
+                 {("g", "primary.orders", 0): Checkpoint("g", "primary.orders", 0, 300, 260)},
+                 marks)
+    assert (p.target_offset, p.confidence, p.max_redelivered) == (260, "checkpoint", 240)
+    # Never past the target's end; nothing known: said so, no position.
+    p = _part(900)
+    _by_snapshot([p], {("g", "orders", 0): _snap(900, 880)}, {}, marks)
+    assert (p.target_offset, p.max_redelivered) == (500, 0)
+    p = _part(5)
+    _by_snapshot([p], {}, {}, marks)
+    assert (p.target_offset, p.confidence) == (None, "no-snapshot")
