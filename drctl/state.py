@@ -70,6 +70,9 @@ class FailoverMarker:
     source_end: Offsets | None = None  # what the source held, when it could still be read
     topics: dict[str, str] = field(default_factory=dict)  # source topic -> mirror topic
     groups: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # What failover could not take along (ops/failover.py `left_behind`): {"topics": [{topic,
+    # groups}], "groups": [{group, reason}]}. Empty when nothing was.
+    left_behind: dict[str, Any] = field(default_factory=dict)
     steps: dict[str, StepRecord] = field(default_factory=dict)
     schema: int = SCHEMA_VERSION
 

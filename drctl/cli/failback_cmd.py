@@ -9,7 +9,7 @@ import typer
 
 from drctl.cli.confirm import confirm_or_abort
 from drctl.cli.state import CURRENT, OutputOption
-from drctl.cli.views import render_translation
+from drctl.cli.views import render_audit, render_translation
 from drctl.errors import ExitStatus
 from drctl.gap.plan import GapScope
 from drctl.ops.context import OpsContext
@@ -71,13 +71,15 @@ def failback_command(
             term.info(f"  • {step['step']}: " + ", ".join(
                 f"{k}={v}" for k, v in step.items() if k != "step"))
         return
+    if result.audit:
+        render_audit(result.audit)
     if result.switch_back is not None:
         render_switch_back(result.switch_back)
     elif result.translation_report is not None:
         render_translation(result.translation_report)
     for p in paths:
         term.info(f"  report: {p}")
-    if result.exit_status != ExitStatus.SUCCESS and result.switch_back is not None:
+    if result.switch_back is not None and result.switch_back.exit_status:
         for g in result.switch_back.waiting:
             term.warn(f"Group {g.group} was not moved: {g.skipped}.")
         for g in result.switch_back.skipping:
@@ -89,6 +91,10 @@ def failback_command(
         raise typer.Exit(result.exit_status)
     term.success(f"Failback of {result.marker.incident} done; the incident is closed.")
     term.info(f"Next: switch clients back to {rep.source}.")
+    if result.exit_status:
+        term.warn(f"The failover made groups skip {result.audit['totals']['skipped']} "
+                  "record(s) (audit above): their consumers never read them; replay them.")
+        raise typer.Exit(result.exit_status)
 
 
 def render_switch_back(sb: SwitchBack) -> None:

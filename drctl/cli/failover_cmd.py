@@ -11,7 +11,7 @@ from drctl.cli.confirm import confirm_or_abort, operator_confirms
 from drctl.cli.state import CURRENT, OutputOption
 from drctl.cli.views import render_translation
 from drctl.ops.context import OpsContext
-from drctl.ops.failover import FailoverOptions, run_failover
+from drctl.ops.failover import FailoverOptions, describe_left_behind, run_failover
 from drctl.ops.fence import open_risks
 from drctl.terminal import OutputFormat
 from drctl.translate.model import TranslateMethod
@@ -56,8 +56,12 @@ def failover_command(
                   f"{rep.target} until failback confirms the stop and lifts the fence.")
     for risk in [] if dry_run else open_risks(marker):
         term.warn(risk)
+    for line in [] if dry_run else describe_left_behind(marker):
+        term.warn(f"Left behind: {line}")
     if term.json_mode:
         term.emit_json(result.as_dict(paths))
+        if result.exit_status:
+            raise typer.Exit(result.exit_status)
         return
     if dry_run:
         term.info("[bold]Dry run[/] — nothing was changed. The plan:", markup=True)
@@ -75,3 +79,7 @@ def failover_command(
         term.info(f"  report: {p}")
     term.info(f"Next: switch clients to {rep.target}; when {rep.source} is back run "
               "`drctl failback --check-order`.")
+    if result.exit_status:
+        term.warn(f"{len(describe_left_behind(marker))} topic(s)/group(s) were left behind "
+                  "(listed above and in the report).")
+        raise typer.Exit(result.exit_status)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from drctl.cli.state import CURRENT
 from drctl.translate.model import TranslationReport
 
@@ -27,3 +29,24 @@ def render_translation(report: TranslationReport) -> None:
     term.success(f"{s['partitions']} positions of {s['groups']} groups {verb}; "
                  f"{s['exact']} exact, {s['redelivered']} records re-delivered, "
                  f"{s['missing']} consumed records missing on {report.target}.")
+
+
+def render_audit(audit: dict[str, Any]) -> None:
+    """The audit of a failover's positions (ops/audit.py data), worst first."""
+    term = CURRENT.terminal()
+    for note in audit.get("notes", []):
+        term.info(note)
+    rows = [[p["group"], f"{p['topic']}[{p['partition']}]", p["applied"], p["confidence"],
+             p["exact"], p["redelivered"] or "", p["skipped"] or "",
+             "" if p["max_redelivered"] is None else p["max_redelivered"], p["note"] or ""]
+            for p in sorted(audit.get("positions", []),
+                            key=lambda p: (-p["skipped"], -p["redelivered"]))]
+    if rows:
+        term.table("Failover positions audited", ["group", "partition", "applied", "from",
+                                                  "exact", "re-delivered", "skipped",
+                                                  "bound", "note"], rows)
+    t = audit.get("totals", {})
+    term.info(f"Audit: {t.get('audited', 0)} of {t.get('positions', 0)} positions compared; "
+              f"{t.get('redelivered', 0)} records re-delivered, {t.get('skipped', 0)} skipped"
+              + (f"; {t['over_bound']} over the stated bound" if t.get("over_bound") else "")
+              + ".")

@@ -17,6 +17,7 @@ from drctl.config import Config
 from drctl.errors import CheckFailed, ExitStatus, Unreachable, UsageError
 from drctl.faults import crash_point
 from drctl.kafka.clients import describe_with_retry
+from drctl.ops.audit import audit_failover
 from drctl.ops.context import OpsContext
 from drctl.ops.fence import FENCED, lift_fence_after_stop, stop_behind_fence
 from drctl.ops.late_copies import check_late_copies
@@ -57,12 +58,18 @@ class FailbackResult:
     plan: list[dict[str, Any]] = field(default_factory=list)
     dry_run: bool = False
     switch_back: SwitchBack | None = None
+    audit: dict[str, Any] = field(default_factory=dict)  # ops/audit.py, as the marker keeps it
     switch_back_summary: dict[str, Any] = field(default_factory=dict)  # from an earlier run
 
     @property
     def exit_status(self) -> ExitStatus:
-        """Not success while a group is left unmoved or would skip a record."""
-        return self.switch_back.exit_status if self.switch_back else ExitStatus.SUCCESS
+        """Not success while a group is left unmoved or would skip a record, or when the
+        audit found records the failover made a group skip."""
+        if self.switch_back and self.switch_back.exit_status:
+            return self.switch_back.exit_status
+        if self.audit.get("totals", {}).get("skipped"):
+            return ExitStatus.CHECK_FAILED
+        return ExitStatus.SUCCESS
 
     def switch_back_data(self) -> dict[str, Any] | None:
         if self.switch_back is not None:
@@ -78,7 +85,7 @@ class FailbackResult:
                    "reconcile": self.reconcile, "reverse": self.reverse,
                    "verification": self.verification,
                    "translation": (self.translation or {}).get("summary"),
-                   "switch_back": self.switch_back_data()}
+                   "switch_back": self.switch_back_data(), "audit": self.audit}
         return write_report(directory or (config.state.dir / "reports"),
                             f"{self.marker.incident}-failback", context, "failback-report",
                             config.redactor)
@@ -89,7 +96,7 @@ class FailbackResult:
                 "resumed": self.resumed, "plan": self.plan, "gap": self.gap,
                 "reconcile": self.reconcile, "reverse": self.reverse,
                 "verification": self.verification, "translation": self.translation,
-                "switch_back": self.switch_back_data(),
+                "switch_back": self.switch_back_data(), "audit": self.audit,
                 "marker": None if self.dry_run else asdict(self.marker),
                 "reports": [str(p) for p in reports]}
 
@@ -232,6 +239,12 @@ def run_failback(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder, 
         lifted = lift_fence_after_stop(ctx, marker, dry_run=opts.dry_run, notify=notify)
         if lifted is not None:
             result.plan.append(lifted)
+    if not opts.dry_run and not marker.done("failback:audit") and marker.groups:
+        # Before anything commits on the source: the groups' commits there are the truth.
+        marker.record("failback:audit", audit_failover(config, marker, notify).as_dict())
+        store.save(marker)
+    if "failback:audit" in marker.steps:
+        result.audit = marker.steps["failback:audit"].result
     out_dir = config.state.dir / "failback"
     if marker.stop_unconfirmed and not marker.done("failback:reconcile") and not opts.dry_run:
         # The stop is confirmed now (preflight): nothing more can come through.

@@ -15,7 +15,7 @@ from typing import Any
 from confluent_kafka.admin import NewTopic
 
 from drctl.config import Config
-from drctl.errors import CheckFailed, Unreachable, UsageError
+from drctl.errors import CheckFailed, ExitStatus, Unreachable, UsageError
 from drctl.faults import crash_point
 from drctl.kafka.clients import ClusterClients, describe_with_retry
 from drctl.kafka.groups import group_states, list_groups
@@ -28,10 +28,11 @@ from drctl.progress import Notify
 from drctl.replication.base import Confirm
 from drctl.reports import write_report
 from drctl.state import FailoverMarker, Offsets
-from drctl.translate.engine import TranslateRequest, translate_offsets
+from drctl.translate.engine import TranslateRequest, translate_offsets, wanted_group
 from drctl.translate.locate import MatchQuery, Side, last_records, match_records
-from drctl.translate.model import TranslateMethod, TranslationReport
+from drctl.translate.model import GroupResult, TranslateMethod, TranslationReport
 from drctl.translate.reader import BatchReader, RangeRequest
+from drctl.translate.snapshots import read_snapshot_topic
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,11 @@ class FailoverResult:
     translation: dict[str, Any] | None = None
     translation_report: TranslationReport | None = None
     resumed: bool = False
+
+    @property
+    def exit_status(self) -> ExitStatus:
+        """A topic or group failover could not take along is a check that did not hold."""
+        return ExitStatus.CHECK_FAILED if self.marker.left_behind else ExitStatus.SUCCESS
 
     def write_reports(self, config: Config, directory: Path | None = None) -> list[Path]:
         """The failover report (default: STATE_DIR/reports); a dry run changed nothing and
@@ -84,10 +90,77 @@ class FailoverResult:
                 "groups_total": len(moved),
                 "groups_not_exact": sorted(g for g, v in moved.items()
                                            if v.get("confidence") != ["exact"]),
+                "left_behind": describe_left_behind(self.marker),
                 "reports": [str(p) for p in reports]}
 
 
-def _source_topics(config: Config, clients: ClusterClients) -> dict[str, int]:
+def left_behind(ctx: OpsContext, report: TranslationReport, source_up: bool,
+                topics: dict[str, str]) -> dict[str, Any]:
+    """Every topic and group failover could not take along, and why — so none is left
+    silently. With the source gone, what guard last saw on it (its inventory) says which
+    topics and groups exist beyond what the target mirrors and checkpoints."""
+    config = ctx.config
+    rep = config.require_replication()
+    groups: dict[str, str] = {}
+    for g in report.groups:
+        unplaced = [f"{p.target_topic}[{p.partition}]" for p in g.partitions
+                    if p.target_offset is None]
+        if g.skipped:
+            groups[g.group] = f"not moved: {g.skipped}"
+        elif unplaced and len(unplaced) == len(g.partitions):
+            groups[g.group] = ("no position anywhere (" + ", ".join(sorted(
+                {p.confidence for p in g.partitions})) + "): its consumers start at "
+                "auto.offset.reset (earliest re-reads everything, latest skips what is unread)")
+        elif unplaced:
+            groups[g.group] = (f"no position for {', '.join(unplaced)}: its consumers start "
+                               "there at auto.offset.reset")
+    missing_topics: list[dict[str, Any]] = []
+    inventory = None
+    if not source_up:
+        _, inventory = read_snapshot_topic(ctx.clients(rep.target), config.state.snapshots_topic)
+    if inventory is not None:
+        translated = {g.group for g in report.groups}
+        for topic in sorted(inventory.topics):
+            if topic not in topics and rep.topics.matches(topic):
+                readers = sorted(g for g, ts in inventory.groups.items() if topic in ts)
+                missing_topics.append({"topic": topic, "groups": readers})
+        for group, consumed in sorted(inventory.groups.items()):
+            if group in translated or group in groups or not consumed \
+                    or not wanted_group(config, ".*", group):
+                continue
+            groups[group] = ("seen on the source by guard, but no snapshot or checkpoint: "
+                             "its consumers start at auto.offset.reset")
+    out: dict[str, Any] = {}
+    if missing_topics:
+        out["topics"] = missing_topics
+    if groups:
+        out["groups"] = [{"group": g, "reason": r} for g, r in sorted(groups.items())]
+    if inventory is not None:
+        out["inventory_age_s"] = round(time.time() - inventory.written_ms / 1000, 1)
+    return out if missing_topics or groups else {}
+
+
+def describe_left_behind(marker: FailoverMarker) -> list[str]:
+    """One line per topic and group failover left behind (for stderr and the report)."""
+    lines = [f"Topic {t['topic']} has no mirror on {marker.target}: its records are not "
+             f"there" + (f" (read by {', '.join(t['groups'])})" if t["groups"] else "")
+             + "; failback names it." for t in marker.left_behind.get("topics", [])]
+    lines += [f"Group {g['group']}: {g['reason']}." for g in marker.left_behind.get("groups", [])]
+    return lines
+
+
+def _applied_positions(group: GroupResult) -> dict[str, dict[str, dict[str, Any]]]:
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for p in group.partitions:
+        if p.applied and p.target_offset is not None:
+            out.setdefault(p.target_topic, {})[str(p.partition)] = {
+                "offset": p.target_offset, "confidence": p.confidence,
+                "max_redelivered": p.max_redelivered}
+    return out
+
+
+def source_topics_in_scope(config: Config, clients: ClusterClients) -> dict[str, int]:
+    """The source's replicated topics (the config's filter) and their partition counts."""
     rep = config.require_replication()
     topics = clients.admin().list_topics(timeout=30).topics
     return {t: len(m.partitions) for t, m in topics.items()
@@ -115,7 +188,7 @@ def preflight(ctx: OpsContext, opts: FailoverOptions, notify: Notify) -> dict[st
     problems: list[str] = []
     topics: dict[str, str] = {}
     if source_up:
-        for topic, partitions in sorted(_source_topics(config, src).items()):
+        for topic, partitions in sorted(source_topics_in_scope(config, src).items()):
             mirror = rep.mirror_topic(topic)
             meta = target_topics.get(mirror)
             if meta is None:
@@ -316,10 +389,14 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *, notify: Notify = lam
         result.translation_report = report
         plan.append({"step": "translate-offsets", "summary": report.summary()})
         if not opts.dry_run:
+            # The positions applied, per target topic and partition: what the audit at
+            # failback (ops/audit.py) compares with where each group really was.
             marker.groups = {g.group: {"applied": g.applied, "skipped": g.skipped,
                                        "confidence": sorted({p.confidence
-                                                             for p in g.partitions})}
+                                                             for p in g.partitions}),
+                                       "positions": _applied_positions(g)}
                              for g in report.groups}
+            marker.left_behind = left_behind(ctx, report, pre["source_reachable"], topics)
             marker.record("translate-offsets", report.summary())
             store.save(marker)
             crash_point("translate-offsets")
@@ -415,6 +492,7 @@ def report_context(config: Config, marker: FailoverMarker) -> dict[str, Any]:
         "marker": asdict(marker),
         "failover_time": when,
         "open_risks": open_risks(marker),
+        "left_behind": describe_left_behind(marker),
         "unreplicated": estimate_unreplicated(config, marker),
         "source_bootstrap": config.cluster(rep.source)["bootstrap.servers"],
         "target_bootstrap": config.cluster(rep.target)["bootstrap.servers"],

@@ -22,10 +22,20 @@ from drctl.errors import DrctlError
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.groups import committed_offsets, list_groups
 from drctl.kafka.topics import TP
+from drctl.ops.failover import source_topics_in_scope
 from drctl.progress import Notify
 from drctl.translate.engine import TranslateRequest, translate_offsets, wanted_group
 from drctl.translate.model import TranslateMethod
-from drctl.translate.snapshots import OffsetSnapshot, ensure_snapshot_topic, write_snapshots
+from drctl.translate.snapshots import (
+    OffsetSnapshot,
+    SourceInventory,
+    ensure_snapshot_topic,
+    write_snapshots,
+)
+
+# New topics and groups are rare: the inventory is rewritten with the snapshots, or at least
+# this often when nothing moved.
+INVENTORY_EVERY_MS = 60_000
 
 
 @dataclass
@@ -51,6 +61,7 @@ class Guard:
     snapshotted: dict[tuple[str, TP], int] = field(default_factory=dict)
     first_seen_ms: dict[tuple[str, TP], tuple[int, int]] = field(default_factory=dict)
     topic_ready: bool = False
+    inventory_ms: int = 0  # when the source inventory was last written
 
     def run_round(self) -> RoundResult:
         """One round; errors are caught and reported in the result."""
@@ -90,14 +101,14 @@ class Guard:
                     moved.setdefault(group, {})[tp] = offset
         result.groups = len(commits)
         result.moved = sum(len(o) for o in moved.values())
-        if not moved:
+        if not moved and self.inventory_ms > now_ms - INVENTORY_EVERY_MS:
             return
-        report = translate_offsets(config, TranslateRequest(
-            rep.source, rep.target, method=TranslateMethod.EXACT, positions=moved,
-            source_deadline_s=15.0))
         snaps: list[OffsetSnapshot] = []
         done: list[tuple[tuple[str, TP], int]] = []
-        for g in report.groups:
+        report = translate_offsets(config, TranslateRequest(
+            rep.source, rep.target, method=TranslateMethod.EXACT, positions=moved,
+            source_deadline_s=15.0)) if moved else None
+        for g in report.groups if report else []:
             for p in g.partitions:
                 if p.target_offset is None:
                     result.pending += 1
@@ -111,8 +122,13 @@ class Guard:
                     done.append((key, p.source_offset))
                 else:
                     result.pending += 1
-        result.written = write_snapshots(dst, config.state.snapshots_topic, snaps)
+        inventory = SourceInventory(
+            source_topics_in_scope(config, src),
+            {g: sorted({tp[0] for tp in offs if rep.topics.matches(tp[0])})
+             for g, offs in commits.items()}, now_ms)
+        result.written = write_snapshots(dst, config.state.snapshots_topic, snaps, inventory)
         self.snapshotted.update(done)
+        self.inventory_ms = now_ms
         # Forget what no longer exists, so memory follows the groups in scope.
         live = {(g, tp) for g, offs in commits.items() for tp in offs}
         for key in [k for k in self.snapshotted if k not in live]:

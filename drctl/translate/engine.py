@@ -308,6 +308,7 @@ def _by_checkpoint(todo: list[PartitionResult], checkpoints: dict,
         low, end = dst_marks[(p.target_topic, p.partition)]
         p.target_offset = min(max(cp.downstream_offset, low), end)
         p.confidence = "checkpoint"
+        p.max_redelivered = end - p.target_offset  # it cannot have read more than is there
         if cp.upstream_offset != p.source_offset:
             p.note = (f"latest checkpoint is for source offset {cp.upstream_offset}; the group "
                       f"is at {p.source_offset}")

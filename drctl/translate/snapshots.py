@@ -49,6 +49,29 @@ class OffsetSnapshot:
         return cls(**{k: raw[k] for k in cls.__dataclass_fields__})
 
 
+INVENTORY_KEY = b"\x00inventory"
+
+
+@dataclass(frozen=True)
+class SourceInventory:
+    """What guard last saw on the source: its topics in scope (with partition counts) and
+    the groups with commits on them. With the source gone, failover names what of it has
+    no mirror or no position (no group or topic left behind silently)."""
+
+    topics: dict[str, int]
+    groups: dict[str, list[str]]  # group -> topics it has commits on
+    written_ms: int
+
+    def encode(self) -> bytes:
+        return json.dumps(asdict(self), sort_keys=True).encode()
+
+    @classmethod
+    def decode(cls, value: bytes) -> SourceInventory:
+        raw = json.loads(value)
+        return cls(dict(raw["topics"]), {g: list(t) for g, t in raw["groups"].items()},
+                   int(raw["written_ms"]))
+
+
 def ensure_snapshot_topic(clients: ClusterClients, topic: str) -> None:
     """Create the compacted snapshot topic on the target if it is missing."""
     admin = clients.admin()
@@ -68,8 +91,10 @@ def ensure_snapshot_topic(clients: ClusterClients, topic: str) -> None:
 
 
 def write_snapshots(clients: ClusterClients, topic: str,
-                    snapshots: Iterable[OffsetSnapshot]) -> int:
-    """Write snapshots and wait until every one is acknowledged; returns how many."""
+                    snapshots: Iterable[OffsetSnapshot],
+                    inventory: SourceInventory | None = None) -> int:
+    """Write snapshots (and the inventory) and wait until every one is acknowledged;
+    returns how many snapshots."""
     producer = clients.producer(**{"acks": "all", "enable.idempotence": "true"})
     failed: list[str] = []
     count = 0
@@ -78,6 +103,9 @@ def write_snapshots(clients: ClusterClients, topic: str,
                          on_delivery=lambda err, _m: failed.append(str(err)) if err else None)
         count += 1
         producer.poll(0)
+    if inventory is not None:
+        producer.produce(topic, key=INVENTORY_KEY, value=inventory.encode(),
+                         on_delivery=lambda err, _m: failed.append(str(err)) if err else None)
     if producer.flush(60) or failed:
         raise DrctlError(f"Writing {count} offset snapshot(s) to {topic} failed"
                          + (f": {failed[0]}" if failed else "") + ".",
@@ -88,18 +116,31 @@ def write_snapshots(clients: ClusterClients, topic: str,
 def read_snapshots(clients: ClusterClients, topic: str
                    ) -> dict[tuple[str, str, int], OffsetSnapshot]:
     """The newest snapshot per (group, source topic, partition); empty without the topic."""
+    return read_snapshot_topic(clients, topic)[0]
+
+
+def read_snapshot_topic(clients: ClusterClients, topic: str
+                        ) -> tuple[dict[tuple[str, str, int], OffsetSnapshot],
+                                   SourceInventory | None]:
+    """The newest snapshots and the newest inventory (None without one)."""
     admin = clients.admin()
     meta = admin.list_topics(timeout=30).topics.get(topic)
     if meta is None:
-        return {}
+        return {}, None
     marks = watermarks(admin, [(topic, p) for p in meta.partitions])
     ranges: Mapping[tuple[str, int], tuple[int, int]] = {
         tp: m for tp, m in marks.items() if m[1] > m[0]}
     out: dict[tuple[str, str, int], OffsetSnapshot] = {}
+    inventory: SourceInventory | None = None
     consumer = clients.consumer(**{"enable.partition.eof": "true"})
     try:
         for rec in read_ranges(consumer, ranges):
             if rec.value is None:
+                continue
+            if rec.key == INVENTORY_KEY:
+                found = SourceInventory.decode(rec.value)
+                if inventory is None or found.written_ms >= inventory.written_ms:
+                    inventory = found
                 continue
             snap = OffsetSnapshot.decode(rec.value)
             key = (snap.group, snap.topic, snap.partition)
@@ -108,4 +149,4 @@ def read_snapshots(clients: ClusterClients, topic: str
                 out[key] = snap
     finally:
         consumer.close()
-    return out
+    return out, inventory

@@ -118,7 +118,7 @@ def test_failover_result_json_and_runbook_summary_keep_their_keys() -> None:
     summary = result.runbook_summary([Path("r.md")])
     assert list(summary) == ["incident", "marker", "replication_stop", "late_copies",
                              "groups_applied",
-                             "groups_total", "groups_not_exact", "reports"]
+                             "groups_total", "groups_not_exact", "left_behind", "reports"]
     assert (summary["groups_applied"], summary["groups_total"],
             summary["groups_not_exact"]) == (1, 2, ["g2"])
 
@@ -133,8 +133,8 @@ def test_failback_result_json_and_runbook_summary_keep_their_keys() -> None:
                             translation=report.as_dict(), translation_report=report)
     data = result.as_dict()
     assert list(data) == ["incident", "dry_run", "resumed", "plan", "gap", "reconcile",
-                          "reverse", "verification", "translation", "switch_back", "marker",
-                          "reports"]
+                          "reverse", "verification", "translation", "switch_back", "audit",
+                          "marker", "reports"]
     assert data["reconcile"] == {"mode": "copy-safe", "copy_safe": {"copied": 3, "skipped": 1},
                                  "quarantine": {"file": "q.jsonl", "topics": ["t.q"],
                                                 "count": 2}, "not_copied": {}}

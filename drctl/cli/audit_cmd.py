@@ -1,0 +1,34 @@
+"""`drctl audit`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from drctl.cli.state import CURRENT, OutputOption
+from drctl.cli.views import render_audit
+from drctl.errors import ExitStatus
+from drctl.ops.audit import audit_incident
+from drctl.ops.context import OpsContext
+from drctl.terminal import OutputFormat
+
+
+def audit_command(
+    incident: Annotated[str | None, typer.Option(
+        help="The incident (default: the newest open one).")] = None,
+    output: Annotated[OutputFormat | None, OutputOption] = None,
+) -> None:
+    """Compare the group positions a failover applied with where each group really was.
+
+    Needs the source back, before failback moves the groups (failback runs it itself).
+    Exit 3 when a group was made to skip records."""
+    config = CURRENT.config()
+    term = CURRENT.terminal(output)
+    marker, found = audit_incident(OpsContext.from_config(config), incident, notify=term.step)
+    if term.json_mode:
+        term.emit_json({"incident": marker.incident, **found})
+    else:
+        render_audit(found)
+    if found.get("totals", {}).get("skipped"):
+        raise typer.Exit(ExitStatus.CHECK_FAILED)

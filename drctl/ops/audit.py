@@ -1,0 +1,135 @@
+"""The audit of a failover's group positions, once the source answers again (docs/design.md
+§6): for every position failover applied, where the group really was — its last commit on
+the source, translated exactly onto the target — and the difference: records the group
+re-reads (applied before that) or skips (applied after it).
+
+It must run before failback moves the groups back (switch-back commits on the source replace
+the commits it reads). A group whose consumers kept committing on the source after the
+failover is measured against that later commit: the re-delivery is then over-counted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from drctl.config import Config
+from drctl.errors import UsageError
+from drctl.kafka.clients import ClusterClients
+from drctl.kafka.groups import committed_offsets
+from drctl.kafka.topics import TP
+from drctl.ops.context import OpsContext
+from drctl.progress import Notify
+from drctl.state import FailoverMarker
+from drctl.translate.engine import TranslateRequest, translate_offsets
+from drctl.translate.model import TranslateMethod
+
+
+@dataclass
+class PositionAudit:
+    group: str
+    topic: str  # on the target
+    partition: int
+    applied: int  # what failover committed
+    confidence: str  # how failover found it (snapshot, checkpoint, exact, ...)
+    exact: int | None  # where the group really was, translated exactly
+    redelivered: int = 0
+    skipped: int = 0
+    max_redelivered: int | None = None  # the bound failover stated, if any
+    note: str | None = None
+
+
+@dataclass
+class FailoverAudit:
+    positions: list[PositionAudit] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def totals(self) -> dict[str, int]:
+        return {"positions": len(self.positions),
+                "audited": sum(p.exact is not None for p in self.positions),
+                "redelivered": sum(p.redelivered for p in self.positions),
+                "skipped": sum(p.skipped for p in self.positions),
+                "over_bound": sum(1 for p in self.positions if p.max_redelivered is not None
+                                  and p.redelivered > p.max_redelivered)}
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"totals": self.totals(), "notes": self.notes,
+                "positions": [asdict(p) for p in self.positions]}
+
+
+def applied_positions(marker: FailoverMarker) -> dict[tuple[str, str, int], dict[str, Any]]:
+    """(group, target topic, partition) -> what failover applied there (marker data)."""
+    return {(group, topic, int(p)): pos
+            for group, info in marker.groups.items()
+            for topic, parts in (info.get("positions") or {}).items()
+            for p, pos in parts.items()}
+
+
+def audit_failover(config: Config, marker: FailoverMarker,
+                   notify: Notify = lambda _: None) -> FailoverAudit:
+    rep = config.require_replication()
+    applied = applied_positions(marker)
+    audit = FailoverAudit()
+    if not applied:
+        audit.notes.append("No group positions were recorded at failover (none applied, or a "
+                           "marker written by an older drctl): nothing to audit.")
+        return audit
+    notify(f"Auditing {len(applied)} group position(s) applied at failover")
+    source = ClusterClients.for_cluster(config, rep.source)
+    source_topic_of = {t: (rep.source_topic_of(t) or t) for _, t, _ in applied}
+    commits = committed_offsets(source.admin(), sorted({g for g, _, _ in applied}))
+    positions: dict[str, dict[TP, int]] = {}
+    for group, topic, partition in applied:
+        offset = commits.get(group, {}).get((source_topic_of[topic], partition))
+        if offset is not None:
+            positions.setdefault(group, {})[(source_topic_of[topic], partition)] = offset
+    report = translate_offsets(config, TranslateRequest(
+        rep.source, rep.target, method=TranslateMethod.EXACT, positions=positions))
+    found = {(g.group, p.target_topic, p.partition): p for g in report.groups
+             for p in g.partitions}
+    for (group, topic, partition), pos in sorted(applied.items()):
+        row = PositionAudit(group, topic, partition, int(pos["offset"]), pos["confidence"],
+                            None, max_redelivered=pos.get("max_redelivered"))
+        exact = found.get((group, topic, partition))
+        if exact is None or exact.target_offset is None:
+            row.note = "no commit on the source to compare with"
+        elif exact.confidence == "clamped":
+            # It had read records that never reached the target (the gap): the best
+            # position was the target's end at failover.
+            row.exact = int(marker.failover_point.get(topic, {}).get(partition,
+                                                                     exact.target_offset))
+            row.note = "the group had read records the target lacked (the gap)"
+        elif exact.confidence in ("exact", "start"):
+            row.exact = exact.target_offset
+        else:
+            row.note = f"not exact now ({exact.confidence}): {exact.note or ''}".strip()
+        if row.exact is not None:
+            row.redelivered = max(0, row.exact - row.applied)
+            row.skipped = max(0, row.applied - row.exact)
+        audit.positions.append(row)
+    return audit
+
+
+def audit_incident(ctx: OpsContext, incident: str | None,
+                   notify: Notify = lambda _: None) -> tuple[FailoverMarker, dict[str, Any]]:
+    """`drctl audit`: the audit failback recorded, or — while the incident is open and the
+    source answers — a new one, recorded in the marker (failback then reuses it)."""
+    rep = ctx.config.require_replication()
+    store = ctx.markers(rep.target)
+    if incident:
+        marker = store.get(incident)
+    else:
+        opened = store.open_markers(rep.source, rep.target)
+        if not opened:
+            raise UsageError("No open failover to audit.",
+                             "Pass --incident ID for a closed one (`drctl status` lists them).")
+        marker = opened[-1]
+    if "failback:audit" in marker.steps:
+        return marker, marker.steps["failback:audit"].result
+    if marker.status != "open":
+        raise UsageError(f"Incident {marker.incident} was closed without an audit, and the "
+                         "groups' commits on the source have been replaced since.")
+    found = audit_failover(ctx.config, marker, notify).as_dict()
+    marker.record("failback:audit", found)
+    store.save(marker)
+    return marker, found
