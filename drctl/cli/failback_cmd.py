@@ -92,8 +92,13 @@ def failback_command(
     term.success(f"Failback of {result.marker.incident} done; the incident is closed.")
     term.info(f"Next: switch clients back to {rep.source}.")
     if result.exit_status:
-        term.warn(f"The failover made groups skip {result.audit['totals']['skipped']} "
-                  "record(s) (audit above): their consumers never read them; replay them.")
+        if result.audit.get("totals", {}).get("skipped"):
+            term.warn(f"The failover made groups skip {result.audit['totals']['skipped']} "
+                      "record(s) (audit above): their consumers never read them; replay them.")
+        for t in result.marker.left_behind.get("topics", []):
+            term.warn(f"Topic {t['topic']} was never mirrored to {rep.target}: its records "
+                      f"are only on {rep.source}, not compared and not reconciled. Mirror it "
+                      "(restart forward replication) and check its consumers.")
         raise typer.Exit(result.exit_status)
 
 

@@ -69,6 +69,10 @@ class FailbackResult:
             return self.switch_back.exit_status
         if self.audit.get("totals", {}).get("skipped"):
             return ExitStatus.CHECK_FAILED
+        if self.marker.left_behind.get("topics"):
+            # Never mirrored: its records are on the source only, neither compared nor
+            # reconciled; the operator must mirror it (named in the output and report).
+            return ExitStatus.CHECK_FAILED
         return ExitStatus.SUCCESS
 
     def switch_back_data(self) -> dict[str, Any] | None:
@@ -123,6 +127,7 @@ class FailbackResult:
                 "never_delivered": (self.switch_back_data() or {}).get(
                     "summary", {}).get("not_delivered", 0),
                 "switch_back": (self.switch_back_data() or {}).get("summary", {}),
+                "audit": self.audit.get("totals", {}),
                 "reports": [str(p) for p in reports]}
 
 

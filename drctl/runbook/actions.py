@@ -369,6 +369,18 @@ def _translate_offsets(ctx: ActionContext, *, source: str | None = None,
     return report.runbook_summary()
 
 
+def _guard(ctx: ActionContext, *, groups: str = ".*") -> dict[str, Any]:
+    """One round of `drctl guard --once`: exact offset snapshots on the target."""
+    from drctl.ops.guard import run_guard
+
+    [result] = run_guard(ctx.config, groups=groups, once=True, notify=ctx.notify)
+    if result.error:
+        from drctl.errors import Unreachable
+
+        raise Unreachable(f"guard: {result.error}", "Check both clusters and run it again.")
+    return result.as_dict()
+
+
 def _failover(ctx: ActionContext, *, planned: bool = False, groups: str = ".*",
               method: TranslateMethod = TranslateMethod.AUTO,
               source_deadline: float = 20.0) -> dict[str, Any]:
@@ -418,6 +430,7 @@ def builtin_registry() -> Registry:
     registry.register("config.check", _config_check, read_only=True, needs_config=True)
     registry.register("status", _status, read_only=True, needs_config=True)
     registry.register("translate-offsets", _translate_offsets, needs_config=True)
+    registry.register("guard", _guard, needs_config=True)
     registry.register("failover", _failover, needs_config=True)
     registry.register("failback", _failback, needs_config=True)
     return registry

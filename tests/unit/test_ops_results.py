@@ -19,6 +19,7 @@ from drctl.kafka.records import Record
 from drctl.ops.failback import FailbackResult
 from drctl.ops.failover import FailoverResult
 from drctl.ops.reconcile import GapOutcome, ReconcileMode, ReconcileOutcome, reconcile
+from drctl.reports import render
 from drctl.runbook.actions import builtin_registry
 from drctl.state import FailoverMarker
 from drctl.translate.model import (
@@ -142,7 +143,7 @@ def test_failback_result_json_and_runbook_summary_keep_their_keys() -> None:
     assert list(summary) == ["incident", "status", "gap", "copied", "gap_total", "quarantined",
                              "reverse", "verification", "positions", "positions_exact",
                              "positions_kept", "groups_not_applied", "positions_rewound",
-                             "never_delivered", "switch_back", "reports"]
+                             "never_delivered", "switch_back", "audit", "reports"]
     assert (summary["copied"], summary["gap_total"], summary["quarantined"],
             summary["positions"], summary["positions_exact"], summary["positions_kept"],
             summary["groups_not_applied"]) == (3, 6, 2, 3, 2, 1, ["g2"])
@@ -255,3 +256,16 @@ def test_quarantine_raises_when_a_delivery_fails(no_cluster: dict[str, Any]) -> 
     with pytest.raises(DrctlError, match="did not reach the quarantine topic: MSG_TIMED_OUT"):
         produce_to_quarantine(FakeClients(producer), [_record(1)],  # type: ignore[arg-type]
                               lambda rec: ("t.q", 0), {"t.q": 1})
+
+
+def test_failback_exit_status_names_skips_and_topics_left_behind() -> None:
+    result = FailbackResult(_marker(), resumed=False)
+    assert result.exit_status == 0
+    result.audit = {"totals": {"skipped": 2}}
+    assert result.exit_status == 3
+    result.audit = {"totals": {"skipped": 0}}
+    result.marker.left_behind = {"topics": [{"topic": "late", "groups": []}]}
+    assert result.exit_status == 3
+    md = render("failback-report.md.j2", marker=asdict(result.marker), gap={}, reconcile={},
+                reverse={}, verification={}, translation=None)
+    assert "**Topic `late` was never mirrored**" in md
