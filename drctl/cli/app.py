@@ -59,7 +59,8 @@ def root(
         help="Configuration file (default: ./drctl.yaml).")] = None,
     output: Annotated[OutputFormat, typer.Option(
         "--output", "-o", case_sensitive=False,
-        help="text for people (stderr), json for scripts (stdout).")] = OutputFormat.text,
+        help="text: tables and data on stdout, messages on stderr; json: one JSON "
+             "document on stdout.")] = OutputFormat.text,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and client logs.")]
     = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only errors and data.")] = False,

@@ -68,7 +68,7 @@ def failback_command(
     if dry_run:
         term.info("[bold]Dry run[/] — nothing was changed.", markup=True)
         for step in result.plan:
-            term.info(f"  • {step['step']}: " + ", ".join(
+            term.emit_text(f"  • {step['step']}: " + ", ".join(
                 f"{k}={v}" for k, v in step.items() if k != "step"))
         return
     if result.switch_back is not None:
