@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import confluent_kafka
 import pytest
 
 from drctl import __version__
@@ -60,10 +62,33 @@ def test_masking_and_redaction() -> None:
 
 def test_version_and_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--version"]) == 0
-    assert __version__ in capsys.readouterr().out
+    lines = dict(line.split(" ", 1) for line in capsys.readouterr().out.splitlines())
+    assert lines["drctl"] == __version__
+    assert lines["confluent-kafka"] == confluent_kafka.version()
+    assert lines["librdkafka"] == confluent_kafka.libversion()[0]
+    assert set(lines) == {"drctl", "python", "confluent-kafka", "librdkafka", "pyspark", "java"}
     assert main(["--help"]) == 0
     out = capsys.readouterr().out
     assert "lab" in out and "config" in out
+
+
+@pytest.mark.parametrize("java_says", [None, "", 'openjdk version "21.0.2" 2024-01-16'])
+def test_version_reports_java_without_failing(java_says: str | None, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    # JAVA_HOME decides which java is asked; None: a JAVA_HOME without one.
+    if java_says is not None:
+        java = tmp_path / "bin" / "java"
+        java.parent.mkdir()
+        java.write_text(f"#!/bin/sh\necho '{java_says}' >&2\n")
+        java.chmod(0o755)
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path))
+    assert main(["--version"]) == 0
+    shown = capsys.readouterr().out.splitlines()[-1]
+    expected = {None: "java not found (JAVA_HOME or PATH)",
+                "": f"java unknown version ({tmp_path}/bin/java)",
+                'openjdk version "21.0.2" 2024-01-16': f"java 21.0.2 ({tmp_path}/bin/java)"}
+    assert shown == expected[java_says]
 
 
 def test_unknown_option_is_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
