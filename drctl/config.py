@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from drctl.errors import ConfigError
+from drctl.properties import read_properties
 from drctl.replication_registry import KIND_NAMES, kind_entry
 from drctl.retry import RetryPolicy
 from drctl.secrets import Redactor, UnresolvedReference, is_secret_key, resolve_references
@@ -23,6 +24,9 @@ from drctl.suggest import did_you_mean
 
 DEFAULT_CONFIG_PATH = Path("drctl.yaml")
 CONFIG_ENV_VAR = "DRCTL_CONFIG"
+# In a cluster section: a Kafka client `.properties` file whose settings the section's own keys
+# override (drctl's key, not a client property: it never reaches a client).
+CLIENT_PROPERTIES_KEY = "client_properties"
 
 
 @dataclass(frozen=True)
@@ -287,7 +291,8 @@ class _Parser:
         for name, props in raw.items():
             key = f"clusters.{name}"
             props_raw = self.mapping(props, key, None)
-            resolved: dict[str, str] = {}
+            resolved = self.client_properties(props_raw.pop(CLIENT_PROPERTIES_KEY, None),
+                                              f"{key}.{CLIENT_PROPERTIES_KEY}")
             for prop, prop_value in props_raw.items():
                 if isinstance(prop_value, bool):
                     prop_value = "true" if prop_value else "false"
@@ -297,6 +302,28 @@ class _Parser:
                 raise self.error(key, "missing 'bootstrap.servers'")
             clusters[name] = resolved
         return clusters
+
+    def client_properties(self, value: Any, key: str) -> dict[str, str]:
+        """A Kafka `.properties` file's settings, to lie under the cluster's own keys."""
+        if value is None:
+            return {}
+        path = self.resolve_path(self.string(value, key))
+        try:
+            props = read_properties(path)
+        except OSError as exc:
+            raise self.error(key, f"cannot read {path}: {exc.strerror}") from exc
+        except UnicodeDecodeError as exc:
+            raise self.error(key, f"{path} is not UTF-8 text: {exc.reason}") from exc
+        resolved: dict[str, str] = {}
+        for prop, prop_value in props.items():
+            try:
+                resolved[prop] = resolve_references(prop_value)
+            except UnresolvedReference as exc:
+                raise self.error(key, f"{path}: property '{prop}': unresolved reference: "
+                                 f"{exc}") from exc
+            if is_secret_key(prop):
+                self.redactor.add(resolved[prop])
+        return resolved
 
     def cluster_ref(self, value: Any, key: str, clusters: Mapping[str, Any]) -> str:
         name = self.string(value, key)

@@ -1,4 +1,5 @@
-"""Secrets by reference (`${env:NAME}`, `${file:/path}`) and masking of everything secret-looking.
+"""Secrets by reference (`${env:NAME}`, `${file:/path}`, `${file:/path.properties:key}`) and
+masking of everything secret-looking.
 
 drctl never prints or writes a secret: every output path (tables, JSON, journals, reports) goes
 through `mask_mapping` or `Redactor.redact`.
@@ -11,6 +12,9 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
+
+from drctl.properties import read_properties
+from drctl.suggest import did_you_mean_aside
 
 MASK = "****"
 
@@ -31,7 +35,10 @@ def is_secret_key(key: str) -> bool:
 
 
 def resolve_references(value: str) -> str:
-    """Replace every `${env:NAME}` and `${file:/path}` in `value` with what it names."""
+    """Replace every reference in `value` with what it names: `${env:NAME}` an environment
+    variable, `${file:/path}` a whole file (without its last newline), `${file:/path:key}` the
+    value of `key` in a Java properties file (Kafka's FileConfigProvider syntax: the path ends
+    at the first ':')."""
 
     def substitute(match: re.Match[str]) -> str:
         kind, name = match.group(1), match.group(2).strip()
@@ -39,11 +46,20 @@ def resolve_references(value: str) -> str:
             if name not in os.environ:
                 raise UnresolvedReference(f"environment variable {name} is not set")
             return os.environ[name]
-        path = Path(name).expanduser()
+        file, colon, key = name.partition(":")
+        path = Path(file).expanduser()
         try:
-            return path.read_text(encoding="utf-8").rstrip("\n")
+            if not colon:
+                return path.read_text(encoding="utf-8").rstrip("\n")
+            props = read_properties(path)
         except OSError as exc:
             raise UnresolvedReference(f"cannot read {path}: {exc.strerror}") from exc
+        except UnicodeDecodeError as exc:
+            raise UnresolvedReference(f"{path} is not UTF-8 text: {exc.reason}") from exc
+        if key not in props:
+            raise UnresolvedReference(f"{path} has no property '{key}'"
+                                      f"{did_you_mean_aside(key, props)}")
+        return props[key]
 
     return _REFERENCE.sub(substitute, value)
 

@@ -1,6 +1,9 @@
 """The terminal: Rich for people on stderr, data (JSON, tables, YAML) for scripts on stdout.
 
-Reports are rendered elsewhere (`drctl.reports`).
+A command's data reaches stdout whole: `-q` never hides it, and when stdout is not a terminal
+nothing is folded or wrapped (`drctl config show > f` is valid YAML, piped tables keep whole
+words). Progress, logs and warnings go to stderr. Reports are rendered elsewhere
+(`drctl.reports`).
 
 One `Terminal` per process; commands never print any other way.
 """
@@ -12,8 +15,9 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from enum import StrEnum
-from typing import Any
+from typing import IO, Any
 
+import yaml
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -35,8 +39,8 @@ class Terminal:
         self.quiet = quiet
         self.debug = debug
         self.redactor = redactor or Redactor()
-        self.err = Console(stderr=True, highlight=False)
-        self.out = Console(file=sys.stdout, highlight=False, soft_wrap=True)
+        self.err = _console(sys.stderr)
+        self.out = _console(sys.stdout)
 
     @property
     def json_mode(self) -> bool:
@@ -68,16 +72,30 @@ class Terminal:
                        soft_wrap=True)
 
     def emit_json(self, data: Any) -> None:
-        """The one way data reaches stdout: secrets masked, stable key order."""
+        """Data for scripts on stdout: secrets masked, stable key order."""
         payload = self.redactor.redact_data(to_jsonable(data))
-        sys.stdout.write(json.dumps(payload, indent=2, sort_keys=False) + "\n")
+        self.emit_text(json.dumps(payload, indent=2, sort_keys=False))
+
+    def emit_yaml(self, data: Any) -> None:
+        """Data as YAML on stdout, secrets masked (masked first: YAML may quote a secret)."""
+        payload = self.redactor.redact_data(to_jsonable(data))
+        self.emit_text(yaml.safe_dump(payload, sort_keys=False, width=sys.maxsize,
+                                      allow_unicode=True).rstrip("\n"))
+
+    def emit_text(self, text: str) -> None:
+        """Plain data on stdout as it is (a command line to copy, a runbook): never folded,
+        never hidden by `-q`, secrets masked."""
+        sys.stdout.write(self.redactor.redact(text) + "\n")
         sys.stdout.flush()
 
     def table(self, title: str | None, columns: Sequence[str],
               rows: Sequence[Sequence[Any]], *, markup: bool = False) -> None:
-        """Cells are plain text; with `markup` the caller has escaped its data and styles the
+        """A table of data: on stdout even with `-q`. With `--output json` the JSON is the data,
+        so the table goes to stderr for people (and `-q` hides it).
+
+        Cells are plain text; with `markup` the caller has escaped its data and styles the
         rest."""
-        if self.quiet:
+        if self.json_mode and self.quiet:
             return
         table = Table(title=escape(self.redactor.redact(title)) if title else None,
                       title_justify="left", header_style="bold")
@@ -86,7 +104,7 @@ class Terminal:
         for row in rows:
             cells = (self.redactor.redact("" if v is None else str(v)) for v in row)
             table.add_row(*(cells if markup else (escape(c) for c in cells)))
-        self.err.print(table)
+        (self.err if self.json_mode else self.out).print(table)
 
     @contextmanager
     def progress(self, description: str, total: float | None = None) -> Iterator[Any]:
@@ -99,6 +117,19 @@ class Terminal:
         with Progress(*columns, console=self.err, transient=True) as progress:
             task = progress.add_task(description, total=total)
             yield _TaskProgress(progress, task)
+
+
+def _console(file: IO[str]) -> Console:
+    """A Console on `file`. On a terminal long lines wrap to its width; anywhere else (a pipe, a
+    file, a CI log) they stay whole: Rich would otherwise fold them at 80 columns."""
+    console = Console(file=file, highlight=False)
+    if not console.is_terminal:
+        console = Console(file=file, highlight=False, width=_UNBOUNDED, soft_wrap=True)
+    return console
+
+
+# Wide enough that no table or line folds, small enough for Rich's layout arithmetic.
+_UNBOUNDED = 100_000
 
 
 class _NullProgress:

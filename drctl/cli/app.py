@@ -9,7 +9,6 @@ from typing import Annotated
 
 import typer
 
-from drctl import __version__
 from drctl.cli import (
     audit_cmd,
     config_cmd,
@@ -26,6 +25,7 @@ from drctl.cli import (
 from drctl.cli.state import CURRENT
 from drctl.errors import DrctlError, ExitStatus
 from drctl.terminal import OutputFormat, Terminal
+from drctl.versions import runtime_versions
 from drctl.yesno import bool_from_text
 
 app = typer.Typer(
@@ -52,7 +52,8 @@ app.command("dump-consumer-timestamps")(dump_cmd.dump_consumer_timestamps)
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"drctl {__version__}")
+        CURRENT.terminal().emit_text("\n".join(
+            f"{name} {version}" for name, version in runtime_versions().items()))
         raise typer.Exit()
 
 
@@ -63,12 +64,15 @@ def root(
         help="Configuration file (default: ./drctl.yaml).")] = None,
     output: Annotated[OutputFormat, typer.Option(
         "--output", "-o", case_sensitive=False,
-        help="text for people (stderr), json for scripts (stdout).")] = OutputFormat.text,
+        help="text: tables and data on stdout, messages on stderr; json: one JSON "
+             "document on stdout.")] = OutputFormat.text,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and client logs.")]
     = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only errors and data.")] = False,
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                          help="Print the version and exit.")] = False,
+    version: Annotated[bool, typer.Option(
+        "--version", callback=_version, is_eager=True,
+        help="Print the versions of drctl, Python, confluent-kafka, librdkafka, PySpark and "
+             "Java, and exit.")] = False,
 ) -> None:
     CURRENT.config_option = config
     CURRENT.output = output

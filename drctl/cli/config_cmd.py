@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-import yaml
 
 from drctl.cli.state import CURRENT, OutputOption
 from drctl.config import config_as_data
@@ -25,7 +24,7 @@ def show(output: Annotated[OutputFormat | None, OutputOption] = None) -> None:
     if term.json_mode:
         term.emit_json(data)
     else:
-        term.err.print(yaml.safe_dump(data, sort_keys=False).rstrip(), markup=False)
+        term.emit_yaml(data)
 
 
 @app.command("check")

@@ -23,7 +23,8 @@ from drctl.terminal import OutputFormat
 def failback_command(
     check_order: Annotated[bool, typer.Option(
         "--check-order/--no-check-order",
-        help="Classify every unreplicated record safe, conflict or unkeyed.")] = True,
+        help="Classify every unreplicated record safe, conflict or unkeyed. Without it no "
+             "record is known safe: --reconcile quarantine or none only.")] = True,
     reconcile: Annotated[ReconcileMode, typer.Option(
         help="; ".join(f"{mode}: {mode.meaning}" for mode in ReconcileMode) + ".")]
     = ReconcileMode.COPY_SAFE,
@@ -49,11 +50,11 @@ def failback_command(
     config = CURRENT.config()
     term = CURRENT.terminal(output)
     rep = config.require_replication()
+    opts = FailbackOptions(reconcile=reconcile, check_order=check_order, incident=incident,
+                           groups=groups, dry_run=dry_run, deadline_s=deadline)
     if not dry_run:
         confirm_or_abort(f"Fail back {rep.target} -> {rep.source} (reconcile: {reconcile})?",
                          yes=yes)
-    opts = FailbackOptions(reconcile=reconcile, check_order=check_order, incident=incident,
-                           groups=groups, dry_run=dry_run, deadline_s=deadline)
     result = run_failback(OpsContext.from_config(config), opts,
                           gap_finder(lookback, CURRENT.debug, scope), notify=term.step)
     paths = result.write_reports(config, report_dir)
@@ -63,12 +64,15 @@ def failback_command(
             raise typer.Exit(result.exit_status)
         return
     gap = result.gap
-    term.info(f"Gap: {gap.get('safe', 0)} safe, {gap.get('conflict', 0)} conflict, "
-              f"{gap.get('unkeyed', 0)} unkeyed record(s).")
+    if gap.get("unclassified"):
+        term.info(f"Gap: {gap['unclassified']} record(s), not classified (--no-check-order).")
+    else:
+        term.info(f"Gap: {gap.get('safe', 0)} safe, {gap.get('conflict', 0)} conflict, "
+                  f"{gap.get('unkeyed', 0)} unkeyed record(s).")
     if dry_run:
         term.info("[bold]Dry run[/] — nothing was changed.", markup=True)
         for step in result.plan:
-            term.info(f"  • {step['step']}: " + ", ".join(
+            term.emit_text(f"  • {step['step']}: " + ", ".join(
                 f"{k}={v}" for k, v in step.items() if k != "step"))
         return
     if result.audit:

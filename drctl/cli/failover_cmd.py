@@ -66,7 +66,7 @@ def failover_command(
     if dry_run:
         term.info("[bold]Dry run[/] — nothing was changed. The plan:", markup=True)
         for step in result.plan:
-            term.info(f"  • {step['step']}: " + ", ".join(
+            term.emit_text(f"  • {step['step']}: " + ", ".join(
                 f"{k}={v}" for k, v in step.items() if k != "step"))
         if result.translation_report is not None:
             render_translation(result.translation_report)

@@ -127,9 +127,7 @@ def gap_analysis(
             term.warn(f"{plan_out} holds the clusters' client settings (credentials "
                       "included); it is readable by you only.")
             term.info("Run the job with:")
-            # One unbroken line, so it can be copied as it is.
-            term.err.print(term.redactor.redact(line), soft_wrap=True, markup=False,
-                           highlight=False)
+            term.emit_text(line)  # one unbroken line on stdout, to copy or pipe
         return
 
     with term.progress("Gap analysis") as progress:

@@ -1,4 +1,4 @@
-"""`drctl runbook run|plan|validate|actions`: DR procedures as data."""
+"""`drctl runbook run|plan|validate|actions|list|show`: DR procedures as data."""
 
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ from drctl.runbook.loader import load_runbook
 from drctl.runbook.model import Runbook, Step
 from drctl.runbook.options import RunOptions
 from drctl.runbook.result import RunResult, Status, StepResult
+from drctl.runbook.shipped import runbook_file, shipped_runbooks
 from drctl.runbook.templating import plain
 from drctl.runbook.variables import (
     RunRedactor,
@@ -45,8 +46,9 @@ from drctl.terminal import OutputFormat, Terminal
 app = typer.Typer(help="Runbooks: DR procedures as data — validate, plan, run, resume.",
                   no_args_is_help=True, pretty_exceptions_show_locals=False)
 
-FileArg = Annotated[Path, typer.Argument(metavar="FILE", help="The runbook (YAML).",
-                                         show_default=False)]
+RunbookArg = Annotated[str, typer.Argument(
+    metavar="FILE|NAME", show_default=False,
+    help="The runbook: a YAML file, or the name of one drctl ships (`drctl runbook list`).")]
 VarOption = Annotated[list[str] | None, typer.Option(
     "--var", "-V", metavar="NAME=VALUE",
     help="A variable (repeatable); a.b=v nests; ${env:X} / ${file:P} are secrets by reference.")]
@@ -139,10 +141,11 @@ def _sigterm_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _prepare(file: Path, var: list[str] | None, vars_file: list[Path] | None,
+def _prepare(file: str, var: list[str] | None, vars_file: list[Path] | None,
              ) -> tuple[Runbook, Variables, Config | None, Redactor]:
     assignments, files = list(var or []), list(vars_file or [])
-    runbook = load_runbook(file, builtin_registry(), _supplied(assignments, files))
+    runbook = load_runbook(runbook_file(file), builtin_registry(),
+                           _supplied(assignments, files))
     config = CURRENT.config() if runbook.uses_config else None
     variables = resolve_variables(runbook, files=files, assignments=assignments,
                                   config_data=config_as_data(config) if config else None)
@@ -157,7 +160,7 @@ def _default_journal(runbook: Runbook, config: Config | None) -> Path:
     return base / "runbooks" / f"{runbook.name}-{stamp}-{os.getpid()}.jsonl"
 
 
-def _execute(*, file: Path, var: list[str] | None, vars_file: list[Path] | None,
+def _execute(*, file: str, var: list[str] | None, vars_file: list[Path] | None,
              dry_run: bool, yes: bool, non_interactive: bool, resume: Path | None,
              journal_path: Path | None, junit: Path | None, report: Path | None,
              output: OutputFormat | None, time_scale: float) -> None:
@@ -239,7 +242,7 @@ def _verdict(term: Terminal, result: RunResult) -> None:
 
 @app.command("run")
 def run(
-    file: FileArg,
+    file: RunbookArg,
     var: VarOption = None,
     vars_file: VarsFileOption = None,
     dry_run: Annotated[bool, typer.Option(
@@ -271,7 +274,7 @@ def run(
 
 @app.command("plan")
 def plan(
-    file: FileArg,
+    file: RunbookArg,
     var: VarOption = None,
     vars_file: VarsFileOption = None,
     journal: Annotated[Path | None, typer.Option(
@@ -288,14 +291,15 @@ def plan(
 
 @app.command("validate")
 def validate(
-    file: FileArg,
+    file: RunbookArg,
     var: VarOption = None,
     vars_file: VarsFileOption = None,
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
     """Check a runbook without running anything: exit 2 naming file, line and step."""
     term = CURRENT.terminal(output)
-    runbook = load_runbook(file, builtin_registry(),
+    path = runbook_file(file)
+    runbook = load_runbook(path, builtin_registry(),
                            _supplied(list(var or []), list(vars_file or [])))
     steps = [{"name": s.name, "phase": s.phase.value, "kind": s.kind,
               "action": s.action or (s.check.probe if s.check else None), "line": s.line}
@@ -303,11 +307,11 @@ def validate(
     inputs = [{"name": i.name, "required": not i.has_default, "secret": i.secret,
                "description": i.description} for i in runbook.inputs.values()]
     if term.json_mode:
-        term.emit_json({"valid": True, "runbook": runbook.name, "path": str(file),
+        term.emit_json({"valid": True, "runbook": runbook.name, "path": str(path),
                         "uses_config": runbook.uses_config, "steps": steps,
                         "inputs": inputs})
         return
-    term.success(f"{file}: runbook '{runbook.name}' is valid — {len(runbook.steps)} steps, "
+    term.success(f"{path}: runbook '{runbook.name}' is valid — {len(runbook.steps)} steps, "
                  f"{len(runbook.rollback)} rollback steps.")
     term.table("Steps", ["line", "step", "phase", "kind", "action"],
                [[s["line"], s["name"], s["phase"], s["kind"], s["action"] or ""]
@@ -335,3 +339,36 @@ def actions(output: Annotated[OutputFormat | None, OutputOption] = None) -> None
     term.table("Runbook actions", ["action", "read-only", "parameters", "what it does"],
                [[action.name, "yes" if action.read_only else "", "\n".join(params), action.help]
                 for action, params in listed])
+
+
+@app.command("list")
+def list_runbooks(output: Annotated[OutputFormat | None, OutputOption] = None) -> None:
+    """The runbooks drctl ships: name it instead of a file (`drctl runbook plan failover`)."""
+    term = CURRENT.terminal(output)
+    listed = [(name, load_runbook(path, builtin_registry()))
+              for name, path in shipped_runbooks().items()]
+    if term.json_mode:
+        term.emit_json({"runbooks": [
+            {"name": name, "path": str(rb.path), "description": rb.description,
+             "steps": len(rb.steps), "uses_config": rb.uses_config} for name, rb in listed]})
+        return
+    term.table("Shipped runbooks", ["runbook", "steps", "description"],
+               [[name, len(rb.steps), " ".join(rb.description.split())]
+                for name, rb in listed])
+
+
+@app.command("show")
+def show(file: RunbookArg,
+         output: Annotated[OutputFormat | None, OutputOption] = None) -> None:
+    """Print a runbook's YAML (a shipped one by name): to read, or to copy and adapt."""
+    term = CURRENT.terminal(output)
+    path = runbook_file(file)
+    try:
+        source = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read the runbook: {exc.strerror}.",
+                         "Check the path.") from exc
+    if term.json_mode:
+        term.emit_json({"path": str(path), "yaml": source})
+    else:
+        term.emit_text(source.rstrip("\n"))

@@ -51,5 +51,6 @@ CURRENT = AppState()
 
 
 OutputOption = typer.Option(
-    "--output", "-o", help="text for people (stderr), json for scripts (stdout).",
-    case_sensitive=False)
+    "--output", "-o", case_sensitive=False,
+    help="text: tables and data on stdout, messages on stderr; json: one JSON document on "
+         "stdout.")

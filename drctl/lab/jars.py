@@ -57,23 +57,36 @@ def _maven_version_spec(requested: str) -> str:
     return requested
 
 
-def require_java() -> str:
+def find_java() -> str | None:
+    """The `java` of $JAVA_HOME, else the one on PATH; None when there is none."""
     java_home = os.environ.get("JAVA_HOME")
     java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
-    if not java or not Path(java).exists():
+    return java if java and Path(java).exists() else None
+
+
+def require_java() -> str:
+    java = find_java()
+    if java is None:
         raise LabError("Java was not found (the lab needs Java 17 or newer).",
                        "Install a JDK 17 (e.g. `apt-get install openjdk-17-jdk-headless`) "
                        "or set JAVA_HOME.")
     return java
 
 
+def java_version(java: str, timeout_s: float = 30) -> str | None:
+    """What `java -version` says, e.g. "17.0.15" (None if it does not say)."""
+    out = subprocess.run([java, "-version"], capture_output=True, text=True,
+                         timeout=timeout_s, check=False)
+    m = re.search(r'version "([^"]+)"', out.stderr + out.stdout)
+    return m.group(1) if m else None
+
+
 def java_major(java: str) -> int:
-    out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
-    m = re.search(r'version "(\d+)(?:\.(\d+))?', out.stderr + out.stdout)
+    m = re.match(r"(\d+)(?:\.(\d+))?", java_version(java) or "")
     if not m:
         return 0
     major = int(m.group(1))
-    return int(m.group(2) or 0) if major == 1 else major
+    return int(m.group(2) or 0) if major == 1 else major  # "1.8.0_402" is Java 8
 
 
 def resolve_kafka(requested: str | None = None, *,

@@ -31,7 +31,8 @@ from drctl.reports import write_report
 from drctl.state import FailoverMarker
 from drctl.translate.model import TranslationReport
 
-GapFinder = Callable[[Config, FailoverMarker, Notify], GapOutcome]
+# (config, marker, check_order, notify): the gap, classified when check_order is set.
+GapFinder = Callable[[Config, FailoverMarker, bool, Notify], GapOutcome]
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,15 @@ class FailbackOptions:
     dry_run: bool = False
     deadline_s: float = 30.0
     catch_up_deadline_s: float = 300.0
+
+    def __post_init__(self) -> None:
+        # Checked when the options are made, before any cluster is asked or anyone confirms.
+        if not self.check_order and self.reconcile == ReconcileMode.COPY_SAFE:
+            raise UsageError(
+                "--no-check-order cannot go with --reconcile copy-safe: without the order "
+                "check nothing says which gap records are safe to copy.",
+                "Use --reconcile quarantine (every gap record to a quarantine topic) or "
+                "--reconcile none, or keep the order check.")
 
 
 @dataclass
@@ -258,9 +268,10 @@ def run_failback(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder, 
 
     gap: GapOutcome | None = None
     if not marker.done("failback:reconcile"):
-        gap = gap_finder(config, marker, notify)
-        result.gap = {**gap.summary, "safe": len(gap.safe), "conflict": len(gap.conflict),
-                      "unkeyed": len(gap.unkeyed)}
+        gap = gap_finder(config, marker, opts.check_order, notify)
+        result.gap = {**gap.summary, "check_order": opts.check_order, "safe": len(gap.safe),
+                      "conflict": len(gap.conflict), "unkeyed": len(gap.unkeyed),
+                      "unclassified": len(gap.unclassified)}
         result.plan.append({"step": "reconcile", "mode": mode.value, **result.gap})
         if not opts.dry_run:
             marker.record("failback:gap", result.gap)

@@ -1,4 +1,5 @@
-"""Failback's gap step: the Spark gap analysis with --check-order, bounded by the marker."""
+"""Failback's gap step: the Spark gap analysis (with --check-order unless told not to),
+bounded by the marker."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ def gap_finder(lookback_s: float | None = None, debug: bool = False,
                scope: GapScope = GapScope.TAIL) -> GapFinder:
     """No time window unless one is given: the proven tail (gap/alignment.py) decides where
     each partition's comparison starts, however long before the failover replication broke."""
-    def find_gap(config: Config, marker: FailoverMarker, notify: Notify) -> GapOutcome:
+    def find_gap(config: Config, marker: FailoverMarker, check_order: bool,
+                 notify: Notify) -> GapOutcome:
         from drctl.gap.planner import Window, plan_gap_analysis, window_from
         from drctl.gap.result import scope_statement
         from drctl.gap.runner import run_gap_analysis
@@ -36,17 +38,20 @@ def gap_finder(lookback_s: float | None = None, debug: bool = False,
         plan = plan_gap_analysis(
             config, sorted(marker.topics), target_end=marker.failover_point,
             post_failover_start=None if rep.names_kept else marker.failover_topics_end,
-            window=window, check_order=True, scope=scope,
+            window=window, check_order=check_order, scope=scope,
             late_runs={t: {int(p): part.get("runs", []) for p, part in parts.items()}
                        for t, parts in (marker.late_copies.get("partitions") or {}).items()},
             out_dir=config.state.dir / "gap" / marker.incident)
         notify(f"Gap analysis (Spark, {config.spark.master}) of {len(marker.topics)} topic(s)")
         result = run_gap_analysis(plan, config.spark, debug=debug, notify=notify)
-        by_class: dict[str, list[Record]] = {"safe": [], "conflict": [], "unkeyed": []}
+        by_class: dict[str, list[Record]] = {"safe": [], "conflict": [], "unkeyed": [],
+                                             "unclassified": []}
         for rec in result.iter_records():
-            by_class[rec.classification or "safe"].append(_as_record(rec))
+            # Without the order check the job classifies nothing: no record is called safe.
+            by_class[(rec.classification or "safe") if check_order else "unclassified"].append(
+                _as_record(rec))
         return GapOutcome(safe=by_class["safe"], conflict=by_class["conflict"],
-                          unkeyed=by_class["unkeyed"],
+                          unkeyed=by_class["unkeyed"], unclassified=by_class["unclassified"],
                           summary={"out_dir": plan.out_dir, **result.totals,
                                    "scope": result.scope,
                                    "verified": [{"topic": row["topic"],

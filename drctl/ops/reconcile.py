@@ -49,16 +49,18 @@ _MODE_MEANINGS = {
 
 @dataclass
 class GapOutcome:
-    """What the gap analysis found, classified (docs/design.md §5)."""
+    """What the gap analysis found, classified (docs/design.md §5); without the order check
+    (`--no-check-order`) every record is `unclassified`, and none counts as safe."""
 
     safe: list[Record] = field(default_factory=list)
     conflict: list[Record] = field(default_factory=list)
     unkeyed: list[Record] = field(default_factory=list)
+    unclassified: list[Record] = field(default_factory=list)
     summary: dict[str, Any] = field(default_factory=dict)
 
     @property
     def total(self) -> int:
-        return len(self.safe) + len(self.conflict) + len(self.unkeyed)
+        return len(self.safe) + len(self.conflict) + len(self.unkeyed) + len(self.unclassified)
 
 
 @dataclass(frozen=True)
@@ -86,10 +88,10 @@ def reconcile(mode: ReconcileMode, config: Config, marker: FailoverMarker, gap: 
     """Apply `mode` to the gap; a re-run of the same incident copies nothing twice."""
     if mode == ReconcileMode.COPY_SAFE:
         copied = copy_safe_records(config, marker, gap.safe)
-        held = gap.conflict + gap.unkeyed
+        held = gap.conflict + gap.unkeyed + gap.unclassified  # copied only when proven safe
         return ReconcileOutcome(mode, copy_safe=copied, quarantine=quarantine_records(
             config, marker, held, out_dir), not_copied={"quarantined": not_copied_offsets(held)})
-    everything = gap.safe + gap.conflict + gap.unkeyed
+    everything = gap.safe + gap.conflict + gap.unkeyed + gap.unclassified
     if mode == ReconcileMode.QUARANTINE:
         return ReconcileOutcome(mode, quarantine=quarantine_records(
             config, marker, everything, out_dir),

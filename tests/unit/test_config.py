@@ -4,10 +4,12 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from drctl.cli.app import main
 from drctl.config import config_as_data, load_config, parse_config
 from drctl.errors import ConfigError, ExitStatus
+from drctl.properties import parse_properties
 
 GOOD = """
 clusters:
@@ -158,3 +160,96 @@ def test_config_env_var_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setenv("DRCTL_CONFIG", str(write(tmp_path, GOOD)))
     assert main(["-o", "json", "config", "show"]) == 0
     assert json.loads(capsys.readouterr().out)["replication"]["rename"] == "primary.{topic}"
+
+
+CLIENT_PROPERTIES = r"""
+# Kafka's client.properties, as a Java client would read it
+bootstrap.servers = broker-1.example.com:9093,\
+                    broker-2.example.com:9093
+security.protocol=SASL_SSL
+sasl.mechanism: SCRAM-SHA-512
+sasl.username=dr-operator
+sasl.password=pw-from-properties
+ssl.ca.location=/etc/kafka/ca\u002Epem
+"""
+
+
+def test_client_properties_lie_under_the_clusters_own_keys(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "client.properties").write_text(CLIENT_PROPERTIES)
+    path = write(tmp_path, """
+        clusters:
+          primary:
+            client_properties: conf/client.properties   # beside drctl.yaml
+            sasl.mechanism: SCRAM-SHA-256               # the YAML wins
+    """.replace("\n        ", "\n"))
+    primary = load_config(path).clusters["primary"]
+    assert primary == {
+        "bootstrap.servers": "broker-1.example.com:9093,broker-2.example.com:9093",
+        "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-256",
+        "sasl.username": "dr-operator", "sasl.password": "pw-from-properties",
+        "ssl.ca.location": "/etc/kafka/ca.pem"}
+    assert main(["--config", str(path), "config", "show"]) == 0
+    captured = capsys.readouterr()
+    shown = yaml.safe_load(captured.out)["clusters"]["primary"]
+    assert shown["sasl.password"] == "****" and shown["sasl.username"] == "dr-operator"
+    assert "client_properties" not in shown  # drctl's key never reaches a client
+    assert "pw-from-properties" not in captured.out + captured.err
+
+
+@pytest.mark.parametrize("properties, message", [
+    (None, "cannot read {dir}/client.properties: No such file or directory"),
+    ("sasl.password=${env:DRCTL_TEST_UNSET}\n",
+     "{dir}/client.properties: property 'sasl.password': unresolved reference: environment "
+     "variable DRCTL_TEST_UNSET is not set"),
+])
+def test_client_properties_errors_name_the_file_and_key(
+        tmp_path: Path, properties: str | None, message: str) -> None:
+    if properties is not None:
+        (tmp_path / "client.properties").write_text(properties)
+    path = write(tmp_path, "clusters:\n  primary:\n    client_properties: client.properties\n"
+                 "    bootstrap.servers: b:9092\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert err.value.key == "clusters.primary.client_properties"
+    assert err.value.message == (f"{path}: clusters.primary.client_properties: "
+                                 + message.format(dir=tmp_path))
+    assert err.value.exit_status == ExitStatus.USAGE
+
+
+def test_file_references_read_a_key_of_a_properties_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    secrets = tmp_path / "secrets.properties"
+    secrets.write_text("# FileConfigProvider's file\nscram.password=pw-by-key\n"
+                       "scram.user = dr-operator\n")
+    path = write(tmp_path, f"""
+clusters:
+  primary:
+    bootstrap.servers: b:9092
+    sasl.username: ${{file:{secrets}:scram.user}}
+    sasl.password: ${{file:{secrets}:scram.password}}
+""")
+    primary = load_config(path).clusters["primary"]
+    assert (primary["sasl.username"], primary["sasl.password"]) == ("dr-operator", "pw-by-key")
+    assert main(["--config", str(path), "config", "show"]) == 0
+    captured = capsys.readouterr()
+    assert yaml.safe_load(captured.out)["clusters"]["primary"]["sasl.password"] == "****"
+    assert "pw-by-key" not in captured.out + captured.err
+
+    path.write_text(path.read_text().replace("scram.password}", "scram.pasword}"))
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert err.value.key == "clusters.primary.sasl.password"
+    assert (f"unresolved reference: {secrets} has no property 'scram.pasword' (did you mean "
+            "'scram.password'?)") in err.value.message
+
+
+def test_properties_are_read_as_java_reads_them() -> None:
+    text = ("! a comment\n  # another\n\na=1\nb : 2\nc 3\nalone\nwith\\=equals=x\n"
+            "joined = one \\\n     two\nwindows=C:\\\\dir\nunicode=caf\\u00e9\n"
+            "ends.in.backslash=x\\\\\nnext=y\nspaces  =  kept inside  \n")
+    assert parse_properties(text) == {
+        "a": "1", "b": "2", "c": "3", "alone": "", "with=equals": "x", "joined": "one two",
+        "windows": "C:\\dir", "unicode": "café", "ends.in.backslash": "x\\", "next": "y",
+        "spaces": "kept inside  "}

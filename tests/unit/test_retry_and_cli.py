@@ -1,11 +1,15 @@
 from __future__ import annotations
 
 import json
+import time
+from pathlib import Path
 
+import confluent_kafka
 import pytest
 
 from drctl import __version__
 from drctl.cli.app import main
+from drctl.errors import ExitStatus
 from drctl.retry import RetriesExhausted, RetryPolicy, retry_call
 from drctl.secrets import Redactor, mask_mapping
 
@@ -60,10 +64,33 @@ def test_masking_and_redaction() -> None:
 
 def test_version_and_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--version"]) == 0
-    assert __version__ in capsys.readouterr().out
+    lines = dict(line.split(" ", 1) for line in capsys.readouterr().out.splitlines())
+    assert lines["drctl"] == __version__
+    assert lines["confluent-kafka"] == confluent_kafka.version()
+    assert lines["librdkafka"] == confluent_kafka.libversion()[0]
+    assert set(lines) == {"drctl", "python", "confluent-kafka", "librdkafka", "pyspark", "java"}
     assert main(["--help"]) == 0
     out = capsys.readouterr().out
     assert "lab" in out and "config" in out
+
+
+@pytest.mark.parametrize("java_says", [None, "", 'openjdk version "21.0.2" 2024-01-16'])
+def test_version_reports_java_without_failing(java_says: str | None, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    # JAVA_HOME decides which java is asked; None: a JAVA_HOME without one.
+    if java_says is not None:
+        java = tmp_path / "bin" / "java"
+        java.parent.mkdir()
+        java.write_text(f"#!/bin/sh\necho '{java_says}' >&2\n")
+        java.chmod(0o755)
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path))
+    assert main(["--version"]) == 0
+    shown = capsys.readouterr().out.splitlines()[-1]
+    expected = {None: "java not found (JAVA_HOME or PATH)",
+                "": f"java unknown version ({tmp_path}/bin/java)",
+                'openjdk version "21.0.2" 2024-01-16': f"java 21.0.2 ({tmp_path}/bin/java)"}
+    assert shown == expected[java_says]
 
 
 def test_unknown_option_is_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
@@ -122,3 +149,39 @@ def test_status_with_nothing_reachable_exits_4_and_says_so(
     out = json.loads(capsys.readouterr().out)
     assert out["markers_from"] == "local state directory"
     assert not any(c["reachable"] for c in out["clusters"].values())
+
+
+def _failback_config(tmp_path: Path, bootstrap: str) -> Path:
+    cfg = tmp_path / "drctl.yaml"
+    cfg.write_text(f"clusters:\n  a: {{bootstrap.servers: '{bootstrap}'}}\n"
+                   f"  b: {{bootstrap.servers: '{bootstrap}'}}\n"
+                   "replication: {kind: mirrormaker2, source: a, target: b}\n"
+                   f"state: {{dir: '{tmp_path / 'state'}'}}\n"
+                   "retry: {initial_s: 0.2}\n")
+    return cfg
+
+
+@pytest.mark.parametrize("reconcile", [[], ["--reconcile", "copy-safe"]])
+def test_failback_no_check_order_with_copy_safe_is_a_usage_error_before_any_cluster(
+        reconcile: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A black-hole address: asking it anything would take the whole 30 s deadline.
+    cfg = _failback_config(tmp_path, "10.255.255.1:9092")
+    started = time.monotonic()
+    # No --yes either: the usage error comes before the confirmation.
+    assert main(["--config", str(cfg), "failback", "--no-check-order", *reconcile,
+                 "--deadline", "30"]) == ExitStatus.USAGE
+    assert time.monotonic() - started < 10
+    err = " ".join(capsys.readouterr().err.split())
+    assert "--no-check-order cannot go with --reconcile copy-safe" in err
+    assert "Use --reconcile quarantine" in err and "--reconcile none" in err
+
+
+def test_failback_no_check_order_with_quarantine_goes_on(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Past the option check failback looks for the open failover: no cluster listens on
+    # port 9 and the state directory is empty, so it finds none.
+    cfg = _failback_config(tmp_path, "127.0.0.1:9")
+    assert main(["--config", str(cfg), "failback", "--no-check-order", "--reconcile",
+                 "quarantine", "--yes", "--deadline", "1"]) == ExitStatus.USAGE
+    err = capsys.readouterr().err
+    assert "No open failover marker for a -> b" in err and "--no-check-order" not in err
