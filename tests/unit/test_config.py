@@ -158,3 +158,26 @@ def test_config_env_var_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setenv("DRCTL_CONFIG", str(write(tmp_path, GOOD)))
     assert main(["-o", "json", "config", "show"]) == 0
     assert json.loads(capsys.readouterr().out)["replication"]["rename"] == "primary.{topic}"
+
+
+def test_every_problem_of_a_file_is_reported_at_once(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, """
+clusters:
+  a: {bootstrap.servers: x, sasl.password: '${env:DRCTL_NOT_SET_ANYWHERE}'}
+  b: {port: 1}
+replication: {kind: mirormaker2, source: a, target: b, rename: 'x'}
+retry: {attempts: many, initial_s: -1}
+retri: {}
+""")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    keys = [p.key for p in info.value.problems]
+    assert keys == ["retri", "clusters.a.sasl.password", "clusters.b", "replication.kind",
+                    "replication.rename", "retry.initial_s", "retry.attempts"]
+    message = info.value.message
+    assert message.startswith(f"{path}: 7 problems:")
+    assert "Did you mean 'retry'" in message and "Did you mean 'mirrormaker2'" in message
+    assert main(["--config", str(path), "config", "check"]) == ExitStatus.USAGE
+    err = capsys.readouterr().err
+    assert "retry.attempts: expected an integer" in err and "Did you mean 'retry'" in err
