@@ -46,6 +46,10 @@ class ConnectSettings:
     url: str | None = None
     username: str | None = None
     password: str | None = None
+    token: str | None = None  # a bearer token, instead of username and password
+    ca_file: str | None = None  # the CA that signed the worker's certificate (HTTPS)
+    cert_file: str | None = None  # drctl's client certificate (mutual TLS), PEM
+    key_file: str | None = None  # its private key, PEM (may sit in cert_file instead)
     source_connector: str | None = None
     checkpoint_connector: str | None = None
     heartbeat_connector: str | None = None
@@ -181,8 +185,9 @@ _PRINCIPAL = re.compile(r"[A-Za-z][A-Za-z0-9_]*:\S.*")
 _TOP_KEYS = ("clusters", "replication", "groups", "state", "spark", "retry")
 _REPLICATION_KEYS = ("kind", "source", "target", "topics", "rename", "source_alias",
                      "target_alias", "connect", "replicator_group", "principal")
-_CONNECT_KEYS = ("url", "username", "password", "source_connector", "checkpoint_connector",
-                 "heartbeat_connector", "timeout_s")
+_CONNECT_KEYS = ("url", "username", "password", "token", "ca_file", "cert_file", "key_file",
+                 "source_connector", "checkpoint_connector", "heartbeat_connector", "timeout_s")
+_CONNECT_FILE_KEYS = ("ca_file", "cert_file", "key_file")
 _FILTER_KEYS = ("include", "exclude")
 _STATE_KEYS = ("dir", "topic")
 _SPARK_KEYS = ("master", "jars", "packages", "conf")
@@ -427,6 +432,14 @@ class _Parser:
             else:
                 fields[name] = self.collect(
                     partial(self.optional_string, connect_raw.get(name), key), None)
+                if name in _CONNECT_FILE_KEYS and fields[name] is not None:
+                    fields[name] = str(self.resolve_path(fields[name]))
+        if fields["token"] is not None and fields["username"] is not None:
+            self.problems.append(self.error("replication.connect.token",
+                                            "set a token or a username, not both"))
+        if fields["key_file"] is not None and fields["cert_file"] is None:
+            self.problems.append(self.error("replication.connect.key_file",
+                                            "a key without cert_file is never used"))
         return ConnectSettings(**fields)
 
     def principal(self, value: Any, key: str) -> str | None:
@@ -516,7 +529,9 @@ def config_as_data(config: Config) -> dict[str, Any]:
             "principal": rep.principal,
             "connect": mask_mapping({
                 "url": rep.connect.url, "username": rep.connect.username,
-                "password": rep.connect.password,
+                "password": rep.connect.password, "token": rep.connect.token,
+                "ca_file": rep.connect.ca_file, "cert_file": rep.connect.cert_file,
+                "key_file": rep.connect.key_file,
                 "source_connector": rep.connect.source_connector,
                 "checkpoint_connector": rep.connect.checkpoint_connector,
                 "heartbeat_connector": rep.connect.heartbeat_connector,
