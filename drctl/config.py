@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
@@ -21,6 +22,8 @@ from drctl.replication_registry import KIND_NAMES, kind_entry
 from drctl.retry import RetryPolicy
 from drctl.secrets import Redactor, UnresolvedReference, is_secret_key, resolve_references
 from drctl.suggest import did_you_mean
+
+T = TypeVar("T")
 
 DEFAULT_CONFIG_PATH = Path("drctl.yaml")
 CONFIG_ENV_VAR = "DRCTL_CONFIG"
@@ -47,6 +50,10 @@ class ConnectSettings:
     url: str | None = None
     username: str | None = None
     password: str | None = None
+    token: str | None = None  # a bearer token, instead of username and password
+    ca_file: str | None = None  # the CA that signed the worker's certificate (HTTPS)
+    cert_file: str | None = None  # drctl's client certificate (mutual TLS), PEM
+    key_file: str | None = None  # its private key, PEM (may sit in cert_file instead)
     source_connector: str | None = None
     checkpoint_connector: str | None = None
     heartbeat_connector: str | None = None
@@ -168,7 +175,14 @@ def load_config(path: Path) -> Config:
 
 
 def parse_config(raw: Any, path: Path | None = None) -> Config:
-    return _Parser(path).config(raw)
+    """The configuration, or one ConfigError listing every problem in it (key path, reason
+    and hint each), so that one edit fixes them all."""
+    parser = _Parser(path)
+    config = parser.collect(lambda: parser.config(raw), None)
+    if parser.problems:
+        raise parser.combined()
+    assert config is not None, "a parse without problems returns a config"
+    return config
 
 
 # Kafka's principal form, `Type:name` (User:alice, Group:ops); the name may contain ':' itself.
@@ -177,8 +191,9 @@ _PRINCIPAL = re.compile(r"[A-Za-z][A-Za-z0-9_]*:\S.*")
 _TOP_KEYS = ("clusters", "replication", "groups", "state", "spark", "retry")
 _REPLICATION_KEYS = ("kind", "source", "target", "topics", "rename", "source_alias",
                      "target_alias", "connect", "replicator_group", "principal")
-_CONNECT_KEYS = ("url", "username", "password", "source_connector", "checkpoint_connector",
-                 "heartbeat_connector", "timeout_s")
+_CONNECT_KEYS = ("url", "username", "password", "token", "ca_file", "cert_file", "key_file",
+                 "source_connector", "checkpoint_connector", "heartbeat_connector", "timeout_s")
+_CONNECT_FILE_KEYS = ("ca_file", "cert_file", "key_file")
 _FILTER_KEYS = ("include", "exclude")
 _STATE_KEYS = ("dir", "topic", "snapshots_topic")
 _SPARK_KEYS = ("master", "jars", "packages", "conf")
@@ -186,27 +201,56 @@ _RETRY_KEYS = ("initial_s", "multiplier", "max_s", "attempts", "deadline_s")
 
 
 class _Parser:
+    """Parses section by section; a value that does not parse is recorded as a problem and
+    replaced by its default, so the rest of the file is still checked."""
+
     def __init__(self, path: Path | None) -> None:
         self.path = path
         self.base_dir = path.parent if path else Path.cwd()
         self.redactor = Redactor()
+        self.problems: list[ConfigError] = []
+        self.clusters_parsed = False  # references to clusters are checked only against a list
 
     def error(self, key: str, message: str, hint: str | None = None) -> ConfigError:
         return ConfigError(message, path=str(self.path) if self.path else None, key=key,
                            hint=hint)
 
+    def collect(self, parse: Callable[[], T], default: T) -> T:
+        """`parse()`, or `default` with its ConfigError recorded."""
+        try:
+            return parse()
+        except ConfigError as exc:
+            self.problems.append(exc)
+            return default
+
+    def combined(self) -> ConfigError:
+        if len(self.problems) == 1:
+            return self.problems[0]
+        lines = []
+        for problem in self.problems:
+            where = f"{problem.key}: " if problem.key else ""
+            lines.append(f"  - {where}{problem.reason}"
+                         + (f"\n    {problem.hint}" if problem.hint else ""))
+        return ConfigError(f"{len(self.problems)} problems:\n" + "\n".join(lines),
+                           path=str(self.path) if self.path else None,
+                           problems=self.problems)
+
     def mapping(self, value: Any, key: str, allowed: tuple[str, ...] | None) -> dict[str, Any]:
+        """The mapping's entries; unknown keys are recorded as problems and left out."""
         if value is None:
             return {}
         if not isinstance(value, Mapping):
             raise self.error(key, f"expected a mapping, got {type_name(value)}")
-        for name in value:
+        entries: dict[str, Any] = {}
+        for name, item in value.items():
             if not isinstance(name, str):
-                raise self.error(key, f"keys must be strings, got {name!r}")
-            if allowed is not None and name not in allowed:
-                raise self.error(f"{key}.{name}" if key else name, "unknown key",
-                                 did_you_mean(name, allowed))
-        return dict(value)
+                self.problems.append(self.error(key, f"keys must be strings, got {name!r}"))
+            elif allowed is not None and name not in allowed:
+                self.problems.append(self.error(f"{key}.{name}" if key else name,
+                                                "unknown key", did_you_mean(name, allowed)))
+            else:
+                entries[name] = item
+        return entries
 
     def string(self, value: Any, key: str, *, secret: bool = False) -> str:
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
@@ -240,12 +284,15 @@ class _Parser:
             raise self.error(key, f"expected a list of strings, got {type_name(value)}")
         out = []
         for i, item in enumerate(items):
-            text = self.string(item, f"{key}[{i}]")
+            text = self.collect(partial(self.string, item, f"{key}[{i}]"), None)
+            if text is None:
+                continue
             if regex:
                 try:
                     re.compile(text)
                 except re.error as exc:
-                    raise self.error(f"{key}[{i}]", f"not a valid regex: {exc}") from exc
+                    self.problems.append(self.error(f"{key}[{i}]", f"not a valid regex: {exc}"))
+                    continue
             out.append(text)
         return tuple(out)
 
@@ -256,27 +303,35 @@ class _Parser:
 
     def config(self, raw: Any) -> Config:
         top = self.mapping(raw, "", _TOP_KEYS)
-        clusters = self.clusters(top.get("clusters"))
+        clusters: dict[str, dict[str, str]] = self.collect(
+            lambda: self.clusters(top.get("clusters")), {})
         replication = None
         if top.get("replication") is not None:
-            replication = self.replication(top["replication"], clusters)
-        state_raw = self.mapping(top.get("state"), "state", _STATE_KEYS)
-        state = StateSettings(
-            dir=self.resolve_path(self.string(state_raw.get("dir", ".drctl"), "state.dir")),
-            topic=self.string(state_raw.get("topic", "_drctl_state"), "state.topic"),
-            snapshots_topic=self.string(state_raw.get("snapshots_topic",
-                                                      "_drctl_offset_snapshots"),
-                                        "state.snapshots_topic"),
-        )
+            replication = self.collect(lambda: self.replication(top["replication"], clusters),
+                                       None)
         return Config(
             path=self.path,
             clusters=clusters,
             replication=replication,
-            groups=self.name_filter(top.get("groups"), "groups"),
-            state=state,
-            spark=self.spark(top.get("spark")),
-            retry=self.retry(top.get("retry")),
+            groups=self.collect(lambda: self.name_filter(top.get("groups"), "groups"),
+                                NameFilter()),
+            state=self.collect(lambda: self.state(top.get("state")), StateSettings()),
+            spark=self.collect(lambda: self.spark(top.get("spark")), SparkSettings()),
+            retry=self.collect(lambda: self.retry(top.get("retry")), RetryPolicy()),
             redactor=self.redactor,
+        )
+
+    def state(self, value: Any) -> StateSettings:
+        raw = self.mapping(value, "state", _STATE_KEYS)
+        defaults = StateSettings()
+        return StateSettings(
+            dir=self.collect(lambda: self.resolve_path(
+                self.string(raw.get("dir", ".drctl"), "state.dir")), defaults.dir),
+            topic=self.collect(lambda: self.string(raw.get("topic", defaults.topic),
+                                                   "state.topic"), defaults.topic),
+            snapshots_topic=self.collect(lambda: self.string(
+                raw.get("snapshots_topic", defaults.snapshots_topic), "state.snapshots_topic"),
+                defaults.snapshots_topic),
         )
 
     def resolve_path(self, text: str) -> Path:
@@ -287,21 +342,30 @@ class _Parser:
         raw = self.mapping(value, "clusters", None)
         if not raw:
             raise self.error("clusters", "at least one cluster is required")
+        self.clusters_parsed = True
         clusters: dict[str, dict[str, str]] = {}
         for name, props in raw.items():
             key = f"clusters.{name}"
-            props_raw = self.mapping(props, key, None)
-            resolved = self.client_properties(props_raw.pop(CLIENT_PROPERTIES_KEY, None),
-                                              f"{key}.{CLIENT_PROPERTIES_KEY}")
-            for prop, prop_value in props_raw.items():
-                if isinstance(prop_value, bool):
-                    prop_value = "true" if prop_value else "false"
-                resolved[prop] = self.string(prop_value, f"{key}.{prop}",
-                                             secret=is_secret_key(prop))
-            if "bootstrap.servers" not in resolved:
-                raise self.error(key, "missing 'bootstrap.servers'")
-            clusters[name] = resolved
+            # A cluster with a bad property still counts, so references to it do not fail too.
+            clusters[name] = self.collect(partial(self.cluster_properties, props, key), {})
         return clusters
+
+    def cluster_properties(self, value: Any, key: str) -> dict[str, str]:
+        props_raw = dict(self.mapping(value, key, None))
+        empty: dict[str, str] = {}
+        resolved = self.collect(partial(self.client_properties,
+                                        props_raw.pop(CLIENT_PROPERTIES_KEY, None),
+                                        f"{key}.{CLIENT_PROPERTIES_KEY}"), empty)
+        for prop, prop_value in props_raw.items():
+            if isinstance(prop_value, bool):
+                prop_value = "true" if prop_value else "false"
+            text = self.collect(partial(self.string, prop_value, f"{key}.{prop}",
+                                        secret=is_secret_key(prop)), None)
+            if text is not None:
+                resolved[prop] = text
+        if "bootstrap.servers" not in resolved:
+            self.problems.append(self.error(key, "missing 'bootstrap.servers'"))
+        return resolved
 
     def client_properties(self, value: Any, key: str) -> dict[str, str]:
         """A Kafka `.properties` file's settings, to lie under the cluster's own keys."""
@@ -327,61 +391,90 @@ class _Parser:
 
     def cluster_ref(self, value: Any, key: str, clusters: Mapping[str, Any]) -> str:
         name = self.string(value, key)
-        if name not in clusters:
+        if self.clusters_parsed and name not in clusters:
             raise self.error(key, f"unknown cluster '{name}' (configured: "
                              f"{', '.join(sorted(clusters))})", did_you_mean(name, clusters))
         return name
 
-    def replication(self, value: Any, clusters: Mapping[str, Any]) -> ReplicationSettings:
+    def replication(self, value: Any,
+                    clusters: Mapping[str, Any]) -> ReplicationSettings | None:
         raw = self.mapping(value, "replication", _REPLICATION_KEYS)
-        for required in ("kind", "source", "target"):
-            if required not in raw:
-                raise self.error(f"replication.{required}", "required key is missing")
-        kind = self.string(raw["kind"], "replication.kind")
-        if kind not in KIND_NAMES:
-            raise self.error("replication.kind", f"must be one of {', '.join(KIND_NAMES)}, "
-                             f"got '{kind}'", did_you_mean(kind, KIND_NAMES))
-        source = self.cluster_ref(raw["source"], "replication.source", clusters)
-        target = self.cluster_ref(raw["target"], "replication.target", clusters)
-        if source == target:
-            raise self.error("replication.target", "source and target are the same cluster")
-        rename = self.string(raw.get("rename", "{topic}"), "replication.rename")
-        if rename.count("{topic}") != 1:
-            raise self.error("replication.rename", "must contain '{topic}' exactly once, "
-                             "e.g. '{topic}' (names kept) or 'primary.{topic}'")
-        if kind_entry(kind).keeps_topic_names and rename != "{topic}":
-            raise self.error("replication.rename", f"{kind} mirrors keep topic names")
-        connect_raw = self.mapping(raw.get("connect"), "replication.connect", _CONNECT_KEYS)
-        connect = ConnectSettings(
-            url=self.optional_string(connect_raw.get("url"), "replication.connect.url"),
-            username=self.optional_string(connect_raw.get("username"),
-                                          "replication.connect.username"),
-            password=self.optional_string(connect_raw.get("password"),
-                                          "replication.connect.password"),
-            source_connector=self.optional_string(connect_raw.get("source_connector"),
-                                                  "replication.connect.source_connector"),
-            checkpoint_connector=self.optional_string(
-                connect_raw.get("checkpoint_connector"),
-                "replication.connect.checkpoint_connector"),
-            heartbeat_connector=self.optional_string(
-                connect_raw.get("heartbeat_connector"),
-                "replication.connect.heartbeat_connector"),
-            timeout_s=self.number(connect_raw.get("timeout_s", 10.0),
-                                  "replication.connect.timeout_s"),
-        )
+        missing = [f"replication.{k}" for k in ("kind", "source", "target") if k not in raw]
+        for key in missing:
+            self.problems.append(self.error(key, "required key is missing"))
+        kind = self.collect(lambda: self.kind(raw.get("kind")), None)
+        source = self.collect(
+            lambda: self.cluster_ref(raw["source"], "replication.source", clusters), None)
+        target = self.collect(
+            lambda: self.cluster_ref(raw["target"], "replication.target", clusters), None)
+        if source is not None and source == target:
+            self.problems.append(self.error("replication.target",
+                                            "source and target are the same cluster"))
+        rename = self.collect(lambda: self.rename(raw.get("rename", "{topic}"), kind), None)
+        connect = self.collect(lambda: self.connect(raw.get("connect")), ConnectSettings())
+        topics = self.collect(lambda: self.name_filter(raw.get("topics"),
+                                                       "replication.topics"), NameFilter())
+        aliases = [self.collect(partial(self.optional_string, raw.get(k, default),
+                                        f"replication.{k}"), None)
+                   for k, default in (("source_alias", source), ("target_alias", target))]
+        group = self.collect(lambda: self.optional_string(raw.get("replicator_group"),
+                                                          "replication.replicator_group"), None)
+        principal = self.collect(lambda: self.principal(raw.get("principal"),
+                                                        "replication.principal"), None)
+        if (kind is None or source is None or target is None or rename is None
+                or aliases[0] is None or aliases[1] is None):
+            return None  # each missing piece is a recorded problem
         return ReplicationSettings(
             kind=kind,
             source=source,
             target=target,
-            topics=self.name_filter(raw.get("topics"), "replication.topics"),
+            topics=topics,
             rename=rename,
-            source_alias=self.string(raw.get("source_alias", source), "replication.source_alias"),
-            target_alias=self.string(raw.get("target_alias", target), "replication.target_alias"),
+            source_alias=aliases[0],
+            target_alias=aliases[1],
             connect=connect,
-            replicator_group=self.optional_string(raw.get("replicator_group"),
-                                                  "replication.replicator_group"),
-            principal=self.principal(raw.get("principal"), "replication.principal"),
+            replicator_group=group,
+            principal=principal,
         )
+
+    def kind(self, value: Any) -> str | None:
+        if value is None:
+            return None  # recorded as missing
+        kind = self.string(value, "replication.kind")
+        if kind not in KIND_NAMES:
+            raise self.error("replication.kind", f"must be one of {', '.join(KIND_NAMES)}, "
+                             f"got '{kind}'", did_you_mean(kind, KIND_NAMES))
+        return kind
+
+    def rename(self, value: Any, kind: str | None) -> str:
+        rename = self.string(value, "replication.rename")
+        if rename.count("{topic}") != 1:
+            raise self.error("replication.rename", "must contain '{topic}' exactly once, "
+                             "e.g. '{topic}' (names kept) or 'primary.{topic}'")
+        if kind is not None and kind_entry(kind).keeps_topic_names and rename != "{topic}":
+            raise self.error("replication.rename", f"{kind} mirrors keep topic names")
+        return rename
+
+    def connect(self, value: Any) -> ConnectSettings:
+        connect_raw = self.mapping(value, "replication.connect", _CONNECT_KEYS)
+        fields: dict[str, Any] = {}
+        for name in _CONNECT_KEYS:
+            key = f"replication.connect.{name}"
+            if name == "timeout_s":
+                fields[name] = self.collect(
+                    partial(self.number, connect_raw.get(name, 10.0), key), 10.0)
+            else:
+                fields[name] = self.collect(
+                    partial(self.optional_string, connect_raw.get(name), key), None)
+                if name in _CONNECT_FILE_KEYS and fields[name] is not None:
+                    fields[name] = str(self.resolve_path(fields[name]))
+        if fields["token"] is not None and fields["username"] is not None:
+            self.problems.append(self.error("replication.connect.token",
+                                            "set a token or a username, not both"))
+        if fields["key_file"] is not None and fields["cert_file"] is None:
+            self.problems.append(self.error("replication.connect.key_file",
+                                            "a key without cert_file is never used"))
+        return ConnectSettings(**fields)
 
     def principal(self, value: Any, key: str) -> str | None:
         if value is None:
@@ -394,28 +487,38 @@ class _Parser:
 
     def spark(self, value: Any) -> SparkSettings:
         raw = self.mapping(value, "spark", _SPARK_KEYS)
-        conf_raw = self.mapping(raw.get("conf"), "spark.conf", None)
-        jars = tuple(str(self.resolve_path(j))
-                     for j in self.string_list(raw.get("jars"), "spark.jars"))
+        conf_raw: dict[str, Any] = self.collect(
+            lambda: self.mapping(raw.get("conf"), "spark.conf", None), {})
+        jar_names: tuple[str, ...] = self.collect(
+            lambda: self.string_list(raw.get("jars"), "spark.jars"), ())
+        jars = tuple(str(self.resolve_path(j)) for j in jar_names)
+        packages: tuple[str, ...] = self.collect(
+            lambda: self.string_list(raw.get("packages"), "spark.packages"), ())
+        conf = {k: self.collect(partial(self.string, v, f"spark.conf.{k}"), "")
+                for k, v in conf_raw.items()}
         return SparkSettings(
-            master=self.string(raw.get("master", "local[*]"), "spark.master"),
+            master=self.collect(lambda: self.string(raw.get("master", "local[*]"),
+                                                    "spark.master"), "local[*]"),
             jars=jars,
-            packages=self.string_list(raw.get("packages"), "spark.packages"),
-            conf={k: self.string(v, f"spark.conf.{k}") for k, v in conf_raw.items()},
+            packages=packages,
+            conf=conf,
         )
 
     def retry(self, value: Any) -> RetryPolicy:
         raw = self.mapping(value, "retry", _RETRY_KEYS)
         defaults = RetryPolicy()
+
+        def number(name: str, default: float, **limits: Any) -> float:
+            return self.collect(partial(self.number, raw.get(name, default), f"retry.{name}",
+                                        **limits), default)
+
         deadline = raw.get("deadline_s")
         return RetryPolicy(
-            initial_s=self.number(raw.get("initial_s", defaults.initial_s), "retry.initial_s"),
-            multiplier=self.number(raw.get("multiplier", defaults.multiplier),
-                                   "retry.multiplier", minimum=1),
-            max_s=self.number(raw.get("max_s", defaults.max_s), "retry.max_s"),
-            attempts=int(self.number(raw.get("attempts", defaults.attempts), "retry.attempts",
-                                     integer=True, minimum=1)),
-            deadline_s=None if deadline is None else self.number(deadline, "retry.deadline_s"),
+            initial_s=number("initial_s", defaults.initial_s),
+            multiplier=number("multiplier", defaults.multiplier, minimum=1),
+            max_s=number("max_s", defaults.max_s),
+            attempts=int(number("attempts", defaults.attempts, integer=True, minimum=1)),
+            deadline_s=None if deadline is None else number("deadline_s", 0.0),
         )
 
 
@@ -461,7 +564,9 @@ def config_as_data(config: Config) -> dict[str, Any]:
             "principal": rep.principal,
             "connect": mask_mapping({
                 "url": rep.connect.url, "username": rep.connect.username,
-                "password": rep.connect.password,
+                "password": rep.connect.password, "token": rep.connect.token,
+                "ca_file": rep.connect.ca_file, "cert_file": rep.connect.cert_file,
+                "key_file": rep.connect.key_file,
                 "source_connector": rep.connect.source_connector,
                 "checkpoint_connector": rep.connect.checkpoint_connector,
                 "heartbeat_connector": rep.connect.heartbeat_connector,

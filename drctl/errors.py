@@ -5,6 +5,7 @@ The core raises these; only the CLI edge turns them into a message and an exit s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import IntEnum
 
 
@@ -40,15 +41,18 @@ class ConfigError(UsageError):
     """A configuration file that cannot be used; names the file and the key path."""
 
     def __init__(self, message: str, *, path: str | None = None, key: str | None = None,
-                 hint: str | None = None) -> None:
+                 hint: str | None = None, problems: Sequence[ConfigError] = ()) -> None:
         where = ""
         if path:
             where = f"{path}: "
         if key:
             where += f"{key}: "
         super().__init__(where + message, hint)
+        self.reason = message  # without the file and key
         self.path = path
         self.key = key
+        # Every problem of a file when there were several (this error lists them all).
+        self.problems = tuple(problems)
 
 
 class CheckFailed(DrctlError):

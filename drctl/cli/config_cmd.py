@@ -50,4 +50,6 @@ def check(
     if failures:
         for exc in failures:
             term.error(exc.message)
+            if exc.hint:
+                term.err.print(f"  {term.redactor.redact(exc.hint)}", markup=False)
         raise typer.Exit(ExitStatus.UNREACHABLE)

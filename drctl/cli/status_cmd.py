@@ -24,7 +24,7 @@ def status_command(
     pending replication stop; 4 when no cluster answered."""
     config = CURRENT.config()
     term = CURRENT.terminal(output)
-    st = collect_status(OpsContext.from_config(config), deadline)
+    st = collect_status(OpsContext.from_config(config), deadline, notify=term.step)
     verdict, why = status_verdict(st)
     if term.json_mode:
         term.emit_json(st)

@@ -14,7 +14,7 @@ from drctl.dump.filters import DumpFilter
 from drctl.dump.rows import DECODERS, DumpKind, DumpRow, DumpStats, Undecodable
 from drctl.errors import DecodeError, UsageError
 from drctl.kafka.checkpoints import MISSING_MM2_TOPIC_HINT
-from drctl.kafka.clients import ClusterClients
+from drctl.kafka.clients import ClusterClients, describe_with_retry
 from drctl.kafka.topic_scan import SCAN_BATCH, read_batches, replaces, topic_ranges
 from drctl.retry import RetryPolicy
 
@@ -169,6 +169,9 @@ class TopicDump:
                 self.on_undecodable(bad)
 
     def _batches(self) -> Iterator[list[Any]]:
+        # One round trip first: it ends with librdkafka's reason (refused, TLS, SASL) as soon
+        # as it has one, where listing the topic would wait out its timeout.
+        describe_with_retry(self.clients, self.policy)
         ranges = topic_ranges(self.clients, self.topic, policy=self.policy,
                               missing_hint=_missing_hint(self.kind))
         self.stats.partitions = len(ranges)

@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 import logging
+import os
+import re
+import threading
 import time
-from collections.abc import Mapping
+from collections import deque
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 from drctl.config import Config
-from drctl.errors import Unreachable
+from drctl.errors import ConfigError, Unreachable
 from drctl.retry import RetriesExhausted, RetryPolicy, retry_call
+from drctl.secrets import is_secret_key
+
+ClientT = TypeVar("ClientT", AdminClient, Consumer, Producer)
 
 # librdkafka logs every refused connection; route it to Python logging (quiet unless --debug).
 _LIBRDKAFKA_LOG = logging.getLogger("drctl.librdkafka")
@@ -24,6 +31,63 @@ _OPERATOR_DEFAULTS = {
     "socket.connection.setup.timeout.ms": "5000",
     "reconnect.backoff.max.ms": "2000",
 }
+
+
+# Properties naming a file librdkafka reads when it builds a client.
+_FILE_PROPERTIES = ("ssl.ca.location", "ssl.certificate.location", "ssl.key.location",
+                    "ssl.keystore.location", "ssl.crl.location", "sasl.kerberos.keytab")
+
+# What librdkafka's error callback says about the connection: the reasons an operator needs
+# when a cluster does not answer.
+_WIRE_CODES = {KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._SSL,
+               KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED,
+               KafkaError._RESOLVE}
+# Of those, the ones another attempt will not cure: the certificate or the credentials.
+_FINAL_WIRE_CODES = {KafkaError._SSL, KafkaError._AUTHENTICATION,
+                     KafkaError.SASL_AUTHENTICATION_FAILED}
+
+
+class WireLog:
+    """librdkafka's connection errors for one cluster (its `error_cb`), numbered so that an
+    attempt reads only what happened since it began. They arrive while a client is polled."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._recent: deque[tuple[int, KafkaError]] = deque(maxlen=20)
+        self._count = 0
+
+    def record(self, err: KafkaError) -> None:
+        if err.code() in _WIRE_CODES:
+            with self._lock:
+                self._recent.append((self._count, err))
+                self._count += 1
+
+    def mark(self) -> int:
+        with self._lock:
+            return self._count
+
+    def since(self, mark: int) -> list[KafkaError]:
+        with self._lock:
+            return [err for n, err in self._recent if n >= mark]
+
+
+class NoAnswer(Exception):
+    """One attempt at a cluster ended without an answer; the reason is librdkafka's."""
+
+    def __init__(self, err: KafkaError) -> None:
+        super().__init__(_reason_text(err))
+        self.code = err.code()
+
+    @property
+    def final(self) -> bool:
+        """Another attempt will fail the same way (TLS verification, authentication)."""
+        return self.code in _FINAL_WIRE_CODES
+
+
+def _reason_text(err: KafkaError) -> str:
+    # "host:9092/bootstrap: Connect to ipv4#... failed: ..." -> the part after the broker name
+    text = err.str()
+    return re.sub(r"^\S+/(?:bootstrap|\d+): ", "", text)
 
 
 @dataclass(frozen=True)
@@ -39,14 +103,18 @@ class ClusterInfo:
 class ClusterClients:
     """Builds clients for one named cluster."""
 
-    def __init__(self, name: str, properties: Mapping[str, str]) -> None:
+    def __init__(self, name: str, properties: Mapping[str, str], *,
+                 config_path: str | None = None) -> None:
         self.name = name
         self.properties = dict(properties)
+        self.config_path = config_path
+        self.wire = WireLog()
         self._admin: AdminClient | None = None
 
     @classmethod
     def for_cluster(cls, config: Config, name: str) -> ClusterClients:
-        return cls(name, config.cluster(name))
+        return cls(name, config.cluster(name),
+                   config_path=str(config.path) if config.path else None)
 
     @property
     def bootstrap(self) -> str:
@@ -55,50 +123,152 @@ class ClusterClients:
     def _conf(self, overrides: Mapping[str, Any]) -> dict[str, Any]:
         conf: dict[str, Any] = {**_OPERATOR_DEFAULTS, **self.properties, **overrides}
         conf["logger"] = _LIBRDKAFKA_LOG
+        conf["error_cb"] = self.wire.record
         return conf
 
-    def admin(self, **overrides: Any) -> AdminClient:
+    def _create(self, factory: Callable[[dict[str, Any]], ClientT],
+                overrides: Mapping[str, Any]) -> ClientT:
+        """A client, or a ConfigError naming the property librdkafka rejected: building a
+        client touches no network, so a failure here is the configuration's, never retried."""
+        try:
+            return factory(self._conf(overrides))
+        except KafkaException as exc:
+            raise self._rejected(exc.args[0] if exc.args else exc) from exc
+
+    def _rejected(self, err: Any) -> ConfigError:
+        reason = err.str() if isinstance(err, KafkaError) else str(err)
+        reason = re.sub(r"^Failed to create \w+(?: client)?: ", "", reason)
+        # The property librdkafka names, else the one whose value it quotes ("Unsupported
+        # hash function: SCRAM-SHA-999" is about sasl.mechanism).
+        prop = next((p for p in self.properties if re.search(rf"\b{re.escape(p)}\b", reason)),
+                    None) or next((p for p, v in self.properties.items()
+                                   if p != "bootstrap.servers" and len(v) > 2
+                                   and v in reason and not is_secret_key(p)), None)
+        missing = [(p, self.properties[p]) for p in _FILE_PROPERTIES
+                   if p in self.properties and self.properties[p] != "probe"
+                   and not os.access(self.properties[p], os.R_OK)]
+        if missing:
+            prop, path = missing[0]
+            what = "does not exist" if not os.path.exists(path) else "cannot be read"
+            return ConfigError(f"{path} {what} (cluster '{self.name}': {reason})",
+                               path=self.config_path, key=f"clusters.{self.name}.{prop}",
+                               hint="Point it at a readable PEM file on this machine.")
+        return ConfigError(
+            f"the Kafka client rejects cluster '{self.name}': {reason}",
+            path=self.config_path,
+            key=f"clusters.{self.name}" + (f".{prop}" if prop else ""),
+            hint="Cluster keys are librdkafka properties (its CONFIGURATION.md); Java client "
+                 "names such as ssl.truststore.location or sasl.jaas.config do not apply.")
+
+    def connection_errors(self) -> list[KafkaError]:
+        """The latest connection errors librdkafka reported (the shared admin client is
+        polled first: they queue until then)."""
+        if self._admin is not None:
+            self._admin.poll(0)
+        return self.wire.since(0)
+
+    def admin(self, *, fresh: bool = False, **overrides: Any) -> AdminClient:
         """One shared admin client per cluster (connecting costs a metadata round trip);
-        overrides get a fresh one."""
-        if overrides:
-            return AdminClient(self._conf(overrides))
+        `fresh` or overrides get a new one."""
+        if fresh or overrides:
+            return self._create(AdminClient, overrides)
         if self._admin is None:
-            self._admin = AdminClient(self._conf({}))
+            self._admin = self._create(AdminClient, {})
         return self._admin
 
     def consumer(self, **overrides: Any) -> Consumer:
         base = {"group.id": "drctl-reader", "enable.auto.commit": "false",
                 "enable.partition.eof": "false", "isolation.level": "read_committed"}
-        return Consumer(self._conf({**base, **overrides}))
+        return self._create(Consumer, {**base, **overrides})
 
     def producer(self, **overrides: Any) -> Producer:
         base = {"enable.idempotence": "true", "linger.ms": "5"}
-        return Producer(self._conf({**base, **overrides}))
+        return self._create(Producer, {**base, **overrides})
 
 
 def describe(clients: ClusterClients, timeout_s: float = 5.0) -> ClusterInfo:
-    """One metadata round trip: cluster id, brokers, controller and the time it took."""
-    admin = clients.admin()
+    """One metadata round trip: cluster id, brokers, controller and the time it took.
+
+    The admin client is polled while it waits, so librdkafka's reasons (refused, TLS, SASL)
+    arrive: the attempt ends with `NoAnswer` as soon as every broker is down or a handshake
+    failed, rather than at the timeout. A fresh client per attempt: librdkafka says "all
+    brokers are down" once per client, so a retry on the same one would wait out its timeout."""
+    admin = clients.admin(fresh=True)
+    mark = clients.wire.mark()
     started = time.monotonic()
     future = admin.describe_cluster(request_timeout=timeout_s)
-    result = future.result(timeout=timeout_s + 1)
+    while not future.done():
+        admin.poll(0.1)
+        errors = clients.wire.since(mark)
+        stop = next((e for e in errors if e.code() in _FINAL_WIRE_CODES), None) or (
+            errors[-1] if any(e.code() == KafkaError._ALL_BROKERS_DOWN for e in errors)
+            else None)
+        if stop is not None:
+            raise NoAnswer(_explaining(errors, stop))
+        if time.monotonic() - started > timeout_s + 1:
+            break
+    try:
+        result = future.result(timeout=0)
+    except (KafkaException, TimeoutError) as exc:
+        errors = clients.wire.since(mark)
+        if errors:
+            raise NoAnswer(_explaining(errors, errors[-1])) from exc
+        raise
     rtt = (time.monotonic() - started) * 1000
     controller = result.controller.id if result.controller is not None else None
     return ClusterInfo(clients.name, clients.bootstrap, result.cluster_id, len(result.nodes),
                        controller, rtt)
 
 
+def _explaining(errors: list[KafkaError], fallback: KafkaError) -> KafkaError:
+    """The error that says why: "1/1 brokers are down" says less than the refusal before it."""
+    telling = [e for e in errors if e.code() != KafkaError._ALL_BROKERS_DOWN]
+    final = [e for e in telling if e.code() in _FINAL_WIRE_CODES]
+    return (final or telling or [fallback])[-1]
+
+
+def unreachable(clients: ClusterClients, exc: RetriesExhausted) -> Unreachable:
+    """The error for a cluster that never answered, with librdkafka's reason and a hint that
+    fits it."""
+    last = exc.last
+    if not isinstance(last, NoAnswer):
+        errors = clients.connection_errors()
+        if errors:
+            last = NoAnswer(_explaining(errors, errors[-1]))
+    reason = str(last)
+    return Unreachable(
+        f"cluster '{clients.name}' at {clients.bootstrap} did not answer: {reason} "
+        f"({exc.attempts} attempt(s) over {exc.elapsed_s:.0f} s).",
+        _hint_for(last))
+
+
+def _hint_for(cause: BaseException) -> str:
+    code = cause.code if isinstance(cause, NoAnswer) else None
+    text = str(cause).lower()
+    if code in (KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED):
+        return ("The cluster refused drctl's credentials: check sasl.mechanism, sasl.username "
+                "and sasl.password (or the certificate for mTLS).")
+    if code == KafkaError._SSL:
+        return ("The TLS handshake failed: ssl.ca.location must hold the CA that signed the "
+                "brokers' certificates, and bootstrap.servers the names in them.")
+    if "refused" in text:
+        return ("Nothing listens at that address: check the host and port in "
+                "bootstrap.servers and that the brokers run.")
+    if code == KafkaError._RESOLVE:
+        return "The host name does not resolve: check bootstrap.servers."
+    return "Check that the brokers run and that this machine can reach that address."
+
+
 def describe_with_retry(clients: ClusterClients, policy: RetryPolicy,
                         on_retry: Any = None) -> ClusterInfo:
+    """`describe` under the retry policy; a rejected configuration (ConfigError) and a TLS or
+    authentication failure end it at once."""
     try:
         return retry_call(lambda: describe(clients), policy, on_retry=on_retry,
-                          retry_on=(KafkaException, TimeoutError, Exception))
+                          retry_on=(KafkaException, TimeoutError, NoAnswer),
+                          give_up=lambda e: isinstance(e, NoAnswer) and e.final)
     except RetriesExhausted as exc:
-        raise Unreachable(
-            f"cluster '{clients.name}' at {clients.bootstrap} did not answer "
-            f"({exc.attempts} attempts over {exc.elapsed_s:.0f} s; last error: {exc.last}).",
-            "Check that the brokers run and that this machine can reach that address.",
-        ) from exc
+        raise unreachable(clients, exc) from exc
 
 
 def check_clusters(config: Config, policy: RetryPolicy,

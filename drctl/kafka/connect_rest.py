@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import base64
 import json
+import ssl
 import urllib.error
 import urllib.request
 from typing import Any
 
-from drctl.errors import DrctlError, Unreachable
+from drctl.errors import ConfigError, DrctlError, Unreachable, UsageError
+from drctl.retry import RetriesExhausted, RetryPolicy, retry_call
+
+# The one retry policy under a deadline: a worker that restarts or rebalances answers again
+# within seconds; one that is down is reported (failover records a pending stop), not
+# waited on for the policy's half hour.
+CONNECT_RETRY = RetryPolicy(deadline_s=20.0)
 
 
 class ConnectError(DrctlError):
@@ -23,17 +30,53 @@ class ConnectorMissing(ConnectError):
     pass
 
 
+class ConnectRejected(UsageError):
+    """The worker refused drctl (401/403) or its certificate failed verification: the
+    configuration is wrong, and no retry changes that."""
+
+
+class _Transient(Exception):
+    """A failure worth another try: no connection, 5xx, or 409 while the workers rebalance;
+    `error` is what the caller gets when the tries run out."""
+
+    def __init__(self, error: ConnectError | Unreachable) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
 class ConnectClient:
     def __init__(self, url: str, *, username: str | None = None, password: str | None = None,
-                 timeout_s: float = 10.0) -> None:
+                 token: str | None = None, ca_file: str | None = None,
+                 cert_file: str | None = None, key_file: str | None = None,
+                 timeout_s: float = 10.0, policy: RetryPolicy = CONNECT_RETRY,
+                 config_path: str | None = None) -> None:
         self.url = url.rstrip("/")
         self.timeout_s = timeout_s
+        self.policy = policy
         self._auth = None
         if username is not None:
-            token = base64.b64encode(f"{username}:{password or ''}".encode()).decode()
-            self._auth = f"Basic {token}"
+            basic = base64.b64encode(f"{username}:{password or ''}".encode()).decode()
+            self._auth = f"Basic {basic}"
+        elif token is not None:
+            self._auth = f"Bearer {token}"
+        self._tls = _tls_context(ca_file, cert_file, key_file, config_path) \
+            if self.url.startswith("https:") else None
 
     def request(self, method: str, path: str, body: Any = None) -> Any:
+        """One call, retried under the policy while the failure is transient (no connection,
+        5xx, 409 during a rebalance)."""
+        try:
+            return retry_call(lambda: self._request_once(method, path, body), self.policy,
+                              retry_on=(_Transient,))
+        except RetriesExhausted as exc:
+            assert isinstance(exc.last, _Transient)
+            error = exc.last.error
+            if isinstance(error, Unreachable):
+                raise Unreachable(f"{error.message} ({exc.attempts} attempt(s) over "
+                                  f"{exc.elapsed_s:.0f} s).", error.hint) from exc
+            raise error from exc
+
+    def _request_once(self, method: str, path: str, body: Any) -> Any:
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(self.url + path, data=data, method=method)
         req.add_header("Accept", "application/json")
@@ -42,7 +85,8 @@ class ConnectClient:
         if self._auth:
             req.add_header("Authorization", self._auth)
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
+            with urllib.request.urlopen(req, timeout=self.timeout_s,
+                                        context=self._tls) as resp:
                 payload = resp.read()
         except urllib.error.HTTPError as exc:
             detail = exc.read().decode(errors="replace")
@@ -50,14 +94,27 @@ class ConnectClient:
                 detail = json.loads(detail).get("message", detail)
             except (ValueError, AttributeError):
                 pass
+            what = f"{method} {path} with {exc.code}: {detail}"
+            if exc.code in (401, 403):
+                raise ConnectRejected(
+                    f"Kafka Connect at {self.url} refused drctl: {what}",
+                    "Set replication.connect.username and password, or token, to credentials "
+                    "this worker accepts (403: they lack the permission).") from exc
             cls = ConnectorMissing if exc.code == 404 else ConnectError
-            raise cls(f"Kafka Connect at {self.url} answered {method} {path} with "
-                      f"{exc.code}: {detail}", exc.code) from exc
+            error = cls(f"Kafka Connect at {self.url} answered {what}", exc.code)
+            if exc.code >= 500 or (exc.code == 409 and "rebalanc" in str(detail).lower()):
+                raise _Transient(error) from exc
+            raise error from exc
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
-            raise Unreachable(f"Kafka Connect at {self.url} is unreachable ({reason}).",
-                              "Check that the Connect worker runs and the URL in the config.") \
-                from exc
+            if isinstance(reason, ssl.SSLCertVerificationError):
+                raise ConnectRejected(
+                    f"Kafka Connect at {self.url}: the worker's certificate failed "
+                    f"verification ({reason.verify_message}).",
+                    "Set replication.connect.ca_file to the CA that signed it.") from exc
+            raise _Transient(Unreachable(
+                f"Kafka Connect at {self.url} is unreachable: {reason}",
+                "Check that the Connect worker runs and the URL in the config.")) from exc
         return json.loads(payload) if payload.strip() else None
 
     def info(self) -> dict[str, Any]:
@@ -108,3 +165,19 @@ class ConnectClient:
         """(connector state, task states) — e.g. ('RUNNING', ['RUNNING'])."""
         st = self.status(name)
         return st["connector"]["state"], [t["state"] for t in st.get("tasks", [])]
+
+
+def _tls_context(ca_file: str | None, cert_file: str | None, key_file: str | None,
+                 config_path: str | None) -> ssl.SSLContext:
+    """Verification against the system CAs, or `ca_file`'s; a client certificate when set."""
+    key = "replication.connect.ca_file"
+    try:
+        context = ssl.create_default_context(cafile=ca_file)
+        if cert_file is not None:
+            key = "replication.connect.cert_file"
+            context.load_cert_chain(cert_file, key_file)
+    except (OSError, ssl.SSLError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ConfigError(f"cannot use it for Kafka Connect's TLS: {reason}", path=config_path,
+                          key=key, hint="Point it at a readable PEM file.") from exc
+    return context

@@ -14,7 +14,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from drctl.errors import DrctlError, Unreachable
-from drctl.kafka.clients import ClusterClients
+from drctl.kafka.clients import ClusterClients, unreachable
 from drctl.kafka.offsets import watermarks
 from drctl.retry import RetriesExhausted, RetryPolicy, retry_call
 
@@ -48,11 +48,7 @@ def topic_ranges(clients: ClusterClients, topic: str, *, policy: RetryPolicy,
     try:
         ranges = retry_call(fetch, policy, retry_on=(KafkaException,))
     except RetriesExhausted as exc:
-        raise Unreachable(f"cluster '{clients.name}' at {clients.bootstrap} did "
-                          f"not answer ({exc.attempts} attempt(s); last error: "
-                          f"{exc.last}).",
-                          "Check that the brokers run and that this machine can reach "
-                          "that address.") from exc
+        raise unreachable(clients, exc) from exc
     if ranges is None:
         raise TopicNotFound(f"topic {topic} does not exist on '{clients.name}'.", missing_hint)
     return ranges

@@ -34,6 +34,7 @@ from drctl.lab.security import (
 )
 from drctl.lab.spark_cluster import SparkCluster, SparkClusterPorts, spark_config
 from drctl.progress import Notify
+from drctl.retry import RetryPolicy
 
 COMPONENTS = ("primary", "secondary", "connect")
 FAILABLE = {"primary": "primary", "secondary": "secondary", "replication": "connect",
@@ -141,7 +142,9 @@ class Lab:
                           fast=True, source_client=java, target_client=java)
 
     def connect_client(self, state: LabState) -> ConnectClient:
-        return ConnectClient(f"http://127.0.0.1:{state.ports.connect}", timeout_s=10)
+        # One attempt per call: the lab's own waits retry, and watch the process meanwhile.
+        return ConnectClient(f"http://127.0.0.1:{state.ports.connect}", timeout_s=10,
+                             policy=RetryPolicy(attempts=1))
 
     def spark_cluster(self, ports: LabPorts) -> SparkCluster:
         return SparkCluster(self.dir, SparkClusterPorts(ports.spark_master))

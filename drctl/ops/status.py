@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import queue
 import threading
+import time
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -13,6 +15,7 @@ from drctl.kafka.clients import describe_with_retry
 from drctl.kafka.groups import group_states, list_groups
 from drctl.ops.context import OpsContext
 from drctl.ops.fence import open_risks
+from drctl.progress import Notify
 from drctl.state import FailoverMarker, marker_store
 
 
@@ -48,9 +51,11 @@ def pending_stop_warnings(config: Config) -> list[str]:
             for m in markers if m.replication_stop == "pending"]
 
 
-def collect_status(ctx: OpsContext, deadline_s: float = 5.0) -> dict[str, Any]:
+def collect_status(ctx: OpsContext, deadline_s: float = 5.0,
+                   notify: Notify = lambda _: None) -> dict[str, Any]:
     """Everything at once under one deadline: clusters and Connect are asked in parallel, and
-    what has not answered by then is reported as not answering (never waited for)."""
+    what has not answered by then is reported as not answering (never waited for). `notify`
+    hears each answer as it arrives."""
     config = ctx.config
     policy = config.retry.with_deadline(deadline_s)
     rep = config.replication
@@ -60,7 +65,9 @@ def collect_status(ctx: OpsContext, deadline_s: float = 5.0) -> dict[str, Any]:
         for name in config.clusters}
     if rep is not None and kind is not None:
         asks["replication"] = partial(kind.component_states, rep)
-    answers = _ask_in_parallel(asks, deadline_s)
+    notify(f"Asking {', '.join(k.removeprefix('cluster:') for k in asks)} in parallel "
+           f"(deadline {deadline_s:g} s)")
+    answers = _ask_in_parallel(asks, deadline_s, notify)
 
     clusters: dict[str, dict[str, Any]] = {}
     for name in config.clusters:
@@ -130,29 +137,41 @@ def status_verdict(status: dict[str, Any]) -> tuple[ExitStatus, str | None]:
     return ExitStatus.SUCCESS, None
 
 
-def _ask_in_parallel(asks: dict[str, Callable[[], Any]],
-                     deadline_s: float) -> dict[str, Any]:
+def _ask_in_parallel(asks: dict[str, Callable[[], Any]], deadline_s: float,
+                     notify: Notify = lambda _: None) -> dict[str, Any]:
     """Each callable's result, or the exception it raised, or TimeoutError when it had not
-    answered by the deadline. Daemon threads: a hung endpoint never holds the process."""
-    results: dict[str, Any] = {}
-    done = threading.Event()
-    lock = threading.Lock()
+    answered by the deadline. Daemon threads: a hung endpoint never holds the process.
+    Answers are announced from the calling thread, in the order they arrive."""
+    arrived: queue.Queue[tuple[str, Any]] = queue.Queue()
 
     def run(key: str, call: Callable[[], Any]) -> None:
         try:
             value: Any = call()
         except Exception as exc:  # noqa: BLE001 - reported as that endpoint's answer
             value = exc
-        with lock:
-            results[key] = value
-            if len(results) == len(asks):
-                done.set()
+        arrived.put((key, value))
 
+    started = time.monotonic()
     for key, call in asks.items():
         threading.Thread(target=run, args=(key, call), daemon=True,
                          name=f"status-{key}").start()
     # Grace beyond the deadline: the retry policy's own last attempt may end just after it.
-    done.wait(deadline_s + 2.0)
-    with lock:
-        return {key: results.get(key, TimeoutError(f"no answer within {deadline_s:g} s"))
-                for key in asks}
+    end = started + deadline_s + 1.0
+    results: dict[str, Any] = {}
+    while len(results) < len(asks):
+        try:
+            key, value = arrived.get(timeout=max(0.0, end - time.monotonic()))
+        except queue.Empty:
+            break
+        results[key] = value
+        name = key.removeprefix("cluster:")
+        took = time.monotonic() - started
+        if isinstance(value, BaseException):
+            reason = value.message if isinstance(value, DrctlError) else str(value)
+            notify(f"{name}: no answer after {took:.1f} s ({reason})")
+        else:
+            notify(f"{name}: answered in {took:.1f} s")
+    for key in asks.keys() - results.keys():
+        notify(f"{key.removeprefix('cluster:')}: no answer within {deadline_s:g} s")
+    return {key: results.get(key, TimeoutError(f"no answer within {deadline_s:g} s"))
+            for key in asks}

@@ -12,7 +12,12 @@ from typing import Any
 
 from drctl.config import ReplicationSettings
 from drctl.errors import Aborted, DrctlError, Unreachable
-from drctl.kafka.connect_rest import ConnectClient, ConnectError, ConnectorMissing
+from drctl.kafka.connect_rest import (
+    ConnectClient,
+    ConnectError,
+    ConnectorMissing,
+    ConnectRejected,
+)
 from drctl.replication.base import Confirm, ForwardState, ReplicationKind, StopOutcome
 
 # Task states in which a task copies now or is about to.
@@ -95,10 +100,12 @@ _STRANDED = ("Kafka Connect shows this after a restart of the Kafka cluster that
 
 
 def connect_client(rep: ReplicationSettings) -> ConnectClient | None:
-    if not rep.connect.url:
+    c = rep.connect
+    if not c.url:
         return None
-    return ConnectClient(rep.connect.url, username=rep.connect.username,
-                         password=rep.connect.password, timeout_s=rep.connect.timeout_s)
+    return ConnectClient(c.url, username=c.username, password=c.password, token=c.token,
+                         ca_file=c.ca_file, cert_file=c.cert_file, key_file=c.key_file,
+                         timeout_s=c.timeout_s)
 
 
 class ConnectControlled(ReplicationKind, ABC):
@@ -119,6 +126,8 @@ class ConnectControlled(ReplicationKind, ABC):
                 states[name] = "MISSING"
             except Unreachable:
                 states[name] = "UNREACHABLE"
+            except ConnectRejected:
+                states[name] = "REFUSED-DRCTL"  # credentials or TLS: the config is wrong
         return states
 
     def stop_forward(self, rep: ReplicationSettings, *, confirm: Confirm | None = None,
@@ -135,15 +144,22 @@ class ConnectControlled(ReplicationKind, ABC):
             return StopOutcome("stopped", [], "confirmed by the operator (manual mode)")
         try:
             client.info()
+            for name in rep.connect.connectors:
+                try:
+                    _stop_or_pause(client, name)
+                except ConnectorMissing as exc:
+                    raise DrctlError(f"Connector '{name}' does not exist on "
+                                     f"{rep.connect.url}.",
+                                     "Fix replication.connect in the config.") from exc
         except Unreachable:
             return StopOutcome("pending", list(rep.connect.connectors),
                                f"Kafka Connect at {rep.connect.url} is unreachable")
-        for name in rep.connect.connectors:
-            try:
-                _stop_or_pause(client, name)
-            except ConnectorMissing as exc:
-                raise DrctlError(f"Connector '{name}' does not exist on {rep.connect.url}.",
-                                 "Fix replication.connect in the config.") from exc
+        except ConnectRejected as exc:
+            # Not "unreachable": the worker answered. A pending stop would hide a config
+            # error behind a fence; the run stops here and resumes once the config is fixed.
+            raise ConnectRejected(f"Replication was not stopped: {exc.message}",
+                                  f"{exc.hint} Then run the same command again: it resumes "
+                                  "the incident.") from exc
         end = time.monotonic() + deadline_s
         while True:
             readings = [ConnectorReading.read(client, n) for n in rep.connect.connectors]

@@ -253,3 +253,26 @@ def test_properties_are_read_as_java_reads_them() -> None:
         "a": "1", "b": "2", "c": "3", "alone": "", "with=equals": "x", "joined": "one two",
         "windows": "C:\\dir", "unicode": "café", "ends.in.backslash": "x\\", "next": "y",
         "spaces": "kept inside  "}
+
+
+def test_every_problem_of_a_file_is_reported_at_once(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, """
+clusters:
+  a: {bootstrap.servers: x, sasl.password: '${env:DRCTL_NOT_SET_ANYWHERE}'}
+  b: {port: 1}
+replication: {kind: mirormaker2, source: a, target: b, rename: 'x'}
+retry: {attempts: many, initial_s: -1}
+retri: {}
+""")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    keys = [p.key for p in info.value.problems]
+    assert keys == ["retri", "clusters.a.sasl.password", "clusters.b", "replication.kind",
+                    "replication.rename", "retry.initial_s", "retry.attempts"]
+    message = info.value.message
+    assert message.startswith(f"{path}: 7 problems:")
+    assert "Did you mean 'retry'" in message and "Did you mean 'mirrormaker2'" in message
+    assert main(["--config", str(path), "config", "check"]) == ExitStatus.USAGE
+    err = capsys.readouterr().err
+    assert "retry.attempts: expected an integer" in err and "Did you mean 'retry'" in err

@@ -13,6 +13,7 @@ import pytest
 
 from drctl.config import Config, parse_config
 from drctl.errors import CheckFailed, ExitStatus
+from drctl.kafka.clients import WireLog
 from drctl.ops.context import OpsContext
 from drctl.ops.failover import FailoverOptions, preflight
 from drctl.ops.status import collect_status, status_verdict
@@ -41,6 +42,9 @@ class FakeAdmin:
             return _done(TimeoutError("unreachable"))
         return _done(SimpleNamespace(cluster_id="fake-id", nodes=[1], controller=None))
 
+    def poll(self, timeout: float) -> int:
+        return 0  # no librdkafka events to serve
+
     def list_topics(self, timeout: float) -> Any:
         return SimpleNamespace(topics={
             t: SimpleNamespace(partitions=dict.fromkeys(range(n)), error=None)
@@ -61,9 +65,13 @@ class FakeClients:
     name: str
     fake_admin: FakeAdmin
     bootstrap: str = "fake:9092"
+    wire: WireLog = field(default_factory=WireLog)
 
-    def admin(self) -> FakeAdmin:
+    def admin(self, *, fresh: bool = False) -> FakeAdmin:
         return self.fake_admin
+
+    def connection_errors(self) -> list[Any]:
+        return []
 
 
 def _config(rename: str = "{topic}") -> Config:

@@ -185,3 +185,26 @@ def test_failback_no_check_order_with_quarantine_goes_on(
                  "quarantine", "--yes", "--deadline", "1"]) == ExitStatus.USAGE
     err = capsys.readouterr().err
     assert "No open failover marker for a -> b" in err and "--no-check-order" not in err
+
+
+def test_status_with_nothing_reachable_answers_by_its_deadline_with_progress(
+        tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    import time
+
+    cfg = tmp_path / "drctl.yaml"
+    # Port 9 on loopback: nothing listens there, neither Kafka nor Connect.
+    cfg.write_text("clusters:\n  a: {bootstrap.servers: '127.0.0.1:9'}\n"
+                   "  b: {bootstrap.servers: '127.0.0.1:9'}\n"
+                   "replication: {kind: mirrormaker2, source: a, target: b, connect: "
+                   "{url: 'http://127.0.0.1:9', source_connector: src}}\n"
+                   f"state: {{dir: '{tmp_path / 'state'}'}}\n")
+    started = time.monotonic()
+    assert main(["--config", str(cfg), "status", "--deadline", "2"]) == 4
+    assert time.monotonic() - started < 2 + 1 + 1.5  # deadline, grace, rendering
+    captured = capsys.readouterr()
+    err = " ".join(captured.err.split())
+    assert "Asking a, b, replication in parallel (deadline 2 s)" in err
+    assert "a: no answer after" in err and "Connection refused" in err
+    assert "replication: no answer within 2 s" in err
+    assert "src       │ NO ANSWER" in captured.out  # the data: on stdout
+    assert "Failover markers read from the local state directory." in err
