@@ -17,6 +17,8 @@ from drctl.kafka.clients import ClusterClients
 from drctl.kafka.records import read_all
 from drctl.lab.workload import create_topics
 from tests.conftest import RunningLab
+from tests.lab.test_failback import restore
+from tests.lab.test_failover import run_json, scoped_config
 from tests.lab.test_gap_e2e import PARTS, Producer, ends, gap_cli, ident
 
 pytestmark = [pytest.mark.lab, pytest.mark.spark]
@@ -115,5 +117,26 @@ def test_compacted_copy_reports_only_records_never_copied(lab: RunningLab, ns: s
                 t = data["totals"]
                 assert (t["safe"], t["conflict"], t["unkeyed"]) == (len(gap), 0, 0)
                 assert {r.classification for r in result.iter_records()} == {"safe"}
+
+        # The whole incident: the primary dies, failover, it comes back, failback appends
+        # exactly the records never copied — once each, not the versions the copy compacted.
+        lab.lab.fail("primary")
+        lab.lab.heal("replication")  # its source is gone: it copies nothing
+        config = str(scoped_config(lab, ns, tmp_path))
+        status, out = run_json("--config", config, "failover", "--yes", "--source-deadline",
+                               "2")
+        assert status == 0, out
+        lab.lab.heal("primary")
+        before = {(r.partition, r.offset) for r in read_all(lab.secondary, mirror)}
+        status, back = run_json("--config", config, "failback", "--check-order",
+                                "--reconcile", "copy-safe", "--yes")
+        assert status == 0, back
+        assert back["gap"]["superseded"] == dropped
+        assert back["reconcile"]["copy_safe"]["copied"] == len(gap)
+        added = [r for r in read_all(lab.secondary, mirror)
+                 if (r.partition, r.offset) not in before]
+        assert sorted((r.partition, r.key, r.value) for r in added) == \
+            sorted((s.partition, s.key, s.value) for s in gap)
+        assert back["verification"]["ok"] is True, back["verification"]
     finally:
-        lab.lab.heal("replication")
+        restore(lab)
