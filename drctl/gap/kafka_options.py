@@ -6,7 +6,8 @@ inline: a PEM client certificate and key become `ssl.keystore.certificate.chain`
 `ssl.keystore.key` (Java's PEM keystore takes one file holding both, librdkafka two files), so
 Spark executors need no copy of the files either. A cluster's `java:` map (Config.
 java_properties) is applied last: its values override the mapped ones, and a null leaves a
-property out, whichever client's name it is.
+property out, whichever client's name it is; a librdkafka property the map names is not mapped
+(the map says what Java gets instead).
 """
 
 from __future__ import annotations
@@ -87,8 +88,9 @@ def java_client_settings(props: Mapping[str, str], cluster: str,
     what to add (silently dropping, say, a CA file would fail later inside Spark, less
     clearly); every such problem of the cluster is in the one ConfigError raised."""
     java = dict(java or {})
-    mapping = _Mapping({k: v for k, v in props.items() if java.get(k, "") is not None},
-                       cluster, java, config_path)
+    # A name the `java:` map sets (or nulls) is the map's to decide, not the mapping's.
+    mapping = _Mapping({k: v for k, v in props.items() if k not in java}, cluster, java,
+                       config_path)
     mapping.sasl()
     mapping.tls()
     mapping.the_rest()
@@ -348,5 +350,6 @@ class _Mapping:
             elif name not in _IGNORED:
                 self.problem(name, f"'{name}' has no equivalent drctl knows for the Java "
                              "client that Spark's Kafka source runs.",
-                             self.java_hint("its Java equivalent") + f" A null there "
-                             f"({name}: null) leaves it out of the gap job.")
+                             f"Under clusters.{self.cluster}.{JAVA_PROPERTIES_KEY}, set "
+                             f"{name} to the value Java takes (null leaves it out of the gap "
+                             "job), or set its Java equivalent there.")

@@ -275,3 +275,34 @@ def test_gap_job_settings_checks_the_replicated_clusters() -> None:
     assert [p.key for p in found] == ["clusters.primary.sasl.mechanism"]
     assert list(settings) == ["secondary"]
     assert settings["secondary"].warnings[0].startswith("secondary: enable.ssl")
+
+
+def test_config_check_names_what_the_gap_job_cannot_take(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from drctl.cli.app import main
+
+    cfg = tmp_path / "drctl.yaml"
+    cfg.write_text("""\
+clusters:
+  primary:
+    bootstrap.servers: 127.0.0.1:9
+    ssl.cipher.suites: ECDHE-RSA-AES128-GCM-SHA256
+  secondary:
+    bootstrap.servers: 127.0.0.1:9
+    enable.ssl.certificate.verification: false
+replication: {kind: mirrormaker2, source: primary, target: secondary}
+retry: {initial_s: 0.2}
+""")
+    # Unreachable too (exit 4 alone), but a setting to fix comes first: exit 2.
+    assert main(["--config", str(cfg), "config", "check", "--deadline", "1"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "clusters.primary.ssl.cipher.suites: 'ssl.cipher.suites' has no equivalent" in err
+    assert "Under clusters.primary.java, set ssl.cipher.suites" in err  # the hint
+    assert "secondary: enable.ssl.certificate.verification is false" in err
+
+    cfg.write_text(cfg.read_text().replace(
+        "    ssl.cipher.suites: ECDHE-RSA-AES128-GCM-SHA256\n",
+        "    ssl.cipher.suites: ECDHE-RSA-AES128-GCM-SHA256\n"
+        "    java: {ssl.cipher.suites: TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256}\n"))
+    assert main(["--config", str(cfg), "config", "check", "--deadline", "1"]) == 4
+    assert "has no equivalent" not in capsys.readouterr().err
