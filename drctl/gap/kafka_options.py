@@ -43,7 +43,7 @@ OAUTH_LOGIN_HANDLER = ("org.apache.kafka.common.security.oauthbearer."
 _KERBEROS_MODULE = "com.sun.security.auth.module.Krb5LoginModule"
 _USERNAME_MODULES = {"PLAIN": _PLAIN_MODULE, "SCRAM-SHA-256": _SCRAM_MODULE,
                      "SCRAM-SHA-512": _SCRAM_MODULE}
-# Set by Spark's Kafka source itself; it refuses them as options.
+# Set by Spark's Kafka source itself: refused under `java:`, left out as librdkafka settings.
 _SPARK_OWNED = ("key.deserializer", "value.deserializer", "auto.offset.reset",
                 "enable.auto.commit", "interceptor.classes")
 # PKCS#1 and SEC1 keys, which librdkafka (OpenSSL) reads and Java's PEM keystore does not.
@@ -347,7 +347,7 @@ class _Mapping:
         for name, value in self.rest.items():
             if name in _SHARED:
                 self.out[name] = value
-            elif name not in _IGNORED:
+            elif name not in _IGNORED and name not in _SPARK_OWNED:
                 self.problem(name, f"'{name}' has no equivalent drctl knows for the Java "
                              "client that Spark's Kafka source runs.",
                              f"Under clusters.{self.cluster}.{JAVA_PROPERTIES_KEY}, set "

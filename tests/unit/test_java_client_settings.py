@@ -226,6 +226,7 @@ def test_java_map_overrides_and_null_leaves_out() -> None:
                {"client.rack": "b", "ssl.engine.location": None,
                 "ssl.truststore.location": "/t.jks", "client.dns.lookup": None})
     assert got == {**B, "client.rack": "b", "ssl.truststore.location": "/t.jks"}
+    assert java({"auto.offset.reset": "earliest"}) == B  # Spark sets it itself
     [owned] = problems({}, {"auto.offset.reset": "earliest"})
     assert owned.key == "clusters.primary.java.auto.offset.reset"
 
