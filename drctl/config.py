@@ -30,6 +30,9 @@ CONFIG_ENV_VAR = "DRCTL_CONFIG"
 # In a cluster section: a Kafka client `.properties` file whose settings the section's own keys
 # override (drctl's key, not a client property: it never reaches a client).
 CLIENT_PROPERTIES_KEY = "client_properties"
+# In a cluster section: Java client properties for the Spark gap job only (librdkafka never sees
+# them); they override what drctl maps from the section's librdkafka properties.
+JAVA_PROPERTIES_KEY = "java"
 
 
 @dataclass(frozen=True)
@@ -122,6 +125,8 @@ class Config:
     path: Path | None
     clusters: Mapping[str, Mapping[str, str]]
     replication: ReplicationSettings | None = None
+    # Per cluster, its `java:` map; None as a value leaves that property out of the Java client.
+    java_clusters: Mapping[str, Mapping[str, str | None]] = field(default_factory=dict)
     groups: NameFilter = NameFilter()
     state: StateSettings = StateSettings()
     spark: SparkSettings = SparkSettings()
@@ -136,6 +141,10 @@ class Config:
                               hint=did_you_mean(name, self.clusters))
 
         return self.clusters[name]
+
+    def java_properties(self, name: str) -> Mapping[str, str | None]:
+        """The cluster's `java:` map (Java client properties for the gap job), or nothing."""
+        return self.java_clusters.get(name, {})
 
     def require_replication(self) -> ReplicationSettings:
         if self.replication is None:
@@ -180,11 +189,13 @@ def parse_config(raw: Any, path: Path | None = None) -> Config:
     parser = _Parser(path)
     config = parser.collect(lambda: parser.config(raw), None)
     if parser.problems:
-        raise parser.combined()
+        raise ConfigError.of(parser.problems, str(path) if path else None)
     assert config is not None, "a parse without problems returns a config"
     return config
 
 
+# `name="value"` in a JAAS line (sasl.jaas.config).
+_JAAS_OPTION = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
 # Kafka's principal form, `Type:name` (User:alice, Group:ops); the name may contain ':' itself.
 _PRINCIPAL = re.compile(r"[A-Za-z][A-Za-z0-9_]*:\S.*")
 
@@ -222,18 +233,6 @@ class _Parser:
         except ConfigError as exc:
             self.problems.append(exc)
             return default
-
-    def combined(self) -> ConfigError:
-        if len(self.problems) == 1:
-            return self.problems[0]
-        lines = []
-        for problem in self.problems:
-            where = f"{problem.key}: " if problem.key else ""
-            lines.append(f"  - {where}{problem.reason}"
-                         + (f"\n    {problem.hint}" if problem.hint else ""))
-        return ConfigError(f"{len(self.problems)} problems:\n" + "\n".join(lines),
-                           path=str(self.path) if self.path else None,
-                           problems=self.problems)
 
     def mapping(self, value: Any, key: str, allowed: tuple[str, ...] | None) -> dict[str, Any]:
         """The mapping's entries; unknown keys are recorded as problems and left out."""
@@ -303,8 +302,9 @@ class _Parser:
 
     def config(self, raw: Any) -> Config:
         top = self.mapping(raw, "", _TOP_KEYS)
-        clusters: dict[str, dict[str, str]] = self.collect(
-            lambda: self.clusters(top.get("clusters")), {})
+        no_clusters: tuple[dict[str, dict[str, str]], dict[str, dict[str, str | None]]] = ({}, {})
+        clusters, java_clusters = self.collect(lambda: self.clusters(top.get("clusters")),
+                                               no_clusters)
         replication = None
         if top.get("replication") is not None:
             replication = self.collect(lambda: self.replication(top["replication"], clusters),
@@ -313,6 +313,7 @@ class _Parser:
             path=self.path,
             clusters=clusters,
             replication=replication,
+            java_clusters=java_clusters,
             groups=self.collect(lambda: self.name_filter(top.get("groups"), "groups"),
                                 NameFilter()),
             state=self.collect(lambda: self.state(top.get("state")), StateSettings()),
@@ -338,17 +339,44 @@ class _Parser:
         p = Path(text).expanduser()
         return p if p.is_absolute() else (self.base_dir / p)
 
-    def clusters(self, value: Any) -> dict[str, dict[str, str]]:
+    def clusters(self, value: Any) -> tuple[dict[str, dict[str, str]],
+                                            dict[str, dict[str, str | None]]]:
+        """Each cluster's librdkafka properties, and its `java:` map where it has one."""
         raw = self.mapping(value, "clusters", None)
         if not raw:
             raise self.error("clusters", "at least one cluster is required")
         self.clusters_parsed = True
         clusters: dict[str, dict[str, str]] = {}
+        java_clusters: dict[str, dict[str, str | None]] = {}
         for name, props in raw.items():
             key = f"clusters.{name}"
+            if isinstance(props, Mapping) and JAVA_PROPERTIES_KEY in props:
+                java_key = f"{key}.{JAVA_PROPERTIES_KEY}"
+                java_clusters[name] = self.collect(
+                    partial(self.java_properties, props[JAVA_PROPERTIES_KEY], java_key), {})
+                props = {k: v for k, v in props.items() if k != JAVA_PROPERTIES_KEY}
             # A cluster with a bad property still counts, so references to it do not fail too.
             clusters[name] = self.collect(partial(self.cluster_properties, props, key), {})
-        return clusters
+        return clusters, java_clusters
+
+    def java_properties(self, value: Any, key: str) -> dict[str, str | None]:
+        """A cluster's `java:` map; a null value stays None (leave the property out)."""
+        props: dict[str, str | None] = {}
+        for prop, prop_value in self.mapping(value, key, None).items():
+            if prop_value is None:
+                props[prop] = None
+                continue
+            if isinstance(prop_value, bool):
+                prop_value = "true" if prop_value else "false"
+            text = self.collect(partial(self.string, prop_value, f"{key}.{prop}",
+                                        secret=is_secret_key(prop)), None)
+            if text is not None:
+                props[prop] = text
+                # A JAAS line's password or client secret, should a message quote it alone.
+                for option, option_value in _JAAS_OPTION.findall(text):
+                    if is_secret_key(option):
+                        self.redactor.add(option_value)
+        return props
 
     def cluster_properties(self, value: Any, key: str) -> dict[str, str]:
         props_raw = dict(self.mapping(value, key, None))
@@ -542,7 +570,10 @@ def config_as_data(config: Config) -> dict[str, Any]:
     rep = config.replication
     data: dict[str, Any] = {
         "path": str(config.path) if config.path else None,
-        "clusters": {name: mask_mapping(props) for name, props in config.clusters.items()},
+        "clusters": {name: {**mask_mapping(props),
+                            **({JAVA_PROPERTIES_KEY: mask_mapping(java)}
+                               if (java := config.java_properties(name)) else {})}
+                     for name, props in config.clusters.items()},
         "replication": None,
         "groups": {"include": list(config.groups.include),
                    "exclude": list(config.groups.exclude)},

@@ -54,6 +54,19 @@ class ConfigError(UsageError):
         # Every problem of a file when there were several (this error lists them all).
         self.problems = tuple(problems)
 
+    @classmethod
+    def of(cls, problems: Sequence[ConfigError], path: str | None = None) -> ConfigError:
+        """One error for several problems, each listed with its key path and hint."""
+        if len(problems) == 1:
+            return problems[0]
+        lines = []
+        for problem in problems:
+            where = f"{problem.key}: " if problem.key else ""
+            lines.append(f"  - {where}{problem.reason}"
+                         + (f"\n    {problem.hint}" if problem.hint else ""))
+        return cls(f"{len(problems)} problems:\n" + "\n".join(lines), path=path,
+                   problems=problems)
+
 
 class CheckFailed(DrctlError):
     exit_status = ExitStatus.CHECK_FAILED

@@ -8,9 +8,10 @@ import typer
 
 from drctl.cli.state import CURRENT, OutputOption
 from drctl.config import config_as_data
-from drctl.errors import ExitStatus
+from drctl.errors import DrctlError, ExitStatus
+from drctl.gap.kafka_options import gap_job_settings
 from drctl.kafka.clients import check_clusters
-from drctl.terminal import OutputFormat
+from drctl.terminal import OutputFormat, Terminal
 
 app = typer.Typer(help="Show and check the configuration.", no_args_is_help=True)
 
@@ -33,23 +34,41 @@ def check(
     deadline: Annotated[float, typer.Option(
         help="Give up on a cluster after this many seconds of retries.")] = 30.0,
 ) -> None:
-    """Connect to every cluster: id, broker count, controller, round-trip time."""
+    """Connect to every cluster: id, broker count, controller, round-trip time. With a
+    replication section, also check that the gap job's Java client can take the settings of
+    its two clusters (exit 2 naming each property it cannot)."""
     config = CURRENT.config()
     term = CURRENT.terminal(output)
+    # Reported before connecting: a cluster that fails to connect must not hide them.
+    java_settings, java_problems = gap_job_settings(config) if config.replication else ({}, [])
+    for settings in java_settings.values():
+        for warning in settings.warnings:
+            term.warn(warning)
+    for problem in java_problems:
+        _report(term, problem)
     policy = config.retry.with_deadline(deadline)
     results, failures = check_clusters(
         config, policy, on_retry=lambda c, n, exc, delay: term.warn(
             f"{c}: attempt {n} failed ({exc}); retrying in {delay:.0f} s"))
     if term.json_mode:
-        term.emit_json({"clusters": results})
+        term.emit_json({"clusters": results, "gap_job": {
+            "warnings": [w for s in java_settings.values() for w in s.warnings],
+            "problems": [{"key": p.key, "reason": p.reason, "hint": p.hint}
+                         for p in java_problems]}})
     else:
         term.table("Clusters", ["cluster", "bootstrap", "cluster id", "brokers", "controller",
                                 "rtt ms"],
                    [[r["cluster"], r["bootstrap"], r.get("cluster_id", "unreachable"),
                      r.get("brokers"), r.get("controller"), r.get("rtt_ms")] for r in results])
+    for exc in failures:
+        _report(term, exc)
+    if java_problems:
+        raise typer.Exit(ExitStatus.USAGE)
     if failures:
-        for exc in failures:
-            term.error(exc.message)
-            if exc.hint:
-                term.err.print(f"  {term.redactor.redact(exc.hint)}", markup=False)
         raise typer.Exit(ExitStatus.UNREACHABLE)
+
+
+def _report(term: Terminal, exc: DrctlError) -> None:
+    term.error(exc.message)
+    if exc.hint:
+        term.err.print(f"  {term.redactor.redact(exc.hint)}", markup=False)

@@ -23,7 +23,7 @@ from drctl.gap.alignment import (
     identity_tail,
     prove_tails,
 )
-from drctl.gap.kafka_options import spark_kafka_options
+from drctl.gap.kafka_options import java_settings_for
 from drctl.gap.plan import DIFF, IDENTITY, GapPlan, GapScope, PartitionOffsets, TopicPlan
 from drctl.kafka.clients import ClusterClients, describe_with_retry
 from drctl.kafka.offsets import list_offsets
@@ -81,6 +81,9 @@ def plan_gap_analysis(
     `source_end` (keyed by source topic) defaults to the source's last stable offset now.
     """
     rep = config.require_replication()
+    # Before any network: a setting the Java client cannot take is a config error (exit 2).
+    src_java, dst_java = (java_settings_for(config, rep.source),
+                          java_settings_for(config, rep.target))
     src = ClusterClients.for_cluster(config, rep.source)
     dst = ClusterClients.for_cluster(config, rep.target)
     policy = config.retry.with_deadline(30)
@@ -90,7 +93,7 @@ def plan_gap_analysis(
     src_parts = _partitions(src_admin)
     dst_parts = _partitions(dst_admin)
     chosen = _choose_topics(rep, topics, src_parts, dst_parts)
-    notes: list[str] = []
+    notes: list[str] = [*src_java.warnings, *dst_java.warnings]
     kind = gap_kind(kind_for(rep))
 
     plans = []
@@ -117,10 +120,8 @@ def plan_gap_analysis(
     return GapPlan(
         kind=kind, replication_kind=rep.kind, source_cluster=rep.source,
         target_cluster=rep.target,
-        source_kafka={**spark_kafka_options(src.properties, rep.source),
-                      "kafka.isolation.level": "read_committed"},
-        target_kafka={**spark_kafka_options(dst.properties, rep.target),
-                      "kafka.isolation.level": "read_committed"},
+        source_kafka={**src_java.spark_options(), "kafka.isolation.level": "read_committed"},
+        target_kafka={**dst_java.spark_options(), "kafka.isolation.level": "read_committed"},
         topics=plans, out_dir=str(Path(directory).resolve()), temporary_out=out_dir is None,
         check_order=check_order,
         window_start_ms=window.start_ms, scope=str(scope),

@@ -1,5 +1,5 @@
-"""gap-analysis pieces that need neither Spark nor Kafka: option parsing, client settings for
-the Java client, connector resolution rules, the plan file."""
+"""gap-analysis pieces that need neither Spark nor Kafka: option parsing, connector resolution
+rules, the plan file (the Java client settings: test_java_client_settings.py)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 from drctl.config import ReplicationSettings, SparkSettings
-from drctl.errors import ConfigError, UsageError
+from drctl.errors import UsageError
 from drctl.gap import jars
-from drctl.gap.kafka_options import java_client_properties, spark_kafka_options
 from drctl.gap.plan import GapPlan, TopicPlan
 from drctl.gap.planner import Window, parse_offsets, rekey, window_from
 from drctl.gap.result import totals
@@ -48,23 +47,6 @@ def test_rekey_names_option_offsets_by_mirror_or_failover_topic() -> None:
     assert rekey(offsets, ["orders"], rep, "failover") == {"orders": {0: 1},
                                                           "primary.pay": {0: 2}}
     assert rekey(None, ["orders"], rep, "mirror") is None
-
-
-def test_client_settings_for_the_java_client() -> None:
-    props = {"bootstrap.servers": "b:9092", "security.protocol": "SASL_SSL",
-             "sasl.mechanisms": "SCRAM-SHA-512", "sasl.username": "u",
-             "sasl.password": 'p"w', "ssl.ca.location": "/ca.pem", "debug": "all"}
-    java = java_client_properties(props, "primary")
-    assert java["sasl.mechanism"] == "SCRAM-SHA-512"
-    assert java["sasl.jaas.config"] == ('org.apache.kafka.common.security.scram.ScramLoginModule'
-                                        ' required username="u" password="p\\"w";')
-    assert java["ssl.truststore.type"] == "PEM" and java["ssl.truststore.location"] == "/ca.pem"
-    assert "debug" not in java and "sasl.username" not in java
-    assert spark_kafka_options({"bootstrap.servers": "b:1"}, "x") == {
-        "kafka.bootstrap.servers": "b:1"}
-    with pytest.raises(ConfigError, match="enable.ssl.certificate.verification"):
-        java_client_properties({"bootstrap.servers": "b",
-                                "enable.ssl.certificate.verification": "false"}, "primary")
 
 
 def test_connector_candidates_exact_version_first() -> None:
