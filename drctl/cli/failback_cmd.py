@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from drctl.cli.confirm import confirm_or_abort
+from drctl.cli.durations import duration_option
 from drctl.cli.state import CURRENT, OutputOption
 from drctl.cli.views import render_audit, render_translation
 from drctl.errors import ExitStatus
@@ -34,14 +35,15 @@ def failback_command(
     = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
     = False,
-    deadline: Annotated[float, typer.Option(
-        help="Seconds to retry each cluster before giving up (exit 4).")] = 30.0,
+    deadline: Annotated[float, duration_option(
+        "How long to retry each cluster before giving up (exit 4).", default="30s")] = 30.0,
     scope: Annotated[GapScope, typer.Option(
         help="Gap analysis scope — " + "; ".join(f"{s}: {s.meaning}" for s in GapScope)
         + ".")] = GapScope.TAIL,
-    lookback: Annotated[float | None, typer.Option(
-        help="Also narrow the gap analysis to records from this many seconds before the "
-             "failover (default: no window; the report says what it left out).")] = None,
+    lookback: Annotated[float | None, duration_option(
+        "Also narrow the gap analysis to records from this long before the failover, "
+        "e.g. 6h (default: no window; the report says what it left out).",
+        default=None)] = None,
     report_dir: Annotated[Path | None, typer.Option(
         help="Where to write the report (default: STATE_DIR/reports).")] = None,
     output: Annotated[OutputFormat | None, OutputOption] = None,

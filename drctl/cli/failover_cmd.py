@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from drctl.cli.confirm import confirm_or_abort, operator_confirms
+from drctl.cli.durations import duration_option
 from drctl.cli.state import CURRENT, OutputOption
 from drctl.cli.views import render_translation
 from drctl.ops.context import OpsContext
@@ -29,8 +30,8 @@ def failover_command(
     method: Annotated[TranslateMethod, typer.Option(help="Offset translation method.")]
     = TranslateMethod.AUTO,
     incident: Annotated[str | None, typer.Option(help="Continue this incident.")] = None,
-    source_deadline: Annotated[float, typer.Option(
-        help="Seconds to retry the source before treating it as down.")] = 20.0,
+    source_deadline: Annotated[float, duration_option(
+        "How long to retry the source before treating it as down.", default="20s")] = 20.0,
     report_dir: Annotated[Path | None, typer.Option(
         help="Where to write the report (default: STATE_DIR/reports).")] = None,
     output: Annotated[OutputFormat | None, OutputOption] = None,
