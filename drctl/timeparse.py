@@ -40,6 +40,18 @@ def parse_duration(value: Any) -> float:
     raise ValueError(f"expected a duration such as 5s, 500ms or 2m, got {value!r}")
 
 
+def format_duration(seconds: float) -> str:
+    """`45s`, `12m30s`, `2h05m`: seconds as people read them."""
+    whole = round(seconds)
+    if whole < 60:
+        return f"{seconds:g}s"
+    minutes, secs = divmod(whole, 60)
+    if minutes < 60:
+        return f"{minutes}m{secs:02d}s" if secs else f"{minutes}m"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if minutes else f"{hours}h"
+
+
 def parse_time_ms(text: str, option: str) -> int:
     """Epoch milliseconds from the time given to a command-line `option`."""
     stripped = text.strip()

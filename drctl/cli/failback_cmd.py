@@ -44,6 +44,10 @@ def failback_command(
         "Also narrow the gap analysis to records from this long before the failover, "
         "e.g. 6h (default: no window; the report says what it left out).",
         default=None)] = None,
+    timeout: Annotated[float, duration_option(
+        "How long each long wait may take: the Spark gap job (its retries included) and "
+        "reverse replication's catch-up (exit 1 with what was left).", default="30m")]
+    = 1800.0,
     report_dir: Annotated[Path | None, typer.Option(
         help="Where to write the report (default: STATE_DIR/reports).")] = None,
     output: Annotated[OutputFormat | None, OutputOption] = None,
@@ -53,12 +57,13 @@ def failback_command(
     term = CURRENT.terminal(output)
     rep = config.require_replication()
     opts = FailbackOptions(reconcile=reconcile, check_order=check_order, incident=incident,
-                           groups=groups, dry_run=dry_run, deadline_s=deadline)
+                           groups=groups, dry_run=dry_run, deadline_s=deadline,
+                           catch_up_deadline_s=timeout)
     if not dry_run:
         confirm_or_abort(f"Fail back {rep.target} -> {rep.source} (reconcile: {reconcile})?",
                          yes=yes)
-    result = run_failback(OpsContext.from_config(config), opts,
-                          gap_finder(lookback, CURRENT.debug, scope), notify=term.step)
+    finder = gap_finder(lookback, CURRENT.debug, scope, timeout_s=timeout)
+    result = run_failback(OpsContext.from_config(config), opts, finder, notify=term.step)
     paths = result.write_reports(config, report_dir)
     if term.json_mode:
         term.emit_json(result.as_dict(paths))

@@ -395,14 +395,15 @@ def _guard(ctx: ActionContext, *, groups: str = ".*") -> dict[str, Any]:
 
 def _failover(ctx: ActionContext, *, planned: bool = False, groups: str = ".*",
               method: TranslateMethod = TranslateMethod.AUTO,
-              source_deadline: Seconds = Seconds(20.0)) -> dict[str, Any]:
+              source_deadline: Seconds = Seconds(20.0),
+              timeout: Seconds = Seconds(1800.0)) -> dict[str, Any]:
     """Fail over from the replication source to its target (`drctl failover --yes`)."""
     from drctl.ops.context import OpsContext
     from drctl.ops.failover import FailoverOptions, run_failover
 
     config = ctx.config
     opts = FailoverOptions(planned=planned, groups=groups, method=method,
-                           source_deadline_s=source_deadline)
+                           source_deadline_s=source_deadline, catch_up_deadline_s=timeout)
     result = run_failover(OpsContext.from_config(config), opts, notify=ctx.notify)
     return result.runbook_summary(result.write_reports(config))
 
@@ -410,7 +411,8 @@ def _failover(ctx: ActionContext, *, planned: bool = False, groups: str = ".*",
 def _failback(ctx: ActionContext, *, reconcile: ReconcileMode = ReconcileMode.COPY_SAFE,
               groups: str = ".*", incident: str | None = None,
               lookback: Seconds | None = None,
-              scope: GapScope = GapScope.TAIL) -> dict[str, Any]:
+              scope: GapScope = GapScope.TAIL,
+              timeout: Seconds = Seconds(1800.0)) -> dict[str, Any]:
     """Fail back with --check-order (`drctl failback --yes`): gap analysis (Spark),
     reconcile, reverse replication from the failover point, offsets back."""
     from drctl.ops.context import OpsContext
@@ -418,8 +420,10 @@ def _failback(ctx: ActionContext, *, reconcile: ReconcileMode = ReconcileMode.CO
     from drctl.ops.gap_step import gap_finder
 
     config = ctx.config
-    opts = FailbackOptions(reconcile=reconcile, groups=groups, incident=incident)
-    result = run_failback(OpsContext.from_config(config), opts, gap_finder(lookback, scope=scope),
+    opts = FailbackOptions(reconcile=reconcile, groups=groups, incident=incident,
+                           catch_up_deadline_s=timeout)
+    result = run_failback(OpsContext.from_config(config), opts,
+                          gap_finder(lookback, scope=scope, timeout_s=timeout),
                           notify=ctx.notify)
     summary = result.runbook_summary(result.write_reports(config))
     if result.switch_back is not None and result.switch_back.exit_status:
