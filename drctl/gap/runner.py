@@ -168,7 +168,8 @@ def run_gap_analysis(plan: GapPlan, spark: SparkSettings, progress: Progress | N
                 if timer is not None:
                     timer.cancel()
                 _stop(proc)
-                timed_out = fired.is_set()
+                # A job that finished as the timer fired keeps its result.
+                timed_out = fired.is_set() and "summary" not in outcome
     finally:
         for fd in (read_fd, write_fd):
             if fd >= 0:
