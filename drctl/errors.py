@@ -76,6 +76,11 @@ class Unreachable(DrctlError):
     exit_status = ExitStatus.UNREACHABLE
 
 
+class TimedOut(DrctlError):
+    """A wait that did not finish in its --timeout while the clusters answered (exit 1; an
+    unreachable cluster is Unreachable, exit 4). The message says what was left."""
+
+
 class Aborted(DrctlError):
     exit_status = ExitStatus.ABORTED
 

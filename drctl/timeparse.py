@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NewType
 
 from drctl.errors import UsageError
 
@@ -19,6 +19,9 @@ _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000,
 # ms / 1000 gives the same floats as the literals 0.001, 1.0, 60.0, 3600.0.
 _UNIT_S = {unit: ms / 1000 for unit, ms in _UNIT_MS.items()}
 _EPOCH_MS = re.compile(r"-?\d+")
+
+# Seconds written in the duration syntax: runbook action parameters typed so read "15m".
+Seconds = NewType("Seconds", float)
 
 
 def parse_duration(value: Any) -> float:
@@ -37,13 +40,16 @@ def parse_duration(value: Any) -> float:
     raise ValueError(f"expected a duration such as 5s, 500ms or 2m, got {value!r}")
 
 
-def parse_duration_ms(text: str, option: str) -> int:
-    """Milliseconds from the duration given to a command-line `option`."""
-    match = _DURATION.match(text)
-    if not match:
-        raise UsageError(f"{option} {text!r} is not a duration.",
-                         "Use e.g. 90s, 500ms, 30m, 6h or 2d.")
-    return int(float(match.group(1)) * _UNIT_MS[match.group(2) or "s"])
+def format_duration(seconds: float) -> str:
+    """`45s`, `12m30s`, `2h05m`: seconds as people read them."""
+    whole = round(seconds)
+    if whole < 60:
+        return f"{seconds:g}s"
+    minutes, secs = divmod(whole, 60)
+    if minutes < 60:
+        return f"{minutes}m{secs:02d}s" if secs else f"{minutes}m"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if minutes else f"{hours}h"
 
 
 def parse_time_ms(text: str, option: str) -> int:

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from drctl.cli.durations import duration_option
 from drctl.cli.state import CURRENT, OutputOption
 from drctl.config import config_as_data
 from drctl.errors import DrctlError, ExitStatus
@@ -31,8 +32,8 @@ def show(output: Annotated[OutputFormat | None, OutputOption] = None) -> None:
 @app.command("check")
 def check(
     output: Annotated[OutputFormat | None, OutputOption] = None,
-    deadline: Annotated[float, typer.Option(
-        help="Give up on a cluster after this many seconds of retries.")] = 30.0,
+    deadline: Annotated[float, duration_option(
+        "Give up on a cluster after retrying it this long.", default="30s")] = 30.0,
 ) -> None:
     """Connect to every cluster: id, broker count, controller, round-trip time. With a
     replication section, also check that the gap job's Java client can take the settings of

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
+from drctl.cli.durations import duration_option
 from drctl.cli.state import CURRENT, OutputOption
 from drctl.codecs.confluent import LAYOUT_NOTE, ConsumerTimestamp
 from drctl.codecs.mm2 import Checkpoint, OffsetSync
@@ -59,8 +60,8 @@ def dump_consumer_timestamps(
              "--output json.")] = None,
     show_undecodable: Annotated[int, typer.Option(
         help="How many undecodable records to list (all are counted).", min=0)] = 20,
-    deadline: Annotated[float, typer.Option(
-        help="Seconds to retry an unreachable cluster.")] = 30.0,
+    deadline: Annotated[float, duration_option(
+        "How long to retry an unreachable cluster.", default="30s")] = 30.0,
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
     """Decode Confluent's __consumer_timestamps (inferred layout) or MirrorMaker 2's

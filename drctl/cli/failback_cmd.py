@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from drctl.cli.confirm import confirm_or_abort
+from drctl.cli.durations import duration_option
 from drctl.cli.state import CURRENT, OutputOption
 from drctl.cli.views import render_audit, render_translation
 from drctl.errors import ExitStatus
@@ -34,14 +35,19 @@ def failback_command(
     = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
     = False,
-    deadline: Annotated[float, typer.Option(
-        help="Seconds to retry each cluster before giving up (exit 4).")] = 30.0,
+    deadline: Annotated[float, duration_option(
+        "How long to retry each cluster before giving up (exit 4).", default="30s")] = 30.0,
     scope: Annotated[GapScope, typer.Option(
         help="Gap analysis scope — " + "; ".join(f"{s}: {s.meaning}" for s in GapScope)
         + ".")] = GapScope.TAIL,
-    lookback: Annotated[float | None, typer.Option(
-        help="Also narrow the gap analysis to records from this many seconds before the "
-             "failover (default: no window; the report says what it left out).")] = None,
+    lookback: Annotated[float | None, duration_option(
+        "Also narrow the gap analysis to records from this long before the failover, "
+        "e.g. 6h (default: no window; the report says what it left out).",
+        default=None)] = None,
+    timeout: Annotated[float, duration_option(
+        "How long each long wait may take: the Spark gap job (its retries included) and "
+        "reverse replication's catch-up (exit 1 with what was left).", default="30m")]
+    = 1800.0,
     report_dir: Annotated[Path | None, typer.Option(
         help="Where to write the report (default: STATE_DIR/reports).")] = None,
     output: Annotated[OutputFormat | None, OutputOption] = None,
@@ -51,12 +57,13 @@ def failback_command(
     term = CURRENT.terminal(output)
     rep = config.require_replication()
     opts = FailbackOptions(reconcile=reconcile, check_order=check_order, incident=incident,
-                           groups=groups, dry_run=dry_run, deadline_s=deadline)
+                           groups=groups, dry_run=dry_run, deadline_s=deadline,
+                           catch_up_deadline_s=timeout)
     if not dry_run:
         confirm_or_abort(f"Fail back {rep.target} -> {rep.source} (reconcile: {reconcile})?",
                          yes=yes)
-    result = run_failback(OpsContext.from_config(config), opts,
-                          gap_finder(lookback, CURRENT.debug, scope), notify=term.step)
+    finder = gap_finder(lookback, CURRENT.debug, scope, timeout_s=timeout)
+    result = run_failback(OpsContext.from_config(config), opts, finder, notify=term.step)
     paths = result.write_reports(config, report_dir)
     if term.json_mode:
         term.emit_json(result.as_dict(paths))

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from drctl.cli.confirm import confirm_or_abort, operator_confirms
+from drctl.cli.durations import duration_option
 from drctl.cli.state import CURRENT, OutputOption
 from drctl.cli.views import render_translation
 from drctl.ops.context import OpsContext
@@ -29,8 +30,11 @@ def failover_command(
     method: Annotated[TranslateMethod, typer.Option(help="Offset translation method.")]
     = TranslateMethod.AUTO,
     incident: Annotated[str | None, typer.Option(help="Continue this incident.")] = None,
-    source_deadline: Annotated[float, typer.Option(
-        help="Seconds to retry the source before treating it as down.")] = 20.0,
+    source_deadline: Annotated[float, duration_option(
+        "How long to retry the source before treating it as down.", default="20s")] = 20.0,
+    timeout: Annotated[float, duration_option(
+        "--planned: how long to wait for the source to go quiet and replication to catch up "
+        "(exit 1 with the records left per partition).", default="30m")] = 1800.0,
     report_dir: Annotated[Path | None, typer.Option(
         help="Where to write the report (default: STATE_DIR/reports).")] = None,
     output: Annotated[OutputFormat | None, OutputOption] = None,
@@ -40,7 +44,8 @@ def failover_command(
     term = CURRENT.terminal(output)
     rep = config.require_replication()
     opts = FailoverOptions(planned=planned, dry_run=dry_run, groups=groups, method=method,
-                           incident=incident, source_deadline_s=source_deadline)
+                           incident=incident, source_deadline_s=source_deadline,
+                           catch_up_deadline_s=timeout)
     if not dry_run:
         confirm_or_abort(f"Fail over {rep.source} -> {rep.target} "
                          f"({'planned' if planned else 'unplanned'})?", yes=yes)

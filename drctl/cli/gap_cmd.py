@@ -12,6 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from drctl.cli.confirm import confirm_or_abort
+from drctl.cli.durations import duration_option
 from drctl.cli.state import CURRENT, OutputOption
 from drctl.config import Config
 from drctl.errors import ExitStatus, UsageError
@@ -25,7 +26,7 @@ from drctl.gap.runner import note_shared_output, run_gap_analysis, spark_submit_
 from drctl.kafka.clients import ClusterClients
 from drctl.state import FailoverMarker, marker_store
 from drctl.terminal import OutputFormat, Terminal
-from drctl.timeparse import parse_duration_ms, parse_time_ms
+from drctl.timeparse import parse_time_ms
 
 CONFLICT_ROWS = 20
 
@@ -51,8 +52,9 @@ def gap_analysis(
     since: Annotated[str | None, typer.Option(
         help="Also narrow the comparison to records from this time on (ISO-8601 or epoch "
              "ms); the summary says how many it left out. Default: no window.")] = None,
-    lookback: Annotated[str | None, typer.Option(
-        help="Like --since, as a duration before the failover (or now), e.g. 6h.")] = None,
+    lookback: Annotated[float | None, duration_option(
+        "Like --since, as a duration before the failover (or now), e.g. 6h.",
+        default=None)] = None,
     check_order: Annotated[bool, typer.Option(
         "--check-order", help="Classify each unreplicated record safe / conflict / unkeyed "
                               "against the post-failover writes.")] = False,
@@ -99,7 +101,7 @@ def gap_analysis(
         failover_time = marker.failover_time_ms
         named = named or sorted(marker.topics)
     window = window_from(parse_time_ms(since, "--since") if since else None,
-                         parse_duration_ms(lookback, "--lookback") if lookback else None,
+                         None if lookback is None else int(lookback * 1000),
                          failover_time)
     if plan_out is not None and out is None:
         raise UsageError("--plan-out needs --out: the job writes its results there.")

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from drctl.cli.durations import duration_option
 from drctl.cli.state import CURRENT, OutputOption
 from drctl.errors import ExitStatus
 from drctl.ops.guard import run_guard
@@ -16,7 +17,8 @@ from drctl.terminal import OutputFormat
 
 def guard_command(
     groups: Annotated[str, typer.Option(help="Regex of groups to keep snapshots of.")] = ".*",
-    interval: Annotated[float, typer.Option(help="Seconds between rounds.", min=0.5)] = 5.0,
+    interval: Annotated[float, duration_option("Time between rounds.", default="5s",
+                                               minimum_s=0.5)] = 5.0,
     once: Annotated[bool, typer.Option("--once", help="One round, then exit (cron, tests); "
                                        "exit 4 when it failed.")] = False,
     output: Annotated[OutputFormat | None, OutputOption] = None,

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
+from drctl.cli.durations import duration_option
 from drctl.cli.state import CURRENT, OutputOption
 from drctl.ops.context import OpsContext
 from drctl.ops.status import collect_status, status_verdict
@@ -13,9 +14,9 @@ from drctl.terminal import OutputFormat
 
 
 def status_command(
-    deadline: Annotated[float, typer.Option(
-        help="Seconds to wait for every cluster and Connect worker (asked in parallel).")]
-    = 5.0,
+    deadline: Annotated[float, duration_option(
+        "How long to wait for every cluster and Connect worker (asked in parallel).",
+        default="5s")] = 5.0,
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
     """Clusters, replication and lag, open failovers, consumer groups.

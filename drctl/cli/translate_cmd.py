@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from drctl.cli.durations import duration_option
 from drctl.cli.state import CURRENT, OutputOption
 from drctl.cli.views import render_translation
 from drctl.errors import ExitStatus
@@ -31,8 +32,9 @@ def translate_offsets_command(
         "--allow-rewind", help="Allow moving a group backwards on the target.")] = False,
     max_scan: Annotated[int, typer.Option(
         help="Records scanned per position before giving up on an exact match.")] = 100_000,
-    source_deadline: Annotated[float, typer.Option(
-        help="Seconds to retry an unreachable source before falling back.")] = 30.0,
+    source_deadline: Annotated[float, duration_option(
+        "How long to retry an unreachable source before falling back.", default="30s")]
+    = 30.0,
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
     """Move consumer-group positions between clusters: no record skipped, none twice."""

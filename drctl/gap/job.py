@@ -560,7 +560,10 @@ def main(argv: list[str] | None = None) -> int:
         traceback.print_exc(file=sys.stderr)
         kind = "connector-missing" if _connector_missing(exc) else "failed"
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        events.emit({"event": "error", "kind": kind, "message": message[:2000]})
+        # The first line of a Py4J error names only the Java call ("... o465.parquet"); the
+        # cause (a Kafka timeout, a disconnect) is further down: the driver classifies it.
+        events.emit({"event": "error", "kind": kind, "message": message[:2000],
+                     "detail": str(exc)[:50_000]})
         return 1
     finally:
         if poller is not None:

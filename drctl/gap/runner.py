@@ -10,18 +10,21 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any, Protocol
 
 from drctl.config import SparkSettings
-from drctl.errors import DrctlError
+from drctl.errors import DrctlError, TimedOut
 from drctl.gap.jars import Connector, SparkConnectorMissing, resolve_connector
 from drctl.gap.plan import GapPlan, SparkJobSettings
 from drctl.gap.result import GapResult
 from drctl.progress import Notify
+from drctl.timeparse import format_duration
 
 WORK_DIR = ".work"
 _PHASES = {"starting": "Starting Spark", "diff": "Comparing fingerprints",
@@ -37,6 +40,45 @@ class Progress(Protocol):
 
 class GapJobFailed(DrctlError):
     """The Spark job ended without a result."""
+
+
+class GapJobLostKafka(GapJobFailed):
+    """The job failed because a cluster stopped answering mid-job (a Kafka timeout or
+    disconnect): worth running again once the cluster is back. `clusters` names the ones the
+    error text points at (empty when it names no broker address)."""
+
+    def __init__(self, message: str, hint: str | None, clusters: tuple[str, ...]) -> None:
+        super().__init__(message, hint)
+        self.clusters = clusters
+
+
+# What the Java Kafka client says when a broker goes away or does not answer in time; a bad
+# plan, a missing jar, failed authentication or a record gone to retention say otherwise.
+_KAFKA_DROPPED = re.compile(
+    r"org\.apache\.kafka\.common\.errors\.(TimeoutException|DisconnectException|"
+    r"NetworkException|NotLeaderOrFollowerException|LeaderNotAvailableException|"
+    r"NotCoordinatorException|CoordinatorNotAvailableException)"
+    r"|Timed out waiting for a node assignment"
+    r"|could not be established\. (Broker|Node) may not be available"
+    r"|Timeout of \d+ms expired before"
+    r"|Connection to node -?\d+ .*(was disconnected|could not be established)")
+
+
+def kafka_dropped(text: str) -> bool:
+    """Whether a job's failure text says a Kafka cluster dropped or timed out mid-job."""
+    return bool(_KAFKA_DROPPED.search(text))
+
+
+def clusters_named(text: str, plan: GapPlan) -> tuple[str, ...]:
+    """The plan's clusters whose bootstrap addresses (host:port, or :port) the text names."""
+    named = []
+    for cluster, options in ((plan.source_cluster, plan.source_kafka),
+                             (plan.target_cluster, plan.target_kafka)):
+        servers = [s.strip() for s in options.get("kafka.bootstrap.servers", "").split(",")]
+        if any(s and (s in text or re.search(re.escape(":" + s.rpartition(":")[2]) + r"\b",
+                                             text)) for s in servers):
+            named.append(cluster)
+    return tuple(named)
 
 
 def job_path() -> Path:
@@ -72,10 +114,14 @@ def note_shared_output(plan: GapPlan, master: str, notify: Notify = lambda _: No
 
 def run_gap_analysis(plan: GapPlan, spark: SparkSettings, progress: Progress | None = None,
                      *, debug: bool = False, notify: Notify = lambda _: None,
-                     connector: Connector | None = None) -> GapResult:
+                     connector: Connector | None = None,
+                     timeout_s: float | None = None) -> GapResult:
     """Run the job on `plan` and load what it found. The plan's out_dir receives
     `records/` (Parquet) and `summary.json`; a temporary out_dir (`plan_gap_analysis` without
-    one) is removed by `GapResult.cleanup()`."""
+    one) is removed by `GapResult.cleanup()`.
+
+    A job still running after `timeout_s` is stopped (SIGTERM, then SIGKILL after 15 s) and
+    is a TimedOut error naming the phase it was in."""
     connector = connector or resolve_connector(spark, notify=notify)
     note_shared_output(plan, spark.master, notify)
     out = Path(plan.out_dir)
@@ -87,6 +133,7 @@ def run_gap_analysis(plan: GapPlan, spark: SparkSettings, progress: Progress | N
     plan_file = plan.write(work / "plan.json")
     log = work / "job.log"
     outcome: dict[str, Any] = {}
+    timed_out = False
     read_fd, write_fd = os.pipe()
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable,
            "PYSPARK_DRIVER_PYTHON": sys.executable}
@@ -100,6 +147,17 @@ def run_gap_analysis(plan: GapPlan, spark: SparkSettings, progress: Progress | N
                 env=env)
             os.close(write_fd)
             write_fd = -1
+            # Stopping the job ends its event stream, which ends the loop below.
+            fired = threading.Event()
+
+            def expire() -> None:
+                fired.set()
+                _stop(proc)
+
+            timer = threading.Timer(timeout_s, expire) if timeout_s else None
+            if timer is not None:
+                timer.daemon = True
+                timer.start()
             try:
                 with os.fdopen(read_fd, "r") as events:
                     read_fd = -1
@@ -107,19 +165,23 @@ def run_gap_analysis(plan: GapPlan, spark: SparkSettings, progress: Progress | N
                         _follow(json.loads(line), progress, outcome)
                 proc.wait()
             finally:
-                if proc.poll() is None:
-                    proc.terminate()
-                    try:
-                        proc.wait(timeout=15)
-                    except subprocess.TimeoutExpired:
-                        proc.kill()
-                        proc.wait()
+                if timer is not None:
+                    timer.cancel()
+                _stop(proc)
+                # A job that finished as the timer fired keeps its result.
+                timed_out = fired.is_set() and "summary" not in outcome
     finally:
         for fd in (read_fd, write_fd):
             if fd >= 0:
                 os.close(fd)
         plan_file.unlink(missing_ok=True)  # it holds the clusters' credentials
         plan.spark = None
+    if timed_out:
+        raise TimedOut(
+            f"The gap-analysis Spark job did not finish in {format_duration(timeout_s or 0)} "
+            f"(it was {outcome.get('phase', 'starting')}); drctl stopped it.",
+            "Run it again with a longer --timeout; give Spark more cores or memory "
+            f"(spark.master, spark.conf) for a large gap; the Spark log: {log}.")
     if "summary" not in outcome or proc.returncode != 0:
         raise _failure(outcome, log, debug, plan)
     if not debug:
@@ -128,9 +190,22 @@ def run_gap_analysis(plan: GapPlan, spark: SparkSettings, progress: Progress | N
                           temporary=plan.temporary_out)
 
 
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """End the job if it still runs: SIGTERM lets Spark stop its executors; SIGKILL after 15 s."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 def _follow(event: dict[str, Any], progress: Progress | None,
             outcome: dict[str, Any]) -> None:
     kind = event.get("event")
+    if kind == "phase":
+        outcome["phase"] = _PHASES.get(event["phase"], event["phase"]).lower()
     if kind == "phase" and progress is not None:
         progress.update(description=_PHASES.get(event["phase"], event["phase"]),
                         completed=0, total=None)
@@ -153,6 +228,16 @@ def _failure(outcome: dict[str, Any], log: Path, debug: bool, plan: GapPlan) -> 
             "Check the jars in the config's spark.jars / spark.packages match the installed "
             f"PySpark, or remove them to let drctl fetch the connector ({where}).")
     message = error.get("message") or "the job exited without a result"
+    detail = error.get("detail") or message
+    if kafka_dropped(detail):
+        clusters = clusters_named(detail, plan)
+        cause = _KAFKA_DROPPED.search(detail)
+        who = " and ".join(f"'{c}'" for c in clusters) or (
+            f"'{plan.source_cluster}' or '{plan.target_cluster}'")
+        return GapJobLostKafka(
+            f"The gap-analysis Spark job lost Kafka cluster {who} mid-job "
+            f"({cause.group(0) if cause else 'timeout'}): {plan_redact(message, plan)}",
+            f"Check that {who} is up; see the Spark log ({where}).", clusters)
     return GapJobFailed(f"The gap-analysis Spark job failed: {plan_redact(message, plan)}",
                         f"See the Spark log ({where}); --debug shows it as it runs.")
 

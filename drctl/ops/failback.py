@@ -43,7 +43,7 @@ class FailbackOptions:
     groups: str = ".*"
     dry_run: bool = False
     deadline_s: float = 30.0
-    catch_up_deadline_s: float = 300.0
+    catch_up_deadline_s: float = 1800.0  # --timeout of the reverse catch-up
 
     def __post_init__(self) -> None:
         # Checked when the options are made, before any cluster is asked or anyone confirms.

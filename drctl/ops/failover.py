@@ -21,13 +21,15 @@ from drctl.kafka.clients import ClusterClients, describe_with_retry
 from drctl.kafka.groups import group_states, list_groups
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.topics import is_internal_topic, wait_for_leaders
+from drctl.ops.catch_up import catch_up_timed_out, describe_left, records_left
 from drctl.ops.context import OpsContext
 from drctl.ops.fence import FENCED, UNFENCED, fence_topics, fence_unconfirmed_stop, open_risks
 from drctl.ops.late_copies import check_late_copies
-from drctl.progress import Notify
+from drctl.progress import Notify, Ticker
 from drctl.replication.base import Confirm
 from drctl.reports import write_report
 from drctl.state import FailoverMarker, Offsets
+from drctl.timeparse import format_duration
 from drctl.translate.engine import TranslateRequest, translate_offsets, wanted_group
 from drctl.translate.locate import MatchQuery, Side, last_records, match_records
 from drctl.translate.model import GroupResult, TranslateMethod, TranslationReport
@@ -44,7 +46,7 @@ class FailoverOptions:
     incident: str | None = None  # continue this one (default: the open one, if any)
     source_deadline_s: float = 20.0
     quiesce_s: float = 2.0  # planned: source ends must not move for this long
-    catch_up_deadline_s: float = 300.0
+    catch_up_deadline_s: float = 1800.0  # planned: --timeout of the catch-up wait
 
 
 @dataclass
@@ -231,12 +233,14 @@ def _wait_quiet_and_caught_up(ctx: OpsContext, topics: dict[str, str], opts: Fai
         if after == before:
             break
         if time.monotonic() > end:
-            raise CheckFailed("The source is still receiving writes.",
+            raise CheckFailed("The source is still receiving writes after "
+                              f"{format_duration(opts.catch_up_deadline_s)}.",
                               "Stop the producers first, or run an unplanned failover.")
         before = after
     notify("Waiting for replication to catch up")
     dst_tps = [(topics[t], p) for t, p in src_tps]
     a = Side(BatchReader(src), src_admin, after)
+    ticker = Ticker()
     while True:
         b = Side(BatchReader(dst), dst_admin, watermarks(dst_admin, dst_tps))
         tails = last_records(a, [(tp, after[tp][1]) for tp in src_tps])
@@ -246,10 +250,16 @@ def _wait_quiet_and_caught_up(ctx: OpsContext, topics: dict[str, str], opts: Fai
                   if m.offset is None]
         if not behind:
             return {f"{t}[{p}]": after[(t, p)][1] for t, p in src_tps}
-        if time.monotonic() > end:
-            raise CheckFailed(f"Replication did not catch up in {opts.catch_up_deadline_s:.0f} s"
-                              f" ({len(behind)} partitions behind).",
-                              "Check the replicator, or run an unplanned failover.")
+        timed_out = time.monotonic() > end
+        if timed_out or ticker.due():
+            left = records_left(a, b, [((q.record.topic, q.record.partition), q.tp_b)
+                                       for q in behind])
+            if timed_out:
+                raise catch_up_timed_out(
+                    "Replication", opts.catch_up_deadline_s, left,
+                    "Check the replicator; run failover --planned again with a longer "
+                    "--timeout, or run an unplanned failover.")
+            notify(f"Catch-up: {describe_left(left)}")
         time.sleep(1)
 
 

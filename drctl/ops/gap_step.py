@@ -1,15 +1,25 @@
 """Failback's gap step: the Spark gap analysis (with --check-order unless told not to),
-bounded by the marker."""
+bounded by the marker and by --timeout, run again under the retry policy when a cluster drops
+mid-job, its Spark phases said as it goes."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 from drctl.config import Config
+from drctl.errors import Unreachable
 from drctl.gap.plan import GapScope
 from drctl.kafka.records import Record
 from drctl.ops.failback import GapFinder
 from drctl.ops.reconcile import GapOutcome
-from drctl.progress import Notify
+from drctl.progress import Notify, Ticker
+from drctl.retry import RetriesExhausted, RetryPolicy, retry_call
 from drctl.state import FailoverMarker
+from drctl.timeparse import format_duration
+
+T = TypeVar("T")
 
 
 def _as_record(rec: object) -> Record:
@@ -20,8 +30,57 @@ def _as_record(rec: object) -> Record:
                   tuple(rec.headers))  # type: ignore[attr-defined]
 
 
+def run_job_with_retries(run: Callable[[float], T], policy: RetryPolicy, timeout_s: float,
+                         clusters: tuple[str, str], notify: Notify, *,
+                         sleep: Callable[[float], None] = time.sleep,
+                         clock: Callable[[], float] = time.monotonic) -> T:
+    """`run(seconds_left)` until it succeeds, again after a cluster dropped mid-job (the
+    job's GapJobLostKafka) under `policy`, everything within `timeout_s`. Any other failure
+    ends it at once; retries that run out are Unreachable (exit 4) naming the cluster."""
+    from drctl.gap.runner import GapJobLostKafka
+
+    started = clock()
+
+    def on_retry(attempt: int, exc: BaseException, delay: float) -> None:
+        notify(f"{exc} Running the gap job again in {format_duration(delay)} "
+               f"(attempt {attempt + 1} of {policy.attempts}).")
+
+    try:
+        return retry_call(lambda: run(timeout_s - (clock() - started)),
+                          policy.with_deadline(timeout_s), retry_on=(GapJobLostKafka,),
+                          on_retry=on_retry, sleep=sleep, clock=clock)
+    except RetriesExhausted as exc:
+        last = exc.last
+        named = getattr(last, "clusters", ()) or clusters
+        who = " and ".join(f"'{c}'" for c in named)
+        raise Unreachable(
+            f"The gap-analysis Spark job lost Kafka ({who}) {exc.attempts} time(s) in "
+            f"{format_duration(exc.elapsed_s)}; last: {getattr(last, 'message', last)}",
+            f"Bring {who} back and run failback again: it continues with the gap step.") \
+            from None
+
+
+class PhaseLines:
+    """The Spark job's progress as lines for `notify`: each phase as it starts, its tasks
+    done every ten seconds (failback has no progress bar of its own)."""
+
+    def __init__(self, notify: Notify, ticker: Ticker | None = None) -> None:
+        self._notify = notify
+        self._ticker = ticker or Ticker(first_s=10.0)
+        self._phase = ""
+
+    def update(self, **fields: Any) -> None:
+        description = fields.get("description") or self._phase
+        total, done = fields.get("total"), fields.get("completed")
+        if description != self._phase and not description.endswith("(Spark tasks)"):
+            self._phase = description
+            self._notify(f"Spark: {description}")
+        elif total and done is not None and self._ticker.due():
+            self._notify(f"Spark: {description}: {done:,} of {total:,} task(s)")
+
+
 def gap_finder(lookback_s: float | None = None, debug: bool = False,
-               scope: GapScope = GapScope.TAIL) -> GapFinder:
+               scope: GapScope = GapScope.TAIL, *, timeout_s: float = 1800.0) -> GapFinder:
     """No time window unless one is given: the proven tail (gap/alignment.py) decides where
     each partition's comparison starts, however long before the failover replication broke."""
     def find_gap(config: Config, marker: FailoverMarker, check_order: bool,
@@ -43,7 +102,10 @@ def gap_finder(lookback_s: float | None = None, debug: bool = False,
                        for t, parts in (marker.late_copies.get("partitions") or {}).items()},
             out_dir=config.state.dir / "gap" / marker.incident)
         notify(f"Gap analysis (Spark, {config.spark.master}) of {len(marker.topics)} topic(s)")
-        result = run_gap_analysis(plan, config.spark, debug=debug, notify=notify)
+        result = run_job_with_retries(
+            lambda left: run_gap_analysis(plan, config.spark, PhaseLines(notify), debug=debug,
+                                          notify=notify, timeout_s=left),
+            config.retry, timeout_s, (rep.source, rep.target), notify)
         by_class: dict[str, list[Record]] = {"safe": [], "conflict": [], "unkeyed": [],
                                              "unclassified": []}
         for rec in result.iter_records():

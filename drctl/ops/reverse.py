@@ -14,7 +14,8 @@ from drctl.errors import DrctlError
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.records import read_ranges
-from drctl.progress import Notify
+from drctl.ops.catch_up import catch_up_timed_out, describe_left, records_left
+from drctl.progress import Notify, Ticker
 from drctl.replication.base import ReplicationKind, ReverseRequest
 from drctl.state import FailoverMarker, Offsets
 from drctl.translate.locate import (
@@ -134,8 +135,9 @@ def start_reverse_replication(config: Config, kind: ReplicationKind, marker: Fai
 
 
 def wait_reverse_caught_up(config: Config, kind: ReplicationKind, marker: FailoverMarker, *,
-                           deadline_s: float = 300, notify: Notify = lambda _: None) -> None:
-    """Until the last record of every failover topic partition is on the source."""
+                           deadline_s: float = 1800, notify: Notify = lambda _: None) -> None:
+    """Until the last record of every failover topic partition is on the source; every ten
+    seconds, the records left per partition."""
     if not kind.reverse_started_by_drctl:
         return
     rep = config.require_replication()
@@ -145,6 +147,7 @@ def wait_reverse_caught_up(config: Config, kind: ReplicationKind, marker: Failov
     tps = [(t, p) for t, parts in start_points(config, marker).items() for p in parts]
     notify("Waiting for reverse replication to catch up")
     end = time.monotonic() + deadline_s
+    ticker = Ticker()
     while True:
         marks = watermarks(tgt_admin, tps)
         a = Side(BatchReader(tgt), tgt_admin, marks)
@@ -154,14 +157,26 @@ def wait_reverse_caught_up(config: Config, kind: ReplicationKind, marker: Failov
                    if last is not None and last.offset >= _start(marker, config, tp)
                    and not any(k == RECONCILED_HEADER for k, _ in last.headers)]
         existing = src_admin.list_topics(timeout=30).topics
+        behind = queries
+        b: Side | None = None
         if all(q.tp_b[0] in existing for q in queries):
-            b_tps = [q.tp_b for q in queries]
-            b = Side(BatchReader(src), src_admin, watermarks(src_admin, b_tps))
-            if all(m.offset is not None for m in match_records(a, b, queries)):
+            b = Side(BatchReader(src), src_admin, watermarks(src_admin, [q.tp_b for q in queries]))
+            behind = [q for q, m in zip(queries, match_records(a, b, queries), strict=True)
+                      if m.offset is None]
+            if not behind:
                 return
-        if time.monotonic() > end:
-            raise DrctlError("Reverse replication did not catch up in time.",
-                             "Check the reverse connector's status and the Connect log.")
+        timed_out = time.monotonic() > end
+        if timed_out or ticker.due():
+            # Before the reverse topics exist nothing has arrived: all of it is left.
+            pairs = [((q.record.topic, q.record.partition), q.tp_b) for q in behind]
+            left = ({tp: marks[tp][1] - _start(marker, config, tp) for tp, _ in pairs}
+                    if b is None else records_left(a, b, pairs))
+            if timed_out:
+                raise catch_up_timed_out(
+                    "Reverse replication", deadline_s, left,
+                    "Check the reverse connector's status and the Connect log; run failback "
+                    "again (with a longer --timeout): it continues with this wait.")
+            notify(f"Reverse catch-up: {describe_left(left)}")
         time.sleep(1)
 
 

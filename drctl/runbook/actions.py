@@ -32,6 +32,7 @@ from drctl.gap.plan import GapScope
 from drctl.ops.reconcile import ReconcileMode
 from drctl.progress import Notify
 from drctl.secrets import Redactor
+from drctl.timeparse import Seconds, parse_duration
 from drctl.translate.model import TranslateMethod
 from drctl.yesno import bool_from_text
 
@@ -134,6 +135,11 @@ def _leaves(value: Any) -> list[Any]:
 
 
 def _type_name(annotation: Any) -> str:
+    if annotation is Seconds:
+        return "duration"
+    if typing.get_origin(annotation) in (Union, types.UnionType):
+        return " | ".join("None" if arg is type(None) else _type_name(arg)
+                          for arg in typing.get_args(annotation))
     if isinstance(annotation, type) and issubclass(annotation, Enum):
         return "|".join(str(m.value) for m in annotation)  # the choices, as Typer lists them
     if typing.get_origin(annotation) is None and isinstance(annotation, type):
@@ -142,7 +148,8 @@ def _type_name(annotation: Any) -> str:
 
 
 def coerce(value: Any, annotation: Any) -> Any:
-    """`value` as `annotation` (str, int, float, bool, Path, list[...], X | None, Any, dict)."""
+    """`value` as `annotation` (str, int, float, Seconds, bool, Path, list[...], X | None, Any,
+    dict)."""
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
     if annotation is Any or annotation is inspect.Parameter.empty:
@@ -189,6 +196,11 @@ def coerce(value: Any, annotation: Any) -> Any:
             except ValueError:
                 pass
         raise CoercionError(f"expected an integer, got {value!r}")
+    if annotation is Seconds:
+        try:
+            return parse_duration(value.strip() if isinstance(value, str) else value)
+        except ValueError as exc:
+            raise CoercionError(str(exc)) from None
     if annotation is float:
         if isinstance(value, bool):
             raise CoercionError(f"expected a number, got {value!r}")
@@ -330,7 +342,7 @@ def _lab_heal(ctx: ActionContext, *, what: str, dir: str = "lab") -> dict[str, A
     return {"healed": Lab(Path(dir)).heal(what, notify=ctx.notify)}
 
 
-def _config_check(ctx: ActionContext, *, deadline: float = 30.0) -> dict[str, Any]:
+def _config_check(ctx: ActionContext, *, deadline: Seconds = Seconds(30.0)) -> dict[str, Any]:
     """Connect to every configured cluster; fails (exit 4) when one does not answer."""
     from drctl.errors import Unreachable
     from drctl.kafka.clients import check_clusters
@@ -343,7 +355,7 @@ def _config_check(ctx: ActionContext, *, deadline: float = 30.0) -> dict[str, An
     return {"clusters": results, "reachable": [c["cluster"] for c in results]}
 
 
-def _status(ctx: ActionContext, *, deadline: float = 5.0) -> dict[str, Any]:
+def _status(ctx: ActionContext, *, deadline: Seconds = Seconds(5.0)) -> dict[str, Any]:
     """Clusters, replication and lag, open failovers and groups (`drctl status`)."""
     from drctl.ops.context import OpsContext
     from drctl.ops.status import collect_status
@@ -383,22 +395,24 @@ def _guard(ctx: ActionContext, *, groups: str = ".*") -> dict[str, Any]:
 
 def _failover(ctx: ActionContext, *, planned: bool = False, groups: str = ".*",
               method: TranslateMethod = TranslateMethod.AUTO,
-              source_deadline: float = 20.0) -> dict[str, Any]:
+              source_deadline: Seconds = Seconds(20.0),
+              timeout: Seconds = Seconds(1800.0)) -> dict[str, Any]:
     """Fail over from the replication source to its target (`drctl failover --yes`)."""
     from drctl.ops.context import OpsContext
     from drctl.ops.failover import FailoverOptions, run_failover
 
     config = ctx.config
     opts = FailoverOptions(planned=planned, groups=groups, method=method,
-                           source_deadline_s=source_deadline)
+                           source_deadline_s=source_deadline, catch_up_deadline_s=timeout)
     result = run_failover(OpsContext.from_config(config), opts, notify=ctx.notify)
     return result.runbook_summary(result.write_reports(config))
 
 
 def _failback(ctx: ActionContext, *, reconcile: ReconcileMode = ReconcileMode.COPY_SAFE,
               groups: str = ".*", incident: str | None = None,
-              lookback: float | None = None,
-              scope: GapScope = GapScope.TAIL) -> dict[str, Any]:
+              lookback: Seconds | None = None,
+              scope: GapScope = GapScope.TAIL,
+              timeout: Seconds = Seconds(1800.0)) -> dict[str, Any]:
     """Fail back with --check-order (`drctl failback --yes`): gap analysis (Spark),
     reconcile, reverse replication from the failover point, offsets back."""
     from drctl.ops.context import OpsContext
@@ -406,8 +420,10 @@ def _failback(ctx: ActionContext, *, reconcile: ReconcileMode = ReconcileMode.CO
     from drctl.ops.gap_step import gap_finder
 
     config = ctx.config
-    opts = FailbackOptions(reconcile=reconcile, groups=groups, incident=incident)
-    result = run_failback(OpsContext.from_config(config), opts, gap_finder(lookback, scope=scope),
+    opts = FailbackOptions(reconcile=reconcile, groups=groups, incident=incident,
+                           catch_up_deadline_s=timeout)
+    result = run_failback(OpsContext.from_config(config), opts,
+                          gap_finder(lookback, scope=scope, timeout_s=timeout),
                           notify=ctx.notify)
     summary = result.runbook_summary(result.write_reports(config))
     if result.switch_back is not None and result.switch_back.exit_status:

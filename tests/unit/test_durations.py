@@ -1,0 +1,82 @@
+"""One duration syntax for every option and runbook parameter that takes a duration."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from drctl.cli.app import main
+from drctl.runbook.actions import CoercionError, builtin_registry, coerce
+from drctl.timeparse import Seconds
+
+DURATION_OPTIONS = [
+    ["status", "--deadline"],
+    ["config", "check", "--deadline"],
+    ["failover", "--source-deadline"],
+    ["failback", "--deadline"],
+    ["failback", "--lookback"],
+    ["gap-analysis", "--lookback"],
+    ["guard", "--interval"],
+    ["translate-offsets", "--source-deadline"],
+    ["dump-consumer-timestamps", "--deadline"],
+]
+
+
+def _said(err: str) -> str:
+    """Typer's error box without its frame and line breaks."""
+    return " ".join(re.sub(r"[│╭╮╰╯─]", " ", err).split())
+
+
+@pytest.mark.parametrize("command", DURATION_OPTIONS, ids=" ".join)
+def test_a_duration_option_refuses_what_is_not_a_duration(
+        command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*command, "soon"]) == 2
+    said = _said(capsys.readouterr().err)
+    assert f"Invalid value for '{command[-1]}': 'soon' is not a duration" in said
+    assert "e.g. 90s, 500ms, 15m, 6h, 2d, or a number of seconds" in said
+
+
+@pytest.mark.parametrize("command", DURATION_OPTIONS, ids=" ".join)
+def test_a_duration_option_says_so_in_its_help(
+        command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*command[:-1], "--help"]) == 0
+    help_text = _said(capsys.readouterr().out)
+    assert re.search(re.escape(command[-1]) + r" +DURATION", help_text), help_text
+
+
+def test_guard_interval_has_a_floor(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["guard", "--interval", "100ms"]) == 2
+    assert "'100ms' is shorter than the minimum, 0.5 s" in _said(capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("deadline", ["1500ms", "1.5s", "1.5"])
+def test_a_deadline_in_any_form_bounds_the_command(
+        deadline: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = tmp_path / "drctl.yaml"
+    # Port 9 on loopback: nothing listens there.
+    cfg.write_text("clusters:\n  gone: {bootstrap.servers: '127.0.0.1:9'}\n"
+                   "retry: {initial_s: 0.2}\n")
+    started = time.monotonic()
+    assert main(["--config", str(cfg), "config", "check", "--deadline", deadline]) == 4
+    assert time.monotonic() - started < 10
+    assert "did not answer" in capsys.readouterr().err
+
+
+def test_runbook_duration_parameters() -> None:
+    assert coerce("15m", Seconds) == 900
+    assert coerce(" 2h ", Seconds) == 7200
+    assert coerce(30, Seconds) == 30.0
+    assert coerce("45", Seconds | None) == 45.0
+    assert coerce(None, Seconds | None) is None
+    with pytest.raises(CoercionError, match="expected a duration such as 5s, 500ms or 2m"):
+        coerce("soon", Seconds)
+    failback = builtin_registry().get("failback")
+    assert failback is not None
+    lookback = failback.param("lookback")
+    assert lookback is not None and lookback.type_name == "duration | None"
+    assert failback.check_params({"lookback": "6h"}) == []
+    [issue] = failback.check_params({"lookback": "soon"})
+    assert issue.param == "lookback" and "expected a duration" in issue.message
