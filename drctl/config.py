@@ -366,10 +366,7 @@ class _Parser:
             if prop_value is None:
                 props[prop] = None
                 continue
-            if isinstance(prop_value, bool):
-                prop_value = "true" if prop_value else "false"
-            text = self.collect(partial(self.string, prop_value, f"{key}.{prop}",
-                                        secret=is_secret_key(prop)), None)
+            text = self.property_text(prop_value, key, prop)
             if text is not None:
                 props[prop] = text
                 # A JAAS line's password or client secret, should a message quote it alone.
@@ -378,6 +375,14 @@ class _Parser:
                         self.redactor.add(option_value)
         return props
 
+    def property_text(self, value: Any, key: str, prop: str) -> str | None:
+        """A client property's value as text (YAML booleans as Kafka writes them), secrets
+        masked; None with the problem recorded."""
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        return self.collect(partial(self.string, value, f"{key}.{prop}",
+                                    secret=is_secret_key(prop)), None)
+
     def cluster_properties(self, value: Any, key: str) -> dict[str, str]:
         props_raw = dict(self.mapping(value, key, None))
         empty: dict[str, str] = {}
@@ -385,10 +390,7 @@ class _Parser:
                                         props_raw.pop(CLIENT_PROPERTIES_KEY, None),
                                         f"{key}.{CLIENT_PROPERTIES_KEY}"), empty)
         for prop, prop_value in props_raw.items():
-            if isinstance(prop_value, bool):
-                prop_value = "true" if prop_value else "false"
-            text = self.collect(partial(self.string, prop_value, f"{key}.{prop}",
-                                        secret=is_secret_key(prop)), None)
+            text = self.property_text(prop_value, key, prop)
             if text is not None:
                 resolved[prop] = text
         if "bootstrap.servers" not in resolved:
