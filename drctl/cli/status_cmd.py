@@ -40,6 +40,10 @@ def status_command(
         if rep.get("lag"):
             term.table("Replication lag (offsets behind)", ["topic", "partitions", "behind"],
                        [[r["topic"], r["partitions"], r["behind"]] for r in rep["lag"]])
+        costs = rep.get("translation_costs")
+        if costs:
+            term.table("What a failover with the source gone would cost", ["setting"],
+                       [[line] for line in costs["lines"]])
     if st["open_failovers"]:
         term.table("Open failovers", ["incident", "from", "to", "since", "replication stop",
                                       "fence", "steps done"],

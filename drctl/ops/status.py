@@ -92,6 +92,8 @@ def collect_status(ctx: OpsContext, deadline_s: float = 5.0,
                 replication["lag"] = kind.replication_lag(rep, ctx.clients(rep.source))
             except DrctlError:
                 replication["lag"] = None
+        if not isinstance(states, BaseException):  # Connect answered: read its settings
+            replication["translation_costs"] = kind.translation_costs(rep)
         # The marker topic lives on the target; with the target down, the local copy is all.
         answering = next((c for c in (rep.target, rep.source) if clusters[c]["reachable"]),
                          None)

@@ -110,6 +110,12 @@ class ReplicationKind(ABC):
         """Lag per source topic, or None when this kind cannot measure it."""
         return None
 
+    def translation_costs(self, rep: ReplicationSettings) -> dict[str, Any] | None:
+        """What this kind's settings cost a failover with the source gone (how stale its
+        positions can be, what it discovers late), for `drctl status`; None when nothing
+        applies or it cannot be read."""
+        return None
+
     def auto_translate_method(self, *, source_up: bool, forward: bool) -> str | None:
         """The translation method `auto` picks; None when no method works (source down).
 

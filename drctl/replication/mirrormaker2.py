@@ -43,6 +43,18 @@ class MirrorMaker2(ConnectControlled):
         return mm2_replication_lag(source, client, rep.connect.source_connector,
                                    rep.topics.matches)
 
+    def translation_costs(self, rep: ReplicationSettings) -> dict[str, Any] | None:
+        client = connect_client(rep)
+        if client is None or not rep.connect.checkpoint_connector:
+            return None
+        try:
+            checkpoint = client.config(rep.connect.checkpoint_connector)
+            source = client.config(rep.connect.source_connector) \
+                if rep.connect.source_connector else {}
+        except (ConnectorMissing, DrctlError):
+            return None
+        return checkpoint_costs(source, checkpoint)
+
     def start_reverse(self, config: Config, request: ReverseRequest,
                       notify: Notify) -> dict[str, Any]:
         """Create the reverse source connector stopped, set its stored offsets to the failover
@@ -134,3 +146,40 @@ def reverse_connector_config(flow: MirrorFlow, skip_header: str) -> dict[str, st
         "refresh.topics.interval.seconds": "5",
     })
     return cfg
+
+
+# MirrorMaker 2's defaults (MirrorCheckpointConfig, MirrorSourceConfig, MirrorConnectorConfig).
+_MM2_DEFAULTS = {"emit.checkpoints.interval.seconds": 60.0,
+                 "refresh.groups.interval.seconds": 600.0,
+                 "refresh.topics.interval.seconds": 600.0, "offset.lag.max": 100.0}
+
+
+def checkpoint_costs(source: Mapping[str, Any], checkpoint: Mapping[str, Any]
+                     ) -> dict[str, Any]:
+    """What MirrorMaker 2's settings cost a failover with the source gone, in numbers and in
+    one line each (the connectors' configs as Connect returns them)."""
+    def setting(cfg: Mapping[str, Any], name: str) -> float:
+        try:
+            return float(cfg.get(name, _MM2_DEFAULTS[name]))
+        except (TypeError, ValueError):
+            return _MM2_DEFAULTS[name]
+
+    every = setting(checkpoint, "emit.checkpoints.interval.seconds")
+    groups_every = setting(checkpoint, "refresh.groups.interval.seconds")
+    topics_every = setting(source, "refresh.topics.interval.seconds")
+    lag_max = int(setting(source, "offset.lag.max"))
+    groups = str(checkpoint.get("groups", ".*"))
+    lines = [f"Checkpoints every {every:g} s: with the source gone a group resumes where "
+             f"MirrorMaker 2 last checkpointed it — up to {every:g} s of its reading again, "
+             "more for a lagging group (`drctl guard` keeps exact positions).",
+             f"Offset syncs at most every {lag_max} records: a checkpoint can sit up to that "
+             "many records before the group's position.",
+             f"New groups are found every {groups_every:g} s: a group younger than that has no "
+             "checkpoint; its consumers start at auto.offset.reset.",
+             f"New topics are found every {topics_every:g} s: a topic created less than that "
+             "before the outage is not mirrored."]
+    if groups not in (".*", ""):
+        lines.append(f"Only groups matching '{groups}' are checkpointed.")
+    return {"checkpoint_interval_s": every, "group_refresh_s": groups_every,
+            "topic_refresh_s": topics_every, "offset_lag_max": lag_max, "groups": groups,
+            "lines": lines}

@@ -105,6 +105,11 @@ def test_status_json_reports_processes_connectors_and_lag(lab: RunningLab,
     assert {c["state"] for c in status["connectors"]} == {"RUNNING"}
     assert status["total_rss_bytes"] > 100 * 2**20
     assert isinstance(status["replication_lag"], list)
+    # `drctl status` reads MirrorMaker 2's settings over Connect: the lab's test speeds.
+    assert main(["--config", str(lab.config_file), "--output", "json", "status"]) in (0, 3)
+    costs = json.loads(capsys.readouterr().out)["replication"]["translation_costs"]
+    assert (costs["checkpoint_interval_s"], costs["group_refresh_s"]) == (1, 2), costs
+    assert "Checkpoints every 1 s" in costs["lines"][0]
 
 
 def test_up_again_is_idempotent(lab: RunningLab) -> None:

@@ -49,3 +49,19 @@ def test_the_later_of_snapshot_and_checkpoint_wins_with_a_bound() -> None:
     p = _part(5)
     _by_snapshot([p], {}, {}, marks)
     assert (p.target_offset, p.confidence) == (None, "no-snapshot")
+
+
+def test_mirrormaker_settings_say_what_a_source_down_failover_costs() -> None:
+    from drctl.replication.mirrormaker2 import checkpoint_costs
+
+    defaults = checkpoint_costs({}, {})
+    assert (defaults["checkpoint_interval_s"], defaults["group_refresh_s"],
+            defaults["topic_refresh_s"], defaults["offset_lag_max"]) == (60, 600, 600, 100)
+    assert "up to 60 s of its reading again" in defaults["lines"][0]
+    assert any("younger than that has no checkpoint" in line for line in defaults["lines"])
+    lab = checkpoint_costs({"refresh.topics.interval.seconds": "2", "offset.lag.max": "10"},
+                           {"emit.checkpoints.interval.seconds": "1", "groups": "orders-.*",
+                            "refresh.groups.interval.seconds": "bogus"})
+    assert (lab["checkpoint_interval_s"], lab["topic_refresh_s"], lab["offset_lag_max"],
+            lab["group_refresh_s"]) == (1, 2, 10, 600)
+    assert lab["lines"][-1] == "Only groups matching 'orders-.*' are checkpointed."
