@@ -34,11 +34,20 @@ def wait_until(check: Callable[[], bool], *, deadline_s: float, what: str, log_f
             raise
         except Exception:  # noqa: BLE001 - any other failure of a probe means "not yet"
             pass
-        if alive is not None and not alive():
+        if alive is not None and not _alive_on_a_second_look(alive):
             raise LabError(f"{what}: the process exited.", _read_hint(log_file))
         if time.monotonic() > end:
             raise LabError(f"{what}: not ready after {deadline_s:.0f} s.", _read_hint(log_file))
         time.sleep(interval_s)
+
+
+def _alive_on_a_second_look(alive: Callable[[], bool]) -> bool:
+    """True when `alive` holds now or half a second later: one look can fall between the
+    steps of a process's exec()."""
+    if alive():
+        return True
+    time.sleep(0.5)
+    return alive()
 
 
 def _read_hint(log_file: Path | None) -> str:
@@ -78,6 +87,13 @@ class ManagedProcess:
             return False
         try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+            # While a process exec()s (spark-class's bash becoming java) its command line
+            # reads empty for a moment: read again rather than call it gone.
+            for _ in range(20):
+                if cmdline:
+                    break
+                time.sleep(0.05)
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
             stat = Path(f"/proc/{pid}/stat").read_text()
         except OSError:
             return False
