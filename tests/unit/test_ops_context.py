@@ -160,7 +160,9 @@ def test_status_reads_clusters_groups_and_markers_through_the_context() -> None:
     assert st["clusters"]["dc1"]["reachable"] is False
     assert st["clusters"]["dc2"]["cluster_id"] == "fake-id"
     assert st["replication"] == {"kind": "mirrormaker2", "source": "dc1", "target": "dc2",
-                                 "connectors": {}, "lag": None}
+                                 "connectors": {}, "lag": None,
+                                 # no Connect worker answered, so MM2's settings are unknown
+                                 "translation_costs": None}
     assert asked == ["dc2"]
     assert st["groups"] == {"dc2": {"billing": {"state": "STABLE", "members": 1}}}
 
