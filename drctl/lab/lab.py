@@ -292,6 +292,8 @@ class Lab:
             "background.threads=2",
             "log.cleaner.dedupe.buffer.size=16777216",
             "log.cleaner.threads=1",
+            # Drills and tests wait for compaction: look for dirty logs every second, not 15.
+            "log.cleaner.backoff.ms=1000",
             "",
         ]))
         log_opts = self._log_config(dist, workdir, cluster)

@@ -75,6 +75,16 @@ def test_compacted_copy_reports_only_records_never_copied(lab: RunningLab, ns: s
     # The secondary compacts the copy: most old versions disappear there, not on the primary.
     wait_for("compaction on the secondary",
              lambda: len(read_all(lab.secondary, mirror)) <= copied // 3, 240)
+    # Its cleaner looks again every second and expires the tombstone a pass later: count the
+    # dropped versions once the copy has stopped changing, or the gap job sees fewer records.
+    counts = [-1]
+
+    def settled() -> bool:
+        time.sleep(2)
+        counts.append(len(read_all(lab.secondary, mirror)))
+        return counts[-1] == counts[-2]
+
+    wait_for("the secondary's compaction to settle", settled, 120)
 
     lab.lab.fail("replication")
     try:
@@ -96,7 +106,8 @@ def test_compacted_copy_reports_only_records_never_copied(lab: RunningLab, ns: s
 
         f_point = ends(lab.secondary, mirror)
         target_end = json.dumps({topic: {str(p): o for p, o in f_point.items()}})
-        for scope, check_order in (("tail", False), ("full", False), ("tail", True)):
+        # Tail with --check-order also proves tail without it: same scope, same gap records.
+        for scope, check_order in (("full", False), ("tail", True)):
             out = tmp_path / f"gap-{scope}-{check_order}"
             code, stdout, stderr = gap_cli(lab, [
                 "--topic", topic, "--target-end", target_end, "--out", str(out),
@@ -123,9 +134,9 @@ def test_compacted_copy_reports_only_records_never_copied(lab: RunningLab, ns: s
         lab.lab.fail("primary")
         lab.lab.heal("replication")  # its source is gone: it copies nothing
         config = str(scoped_config(lab, ns, tmp_path))
-        status, out = run_json("--config", config, "failover", "--yes", "--source-deadline",
-                               "2")
-        assert status == 0, out
+        status, over = run_json("--config", config, "failover", "--yes", "--source-deadline",
+                                "2")
+        assert status == 0, over
         lab.lab.heal("primary")
         before = {(r.partition, r.offset) for r in read_all(lab.secondary, mirror)}
         status, back = run_json("--config", config, "failback", "--check-order",
