@@ -1,9 +1,13 @@
-"""Spark's Kafka connector for the installed PySpark: config-supplied jars or packages, or jars
-fetched once from Maven Central (through the pom shipped here) into drctl's cache.
+"""Spark's Kafka connector for the installed PySpark: config-supplied jars or packages, else
+the jars drctl kept from an earlier run, else Spark's own package resolution (no Maven on the
+failback host).
 
-The exact PySpark version is tried first. When Maven cannot resolve it (a release not yet
-published, or a repository that lacks it), the newest release of the same major version below
-it is used instead, per artifact, and the caller is told which versions it got.
+Spark resolves the connector and its dependencies from Maven Central (or the first of the
+config's `spark.jars.repositories`) into an Ivy directory of drctl's cache; after a job that
+succeeded, drctl keeps the resolved jars, so later runs start without resolving and work
+offline. The exact PySpark version is tried first; when the repository lacks it (a release not
+yet published), the newest release of the same major version below it is used, and the caller
+is told which.
 """
 
 from __future__ import annotations
@@ -11,11 +15,11 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
-import tempfile
-from collections.abc import Iterator
+import urllib.error
+import urllib.request
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 from drctl.config import SparkSettings
@@ -23,10 +27,12 @@ from drctl.errors import DrctlError
 from drctl.progress import Notify
 from drctl.resources import cache_dir
 
+GROUP = "org.apache.spark"
 CONNECTOR = "spark-sql-kafka-0-10_2.13"
-TOKEN_PROVIDER = "spark-token-provider-kafka-0-10_2.13"
+MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
 _JAR = re.compile(r"^(?P<artifact>.+?)-(?P<version>\d+\.\d+[\w.\-]*)\.jar$")
-
+# Ivy names what it retrieves <group>_<artifact>-<version>.jar.
+_IVY_JAR = re.compile(r"^(?P<group>[^_]+)_(?P<name>.+\.jar)$")
 
 
 class SparkConnectorMissing(DrctlError):
@@ -39,13 +45,17 @@ class Connector:
 
     jars: tuple[str, ...] = ()
     packages: tuple[str, ...] = ()
-    source: str = "config"  # config | cache | maven
-    versions: tuple[tuple[str, str], ...] = ()  # (artifact, version) fetched into the cache
+    source: str = "config"  # config | cache | spark-packages
+    versions: tuple[tuple[str, str], ...] = ()  # (artifact, version) resolved
+    ivy: str | None = None  # Spark's spark.jars.ivy, when Spark resolves the packages
 
     def describe(self) -> str:
         if self.versions:
             return ", ".join(f"{a} {v}" for a, v in self.versions) + f" ({self.source})"
         return f"{len(self.jars)} jar(s), {len(self.packages)} package(s) from the config"
+
+    def spark_conf(self) -> dict[str, str]:
+        return {"spark.jars.ivy": self.ivy} if self.ivy else {}
 
 
 def pyspark_version() -> str:
@@ -64,28 +74,17 @@ def connector_root() -> Path:
     return cache_dir() / "spark-kafka"
 
 
-def pom_path() -> Path:
-    return Path(str(resources.files("drctl.gap").joinpath("spark-kafka-pom.xml")))
-
-
-def fetch_command(version: str, artifact: str = CONNECTOR, out: Path | None = None) -> str:
-    """The Maven command line an operator can run by hand."""
-    out = out or connector_root() / version
-    return (f"mvn -B -f {pom_path()} dependency:copy-dependencies -Dmdep.includeScope=runtime "
-            f"-Dconnector.artifact={artifact} -Dconnector.version={version} "
-            f"-DoutputDirectory={out}")
-
-
 def resolve_connector(settings: SparkSettings, *, download: bool = True,
                       notify: Notify = lambda _: None) -> Connector:
-    """The connector from the config when it names one, else the cache, else Maven Central."""
+    """The connector from the config when it names one, else the cache, else Spark's package
+    resolution (`download=False` refuses the last)."""
     if settings.jars or settings.packages:
         missing = [j for j in settings.jars if not Path(j).exists()]
         if missing:
             raise SparkConnectorMissing(f"spark.jars lists files that do not exist: "
                                    f"{', '.join(missing)}.",
                                    "Fix the paths in the config, or remove spark.jars to let "
-                                   "drctl fetch the connector from Maven Central.")
+                                   "Spark fetch the connector from Maven Central.")
         return Connector(settings.jars, settings.packages, "config")
     version = pyspark_version()
     cached = _cached(version)
@@ -93,26 +92,61 @@ def resolve_connector(settings: SparkSettings, *, download: bool = True,
         return cached
     if not download:
         raise _missing(version, "it is not in drctl's cache")
-    return _download(version, notify)
+    repository = _repositories(settings.conf)[0]
+    published = _published_versions(repository, version)
+    chosen = next((v for v in _candidates(version) if v in published), None)
+    if chosen is None:
+        raise _missing(version, f"{repository} has no {CONNECTOR} release for it "
+                                f"(tried {', '.join(_candidates(version))})")
+    if chosen != version:
+        notify(f"PySpark {version}'s own connector is not in {repository}; using "
+               f"{CONNECTOR} {chosen}")
+    notify(f"Spark resolves {CONNECTOR} {chosen} from {repository} (once; drctl keeps the jars)")
+    return Connector((), (f"{GROUP}:{CONNECTOR}:{chosen}",), "spark-packages",
+                     ((CONNECTOR, chosen),), str(_ivy_dir(version)))
 
 
-def _cached(version: str) -> Connector | None:
-    root = connector_root() / version
-    marker = root / ".complete"
-    if not marker.exists():
-        return None
-    versions = tuple((a, v) for a, v in json.loads(marker.read_text()).items())
-    jars = tuple(sorted(str(p) for p in root.glob("*.jar")))
-    return Connector(jars, (), "cache", versions)
+def keep_resolved(connector: Connector) -> None:
+    """After a job that ran with `connector`: keep the jars Spark resolved, so the next run
+    starts without resolving (and without the network)."""
+    if connector.source != "spark-packages" or connector.ivy is None:
+        return
+    version = pyspark_version()
+    resolved = Path(connector.ivy) / "jars"
+    final = connector_root() / version
+    shutil.rmtree(final, ignore_errors=True)
+    final.mkdir(parents=True)
+    # PySpark ships Scala, Hadoop, compression codecs and SLF4J; the classpath keeps its own.
+    provided = {m.group("artifact") for p in pyspark_jars_dir().glob("*.jar")
+                if (m := _JAR.match(p.name))}
+    for jar in sorted(resolved.glob("*.jar")):
+        named = _IVY_JAR.match(jar.name)
+        plain = named.group("name") if named else jar.name
+        m = _JAR.match(plain)
+        if m is None or m.group("artifact") not in provided:
+            shutil.copy2(jar, final / plain)
+    (final / ".complete").write_text(json.dumps(dict(connector.versions)))
 
 
-def _missing(version: str, why: str) -> SparkConnectorMissing:
-    return SparkConnectorMissing(
-        f"Spark's Kafka connector for PySpark {version} is missing: {why}.",
-        f"Install Maven and run `{fetch_command(version)}` (then the same with "
-        f"-Dconnector.artifact={TOKEN_PROVIDER}), or list the jars in the config's "
-        f"spark.jars, or set spark.packages to "
-        f"['org.apache.spark:{CONNECTOR}:{version}'] to let Spark resolve them.")
+def _ivy_dir(version: str) -> Path:
+    """One Ivy directory per PySpark version: its jars/ then holds exactly one resolution."""
+    return connector_root() / f"ivy-{version}"
+
+
+def _repositories(conf: Mapping[str, str]) -> list[str]:
+    given = [r.strip().rstrip("/") for r in conf.get("spark.jars.repositories", "").split(",")
+             if r.strip()]
+    return given or [MAVEN_CENTRAL]
+
+
+def _published_versions(repository: str, version: str) -> set[str]:
+    url = f"{repository}/{GROUP.replace('.', '/')}/{CONNECTOR}/maven-metadata.xml"
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            root = ET.fromstring(response.read())
+    except (urllib.error.URLError, OSError, ET.ParseError) as exc:
+        raise _missing(version, f"{url} could not be read ({exc})") from exc
+    return {v.text for v in root.iter("version") if v.text}
 
 
 def _candidates(version: str) -> Iterator[str]:
@@ -130,76 +164,21 @@ def _candidates(version: str) -> Iterator[str]:
         yield f"{major}.{lower}.0"
 
 
-def _mvn_copy(mvn: str, artifact: str, spec: str, out: Path, log: Path) -> str | None:
-    cmd = [mvn, "-B", "-q", "-f", str(pom_path()), "dependency:copy-dependencies",
-           "-Dmdep.includeScope=runtime", f"-Dconnector.artifact={artifact}",
-           f"-Dconnector.version={spec}", f"-DoutputDirectory={out}"]
-    with log.open("a") as fh:
-        fh.write(f"\n$ {' '.join(cmd)}\n")
-        fh.flush()
-        try:
-            done = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, timeout=600)
-        except subprocess.TimeoutExpired:
-            return None
-    if done.returncode != 0:
+def _cached(version: str) -> Connector | None:
+    root = connector_root() / version
+    marker = root / ".complete"
+    if not marker.exists():
         return None
-    for jar in out.glob(f"{artifact}-*.jar"):
-        m = _JAR.match(jar.name)
-        if m and m.group("artifact") == artifact:
-            return m.group("version")
-    return None
+    versions = tuple((a, v) for a, v in json.loads(marker.read_text()).items())
+    jars = tuple(sorted(str(p) for p in root.glob("*.jar")))
+    return Connector(jars, (), "cache", versions)
 
 
-def _resolve_artifact(mvn: str, artifact: str, below: str, staging: Path, log: Path
-                      ) -> str | None:
-    for spec in _candidates(below):
-        out = staging / artifact
-        shutil.rmtree(out, ignore_errors=True)
-        got = _mvn_copy(mvn, artifact, spec, out, log)
-        if got is not None:
-            return got
-    return None
-
-
-def _download(version: str, notify: Notify) -> Connector:
-    mvn = shutil.which("mvn")
-    if not mvn:
-        raise _missing(version, "Maven (mvn) was not found to fetch it")
-    root = connector_root()
-    root.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".download-", dir=root))
-    log = root / f"maven-{version}.log"
-    log.write_text("")
-    notify(f"Fetching Spark's Kafka connector for PySpark {version} from Maven Central "
-           "(once)")
-    try:
-        got_connector = _resolve_artifact(mvn, CONNECTOR, version, staging, log)
-        if got_connector is None:
-            raise _missing(version, f"Maven could not resolve {CONNECTOR} (read {log})")
-        got_token = _resolve_artifact(mvn, TOKEN_PROVIDER, got_connector, staging, log)
-        if got_token is None:
-            raise _missing(version, f"Maven could not resolve {TOKEN_PROVIDER} (read {log})")
-        final = root / version
-        shutil.rmtree(final, ignore_errors=True)
-        final.mkdir()
-        # PySpark ships Scala, Hadoop, compression codecs and SLF4J; a second copy in another
-        # version would shadow or clash with them.
-        provided = {m.group("artifact") for p in pyspark_jars_dir().glob("*.jar")
-                    if (m := _JAR.match(p.name))}
-        # The connector's own dependency versions win over the token provider's.
-        for artifact in (CONNECTOR, TOKEN_PROVIDER):
-            for jar in sorted((staging / artifact).glob("*.jar")):
-                m = _JAR.match(jar.name)
-                if m and m.group("artifact") not in provided:
-                    provided.add(m.group("artifact"))
-                    shutil.copy2(jar, final / jar.name)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    versions = {CONNECTOR: got_connector, TOKEN_PROVIDER: got_token}
-    (final / ".complete").write_text(json.dumps(versions))
-    if got_connector != version or got_token != version:
-        notify(f"PySpark {version}'s own connector is not on Maven Central; using "
-               f"{CONNECTOR} {got_connector} and {TOKEN_PROVIDER} {got_token}")
-    cached = _cached(version)
-    assert cached is not None
-    return Connector(cached.jars, (), "maven", cached.versions)
+def _missing(version: str, why: str) -> SparkConnectorMissing:
+    return SparkConnectorMissing(
+        f"Spark's Kafka connector for PySpark {version} is missing: {why}.",
+        f"On a host that reaches Maven Central, run the gap analysis once (Spark resolves the "
+        f"connector and drctl keeps it in {connector_root() / version}); or list local jars "
+        f"(spark-sql-kafka-0-10_2.13, spark-token-provider-kafka-0-10_2.13, kafka-clients, "
+        f"commons-pool2) in the config's spark.jars; or set spark.packages and "
+        f"spark.conf.spark.jars.repositories to a repository you can reach.")

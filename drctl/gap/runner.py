@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from drctl.config import SparkSettings
 from drctl.errors import DrctlError, TimedOut
-from drctl.gap.jars import Connector, SparkConnectorMissing, resolve_connector
+from drctl.gap.jars import Connector, SparkConnectorMissing, keep_resolved, resolve_connector
 from drctl.gap.plan import GapPlan, SparkJobSettings
 from drctl.gap.result import GapResult
 from drctl.progress import Notify
@@ -96,6 +96,8 @@ def spark_submit_command(plan_file: Path, connector: Connector, master: str) -> 
         cmd += ["--jars", ",".join(connector.jars)]
     if connector.packages:
         cmd += ["--packages", ",".join(connector.packages)]
+    for key, value in connector.spark_conf().items():
+        cmd += ["--conf", f"{key}={value}"]
     return [*cmd, str(job_path()), str(plan_file)]
 
 
@@ -128,7 +130,8 @@ def run_gap_analysis(plan: GapPlan, spark: SparkSettings, progress: Progress | N
     work = out / WORK_DIR
     work.mkdir(parents=True, exist_ok=True)
     plan.spark = SparkJobSettings(master=spark.master, jars=list(connector.jars),
-                                  packages=list(connector.packages), conf=dict(spark.conf),
+                                  packages=list(connector.packages),
+                                  conf={**connector.spark_conf(), **spark.conf},
                                   debug=debug)
     plan_file = plan.write(work / "plan.json")
     log = work / "job.log"
@@ -184,6 +187,7 @@ def run_gap_analysis(plan: GapPlan, spark: SparkSettings, progress: Progress | N
             f"(spark.master, spark.conf) for a large gap; the Spark log: {log}.")
     if "summary" not in outcome or proc.returncode != 0:
         raise _failure(outcome, log, debug, plan)
+    keep_resolved(connector)
     if not debug:
         shutil.rmtree(work, ignore_errors=True)
     return GapResult.load(out, plan=plan.public(), connector=connector.describe(),
