@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -201,6 +202,47 @@ def test_failback_finds_a_gap_that_began_hours_before_the_failover(
     copied = [r for r in read_all(lab.secondary, o["topic"])
               if any(k == "drctl-reconciled" for k, _ in r.headers)]
     assert sorted(r.value for r in copied) == sorted(v for _, v in o["safe"])
+
+
+def test_failback_without_the_order_check_quarantines_every_gap_record(
+        lab: RunningLab, ns: str, tmp_path: Path, restore_lab: None) -> None:
+    """--no-check-order: the job classifies nothing, so no gap record is called safe or
+    copied; every one is quarantined as unclassified, and each group's row lists them."""
+    o = outage(lab, ns, tmp_path)
+    topic = o["topic"]
+    secondary_before = {(r.partition, r.offset) for r in read_all(lab.secondary, topic)}
+    status, out = run_json("--config", str(o["config"]), "failback", "--no-check-order",
+                           "--reconcile", "quarantine", "--yes", "--groups", f"{ns}-.*")
+    assert status == 0, out
+    gap = o["safe"] + o["conflict"] + o["unkeyed"]
+    assert out["gap"]["check_order"] is False
+    assert (out["gap"]["safe"], out["gap"]["conflict"], out["gap"]["unkeyed"],
+            out["gap"]["unclassified"]) == (0, 0, 0, len(gap))
+    assert "copy_safe" not in out["reconcile"]
+    import base64
+
+    quarantined = [json.loads(line) for line in
+                   Path(out["reconcile"]["quarantine"]["file"]).read_text().splitlines()]
+    assert sorted(base64.b64decode(q["value"]) for q in quarantined) == \
+        sorted(v for _, v in gap)
+    assert {q.get("classification") for q in quarantined} <= {None, "unclassified"}
+    # Nothing was copied into the failover topic on the secondary.
+    added = [r for r in read_all(lab.secondary, topic)
+             if (r.partition, r.offset) not in secondary_before]
+    assert not any(any(k == "drctl-reconciled" for k, _ in r.headers) for r in added)
+    # Every group still gets every record but the quarantined ones; a group that read
+    # post-failover writes resumes past the quarantined records of those partitions, and its
+    # row lists them; the group that read nothing there reads them all on the primary.
+    values = {v for _, v in gap}
+    gap_in = Counter(r.partition for r in read_all(lab.primary, topic) if r.value in values)
+    post_values = {v for _, v in o["post"]}
+    read_post = {r.partition for r in read_all(lab.secondary, topic)
+                 if r.offset == o["fpoint"][r.partition] and r.value in post_values}
+    groups = {g["group"]: g["totals"] for g in out["switch_back"]["groups"]}
+    assert all(t["not_delivered"] == 0 for t in groups.values()), groups
+    assert groups[f"{ns}-pre"]["quarantined_missed"] == 0, groups
+    assert groups[f"{ns}-post"]["quarantined_missed"] == sum(gap_in[p] for p in read_post), \
+        groups
 
 
 def test_crash_mid_failback_then_rerun_copies_nothing_twice(lab: RunningLab, ns: str,
