@@ -13,13 +13,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from confluent_kafka.admin import AclBinding, AclBindingFilter
 
+from drctl.kafka.acls import grant
 from drctl.kafka.clients import ClusterClients
-from drctl.lab.lab import Lab, LabPorts, LabState
+from drctl.lab.lab import CONNECT_GROUP, Lab, LabPorts, LabState
+from drctl.lab.security import mm2_source_acls, mm2_target_acls
 
 # Helpers running test sessions side by side give each a different base.
 # Below the ephemeral range (32768+), where a client socket could take a port first.
 PORT_BASE = int(os.environ.get("DRCTL_TEST_PORT_BASE", "23100"))
+# The secure lab's: clear of the shared labs (+ 0, + 10, + 20), test_lab.py's (+ 50) and the
+# drill's (+ 60).
+SECURE_BASE = PORT_BASE + 70
 
 
 class RunningLab:
@@ -111,6 +117,69 @@ def lab_spark(_labs: _Labs) -> RunningLab:
     """A lab (topic names kept) with a Spark standalone master and two workers; its config's
     spark.master points at them. Started only when asked for."""
     return _labs.get("spark", spark_workers=2)
+
+
+@pytest.fixture(scope="session")
+def secure_lab() -> Iterator[RunningLab]:
+    """The one secured lab (`lab up --secure`: TLS, SCRAM/PLAIN/OAUTHBEARER, mTLS, ACLs,
+    Connect over HTTPS with basic auth) every secure test shares. A test that changes its
+    ACLs or connectors puts them back (`revoke_reverse_flow`, `restore_forward_replication`)."""
+    root = Path(tempfile.mkdtemp(prefix="drctl-test-secure-lab-"))
+    lab = Lab(root / "lab")
+    keep = False
+    try:
+        # primary + 0 (controller + 1, mTLS + 2), secondary + 3 (+ 4, + 5), Connect + 6;
+        # Spark runs in local mode (+ 7 stays unused).
+        state = lab.up(ports=LabPorts(SECURE_BASE, SECURE_BASE + 3, SECURE_BASE + 6,
+                                      SECURE_BASE + 7), secure=True)
+        yield RunningLab(lab, state)
+    except BaseException:
+        keep = True  # its logs explain the failure
+        print(f"\nsecure lab files kept in {root}")
+        raise
+    finally:
+        lab.down()
+        if not keep:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def _reverse_flow_acls() -> dict[str, list[AclBinding]]:
+    """What the reverse flow's MirrorMaker 2 needs beyond what `lab up` granted the forward
+    one, per cluster."""
+    forward = {"primary": mm2_source_acls(),
+               "secondary": mm2_target_acls("primary", CONNECT_GROUP)}
+    reverse = {"secondary": mm2_source_acls(),
+               "primary": mm2_target_acls("secondary", CONNECT_GROUP)}
+    return {c: [b for b in bindings if b not in forward[c]] for c, bindings in reverse.items()}
+
+
+def grant_reverse_flow(running: RunningLab) -> None:
+    """The operator's part of a failback on the secure lab: MirrorMaker 2's principal may read
+    the secondary and write the primary. A test that calls it revokes them after
+    (`revoke_reverse_flow`): the lab is shared."""
+    for cluster, bindings in _reverse_flow_acls().items():
+        grant(running.lab.clients(running.state, cluster).admin(), bindings)
+
+
+def revoke_reverse_flow(running: RunningLab) -> None:
+    """Back to the ACLs `lab up` grants (a no-op when nothing was granted)."""
+    for cluster, bindings in _reverse_flow_acls().items():
+        admin = running.lab.clients(running.state, cluster).admin()
+        filters = [AclBindingFilter(b.restype, b.name, b.resource_pattern_type, b.principal,
+                                    b.host, b.operation, b.permission_type) for b in bindings]
+        for future in admin.delete_acls(filters, request_timeout=10).values():
+            future.result()
+
+
+def restore_forward_replication(running: RunningLab) -> None:
+    """Undo a failback on a shared lab: delete the reverse flow's connectors and run `lab up`
+    again, which resumes the forward ones."""
+    client = running.lab.connect_client(running.state)
+    for name in client.connectors():
+        if name.startswith("mm2-secondary-primary"):
+            client.delete(name)
+    running.lab.up(ports=running.state.ports, names_kept=running.names_kept,
+                   secure=running.state.secure)
 
 
 @pytest.fixture(params=["kept", "prefixed"])

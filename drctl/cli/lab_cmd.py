@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from drctl.cli.state import CURRENT, OutputOption
-from drctl.lab.lab import Lab, LabPorts
+from drctl.lab.lab import SECURE_LOGINS, Lab, LabPorts
 from drctl.lab.workload import WorkloadSpec, run_workload
 from drctl.terminal import OutputFormat, human_bytes
 
@@ -41,10 +41,10 @@ def up(
     kafka_version: Annotated[str | None, typer.Option(
         help="Kafka release from Maven Central, e.g. 4.3.1 or 3.9.x (default: 4.3.1, or "
              "KAFKA_HOME when set).")] = None,
-    primary_port: Annotated[int, typer.Option(help="primary's listener (controller: +1).")]
-    = 19092,
-    secondary_port: Annotated[int, typer.Option(help="secondary's listener (controller: +1).")]
-    = 29092,
+    primary_port: Annotated[int, typer.Option(
+        help="primary's listener (controller: +1; with --secure, mTLS: +2).")] = 19092,
+    secondary_port: Annotated[int, typer.Option(
+        help="secondary's listener (controller: +1; with --secure, mTLS: +2).")] = 29092,
     connect_port: Annotated[int, typer.Option(help="Kafka Connect REST port.")] = 18083,
     spark_workers: Annotated[int | None, typer.Option(
         min=0, help="Also run a Spark standalone cluster with N one-core workers and point "
@@ -54,8 +54,10 @@ def up(
         help="Spark master port (web UIs: the next ports, one per worker after the "
              "master's).")] = 17077,
     secure: Annotated[bool, typer.Option(
-        "--secure", help="SASL/PLAIN listeners and ACLs: drctl as a super user, MirrorMaker 2 "
-                         "as 'mirrormaker' with only the ACLs it needs.")] = False,
+        "--secure", help="TLS from a CA the lab makes; SASL_SSL (SCRAM-SHA-512, PLAIN, "
+                         "OAUTHBEARER) and mTLS listeners; ACLs: drctl as a super user, "
+                         "MirrorMaker 2 as 'mirrormaker' with only the ACLs it needs; Connect "
+                         "REST over HTTPS with basic auth.")] = False,
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
     """Start the lab (idempotent) and write DIR/drctl.yaml."""
@@ -73,14 +75,19 @@ def up(
         term.emit_json({**status, "elapsed_s": round(elapsed, 1)})
         return
     term.success(f"Lab up in {elapsed:.1f} s: Kafka {state.kafka_version}, topic naming "
-                 f"{state.topic_naming}{', SASL/PLAIN + ACLs' if state.secure else ''}, "
+                 f"{state.topic_naming}{', TLS + SASL + ACLs' if state.secure else ''}, "
                  f"{human_bytes(status['total_rss_bytes'])} resident.")
     spark = (f"  spark     spark://127.0.0.1:{state.ports.spark_master}, "
              f"{state.spark_workers} worker(s)\n" if state.spark_workers else "")
-    term.info(f"  primary   127.0.0.1:{state.ports.primary}\n"
-              f"  secondary 127.0.0.1:{state.ports.secondary}\n"
-              f"  connect   http://127.0.0.1:{state.ports.connect}\n{spark}"
-              f"  config    {lab.config_file}  (export DRCTL_CONFIG={lab.config_file})")
+    mtls = (lambda port: f" (mTLS 127.0.0.1:{state.ports.mtls(port)})") if state.secure \
+        else (lambda port: "")
+    configs = "".join(f"\n  config    {lab.secure_config_file(login)}  ({login})"
+                      for login in SECURE_LOGINS) if state.secure else ""
+    term.info(f"  primary   127.0.0.1:{state.ports.primary}{mtls(state.ports.primary)}\n"
+              f"  secondary 127.0.0.1:{state.ports.secondary}{mtls(state.ports.secondary)}\n"
+              f"  connect   {lab.connect_url(state)}\n{spark}"
+              f"  config    {lab.config_file}  (export DRCTL_CONFIG={lab.config_file})"
+              f"{configs}")
 
 
 @app.command("down")

@@ -22,7 +22,8 @@ def status_command(
     """Clusters, replication and lag, open failovers, consumer groups.
 
     Exit 0 when every answer is in and no failover is open; 3 with an open failover or a
-    pending replication stop; 4 when no cluster answered."""
+    pending replication stop; 4 when no cluster answered; 2 when the Connect worker refuses
+    drctl (credentials or TLS)."""
     config = CURRENT.config()
     term = CURRENT.terminal(output)
     st = collect_status(OpsContext.from_config(config), deadline, notify=term.step)

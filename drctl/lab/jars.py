@@ -104,10 +104,10 @@ def resolve_kafka(requested: str | None = None, *,
     requested = requested or DEFAULT_KAFKA_VERSION
     spec = _maven_version_spec(requested)
     root = cache_dir() / "kafka"
+    cached: Path | None = None
     if spec == requested:
-        cached = root / requested
-        if (cached / ".complete").exists():
-            return KafkaDistribution(requested, cached, "maven")
+        if (root / requested / ".complete").exists():
+            cached = root / requested
     else:
         prefix = requested.removesuffix(".x")
         candidates = sorted(
@@ -115,11 +115,51 @@ def resolve_kafka(requested: str | None = None, *,
             key=lambda p: [int(x) for x in p.name.split(".")],
         ) if root.exists() else []
         if candidates:
-            return KafkaDistribution(candidates[-1].name, candidates[-1], "maven")
-    return _download(spec, root, log_dir)
+            cached = candidates[-1]
+    if cached is None:
+        return _download(spec, root, log_dir)
+    if _missing_artifacts(cached):
+        _top_up(cached, log_dir or root)
+    return KafkaDistribution(cached.name, cached, "maven")
 
 
-def _download(spec: str, root: Path, log_dir: Path | None) -> KafkaDistribution:
+def _pom_text() -> str:
+    return resources.files("drctl.lab").joinpath("kafka-pom.xml").read_text()
+
+
+def _missing_artifacts(lib_dir: Path) -> list[str]:
+    """The pom's Kafka artifacts with no jar in `lib_dir` (a cache filled by an older pom)."""
+    wanted = re.findall(r"<artifactId>([^<]+)</artifactId><version>\$\{kafka\.version\}",
+                        _pom_text())
+    jars = [p.name for p in lib_dir.glob("*.jar")]
+    return [a for a in wanted if not any(re.match(rf"{re.escape(a)}-\d", j) for j in jars)]
+
+
+def _top_up(lib_dir: Path, log_dir: Path) -> None:
+    """Add what the pom gained since `lib_dir` was filled, never replacing a jar: running
+    labs of other processes have them on their classpath."""
+    # The spec it was filled from: a 3.9.x range resolves each artifact's newest 3.9 release.
+    spec = (lib_dir / ".complete").read_text().strip() or lib_dir.name
+    staged = _download(spec, lib_dir.parent, log_dir, install=False)
+    try:
+        for jar in staged.lib_dir.glob("*.jar"):
+            if not (lib_dir / jar.name).exists():
+                # Rename within the cache's file system: a reader sees no half-copied jar.
+                partial = lib_dir / f".{jar.name}.partial"
+                shutil.copyfile(jar, partial)
+                partial.rename(lib_dir / jar.name)
+    finally:
+        shutil.rmtree(staged.lib_dir.parent, ignore_errors=True)
+    missing = _missing_artifacts(lib_dir)
+    if missing:
+        raise LabError(f"Maven did not resolve {', '.join(missing)} for Kafka {spec}.",
+                       f"Read {log_dir / 'maven.log'}.")
+
+
+def _download(spec: str, root: Path, log_dir: Path | None, *,
+              install: bool = True) -> KafkaDistribution:
+    """Resolve the pom's jars for `spec` into `root/<version>`; with `install` False, leave
+    them in a staging dir under `root` (the caller removes its parent)."""
     mvn = shutil.which("mvn")
     if not mvn:
         raise LabError("Maven (mvn) was not found; the lab downloads Kafka's jars with it.",
@@ -128,7 +168,7 @@ def _download(spec: str, root: Path, log_dir: Path | None) -> KafkaDistribution:
     root.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".download-", dir=root))
     pom = staging / "pom.xml"
-    pom.write_text(resources.files("drctl.lab").joinpath("kafka-pom.xml").read_text())
+    pom.write_text(_pom_text())
     log = (log_dir or root) / "maven.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     major = int(re.sub(r"^\[", "", spec).split(".")[0])
@@ -149,6 +189,8 @@ def _download(spec: str, root: Path, log_dir: Path | None) -> KafkaDistribution:
         shutil.rmtree(staging, ignore_errors=True)
         raise LabError(f"Maven could not resolve Kafka {spec} from Maven Central.",
                        f"Read {log}; check the version exists (e.g. 4.3.1, 3.9.x).")
+    if not install:
+        return KafkaDistribution(version, staging / "lib", "maven")
     final = root / version
     if final.exists():
         shutil.rmtree(final)

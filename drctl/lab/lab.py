@@ -22,11 +22,17 @@ from drctl.kafka.mm2_connectors import MirrorFlow
 from drctl.lab.jars import KafkaDistribution, java_major, require_java, resolve_kafka
 from drctl.lab.processes import ManagedProcess, port_in_use, wait_until
 from drctl.lab.security import (
+    CONNECT_REST_USER,
     MM2_PRINCIPAL,
+    PLAIN,
     LabCredentials,
     broker_listener_properties,
+    connect_jvm_options,
     connect_worker_properties,
+    create_scram_users,
     drctl_client_properties,
+    drctl_mtls_properties,
+    drctl_oauthbearer_properties,
     mm2_java_properties,
     mm2_source_acls,
     mm2_target_acls,
@@ -42,6 +48,9 @@ FAILABLE = {"primary": "primary", "secondary": "secondary", "replication": "conn
 
 BROKER_HEAP = os.environ.get("DRCTL_LAB_BROKER_HEAP", "384m")
 CONNECT_GROUP = "drctl-lab-connect"
+# The secure lab's other logins for drctl, each with a config of its own (secure_config_file);
+# drctl.yaml uses SCRAM-SHA-512.
+SECURE_LOGINS = ("mtls", "oauthbearer")
 CONNECT_HEAP = os.environ.get("DRCTL_LAB_CONNECT_HEAP", "512m")
 _JVM_COMMON = ["-XX:+UseSerialGC", "-XX:MaxMetaspaceSize=160m", "-XX:ReservedCodeCacheSize=64m",
                "-Xss512k", "-XX:MaxDirectMemorySize=128m", "-Djava.awt.headless=true"]
@@ -57,6 +66,10 @@ class LabPorts:
     def controller(self, broker_port: int) -> int:
         return broker_port + 1
 
+    def mtls(self, broker_port: int) -> int:
+        """The secure lab's client-certificate (SSL) listener."""
+        return broker_port + 2
+
 
 @dataclass
 class LabState:
@@ -69,7 +82,7 @@ class LabState:
     names_kept: bool
     cluster_ids: dict[str, str] = field(default_factory=dict)
     spark_workers: int = 0  # a Spark standalone cluster with this many workers; 0: none
-    secure: bool = False  # SASL/PLAIN + authorizer (drctl/lab/security.py)
+    secure: bool = False  # TLS, SASL, mTLS + authorizer (drctl/lab/security.py)
 
     @property
     def topic_naming(self) -> str:
@@ -129,7 +142,8 @@ class Lab:
         """librdkafka properties for drctl's principal on a lab cluster."""
         props = {"bootstrap.servers": self.bootstrap(state, cluster)}
         if state.secure:
-            props.update(drctl_client_properties(self.credentials, by_reference=False))
+            props.update(drctl_client_properties(self.credentials, by_reference=False,
+                                                 mechanism=PLAIN))
         return props
 
     def clients(self, state: LabState, cluster: str) -> ClusterClients:
@@ -141,10 +155,16 @@ class Lab:
                           self.bootstrap(state, "secondary"), names_kept=state.names_kept,
                           fast=True, source_client=java, target_client=java)
 
+    def connect_url(self, state: LabState) -> str:
+        return f"{'https' if state.secure else 'http'}://127.0.0.1:{state.ports.connect}"
+
     def connect_client(self, state: LabState) -> ConnectClient:
         # One attempt per call: the lab's own waits retry, and watch the process meanwhile.
-        return ConnectClient(f"http://127.0.0.1:{state.ports.connect}", timeout_s=10,
-                             policy=RetryPolicy(attempts=1))
+        auth = ({"username": CONNECT_REST_USER,
+                 "password": self.credentials.connect_password(),
+                 "ca_file": str(self.credentials.ca_file)} if state.secure else {})
+        return ConnectClient(self.connect_url(state), timeout_s=10,
+                             policy=RetryPolicy(attempts=1), **auth)
 
     def spark_cluster(self, ports: LabPorts) -> SparkCluster:
         return SparkCluster(self.dir, SparkClusterPorts(ports.spark_master))
@@ -192,7 +212,7 @@ class Lab:
             notify(f"Waiting for {cluster} on {self.bootstrap(state, cluster)}")
             self._wait_broker(state, cluster)
         if state.secure:
-            notify(f"Granting MirrorMaker 2 ({MM2_PRINCIPAL}) its ACLs")
+            notify(f"Granting MirrorMaker 2 ({MM2_PRINCIPAL}) its ACLs and SCRAM users")
             self._grant_mm2(state)
         notify(f"Starting the Connect worker on 127.0.0.1:{state.ports.connect}")
         self._start_connect(state, dist)
@@ -212,10 +232,11 @@ class Lab:
         return self.load_state()
 
     def _check_ports(self, state: LabState) -> None:
-        wanted = {"primary": [state.ports.primary, state.ports.controller(state.ports.primary)],
-                  "secondary": [state.ports.secondary,
-                                state.ports.controller(state.ports.secondary)],
-                  "connect": [state.ports.connect]}
+        wanted = {cluster: [port, state.ports.controller(port),
+                            *([state.ports.mtls(port)] if state.secure else [])]
+                  for cluster, port in (("primary", state.ports.primary),
+                                        ("secondary", state.ports.secondary))}
+        wanted["connect"] = [state.ports.connect]
         for component, ports in wanted.items():
             if self.process(component).is_running():
                 continue
@@ -264,7 +285,8 @@ class Lab:
         port = getattr(state.ports, cluster)
         cport = state.ports.controller(port)
         props = workdir / "server.properties"
-        listeners = broker_listener_properties(self.credentials, port, cport) if state.secure \
+        listeners = broker_listener_properties(self.credentials, port, cport,
+                                               state.ports.mtls(port)) if state.secure \
             else [f"listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{cport}",
                   f"advertised.listeners=PLAINTEXT://127.0.0.1:{port}",
                   "controller.listener.names=CONTROLLER",
@@ -337,7 +359,8 @@ class Lab:
         workdir.mkdir(parents=True, exist_ok=True)
         props = workdir / "worker.properties"
         port = state.ports.connect
-        props.write_text("\n".join([
+        # Owner-only: in secure mode it holds the REST keystore's password.
+        write_private(props, "\n".join([
             f"bootstrap.servers={self.bootstrap(state, 'secondary')}",
             f"group.id={CONNECT_GROUP}",
             "key.converter=org.apache.kafka.connect.converters.ByteArrayConverter",
@@ -351,18 +374,19 @@ class Lab:
             "offset.storage.partitions=1",
             "status.storage.partitions=1",
             "offset.flush.interval.ms=1000",
-            f"listeners=http://127.0.0.1:{port}",
+            *([] if state.secure else [f"listeners=http://127.0.0.1:{port}"]),
             "rest.advertised.host.name=127.0.0.1",
             f"rest.advertised.port={port}",
             "connector.client.config.override.policy=All",
             "scheduled.rebalance.max.delay.ms=0",
             "task.shutdown.graceful.timeout.ms=2000",
-            *(connect_worker_properties(self.credentials) if state.secure else []),
+            *(connect_worker_properties(self.credentials, port) if state.secure else []),
             "",
         ]))
         log_opts = self._log_config(dist, workdir, "connect")
         java = require_java()
-        proc.start([java, "-Xms64m", f"-Xmx{CONNECT_HEAP}", *_JVM_COMMON, *log_opts,
+        jaas = connect_jvm_options(self.credentials) if state.secure else []
+        proc.start([java, "-Xms64m", f"-Xmx{CONNECT_HEAP}", *_JVM_COMMON, *log_opts, *jaas,
                     "-cp", dist.classpath, "org.apache.kafka.connect.cli.ConnectDistributed",
                     str(props)])
 
@@ -372,6 +396,8 @@ class Lab:
         grant(self.clients(state, "primary").admin(), mm2_source_acls())
         grant(self.clients(state, "secondary").admin(),
               mm2_target_acls(self.flow(state).source_alias, CONNECT_GROUP))
+        for cluster in ("primary", "secondary"):
+            create_scram_users(self.clients(state, cluster).admin(), self.credentials)
 
     def _wait_connect(self, state: LabState) -> None:
         proc = self.process("connect")
@@ -422,16 +448,32 @@ class Lab:
         wait_until(settled, deadline_s=90, what="connectors after restart",
                    log_file=proc.log_file, alive=proc.is_running)
 
+    def secure_config_file(self, login: str) -> Path:
+        """The secure lab's config with drctl logging in another way (SECURE_LOGINS)."""
+        return self.dir / f"drctl-{login}.yaml"
+
+    def _cluster_section(self, state: LabState, cluster: str, login: str) -> dict[str, str]:
+        if not state.secure:
+            return {"bootstrap.servers": self.bootstrap(state, cluster)}
+        if login == "mtls":
+            port = state.ports.mtls(getattr(state.ports, cluster))
+            return {"bootstrap.servers": f"127.0.0.1:{port}",
+                    **drctl_mtls_properties(self.credentials)}
+        security = (drctl_oauthbearer_properties(self.credentials) if login == "oauthbearer"
+                    else drctl_client_properties(self.credentials, by_reference=True))
+        return {"bootstrap.servers": self.bootstrap(state, cluster), **security}
+
     def write_config(self, state: LabState) -> Path:
+        """DIR/drctl.yaml (secure: SASL_SSL with SCRAM-SHA-512), and in secure mode one more
+        config per other login, DIR/drctl-<login>.yaml."""
         names = self.flow(state).connector_names()
-        security = drctl_client_properties(self.credentials, by_reference=True) \
-            if state.secure else {}
+        connect: dict[str, str] = {"url": self.connect_url(state)}
+        if state.secure:
+            connect.update({"ca_file": str(self.credentials.ca_file),
+                            "username": CONNECT_REST_USER,
+                            "password": f"${{file:{self.credentials.connect_password_file}}}"})
         config: dict[str, Any] = {
-            "clusters": {
-                "primary": {"bootstrap.servers": self.bootstrap(state, "primary"), **security},
-                "secondary": {"bootstrap.servers": self.bootstrap(state, "secondary"),
-                              **security},
-            },
+            "clusters": {},
             "replication": {
                 "kind": "mirrormaker2",
                 "source": "primary",
@@ -440,7 +482,7 @@ class Lab:
                 "source_alias": "primary",
                 "target_alias": "secondary",
                 "connect": {
-                    "url": f"http://127.0.0.1:{state.ports.connect}",
+                    **connect,
                     "source_connector": names["source"],
                     "checkpoint_connector": names["checkpoint"],
                     "heartbeat_connector": names["heartbeat"],
@@ -451,11 +493,17 @@ class Lab:
             "spark": (spark_config(SparkClusterPorts(state.ports.spark_master))
                       if state.spark_workers else {"master": "local[2]"}),
         }
-        header = (f"# Written by `drctl lab up` for the lab in {self.dir}\n"
-                  f"# Kafka {state.kafka_version}, MirrorMaker 2 primary -> secondary, "
-                  f"topic naming: {state.topic_naming}"
-                  f"{', SASL/PLAIN + ACLs' if state.secure else ''}\n")
-        self.config_file.write_text(header + yaml.safe_dump(config, sort_keys=False))
+        for login in ("scram", *(SECURE_LOGINS if state.secure else ())):
+            config["clusters"] = {c: self._cluster_section(state, c, login)
+                                  for c in ("primary", "secondary")}
+            how = {"scram": "SASL_SSL/SCRAM-SHA-512", "mtls": "mTLS (PEM client certificate)",
+                   "oauthbearer": "SASL_SSL/OAUTHBEARER (unsecured JWT)"}[login]
+            header = (f"# Written by `drctl lab up` for the lab in {self.dir}\n"
+                      f"# Kafka {state.kafka_version}, MirrorMaker 2 primary -> secondary, "
+                      f"topic naming: {state.topic_naming}"
+                      f"{f', {how} + ACLs' if state.secure else ''}\n")
+            path = self.config_file if login == "scram" else self.secure_config_file(login)
+            path.write_text(header + yaml.safe_dump(config, sort_keys=False))
         return self.config_file
 
     # -- down, fail, heal -----------------------------------------------------------------

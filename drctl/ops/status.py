@@ -12,6 +12,7 @@ from typing import Any
 from drctl.config import Config
 from drctl.errors import DrctlError, ExitStatus
 from drctl.kafka.clients import describe_with_retry
+from drctl.kafka.connect_rest import ConnectRejected
 from drctl.kafka.groups import group_states, list_groups
 from drctl.ops.context import OpsContext
 from drctl.ops.fence import open_risks
@@ -83,10 +84,15 @@ def collect_status(ctx: OpsContext, deadline_s: float = 5.0,
     markers_from = "local state directory"
     if rep is not None and kind is not None:
         states = answers["replication"]
+        refused = states if isinstance(states, ConnectRejected) else None
         replication = {"kind": rep.kind, "source": rep.source, "target": rep.target,
-                       "connectors": ({c: "NO ANSWER" for c in rep.connect.connectors}
+                       "connectors": ({c: "REFUSED-DRCTL" if refused else "NO ANSWER"
+                                       for c in rep.connect.connectors}
                                       if isinstance(states, BaseException) else states),
                        "lag": None}
+        if refused is not None:
+            # Credentials or TLS: the config is wrong, which only the operator can fix.
+            replication["refused"] = {"message": refused.message, "hint": refused.hint}
         if clusters[rep.source]["reachable"]:
             try:
                 replication["lag"] = kind.replication_lag(rep, ctx.clients(rep.source))
@@ -124,6 +130,9 @@ def status_verdict(status: dict[str, Any]) -> tuple[ExitStatus, str | None]:
     clusters = status["clusters"]
     if clusters and not any(c["reachable"] for c in clusters.values()):
         return ExitStatus.UNREACHABLE, f"No cluster answered ({', '.join(clusters)})."
+    refused = (status.get("replication") or {}).get("refused")
+    if refused:
+        return ExitStatus.USAGE, f"{refused['message']} {refused['hint'] or ''}".strip()
     pending = [m["incident"] for m in status["open_failovers"]
                if m["replication_stop"] == "pending"]
     risks = [r for m in status["open_failovers"] for r in m.get("open_risks", [])]

@@ -113,7 +113,9 @@ class ConnectControlled(ReplicationKind, ABC):
     them, drctl asks the operator to stop it by hand."""
 
     def component_states(self, rep: ReplicationSettings) -> dict[str, str]:
-        """State per configured connector; UNREACHABLE or MISSING when it cannot be read."""
+        """State per configured connector; UNREACHABLE or MISSING when it cannot be read.
+        Raises ConnectRejected when the worker refuses drctl: the config is wrong, and what
+        the connectors do cannot be known."""
         client = connect_client(rep)
         states: dict[str, str] = {}
         for name in rep.connect.connectors:
@@ -126,8 +128,6 @@ class ConnectControlled(ReplicationKind, ABC):
                 states[name] = "MISSING"
             except Unreachable:
                 states[name] = "UNREACHABLE"
-            except ConnectRejected:
-                states[name] = "REFUSED-DRCTL"  # credentials or TLS: the config is wrong
         return states
 
     def stop_forward(self, rep: ReplicationSettings, *, confirm: Confirm | None = None,

@@ -5,8 +5,6 @@ lifts the fence and ends with every post-failover write once on the primary. On 
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -14,38 +12,33 @@ from pathlib import Path
 
 import pytest
 
-from drctl.kafka.acls import fenced_topics, grant
+from drctl.kafka.acls import fenced_topics, lift_fence
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.records import read_all
-from drctl.lab.lab import CONNECT_GROUP, Lab, LabPorts
-from drctl.lab.security import MM2_PRINCIPAL, mm2_source_acls, mm2_target_acls
+from drctl.lab.security import MM2_PRINCIPAL
 from drctl.lab.workload import create_topics
-from tests.conftest import PORT_BASE, RunningLab
+from tests.conftest import (
+    RunningLab,
+    grant_reverse_flow,
+    restore_forward_replication,
+    revoke_reverse_flow,
+)
 from tests.lab.test_failover import run_json, scoped_config
 
 pytestmark = [pytest.mark.lab, pytest.mark.spark]
 
-# Clear of the shared labs (PORT_BASE + 0, + 10) and test_secure_lab.py's (+ 60).
-FENCE_BASE = PORT_BASE + 70
-
-
-@pytest.fixture(scope="module")
-def fenced_lab() -> Iterator[RunningLab]:
-    root = Path(tempfile.mkdtemp(prefix="drctl-test-fence-lab-"))
-    lab = Lab(root / "lab")
-    keep = False
-    try:
-        state = lab.up(ports=LabPorts(FENCE_BASE, FENCE_BASE + 2, FENCE_BASE + 4), secure=True)
-        yield RunningLab(lab, state)
-    except BaseException:
-        keep = True  # its logs explain the failure
-        print(f"\nfence lab files kept in {root}")
-        raise
-    finally:
-        lab.down()
-        if not keep:
-            shutil.rmtree(root, ignore_errors=True)
+@pytest.fixture
+def fenced_lab(secure_lab: RunningLab) -> Iterator[RunningLab]:
+    """The shared secure lab, handed on as the test found it: forward replication running,
+    no reverse flow or its ACLs, no fence left behind (a failed test may leave one)."""
+    yield secure_lab
+    revoke_reverse_flow(secure_lab)
+    target = secure_lab.secondary.admin()
+    topics = fenced_topics(target, MM2_PRINCIPAL)
+    if topics:
+        lift_fence(target, MM2_PRINCIPAL, sorted(topics))
+    restore_forward_replication(secure_lab)
 
 
 def produce(clients: ClusterClients, topic: str, prefix: str, count: int) -> None:
@@ -126,9 +119,8 @@ def test_fence_holds_the_returning_replicator_and_failback_lifts_it(
     assert topic in fenced_topics(target, MM2_PRINCIPAL)
 
     # The operator's part of failback: the reverse flow's principal may read the secondary
-    # and write the primary.
-    grant(lab.secondary.admin(), mm2_source_acls())
-    grant(lab.primary.admin(), mm2_target_acls("secondary", CONNECT_GROUP))
+    # and write the primary (revoked after the test: the lab is shared).
+    grant_reverse_flow(lab)
     status, back = run_json("--config", config, "failback", "--reconcile", "copy-safe", "--yes")
     assert status == 0, back
     fence = back["marker"]["fence"]
@@ -182,10 +174,6 @@ def test_failback_stops_the_replicator_held_by_the_fence_before_lifting_it(
     fence, stops it through Connect, records the stop, then lifts the fence."""
     lab = fenced_lab
     client = lab.lab.connect_client(lab.state)
-    for name in client.connectors():
-        if name.startswith("mm2-secondary-primary"):
-            client.delete(name)  # an earlier test's reverse flow
-    lab.lab.up(ports=lab.state.ports, secure=True)  # forward connectors RUNNING again
     topic = f"{ns}-ledger"
     create_topics(lab.primary, (topic,), 2)
     produce(lab.primary, topic, "base", 10)
@@ -205,8 +193,7 @@ def test_failback_stops_the_replicator_held_by_the_fence_before_lifting_it(
         time.sleep(0.5)
     assert source_tasks(lab) == ["FAILED"]
 
-    grant(lab.secondary.admin(), mm2_source_acls())
-    grant(lab.primary.admin(), mm2_target_acls("secondary", CONNECT_GROUP))
+    grant_reverse_flow(lab)
     status, back = run_json("--config", config, "failback", "--reconcile", "copy-safe", "--yes")
     assert status == 0, back
     marker = back["marker"]

@@ -1,15 +1,13 @@
 """The secured lab (`drctl lab up --secure`) and the replication fence on real brokers:
-SASL/PLAIN, StandardAuthorizer, MirrorMaker 2 as a principal that is not a super user."""
+TLS, SASL (SCRAM-SHA-512, PLAIN, OAUTHBEARER), mTLS, StandardAuthorizer, MirrorMaker 2 as a
+principal that is not a super user, Connect's REST API over HTTPS with basic auth."""
 
 from __future__ import annotations
 
 import contextlib
 import io
 import json
-import shutil
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,35 +17,11 @@ from drctl.cli.app import main
 from drctl.kafka.acls import AclOutcome, authorizer_available, fence, fenced_topics, lift_fence
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.records import read_all
-from drctl.lab.lab import Lab, LabPorts
 from drctl.lab.security import DRCTL_USER, MM2_PRINCIPAL, MM2_USER
 from drctl.lab.workload import commit_offsets, create_topics
-from tests.conftest import PORT_BASE, RunningLab
+from tests.conftest import RunningLab
 
 pytestmark = pytest.mark.lab
-
-# Clear of the shared labs (PORT_BASE + 0, + 10).
-SECURE_BASE = PORT_BASE + 60
-
-
-@pytest.fixture(scope="module")
-def secure_lab() -> Iterator[RunningLab]:
-    root = Path(tempfile.mkdtemp(prefix="drctl-test-secure-lab-"))
-    lab = Lab(root / "lab")
-    keep = False
-    try:
-        state = lab.up(ports=LabPorts(SECURE_BASE, SECURE_BASE + 2, SECURE_BASE + 4),
-                       secure=True)
-        yield RunningLab(lab, state)
-    except BaseException:
-        keep = True  # its logs explain the failure
-        print(f"\nsecure lab files kept in {root}")
-        raise
-    finally:
-        lab.down()
-        if not keep:
-            shutil.rmtree(root, ignore_errors=True)
-
 
 def produce(clients: ClusterClients, topic: str, prefix: str, count: int) -> None:
     producer = clients.producer()
@@ -75,9 +49,10 @@ def source_task_states(running: RunningLab) -> list[str]:
 def mm2_login(running: RunningLab, cluster: str) -> dict[str, str]:
     """librdkafka properties for MirrorMaker 2's principal (tests only: drctl never uses it)."""
     return {"bootstrap.servers": running.lab.bootstrap(running.state, cluster),
-            "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+            "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
             "sasl.username": MM2_USER,
-            "sasl.password": running.lab.credentials.password(MM2_USER)}
+            "sasl.password": running.lab.credentials.password(MM2_USER),
+            "ssl.ca.location": str(running.lab.credentials.ca_file)}
 
 
 def run_json(*argv: str) -> tuple[int, dict]:
@@ -118,10 +93,18 @@ def test_clients_without_the_right_credentials_are_refused(secure_lab: RunningLa
     with pytest.raises(KafkaException):
         anonymous.admin().list_topics(timeout=5)
     wrong = ClusterClients("primary", {
-        "bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT",
-        "sasl.mechanism": "PLAIN", "sasl.username": DRCTL_USER, "sasl.password": "not-it"})
+        "bootstrap.servers": bootstrap, "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": DRCTL_USER,
+        "sasl.password": "not-it", "ssl.ca.location": str(secure_lab.lab.credentials.ca_file)})
     with pytest.raises(KafkaException):
         wrong.admin().list_topics(timeout=5)
+    # The mTLS listener takes no client without a certificate the lab's CA signed.
+    mtls = secure_lab.state.ports.mtls(secure_lab.state.ports.primary)
+    no_cert = ClusterClients("primary", {
+        "bootstrap.servers": f"127.0.0.1:{mtls}", "security.protocol": "SSL",
+        "ssl.ca.location": str(secure_lab.lab.credentials.ca_file)})
+    with pytest.raises(KafkaException):
+        no_cert.admin().list_topics(timeout=5)
     # The lab's drctl.yaml refers to drctl's password; it never holds it.
     password = secure_lab.lab.credentials.password(DRCTL_USER)
     assert password not in secure_lab.config_file.read_text()

@@ -222,6 +222,18 @@ def test_status_verdict_is_not_green_when_it_sees_nothing_or_an_open_failover(
     assert (why is None) if says is None else (why is not None and why.startswith(says))
 
 
+def test_status_verdict_is_a_config_error_when_connect_refuses_drctl() -> None:
+    status = {**_status((True, True)), "replication": {"refused": {
+        "message": "Kafka Connect at https://w:8083 refused drctl: GET / with 401",
+        "hint": "Set replication.connect.username and password."}}}
+    verdict, why = status_verdict(status)
+    assert verdict == ExitStatus.USAGE
+    assert why is not None and "https://w:8083" in why and "username" in why
+    # Nothing answering at all is still the first thing to say.
+    verdict, _ = status_verdict({**status, **_status((False, False))})
+    assert verdict == ExitStatus.UNREACHABLE
+
+
 def test_status_says_what_came_through_a_pending_stop() -> None:
     from drctl.ops.status import _late_copies_line
     from drctl.state import FailoverMarker
