@@ -22,20 +22,11 @@ from drctl.errors import DrctlError
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.groups import committed_offsets, list_groups
 from drctl.kafka.topics import TP
-from drctl.ops.failover import source_topics_in_scope
 from drctl.progress import Notify
 from drctl.translate.engine import TranslateRequest, translate_offsets, wanted_group
+from drctl.translate.inventory import keep_inventory
 from drctl.translate.model import TranslateMethod
-from drctl.translate.snapshots import (
-    OffsetSnapshot,
-    SourceInventory,
-    ensure_snapshot_topic,
-    write_snapshots,
-)
-
-# New topics and groups are rare: the inventory is rewritten with the snapshots, or at least
-# this often when nothing moved.
-INVENTORY_EVERY_MS = 60_000
+from drctl.translate.snapshots import OffsetSnapshot, ensure_snapshot_topic, write_snapshots
 
 
 @dataclass
@@ -61,7 +52,6 @@ class Guard:
     snapshotted: dict[tuple[str, TP], int] = field(default_factory=dict)
     first_seen_ms: dict[tuple[str, TP], tuple[int, int]] = field(default_factory=dict)
     topic_ready: bool = False
-    inventory_ms: int = 0  # when the source inventory was last written
 
     def run_round(self) -> RoundResult:
         """One round; errors are caught and reported in the result."""
@@ -101,7 +91,11 @@ class Guard:
                     moved.setdefault(group, {})[tp] = offset
         result.groups = len(commits)
         result.moved = sum(len(o) for o in moved.values())
-        if not moved and self.inventory_ms > now_ms - INVENTORY_EVERY_MS:
+        # The commits just read are the inventory's too; it reads only what they leave out.
+        inventory = keep_inventory(config, src, dst, known=commits, now_ms=now_ms)
+        if inventory.error:
+            raise DrctlError(f"Source inventory {inventory.error}")
+        if not moved:
             return
         snaps: list[OffsetSnapshot] = []
         done: list[tuple[tuple[str, TP], int]] = []
@@ -122,13 +116,8 @@ class Guard:
                     done.append((key, p.source_offset))
                 else:
                     result.pending += 1
-        inventory = SourceInventory(
-            source_topics_in_scope(config, src),
-            {g: sorted({tp[0] for tp in offs if rep.topics.matches(tp[0])})
-             for g, offs in commits.items()}, now_ms)
-        result.written = write_snapshots(dst, config.state.snapshots_topic, snaps, inventory)
+        result.written = write_snapshots(dst, config.state.snapshots_topic, snaps)
         self.snapshotted.update(done)
-        self.inventory_ms = now_ms
         # Forget what no longer exists, so memory follows the groups in scope.
         live = {(g, tp) for g, offs in commits.items() for tp in offs}
         for key in [k for k in self.snapshotted if k not in live]:

@@ -65,3 +65,25 @@ def test_mirrormaker_settings_say_what_a_source_down_failover_costs() -> None:
     assert (lab["checkpoint_interval_s"], lab["topic_refresh_s"], lab["offset_lag_max"],
             lab["group_refresh_s"]) == (1, 2, 10, 600)
     assert lab["lines"][-1] == "Only groups matching 'orders-.*' are checkpointed."
+
+
+def test_the_inventory_round_trips_with_its_unread_groups() -> None:
+    from drctl.translate.snapshots import SourceInventory
+
+    inv = SourceInventory({"orders": 4}, {"billing": ["orders"]}, 1_700_000_000_000, ["new"])
+    assert SourceInventory.decode(inv.encode()) == inv
+    # One written before `unread` existed reads as having none.
+    assert SourceInventory.decode(b'{"topics": {}, "groups": {}, "written_ms": 5}').unread == []
+
+
+def test_the_inventory_reads_new_groups_first_then_the_stalest_within_a_bound() -> None:
+    from drctl.translate.inventory import INVENTORY_MAX_AGE_S, groups_to_read
+
+    now = 10_000_000
+    stale = now - int(INVENTORY_MAX_AGE_S * 1000) - 1
+    read_ms = {"fresh": now - 1000, "old": stale - 5000, "older": stale - 9000, "edge": stale}
+    listed = ["fresh", "old", "older", "edge", "b-new", "a-new"]
+    assert groups_to_read(listed, read_ms, now) == ["a-new", "b-new", "older", "old", "edge"]
+    # Thousands of groups: a bounded number per call, the never-read ones first.
+    assert groups_to_read(listed, read_ms, now, limit=3) == ["a-new", "b-new", "older"]
+    assert groups_to_read(["fresh"], read_ms, now) == []
