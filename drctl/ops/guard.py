@@ -6,7 +6,7 @@ the positions that moved since the last round (exact method), and writes them to
 compacted snapshot topic on the target. A position is remembered as done only once its
 snapshot is acknowledged and exact; a group ahead of replication (clamped) is translated again
 next round. A cluster that does not answer costs the round, never the process: the error is
-reported and the next round tries again.
+reported and the next round tries again, paced by the one retry policy.
 """
 
 from __future__ import annotations
@@ -134,17 +134,29 @@ def run_guard(config: Config, *, groups: str = ".*", interval_s: float = 5.0,
     guard = Guard(config, groups)
     stop = stop or threading.Event()
     results: list[RoundResult] = []
+    backoff = None  # the retry policy's waits, while rounds keep failing
+    failures = 0
     while True:
         result = guard.run_round()
         if on_round:
             on_round(result)
+        wait = interval_s
         if result.error:
-            notify(f"guard: round failed ({result.error}); retrying in {interval_s:g}s")
+            # The one retry policy paces a cluster that does not answer; past its attempts
+            # guard keeps trying at its longest wait (a guard never gives up).
+            failures += 1
+            backoff = backoff or config.retry.delays()
+            wait = max(interval_s, next(backoff, config.retry.max_s))
+            notify(f"guard: round failed ({result.error}); attempt {failures}, "
+                   f"retrying in {wait:g}s")
         else:
+            if failures:
+                notify(f"guard: recovered after {failures} failed round(s)")
+            backoff, failures = None, 0
             notify(f"guard: {result.positions} positions of {result.groups} groups, "
                    f"{result.moved} moved, {result.written} snapshot(s) written"
                    + (f", {result.pending} not exact yet" if result.pending else "")
                    + f" ({result.seconds:.1f}s)")
         results = [result] if not once else results + [result]
-        if once or stop.wait(interval_s):
+        if once or stop.wait(wait):
             return results

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from drctl.codecs.mm2 import Checkpoint
 from drctl.translate.engine import _by_snapshot
 from drctl.translate.model import PartitionResult
@@ -87,3 +89,21 @@ def test_the_inventory_reads_new_groups_first_then_the_stalest_within_a_bound() 
     # Thousands of groups: a bounded number per call, the never-read ones first.
     assert groups_to_read(listed, read_ms, now, limit=3) == ["a-new", "b-new", "older"]
     assert groups_to_read(["fresh"], read_ms, now) == []
+
+
+def test_config_check_says_what_mirrormaker_settings_cost(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from drctl.cli.config_cmd import report_translation_costs
+    from drctl.replication.mirrormaker2 import checkpoint_costs
+    from drctl.terminal import Terminal
+
+    report_translation_costs(Terminal(), checkpoint_costs(
+        {"refresh.topics.interval.seconds": "30"},
+        {"emit.checkpoints.interval.seconds": "60", "groups": "orders-.*"}))
+    err = " ".join(capsys.readouterr().err.split())
+    assert "cost a failover with the source gone" in err
+    assert "! Checkpoints every 60 s" in err
+    assert "! New groups are found every 600 s" in err  # the default, unset
+    assert "! New topics are found every 30 s" in err
+    assert "! Only groups matching 'orders-.*' are checkpointed." in err
+    assert "Run `drctl guard`" in err
