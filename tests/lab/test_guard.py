@@ -16,10 +16,12 @@ import yaml
 from confluent_kafka import TopicPartition
 
 from drctl.config import load_config
+from drctl.kafka.checkpoints import read_checkpoints
 from drctl.kafka.groups import committed_offsets
 from drctl.kafka.records import read_all
 from drctl.lab.workload import commit_offsets, create_topics
-from drctl.translate.snapshots import read_snapshots
+from drctl.replication.base import kind_for
+from drctl.translate.snapshots import read_snapshot_topic, read_snapshots
 from tests.conftest import RunningLab
 from tests.lab.test_failover import run_json, scoped_config
 from tests.lab.test_translate import wait_replicated
@@ -160,4 +162,82 @@ def test_failover_with_the_source_down_starts_groups_at_guards_snapshots(
         assert audit["totals"]["redelivered"] == sum(behind.values())
         assert sum(behind.values()) > 0  # the steady group's move after the last snapshot
     finally:
+        lab.lab.up(ports=lab.state.ports, names_kept=lab.names_kept)
+
+
+def _guard_config(lab: RunningLab, ns: str, tmp_path: Path) -> Path:
+    config = scoped_config(lab, ns, tmp_path)
+    raw = yaml.safe_load(config.read_text())
+    raw["state"]["snapshots_topic"] = f"_drctl_snapshots_{ns}"
+    raw["groups"] = {"include": [f"{ns}-.*"]}
+    config.write_text(yaml.safe_dump(raw))
+    return config
+
+
+def _fill(lab: RunningLab, topic: str, per_partition: int) -> None:
+    create_topics(lab.primary, (topic,), PARTITIONS)
+    producer = lab.primary.producer()
+    for p in range(PARTITIONS):
+        for i in range(per_partition):
+            producer.produce(topic, value=f"v-{p}-{i}".encode(), partition=p)
+    assert producer.flush(30) == 0
+    wait_replicated(lab, topic, per_partition * PARTITIONS)
+
+
+def test_without_guard_status_keeps_the_inventory_and_failover_names_a_young_group(
+        lab: RunningLab, ns: str, tmp_path: Path) -> None:
+    """No guard: `drctl status` before the outage keeps the inventory, so a group MirrorMaker
+    2 never checkpointed is named (with what its consumers will do) and failover exits 3."""
+    topic = f"{ns}-i"
+    _fill(lab, topic, 100)
+    config = _guard_config(lab, ns, tmp_path)
+    cfg = load_config(config)
+    rep = cfg.require_replication()
+    checkpoints_topic = kind_for(rep).checkpoints_topic(rep) or ""
+    old, young = f"{ns}-old", f"{ns}-young"
+    commit_offsets(lab.primary, old, [TopicPartition(topic, p, 50) for p in range(PARTITIONS)])
+    end = time.monotonic() + 60
+    while (old, topic, 0) not in read_checkpoints(lab.secondary, checkpoints_topic):
+        assert time.monotonic() < end, "MirrorMaker 2 never checkpointed the old group"
+        time.sleep(0.5)
+    # config check reads the checkpoint connector over Connect: the lab's test-speed settings.
+    status, out = run_json("--config", str(config), "config", "check")
+    assert status == 0, out
+    costs = out["translation_costs"]
+    assert (costs["checkpoint_interval_s"], costs["group_refresh_s"], costs["groups"]) \
+        == (1, 2, ".*"), costs
+
+    # MirrorMaker 2 is down while the young group starts committing: it never sees it.
+    lab.lab.fail("replication")
+    try:
+        commit_offsets(lab.primary, young, [TopicPartition(topic, p, 60)
+                                            for p in range(PARTITIONS)])
+        status, out = run_json("--config", str(config), "status")
+        inventory = out["replication"]["inventory"]
+        assert inventory["wrote"] and inventory["error"] is None, inventory
+        assert (inventory["topics"], inventory["groups"]) == (1, 2), inventory
+        _, kept = read_snapshot_topic(lab.secondary, cfg.state.snapshots_topic)
+        assert kept is not None and kept.groups == {old: [topic], young: [topic]}, kept
+        # Nothing changed: the next status reads the group list only and writes nothing.
+        status, again = run_json("--config", str(config), "status")
+        second = again["replication"]["inventory"]
+        assert (second["wrote"], second["read_groups"], second["written_ms"]) \
+            == (False, 0, inventory["written_ms"]), second
+        assert second["age_s"] is not None and second["age_s"] >= 0
+
+        lab.lab.fail("primary")
+        lab.lab.heal("replication")
+        status, out = run_json("--config", str(config), "failover", "--yes", "--groups",
+                               f"{ns}-.*", "--source-deadline", "2")
+        assert status == 3, out
+        left = out["marker"]["left_behind"]
+        assert [g["group"] for g in left["groups"]] == [young], left
+        assert "auto.offset.reset" in left["groups"][0]["reason"]
+        assert "inventory" in left["groups"][0]["reason"]
+        assert {g["group"] for g in out["translation"]["groups"]} == {old}
+        report = next(Path(p) for p in out["reports"] if p.endswith(".md")).read_text()
+        assert young in report and "auto.offset.reset" in report
+    finally:
+        if not lab.lab.process("primary").is_running():
+            lab.lab.heal("primary")
         lab.lab.up(ports=lab.state.ports, names_kept=lab.names_kept)
