@@ -21,7 +21,13 @@ from drctl.kafka.groups import committed_offsets
 from drctl.kafka.records import read_all
 from drctl.lab.workload import commit_offsets, create_topics
 from drctl.replication.base import kind_for
-from drctl.translate.snapshots import read_snapshot_topic, read_snapshots
+from drctl.translate.snapshots import (
+    INVENTORY_KEY,
+    OffsetSnapshot,
+    SourceInventory,
+    read_snapshot_topic,
+    read_snapshots,
+)
 from tests.conftest import RunningLab
 from tests.lab.test_failover import run_json, scoped_config
 from tests.lab.test_translate import wait_replicated
@@ -240,4 +246,121 @@ def test_without_guard_status_keeps_the_inventory_and_failover_names_a_young_gro
     finally:
         if not lab.lab.process("primary").is_running():
             lab.lab.heal("primary")
+        lab.lab.up(ports=lab.state.ports, names_kept=lab.names_kept)
+
+
+def test_guard_survives_broker_restarts_on_both_sides_and_sigterm_mid_write(
+        lab: RunningLab, ns: str, tmp_path: Path) -> None:
+    """A background guard: the target's broker restarts (writes fail), then the source's
+    (reads fail); after each it snapshots the group's new position again. SIGTERM while it
+    writes ends it with 0 and leaves every snapshot record whole."""
+    topic = f"{ns}-f"
+    _fill(lab, topic, 400)
+    config = _guard_config(lab, ns, tmp_path)
+    cfg = load_config(config)
+    group = f"{ns}-mover"
+
+    def move(offset: int) -> None:
+        commit_offsets(lab.primary, group, [TopicPartition(topic, p, offset)
+                                            for p in range(PARTITIONS)])
+
+    def snapshotted(offset: int, after_ms: int, deadline_s: float = 120) -> int:
+        """When guard has written `offset` for every partition (newer than `after_ms`)."""
+        end = time.monotonic() + deadline_s
+        while time.monotonic() < end:
+            try:  # fresh clients: a restarted broker's leader epochs moved on
+                snaps = read_snapshots(lab.lab.clients(lab.state, "secondary"),
+                                       cfg.state.snapshots_topic)
+            except Exception:  # noqa: BLE001 - the broker is still coming back
+                snaps = {}
+            mine = [snaps.get((group, topic, p)) for p in range(PARTITIONS)]
+            if all(s is not None and s.source_offset == offset and s.snapshot_ms > after_ms
+                   and s.confidence == "exact" for s in mine):
+                return max(s.snapshot_ms for s in mine if s is not None)
+            time.sleep(0.5)
+        raise AssertionError(f"no snapshot of {offset} after {after_ms}: {mine}")
+
+    log = tmp_path / "guard.log"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    with log.open("w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "drctl", "--config", str(config),
+                                 "guard", "--interval", "1s"], env=env, stderr=err,
+                                stdout=subprocess.DEVNULL)
+    try:
+        move(10)
+        written = snapshotted(10, 0)
+        # The target's broker restarts: snapshot writes fail, are retried, then land. Down
+        # longer than a round's deadline on the target (15 s), so rounds do fail.
+        lab.lab.fail("secondary")
+        move(20)
+        time.sleep(20)
+        assert proc.poll() is None, log.read_text()[-2000:]
+        lab.lab.heal("secondary")
+        written = snapshotted(20, written)
+        assert "round failed" in log.read_text()
+        # The source's broker restarts: reads fail, are retried; it moves on once back.
+        failures = log.read_text().count("round failed")
+        # Down longer than a round's group listing waits (30 s), so rounds do fail.
+        lab.lab.fail("primary")
+        time.sleep(35)
+        assert proc.poll() is None, log.read_text()[-2000:]
+        lab.lab.heal("primary")
+        move(30)
+        written = snapshotted(30, written)
+        text = log.read_text()
+        assert text.count("round failed") > failures and "retrying in" in text
+        assert "recovered after" in text
+        # SIGTERM while it writes: the group keeps moving, guard writes every round.
+        for offset in range(31, 60):
+            move(offset)
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=90) == 0, log.read_text()[-2000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for broker in ("primary", "secondary"):
+            if not lab.lab.process(broker).is_running():
+                lab.lab.heal(broker)
+
+    try:
+        # Every record whole; reading the topic gives each key's newest snapshot.
+        secondary = lab.lab.clients(lab.state, "secondary")
+        records = read_all(secondary, cfg.state.snapshots_topic)
+        newest: dict[tuple[str, str, int], OffsetSnapshot] = {}
+        for rec in records:
+            assert rec.value is not None
+            if rec.key == INVENTORY_KEY:
+                SourceInventory.decode(rec.value)
+                continue
+            snap = OffsetSnapshot.decode(rec.value)
+            assert snap.key == rec.key
+            key = (snap.group, snap.topic, snap.partition)
+            if key not in newest or snap.snapshot_ms >= newest[key].snapshot_ms:
+                newest[key] = snap
+        read, inventory = read_snapshot_topic(secondary, cfg.state.snapshots_topic)
+        assert read == newest and inventory is not None and group in inventory.groups
+        last = read[(group, topic, 0)].source_offset
+        assert 30 <= last <= 59
+        status, out = run_json("--config", str(config), "translate-offsets", "--method",
+                               "snapshot", "--groups", group)
+        assert status == 0, out
+        parts = out["groups"][0]["partitions"]
+        assert len(parts) == PARTITIONS
+        for p in parts:
+            snap = read[(group, topic, p["partition"])]
+            # The snapshot, or a later MirrorMaker 2 checkpoint (it kept running).
+            assert p["source_offset"] >= snap.source_offset
+            if p["confidence"] == "snapshot":
+                assert (p["source_offset"], p["target_offset"]) \
+                    == (snap.source_offset, snap.target_offset)
+            else:
+                assert p["confidence"] == "checkpoint", p
+    finally:
+        # A restart of the secondary (it holds the Connect worker's topics) can strand the
+        # connectors: a fresh worker, then the flow started again.
+        if lab.lab.process("connect").is_running():
+            lab.lab.fail("replication")
+        lab.lab.heal("replication")
         lab.lab.up(ports=lab.state.ports, names_kept=lab.names_kept)
