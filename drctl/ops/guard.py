@@ -91,18 +91,29 @@ class Guard:
                     moved.setdefault(group, {})[tp] = offset
         result.groups = len(commits)
         result.moved = sum(len(o) for o in moved.values())
+        # Forget what no longer exists, so memory follows the groups in scope.
+        live = {(g, tp) for g, offs in commits.items() for tp in offs}
+        for key in [k for k in {*self.snapshotted, *self.first_seen_ms} if k not in live]:
+            self.snapshotted.pop(key, None)
+            self.first_seen_ms.pop(key, None)
+        if moved:
+            self._snapshot(dst, moved, now_ms, result)
         # The commits just read are the inventory's too; it reads only what they leave out.
         inventory = keep_inventory(config, src, dst, known=commits, now_ms=now_ms)
         if inventory.error:
             raise DrctlError(f"Source inventory {inventory.error}")
-        if not moved:
-            return
+
+    def _snapshot(self, dst: ClusterClients, moved: dict[str, dict[TP, int]], now_ms: int,
+                  result: RoundResult) -> None:
+        """Translate the positions that moved exactly and write their snapshots."""
+        config = self.config
+        rep = config.require_replication()
         snaps: list[OffsetSnapshot] = []
         done: list[tuple[tuple[str, TP], int]] = []
         report = translate_offsets(config, TranslateRequest(
             rep.source, rep.target, method=TranslateMethod.EXACT, positions=moved,
-            source_deadline_s=15.0)) if moved else None
-        for g in report.groups if report else []:
+            source_deadline_s=15.0))
+        for g in report.groups:
             for p in g.partitions:
                 if p.target_offset is None:
                     result.pending += 1
@@ -118,12 +129,6 @@ class Guard:
                     result.pending += 1
         result.written = write_snapshots(dst, config.state.snapshots_topic, snaps)
         self.snapshotted.update(done)
-        # Forget what no longer exists, so memory follows the groups in scope.
-        live = {(g, tp) for g, offs in commits.items() for tp in offs}
-        for key in [k for k in self.snapshotted if k not in live]:
-            del self.snapshotted[key]
-            self.first_seen_ms.pop(key, None)
-
 
 def run_guard(config: Config, *, groups: str = ".*", interval_s: float = 5.0,
               once: bool = False, stop: threading.Event | None = None,
