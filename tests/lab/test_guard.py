@@ -261,8 +261,9 @@ def test_guard_survives_broker_restarts_on_both_sides_and_sigterm_mid_write(
     group = f"{ns}-mover"
 
     def move(offset: int) -> None:
-        commit_offsets(lab.primary, group, [TopicPartition(topic, p, offset)
-                                            for p in range(PARTITIONS)])
+        # Fresh clients: the session's admin client may hang on a restarted broker.
+        commit_offsets(lab.lab.clients(lab.state, "primary"), group,
+                       [TopicPartition(topic, p, offset) for p in range(PARTITIONS)])
 
     def snapshotted(offset: int, after_ms: int, deadline_s: float = 120) -> int:
         """When guard has written `offset` for every partition (newer than `after_ms`)."""
@@ -281,6 +282,16 @@ def test_guard_survives_broker_restarts_on_both_sides_and_sigterm_mid_write(
         raise AssertionError(f"no snapshot of {offset} after {after_ms}: {mine}")
 
     log = tmp_path / "guard.log"
+
+    def idle() -> None:
+        """Until guard has finished a round with nothing to write (its next one starts with
+        the cluster about to fail, so that round fails rather than waiting inside a write)."""
+        seen = log.read_text().count("\n")
+        end = time.monotonic() + 60
+        while not any(" 0 moved" in line for line in log.read_text().splitlines()[seen:]):
+            assert time.monotonic() < end, log.read_text()[-2000:]
+            time.sleep(0.2)
+
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     with log.open("w") as err:
         proc = subprocess.Popen([sys.executable, "-m", "drctl", "--config", str(config),
@@ -289,6 +300,7 @@ def test_guard_survives_broker_restarts_on_both_sides_and_sigterm_mid_write(
     try:
         move(10)
         written = snapshotted(10, 0)
+        idle()
         # The target's broker restarts: snapshot writes fail, are retried, then land. Down
         # longer than a round's deadline on the target (15 s), so rounds do fail.
         lab.lab.fail("secondary")
@@ -300,6 +312,7 @@ def test_guard_survives_broker_restarts_on_both_sides_and_sigterm_mid_write(
         assert "round failed" in log.read_text()
         # The source's broker restarts: reads fail, are retried; it moves on once back.
         failures = log.read_text().count("round failed")
+        idle()
         # Down longer than a round's group listing waits (30 s), so rounds do fail.
         lab.lab.fail("primary")
         time.sleep(35)
