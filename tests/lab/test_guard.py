@@ -265,8 +265,10 @@ def test_guard_survives_broker_restarts_on_both_sides_and_sigterm_mid_write(
         commit_offsets(lab.lab.clients(lab.state, "primary"), group,
                        [TopicPartition(topic, p, offset) for p in range(PARTITIONS)])
 
-    def snapshotted(offset: int, after_ms: int, deadline_s: float = 120) -> int:
-        """When guard has written `offset` for every partition (newer than `after_ms`)."""
+    def snapshotted(offset: int, after_ms: int, deadline_s: float = 240) -> int:
+        """When guard has written `offset` for every partition (newer than `after_ms`). The
+        deadline is above a round's worst case right after a restart (a read of the target
+        gives up after 120 s); a guard that stalls past it dumps its threads' stacks."""
         end = time.monotonic() + deadline_s
         while time.monotonic() < end:
             try:  # fresh clients: a restarted broker's leader epochs moved on
@@ -279,7 +281,11 @@ def test_guard_survives_broker_restarts_on_both_sides_and_sigterm_mid_write(
                    and s.confidence == "exact" for s in mine):
                 return max(s.snapshot_ms for s in mine if s is not None)
             time.sleep(0.5)
-        raise AssertionError(f"no snapshot of {offset} after {after_ms}: {mine}")
+        if proc.poll() is None:  # hung: its threads' stacks into the log (faulthandler)
+            proc.send_signal(signal.SIGABRT)
+            proc.wait(30)
+        raise AssertionError(f"no snapshot of {offset} after {after_ms}: {mine}\n"
+                             + log.read_text()[-6000:])
 
     log = tmp_path / "guard.log"
 
@@ -292,7 +298,8 @@ def test_guard_survives_broker_restarts_on_both_sides_and_sigterm_mid_write(
             assert time.monotonic() < end, log.read_text()[-2000:]
             time.sleep(0.2)
 
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+           "PYTHONFAULTHANDLER": "1"}
     with log.open("w") as err:
         proc = subprocess.Popen([sys.executable, "-m", "drctl", "--config", str(config),
                                  "guard", "--interval", "1s"], env=env, stderr=err,
