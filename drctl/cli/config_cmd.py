@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -12,6 +12,7 @@ from drctl.config import config_as_data
 from drctl.errors import DrctlError, ExitStatus
 from drctl.gap.kafka_options import gap_job_settings
 from drctl.kafka.clients import check_clusters
+from drctl.replication.base import kind_for
 from drctl.terminal import OutputFormat, Terminal
 
 app = typer.Typer(help="Show and check the configuration.", no_args_is_help=True)
@@ -37,7 +38,8 @@ def check(
 ) -> None:
     """Connect to every cluster: id, broker count, controller, round-trip time. With a
     replication section, also check that the gap job's Java client can take the settings of
-    its two clusters (exit 2 naming each property it cannot)."""
+    its two clusters (exit 2 naming each property it cannot), and read the replicator's
+    settings over Connect to say what they cost a failover with the source gone."""
     config = CURRENT.config()
     term = CURRENT.terminal(output)
     # Reported before connecting: a cluster that fails to connect must not hide them.
@@ -51,8 +53,13 @@ def check(
     results, failures = check_clusters(
         config, policy, on_retry=lambda c, n, exc, delay: term.warn(
             f"{c}: attempt {n} failed ({exc}); retrying in {delay:.0f} s"))
+    # The same reading `status` shows: MM2's checkpoint interval, group refresh, groups filter.
+    costs = kind_for(config.replication).translation_costs(config.replication) \
+        if config.replication else None
+    if costs:
+        report_translation_costs(term, costs)
     if term.json_mode:
-        term.emit_json({"clusters": results, "gap_job": {
+        term.emit_json({"clusters": results, "translation_costs": costs, "gap_job": {
             "warnings": [w for s in java_settings.values() for w in s.warnings],
             "problems": [{"key": p.key, "reason": p.reason, "hint": p.hint}
                          for p in java_problems]}})
@@ -67,6 +74,15 @@ def check(
         raise typer.Exit(ExitStatus.USAGE)
     if failures:
         raise typer.Exit(ExitStatus.UNREACHABLE)
+
+
+def report_translation_costs(term: Terminal, costs: dict[str, Any]) -> None:
+    """Each cost as a warning, then what removes most of them."""
+    term.info("What the replicator's settings cost a failover with the source gone:")
+    for line in costs["lines"]:
+        term.warn(line)
+    term.err.print("  Run `drctl guard` beside the replicator for exact positions, or shorten "
+                   "these intervals on the checkpoint connector.", markup=False)
 
 
 def _report(term: Terminal, exc: DrctlError) -> None:

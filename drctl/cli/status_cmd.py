@@ -41,6 +41,9 @@ def status_command(
         if rep.get("lag"):
             term.table("Replication lag (offsets behind)", ["topic", "partitions", "behind"],
                        [[r["topic"], r["partitions"], r["behind"]] for r in rep["lag"]])
+        inventory = rep.get("inventory")
+        if inventory:
+            term.info(inventory["summary"])
         costs = rep.get("translation_costs")
         if costs:
             term.table("What a failover with the source gone would cost", ["setting"],

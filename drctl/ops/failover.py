@@ -31,6 +31,7 @@ from drctl.reports import write_report
 from drctl.state import FailoverMarker, Offsets
 from drctl.timeparse import format_duration
 from drctl.translate.engine import TranslateRequest, translate_offsets, wanted_group
+from drctl.translate.inventory import keep_inventory, source_topics_in_scope
 from drctl.translate.locate import MatchQuery, Side, last_records, match_records
 from drctl.translate.model import GroupResult, TranslateMethod, TranslationReport
 from drctl.translate.reader import BatchReader, RangeRequest
@@ -99,8 +100,9 @@ class FailoverResult:
 def left_behind(ctx: OpsContext, report: TranslationReport, source_up: bool,
                 topics: dict[str, str]) -> dict[str, Any]:
     """Every topic and group failover could not take along, and why — so none is left
-    silently. With the source gone, what guard last saw on it (its inventory) says which
-    topics and groups exist beyond what the target mirrors and checkpoints."""
+    silently. With the source gone, what drctl last saw on it (the inventory guard, status,
+    translate-offsets and failover keep) says which topics and groups exist beyond what the
+    target mirrors and checkpoints."""
     config = ctx.config
     rep = config.require_replication()
     groups: dict[str, str] = {}
@@ -126,12 +128,17 @@ def left_behind(ctx: OpsContext, report: TranslationReport, source_up: bool,
             if topic not in topics and rep.topics.matches(topic):
                 readers = sorted(g for g, ts in inventory.groups.items() if topic in ts)
                 missing_topics.append({"topic": topic, "groups": readers})
-        for group, consumed in sorted(inventory.groups.items()):
+        seen = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(inventory.written_ms / 1000))
+        unread = {g: ["?"] for g in inventory.unread}  # topics unknown: named all the same
+        for group, consumed in sorted({**inventory.groups, **unread}.items()):
             if group in translated or group in groups or not consumed \
                     or not wanted_group(config, ".*", group):
                 continue
-            groups[group] = ("seen on the source by guard, but no snapshot or checkpoint: "
-                             "its consumers start at auto.offset.reset")
+            how = "listed" if group in unread else "committed"
+            groups[group] = (f"{how} on the source (drctl's inventory of {seen}), but no "
+                             "snapshot or checkpoint: its consumers start at "
+                             "auto.offset.reset (earliest re-reads everything, latest skips "
+                             "what is unread)")
     out: dict[str, Any] = {}
     if missing_topics:
         out["topics"] = missing_topics
@@ -159,14 +166,6 @@ def _applied_positions(group: GroupResult) -> dict[str, dict[str, dict[str, Any]
                 "offset": p.target_offset, "confidence": p.confidence,
                 "max_redelivered": p.max_redelivered}
     return out
-
-
-def source_topics_in_scope(config: Config, clients: ClusterClients) -> dict[str, int]:
-    """The source's replicated topics (the config's filter) and their partition counts."""
-    rep = config.require_replication()
-    topics = clients.admin().list_topics(timeout=30).topics
-    return {t: len(m.partitions) for t, m in topics.items()
-            if not is_internal_topic(t) and rep.topics.matches(t) and m.error is None}
 
 
 def preflight(ctx: OpsContext, opts: FailoverOptions, notify: Notify) -> dict[str, Any]:
@@ -211,8 +210,15 @@ def preflight(ctx: OpsContext, opts: FailoverOptions, notify: Notify) -> dict[st
     dst_admin = dst.admin()
     groups = [g for g in list_groups(dst_admin) if config.groups.matches(g)]
     active = sorted(g for g, st in group_states(dst_admin, groups).items() if st.active)
-    return {"source_reachable": source_up, "target_cluster_id": target_info.cluster_id,
-            "topics": topics, "active_groups_on_target": active}
+    out = {"source_reachable": source_up, "target_cluster_id": target_info.cluster_id,
+           "topics": topics, "active_groups_on_target": active}
+    if source_up and not opts.dry_run:
+        # Should this failover stop half-way and the source die, the next run still knows
+        # every topic and group it had.
+        inventory = keep_inventory(config, src, dst)
+        notify(inventory.describe())
+        out["inventory"] = inventory.as_dict()
+    return out
 
 
 def _wait_quiet_and_caught_up(ctx: OpsContext, topics: dict[str, str], opts: FailoverOptions,

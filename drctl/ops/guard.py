@@ -6,7 +6,7 @@ the positions that moved since the last round (exact method), and writes them to
 compacted snapshot topic on the target. A position is remembered as done only once its
 snapshot is acknowledged and exact; a group ahead of replication (clamped) is translated again
 next round. A cluster that does not answer costs the round, never the process: the error is
-reported and the next round tries again.
+reported and the next round tries again, paced by the one retry policy.
 """
 
 from __future__ import annotations
@@ -22,20 +22,11 @@ from drctl.errors import DrctlError
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.groups import committed_offsets, list_groups
 from drctl.kafka.topics import TP
-from drctl.ops.failover import source_topics_in_scope
 from drctl.progress import Notify
 from drctl.translate.engine import TranslateRequest, translate_offsets, wanted_group
+from drctl.translate.inventory import keep_inventory
 from drctl.translate.model import TranslateMethod
-from drctl.translate.snapshots import (
-    OffsetSnapshot,
-    SourceInventory,
-    ensure_snapshot_topic,
-    write_snapshots,
-)
-
-# New topics and groups are rare: the inventory is rewritten with the snapshots, or at least
-# this often when nothing moved.
-INVENTORY_EVERY_MS = 60_000
+from drctl.translate.snapshots import OffsetSnapshot, ensure_snapshot_topic, write_snapshots
 
 
 @dataclass
@@ -61,7 +52,6 @@ class Guard:
     snapshotted: dict[tuple[str, TP], int] = field(default_factory=dict)
     first_seen_ms: dict[tuple[str, TP], tuple[int, int]] = field(default_factory=dict)
     topic_ready: bool = False
-    inventory_ms: int = 0  # when the source inventory was last written
 
     def run_round(self) -> RoundResult:
         """One round; errors are caught and reported in the result."""
@@ -101,14 +91,29 @@ class Guard:
                     moved.setdefault(group, {})[tp] = offset
         result.groups = len(commits)
         result.moved = sum(len(o) for o in moved.values())
-        if not moved and self.inventory_ms > now_ms - INVENTORY_EVERY_MS:
-            return
+        # Forget what no longer exists, so memory follows the groups in scope.
+        live = {(g, tp) for g, offs in commits.items() for tp in offs}
+        for key in [k for k in {*self.snapshotted, *self.first_seen_ms} if k not in live]:
+            self.snapshotted.pop(key, None)
+            self.first_seen_ms.pop(key, None)
+        if moved:
+            self._snapshot(dst, moved, now_ms, result)
+        # The commits just read are the inventory's too; it reads only what they leave out.
+        inventory = keep_inventory(config, src, dst, known=commits, now_ms=now_ms)
+        if inventory.error:
+            raise DrctlError(f"Source inventory {inventory.error}")
+
+    def _snapshot(self, dst: ClusterClients, moved: dict[str, dict[TP, int]], now_ms: int,
+                  result: RoundResult) -> None:
+        """Translate the positions that moved exactly and write their snapshots."""
+        config = self.config
+        rep = config.require_replication()
         snaps: list[OffsetSnapshot] = []
         done: list[tuple[tuple[str, TP], int]] = []
         report = translate_offsets(config, TranslateRequest(
             rep.source, rep.target, method=TranslateMethod.EXACT, positions=moved,
-            source_deadline_s=15.0)) if moved else None
-        for g in report.groups if report else []:
+            source_deadline_s=15.0))
+        for g in report.groups:
             for p in g.partitions:
                 if p.target_offset is None:
                     result.pending += 1
@@ -122,19 +127,8 @@ class Guard:
                     done.append((key, p.source_offset))
                 else:
                     result.pending += 1
-        inventory = SourceInventory(
-            source_topics_in_scope(config, src),
-            {g: sorted({tp[0] for tp in offs if rep.topics.matches(tp[0])})
-             for g, offs in commits.items()}, now_ms)
-        result.written = write_snapshots(dst, config.state.snapshots_topic, snaps, inventory)
+        result.written = write_snapshots(dst, config.state.snapshots_topic, snaps)
         self.snapshotted.update(done)
-        self.inventory_ms = now_ms
-        # Forget what no longer exists, so memory follows the groups in scope.
-        live = {(g, tp) for g, offs in commits.items() for tp in offs}
-        for key in [k for k in self.snapshotted if k not in live]:
-            del self.snapshotted[key]
-            self.first_seen_ms.pop(key, None)
-
 
 def run_guard(config: Config, *, groups: str = ".*", interval_s: float = 5.0,
               once: bool = False, stop: threading.Event | None = None,
@@ -145,17 +139,29 @@ def run_guard(config: Config, *, groups: str = ".*", interval_s: float = 5.0,
     guard = Guard(config, groups)
     stop = stop or threading.Event()
     results: list[RoundResult] = []
+    backoff = None  # the retry policy's waits, while rounds keep failing
+    failures = 0
     while True:
         result = guard.run_round()
         if on_round:
             on_round(result)
+        wait = interval_s
         if result.error:
-            notify(f"guard: round failed ({result.error}); retrying in {interval_s:g}s")
+            # The one retry policy paces a cluster that does not answer; past its attempts
+            # guard keeps trying at its longest wait (a guard never gives up).
+            failures += 1
+            backoff = backoff or config.retry.delays()
+            wait = max(interval_s, next(backoff, config.retry.max_s))
+            notify(f"guard: round failed ({result.error}); attempt {failures}, "
+                   f"retrying in {wait:g}s")
         else:
+            if failures:
+                notify(f"guard: recovered after {failures} failed round(s)")
+            backoff, failures = None, 0
             notify(f"guard: {result.positions} positions of {result.groups} groups, "
                    f"{result.moved} moved, {result.written} snapshot(s) written"
                    + (f", {result.pending} not exact yet" if result.pending else "")
                    + f" ({result.seconds:.1f}s)")
         results = [result] if not once else results + [result]
-        if once or stop.wait(interval_s):
+        if once or stop.wait(wait):
             return results

@@ -18,6 +18,7 @@ from drctl.ops.context import OpsContext
 from drctl.ops.fence import open_risks
 from drctl.progress import Notify
 from drctl.state import FailoverMarker, marker_store
+from drctl.translate.inventory import inventory_on_record, keep_inventory
 
 
 def _late_copies_line(m: FailoverMarker) -> str | None:
@@ -100,6 +101,13 @@ def collect_status(ctx: OpsContext, deadline_s: float = 5.0,
                 replication["lag"] = None
         if not isinstance(states, BaseException):  # Connect answered: read its settings
             replication["translation_costs"] = kind.translation_costs(rep)
+        if clusters[rep.source]["reachable"] and clusters[rep.target]["reachable"]:
+            # What a failover with the source gone names if it has no position for it.
+            replication["inventory"] = keep_inventory(
+                config, ctx.clients(rep.source), ctx.clients(rep.target)).as_dict()
+        else:
+            replication["inventory"] = inventory_on_record(
+                config, "not refreshed: source or target unreachable").as_dict()
         # The marker topic lives on the target; with the target down, the local copy is all.
         answering = next((c for c in (rep.target, rep.source) if clusters[c]["reachable"]),
                          None)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from confluent_kafka.admin import NewTopic
 
@@ -54,13 +54,17 @@ INVENTORY_KEY = b"\x00inventory"
 
 @dataclass(frozen=True)
 class SourceInventory:
-    """What guard last saw on the source: its topics in scope (with partition counts) and
-    the groups with commits on them. With the source gone, failover names what of it has
-    no mirror or no position (no group or topic left behind silently)."""
+    """What drctl last saw on the source (translate/inventory.py keeps it): its topics in
+    scope (with partition counts) and the groups with commits on them. With the source gone,
+    failover names what of it has no mirror or no position (no group or topic left behind
+    silently)."""
 
     topics: dict[str, int]
     groups: dict[str, list[str]]  # group -> topics it has commits on
     written_ms: int
+    # Groups listed on the source whose commits were not read yet (reads are bounded per
+    # call): their topics are unknown, so failover names them whatever they read.
+    unread: list[str] = field(default_factory=list)
 
     def encode(self) -> bytes:
         return json.dumps(asdict(self), sort_keys=True).encode()
@@ -69,7 +73,7 @@ class SourceInventory:
     def decode(cls, value: bytes) -> SourceInventory:
         raw = json.loads(value)
         return cls(dict(raw["topics"]), {g: list(t) for g, t in raw["groups"].items()},
-                   int(raw["written_ms"]))
+                   int(raw["written_ms"]), list(raw.get("unread", [])))
 
 
 def ensure_snapshot_topic(clients: ClusterClients, topic: str) -> None:

@@ -16,10 +16,18 @@ import yaml
 from confluent_kafka import TopicPartition
 
 from drctl.config import load_config
+from drctl.kafka.checkpoints import read_checkpoints
 from drctl.kafka.groups import committed_offsets
 from drctl.kafka.records import read_all
 from drctl.lab.workload import commit_offsets, create_topics
-from drctl.translate.snapshots import read_snapshots
+from drctl.replication.base import kind_for
+from drctl.translate.snapshots import (
+    INVENTORY_KEY,
+    OffsetSnapshot,
+    SourceInventory,
+    read_snapshot_topic,
+    read_snapshots,
+)
 from tests.conftest import RunningLab
 from tests.lab.test_failover import run_json, scoped_config
 from tests.lab.test_translate import wait_replicated
@@ -160,4 +168,219 @@ def test_failover_with_the_source_down_starts_groups_at_guards_snapshots(
         assert audit["totals"]["redelivered"] == sum(behind.values())
         assert sum(behind.values()) > 0  # the steady group's move after the last snapshot
     finally:
+        lab.lab.up(ports=lab.state.ports, names_kept=lab.names_kept)
+
+
+def _guard_config(lab: RunningLab, ns: str, tmp_path: Path) -> Path:
+    config = scoped_config(lab, ns, tmp_path)
+    raw = yaml.safe_load(config.read_text())
+    raw["state"]["snapshots_topic"] = f"_drctl_snapshots_{ns}"
+    raw["groups"] = {"include": [f"{ns}-.*"]}
+    config.write_text(yaml.safe_dump(raw))
+    return config
+
+
+def _fill(lab: RunningLab, topic: str, per_partition: int) -> None:
+    create_topics(lab.primary, (topic,), PARTITIONS)
+    producer = lab.primary.producer()
+    for p in range(PARTITIONS):
+        for i in range(per_partition):
+            producer.produce(topic, value=f"v-{p}-{i}".encode(), partition=p)
+    assert producer.flush(30) == 0
+    wait_replicated(lab, topic, per_partition * PARTITIONS)
+
+
+def test_without_guard_status_keeps_the_inventory_and_failover_names_a_young_group(
+        lab: RunningLab, ns: str, tmp_path: Path) -> None:
+    """No guard: `drctl status` before the outage keeps the inventory, so a group MirrorMaker
+    2 never checkpointed is named (with what its consumers will do) and failover exits 3."""
+    topic = f"{ns}-i"
+    _fill(lab, topic, 100)
+    config = _guard_config(lab, ns, tmp_path)
+    cfg = load_config(config)
+    rep = cfg.require_replication()
+    checkpoints_topic = kind_for(rep).checkpoints_topic(rep) or ""
+    old, young = f"{ns}-old", f"{ns}-young"
+    commit_offsets(lab.primary, old, [TopicPartition(topic, p, 50) for p in range(PARTITIONS)])
+    end = time.monotonic() + 60
+    while (old, topic, 0) not in read_checkpoints(lab.secondary, checkpoints_topic):
+        assert time.monotonic() < end, "MirrorMaker 2 never checkpointed the old group"
+        time.sleep(0.5)
+    # config check reads the checkpoint connector over Connect: the lab's test-speed settings.
+    status, out = run_json("--config", str(config), "config", "check")
+    assert status == 0, out
+    costs = out["translation_costs"]
+    assert (costs["checkpoint_interval_s"], costs["group_refresh_s"], costs["groups"]) \
+        == (1, 2, ".*"), costs
+
+    # MirrorMaker 2 is down while the young group starts committing: it never sees it.
+    lab.lab.fail("replication")
+    try:
+        commit_offsets(lab.primary, young, [TopicPartition(topic, p, 60)
+                                            for p in range(PARTITIONS)])
+        status, out = run_json("--config", str(config), "status")
+        inventory = out["replication"]["inventory"]
+        assert inventory["wrote"] and inventory["error"] is None, inventory
+        assert (inventory["topics"], inventory["groups"]) == (1, 2), inventory
+        _, kept = read_snapshot_topic(lab.secondary, cfg.state.snapshots_topic)
+        assert kept is not None and kept.groups == {old: [topic], young: [topic]}, kept
+        # Nothing changed: the next status reads the group list only and writes nothing.
+        status, again = run_json("--config", str(config), "status")
+        second = again["replication"]["inventory"]
+        assert (second["wrote"], second["read_groups"], second["written_ms"]) \
+            == (False, 0, inventory["written_ms"]), second
+        assert second["age_s"] is not None and second["age_s"] >= 0
+
+        lab.lab.fail("primary")
+        lab.lab.heal("replication")
+        status, out = run_json("--config", str(config), "failover", "--yes", "--groups",
+                               f"{ns}-.*", "--source-deadline", "2")
+        assert status == 3, out
+        left = out["marker"]["left_behind"]
+        assert [g["group"] for g in left["groups"]] == [young], left
+        assert "auto.offset.reset" in left["groups"][0]["reason"]
+        assert "inventory" in left["groups"][0]["reason"]
+        assert {g["group"] for g in out["translation"]["groups"]} == {old}
+        report = next(Path(p) for p in out["reports"] if p.endswith(".md")).read_text()
+        assert young in report and "auto.offset.reset" in report
+    finally:
+        if not lab.lab.process("primary").is_running():
+            lab.lab.heal("primary")
+        lab.lab.up(ports=lab.state.ports, names_kept=lab.names_kept)
+
+
+def test_guard_survives_broker_restarts_on_both_sides_and_sigterm_mid_write(
+        lab: RunningLab, ns: str, tmp_path: Path) -> None:
+    """A background guard: the target's broker restarts (writes fail), then the source's
+    (reads fail); after each it snapshots the group's new position again. SIGTERM while it
+    writes ends it with 0 and leaves every snapshot record whole."""
+    topic = f"{ns}-f"
+    _fill(lab, topic, 400)
+    config = _guard_config(lab, ns, tmp_path)
+    cfg = load_config(config)
+    group = f"{ns}-mover"
+
+    def move(offset: int) -> None:
+        # Fresh clients: the session's admin client may hang on a restarted broker.
+        commit_offsets(lab.lab.clients(lab.state, "primary"), group,
+                       [TopicPartition(topic, p, offset) for p in range(PARTITIONS)])
+
+    def snapshotted(offset: int, after_ms: int, deadline_s: float = 240) -> int:
+        """When guard has written `offset` for every partition (newer than `after_ms`). The
+        deadline is above a round's worst case right after a restart (a read of the target
+        gives up after 120 s); a guard that stalls past it dumps its threads' stacks."""
+        end = time.monotonic() + deadline_s
+        while time.monotonic() < end:
+            try:  # fresh clients: a restarted broker's leader epochs moved on
+                snaps = read_snapshots(lab.lab.clients(lab.state, "secondary"),
+                                       cfg.state.snapshots_topic)
+            except Exception:  # noqa: BLE001 - the broker is still coming back
+                snaps = {}
+            mine = [snaps.get((group, topic, p)) for p in range(PARTITIONS)]
+            if all(s is not None and s.source_offset == offset and s.snapshot_ms > after_ms
+                   and s.confidence == "exact" for s in mine):
+                return max(s.snapshot_ms for s in mine if s is not None)
+            time.sleep(0.5)
+        if proc.poll() is None:  # hung: its threads' stacks into the log (faulthandler)
+            proc.send_signal(signal.SIGABRT)
+            proc.wait(30)
+        raise AssertionError(f"no snapshot of {offset} after {after_ms}: {mine}\n"
+                             + log.read_text()[-6000:])
+
+    log = tmp_path / "guard.log"
+
+    def idle() -> None:
+        """Until guard has finished a round with nothing to write (its next one starts with
+        the cluster about to fail, so that round fails rather than waiting inside a write)."""
+        seen = log.read_text().count("\n")
+        end = time.monotonic() + 60
+        while not any(" 0 moved" in line for line in log.read_text().splitlines()[seen:]):
+            assert time.monotonic() < end, log.read_text()[-2000:]
+            time.sleep(0.2)
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+           "PYTHONFAULTHANDLER": "1"}
+    with log.open("w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "drctl", "--config", str(config),
+                                 "guard", "--interval", "1s"], env=env, stderr=err,
+                                stdout=subprocess.DEVNULL)
+    try:
+        move(10)
+        written = snapshotted(10, 0)
+        idle()
+        # The target's broker restarts: snapshot writes fail, are retried, then land. Down
+        # longer than a round's deadline on the target (15 s), so rounds do fail.
+        lab.lab.fail("secondary")
+        move(20)
+        time.sleep(20)
+        assert proc.poll() is None, log.read_text()[-2000:]
+        lab.lab.heal("secondary")
+        written = snapshotted(20, written)
+        assert "round failed" in log.read_text()
+        # The source's broker restarts: reads fail, are retried; it moves on once back.
+        failures = log.read_text().count("round failed")
+        idle()
+        # Down longer than a round's group listing waits (30 s), so rounds do fail.
+        lab.lab.fail("primary")
+        time.sleep(35)
+        assert proc.poll() is None, log.read_text()[-2000:]
+        lab.lab.heal("primary")
+        move(30)
+        written = snapshotted(30, written)
+        text = log.read_text()
+        assert text.count("round failed") > failures and "retrying in" in text
+        assert "recovered after" in text
+        # SIGTERM while it writes: the group keeps moving, guard writes every round.
+        for offset in range(31, 60):
+            move(offset)
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=90) == 0, log.read_text()[-2000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for broker in ("primary", "secondary"):
+            if not lab.lab.process(broker).is_running():
+                lab.lab.heal(broker)
+
+    try:
+        # Every record whole; reading the topic gives each key's newest snapshot.
+        secondary = lab.lab.clients(lab.state, "secondary")
+        records = read_all(secondary, cfg.state.snapshots_topic)
+        newest: dict[tuple[str, str, int], OffsetSnapshot] = {}
+        for rec in records:
+            assert rec.value is not None
+            if rec.key == INVENTORY_KEY:
+                SourceInventory.decode(rec.value)
+                continue
+            snap = OffsetSnapshot.decode(rec.value)
+            assert snap.key == rec.key
+            key = (snap.group, snap.topic, snap.partition)
+            if key not in newest or snap.snapshot_ms >= newest[key].snapshot_ms:
+                newest[key] = snap
+        read, inventory = read_snapshot_topic(secondary, cfg.state.snapshots_topic)
+        assert read == newest and inventory is not None and group in inventory.groups
+        last = read[(group, topic, 0)].source_offset
+        assert 30 <= last <= 59
+        status, out = run_json("--config", str(config), "translate-offsets", "--method",
+                               "snapshot", "--groups", group)
+        assert status == 0, out
+        parts = out["groups"][0]["partitions"]
+        assert len(parts) == PARTITIONS
+        for p in parts:
+            snap = read[(group, topic, p["partition"])]
+            # The snapshot, or a later MirrorMaker 2 checkpoint (it kept running).
+            assert p["source_offset"] >= snap.source_offset
+            if p["confidence"] == "snapshot":
+                assert (p["source_offset"], p["target_offset"]) \
+                    == (snap.source_offset, snap.target_offset)
+            else:
+                assert p["confidence"] == "checkpoint", p
+    finally:
+        # A restart of the secondary (it holds the Connect worker's topics) can strand the
+        # connectors: a fresh worker, then the flow started again.
+        if lab.lab.process("connect").is_running():
+            lab.lab.fail("replication")
+        lab.lab.heal("replication")
         lab.lab.up(ports=lab.state.ports, names_kept=lab.names_kept)

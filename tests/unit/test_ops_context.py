@@ -102,9 +102,12 @@ def test_preflight_maps_topics_and_lists_active_groups() -> None:
     })
     notes: list[str] = []
     pre = preflight(ctx, FailoverOptions(), notes.append)
+    # The source answers: the inventory is kept (these fakes cannot write it; never fatal).
+    inventory = pre.pop("inventory")
+    assert inventory["error"].startswith("not refreshed: "), inventory
     assert pre == {"source_reachable": True, "target_cluster_id": "fake-id",
                    "topics": {"orders": "orders"}, "active_groups_on_target": ["billing"]}
-    assert notes == ["Preflight: dc2 must be reachable"]
+    assert notes == ["Preflight: dc2 must be reachable", inventory["summary"]]
 
 
 def test_preflight_with_the_source_down_uses_the_target_mirrors() -> None:
@@ -159,6 +162,11 @@ def test_status_reads_clusters_groups_and_markers_through_the_context() -> None:
     st = collect_status(ctx, deadline_s=0)
     assert st["clusters"]["dc1"]["reachable"] is False
     assert st["clusters"]["dc2"]["cluster_id"] == "fake-id"
+    # The source is down: what the local state knows of the last inventory, said as such.
+    inventory = st["replication"].pop("inventory")
+    assert (inventory["written_ms"], inventory["wrote"]) == (None, False)
+    assert inventory["summary"] == ("Source inventory: never written from here; not "
+                                    "refreshed: source or target unreachable")
     assert st["replication"] == {"kind": "mirrormaker2", "source": "dc1", "target": "dc2",
                                  "connectors": {}, "lag": None,
                                  # no Connect worker answered, so MM2's settings are unknown

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from drctl.codecs.mm2 import Checkpoint
 from drctl.translate.engine import _by_snapshot
 from drctl.translate.model import PartitionResult
@@ -65,3 +67,75 @@ def test_mirrormaker_settings_say_what_a_source_down_failover_costs() -> None:
     assert (lab["checkpoint_interval_s"], lab["topic_refresh_s"], lab["offset_lag_max"],
             lab["group_refresh_s"]) == (1, 2, 10, 600)
     assert lab["lines"][-1] == "Only groups matching 'orders-.*' are checkpointed."
+
+
+def test_the_inventory_round_trips_with_its_unread_groups() -> None:
+    from drctl.translate.snapshots import SourceInventory
+
+    inv = SourceInventory({"orders": 4}, {"billing": ["orders"]}, 1_700_000_000_000, ["new"])
+    assert SourceInventory.decode(inv.encode()) == inv
+    # One written before `unread` existed reads as having none.
+    assert SourceInventory.decode(b'{"topics": {}, "groups": {}, "written_ms": 5}').unread == []
+
+
+def test_the_inventory_reads_new_groups_first_then_the_stalest_within_a_bound() -> None:
+    from drctl.translate.inventory import INVENTORY_MAX_AGE_S, groups_to_read
+
+    now = 10_000_000
+    stale = now - int(INVENTORY_MAX_AGE_S * 1000) - 1
+    read_ms = {"fresh": now - 1000, "old": stale - 5000, "older": stale - 9000, "edge": stale}
+    listed = ["fresh", "old", "older", "edge", "b-new", "a-new"]
+    assert groups_to_read(listed, read_ms, now) == ["a-new", "b-new", "older", "old", "edge"]
+    # Thousands of groups: a bounded number per call, the never-read ones first.
+    assert groups_to_read(listed, read_ms, now, limit=3) == ["a-new", "b-new", "older"]
+    assert groups_to_read(["fresh"], read_ms, now) == []
+
+
+def test_config_check_says_what_mirrormaker_settings_cost(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from drctl.cli.config_cmd import report_translation_costs
+    from drctl.replication.mirrormaker2 import checkpoint_costs
+    from drctl.terminal import Terminal
+
+    report_translation_costs(Terminal(), checkpoint_costs(
+        {"refresh.topics.interval.seconds": "30"},
+        {"emit.checkpoints.interval.seconds": "60", "groups": "orders-.*"}))
+    err = " ".join(capsys.readouterr().err.split())
+    assert "cost a failover with the source gone" in err
+    assert "! Checkpoints every 60 s" in err
+    assert "! New groups are found every 600 s" in err  # the default, unset
+    assert "! New topics are found every 30 s" in err
+    assert "! Only groups matching 'orders-.*' are checkpointed." in err
+    assert "Run `drctl guard`" in err
+
+
+def test_guard_paces_failed_rounds_with_the_retry_policy_and_says_when_it_recovers(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from drctl.config import parse_config
+    from drctl.ops.guard import Guard, RoundResult, run_guard
+
+    config = parse_config({
+        "clusters": {"a": {"bootstrap.servers": "x"}, "b": {"bootstrap.servers": "y"}},
+        "replication": {"kind": "mirrormaker2", "source": "a", "target": "b"},
+        "retry": {"initial_s": 0.01, "max_s": 0.02}})
+    rounds = iter([RoundResult(error="no answer"), RoundResult(error="no answer"),
+                   RoundResult(error="no answer"), RoundResult(groups=1)])
+    stop = threading.Event()
+
+    def next_round(self: Guard) -> RoundResult:
+        result = next(rounds)
+        if result.error is None:
+            stop.set()
+        return result
+
+    monkeypatch.setattr(Guard, "run_round", next_round)
+    notes: list[str] = []
+    run_guard(config, interval_s=0.001, stop=stop, notify=notes.append)
+    # Doubling from the policy's first wait up to its cap, then back to the interval.
+    assert [n.split("; ")[1] for n in notes[:3]] == [
+        "attempt 1, retrying in 0.01s", "attempt 2, retrying in 0.02s",
+        "attempt 3, retrying in 0.02s"]
+    assert notes[3] == "guard: recovered after 3 failed round(s)"
+    assert notes[4].startswith("guard: 0 positions of 1 groups")

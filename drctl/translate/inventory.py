@@ -1,0 +1,170 @@
+"""The source inventory drctl keeps on the target whenever it reaches the source: the topics in
+scope (with partition counts) and the groups with commits on them (snapshots.SourceInventory).
+With the source gone, failover names what of it has no mirror or no position, so no topic or
+group is left behind silently. `drctl guard` keeps it every round; `status`,
+`translate-offsets` and failover's preflight keep it whenever they reach both clusters — all
+through `keep_inventory`.
+
+What one call costs: the source's topic metadata and group list (one request each). A group's
+commits (one OffsetFetch per group) are read only when the group is new since the last call or
+was last read more than INVENTORY_MAX_AGE_S ago, at most READS_PER_CALL groups a call, new ones
+first; thousands of groups are read over several calls, and the ones not read yet are named
+as such. The inventory (one record) is written only when what it says changed or it is older
+than INVENTORY_MAX_AGE_S. What was read when is kept in the local state directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from drctl.config import Config
+from drctl.errors import DrctlError
+from drctl.kafka.clients import ClusterClients
+from drctl.kafka.groups import committed_offsets, list_groups
+from drctl.kafka.topics import TP, is_internal_topic
+from drctl.translate.engine import wanted_group
+from drctl.translate.snapshots import SourceInventory, ensure_snapshot_topic, write_snapshots
+
+INVENTORY_MAX_AGE_S = 300.0
+READS_PER_CALL = 200
+
+
+@dataclass
+class InventoryRefresh:
+    """What one `keep_inventory` call did, and when the inventory was last written."""
+
+    written_ms: int | None = None  # as far as this state directory knows; None: never
+    wrote: bool = False
+    topics: int = 0
+    groups: int = 0
+    read_groups: int = 0  # groups whose commits this call read
+    unread_groups: int = 0  # groups listed whose commits no call has read yet
+    error: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        age = None if self.written_ms is None else round(time.time() - self.written_ms / 1000, 1)
+        return {**self.__dict__, "age_s": age, "summary": self.describe()}
+
+    def describe(self) -> str:
+        if self.written_ms is None:
+            when = "never written from here"
+        else:
+            age = round(time.time() - self.written_ms / 1000, 1)
+            ago = "now" if self.wrote else f"{age:g} s ago"
+            when = (f"written {ago} ({self.topics} topic(s), {self.groups} group(s)"
+                    + (f", {self.unread_groups} not read yet" if self.unread_groups else "")
+                    + ")")
+        return f"Source inventory: {when}" + (f"; {self.error}"
+                                              if self.error else "")
+
+
+def inventory_on_record(config: Config, why: str) -> InventoryRefresh:
+    """What the local state directory knows of the last inventory written (no cluster asked),
+    for when the source does not answer; `why` says so."""
+    rep = config.require_replication()
+    cache = _load(_cache_path(config, rep.source, rep.target))
+    return InventoryRefresh(written_ms=cache.get("written_ms"),
+                            topics=len(cache.get("topics") or {}),
+                            groups=len(cache.get("said_groups") or {}),
+                            unread_groups=len(cache.get("unread") or []), error=why)
+
+
+def source_topics_in_scope(config: Config, clients: ClusterClients) -> dict[str, int]:
+    """The source's replicated topics (the config's filter) and their partition counts."""
+    rep = config.require_replication()
+    topics = clients.admin().list_topics(timeout=30).topics
+    return {t: len(m.partitions) for t, m in topics.items()
+            if not is_internal_topic(t) and rep.topics.matches(t) and m.error is None}
+
+
+def groups_to_read(listed: list[str], read_ms: Mapping[str, int], now_ms: int,
+                   limit: int = READS_PER_CALL) -> list[str]:
+    """The groups whose commits to read now: never read first, then those read longest ago
+    (older than INVENTORY_MAX_AGE_S), at most `limit`."""
+    stale_before = now_ms - INVENTORY_MAX_AGE_S * 1000
+    due = [g for g in listed if read_ms.get(g, 0) < stale_before]
+    due.sort(key=lambda g: (g in read_ms, read_ms.get(g, 0), g))
+    return due[:limit]
+
+
+def keep_inventory(config: Config, src: ClusterClients, dst: ClusterClients, *,
+                   known: Mapping[str, Mapping[TP, int]] | None = None,
+                   now_ms: int | None = None) -> InventoryRefresh:
+    """Bring the inventory on the target up to date (see the module's cost). `known`: commits
+    the caller has just read (no need to read them again). Never raises: a cluster that does
+    not answer is the result's `error`, and the next call tries again."""
+    rep = config.require_replication()
+    now_ms = now_ms or int(time.time() * 1000)
+    path = _cache_path(config, rep.source, rep.target)
+    cache = _load(path)
+    result = InventoryRefresh(written_ms=cache.get("written_ms"))
+    try:
+        topics = source_topics_in_scope(config, src)
+        admin = src.admin()
+        listed = [g for g in list_groups(admin) if wanted_group(config, ".*", g)]
+        alive = set(listed)
+        # Groups gone from the source drop out (memory and file follow the source).
+        entries: dict[str, dict[str, Any]] = {
+            g: e for g, e in cache.get("groups", {}).items() if g in alive}
+
+        def note(group: str, offsets: Mapping[TP, int]) -> None:
+            read = sorted({t for t, _ in offsets if rep.topics.matches(t)})
+            have = entries.get(group)
+            # Unchanged and read within half the age limit: keep the entry, so a guard round
+            # that saw nothing new rewrites neither the file nor the inventory.
+            if have is None or have["topics"] != read \
+                    or have["read_ms"] < now_ms - INVENTORY_MAX_AGE_S * 500:
+                entries[group] = {"topics": read, "read_ms": now_ms}
+
+        for group, offsets in (known or {}).items():
+            if group in alive:
+                note(group, offsets)
+        due = groups_to_read(listed, {g: e["read_ms"] for g, e in entries.items()}, now_ms)
+        for group, offsets in committed_offsets(admin, due).items():
+            note(group, offsets)
+        result.read_groups = len(due)
+        inventory = SourceInventory(
+            topics, {g: entries[g]["topics"] for g in listed if g in entries}, now_ms,
+            [g for g in listed if g not in entries])
+        result.topics, result.groups = len(topics), len(inventory.groups)
+        result.unread_groups = len(inventory.unread)
+        said = (inventory.topics, inventory.groups, inventory.unread)
+        last = (cache.get("topics"), cache.get("said_groups"), cache.get("unread"))
+        if said != last or (result.written_ms or 0) < now_ms - INVENTORY_MAX_AGE_S * 1000:
+            ensure_snapshot_topic(dst, config.state.snapshots_topic)
+            write_snapshots(dst, config.state.snapshots_topic, [], inventory)
+            result.written_ms, result.wrote = now_ms, True
+        if result.wrote or entries != cache.get("groups"):
+            _save(path, {"written_ms": result.written_ms, "topics": inventory.topics,
+                         "said_groups": inventory.groups, "unread": inventory.unread,
+                         "groups": entries})
+    except DrctlError as exc:
+        result.error = f"not refreshed: {exc.message}"
+    except Exception as exc:  # noqa: BLE001 - keeping the inventory never fails a command
+        result.error = f"not refreshed: {type(exc).__name__}: {exc}"
+    return result
+
+
+def _cache_path(config: Config, source: str, target: str) -> Path:
+    return config.state.dir / f"inventory-{source}-{target}.json"
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        raw = json.loads(path.read_text())
+        return raw if isinstance(raw, dict) else {}
+    except (OSError, ValueError):
+        return {}  # none yet, or unreadable: read everything again
+
+
+def _save(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # guard and status side by side
+    tmp.write_text(json.dumps(data, sort_keys=True))
+    tmp.replace(path)
