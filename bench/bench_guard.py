@@ -390,6 +390,8 @@ def bench_redelivery(lab: Lab, state: LabState, root: Path, setting: str, run_s:
     tps = [(topic, p) for p in range(PARTITIONS)]
     marks = watermarks(dst.admin(), tps)
     lab.heal("primary")
+    # New clients: the old ones' metadata carries the leader epochs from before the restart.
+    src = ClusterClients.for_cluster(config, "primary")
     wait(lambda: coordinator_ready(src, f"{ns}-{GROUPS[0].name}"), 120, "group coordinator")
     _, audit = audit_incident(ctx, result.marker.incident)
     commits = committed_offsets(src.admin(), [f"{ns}-{g.name}" for g in GROUPS])
@@ -405,13 +407,21 @@ def bench_redelivery(lab: Lab, state: LabState, root: Path, setting: str, run_s:
     counted = (sum(r["redelivered"] for r in by_method["failover"].values()),
                sum(r["skipped"] for r in by_method["failover"].values()))
     log(f"{setting}: failover {fo_s:.1f} s; audit {audited} vs independent count {counted}")
+    for row in audit["positions"]:
+        mine = exact.get((row["group"], row["partition"]))
+        if row["exact"] != mine:
+            log(f"  audit and count differ at {row['group']}[{row['partition']}]: applied "
+                f"{row['applied']} ({row['confidence']}), audit's exact {row['exact']}, "
+                f"counted {mine} ({row['note'] or ''})")
     checkpoints = read_checkpoints(dst, "primary.checkpoints.internal")
     ours = sum(1 for (g, _, _) in checkpoints if g.startswith(ns))
     read = sum(commits.get(g, {}).get((topic, p), 0) for g in commits for p in range(PARTITIONS))
 
     rows: list[list[Any]] = []
-    print(f"\n### {setting}: per group (MM2 checkpoints for these groups: {ours}, guard rounds "
-          f"{len(guard.rounds)}, records the groups had committed: {read:,})\n")
+    walls = [r["seconds"] for r in guard.rounds if r["seconds"] is not None]
+    print(f"\n### {setting}: per group (MM2 checkpoints for these groups: {ours}; guard rounds "
+          f"{len(guard.rounds)}, median {statistics.median(walls) if walls else 0:.1f} s each, "
+          f"{len(guard.errors)} failed; records the groups had committed: {read:,})\n")
     print_table(["group", "method", "re-delivered", "worst partition", "skipped",
                  "positions without one", "over bound"],
                 [[g, m, r["redelivered"], r["worst_partition"], r["skipped"], r["none"],
