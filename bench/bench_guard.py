@@ -551,14 +551,17 @@ def bench_failover(lab: Lab, state: LabState, root: Path, groups: int, records: 
                  f"groups applied; runs {', '.join(f'{r:.1f}' for r in runs)} s"])
     # The failover itself (stops MirrorMaker 2, marker, translation, report): once.
     started = time.monotonic()
-    result = run_failover(OpsContext.from_config(config),
-                          FailoverOptions(groups=f"{ns}-.*"), notify=log)
-    result.write_reports(config)
-    fo_s = time.monotonic() - started
-    summary = (result.translation or {}).get("summary", {})
-    rows.append(["drctl failover (source up: exact), once", fo_s,
-                 f"{summary.get('partitions')} positions, {summary.get('exact')} exact, "
-                 f"{summary.get('applied')} groups applied"])
+    try:
+        result = run_failover(OpsContext.from_config(config),
+                              FailoverOptions(groups=f"{ns}-.*"), notify=log)
+        result.write_reports(config)
+        summary = (result.translation or {}).get("summary", {})
+        note = (f"{summary.get('partitions')} positions, {summary.get('exact')} exact, "
+                f"{summary.get('applied')} groups applied")
+    except Exception as exc:  # noqa: BLE001 - a finding to report, not the end of the bench
+        note = f"FAILED: {type(exc).__name__}: {exc}"
+        log(f"failover: {note}")
+    rows.append(["drctl failover (source up: exact), once", time.monotonic() - started, note])
     when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.000")
     tool = ("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
             if state.kafka_version.startswith("4") else "kafka.admin.ConsumerGroupCommand")
