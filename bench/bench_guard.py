@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import multiprocessing
 import os
 import random
 import re
@@ -153,6 +154,17 @@ def paced_consumer(clients: ClusterClients, topic: str, group: str, spec: GroupS
     thread = threading.Thread(target=run, name=group, daemon=True)
     thread.start()
     return thread
+
+
+def run_workload(config_file: Path, topic: str, ns: str, rate: float, run_s: float) -> None:
+    """The producer and the groups, in a process of their own (killed, never stopped)."""
+    clients = ClusterClients.for_cluster(load_config(config_file), "primary")
+    never = threading.Event()
+    threads = [steady_producer(clients, topic, rate, never)]
+    threads += [paced_consumer(clients, topic, f"{ns}-{g.name}", g, rate, run_s, never)
+                for g in GROUPS]
+    for t in threads:
+        t.join()
 
 
 # -- guard as the operator runs it ---------------------------------------------------------
@@ -349,11 +361,10 @@ def bench_redelivery(lab: Lab, state: LabState, root: Path, setting: str, run_s:
         # MirrorMaker 2 refreshed its topics and groups before any of these groups existed.
         wait(lambda: replicated(src, dst, topic, PARTITIONS, 0), 120, "topic mirrored")
         set_mm2_defaults(lab, state)
-    stop_producer, stop_consumers = threading.Event(), threading.Event()
-    threads = [steady_producer(src, topic, rate, stop_producer)]
+    workload = multiprocessing.get_context("fork").Process(
+        target=run_workload, args=(config_file, topic, ns, rate, run_s), daemon=True)
+    workload.start()
     started = time.monotonic()
-    threads += [paced_consumer(src, topic, f"{ns}-{g.name}", g, rate, run_s, stop_consumers)
-                for g in GROUPS]
     guard = GuardRun.start(config_file, f"{ns}-.*", guard_interval)
     try:
         wait(lambda: replicated(src, dst, topic, PARTITIONS, 0), 120, "topic mirrored")
@@ -365,14 +376,13 @@ def bench_redelivery(lab: Lab, state: LabState, root: Path, setting: str, run_s:
         log(f"{setting}: running {run_s:.0f} s at {rate:.0f} records/s")
         time.sleep(max(0.0, run_s - (time.monotonic() - started)))
         lab.fail("primary")
-        log(f"{setting}: primary killed")
-        stop_producer.set()
-        stop_consumers.set()
-        for t in threads:
-            t.join(10)
-        log(f"{setting}: workload stopped ({sum(t.is_alive() for t in threads)} threads "
-            "still closing)")
+        log(f"{setting}: primary killed, and the applications with it")
     finally:
+        # SIGKILL, like the datacenter: a consumer closing cleanly would flush its last
+        # commits to the primary once it is back, after the audit read them.
+        if workload.pid is not None:
+            os.kill(workload.pid, signal.SIGKILL)
+        workload.join(30)
         guard_status = guard.stop()
     log(f"{setting}: guard ended ({guard_status}), {len(guard.rounds)} rounds, "
         f"{len(guard.errors)} failed")
