@@ -16,7 +16,7 @@ from confluent_kafka.admin import AdminClient
 
 from drctl.kafka.retriable import is_retriable
 from drctl.kafka.topics import TP
-from drctl.retry import RetryPolicy
+from drctl.retry import RetriesExhausted, RetryPolicy, retry_call
 
 
 @dataclass(frozen=True)
@@ -39,16 +39,27 @@ def list_groups(admin: AdminClient, timeout_s: float = 30.0) -> list[str]:
 def committed_offsets(admin: AdminClient, groups: Iterable[str],
                       timeout_s: float = 60.0) -> dict[str, dict[TP, int]]:
     """Committed offsets of many groups; all requests are in flight at once."""
-    futures = {}
-    for group in groups:
-        futures.update(admin.list_consumer_group_offsets(
-            [ConsumerGroupTopicPartitions(group)], request_timeout=timeout_s))
-    out: dict[str, dict[TP, int]] = {}
-    for group, future in futures.items():
-        result = future.result(timeout=timeout_s)
-        out[group] = {(tp.topic, tp.partition): tp.offset
-                      for tp in result.topic_partitions or [] if tp.offset >= 0}
-    return out
+    groups = list(groups)
+
+    def ask() -> dict[str, dict[TP, int]]:
+        futures = {}
+        for group in groups:
+            futures.update(admin.list_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(group)], request_timeout=timeout_s))
+        out: dict[str, dict[TP, int]] = {}
+        for group, future in futures.items():
+            result = future.result(timeout=timeout_s)
+            out[group] = {(tp.topic, tp.partition): tp.offset
+                          for tp in result.topic_partitions or [] if tp.offset >= 0}
+        return out
+
+    # A broker that just came back answers COORDINATOR_LOAD_IN_PROGRESS until it has read
+    # __consumer_offsets (the audit runs right when the source returns).
+    try:
+        return retry_call(ask, RetryPolicy(initial_s=0.2, max_s=2, attempts=12),
+                          retry_on=(KafkaException,), give_up=lambda exc: not is_retriable(exc))
+    except RetriesExhausted as exc:
+        raise exc.last from None
 
 
 def group_states(admin: AdminClient, groups: Iterable[str],

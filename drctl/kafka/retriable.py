@@ -6,11 +6,13 @@ from __future__ import annotations
 from confluent_kafka import KafkaError
 
 # Broker answers that pass once a coordinator or leader has moved; librdkafka does not flag
-# all of them retriable. UNKNOWN_TOPIC_OR_PART: a topic created a moment ago.
+# all of them retriable. UNKNOWN_TOPIC_OR_PART: a topic created a moment ago; the leader
+# epoch errors: a restarted broker is ahead of (or behind) the client's metadata.
 RETRIABLE_CODES = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
                    KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.REBALANCE_IN_PROGRESS,
                    KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
-                   KafkaError.UNKNOWN_TOPIC_OR_PART}
+                   KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.FENCED_LEADER_EPOCH,
+                   KafkaError.UNKNOWN_LEADER_EPOCH}
 
 
 def is_retriable(exc: BaseException) -> bool:

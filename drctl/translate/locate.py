@@ -35,20 +35,6 @@ def record_fingerprint(rec: Record, with_timestamp: bool | None = None) -> bytes
     return fingerprint(rec.partition, rec.key, rec.value, rec.headers, ts)
 
 
-class _Fingerprints:
-    """Ranges of many queries overlap: digest each record of one cluster once."""
-
-    def __init__(self) -> None:
-        self._seen: dict[tuple[str, int, int, bool], bytes] = {}
-
-    def __call__(self, rec: Record, with_timestamp: bool) -> bytes:
-        key = (rec.topic, rec.partition, rec.offset, with_timestamp)
-        fp = self._seen.get(key)
-        if fp is None:
-            fp = self._seen[key] = record_fingerprint(rec, with_timestamp)
-        return fp
-
-
 # Load a partition whole when reading it costs no more than this many records per query on it
 # (at least MERGE_GAP records: those reads merge into whole-partition segments anyway), and
 # keep at most LOAD_BUDGET records in memory per side.
@@ -63,6 +49,19 @@ class Side:
     reader: BatchReader
     admin: AdminClient
     marks: dict[TP, tuple[int, int]]  # (low, end) per partition
+    # Digests of this cluster's records: the look-ups of one translation overlap, and a
+    # partition with many groups on it has nearly every record digested more than once.
+    _digests: dict[tuple[str, int, int, bool], bytes] = field(default_factory=dict)
+
+    def fingerprint(self, rec: Record, with_timestamp: bool | None = None) -> bytes:
+        """`record_fingerprint`, computed once per record of this cluster."""
+        if with_timestamp is None:
+            with_timestamp = rec.timestamp_type == 1
+        key = (rec.topic, rec.partition, rec.offset, with_timestamp)
+        fp = self._digests.get(key)
+        if fp is None:
+            fp = self._digests[key] = record_fingerprint(rec, with_timestamp)
+        return fp
 
     def load_busy_partitions(self, queries_per_partition: Mapping[TP, int]) -> None:
         """Load the partitions that so many queries touch that reading them whole is cheaper
@@ -138,9 +137,7 @@ def match_records(a: Side, b: Side, queries: Sequence[MatchQuery], *,
     ts = [q.record.timestamp_ms for q in queries]
     anchors_a = a.timestamp_offsets(list(zip(stamps, ts, strict=True)))
     anchors_b = b.timestamp_offsets([(q.tp_b, t) for q, t in zip(queries, ts, strict=True)])
-    # One memo per cluster: the same (topic, partition, offset) names different records.
-    digest_a, digest_b = _Fingerprints(), _Fingerprints()
-    fps = [record_fingerprint(q.record) for q in queries]
+    fps = [a.fingerprint(q.record) for q in queries]
 
     # k: how many copies of R lie on A between the anchor and R itself.
     count_reqs: list[RangeRequest] = []
@@ -153,7 +150,7 @@ def match_records(a: Side, b: Side, queries: Sequence[MatchQuery], *,
     # hash only the few records that share it.
     ts_not_kept = [q.record.timestamp_type != 1 for q in queries]
     copies_needed = [sum(1 for r in recs
-                         if (loose or r.timestamp_ms == t) and digest_a(r, not loose) == fp)
+                         if (loose or r.timestamp_ms == t) and a.fingerprint(r, not loose) == fp)
                      for recs, fp, t, loose in zip(a.reader.read(count_reqs), fps, ts, ts_not_kept,
                                                    strict=True)]
 
@@ -181,7 +178,7 @@ def match_records(a: Side, b: Side, queries: Sequence[MatchQuery], *,
                     break
                 res.scanned.append(rec)
                 if (ts_not_kept[i] or rec.timestamp_ms == ts[i]) and \
-                        digest_b(rec, not ts_not_kept[i]) == fps[i]:
+                        b.fingerprint(rec, not ts_not_kept[i]) == fps[i]:
                     seen += 1
                     res.last_copy = rec.offset
                     if seen == max(1, copies_needed[i]):

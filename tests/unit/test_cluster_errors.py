@@ -133,3 +133,14 @@ def test_tls_verification_failure_is_named_and_not_retried(tls_listener: int) ->
     assert "certificate verify failed" in info.value.message
     assert "(1 attempt(s)" in info.value.message
     assert info.value.hint and "ssl.ca.location" in info.value.hint
+
+
+def test_a_restarted_brokers_answers_are_retried_and_a_refusal_is_not() -> None:
+    from confluent_kafka import KafkaError, KafkaException
+
+    from drctl.kafka.retriable import is_retriable
+
+    for code in (KafkaError.FENCED_LEADER_EPOCH, KafkaError.UNKNOWN_LEADER_EPOCH,
+                 KafkaError.COORDINATOR_LOAD_IN_PROGRESS):
+        assert is_retriable(KafkaException(KafkaError(code))), code
+    assert not is_retriable(KafkaException(KafkaError(KafkaError.GROUP_AUTHORIZATION_FAILED)))
