@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import NewTopic
 
 from drctl.config import Config
@@ -26,6 +27,10 @@ from drctl.kafka.records import read_all
 from drctl.kafka.topics import wait_for_leaders
 
 SCHEMA_VERSION = 1
+# A marker of thousands of groups holds every position it applied (10,000 groups x 16
+# partitions: about 15 MB of JSON). Compressed it is a fraction of that; the state topic and
+# the producer accept up to this much, Kafka's 1 MB default would refuse it.
+MARKER_MAX_BYTES = 64 * 1024 * 1024
 Offsets = dict[str, dict[int, int]]  # topic -> partition -> offset
 
 
@@ -131,13 +136,33 @@ class MarkerStore:
     def _publish(self, marker: FailoverMarker) -> None:
         assert self.cluster is not None
         self._ensure_topic()
-        producer = self.cluster.producer(**{"acks": "all"})
-        producer.produce(self.topic, key=marker.incident.encode(),
-                         value=marker.to_json().encode())
-        if producer.flush(30) != 0:
+        producer = self.cluster.producer(**{"acks": "all", "compression.type": "zstd",
+                                            "message.max.bytes": str(MARKER_MAX_BYTES)})
+        value = marker.to_json().encode()
+        failed: list[str] = []
+
+        def delivered(err: Any, _msg: Any) -> None:
+            if err is not None:
+                failed.append(err.str() if hasattr(err, "str") else str(err))
+
+        try:
+            producer.produce(self.topic, key=marker.incident.encode(), value=value,
+                             on_delivery=delivered)
+            remaining = producer.flush(30)
+        except KafkaException as exc:
+            failed.append(str(exc.args[0] if exc.args else exc))
+            remaining = 0
+        if remaining or failed:
+            why = failed[0] if failed else "not acknowledged within 30 s"
+            hint = f"It is saved locally in {self.dir}; check the cluster."
+            if "SIZE_TOO_LARGE" in why.upper().replace(" ", "_"):
+                hint = (f"The marker is {len(value) / 1e6:.1f} MB of JSON before compression. "
+                        f"Let the topic take it (kafka-configs --alter --entity-type topics "
+                        f"--entity-name {self.topic} --add-config "
+                        f"max.message.bytes={MARKER_MAX_BYTES}; drctl creates new state topics "
+                        f"that way), then run the command again. {hint}")
             raise DrctlError(f"Could not write the failover marker to {self.topic} on "
-                             f"'{self.cluster.name}'.",
-                             f"It is saved locally in {self.dir}; check the cluster.")
+                             f"'{self.cluster.name}': {why}.", hint)
 
     def _ensure_topic(self) -> None:
         assert self.cluster is not None
@@ -146,7 +171,8 @@ class MarkerStore:
             return
         futures = admin.create_topics([NewTopic(
             self.topic, num_partitions=1, replication_factor=-1,
-            config={"cleanup.policy": "compact", "min.compaction.lag.ms": "86400000"})])
+            config={"cleanup.policy": "compact", "min.compaction.lag.ms": "86400000",
+                    "max.message.bytes": str(MARKER_MAX_BYTES)})])
         for fut in futures.values():
             try:
                 fut.result(30)

@@ -19,7 +19,7 @@ from confluent_kafka.admin import NewPartitions
 from drctl.cli.app import main
 from drctl.config import load_config
 from drctl.lab.workload import WorkloadSpec, commit_offsets, create_topics, run_workload
-from drctl.state import marker_store
+from drctl.state import FailoverMarker, MarkerStore, marker_store
 from tests.conftest import RunningLab
 from tests.lab.test_translate import wait_replicated
 
@@ -197,3 +197,17 @@ def test_bad_situations_are_clear(lab: RunningLab, ns: str, tmp_path: Path,
 
     # Non-interactive without --yes: nothing happens, exit 5.
     assert main(["--config", str(config), "failover"]) == 5
+
+
+def test_a_marker_of_ten_thousand_groups_is_kept_on_the_state_topic(lab: RunningLab, ns: str,
+                                                                    tmp_path: Path) -> None:
+    """Production size: every position of 10,000 groups x 16 partitions in one marker (far
+    over Kafka's 1 MB default) is written to the state topic and read back whole."""
+    marker = FailoverMarker.new("primary", "secondary", "mirrormaker2", planned=False)
+    marker.groups = {f"{ns}-g{g:05d}": {"positions": {f"{ns}-t{g % 7}": {
+        str(p): 1_000_000 + g * 16 + p for p in range(16)}}} for g in range(10_000)}
+    assert len(marker.to_json()) > 3_000_000
+    MarkerStore(tmp_path / "writer", f"{ns}-state", lab.secondary).save(marker)
+    # A host with an empty state dir reads it from the topic alone.
+    [read] = MarkerStore(tmp_path / "reader", f"{ns}-state", lab.secondary).load_all()
+    assert read.groups == marker.groups and read.incident == marker.incident
