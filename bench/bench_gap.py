@@ -75,7 +75,7 @@ def plain_read(clients: ClusterClients, topic: str, partitions: int, expected: i
             for msg in consumer.consume(num_messages=100_000, timeout=1.0):
                 if msg.error() is None:
                     seen += 1
-                    size += len(msg.value())
+                    size += len(msg.value() or b"")
     finally:
         consumer.close()
     return seen

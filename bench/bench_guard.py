@@ -46,15 +46,14 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import yaml
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
-from bench.common import produce_keyed
-from drctl.config import load_config
+from bench.common import produce_keyed, time_kafka_reset_to_datetime
+from drctl.config import Config, load_config
 from drctl.kafka.checkpoints import read_checkpoints
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.groups import alter_offsets_many, committed_offsets
@@ -450,12 +449,9 @@ def bench_redelivery(lab: Lab, state: LabState, root: Path, setting: str, run_s:
     return rows
 
 
-# -- (b) guard's cost -----------------------------------------------------------------------
-
-
-def bench_guard_cost(lab: Lab, root: Path, groups: int, rounds: int, interval_s: float,
-                     move_fraction: float, records: int) -> None:
-    ns = f"bgc-{int(time.time()) % 100000}"
+def wide_topic(lab: Lab, root: Path, ns: str, records: int
+               ) -> tuple[Path, Config, ClusterClients, ClusterClients, str]:
+    """A config scoped to `ns` and a WIDE-partition topic on the primary holding `records`."""
     config_file = scoped_config(lab, root, ns)
     config = load_config(config_file)
     src = ClusterClients.for_cluster(config, "primary")
@@ -463,6 +459,16 @@ def bench_guard_cost(lab: Lab, root: Path, groups: int, rounds: int, interval_s:
     topic = f"{ns}-wide"
     create_topics(src, (topic,), WIDE)
     produce_keyed(src, topic, WIDE, records)
+    return config_file, config, src, dst, topic
+
+
+# -- (b) guard's cost -----------------------------------------------------------------------
+
+
+def bench_guard_cost(lab: Lab, root: Path, groups: int, rounds: int, interval_s: float,
+                     move_fraction: float, records: int) -> None:
+    ns = f"bgc-{int(time.time()) % 100000}"
+    config_file, config, src, dst, topic = wide_topic(lab, root, ns, records)
     tps = [(topic, p) for p in range(WIDE)]
     ends = watermarks(src.admin(), tps)
     rng = random.Random(5)
@@ -519,13 +525,7 @@ def commit_in_chunks(clients: ClusterClients, commits: dict[str, dict[tuple[str,
 def bench_failover(lab: Lab, state: LabState, root: Path, groups: int, records: int,
                    repeat: int, tool_sample: int, profile: Path | None) -> None:
     ns = f"bfo-{int(time.time()) % 100000}"
-    config_file = scoped_config(lab, root, ns)
-    config = load_config(config_file)
-    src = ClusterClients.for_cluster(config, "primary")
-    dst = ClusterClients.for_cluster(config, "secondary")
-    topic = f"{ns}-wide"
-    create_topics(src, (topic,), WIDE)
-    produce_keyed(src, topic, WIDE, records)
+    config_file, config, src, dst, topic = wide_topic(lab, root, ns, records)
     tps = [(topic, p) for p in range(WIDE)]
     ends = watermarks(src.admin(), tps)
     rng = random.Random(7)
@@ -572,17 +572,7 @@ def bench_failover(lab: Lab, state: LabState, root: Path, groups: int, records: 
         note = f"FAILED: {type(exc).__name__}: {exc}"
         log(f"failover: {note}")
     rows.append(["drctl failover (source up: exact), once", time.monotonic() - started, note])
-    when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.000")
-    tool = ("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
-            if state.kafka_version.startswith("4") else "kafka.admin.ConsumerGroupCommand")
-    times = []
-    for g in names[:tool_sample]:
-        started = time.monotonic()
-        subprocess.run(["java", "-Xmx256m", "-cp", f"{state.lib_dir}/*", tool,
-                        "--bootstrap-server", lab.bootstrap(state, "secondary"),
-                        "--reset-offsets", "--group", g, "--all-topics", "--to-datetime",
-                        when, "--execute"], check=True, capture_output=True, timeout=300)
-        times.append(time.monotonic() - started)
+    times = time_kafka_reset_to_datetime(lab, state, names[:tool_sample])
     if times:
         per_group = statistics.median(times)
         rows.append([f"kafka-consumer-groups --to-datetime per group (median {per_group:.2f} s"

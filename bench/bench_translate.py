@@ -16,13 +16,11 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
-import subprocess
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.common import produce_keyed
+from bench.common import produce_keyed, time_kafka_reset_to_datetime
 from drctl.config import load_config
 from drctl.kafka.checkpoints import read_checkpoints
 from drctl.kafka.groups import alter_offsets
@@ -30,6 +28,7 @@ from drctl.kafka.offsets import watermarks
 from drctl.lab.lab import Lab, LabPorts
 from drctl.lab.workload import create_topics
 from drctl.translate.engine import TranslateRequest, translate_offsets
+from drctl.translate.model import TranslateMethod
 
 
 def main() -> None:
@@ -93,7 +92,8 @@ def main() -> None:
             for _ in range(args.repeat):
                 started = time.monotonic()
                 report = translate_offsets(config, TranslateRequest(
-                    "primary", "secondary", groups="bench-g.*", method=method, apply=apply))
+                    "primary", "secondary", groups="bench-g.*", method=TranslateMethod(method),
+                    apply=apply))
                 runs.append(time.monotonic() - started)
             s = report.summary()
             rows.append((f"drctl {method}{' --apply' if apply else ''} (median of {len(runs)})",
@@ -102,17 +102,7 @@ def main() -> None:
                          f"{s['applied']} groups applied; runs "
                          f"{', '.join(f'{r:.1f}' for r in runs)} s"))
 
-        when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.000")
-        tool = ("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
-                if state.kafka_version.startswith("4") else "kafka.admin.ConsumerGroupCommand")
-        times = []
-        for g in groups[: args.tool_sample]:
-            started = time.monotonic()
-            subprocess.run(["java", "-Xmx256m", "-cp", f"{state.lib_dir}/*", tool,
-                            "--bootstrap-server", lab.bootstrap(state, "secondary"),
-                            "--reset-offsets", "--group", g, "--all-topics", "--to-datetime",
-                            when, "--execute"], check=True, capture_output=True, timeout=300)
-            times.append(time.monotonic() - started)
+        times = time_kafka_reset_to_datetime(lab, state, groups[: args.tool_sample])
         per_group = statistics.median(times)
         loop = per_group * args.groups
         rows.append((f"kafka-consumer-groups loop (median {per_group:.2f} s x {args.groups})",
