@@ -98,11 +98,13 @@ class FailoverResult:
 
 
 def left_behind(ctx: OpsContext, report: TranslationReport, source_up: bool,
-                topics: dict[str, str]) -> dict[str, Any]:
+                topics: dict[str, str], groups_pattern: str = ".*") -> dict[str, Any]:
     """Every topic and group failover could not take along, and why — so none is left
     silently. With the source gone, what drctl last saw on it (the inventory guard, status,
     translate-offsets and failover keep) says which topics and groups exist beyond what the
-    target mirrors and checkpoints."""
+    target mirrors and checkpoints — those this failover is about: the groups it was asked to
+    move (`groups_pattern` within the config's filter) reading topics replication covers.
+    Another team's failover of other groups must not be named here."""
     config = ctx.config
     rep = config.require_replication()
     groups: dict[str, str] = {}
@@ -131,8 +133,9 @@ def left_behind(ctx: OpsContext, report: TranslationReport, source_up: bool,
         seen = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(inventory.written_ms / 1000))
         unread = {g: ["?"] for g in inventory.unread}  # topics unknown: named all the same
         for group, consumed in sorted({**inventory.groups, **unread}.items()):
-            if group in translated or group in groups or not consumed \
-                    or not wanted_group(config, ".*", group):
+            in_scope = [t for t in consumed if t == "?" or rep.topics.matches(t)]
+            if group in translated or group in groups or not in_scope \
+                    or not wanted_group(config, groups_pattern, group):
                 continue
             how = "listed" if group in unread else "committed"
             groups[group] = (f"{how} on the source (drctl's inventory of {seen}), but no "
@@ -412,7 +415,8 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *, notify: Notify = lam
                                                              for p in g.partitions}),
                                        "positions": _applied_positions(g)}
                              for g in report.groups}
-            marker.left_behind = left_behind(ctx, report, pre["source_reachable"], topics)
+            marker.left_behind = left_behind(ctx, report, pre["source_reachable"], topics,
+                                             opts.groups)
             marker.record("translate-offsets", report.summary())
             store.save(marker)
             crash_point("translate-offsets")
