@@ -350,12 +350,7 @@ def method_rows(name: str, report: TranslationReport, exact: dict[tuple[str, int
 def bench_redelivery(lab: Lab, state: LabState, root: Path, setting: str, run_s: float,
                      rate: float, guard_interval: float) -> list[list[Any]]:
     ns = f"bg-{setting}-{int(time.time()) % 100000}"
-    config_file = scoped_config(lab, root, ns)
-    config = load_config(config_file)
-    src = ClusterClients.for_cluster(config, "primary")
-    dst = ClusterClients.for_cluster(config, "secondary")
-    topic = f"{ns}-orders"
-    create_topics(src, (topic,), PARTITIONS)
+    config_file, config, src, dst, topic = scoped_topic(lab, root, ns, "orders", PARTITIONS)
     if setting == "defaults-young":
         # MirrorMaker 2 refreshed its topics and groups before any of these groups existed.
         wait(lambda: replicated(src, dst, topic, PARTITIONS, 0), 120, "topic mirrored")
@@ -449,16 +444,17 @@ def bench_redelivery(lab: Lab, state: LabState, root: Path, setting: str, run_s:
     return rows
 
 
-def wide_topic(lab: Lab, root: Path, ns: str, records: int
-               ) -> tuple[Path, Config, ClusterClients, ClusterClients, str]:
-    """A config scoped to `ns` and a WIDE-partition topic on the primary holding `records`."""
+def scoped_topic(lab: Lab, root: Path, ns: str, name: str, partitions: int, records: int = 0
+                 ) -> tuple[Path, Config, ClusterClients, ClusterClients, str]:
+    """A config scoped to `ns` and a topic `<ns>-<name>` on the primary holding `records`."""
     config_file = scoped_config(lab, root, ns)
     config = load_config(config_file)
     src = ClusterClients.for_cluster(config, "primary")
     dst = ClusterClients.for_cluster(config, "secondary")
-    topic = f"{ns}-wide"
-    create_topics(src, (topic,), WIDE)
-    produce_keyed(src, topic, WIDE, records)
+    topic = f"{ns}-{name}"
+    create_topics(src, (topic,), partitions)
+    if records:
+        produce_keyed(src, topic, partitions, records)
     return config_file, config, src, dst, topic
 
 
@@ -468,7 +464,7 @@ def wide_topic(lab: Lab, root: Path, ns: str, records: int
 def bench_guard_cost(lab: Lab, root: Path, groups: int, rounds: int, interval_s: float,
                      move_fraction: float, records: int) -> None:
     ns = f"bgc-{int(time.time()) % 100000}"
-    config_file, config, src, dst, topic = wide_topic(lab, root, ns, records)
+    config_file, config, src, dst, topic = scoped_topic(lab, root, ns, "wide", WIDE, records)
     tps = [(topic, p) for p in range(WIDE)]
     ends = watermarks(src.admin(), tps)
     rng = random.Random(5)
@@ -525,7 +521,7 @@ def commit_in_chunks(clients: ClusterClients, commits: dict[str, dict[tuple[str,
 def bench_failover(lab: Lab, state: LabState, root: Path, groups: int, records: int,
                    repeat: int, tool_sample: int, profile: Path | None) -> None:
     ns = f"bfo-{int(time.time()) % 100000}"
-    config_file, config, src, dst, topic = wide_topic(lab, root, ns, records)
+    config_file, config, src, dst, topic = scoped_topic(lab, root, ns, "wide", WIDE, records)
     tps = [(topic, p) for p in range(WIDE)]
     ends = watermarks(src.admin(), tps)
     rng = random.Random(7)
