@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 import resource
 import shutil
@@ -31,6 +32,7 @@ from confluent_kafka import TopicPartition
 from drctl.config import load_config
 from drctl.gap.plan import GapScope
 from drctl.gap.planner import plan_gap_analysis
+from drctl.gap.result import SUMMARY_FILE
 from drctl.gap.runner import run_gap_analysis
 from drctl.kafka.clients import ClusterClients
 from drctl.lab.lab import Lab, LabPorts
@@ -189,8 +191,13 @@ def main() -> int:
                     sampler.start()
                     t0 = time.monotonic()
                     plan = plan_gap_analysis(config, [topic], scope=GapScope(scope))
+                    planned = time.monotonic() - t0
                     with run_gap_analysis(plan, spark) as result:
                         took = time.monotonic() - t0
+                        phases = json.loads((result.out_dir / SUMMARY_FILE).read_text()).get(
+                            "phases_s", {})
+                        print(f"{topic} {scope}/{master}: {took:.1f} s: plan {planned:.1f} s, "
+                              f"job {result.elapsed_s:.1f} s {phases}", file=sys.stderr)
                         found = result.totals["unreplicated"]
                         runs[(scope, master)].append((took, result.elapsed_s, sampler.stop()))
                     assert found == args.gap, \

@@ -75,6 +75,7 @@ class SparkJobSettings:
     packages: list[str] = field(default_factory=list)
     conf: dict[str, str] = field(default_factory=dict)
     debug: bool = False
+    driver_java_options: list[str] = field(default_factory=list)  # the class archive's
 
 
 @dataclass

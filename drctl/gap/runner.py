@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from drctl.config import SparkSettings
 from drctl.errors import DrctlError, TimedOut
+from drctl.gap.class_archive import class_archive
 from drctl.gap.jars import Connector, SparkConnectorMissing, keep_resolved, resolve_connector
 from drctl.gap.plan import GapPlan, SparkJobSettings
 from drctl.gap.result import GapResult
@@ -129,10 +130,15 @@ def run_gap_analysis(plan: GapPlan, spark: SparkSettings, progress: Progress | N
     out = Path(plan.out_dir)
     work = out / WORK_DIR
     work.mkdir(parents=True, exist_ok=True)
+    archive = class_archive()
+    if archive is not None and archive.recording is not None:
+        notify("Recording the classes Spark loads, so later gap jobs start sooner (this "
+               "first run on the machine takes longer)")
     plan.spark = SparkJobSettings(master=spark.master, jars=list(connector.jars),
                                   packages=list(connector.packages),
                                   conf={**connector.spark_conf(), **spark.conf},
-                                  debug=debug)
+                                  debug=debug,
+                                  driver_java_options=archive.java_options() if archive else [])
     plan_file = plan.write(work / "plan.json")
     log = work / "job.log"
     outcome: dict[str, Any] = {}
@@ -179,6 +185,10 @@ def run_gap_analysis(plan: GapPlan, spark: SparkSettings, progress: Progress | N
                 os.close(fd)
         plan_file.unlink(missing_ok=True)  # it holds the clusters' credentials
         plan.spark = None
+        if archive is not None:
+            if "summary" in outcome and proc.returncode == 0 and not timed_out:
+                archive.keep()
+            archive.discard()
     if timed_out:
         raise TimedOut(
             f"The gap-analysis Spark job did not finish in {format_duration(timeout_s or 0)} "
