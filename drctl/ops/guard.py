@@ -119,10 +119,13 @@ class Guard:
                     result.pending += 1
                     continue
                 key = (g.group, (p.topic, p.partition))
+                proof = p.proof or {}
                 snaps.append(OffsetSnapshot(
                     g.group, p.topic, p.partition, p.source_offset, p.target_offset,
-                    p.confidence, (p.proof or {}).get("fingerprint"),
-                    self.first_seen_ms.get(key, (0, now_ms))[1], now_ms))
+                    p.confidence, proof.get("fingerprint"),
+                    self.first_seen_ms.get(key, (0, now_ms))[1], now_ms,
+                    ahead=proof.get("ahead"), occurrence=proof.get("occurrence"),
+                    fingerprint_ts=proof.get("fingerprint_ts", True)))
                 if p.confidence in ("exact", "start"):
                     done.append((key, p.source_offset))
                 else:
@@ -145,7 +148,9 @@ def run_guard(config: Config, *, groups: str = ".*", interval_s: float = 5.0,
         result = guard.run_round()
         if on_round:
             on_round(result)
-        wait = interval_s
+        # Rounds start every interval (a snapshot is at most one interval plus one round
+        # old); a round longer than the interval is followed at once by the next.
+        wait = max(0.0, interval_s - result.seconds)
         if result.error:
             # The one retry policy paces a cluster that does not answer; past its attempts
             # guard keeps trying at its longest wait (a guard never gives up).

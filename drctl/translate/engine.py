@@ -39,8 +39,8 @@ from drctl.translate.model import (
     TranslateMethod,
     TranslationReport,
 )
-from drctl.translate.reader import BatchReader
-from drctl.translate.snapshots import OffsetSnapshot, read_snapshots
+from drctl.translate.reader import BatchReader, RangeRequest
+from drctl.translate.snapshots import OffsetSnapshot, read_snapshots, settle_ahead
 
 # Groups that belong to Kafka Connect, MirrorMaker 2 or drctl, never to an application.
 _INTERNAL_GROUP = re.compile(r"^(connect-.*|__.*|drctl-.*|_.*)$")
@@ -189,7 +189,8 @@ def translate_offsets(config: Config, req: TranslateRequest,
     elif method == "checkpoint":
         _by_checkpoint(todo, checkpoints or {}, dst_marks)
     elif method == "snapshot":
-        _by_snapshot(todo, snapshots or {}, checkpoints or {}, dst_marks)
+        settled = _settle_snapshots(dst, todo, snapshots or {}, dst_marks)
+        _by_snapshot(todo, snapshots or {}, checkpoints or {}, dst_marks, settled)
     else:
         _by_exact(src, dst, todo, dst_marks, timestamp_only=method == "timestamp",
                   max_scan=req.max_scan, own_copy_header=req.own_copy_header)
@@ -276,18 +277,43 @@ def _snapshot_positions(snapshots: dict[tuple[str, str, int], OffsetSnapshot],
     return out
 
 
+def _settle_snapshots(dst: ClusterClients, todo: list[PartitionResult],
+                      snapshots: dict[tuple[str, str, int], OffsetSnapshot],
+                      dst_marks: dict[TP, tuple[int, int]]
+                      ) -> dict[tuple[str, str, int], tuple[int, str]]:
+    """Snapshots taken while their group was ahead of replication, settled on the target
+    (the copies arrived since): (group, source topic, partition) -> (target offset, how)."""
+    later = [p for p in todo if (s := snapshots.get((p.group, p.topic, p.partition)))
+             and s.settles_later and (p.target_topic, p.partition) in dst_marks]
+    if not later:
+        return {}
+    found = settle_ahead(dst, [(snapshots[(p.group, p.topic, p.partition)],
+                                (p.target_topic, p.partition)) for p in later], dst_marks)
+    return {(p.group, p.topic, p.partition): f for p, f in zip(later, found, strict=True)
+            if f is not None}
+
+
 def _by_snapshot(todo: list[PartitionResult],
                  snapshots: dict[tuple[str, str, int], OffsetSnapshot], checkpoints: dict,
-                 dst_marks: dict[TP, tuple[int, int]]) -> None:
+                 dst_marks: dict[TP, tuple[int, int]],
+                 settled: dict[tuple[str, str, int], tuple[int, str]] | None = None
+                 ) -> None:
     """The later of the snapshot's exact position and the checkpoint's: both lie at or before
-    the group's true position (groups commit forwards), so neither skips a record. The bound:
+    the group's true position (groups commit forwards), so neither skips a record. A snapshot
+    taken while the group was ahead of replication counts where it was `settled`. The bound:
     the group cannot have read more of the target than lies past the position."""
     now_ms = int(time.time() * 1000)
+    settled = settled or {}
     for p in todo:
         snap = snapshots.get((p.group, p.topic, p.partition))
         cp = checkpoints.get((p.group, p.target_topic, p.partition))
         low, end = dst_marks[(p.target_topic, p.partition)]
-        options = ([(snap.target_offset, "snapshot")] if snap else []) + \
+        snap_offset = snap.target_offset if snap else None
+        if (found := settled.get((p.group, p.topic, p.partition))) is not None:
+            snap_offset = found[0]
+            p.note = (f"guard's snapshot was ahead of replication by {snap and snap.ahead} "
+                      f"records; settled on the target at {found[1]}")
+        options = ([(snap_offset, "snapshot")] if snap_offset is not None else []) + \
             ([(cp.downstream_offset, "checkpoint")] if cp else [])
         if not options:
             p.confidence = "no-snapshot"
@@ -369,8 +395,15 @@ def _by_exact(src: ClusterClients, dst: ClusterClients, todo: list[PartitionResu
         if m.reason == "end":
             p.target_offset = end
             p.confidence = "clamped"
-            p.missing = missing.get(key)
+            lacking = missing.get(key)
+            p.missing = lacking.records if lacking else None
             p.note = "the group consumed records that never reached the target"
+            if lacking is not None and lacking.anchored:
+                # What resolves this position later, once the copies arrive, with no source:
+                # the k-th copy of the last record read, at most `ahead` records past `end`.
+                p.proof = {"last_read": last.offset, "fingerprint": a.fingerprint(last).hex(),
+                           "fingerprint_ts": last.timestamp_type == 1,
+                           "ahead": lacking.records, "occurrence": lacking.occurrence}
             continue
         if m.reason == "bound" or m.offset is None:
             p.target_offset = max(low, m.anchor_b or low)
@@ -414,8 +447,18 @@ def _next_is_consumed(a: Side, b: Side, matches: dict, around: dict,
             if f.offset is not None and f.offset < k[2]}
 
 
+@dataclass(frozen=True)
+class _Ahead:
+    """A group ahead of replication: the records it consumed that the target lacks, and
+    which copy of its last record (k-th identical since the target's end) marks its place."""
+
+    records: int
+    occurrence: int
+    anchored: bool  # the target's last record was found on the source: `records` is exact
+
+
 def _missing_counts(a: Side, b: Side, todo: list[PartitionResult], ahead: list,
-                    around: dict, max_scan: int) -> dict:
+                    around: dict, max_scan: int) -> dict[tuple[str, int, int], _Ahead]:
     """Records a group consumed on the source that the target lacks."""
     if not ahead:
         return {}
@@ -428,14 +471,27 @@ def _missing_counts(a: Side, b: Side, todo: list[PartitionResult], ahead: list,
             queries.append(MatchQuery(tail, (key[0], key[1])))
             keys.append(key)
     located = dict(zip(keys, match_records(b, a, queries, max_scan=max_scan), strict=True))
-    from drctl.translate.reader import RangeRequest
 
-    reqs = []
+    reqs, anchored = [], []
     for t, q, off in ahead:
         m = located.get((t, q, off))
-        start = (m.offset + 1) if m is not None and m.offset is not None else a.marks[(t, q)][0]
+        found = m is not None and m.offset is not None
+        start = (m.offset + 1) if found and m is not None and m.offset is not None \
+            else a.marks[(t, q)][0]
         reqs.append(RangeRequest((t, q), max(start, off - max_scan), off))
-    return {key: len(recs) for key, recs in zip(ahead, a.reader.read(reqs), strict=True)}
+        anchored.append(found and start >= off - max_scan)
+    out = {}
+    for key, recs, is_anchored in zip(ahead, a.reader.read(reqs), anchored, strict=True):
+        last = around[key][0]
+        occurrence = 0
+        if last is not None:
+            ts = last.timestamp_type == 1
+            fp = a.fingerprint(last, ts)
+            occurrence = sum(1 for r in recs if r.offset <= last.offset
+                             and a.fingerprint(r, ts) == fp)
+        out[key] = _Ahead(len(recs), occurrence,
+                          is_anchored and last is not None and occurrence > 0)
+    return out
 
 
 def _rewind_rule(report: TranslationReport, allow_rewind: bool) -> None:

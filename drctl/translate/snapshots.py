@@ -10,7 +10,7 @@ its last position, which is what its consumers would resume from).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 from confluent_kafka.admin import NewTopic
@@ -18,7 +18,10 @@ from confluent_kafka.admin import NewTopic
 from drctl.errors import DrctlError
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.offsets import watermarks
-from drctl.kafka.records import read_ranges
+from drctl.kafka.records import Record, read_ranges
+from drctl.kafka.topics import TP
+from drctl.translate.locate import record_fingerprint
+from drctl.translate.reader import BatchReader, RangeRequest
 
 SNAPSHOT_PARTITIONS = 6
 _SEP = "\x00"  # never part of a group id or topic name a broker accepts in practice
@@ -35,6 +38,12 @@ class OffsetSnapshot:
     fingerprint: str | None  # hex digest of the last record it consumed (the proof)
     seen_ms: int  # when guard first saw this committed position
     snapshot_ms: int  # when guard wrote this snapshot
+    # A position ahead of replication (confidence clamped): the group had consumed `ahead`
+    # records past target_offset that were not copied yet; its last one is the
+    # `occurrence`-th record with `fingerprint` from there (see settle_ahead).
+    ahead: int | None = None
+    occurrence: int | None = None
+    fingerprint_ts: bool = True  # the fingerprint covers the timestamp (CreateTime)
 
     @property
     def key(self) -> bytes:
@@ -46,7 +55,46 @@ class OffsetSnapshot:
     @classmethod
     def decode(cls, value: bytes) -> OffsetSnapshot:
         raw = json.loads(value)
-        return cls(**{k: raw[k] for k in cls.__dataclass_fields__})
+        return cls(**{k: raw[k] for k in cls.__dataclass_fields__ if k in raw})
+
+    @property
+    def settles_later(self) -> bool:
+        return self.confidence == "clamped" and self.fingerprint is not None \
+            and self.ahead is not None and bool(self.occurrence)
+
+
+def settle_ahead(clients: ClusterClients, snapshots: Sequence[tuple[OffsetSnapshot, TP]],
+                 marks: Mapping[TP, tuple[int, int]]) -> list[tuple[int, str] | None]:
+    """`settle_one` for many snapshots: the target's records past each one, read in one go."""
+    reqs: list[RangeRequest] = []
+    for snap, tp in snapshots:
+        low, end = marks[tp]
+        start = snap.target_offset if low <= snap.target_offset <= end else end
+        reqs.append(RangeRequest(tp, start, min(end, start + 2 * (snap.ahead or 0) + 1_000)))
+    return [settle_one(snap, recs, *marks[tp]) for (snap, tp), recs
+            in zip(snapshots, BatchReader(clients).read(reqs), strict=True)]
+
+
+def settle_one(snap: OffsetSnapshot, records: Sequence[Record], low: int, end: int
+               ) -> tuple[int, str] | None:
+    """Where a snapshot that was ahead of replication stands now, from the target alone, given
+    the target's records from its offset on. Replication copies a partition in order, so the
+    copy of the group's last record is the `occurrence`-th identical record from there (an
+    earlier identical re-copy only moves the answer back: re-delivery, never a skip). If the
+    target ends before that copy arrived, every record it holds past the offset is one the
+    group consumed: the end. None: not settled (retention took the offset, or the target holds
+    more than the group could have consumed yet not the copy): the snapshot's offset stands."""
+    if not snap.settles_later or not low <= snap.target_offset <= end:
+        return None
+    wanted = bytes.fromhex(snap.fingerprint or "")
+    copies = [r.offset for r in records if r.offset >= snap.target_offset
+              and record_fingerprint(r, snap.fingerprint_ts) == wanted]
+    k = snap.occurrence or 0
+    if len(copies) >= k:
+        return copies[k - 1] + 1, "the copy of the last record it read"
+    if end - snap.target_offset <= (snap.ahead or 0):
+        return end, "the target's end (the rest of what it read was never copied)"
+    return None
 
 
 INVENTORY_KEY = b"\x00inventory"
