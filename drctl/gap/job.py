@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import shutil
+import subprocess
 import sys
 import threading
 import time
@@ -30,6 +31,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
+from pyspark import SparkContext
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
@@ -131,6 +133,7 @@ def _compared_rows(plan: GapPlan) -> int:
 # mostly the JVM warming up, which C1 shortens by seconds; past about a million records C2's
 # faster hashing wins it back (10M records per side took 1.7x as long with C1 only).
 _QUICK_JIT_ROWS = 1_000_000
+_QUICK_JIT = "-XX:TieredStopAtLevel=1"
 
 
 def _sql_defaults(plan: GapPlan, spark: SparkSession) -> dict[str, str]:
@@ -161,6 +164,7 @@ def build_session(plan: GapPlan) -> SparkSession:
         return spark
     work = Path(plan.out_dir) / _WORK
     work.mkdir(parents=True, exist_ok=True)
+    quick = _compared_rows(plan) <= _QUICK_JIT_ROWS
     log4j = work / "log4j2.properties"
     log4j.write_text(_LOG4J2.replace("{level}", "info" if settings.debug else "error"))
     conf = {
@@ -168,9 +172,11 @@ def build_session(plan: GapPlan) -> SparkSession:
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.extraJavaOptions": " ".join(
             [f"-Dlog4j2.configurationFile=file:{log4j}", *settings.driver_java_options]
-            + (["-XX:TieredStopAtLevel=1"] if _compared_rows(plan) <= _QUICK_JIT_ROWS else [])),
+            + ([_QUICK_JIT] if quick else [])),
         "spark.local.dir": str(work / "spark-local"),
     }
+    if quick:  # executors in their own JVMs (a cluster) warm up the same way
+        conf["spark.executor.extraJavaOptions"] = _QUICK_JIT
     if settings.jars:
         conf["spark.jars"] = ",".join(settings.jars)
     if settings.packages:
@@ -554,6 +560,7 @@ def main(argv: list[str] | None = None) -> int:
     events = JobEvents(stream)
     plan = GapPlan.from_json(Path(args.plan).read_text())
     poller: StatusPoller | None = None
+    spark: SparkSession | None = None
     try:
         events.enter("starting")
         spark = build_session(plan)
@@ -584,6 +591,27 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if poller is not None:
             poller.stop()
+        _stop_jvm(spark)
+
+
+def _stop_jvm(spark: SparkSession | None) -> None:
+    """Stop Spark and wait until its JVM has exited. Left alone, the JVM outlives this
+    process by seconds, and a class archive it records (class_archive.py) is written as it
+    exits: it must be whole before drctl keeps it."""
+    if spark is None:
+        return
+    try:
+        spark.stop()
+    except Exception:  # noqa: BLE001 - the JVM may be gone already
+        pass
+    proc = getattr(SparkContext._gateway, "proc", None)
+    if proc is None or proc.stdin is None:
+        return
+    proc.stdin.close()  # the gateway exits when its stdin ends
+    try:
+        proc.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.kill()
 
 
 if __name__ == "__main__":
