@@ -104,6 +104,28 @@ def test_failover_with_the_source_down_starts_groups_at_guards_snapshots(
     commits[f"{ns}-steady"] = 195
     commit_offsets(lab.primary, f"{ns}-steady", [TopicPartition(topic, p, 195)
                                                  for p in range(PARTITIONS)])
+    # A group ahead of replication when guard snapshots it: replication stalls, the group
+    # reads 30 new records per partition; its snapshot can only say "the target's end" and
+    # what it read past it. The copies arrive before the outage: failover settles the
+    # snapshot on the copy of its last record, not at the end guard saw.
+    lab.lab.fail("replication")
+    for p in range(PARTITIONS):
+        for i in range(200, 250):
+            producer.produce(topic, key=f"k{i % 7}".encode(), value=f"v-{p}-{i}".encode(),
+                             partition=p)
+    assert producer.flush(30) == 0
+    ahead = f"{ns}-ahead"
+    commits[ahead] = seen[ahead] = 230
+    commit_offsets(lab.primary, ahead, [TopicPartition(topic, p, 230)
+                                        for p in range(PARTITIONS)])
+    status, out = _guard(config, "--groups", ahead)
+    assert status == 0 and out["rounds"][0]["pending"] == PARTITIONS, out
+    snaps = read_snapshots(lab.secondary, cfg.state.snapshots_topic)
+    assert {(s.confidence, s.target_offset, s.ahead, s.occurrence)
+            for (g, _t, _p), s in snaps.items() if g == ahead} == {("clamped", 200, 30, 1)}
+    lab.lab.heal("replication")
+    wait_replicated(lab, topic, 250 * PARTITIONS)
+
     # Replication breaks; a topic created now is never mirrored. Guard's inventory knows it.
     time.sleep(2.5)  # Connect flushes its source offsets
     lab.lab.fail("replication")
@@ -153,6 +175,10 @@ def test_failover_with_the_source_down_starts_groups_at_guards_snapshots(
                 if p["confidence"] == "snapshot":
                     assert p["age_s"] is not None
         assert out["translation"]["summary"]["missing"] == 0
+        settled = [p for g in out["translation"]["groups"] if g["group"] == ahead
+                   for p in g["partitions"]]
+        assert all(p["confidence"] == "snapshot" and "settled on the target" in p["note"]
+                   for p in settled), settled
     finally:
         lab.lab.heal("primary")
     try:
