@@ -5,8 +5,9 @@ thousand classes from PySpark's jars: seconds of a small job's time (a tail-scop
 is mostly this). The first job on a machine records those classes when its JVM exits
 (`-XX:ArchiveClassesAtExit`; that run is slower); later jobs map the archive
 (`-XX:SharedArchiveFile`) and start several seconds sooner. The archive is keyed by the JDK
-and PySpark's jars; a JVM that finds it does not fit ignores it silently, so the worst case is
-the start time without it. DRCTL_SPARK_CLASS_ARCHIVE=0 turns it off.
+and PySpark's jars (and where they are); a JVM that finds it does not fit ignores it
+silently, so the worst case is the start time without it. DRCTL_SPARK_CLASS_ARCHIVE=0 turns
+it off.
 """
 
 from __future__ import annotations
@@ -89,7 +90,10 @@ def _key() -> str | None:
     jars = Path(pyspark.__file__).resolve().parent / "jars"
     digest = hashlib.sha256()
     stat = java.stat()
-    digest.update(f"{java}\0{stat.st_size}\0{stat.st_mtime_ns}\0{pyspark.__version__}".encode())
+    # The JVM checks the archive against the classpath it was recorded with: another
+    # installation of the same PySpark (another virtualenv) needs its own.
+    digest.update(f"{java}\0{stat.st_size}\0{stat.st_mtime_ns}\0{pyspark.__version__}\0"
+                  f"{jars}".encode())
     for jar in sorted(jars.glob("*.jar")):
         digest.update(f"\0{jar.name}\0{jar.stat().st_size}".encode())
     return digest.hexdigest()[:16]
