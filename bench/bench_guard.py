@@ -619,10 +619,14 @@ def main() -> None:
               f"{os.getloadavg()[0]:.1f} at start, Kafka {state.kafka_version}\n", flush=True)
         if "redelivery" in only:
             summary: list[list[Any]] = []
-            for setting in args.mm2.split(","):
+            settings = args.mm2.split(",")
+            for i, setting in enumerate(settings, 1):
                 run_s = args.run_s_lab if setting == "lab" else args.run_s_defaults
-                summary += bench_redelivery(lab, state, root, setting, run_s, args.rate,
-                                            args.guard_interval)
+                rows = bench_redelivery(lab, state, root, setting, run_s, args.rate,
+                                        args.guard_interval)
+                if settings.count(setting) > 1:  # repeated: each run's ratio on its own
+                    rows = [[f"{setting} (run {i})", *row[1:]] for row in rows]
+                summary += rows
             print(f"\n### re-delivery per method ({len(GROUPS)} groups, {args.rate:.0f} "
                   f"records/s over {PARTITIONS} partitions, guard every "
                   f"{args.guard_interval:g} s; goal at Kafka's defaults: snapshot <= 1/10 of "
@@ -630,7 +634,7 @@ def main() -> None:
             print_table(["MM2 setting", "method", "re-delivered", "worst group",
                          "worst partition", "skipped", "positions without one",
                          "over stated bound", "audit re-delivered/skipped"], summary)
-            for setting in args.mm2.split(","):
+            for setting in dict.fromkeys(r[0] for r in summary):
                 got = {r[1]: r[2] for r in summary if r[0] == setting}
                 if got.get("checkpoint"):
                     print(f"{setting}: snapshot / checkpoint = "
