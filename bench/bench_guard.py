@@ -37,6 +37,7 @@ import multiprocessing
 import os
 import random
 import re
+import shutil
 import signal
 import statistics
 import subprocess
@@ -648,6 +649,7 @@ def main() -> None:
         print(f"load average at the end {os.getloadavg()[0]:.1f}")
     finally:
         lab.down(purge=True)
+        shutil.rmtree(root, ignore_errors=True)  # the runs' scoped configs
 
 
 if __name__ == "__main__":
