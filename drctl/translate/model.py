@@ -30,7 +30,7 @@ no-checkpoint | start (nothing consumed) | snapshot (drctl guard's exact positio
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
@@ -69,8 +69,10 @@ class PartitionResult:
     max_redelivered: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data.pop("group")
+        # A shallow copy: asdict() deep-copies every value, seconds at 160,000 positions.
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "group"}
+        if self.proof is not None:
+            data["proof"] = dict(self.proof)
         return data
 
 
