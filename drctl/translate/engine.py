@@ -309,10 +309,10 @@ def _by_snapshot(todo: list[PartitionResult],
         cp = checkpoints.get((p.group, p.target_topic, p.partition))
         low, end = dst_marks[(p.target_topic, p.partition)]
         snap_offset = snap.target_offset if snap else None
-        if (found := settled.get((p.group, p.topic, p.partition))) is not None:
+        if snap is not None and (found := settled.get((p.group, p.topic, p.partition))):
             snap_offset = found[0]
-            p.note = (f"guard's snapshot was ahead of replication by {snap and snap.ahead} "
-                      f"records; settled on the target at {found[1]}")
+            p.note = (f"guard's snapshot was ahead of replication by {snap.ahead} records; "
+                      f"settled on the target at {found[1]}")
         options = ([(snap_offset, "snapshot")] if snap_offset is not None else []) + \
             ([(cp.downstream_offset, "checkpoint")] if cp else [])
         if not options:
@@ -475,11 +475,10 @@ def _missing_counts(a: Side, b: Side, todo: list[PartitionResult], ahead: list,
     reqs, anchored = [], []
     for t, q, off in ahead:
         m = located.get((t, q, off))
-        found = m is not None and m.offset is not None
-        start = (m.offset + 1) if found and m is not None and m.offset is not None \
-            else a.marks[(t, q)][0]
+        copy = m.offset if m is not None else None  # of the target's last record, on A
+        start = copy + 1 if copy is not None else a.marks[(t, q)][0]
         reqs.append(RangeRequest((t, q), max(start, off - max_scan), off))
-        anchored.append(found and start >= off - max_scan)
+        anchored.append(copy is not None and start >= off - max_scan)
     out = {}
     for key, recs, is_anchored in zip(ahead, a.reader.read(reqs), anchored, strict=True):
         last = around[key][0]
