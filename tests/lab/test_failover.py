@@ -63,6 +63,9 @@ def test_planned_switchover_with_running_producers(lab: RunningLab, ns: str, tmp
     topic = f"{ns}-sw"
     result = run_workload(lab.primary, WorkloadSpec(topics=(topic,), partitions=4, records=2000,
                                                     groups=()))
+    # A planned switchover is of topics MirrorMaker 2 mirrors already: wait until it found
+    # this new one (preflight rightly refuses a topic missing on the secondary).
+    wait_replicated(lab, topic, 2000)
     groups = [f"{ns}-g{i:02d}" for i in range(50)]
     ends = {r.partition: r.offset + 1 for r in result.records}
     for i, g in enumerate(groups):
