@@ -100,16 +100,26 @@ def failback_command(
                   f"consumers on {rep.target} and run failback again: it moves only the "
                   "groups left.")
         raise typer.Exit(result.exit_status)
-    term.success(f"Failback of {result.marker.incident} done; the incident is closed.")
+    # What still needs the operator comes before the closing line, never after a "done".
+    problems = []
+    if result.audit.get("totals", {}).get("skipped"):
+        problems.append(f"The failover made groups skip {result.audit['totals']['skipped']} "
+                        "record(s) (audit above): their consumers never read them; replay "
+                        "them.")
+    for t in result.marker.left_behind.get("topics", []):
+        problems.append(f"Topic {t['topic']} was never mirrored to {rep.target}: its records "
+                        f"are only on {rep.source}, not compared and not reconciled. Mirror "
+                        "it (restart forward replication) and check its consumers.")
+    for line in problems:
+        term.warn(line)
+    if problems:
+        term.warn(f"Failback of {result.marker.incident} finished and the incident is closed, "
+                  f"but {len(problems)} problem(s) above need you (exit "
+                  f"{int(result.exit_status)}).")
+    else:
+        term.success(f"Failback of {result.marker.incident} done; the incident is closed.")
     term.info(f"Next: switch clients back to {rep.source}.")
     if result.exit_status:
-        if result.audit.get("totals", {}).get("skipped"):
-            term.warn(f"The failover made groups skip {result.audit['totals']['skipped']} "
-                      "record(s) (audit above): their consumers never read them; replay them.")
-        for t in result.marker.left_behind.get("topics", []):
-            term.warn(f"Topic {t['topic']} was never mirrored to {rep.target}: its records "
-                      f"are only on {rep.source}, not compared and not reconciled. Mirror it "
-                      "(restart forward replication) and check its consumers.")
         raise typer.Exit(result.exit_status)
 
 
