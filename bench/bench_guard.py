@@ -45,15 +45,20 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
-from bench.common import produce_keyed, time_kafka_reset_to_datetime
+from bench.common import (
+    print_table,
+    produce_keyed,
+    replicated,
+    scoped_config,
+    time_kafka_reset_to_datetime,
+    wait,
+)
 from drctl.config import Config, load_config
 from drctl.kafka.checkpoints import read_checkpoints
 from drctl.kafka.clients import ClusterClients
@@ -241,21 +246,6 @@ def proc_usage(pid: int) -> tuple[float, int, int]:
 # -- helpers on the lab --------------------------------------------------------------------
 
 
-def scoped_config(lab: Lab, root: Path, ns: str) -> Path:
-    """The lab's config limited to this run's topics and groups, with its own marker store and
-    snapshot topic."""
-    raw = yaml.safe_load(lab.config_file.read_text())
-    raw["replication"]["topics"] = {"include": [f"{ns}-.*"]}
-    raw["groups"] = {"include": [f"{ns}-.*"]}
-    raw["state"] = {"dir": str(root / ns / "state"), "topic": f"_drctl_state_{ns}",
-                    "snapshots_topic": f"_drctl_snapshots_{ns}"}
-    raw["retry"] = {"initial_s": 0.2, "max_s": 1}
-    (root / ns).mkdir(parents=True, exist_ok=True)
-    path = root / ns / "drctl.yaml"
-    path.write_text(yaml.safe_dump(raw))
-    return path
-
-
 def set_mm2_defaults(lab: Lab, state: LabState) -> None:
     """Kafka's default intervals on the running connectors (a config update restarts their
     tasks, which discover topics and groups once at start)."""
@@ -266,24 +256,6 @@ def set_mm2_defaults(lab: Lab, state: LabState) -> None:
                      for n in lab.flow(state).connectors()), 120, "connectors restarted")
 
 
-def wait(check: Callable[[], bool], deadline_s: float, what: str) -> None:
-    end = time.monotonic() + deadline_s
-    while not check():
-        if time.monotonic() > end:
-            raise SystemExit(f"timed out waiting for {what}")
-        time.sleep(1)
-
-
-def replicated(src: ClusterClients, dst: ClusterClients, topic: str, partitions: int,
-               minimum: int = 1) -> bool:
-    if topic not in dst.admin().list_topics(timeout=10).topics:
-        return False
-    tps = [(topic, p) for p in range(partitions)]
-    want = sum(e for _, e in watermarks(src.admin(), tps).values())
-    have = sum(e for _, e in watermarks(dst.admin(), tps).values())
-    return have >= max(minimum, want)
-
-
 def coordinator_ready(clients: ClusterClients, group: str) -> bool:
     """A restarted broker answers offset reads only once it has loaded __consumer_offsets."""
     try:
@@ -291,18 +263,6 @@ def coordinator_ready(clients: ClusterClients, group: str) -> bool:
         return True
     except KafkaException:
         return False
-
-
-def fmt(n: float | int | None) -> str:
-    return "-" if n is None else f"{n:,}" if isinstance(n, int) else f"{n:,.2f}"
-
-
-def print_table(headers: list[str], rows: list[list[Any]]) -> None:
-    print("| " + " | ".join(headers) + " |")
-    print("|" + "|".join("---" if i == 0 else "---:" for i in range(len(headers))) + "|")
-    for row in rows:
-        print("| " + " | ".join(c if isinstance(c, str) else fmt(c) for c in row) + " |")
-    print(flush=True)
 
 
 # -- (a) re-delivery per method ------------------------------------------------------------

@@ -1,14 +1,20 @@
-"""What the benchmarks share: filling a topic fast with realistic timestamps, and timing
-Kafka's own offset-reset tool for comparison."""
+"""What the benchmarks share: filling a topic fast with realistic timestamps, a lab config
+scoped to one run, waits, the printed tables, and timing Kafka's own offset-reset tool for
+comparison."""
 
 from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
 
 from drctl.kafka.clients import ClusterClients
+from drctl.kafka.offsets import watermarks
 from drctl.lab.lab import Lab, LabState
 
 
@@ -46,3 +52,48 @@ def time_kafka_reset_to_datetime(lab: Lab, state: LabState, groups: Sequence[str
                         when, "--execute"], check=True, capture_output=True, timeout=300)
         times.append(time.monotonic() - started)
     return times
+
+
+def scoped_config(lab: Lab, root: Path, ns: str) -> Path:
+    """The lab's config limited to this run's topics and groups, with its own marker store and
+    snapshot topic."""
+    raw = yaml.safe_load(lab.config_file.read_text())
+    raw["replication"]["topics"] = {"include": [f"{ns}-.*"]}
+    raw["groups"] = {"include": [f"{ns}-.*"]}
+    raw["state"] = {"dir": str(root / ns / "state"), "topic": f"_drctl_state_{ns}",
+                    "snapshots_topic": f"_drctl_snapshots_{ns}"}
+    raw["retry"] = {"initial_s": 0.2, "max_s": 1}
+    (root / ns).mkdir(parents=True, exist_ok=True)
+    path = root / ns / "drctl.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def wait(check: Callable[[], bool], deadline_s: float, what: str) -> None:
+    end = time.monotonic() + deadline_s
+    while not check():
+        if time.monotonic() > end:
+            raise SystemExit(f"timed out waiting for {what}")
+        time.sleep(1)
+
+
+def replicated(src: ClusterClients, dst: ClusterClients, topic: str, partitions: int,
+               minimum: int = 1) -> bool:
+    if topic not in dst.admin().list_topics(timeout=10).topics:
+        return False
+    tps = [(topic, p) for p in range(partitions)]
+    want = sum(e for _, e in watermarks(src.admin(), tps).values())
+    have = sum(e for _, e in watermarks(dst.admin(), tps).values())
+    return have >= max(minimum, want)
+
+
+def fmt(n: float | int | None) -> str:
+    return "-" if n is None else f"{n:,}" if isinstance(n, int) else f"{n:,.2f}"
+
+
+def print_table(headers: list[str], rows: list[list[Any]]) -> None:
+    print("| " + " | ".join(headers) + " |")
+    print("|" + "|".join("---" if i == 0 else "---:" for i in range(len(headers))) + "|")
+    for row in rows:
+        print("| " + " | ".join(c if isinstance(c, str) else fmt(c) for c in row) + " |")
+    print(flush=True)
