@@ -77,6 +77,17 @@ def offsets(out: Path) -> dict[int, list[int]]:
     return {p: sorted(o) for p, o in found.items()}
 
 
+def classes(out: Path) -> dict[tuple[int, int], str]:
+    return {(r.partition, r.offset): r.classification or ""
+            for r in GapResult.load(out).iter_records()}
+
+
+# Written on the target after F: keys of gap records in p0 (i % 17 == 3: 156, 173, 190) and
+# p3 (i % 17 == 16: r50, lost in the middle, and 186), so copying those would reorder them.
+POST_FAILOVER = {0: [(b"k0-3", b"post-0", 0, ())], 3: [(b"k3-16", b"post-3", 0, ())]}
+CONFLICTS_TAIL = {(0, 156), (0, 173), (0, 190), (3, 186)}
+
+
 def test_tail_and_full_scope(lab: RunningLab, ns: str, tmp_path: Path) -> None:
     topic = f"{ns}-scope.replica"  # excluded from the lab's MirrorMaker 2
     for clients in (lab.primary, lab.secondary):
@@ -85,20 +96,30 @@ def test_tail_and_full_scope(lab: RunningLab, ns: str, tmp_path: Path) -> None:
     produce(lab.primary, topic, src)
     produce(lab.secondary, topic, dst)
     f_point = json.dumps({topic: {str(p): len(dst[p]) for p in dst}})
+    now = int(time.time() * 1000)
+    produce(lab.secondary, topic, {p: [(k, v, now, h) for k, v, _, h in recs]
+                                   for p, recs in POST_FAILOVER.items()})
 
     runs = {}
     for scope in ("tail", "full"):
         out = tmp_path / scope
         code, stdout, stderr = gap_cli(lab, ["--topic", topic, "--target-end", f_point,
                                              "--scope", scope, "--margin", MARGIN,
-                                             "--out", str(out), "--master", "local[2]"])
-        assert code == 0, stderr
-        runs[scope] = (json.loads(stdout), offsets(out))
-    tail_data, tail_found = runs["tail"]
-    full_data, full_found = runs["full"]
+                                             "--check-order", "--out", str(out),
+                                             "--master", "local[2]"])
+        assert code == 3, stderr  # order conflicts exist
+        runs[scope] = (json.loads(stdout), offsets(out), classes(out))
+    tail_data, tail_found, tail_classes = runs["tail"]
+    full_data, full_found, full_classes = runs["full"]
     assert tail_found == {p: o for p, o in want_tail.items() if o}
     assert full_found == {p: o for p, o in want_full.items() if o}
     assert tail_data["scope"] == "tail" and full_data["scope"] == "full"
+    # The same class for every record both scopes report; the conflicts are the keys written
+    # after F, and full scope adds the one in the middle only it compares.
+    assert tail_classes == {k: c for k, c in full_classes.items() if k in tail_classes}
+    assert {k for k, c in tail_classes.items() if c == "conflict"} == CONFLICTS_TAIL
+    assert {k for k, c in full_classes.items() if c == "conflict"} == CONFLICTS_TAIL | {(3, 50)}
+    assert set(tail_classes.values()) == {"safe", "conflict"}
 
     rows = {r["partition"]: r for r in tail_data["partitions"]}
     # p0: the proof lands on r149's copy (its re-copy is the target's last record).
