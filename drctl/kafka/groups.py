@@ -1,4 +1,5 @@
-"""Consumer groups in batches: one admin request per group, never a client per partition."""
+"""Consumer groups in batches: one admin request per group, never a client per partition,
+and at most IN_FLIGHT of them outstanding at once."""
 
 from __future__ import annotations
 
@@ -9,14 +10,29 @@ from dataclasses import dataclass
 from confluent_kafka import (
     ConsumerGroupState,
     ConsumerGroupTopicPartitions,
+    KafkaError,
     KafkaException,
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient
 
+from drctl.errors import Unreachable
+from drctl.kafka.inflight import windows
 from drctl.kafka.retriable import is_retriable
 from drctl.kafka.topics import TP
 from drctl.retry import RetriesExhausted, RetryPolicy, retry_call
+
+
+def _not_answered(what: str, timed_out: int, total: int, timeout_s: float) -> Unreachable:
+    return Unreachable(f"The group coordinator did not answer {timed_out:,} of {total:,} "
+                       f"{what} request(s) within {timeout_s:.0f} s.",
+                       "Check the brokers (load, GC pauses, network) and run the command "
+                       "again.")
+
+
+def _timed_out(exc: KafkaException) -> bool:
+    err = exc.args[0] if exc.args else None
+    return isinstance(err, KafkaError) and err.code() == KafkaError._TIMED_OUT
 
 
 @dataclass(frozen=True)
@@ -38,19 +54,30 @@ def list_groups(admin: AdminClient, timeout_s: float = 30.0) -> list[str]:
 
 def committed_offsets(admin: AdminClient, groups: Iterable[str],
                       timeout_s: float = 60.0) -> dict[str, dict[TP, int]]:
-    """Committed offsets of many groups; all requests are in flight at once."""
+    """Committed offsets of many groups, IN_FLIGHT requests at a time. A coordinator that
+    does not answer in `timeout_s` is Unreachable (exit 4), naming how many went unanswered."""
     groups = list(groups)
 
     def ask() -> dict[str, dict[TP, int]]:
-        futures = {}
-        for group in groups:
-            futures.update(admin.list_consumer_group_offsets(
-                [ConsumerGroupTopicPartitions(group)], request_timeout=timeout_s))
         out: dict[str, dict[TP, int]] = {}
-        for group, future in futures.items():
-            result = future.result(timeout=timeout_s)
-            out[group] = {(tp.topic, tp.partition): tp.offset
-                          for tp in result.topic_partitions or [] if tp.offset >= 0}
+        timed_out = 0
+        for window in windows(groups):
+            futures = {}
+            for group in window:
+                futures.update(admin.list_consumer_group_offsets(
+                    [ConsumerGroupTopicPartitions(group)], request_timeout=timeout_s))
+            for group, future in futures.items():
+                try:
+                    result = future.result(timeout=timeout_s)
+                except KafkaException as exc:
+                    if not _timed_out(exc):
+                        raise
+                    timed_out += 1
+                    continue
+                out[group] = {(tp.topic, tp.partition): tp.offset
+                              for tp in result.topic_partitions or [] if tp.offset >= 0}
+        if timed_out:
+            raise _not_answered("OffsetFetch", timed_out, len(groups), timeout_s)
         return out
 
     # A broker that just came back answers COORDINATOR_LOAD_IN_PROGRESS until it has read
@@ -65,18 +92,18 @@ def committed_offsets(admin: AdminClient, groups: Iterable[str],
 def group_states(admin: AdminClient, groups: Iterable[str],
                  timeout_s: float = 30.0) -> dict[str, GroupState]:
     groups = list(groups)
-    if not groups:
-        return {}
     out = {}
-    for group, future in admin.describe_consumer_groups(groups,
-                                                        request_timeout=timeout_s).items():
-        try:
-            desc = future.result(timeout=timeout_s)
-        except KafkaException:
-            out[group] = GroupState(group, "UNKNOWN", 0)
-            continue
-        state = desc.state.name if isinstance(desc.state, ConsumerGroupState) else str(desc.state)
-        out[group] = GroupState(group, state, len(desc.members or []))
+    for window in windows(groups):
+        for group, future in admin.describe_consumer_groups(
+                list(window), request_timeout=timeout_s).items():
+            try:
+                desc = future.result(timeout=timeout_s)
+            except KafkaException:
+                out[group] = GroupState(group, "UNKNOWN", 0)
+                continue
+            state = (desc.state.name if isinstance(desc.state, ConsumerGroupState)
+                     else str(desc.state))
+            out[group] = GroupState(group, state, len(desc.members or []))
     return out
 
 
@@ -99,21 +126,22 @@ def alter_offsets_many(admin: AdminClient, commits: Mapping[str, Mapping[TP, int
     pending = list(commits)
     delays = policy.delays()
     while pending:
-        futures = {}
-        for group in pending:
-            request = ConsumerGroupTopicPartitions(
-                group, [TopicPartition(t, p, o) for (t, p), o in sorted(commits[group].items())])
-            [futures[group]] = admin.alter_consumer_group_offsets(
-                [request], request_timeout=timeout_s).values()
         retry: dict[str, KafkaException] = {}
-        for group, future in futures.items():
-            try:
-                result = future.result(timeout=timeout_s)
-                for tp in result.topic_partitions or []:
-                    if tp.error is not None:
-                        raise KafkaException(tp.error)
-            except KafkaException as exc:
-                (retry if is_retriable(exc) else failed)[group] = exc
+        for window in windows(pending):
+            futures = {}
+            for group in window:
+                request = ConsumerGroupTopicPartitions(group, [
+                    TopicPartition(t, p, o) for (t, p), o in sorted(commits[group].items())])
+                [futures[group]] = admin.alter_consumer_group_offsets(
+                    [request], request_timeout=timeout_s).values()
+            for group, future in futures.items():
+                try:
+                    result = future.result(timeout=timeout_s)
+                    for tp in result.topic_partitions or []:
+                        if tp.error is not None:
+                            raise KafkaException(tp.error)
+                except KafkaException as exc:
+                    (retry if is_retriable(exc) else failed)[group] = exc
         delay = next(delays, None) if retry else None
         if retry and delay is None:
             failed.update(retry)

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
+from drctl.kafka.inflight import windows
 from drctl.kafka.retriable import is_retriable
 from drctl.kafka.topics import TP
 from drctl.retry import RetriesExhausted, RetryPolicy, retry_call
@@ -34,18 +35,21 @@ def list_offsets(admin: AdminClient, specs: Mapping[TP, OffsetSpec], *,
 def list_offsets_many(admin: AdminClient, batches: Sequence[Mapping[TP, OffsetSpec]], *,
                       read_committed: bool = True, timeout_s: float = 60.0
                       ) -> list[dict[TP, int]]:
-    """Several ListOffsets requests (a request may name a partition once): all are sent
-    before any answer is awaited."""
+    """Several ListOffsets requests (a request may name a partition once), IN_FLIGHT of
+    them sent before their answers are awaited."""
     isolation = IsolationLevel.READ_COMMITTED if read_committed else \
         IsolationLevel.READ_UNCOMMITTED
 
     def ask() -> list[dict[TP, int]]:
-        pending = [admin.list_offsets({TopicPartition(t, p): spec
-                                       for (t, p), spec in b.items()},
-                                      isolation_level=isolation, request_timeout=timeout_s)
-                   if b else {} for b in batches]
-        return [{(tp.topic, tp.partition): fut.result(timeout=timeout_s).offset
-                 for tp, fut in futures.items()} for futures in pending]
+        out: list[dict[TP, int]] = []
+        for window in windows(batches):
+            pending = [admin.list_offsets({TopicPartition(t, p): spec
+                                           for (t, p), spec in b.items()},
+                                          isolation_level=isolation, request_timeout=timeout_s)
+                       if b else {} for b in window]
+            out += [{(tp.topic, tp.partition): fut.result(timeout=timeout_s).offset
+                     for tp, fut in futures.items()} for futures in pending]
+        return out
 
     # Right after a broker restart leadership can lag what metadata says: retry that.
     try:
