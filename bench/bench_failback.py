@@ -30,11 +30,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import print_table, produce_keyed, replicated, scoped_config, wait
-from drctl.config import load_config
+from bench.common import print_table, replicated, scoped_topic, wait
 from drctl.kafka.clients import ClusterClients
 from drctl.lab.lab import Lab, LabPorts
-from drctl.lab.workload import create_topics
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -108,14 +106,8 @@ def restore(lab: Lab, ports: LabPorts) -> None:
 def one_run(lab: Lab, ports: LabPorts, root: Path, ns: str, size: int, partitions: int,
             gap: int, post: int) -> dict[str, Any]:
     restore(lab, ports)
-    config = scoped_config(lab, root, ns)
-    cfg = load_config(config)
-    src = ClusterClients.for_cluster(cfg, "primary")
-    dst = ClusterClients.for_cluster(cfg, "secondary")
-    topic = f"{ns}-big"
-    create_topics(src, (topic,), partitions)
     log(f"{ns}: producing {size:,} records to the primary")
-    produce_keyed(src, topic, partitions, size)
+    config, _, src, dst, topic = scoped_topic(lab, root, ns, "big", partitions, size)
     started = time.monotonic()
     wait(lambda: replicated(src, dst, topic, partitions, size), 3600, "replication")
     log(f"{ns}: replicated in {time.monotonic() - started:.0f} s")

@@ -53,20 +53,18 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
 from bench.common import (
     print_table,
-    produce_keyed,
     replicated,
-    scoped_config,
+    scoped_topic,
     time_kafka_reset_to_datetime,
     wait,
 )
-from drctl.config import Config, StateSettings, load_config
+from drctl.config import StateSettings, load_config
 from drctl.kafka.checkpoints import read_checkpoints
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.groups import alter_offsets_many, committed_offsets
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.records import read_all
 from drctl.lab.lab import Lab, LabPorts, LabState
-from drctl.lab.workload import create_topics
 from drctl.ops.audit import audit_incident
 from drctl.ops.context import OpsContext
 from drctl.ops.failover import FailoverOptions, run_failover
@@ -403,20 +401,6 @@ def bench_redelivery(lab: Lab, state: LabState, root: Path, setting: str, run_s:
                      sum(r["over_bound"] for r in groups.values()),
                      f"{audited[0]:,}/{audited[1]:,}" if m == "failover" else ""])
     return rows
-
-
-def scoped_topic(lab: Lab, root: Path, ns: str, name: str, partitions: int, records: int = 0
-                 ) -> tuple[Path, Config, ClusterClients, ClusterClients, str]:
-    """A config scoped to `ns` and a topic `<ns>-<name>` on the primary holding `records`."""
-    config_file = scoped_config(lab, root, ns)
-    config = load_config(config_file)
-    src = ClusterClients.for_cluster(config, "primary")
-    dst = ClusterClients.for_cluster(config, "secondary")
-    topic = f"{ns}-{name}"
-    create_topics(src, (topic,), partitions)
-    if records:
-        produce_keyed(src, topic, partitions, records)
-    return config_file, config, src, dst, topic
 
 
 # -- (b) guard's cost -----------------------------------------------------------------------

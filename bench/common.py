@@ -13,9 +13,11 @@ from typing import Any
 
 import yaml
 
+from drctl.config import Config, load_config
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.offsets import watermarks
 from drctl.lab.lab import Lab, LabState
+from drctl.lab.workload import create_topics
 
 
 def produce_keyed(clients: ClusterClients, topic: str, partitions: int, records: int) -> None:
@@ -97,3 +99,17 @@ def print_table(headers: list[str], rows: list[list[Any]]) -> None:
     for row in rows:
         print("| " + " | ".join(c if isinstance(c, str) else fmt(c) for c in row) + " |")
     print(flush=True)
+
+
+def scoped_topic(lab: Lab, root: Path, ns: str, name: str, partitions: int, records: int = 0
+                 ) -> tuple[Path, Config, ClusterClients, ClusterClients, str]:
+    """A config scoped to `ns` and a topic `<ns>-<name>` on the primary holding `records`."""
+    config_file = scoped_config(lab, root, ns)
+    config = load_config(config_file)
+    src = ClusterClients.for_cluster(config, "primary")
+    dst = ClusterClients.for_cluster(config, "secondary")
+    topic = f"{ns}-{name}"
+    create_topics(src, (topic,), partitions)
+    if records:
+        produce_keyed(src, topic, partitions, records)
+    return config_file, config, src, dst, topic
