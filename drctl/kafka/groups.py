@@ -23,8 +23,8 @@ from drctl.kafka.topics import TP
 from drctl.retry import RetriesExhausted, RetryPolicy, retry_call
 
 
-def _not_answered(what: str, timed_out: int, total: int, timeout_s: float) -> Unreachable:
-    return Unreachable(f"The group coordinator did not answer {timed_out:,} of {total:,} "
+def _not_answered(what: str, timed_out: int, sent: int, timeout_s: float) -> Unreachable:
+    return Unreachable(f"The group coordinator did not answer {timed_out:,} of {sent:,} "
                        f"{what} request(s) within {timeout_s:.0f} s.",
                        "Check the brokers (load, GC pauses, network) and run the command "
                        "again.")
@@ -60,12 +60,12 @@ def committed_offsets(admin: AdminClient, groups: Iterable[str],
 
     def ask() -> dict[str, dict[TP, int]]:
         out: dict[str, dict[TP, int]] = {}
-        timed_out = 0
         for window in windows(groups):
             futures = {}
             for group in window:
                 futures.update(admin.list_consumer_group_offsets(
                     [ConsumerGroupTopicPartitions(group)], request_timeout=timeout_s))
+            timed_out = 0
             for group, future in futures.items():
                 try:
                     result = future.result(timeout=timeout_s)
@@ -76,8 +76,8 @@ def committed_offsets(admin: AdminClient, groups: Iterable[str],
                     continue
                 out[group] = {(tp.topic, tp.partition): tp.offset
                               for tp in result.topic_partitions or [] if tp.offset >= 0}
-        if timed_out:
-            raise _not_answered("OffsetFetch", timed_out, len(groups), timeout_s)
+            if timed_out:  # the next window would only wait as long again
+                raise _not_answered("OffsetFetch", timed_out, len(window), timeout_s)
         return out
 
     # A broker that just came back answers COORDINATOR_LOAD_IN_PROGRESS until it has read

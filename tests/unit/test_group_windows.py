@@ -46,9 +46,11 @@ class Outstanding:
 class RecordingAdmin:
     def __init__(self, outstanding: Outstanding) -> None:
         self.out = outstanding
+        self.sent = 0
 
     def list_consumer_group_offsets(self, requests: list[Any], request_timeout: float
                                     ) -> dict[str, Future[Any]]:
+        self.sent += 1
         group = requests[0].group_id
         tp = SimpleNamespace(topic="t", partition=0, offset=7)
         return {group: self.out.future(group, SimpleNamespace(topic_partitions=[tp]))}
@@ -87,9 +89,13 @@ def test_offset_reads_commits_and_describes_keep_at_most_in_flight_outstanding()
 
 
 def test_unanswered_offset_reads_are_unreachable_with_the_count() -> None:
-    admin = RecordingAdmin(Outstanding(timed_out={"g00003", "g01200"}))
+    out = Outstanding(timed_out={"g00003", "g00007", "g01200"})
+    admin = RecordingAdmin(out)
     with pytest.raises(Unreachable) as caught:
         committed_offsets(admin, GROUPS, timeout_s=5)  # type: ignore[arg-type]
     assert caught.value.exit_status == ExitStatus.UNREACHABLE
-    assert f"did not answer 2 of {len(GROUPS):,} OffsetFetch" in caught.value.message
+    assert f"did not answer 2 of {IN_FLIGHT} OffsetFetch" in caught.value.message
     assert "within 5 s" in caught.value.message
+    # It stops after the window that went unanswered: no further window waits as long.
+    assert out.open == 0 and out.most == IN_FLIGHT
+    assert admin.sent == IN_FLIGHT
