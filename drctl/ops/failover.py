@@ -98,13 +98,15 @@ class FailoverResult:
 
 
 def left_behind(ctx: OpsContext, report: TranslationReport, source_up: bool,
-                topics: dict[str, str], groups_pattern: str = ".*") -> dict[str, Any]:
+                topics: dict[str, str], groups_pattern: str = ".*",
+                unmirrored: Sequence[str] = ()) -> dict[str, Any]:
     """Every topic and group failover could not take along, and why — so none is left
-    silently. With the source gone, what drctl last saw on it (the inventory guard, status,
-    translate-offsets and failover keep) says which topics and groups exist beyond what the
-    target mirrors and checkpoints — those this failover is about: the groups it was asked to
-    move (`groups_pattern` within the config's filter) reading topics replication covers.
-    Another team's failover of other groups must not be named here."""
+    silently. With the source up, preflight found the `unmirrored` topics; with it gone,
+    what drctl last saw on it (the inventory guard, status, translate-offsets and failover
+    keep) says which topics and groups exist beyond what the target mirrors and checkpoints —
+    those this failover is about: the groups it was asked to move (`groups_pattern` within the
+    config's filter) reading topics replication covers. Another team's failover of other
+    groups must not be named here."""
     config = ctx.config
     rep = config.require_replication()
     groups: dict[str, str] = {}
@@ -120,7 +122,10 @@ def left_behind(ctx: OpsContext, report: TranslationReport, source_up: bool,
         elif unplaced:
             groups[g.group] = (f"no position for {', '.join(unplaced)}: its consumers start "
                                "there at auto.offset.reset")
-    missing_topics: list[dict[str, Any]] = []
+    missing_topics: list[dict[str, Any]] = [
+        {"topic": topic, "groups": sorted(g.group for g in report.groups
+                                          if any(p.topic == topic for p in g.partitions))}
+        for topic in unmirrored]
     inventory = None
     if not source_up:
         _, inventory = read_snapshot_topic(ctx.clients(rep.target), config.state.snapshots_topic)
@@ -191,13 +196,18 @@ def preflight(ctx: OpsContext, opts: FailoverOptions, notify: Notify) -> dict[st
     target_topics = dst.admin().list_topics(timeout=30).topics
     problems: list[str] = []
     topics: dict[str, str] = {}
+    unmirrored: list[str] = []  # source topics without a mirror (the replicator has not
+    # discovered them yet: MM2 looks every 10 minutes by default)
     if source_up:
         for topic, partitions in sorted(source_topics_in_scope(config, src).items()):
             mirror = rep.mirror_topic(topic)
             meta = target_topics.get(mirror)
             if meta is None:
-                problems.append(f"{mirror} is missing on {rep.target}")
-            elif len(meta.partitions) < partitions:
+                unmirrored.append(topic)
+                if opts.planned:
+                    problems.append(f"{mirror} is missing on {rep.target}")
+                continue
+            if len(meta.partitions) < partitions:
                 problems.append(f"{mirror} has {len(meta.partitions)} partitions on "
                                 f"{rep.target}, {topic} has {partitions} on {rep.source}")
             topics[topic] = mirror
@@ -208,13 +218,20 @@ def preflight(ctx: OpsContext, opts: FailoverOptions, notify: Notify) -> dict[st
             if original and not is_internal_topic(mirror) and rep.topics.matches(original):
                 topics[original] = mirror
     if problems:
+        # A planned switchover moves everything or nothing. An outage's failover goes on
+        # without a topic that was never mirrored (there is nothing of it on the target to
+        # switch to) and names it, with its groups, as left behind (exit 3).
         raise CheckFailed("Preflight failed: " + "; ".join(problems) + ".",
                           "Create or grow the topics on the target, then run again.")
     dst_admin = dst.admin()
     groups = [g for g in list_groups(dst_admin) if config.groups.matches(g)]
     active = sorted(g for g, st in group_states(dst_admin, groups).items() if st.active)
-    out = {"source_reachable": source_up, "target_cluster_id": target_info.cluster_id,
-           "topics": topics, "active_groups_on_target": active}
+    out: dict[str, Any] = {"source_reachable": source_up,
+                           "target_cluster_id": target_info.cluster_id, "topics": topics,
+                           "active_groups_on_target": active}
+    if unmirrored:
+        out["unmirrored"] = unmirrored
+        notify(f"Not mirrored on {rep.target}, left behind: {', '.join(unmirrored)}")
     if source_up and not opts.dry_run:
         # Should this failover stop half-way and the source die, the next run still knows
         # every topic and group it had.
@@ -416,7 +433,7 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *, notify: Notify = lam
                                        "positions": _applied_positions(g)}
                              for g in report.groups}
             marker.left_behind = left_behind(ctx, report, pre["source_reachable"], topics,
-                                             opts.groups)
+                                             opts.groups, pre.get("unmirrored", ()))
             marker.record("translate-offsets", report.summary())
             store.save(marker)
             crash_point("translate-offsets")

@@ -204,6 +204,49 @@ def test_failback_finds_a_gap_that_began_hours_before_the_failover(
     assert sorted(r.value for r in copied) == sorted(v for _, v in o["safe"])
 
 
+def test_a_topic_never_mirrored_is_left_behind_by_failover_and_named_by_failback(
+        lab: RunningLab, ns: str, tmp_path: Path, restore_lab: None) -> None:
+    """An outage's failover with the source still answering: a topic the replicator never
+    mirrored (`.replica` names are outside the lab's MirrorMaker 2) does not stop the failover
+    of the rest. Failover names it and its reader (exit 3); failback names it again (exit 3),
+    and closes the incident."""
+    mirrored, young = f"{ns}-kept", f"{ns}-young.replica"
+    create_topics(lab.primary, (mirrored,), PARTITIONS)
+    produce(lab.primary, mirrored, [(f"k{i}".encode(), f"v{i}".encode()) for i in range(60)])
+    wait_replicated(lab, mirrored, 60)
+    create_topics(lab.primary, (young,), 1)
+    produce(lab.primary, young, [(None, f"y{i}".encode()) for i in range(100)],
+            partitions=dict.fromkeys(range(100), 0))
+    commit_offsets(lab.primary, f"{ns}-kept-reader",
+                   [TopicPartition(mirrored, p, 5) for p in range(PARTITIONS)])
+    commit_offsets(lab.primary, f"{ns}-young-reader", [TopicPartition(young, 0, 40)])
+    config = scoped_config(lab, ns, tmp_path)
+
+    status, out = run_json("--config", str(config), "failover", "--yes", "--groups",
+                           f"{ns}-.*")
+    assert status == 3, out
+    left = out["marker"]["left_behind"]
+    assert left["topics"] == [{"topic": young, "groups": [f"{ns}-young-reader"]}], left
+    assert [g["group"] for g in left["groups"]] == [f"{ns}-young-reader"], left
+    assert "auto.offset.reset" in left["groups"][0]["reason"]
+    # The rest failed over: replication stopped, the mirrored topic's reader placed exactly.
+    assert out["marker"]["replication_stop"] == "stopped"
+    assert young not in out["marker"]["failover_point"]
+    kept = [p for g in out["translation"]["groups"] if g["group"] == f"{ns}-kept-reader"
+            for p in g["partitions"]]
+    assert len(kept) == PARTITIONS and all(p["confidence"] == "exact" and p["applied"]
+                                           for p in kept), kept
+    report = next(Path(p) for p in out["reports"] if p.endswith(".md")).read_text()
+    assert "## Left behind" in report and young in report
+
+    status, out = run_json("--config", str(config), "failback", "--yes", "--groups",
+                           f"{ns}-.*")
+    assert status == 3, out
+    assert out["marker"]["status"] == "closed"
+    report = next(Path(p) for p in out["reports"] if p.endswith(".md")).read_text()
+    assert report.split("\n## ")[0].count(f"**Topic `{young}` was never mirrored**") == 1
+
+
 def test_failback_without_the_order_check_quarantines_every_gap_record(
         lab: RunningLab, ns: str, tmp_path: Path, restore_lab: None) -> None:
     """--no-check-order: the job classifies nothing, so no gap record is called safe or

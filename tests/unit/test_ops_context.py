@@ -122,15 +122,34 @@ def test_preflight_with_the_source_down_uses_the_target_mirrors() -> None:
         preflight(ctx, FailoverOptions(planned=True), lambda _: None)
 
 
-def test_preflight_fails_on_a_missing_or_smaller_mirror() -> None:
+def test_preflight_of_a_switchover_fails_on_a_missing_or_smaller_mirror() -> None:
     ctx = _context(_config(), {
         "dc1": FakeAdmin(True, {"orders": 3, "payments": 2}),
         "dc2": FakeAdmin(True, {"orders": 2}),
     })
     with pytest.raises(CheckFailed) as info:
-        preflight(ctx, FailoverOptions(), lambda _: None)
+        preflight(ctx, FailoverOptions(planned=True), lambda _: None)
     assert info.value.message == ("Preflight failed: orders has 2 partitions on dc2, orders "
                                   "has 3 on dc1; payments is missing on dc2.")
+    # An outage's failover refuses a smaller mirror too (its extra partitions have no F)...
+    with pytest.raises(CheckFailed) as info:
+        preflight(ctx, FailoverOptions(), lambda _: None)
+    assert info.value.message == ("Preflight failed: orders has 2 partitions on dc2, orders "
+                                  "has 3 on dc1.")
+
+
+def test_preflight_of_an_outage_goes_on_without_a_topic_never_mirrored() -> None:
+    """...but not a topic the replicator never mirrored: there is nothing of it on the
+    target; failover goes on with the rest and names it."""
+    ctx = _context(_config(), {
+        "dc1": FakeAdmin(True, {"orders": 3, "payments": 2}),
+        "dc2": FakeAdmin(True, {"orders": 3}),
+    })
+    notes: list[str] = []
+    pre = preflight(ctx, FailoverOptions(), notes.append)
+    assert pre["topics"] == {"orders": "orders"}
+    assert pre["unmirrored"] == ["payments"]
+    assert "Not mirrored on dc2, left behind: payments" in notes
 
 
 def test_from_config_builds_the_kind_and_factories() -> None:
