@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,17 @@ def _md_cell(value: Any) -> str:
     return text.replace("|", "\\|").replace("\r", " ").replace("\n", "<br>")
 
 
+def _is_rows(value: Any) -> bool:
+    """A list of flat records with the same keys: a table in a report, not a JSON dump."""
+    return (isinstance(value, list) and bool(value)
+            and all(isinstance(r, dict) and r.keys() == value[0].keys() for r in value)
+            and not any(isinstance(v, dict | list) for r in value for v in r.values()))
+
+
+def _without_rows(values: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in values.items() if not _is_rows(v)}
+
+
 @cache
 def environment() -> Environment:
     env = Environment(
@@ -50,6 +61,8 @@ def environment() -> Environment:
     )
     env.filters["to_json"] = _to_json
     env.filters["md_cell"] = _md_cell
+    env.filters["without_rows"] = _without_rows
+    env.tests["rows"] = _is_rows
     return env
 
 

@@ -10,6 +10,7 @@ failover is measured against that later commit: the re-delivery is then over-cou
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -55,6 +56,28 @@ class FailoverAudit:
     def as_dict(self) -> dict[str, Any]:
         return {"totals": self.totals(), "notes": self.notes,
                 "positions": [asdict(p) for p in self.positions]}
+
+
+def audit_by_group(audit: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per group of an audit (as the marker keeps it): positions audited, records
+    re-delivered and skipped, and the bound failover stated (summed over its partitions;
+    None when a partition had none) — the table a drill report shows."""
+    rows: dict[str, dict[str, Any]] = {}
+    for p in audit.get("positions", []):
+        row = rows.setdefault(p["group"], {"group": p["group"], "positions": 0,
+                                           "audited": 0, "redelivered": 0, "skipped": 0,
+                                           "stated_bound": 0,
+                                           "from": set()})
+        row["positions"] += 1
+        row["audited"] += p.get("exact") is not None
+        row["redelivered"] += p.get("redelivered") or 0
+        row["skipped"] += p.get("skipped") or 0
+        bound = p.get("max_redelivered")
+        row["stated_bound"] = None if bound is None or row["stated_bound"] is None \
+            else row["stated_bound"] + bound
+        row["from"].add(p.get("confidence") or "?")
+    return [{**row, "from": ", ".join(sorted(row["from"]))}
+            for _, row in sorted(rows.items())]
 
 
 def applied_positions(marker: FailoverMarker) -> dict[tuple[str, str, int], dict[str, Any]]:

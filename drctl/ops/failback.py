@@ -17,7 +17,7 @@ from drctl.config import Config
 from drctl.errors import CheckFailed, ExitStatus, Unreachable, UsageError
 from drctl.faults import crash_point
 from drctl.kafka.clients import describe_with_retry
-from drctl.ops.audit import audit_failover
+from drctl.ops.audit import audit_by_group, audit_failover
 from drctl.ops.context import OpsContext
 from drctl.ops.fence import FENCED, lift_fence_after_stop, stop_behind_fence
 from drctl.ops.late_copies import check_late_copies
@@ -138,6 +138,7 @@ class FailbackResult:
                     "summary", {}).get("not_delivered", 0),
                 "switch_back": (self.switch_back_data() or {}).get("summary", {}),
                 "audit": self.audit.get("totals", {}),
+                "audit_groups": audit_by_group(self.audit),
                 "reports": [str(p) for p in reports]}
 
 

@@ -42,6 +42,22 @@ def test_drill_runbook_passes_every_check(drill_lab: Lab, tmp_path: Path,
         assert check in names and names[check].find("failure") is None
     text = report.read_text()
     assert "failback" in text and "drill" in text
+    assert "failover_skipped_nothing" in names
+    assert names["failover_skipped_nothing"].find("failure") is None
+    # The audit of the failover's positions (from guard's snapshots), one row per group.
+    table = text.split("Output `audit_groups`:\n\n", 1)[1].split("\n\n", 1)[0].splitlines()
+
+    def cells(line: str) -> list[str]:
+        return [c.strip() for c in line.strip().strip("|").split("|")]
+    header = cells(table[0])
+    assert header == ["group", "positions", "audited", "redelivered", "skipped",
+                      "stated_bound", "from"], table
+    rows = {r["group"]: r for r in (dict(zip(header, cells(line), strict=True))
+                                    for line in table[2:])}
+    assert set(rows) == {"drill-app-a", "drill-app-b", "drill-app-c"}, table
+    assert all(r["skipped"] == "0" and r["audited"] == r["positions"] != "0"
+               for r in rows.values()), table
+    assert any("snapshot" in r["from"] for r in rows.values()), table
 
 
 def test_comeback_drill_passes_every_check(drill_lab: Lab, tmp_path: Path,

@@ -143,7 +143,8 @@ def test_failback_result_json_and_runbook_summary_keep_their_keys() -> None:
     assert list(summary) == ["incident", "status", "gap", "copied", "gap_total", "quarantined",
                              "reverse", "verification", "positions", "positions_exact",
                              "positions_kept", "groups_not_applied", "positions_rewound",
-                             "never_delivered", "switch_back", "audit", "reports"]
+                             "never_delivered", "switch_back", "audit", "audit_groups",
+                             "reports"]
     assert (summary["copied"], summary["gap_total"], summary["quarantined"],
             summary["positions"], summary["positions_exact"], summary["positions_kept"],
             summary["groups_not_applied"]) == (3, 6, 2, 3, 2, 1, ["g2"])
@@ -269,3 +270,26 @@ def test_failback_exit_status_names_skips_and_topics_left_behind() -> None:
     md = render("failback-report.md.j2", marker=asdict(result.marker), gap={}, reconcile={},
                 reverse={}, verification={}, translation=None)
     assert "**Topic `late` was never mirrored**" in md
+
+
+def test_the_audit_per_group_sums_its_partitions_and_a_missing_bound_is_none() -> None:
+    from drctl.ops.audit import audit_by_group
+
+    def pos(group: str, partition: int, confidence: str, exact: int | None, redelivered: int,
+            skipped: int, bound: int | None) -> dict[str, Any]:
+        return {"group": group, "topic": "t", "partition": partition, "applied": 10,
+                "confidence": confidence, "exact": exact, "redelivered": redelivered,
+                "skipped": skipped, "max_redelivered": bound, "note": None}
+
+    audit = {"totals": {}, "positions": [
+        pos("b", 0, "snapshot", 12, 2, 0, 5), pos("b", 1, "checkpoint", 40, 30, 0, 90),
+        pos("a", 0, "checkpoint", None, 0, 0, None), pos("a", 1, "snapshot", 9, 0, 1, 3)]}
+    assert audit_by_group(audit) == [
+        {"group": "a", "positions": 2, "audited": 1, "redelivered": 0, "skipped": 1,
+         "stated_bound": None, "from": "checkpoint, snapshot"},
+        {"group": "b", "positions": 2, "audited": 2, "redelivered": 32, "skipped": 0,
+         "stated_bound": 95, "from": "checkpoint, snapshot"}]
+    assert audit_by_group({}) == []
+    result = FailbackResult(_marker(), resumed=False)
+    result.audit = audit
+    assert result.runbook_summary()["audit_groups"] == audit_by_group(audit)

@@ -98,6 +98,22 @@ def test_runbook_report_html_carries_the_markdown() -> None:
     assert "exit 3<br>see log" in page  # a multi-line cell stays in its cell
 
 
+def test_a_step_output_of_rows_is_a_table_in_the_runbook_report() -> None:
+    """Rows (the drill's audit per group) read as a table; everything else stays JSON."""
+    context = _run()
+    context["run"]["steps"][0]["outputs"] = {"copied": 3, "audit_groups": [
+        {"group": "app-a", "from": "snapshot", "redelivered": 12, "stated_bound": 40},
+        {"group": "app|b", "from": "checkpoint", "redelivered": 0, "stated_bound": None}]}
+    markdown = render_report("runbook-report", "md", **context)
+    assert ("Output `audit_groups`:\n\n| group | from | redelivered | stated_bound |\n"
+            "|---|---|---|---|\n| app-a | snapshot | 12 | 40 |\n"
+            "| app\\|b | checkpoint | 0 |  |\n") in markdown
+    assert '"copied": 3' in markdown and '"audit_groups"' not in markdown
+    page = render_report("runbook-report", "html", **context)
+    assert "<td>app-a</td>\n<td>snapshot</td>\n<td>12</td>" in page
+    assert _visible_words(page) == _markdown_words(markdown)
+
+
 def test_prefixed_failover_html_tells_consumers_to_read_both_topics() -> None:
     page = render_report("failover-report", "html", **_failover(pending=True))
     assert ("consumers read <code>primary.orders</code> and <code>orders</code>; "
