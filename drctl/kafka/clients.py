@@ -9,6 +9,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
+from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -198,7 +199,10 @@ def describe(clients: ClusterClients, timeout_s: float = 5.0) -> ClusterInfo:
     started = time.monotonic()
     future = admin.describe_cluster(request_timeout=timeout_s)
     while not future.done():
-        admin.poll(0.1)
+        # Returns as soon as the answer is in (a poll would wait out its whole timeout);
+        # the poll after it serves librdkafka's error callbacks, the reasons for a refusal.
+        wait_futures([future], timeout=0.05)
+        admin.poll(0)
         errors = clients.wire.since(mark)
         stop = next((e for e in errors if e.code() in _FINAL_WIRE_CODES), None) or (
             errors[-1] if any(e.code() == KafkaError._ALL_BROKERS_DOWN for e in errors)

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from confluent_kafka import Producer
+
 from drctl.config import Config
 from drctl.errors import DrctlError
 from drctl.kafka.clients import ClusterClients
@@ -26,7 +28,12 @@ from drctl.progress import Notify
 from drctl.translate.engine import TranslateRequest, translate_offsets, wanted_group
 from drctl.translate.inventory import keep_inventory
 from drctl.translate.model import TranslateMethod
-from drctl.translate.snapshots import OffsetSnapshot, ensure_snapshot_topic, write_snapshots
+from drctl.translate.snapshots import (
+    OffsetSnapshot,
+    ensure_snapshot_topic,
+    snapshot_producer,
+    write_snapshots,
+)
 
 
 @dataclass
@@ -52,6 +59,10 @@ class Guard:
     snapshotted: dict[tuple[str, TP], int] = field(default_factory=dict)
     first_seen_ms: dict[tuple[str, TP], tuple[int, int]] = field(default_factory=dict)
     topic_ready: bool = False
+    # Kept between rounds, so a round does not pay for new connections (and a producer id);
+    # dropped after a failed round: a restarted broker wants fresh metadata.
+    _clients: tuple[ClusterClients, ClusterClients] | None = field(default=None, repr=False)
+    _producer: Producer | None = field(default=None, repr=False)
 
     def run_round(self) -> RoundResult:
         """One round; errors are caught and reported in the result."""
@@ -63,14 +74,18 @@ class Guard:
             result.error = exc.message
         except Exception as exc:  # noqa: BLE001 - a client error must not end the guard
             result.error = f"{type(exc).__name__}: {exc}"
+        if result.error:
+            self._clients = self._producer = None
         result.seconds = round(time.monotonic() - started, 3)
         return result
 
     def _round(self, result: RoundResult) -> None:
         config = self.config
         rep = config.require_replication()
-        src = ClusterClients.for_cluster(config, rep.source)
-        dst = ClusterClients.for_cluster(config, rep.target)
+        if self._clients is None:
+            self._clients = (ClusterClients.for_cluster(config, rep.source),
+                             ClusterClients.for_cluster(config, rep.target))
+        src, dst = self._clients
         if not self.topic_ready:
             ensure_snapshot_topic(dst, config.state.snapshots_topic)
             self.topic_ready = True
@@ -130,8 +145,12 @@ class Guard:
                     done.append((key, p.source_offset))
                 else:
                     result.pending += 1
-        result.written = write_snapshots(dst, config.state.snapshots_topic, snaps)
+        if self._producer is None:
+            self._producer = snapshot_producer(dst)
+        result.written = write_snapshots(dst, config.state.snapshots_topic, snaps,
+                                         producer=self._producer)
         self.snapshotted.update(done)
+
 
 def run_guard(config: Config, *, groups: str = ".*", interval_s: float = 5.0,
               once: bool = False, stop: threading.Event | None = None,

@@ -13,6 +13,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
+from confluent_kafka import Producer
 from confluent_kafka.admin import NewTopic
 
 from drctl.errors import DrctlError
@@ -142,12 +143,19 @@ def ensure_snapshot_topic(clients: ClusterClients, topic: str) -> None:
                                  "topic (cleanup.policy=compact) yourself.") from exc
 
 
+def snapshot_producer(clients: ClusterClients) -> Producer:
+    """The producer snapshots are written with; a long-running writer (guard) keeps one, as
+    starting one (connections, an idempotent producer id) costs half a second."""
+    return clients.producer(**{"acks": "all", "enable.idempotence": "true"})
+
+
 def write_snapshots(clients: ClusterClients, topic: str,
                     snapshots: Iterable[OffsetSnapshot],
-                    inventory: SourceInventory | None = None) -> int:
+                    inventory: SourceInventory | None = None, *,
+                    producer: Producer | None = None) -> int:
     """Write snapshots (and the inventory) and wait until every one is acknowledged;
     returns how many snapshots."""
-    producer = clients.producer(**{"acks": "all", "enable.idempotence": "true"})
+    producer = producer or snapshot_producer(clients)
     failed: list[str] = []
     count = 0
     for snap in snapshots:
