@@ -16,6 +16,7 @@ import pytest
 from confluent_kafka.admin import AclBinding, AclBindingFilter
 
 from drctl.kafka.acls import grant
+from drctl.kafka.checkpoints import read_checkpoints
 from drctl.kafka.clients import ClusterClients
 from drctl.lab.lab import CONNECT_GROUP, Lab, LabPorts, LabState
 from drctl.lab.security import mm2_source_acls, mm2_target_acls
@@ -54,6 +55,23 @@ class RunningLab:
         while self.mirror(topic) not in self.secondary.admin().list_topics(timeout=10).topics:
             if time.monotonic() > end:
                 raise AssertionError(f"{self.mirror(topic)} was not created in time")
+            time.sleep(0.5)
+
+    def wait_checkpointed(self, group: str, topic: str, offsets: dict[int, int],
+                          deadline_s: float = 90) -> None:
+        """Until MirrorMaker 2's checkpoints on the secondary carry `group`'s commits at
+        `offsets` (per partition of `topic`). A failover with the source down moves only the
+        groups it checkpointed, and it finds a new group at its next group refresh."""
+        wanted = {(group, self.mirror(topic), p): o for p, o in offsets.items()}
+        end = time.monotonic() + deadline_s
+        while True:
+            cps = read_checkpoints(self.secondary, "primary.checkpoints.internal")
+            missing = sorted(k for k, o in wanted.items()
+                             if k not in cps or cps[k].upstream_offset != o)
+            if not missing:
+                return
+            if time.monotonic() > end:
+                raise AssertionError(f"no checkpoint after {deadline_s} s for {missing}")
             time.sleep(0.5)
 
 

@@ -69,6 +69,9 @@ def outage(lab: RunningLab, ns: str, tmp_path: Path, gap_age_s: float = 0) -> di
     wait_replicated(lab, topic, len(base))
     commit_offsets(lab.primary, f"{ns}-pre", [TopicPartition(topic, p, 100 + p)
                                                for p in range(PARTITIONS)])
+    # Failover with the source down moves the groups MirrorMaker 2 checkpointed: wait until
+    # it discovered this new group (a group refresh) and checkpointed its commits.
+    lab.wait_checkpointed(f"{ns}-pre", topic, {p: 100 + p for p in range(PARTITIONS)})
     time.sleep(2.5)  # Connect flushes its source offsets: no re-copy after the kill
     lab.lab.fail("replication")
     safe = [(f"safe-{i}".encode(), f"gap-safe-{i}".encode()) for i in range(6)]

@@ -18,6 +18,7 @@ from confluent_kafka.admin import NewPartitions
 
 from drctl.cli.app import main
 from drctl.config import load_config
+from drctl.kafka.groups import committed_offsets
 from drctl.lab.workload import WorkloadSpec, commit_offsets, create_topics, run_workload
 from drctl.state import FailoverMarker, MarkerStore, marker_store
 from tests.conftest import RunningLab
@@ -115,7 +116,11 @@ def test_unplanned_failover_with_primary_down(lab: RunningLab, ns: str, tmp_path
     run_workload(lab.primary, WorkloadSpec(topics=(topic,), partitions=2, records=600,
                                            groups=(f"{ns}-g1=40%", f"{ns}-g2=80%")))
     wait_replicated(lab, topic, 600 - 10)
-    time.sleep(4)  # MM2 checkpoints the groups (emitted every second)
+    # Failover with the source down moves what MM2 checkpointed: wait for both groups.
+    for group, commits in committed_offsets(lab.primary.admin(),
+                                            [f"{ns}-g1", f"{ns}-g2"]).items():
+        lab.wait_checkpointed(group, topic, {p: o for (t, p), o in commits.items()
+                                             if t == topic})
     lab.lab.fail("primary")
     config = scoped_config(lab, ns, tmp_path)
     status, out = run_json("--config", str(config), "failover", "--yes", "--groups",

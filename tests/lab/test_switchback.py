@@ -88,6 +88,8 @@ def _scenario(lab: RunningLab, ns: str, tmp_path: Path) -> None:
     groups = {name: f"{ns}-{name}" for name in "ABCD"}
     for g in groups.values():  # every group read everything on the primary
         commit_offsets(lab.primary, g, [TopicPartition(topic, p, BASE) for p in range(PARTITIONS)])
+    for g in groups.values():  # failover with the source down moves checkpointed groups
+        lab.wait_checkpointed(g, topic, {p: BASE for p in range(PARTITIONS)})
     time.sleep(2.5)  # Connect flushes its source offsets: no re-copy after the kill
     lab.lab.fail("replication")
     # The gap: per partition two records of keys written again after the failover
