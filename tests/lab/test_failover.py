@@ -137,6 +137,45 @@ def test_unplanned_failover_with_primary_down(lab: RunningLab, ns: str, tmp_path
     assert "gap is unknown" in md
 
 
+def test_a_group_already_consuming_on_the_target_is_left_behind_and_named_first(
+        lab: RunningLab, ns: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        restore_replication: None) -> None:
+    """Consumers started early on the target: failover does not move their group (it would
+    rewind them under their feet), names it as left behind with what to do — on stderr and at
+    the top of the report — and exits 3, not 0 with the skip only in the JSON."""
+    topic = f"{ns}-early"
+    workload = run_workload(lab.primary, WorkloadSpec(topics=(topic,), partitions=1,
+                                                       records=100, groups=()))
+    wait_replicated(lab, topic, len(workload.visible()))
+    for g in ("idle", "busy"):
+        commit_offsets(lab.primary, f"{ns}-{g}", [TopicPartition(topic, 0, 50)])
+    busy = lab.secondary.consumer(**{"group.id": f"{ns}-busy"})
+    busy.subscribe([lab.mirror(topic)])
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not busy.assignment():
+            busy.poll(0.2)
+        assert busy.assignment()
+        config = scoped_config(lab, ns, tmp_path)
+        capsys.readouterr()
+        status, out = run_json("--config", str(config), "failover", "--yes", "--groups",
+                               f"{ns}-.*")
+    finally:
+        busy.close()
+    err = capsys.readouterr().err
+    assert status == 3, out
+    groups = {g["group"]: g for g in out["translation"]["groups"]}
+    assert groups[f"{ns}-idle"]["applied"] is True
+    assert groups[f"{ns}-busy"]["applied"] is False
+    [left] = out["marker"]["left_behind"]["groups"]
+    assert left["group"] == f"{ns}-busy" and "active" in left["reason"], left
+    assert f"Left behind: Group {ns}-busy: not moved" in err
+    report = Path(out["reports"][0]).read_text()
+    assert "## Left behind" in report and f"Group {ns}-busy" in report
+    # The report opens with it: before the groups' positions.
+    assert report.index("## Left behind") < report.index(f"{ns}-idle")
+
+
 def test_crash_mid_failover_then_rerun_finishes_without_reapplying(
         lab: RunningLab, ns: str, tmp_path: Path, restore_replication: None) -> None:
     topic = f"{ns}-crash"
