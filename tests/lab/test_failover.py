@@ -22,7 +22,7 @@ from drctl.kafka.groups import committed_offsets
 from drctl.lab.workload import WorkloadSpec, commit_offsets, create_topics, run_workload
 from drctl.state import FailoverMarker, MarkerStore, marker_store
 from tests.conftest import RunningLab
-from tests.lab.test_translate import wait_replicated
+from tests.lab.test_translate import busy_on_target, wait_replicated
 
 pytestmark = pytest.mark.lab
 
@@ -143,25 +143,11 @@ def test_a_group_already_consuming_on_the_target_is_left_behind_and_named_first(
     """Consumers started early on the target: failover does not move their group (it would
     rewind them under their feet), names it as left behind with what to do — on stderr and at
     the top of the report — and exits 3, not 0 with the skip only in the JSON."""
-    topic = f"{ns}-early"
-    workload = run_workload(lab.primary, WorkloadSpec(topics=(topic,), partitions=1,
-                                                       records=100, groups=()))
-    wait_replicated(lab, topic, len(workload.visible()))
-    for g in ("idle", "busy"):
-        commit_offsets(lab.primary, f"{ns}-{g}", [TopicPartition(topic, 0, 50)])
-    busy = lab.secondary.consumer(**{"group.id": f"{ns}-busy"})
-    busy.subscribe([lab.mirror(topic)])
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and not busy.assignment():
-            busy.poll(0.2)
-        assert busy.assignment()
+    with busy_on_target(lab, ns, f"{ns}-early"):
         config = scoped_config(lab, ns, tmp_path)
         capsys.readouterr()
         status, out = run_json("--config", str(config), "failover", "--yes", "--groups",
                                f"{ns}-.*")
-    finally:
-        busy.close()
     err = capsys.readouterr().err
     assert status == 3, out
     groups = {g["group"]: g for g in out["translation"]["groups"]}

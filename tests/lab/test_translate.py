@@ -8,6 +8,8 @@ import random
 import subprocess
 import time
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -294,8 +296,11 @@ def test_checkpoint_and_timestamp_predict_redelivery(lab: RunningLab, ns: str) -
                        for p in (x for g in report["groups"] for x in g["partitions"]))
 
 
-def test_active_group_on_target_is_skipped(lab: RunningLab, ns: str) -> None:
-    topic = f"{ns}-act"
+@contextmanager
+def busy_on_target(lab: RunningLab, ns: str, topic: str) -> Iterator[None]:
+    """`topic` (100 records) replicated; groups NS-idle and NS-busy committed at 50 on the
+    primary; NS-busy has a live member on the secondary (consumers started there early)
+    while the block runs."""
     workload = run_workload(lab.primary, WorkloadSpec(topics=(topic,), partitions=1,
                                                        records=100, groups=()))
     wait_replicated(lab, topic, len(workload.visible()))
@@ -308,9 +313,14 @@ def test_active_group_on_target_is_skipped(lab: RunningLab, ns: str) -> None:
         while time.monotonic() < deadline and not busy.assignment():
             busy.poll(0.2)
         assert busy.assignment()
-        status, report = run_translate(lab, ns, "--apply")
+        yield
     finally:
         busy.close()
+
+
+def test_active_group_on_target_is_skipped(lab: RunningLab, ns: str) -> None:
+    with busy_on_target(lab, ns, f"{ns}-act"):
+        status, report = run_translate(lab, ns, "--apply")
     assert status == 3
     groups = {g["group"]: g for g in report["groups"]}
     assert groups[f"{ns}-idle"]["applied"] is True
