@@ -152,6 +152,17 @@ class GapResult:
                     if classification is None or rec.classification == classification:
                         yield rec
 
+    def records_on_disk(self) -> int:
+        """How many records the Parquet files under out_dir hold, as this machine sees them
+        (from the files' footers, nothing decoded)."""
+        try:
+            import pyarrow.parquet as pq
+        except ImportError as exc:
+            raise DrctlError("Reading the gap's Parquet output needs pyarrow.",
+                             "pip install pyarrow") from exc
+        return sum(pq.read_metadata(path).num_rows
+                   for path in self.records_path.glob("part-*.parquet"))
+
     def records(self, classification: str | None = None) -> list[GapRecord]:
         return list(self.iter_records(classification))
 

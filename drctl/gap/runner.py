@@ -115,6 +115,24 @@ def note_shared_output(plan: GapPlan, master: str, notify: Notify = lambda _: No
         notify(note)
 
 
+def check_shared_output(result: GapResult, master: str) -> None:
+    """On a cluster, the records the executors wrote must be the ones the driver reads: the
+    summary (counted by Spark from what it wrote) against the Parquet files the driver sees.
+    A mismatch is an output directory that is not shared; reconciling from it would miss
+    records."""
+    if master.startswith("local"):
+        return
+    counted = result.totals["unreplicated"]
+    here = result.records_on_disk()
+    if here != counted:
+        raise DrctlError(
+            f"The gap job on {master} found {counted} unreplicated record(s), but "
+            f"{result.records_path} holds {here} on this machine: the output directory is not "
+            "storage the executors and the driver share.",
+            "Give --out a directory on shared storage (NFS, or HDFS/S3 mounted on the driver "
+            "and every executor), or run with a local master.")
+
+
 def run_gap_analysis(plan: GapPlan, spark: SparkSettings, progress: Progress | None = None,
                      *, debug: bool = False, notify: Notify = lambda _: None,
                      connector: Connector | None = None,
@@ -200,8 +218,14 @@ def run_gap_analysis(plan: GapPlan, spark: SparkSettings, progress: Progress | N
     keep_resolved(connector)
     if not debug:
         shutil.rmtree(work, ignore_errors=True)
-    return GapResult.load(out, plan=plan.public(), connector=connector.describe(),
-                          temporary=plan.temporary_out)
+    result = GapResult.load(out, plan=plan.public(), connector=connector.describe(),
+                            temporary=plan.temporary_out)
+    try:
+        check_shared_output(result, spark.master)
+    except DrctlError:
+        result.cleanup()  # drctl's own temporary directory; an --out the operator gave stays
+        raise
+    return result
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
