@@ -140,11 +140,7 @@ class GapResult:
                      batch_size: int = 10_000) -> Iterator[GapRecord]:
         """The unreplicated records in (topic-order, partition, offset) order; only those of
         one class when `classification` is given (needs --check-order)."""
-        try:
-            import pyarrow.parquet as pq
-        except ImportError as exc:
-            raise DrctlError("Reading the gap's Parquet output needs pyarrow.",
-                             "pip install pyarrow") from exc
+        pq = _parquet()
         for path in sorted(self.records_path.glob("part-*.parquet")):
             for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_size):
                 for row in batch.to_pylist():
@@ -155,12 +151,7 @@ class GapResult:
     def records_on_disk(self) -> int:
         """How many records the Parquet files under out_dir hold, as this machine sees them
         (from the files' footers, nothing decoded)."""
-        try:
-            import pyarrow.parquet as pq
-        except ImportError as exc:
-            raise DrctlError("Reading the gap's Parquet output needs pyarrow.",
-                             "pip install pyarrow") from exc
-        return sum(pq.read_metadata(path).num_rows
+        return sum(_parquet().read_metadata(path).num_rows
                    for path in self.records_path.glob("part-*.parquet"))
 
     def records(self, classification: str | None = None) -> list[GapRecord]:
@@ -211,3 +202,14 @@ def _record(row: Mapping[str, Any]) -> GapRecord:
                      key=row["key"], value=row["value"], headers=headers,
                      classification=row.get("classification"), conflicts=conflicts,
                      partition_writes=int(row.get("partition_writes") or 0))
+
+
+def _parquet() -> Any:
+    """pyarrow.parquet, imported when the records are read (the job's result needs it, a
+    plan does not)."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError as exc:
+        raise DrctlError("Reading the gap's Parquet output needs pyarrow.",
+                         "pip install pyarrow") from exc
+    return pq
