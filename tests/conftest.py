@@ -15,11 +15,13 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AclBinding, AclBindingFilter
 
+from drctl.config import load_config
 from drctl.kafka.acls import grant
 from drctl.kafka.checkpoints import read_checkpoints
 from drctl.kafka.clients import ClusterClients
 from drctl.lab.lab import CONNECT_GROUP, Lab, LabPorts, LabState
 from drctl.lab.security import mm2_source_acls, mm2_target_acls
+from drctl.replication.base import kind_for
 
 # Helpers running test sessions side by side give each a different base.
 # Below the ephemeral range (32768+), where a client socket could take a port first.
@@ -62,10 +64,12 @@ class RunningLab:
         """Until MirrorMaker 2's checkpoints on the secondary carry `group`'s commits at
         `offsets` (per partition of `topic`). A failover with the source down moves only the
         groups it checkpointed, and it finds a new group at its next group refresh."""
+        rep = load_config(self.config_file).require_replication()
+        topic_of_checkpoints = kind_for(rep).checkpoints_topic(rep) or ""
         wanted = {(group, self.mirror(topic), p): o for p, o in offsets.items()}
         end = time.monotonic() + deadline_s
         while True:
-            cps = read_checkpoints(self.secondary, "primary.checkpoints.internal")
+            cps = read_checkpoints(self.secondary, topic_of_checkpoints)
             missing = sorted(k for k, o in wanted.items()
                              if k not in cps or cps[k].upstream_offset != o)
             if not missing:

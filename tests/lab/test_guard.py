@@ -16,11 +16,9 @@ import yaml
 from confluent_kafka import TopicPartition
 
 from drctl.config import load_config
-from drctl.kafka.checkpoints import read_checkpoints
 from drctl.kafka.groups import committed_offsets
 from drctl.kafka.records import read_all
 from drctl.lab.workload import commit_offsets, create_topics
-from drctl.replication.base import kind_for
 from drctl.translate.snapshots import (
     INVENTORY_KEY,
     OffsetSnapshot,
@@ -224,14 +222,9 @@ def test_without_guard_status_keeps_the_inventory_and_failover_names_a_young_gro
     _fill(lab, topic, 100)
     config = _guard_config(lab, ns, tmp_path)
     cfg = load_config(config)
-    rep = cfg.require_replication()
-    checkpoints_topic = kind_for(rep).checkpoints_topic(rep) or ""
     old, young = f"{ns}-old", f"{ns}-young"
     commit_offsets(lab.primary, old, [TopicPartition(topic, p, 50) for p in range(PARTITIONS)])
-    end = time.monotonic() + 60
-    while (old, topic, 0) not in read_checkpoints(lab.secondary, checkpoints_topic):
-        assert time.monotonic() < end, "MirrorMaker 2 never checkpointed the old group"
-        time.sleep(0.5)
+    lab.wait_checkpointed(old, topic, {p: 50 for p in range(PARTITIONS)}, deadline_s=60)
     # config check reads the checkpoint connector over Connect: the lab's test-speed settings.
     status, out = run_json("--config", str(config), "config", "check")
     assert status == 0, out
