@@ -29,8 +29,11 @@ from collections.abc import Iterable, Sequence
 
 import xxhash
 
+# The header of drctl's own copies of gap records (reconcile, quarantine): its value names the
+# incident and the source record. Such a copy is the source's own record, never a write.
+RECONCILED_HEADER = "drctl-reconciled"
 # Headers a replicator or drctl adds on the way; they must not make a copy look different.
-REPLICATION_HEADERS = frozenset({"__replicator_id", "drctl-reconciled"})
+REPLICATION_HEADERS = frozenset({"__replicator_id", RECONCILED_HEADER})
 DIGEST_BYTES = 16
 CHAINS = (1, 2)  # each chain starts by hashing this int32 ...
 SPARK_SEED = 42  # ... with the seed Spark's xxhash64 uses
@@ -44,6 +47,11 @@ class Int64(int):
 
 
 _MASK = (1 << 64) - 1
+
+
+def is_reconciled(headers: Iterable[Header]) -> bool:
+    """Whether a record is one of drctl's reconciled copies (`RECONCILED_HEADER`)."""
+    return any(k == RECONCILED_HEADER for k, _ in headers)
 
 
 def kept_headers(headers: Iterable[Header] | None) -> list[Header]:
@@ -102,12 +110,3 @@ def fingerprint(partition: int, key: bytes | None, value: bytes | None,
     # Encoded once for both chains: translation digests hundreds of thousands of records.
     encoded = [_encode(i) for i in items(partition, key, value, headers, timestamp_ms)]
     return b"".join(_chain_encoded(encoded, start).to_bytes(8, "big") for start in CHAINS)
-
-
-def fingerprint_message(msg: object, *, with_timestamp: bool = True) -> bytes:
-    """Fingerprint of a confluent_kafka Message (CreateTime timestamps compared by default)."""
-    partition = msg.partition()  # type: ignore[attr-defined]
-    ts_type, ts = msg.timestamp()  # type: ignore[attr-defined]
-    headers = msg.headers() or []  # type: ignore[attr-defined]
-    return fingerprint(partition, msg.key(), msg.value(), headers,  # type: ignore[attr-defined]
-                       ts if with_timestamp and ts_type == 1 else None)

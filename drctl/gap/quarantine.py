@@ -1,18 +1,15 @@
 """Produce gap records to quarantine topics, as they were: same key, value, headers and
 timestamp, in the order given.
 
-The one producer behind `gap-analysis --to-topic` and failback's reconcile. Topics are created
-when missing and refused when too small; a full local queue is waited out and a retriable
-produce error retried; every delivery is checked (a record the broker did not take fails the
-run). With a `RerunTag`, each record carries a header naming its origin, and records whose tag
-the topic already holds (an earlier, interrupted run) are not produced again.
+Behind `gap-analysis --to-topic` and failback's reconcile. Topics are created when missing and
+refused when too small; records are written by the one copier (`kafka/copy.py`). With a
+`RerunTag`, records whose tag the topic already holds (an earlier, interrupted run) are not
+produced again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Iterable, Mapping
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import NewTopic
@@ -20,45 +17,10 @@ from confluent_kafka.admin import NewTopic
 from drctl.errors import CheckFailed, DrctlError
 from drctl.gap.result import GapResult
 from drctl.kafka.clients import ClusterClients
+from drctl.kafka.copy import CopiedRecord, RerunTag, Route, copy_records
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.records import header_values
-from drctl.kafka.retriable import is_retriable
 from drctl.kafka.topics import wait_for_leaders
-from drctl.retry import RetriesExhausted, RetryPolicy, retry_call
-
-# Produce errors librdkafka calls retriable (a new topic's metadata not there yet, ...).
-_PRODUCE_RETRY = RetryPolicy(initial_s=0.1, max_s=5.0, attempts=20, deadline_s=60.0)
-
-
-class QuarantinedRecord(Protocol):
-    """What a quarantine needs of a record (`kafka.records.Record` and `GapRecord` have it)."""
-
-    @property
-    def topic(self) -> str: ...
-    @property
-    def partition(self) -> int: ...
-    @property
-    def offset(self) -> int: ...
-    @property
-    def key(self) -> bytes | None: ...
-    @property
-    def value(self) -> bytes | None: ...
-    @property
-    def timestamp_ms(self) -> int: ...
-    @property
-    def headers(self) -> tuple[tuple[str, bytes | None], ...]: ...
-
-
-# Where a record goes: (quarantine topic, partition).
-Route = Callable[[QuarantinedRecord], tuple[str, int]]
-
-
-@dataclass(frozen=True)
-class RerunTag:
-    """A header each quarantined record carries so a re-run skips what an earlier run wrote."""
-
-    header: str
-    of: Callable[[QuarantinedRecord], bytes]
 
 
 def quarantine_name(pattern: str, source_topic: str) -> str:
@@ -93,7 +55,7 @@ def ensure_quarantine_topics(clients: ClusterClients, wanted: Mapping[str, int]
     return counts
 
 
-def produce_to_quarantine(clients: ClusterClients, records: Iterable[QuarantinedRecord],
+def produce_to_quarantine(clients: ClusterClients, records: Iterable[CopiedRecord],
                           route: Route, wanted: Mapping[str, int], *,
                           tag: RerunTag | None = None) -> dict[str, int]:
     """Produce `records` to the topics `route` names (`wanted`: each topic's partitions);
@@ -103,53 +65,12 @@ def produce_to_quarantine(clients: ClusterClients, records: Iterable[Quarantined
     if tag is not None:
         ends = watermarks(clients.admin(), [(t, p) for t, n in counts.items() for p in range(n)])
         done = header_values(clients, ends, tag.header)
-    producer = clients.producer(**{"acks": "all"})  # idempotent: retries never duplicate
-    sent: dict[str, int] = {}
-    failures: list[str] = []
-
-    def delivered(err: object, _msg: object) -> None:
-        if err is not None:
-            failures.append(str(err))
-
-    for rec in records:
-        headers = list(rec.headers)
-        if tag is not None:
-            value = tag.of(rec)
-            if value in done:
-                continue
-            headers.append((tag.header, value))
-        topic, partition = route(rec)
-        _produce(producer, topic, partition=partition, key=rec.key, value=rec.value,
-                 headers=headers, timestamp=rec.timestamp_ms, on_delivery=delivered)
-        sent[topic] = sent.get(topic, 0) + 1
-        producer.poll(0)
-    left = producer.flush(60)
-    if left or failures:
-        rerun = ("Check the target cluster, then run again: records already quarantined are "
-                 "not produced twice." if tag is not None else
-                 "Check the target cluster, then run again (the topic may then hold some "
-                 "records twice).")
-        raise DrctlError(f"{left + len(failures)} record(s) did not reach the quarantine "
-                         f"topic{'s' if len(sent) > 1 else ''}"
-                         + (f": {failures[0]}" if failures else "") + ".", rerun)
-    return sent
-
-
-def _produce(producer: Any, topic: str, **message: Any) -> None:
-    def once() -> None:
-        while True:
-            try:
-                producer.produce(topic, **message)
-                return
-            except BufferError:
-                producer.poll(0.1)  # the local queue is full: let deliveries drain it
-
-    try:
-        retry_call(once, _PRODUCE_RETRY, retry_on=(KafkaException,),
-                   give_up=lambda exc: not is_retriable(exc), sleep=producer.poll)
-    except RetriesExhausted as exc:
-        raise DrctlError(f"Could not produce to quarantine topic '{topic}': {exc.last}.") \
-            from exc
+    rerun = ("Check the target cluster, then run again: records already quarantined are "
+             "not produced twice." if tag is not None else
+             "Check the target cluster, then run again (the topic may then hold some "
+             "records twice).")
+    return copy_records(clients, records, route, topics=list(counts), tag=tag, done=done,
+                        what="quarantined records", rerun_hint=rerun)
 
 
 def quarantine_gap(result: GapResult, clients: ClusterClients, pattern: str) -> dict[str, int]:

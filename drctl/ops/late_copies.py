@@ -26,13 +26,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from drctl.config import Config
+from drctl.fingerprint import is_reconciled
 from drctl.gap.alignment import DEFAULT_MARGIN, prove_tails
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.offsets import offset_runs, watermarks
 from drctl.kafka.records import Record, read_ranges
 from drctl.kafka.topics import TP
 from drctl.ops.context import OpsContext
-from drctl.ops.reverse import RECONCILED_HEADER
 from drctl.progress import Notify
 from drctl.replication.base import ReplicationKind
 from drctl.state import FailoverMarker
@@ -152,7 +152,7 @@ def find_late_copies(config: Config, kind: ReplicationKind, marker: FailoverMark
         late: list[int] = []
         newest_write: dict[bytes | None, int] = {}
         for rec in recs:
-            if any(k == RECONCILED_HEADER for k, _ in rec.headers):
+            if is_reconciled(rec.headers):
                 continue  # drctl's own copy of a gap record (an earlier failback run)
             fp = record_fingerprint(rec)
             marked = kind.provenance_header is not None and any(

@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from drctl.config import Config
-from drctl.errors import DrctlError
-from drctl.gap.quarantine import QuarantinedRecord, RerunTag, produce_to_quarantine
+from drctl.fingerprint import RECONCILED_HEADER
+from drctl.gap.quarantine import produce_to_quarantine
 from drctl.kafka.clients import ClusterClients
+from drctl.kafka.copy import CopiedRecord, RerunTag, copy_records
 from drctl.kafka.offsets import offset_runs, watermarks
 from drctl.kafka.records import Record, header_values
-from drctl.ops.reverse import RECONCILED_HEADER, start_points
+from drctl.ops.reverse import start_points
 from drctl.state import FailoverMarker
 
 QUARANTINE_SUFFIX = ".drctl-quarantine"
@@ -108,7 +109,7 @@ def not_copied_offsets(records: Iterable[Record]) -> dict[str, dict[str, list[li
             for t, parts in by_tp.items()}
 
 
-def reconcile_tag(marker: FailoverMarker, rec: QuarantinedRecord) -> bytes:
+def reconcile_tag(marker: FailoverMarker, rec: CopiedRecord) -> bytes:
     """What a copied record carries: which incident copied which source record."""
     return f"{marker.incident}:{rec.topic}:{rec.partition}:{rec.offset}".encode()
 
@@ -127,25 +128,14 @@ def copy_safe_records(config: Config, marker: FailoverMarker,
     ends = watermarks(target.admin(), tps)
     done = header_values(target, {tp: (starts.get(tp[0], {}).get(tp[1], 0), ends[tp][1])
                                   for tp in tps}, RECONCILED_HEADER)
-    producer = target.producer(**{"acks": "all"})
-    failed: list[str] = []
-    copied = skipped = 0
-    for rec in records:
-        tag = reconcile_tag(marker, rec)
-        if tag in done:
-            skipped += 1
-            continue
-        producer.produce(rep.failover_topic(rec.topic), key=rec.key, value=rec.value,
-                         partition=rec.partition, timestamp=rec.timestamp_ms,
-                         headers=[*rec.headers, (RECONCILED_HEADER, tag)],
-                         on_delivery=lambda err, _msg: failed.append(str(err)) if err else None)
-        copied += 1
-        producer.poll(0)
-    if producer.flush(60) or failed:
-        raise DrctlError(f"Copying the gap failed for {len(failed) or 'some'} record(s): "
-                         f"{failed[:3]}", "Run failback again: copied records are not copied "
-                         "twice.")
-    return {"copied": copied, "skipped": skipped}
+    tag = RerunTag(RECONCILED_HEADER, lambda rec: reconcile_tag(marker, rec))
+    sent = copy_records(target, records, lambda rec: (rep.failover_topic(rec.topic),
+                                                      rec.partition),
+                        topics=sorted({t for t, _ in tps}), tag=tag, done=done,
+                        what="gap records",
+                        rerun_hint="Run failback again: copied records are not copied twice.")
+    copied = sum(sent.values())
+    return {"copied": copied, "skipped": len(records) - copied}
 
 
 def quarantine_records(config: Config, marker: FailoverMarker, records: Sequence[Record],

@@ -35,12 +35,13 @@ from typing import Any
 
 from drctl.config import Config
 from drctl.errors import ExitStatus
+from drctl.fingerprint import RECONCILED_HEADER
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.groups import committed_offsets, group_states
 from drctl.kafka.offsets import offset_runs, watermarks
 from drctl.kafka.records import read_ranges
 from drctl.kafka.topics import TP
-from drctl.ops.reverse import RECONCILED_HEADER, failover_starts
+from drctl.ops.reverse import failover_starts
 from drctl.progress import Notify
 from drctl.state import FailoverMarker
 from drctl.translate.engine import TranslateRequest, apply_positions, translate_offsets

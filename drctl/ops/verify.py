@@ -24,16 +24,12 @@ from typing import Any
 
 from drctl.config import Config
 from drctl.errors import CheckFailed
+from drctl.fingerprint import is_reconciled
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.offsets import watermarks
-from drctl.kafka.records import Record, read_ranges
+from drctl.kafka.records import read_ranges
 from drctl.kafka.topics import TP
-from drctl.ops.reverse import (
-    RECONCILED_HEADER,
-    failover_starts,
-    late_copy_offsets,
-    reverse_topic,
-)
+from drctl.ops.reverse import failover_starts, late_copy_offsets, reverse_topic
 from drctl.state import FailoverMarker, Offsets
 from drctl.translate.locate import record_fingerprint
 
@@ -178,13 +174,9 @@ def _counts(clients: ClusterClients, ranges: Mapping[TP, tuple[int, int]], *,
             tp = (rec.topic, rec.partition)
             if skip and rec.offset in skip.get(tp, ()):
                 continue
-            if drop_reconciled and _reconciled(rec):
+            if drop_reconciled and is_reconciled(rec.headers):
                 continue
             out[tp][record_fingerprint(rec)] += 1
     finally:
         consumer.close()
     return out
-
-
-def _reconciled(rec: Record) -> bool:
-    return any(k == RECONCILED_HEADER for k, _ in rec.headers)

@@ -135,12 +135,13 @@ def test_failback_result_json_and_runbook_summary_keep_their_keys() -> None:
     data = result.as_dict()
     assert list(data) == ["incident", "dry_run", "resumed", "plan", "gap", "reconcile",
                           "reverse", "verification", "translation", "switch_back", "audit",
-                          "marker", "reports"]
+                          "marker", "phase", "next_command", "reports"]
     assert data["reconcile"] == {"mode": "copy-safe", "copy_safe": {"copied": 3, "skipped": 1},
                                  "quarantine": {"file": "q.jsonl", "topics": ["t.q"],
                                                 "count": 2}, "not_copied": {}}
     summary = result.runbook_summary()
-    assert list(summary) == ["incident", "status", "gap", "copied", "gap_total", "quarantined",
+    assert list(summary) == ["incident", "status", "phase", "next_command", "gap", "copied",
+                             "gap_total", "quarantined",
                              "reverse", "verification", "positions", "positions_exact",
                              "positions_kept", "groups_not_applied", "positions_rewound",
                              "never_delivered", "switch_back", "audit", "audit_groups",
@@ -208,14 +209,32 @@ class FakeProducer:
         return 0
 
 
+class FakeAdmin:
+    """Topics whose max.message.bytes is Kafka's default."""
+
+    def describe_configs(self, resources: list[Any], request_timeout: float) -> dict[Any, Any]:
+        from concurrent.futures import Future
+
+        out = {}
+        for r in resources:
+            future: Future[Any] = Future()
+            future.set_result({"max.message.bytes": type("E", (), {"value": "1048588"})()})
+            out[r] = future
+        return out
+
+
 class FakeClients:
+    name = "dc2"
+
     def __init__(self, producer: FakeProducer) -> None:
         self._producer = producer
+        self.overrides: dict[str, Any] = {}
 
-    def admin(self) -> None:
-        return None
+    def admin(self) -> FakeAdmin:
+        return FakeAdmin()
 
-    def producer(self, **_overrides: Any) -> FakeProducer:
+    def producer(self, **overrides: Any) -> FakeProducer:
+        self.overrides = overrides
         return self._producer
 
 
@@ -254,7 +273,8 @@ def test_quarantine_with_a_tag_skips_what_an_earlier_run_wrote(
 
 def test_quarantine_raises_when_a_delivery_fails(no_cluster: dict[str, Any]) -> None:
     producer = FakeProducer(fail="MSG_TIMED_OUT")
-    with pytest.raises(DrctlError, match="did not reach the quarantine topic: MSG_TIMED_OUT"):
+    with pytest.raises(DrctlError, match="1 of 1 quarantined records were not written to t.q "
+                                         "on 'dc2': MSG_TIMED_OUT"):
         produce_to_quarantine(FakeClients(producer), [_record(1)],  # type: ignore[arg-type]
                               lambda rec: ("t.q", 0), {"t.q": 1})
 
