@@ -14,6 +14,7 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, is_dataclass
 from datetime import UTC, datetime
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,34 @@ Offsets = dict[str, dict[int, int]]  # topic -> partition -> offset
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class IncidentPhase(StrEnum):
+    """Where an incident stands. The pair is protected again only when it is closed: after
+    failback the reverse flow runs and the forward flow is stopped (docs/design.md §6, the
+    return to protection)."""
+
+    FAILING_OVER = "failing-over"  # failover began, not finished
+    FAILED_OVER = "failed-over"  # clients work on the target; failback not begun
+    FAILING_BACK = "failing-back"  # failback began, not finished
+    FAILED_BACK = "failed-back"  # failback done: exposed until `drctl reprotect`
+    REPROTECTING = "reprotecting"  # the return to protection began, not finished
+    CLOSED = "closed"
+
+    @property
+    def next_command(self) -> str:
+        """What the operator runs next, as a command."""
+        return _NEXT_COMMAND[self]
+
+
+_NEXT_COMMAND = {
+    IncidentPhase.FAILING_OVER: "drctl failover",
+    IncidentPhase.FAILED_OVER: "drctl failback --check-order",
+    IncidentPhase.FAILING_BACK: "drctl failback --check-order",
+    IncidentPhase.FAILED_BACK: "drctl reprotect",
+    IncidentPhase.REPROTECTING: "drctl reprotect",
+    IncidentPhase.CLOSED: "",
+}
 
 
 @dataclass
@@ -75,6 +104,11 @@ class FailoverMarker:
     source_end: Offsets | None = None  # what the source held, when it could still be read
     topics: dict[str, str] = field(default_factory=dict)  # source topic -> mirror topic
     groups: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # What the flow's last return to protection settled (ops/reprotect.py), taken at failover:
+    # {"incident", "source": {topic: {partition: offset}}, "target": {mirror: {...}}}. Below
+    # those offsets an earlier incident handled every record (replicated, reconciled or
+    # quarantined): this incident's gap analysis starts no lower.
+    settled: dict[str, Any] = field(default_factory=dict)
     # What failover could not take along (ops/failover.py `left_behind`): {"topics": [{topic,
     # groups}], "groups": [{group, reason}]}. Empty when nothing was.
     left_behind: dict[str, Any] = field(default_factory=dict)
@@ -89,6 +123,31 @@ class FailoverMarker:
     def done(self, step: str) -> bool:
         rec = self.steps.get(step)
         return rec is not None and rec.status == "done"
+
+    @property
+    def phase(self) -> IncidentPhase:
+        if self.status == "closed":
+            return IncidentPhase.CLOSED
+        if any(k.startswith("reprotect:") for k in self.steps):
+            return IncidentPhase.REPROTECTING
+        if self.done("failback"):
+            return IncidentPhase.FAILED_BACK
+        if any(k.startswith("failback:") for k in self.steps):
+            return IncidentPhase.FAILING_BACK
+        if self.done("failover"):
+            return IncidentPhase.FAILED_OVER
+        return IncidentPhase.FAILING_OVER
+
+    @property
+    def failback_started(self) -> bool:
+        return self.phase in (IncidentPhase.FAILING_BACK, IncidentPhase.FAILED_BACK,
+                              IncidentPhase.REPROTECTING)
+
+    def age_s(self, now_s: float | None = None) -> float:
+        """Seconds since the incident was opened."""
+        created = datetime.fromisoformat(self.created_at)
+        now = datetime.now(UTC) if now_s is None else datetime.fromtimestamp(now_s, UTC)
+        return (now - created).total_seconds()
 
     def record(self, step: str, result: Mapping[str, Any] | None = None,
                status: str = "done") -> None:
@@ -214,6 +273,12 @@ class MarkerStore:
         return [m for m in self.load_all() if m.status == "open"
                 and (source is None or m.source == source)
                 and (target is None or m.target == target)]
+
+    def last_returned(self, source: str, target: str) -> FailoverMarker | None:
+        """The flow's most recent incident closed by a return to protection."""
+        done = [m for m in self.load_all() if m.status == "closed" and m.source == source
+                and m.target == target and m.done("reprotect:cut-over")]
+        return done[-1] if done else None
 
     def get(self, incident: str) -> FailoverMarker:
         for m in self.load_all():

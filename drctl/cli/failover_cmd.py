@@ -30,6 +30,12 @@ def failover_command(
     method: Annotated[TranslateMethod, typer.Option(help="Offset translation method.")]
     = TranslateMethod.AUTO,
     incident: Annotated[str | None, typer.Option(help="Continue this incident.")] = None,
+    new_incident: Annotated[bool, typer.Option(
+        "--new-incident", help="Open a new incident for a new outage; the flow's open "
+        "incidents are closed as superseded.")] = False,
+    continue_within: Annotated[float, duration_option(
+        "Without --incident, continue the flow's open incident only when it was opened "
+        "this recently (exit 2 otherwise).", default="12h")] = 12 * 3600.0,
     source_deadline: Annotated[float, duration_option(
         "How long to retry the source before treating it as down.", default="20s")] = 20.0,
     timeout: Annotated[float, duration_option(
@@ -44,7 +50,8 @@ def failover_command(
     term = CURRENT.terminal(output)
     rep = config.require_replication()
     opts = FailoverOptions(planned=planned, dry_run=dry_run, groups=groups, method=method,
-                           incident=incident, source_deadline_s=source_deadline,
+                           incident=incident, new_incident=new_incident,
+                           continue_within_s=continue_within, source_deadline_s=source_deadline,
                            catch_up_deadline_s=timeout)
     if not dry_run:
         confirm_or_abort(f"Fail over {rep.source} -> {rep.target} "

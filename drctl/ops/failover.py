@@ -14,7 +14,7 @@ from typing import Any
 
 from confluent_kafka.admin import NewTopic
 
-from drctl.config import Config
+from drctl.config import Config, ReplicationSettings
 from drctl.errors import CheckFailed, ExitStatus, Unreachable, UsageError
 from drctl.faults import crash_point
 from drctl.kafka.clients import ClusterClients, describe_with_retry
@@ -28,7 +28,7 @@ from drctl.ops.late_copies import check_late_copies
 from drctl.progress import Notify, Ticker
 from drctl.replication.base import Confirm
 from drctl.reports import write_report
-from drctl.state import FailoverMarker, Offsets
+from drctl.state import FailoverMarker, MarkerStore, Offsets
 from drctl.timeparse import format_duration
 from drctl.translate.engine import TranslateRequest, translate_offsets, wanted_group
 from drctl.translate.inventory import keep_inventory, source_topics_in_scope
@@ -45,6 +45,10 @@ class FailoverOptions:
     groups: str = ".*"
     method: TranslateMethod = TranslateMethod.AUTO
     incident: str | None = None  # continue this one (default: the open one, if any)
+    new_incident: bool = False  # open a new incident; open ones of this flow are superseded
+    # An open incident older than this is not continued without --incident (a new outage
+    # must never reuse an old failover point).
+    continue_within_s: float = 12 * 3600.0
     source_deadline_s: float = 20.0
     quiesce_s: float = 2.0  # planned: source ends must not move for this long
     catch_up_deadline_s: float = 1800.0  # planned: --timeout of the catch-up wait
@@ -326,16 +330,15 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *, notify: Notify = lam
     rep = config.require_replication()
     kind = ctx.require_kind()
     store = ctx.markers(rep.target)
-    opened = store.open_markers(rep.source, rep.target)
-    if opts.incident:
-        marker = store.get(opts.incident)
-    elif opened:
-        marker = opened[-1]
-    else:
-        marker = FailoverMarker.new(rep.source, rep.target, rep.kind, opts.planned)
+    marker, superseded = incident_to_continue(store, rep, opts)
+    if superseded and not opts.dry_run:
+        for old in superseded:
+            notify(f"Incident {old.incident} ({old.phase}) is superseded by "
+                   f"{marker.incident} and closed without finishing")
+            old.record("superseded", {"by": marker.incident, "phase": old.phase.value})
+            old.status = "closed"
+            store.save(old)
     result = FailoverResult(marker, opts.dry_run, resumed=bool(marker.steps))
-    if marker.status == "closed":
-        raise UsageError(f"Incident {marker.incident} is closed.", "Start a new failover.")
     if result.resumed:
         notify(f"Continuing incident {marker.incident} (done: {', '.join(marker.steps)})")
 
@@ -395,6 +398,7 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *, notify: Notify = lam
         if not opts.dry_run:
             marker.topics = topics
             marker.failover_point = failover_point
+            marker.settled = settled_by_last_return(store, marker)
             marker.failover_time_ms = int(time.time() * 1000)
             if not rep.names_kept:
                 marker.failover_topics_end = _ends(dst_admin,
@@ -442,6 +446,74 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *, notify: Notify = lam
         marker.record("failover", {"planned": opts.planned})
         store.save(marker)
     return result
+
+
+def incident_to_continue(store: MarkerStore, rep: ReplicationSettings, opts: FailoverOptions
+                         ) -> tuple[FailoverMarker, list[FailoverMarker]]:
+    """The incident this failover works on, and the open ones `--new-incident` supersedes.
+
+    A failover continues an incident only while it is failing over or failed over: once its
+    failback began, a failover of it would reuse a failover point the post-failover writes
+    and the reverse flow have long passed. Without `--incident` it continues the flow's open
+    incident only when it is the only one and younger than `continue_within_s`; anything
+    else is a usage error naming the incidents and what to do."""
+    source, target = rep.source, rep.target
+    opened = store.open_markers(source, target)
+    if opts.new_incident:
+        if opts.incident:
+            raise UsageError("--incident and --new-incident exclude each other.",
+                             "Pass --incident ID to continue that incident, or --new-incident "
+                             "to open a new one.")
+        return FailoverMarker.new(source, target, rep.kind, opts.planned), opened
+    if opts.incident:
+        marker = store.get(opts.incident)
+        if marker.status == "closed":
+            raise UsageError(f"Incident {marker.incident} is closed.",
+                             "Run failover without --incident to open a new one.")
+        _refuse_if_failing_back(marker)
+        return marker, []
+    if len(opened) > 1:
+        names = ", ".join(f"{m.incident} ({m.phase}, opened {m.created_at})" for m in opened)
+        raise UsageError(
+            f"{len(opened)} open incidents for {source} -> {target}: {names}. drctl cannot "
+            "tell which one this failover belongs to.",
+            "Pass --incident ID to continue one of them, or --new-incident to close them "
+            "all as superseded and open a new one.")
+    if not opened:
+        return FailoverMarker.new(source, target, rep.kind, opts.planned), []
+    marker = opened[0]
+    _refuse_if_failing_back(marker)
+    age = marker.age_s()
+    if age > opts.continue_within_s:
+        raise UsageError(
+            f"Incident {marker.incident} ({marker.phase}) was opened {format_duration(age)} "
+            f"ago, longer than the {format_duration(opts.continue_within_s)} within which a "
+            "failover continues an open incident: this may be a new outage, and continuing "
+            "would reuse the old failover point.",
+            f"To continue it, pass --incident {marker.incident}; for a new outage, pass "
+            "--new-incident (the old incident is closed as superseded).")
+    return marker, []
+
+
+def _refuse_if_failing_back(marker: FailoverMarker) -> None:
+    if marker.failback_started:
+        nxt = marker.phase.next_command
+        raise UsageError(
+            f"Incident {marker.incident} is {marker.phase}: its failback has started, so a "
+            "failover cannot continue it.",
+            f"Finish it first (`{nxt}`), or pass --new-incident to close it as superseded "
+            "and fail over anew (a new outage).")
+
+
+def settled_by_last_return(store: MarkerStore, marker: FailoverMarker) -> dict[str, Any]:
+    """Where the flow's last return to protection started forward copying, per source and
+    mirror partition: below it an earlier incident settled every record."""
+    last = store.last_returned(marker.source, marker.target)
+    if last is None:
+        return {}
+    cut = last.steps["reprotect:cut-over"].result
+    return {"incident": last.incident, "source": cut.get("forward_starts", {}),
+            "target": cut.get("target_ends", {})}
 
 
 def _stop_still_holds(ctx: OpsContext, marker: FailoverMarker, dry_run: bool,
