@@ -18,6 +18,7 @@ from drctl.cli import (
     gap_cmd,
     guard_cmd,
     lab_cmd,
+    reprotect_cmd,
     runbook_cmd,
     status_cmd,
     translate_cmd,
@@ -43,6 +44,7 @@ app.add_typer(runbook_cmd.app, name="runbook")
 app.command("translate-offsets")(translate_cmd.translate_offsets_command)
 app.command("failover")(failover_cmd.failover_command)
 app.command("failback")(failback_cmd.failback_command)
+app.command("reprotect")(reprotect_cmd.reprotect_command)
 app.command("gap-analysis")(gap_cmd.gap_analysis)
 app.command("status")(status_cmd.status_command)
 app.command("guard")(guard_cmd.guard_command)

@@ -113,14 +113,22 @@ def failback_command(
     for line in problems:
         term.warn(line)
     if problems:
-        term.warn(f"Failback of {result.marker.incident} finished and the incident is closed, "
-                  f"but {len(problems)} problem(s) above need you (exit "
-                  f"{int(result.exit_status)}).")
+        term.warn(f"Failback of {result.marker.incident} finished, but {len(problems)} "
+                  f"problem(s) above need you (exit {int(result.exit_status)}).")
     else:
-        term.success(f"Failback of {result.marker.incident} done; the incident is closed.")
-    term.info(f"Next: switch clients back to {rep.source}.")
+        term.success(f"Failback of {result.marker.incident} done.")
+    term.warn(f"The pair is exposed: nothing replicates {rep.source} -> {rep.target} until "
+              f"the return to protection. Move producers and consumers back to {rep.source}, "
+              "then run:")
+    term.emit_text(f"  {_with_config(result.next_command)}")
     if result.exit_status:
         raise typer.Exit(result.exit_status)
+
+
+def _with_config(command: str) -> str:
+    """`command` as the operator types it, with the --config this run was given."""
+    given = CURRENT.config_option
+    return command.replace("drctl ", f"drctl --config {given} ", 1) if given else command
 
 
 def render_switch_back(sb: SwitchBack) -> None:

@@ -19,7 +19,13 @@ from drctl.errors import ExitStatus, UsageError
 from drctl.gap.alignment import DEFAULT_MARGIN
 from drctl.gap.jars import resolve_connector
 from drctl.gap.plan import IDENTITY, GapScope
-from drctl.gap.planner import parse_offsets, plan_gap_analysis, rekey, window_from
+from drctl.gap.planner import (
+    bounds_from_marker,
+    parse_offsets,
+    plan_gap_analysis,
+    rekey,
+    window_from,
+)
 from drctl.gap.quarantine import quarantine_gap
 from drctl.gap.result import GapResult, scope_statement
 from drctl.gap.runner import note_shared_output, run_gap_analysis, spark_submit_command
@@ -110,12 +116,11 @@ def gap_analysis(
                          f"'{rep.target}'?", yes=yes)
 
     term.step(f"Pinning offsets on '{rep.source}' and '{rep.target}'")
-    plan = plan_gap_analysis(
-        config, named or None,
-        target_end=marker.failover_point if marker else rekey(t_end, named, rep, "mirror"),
-        post_failover_start=(marker.failover_topics_end or None) if marker
-        else rekey(f_start, named, rep, "failover"), source_end=s_end,
-        window=window, check_order=check_order, out_dir=out, scope=scope, margin=margin)
+    bounds = bounds_from_marker(marker) if marker is not None else {
+        "target_end": rekey(t_end, named, rep, "mirror"),
+        "post_failover_start": rekey(f_start, named, rep, "failover")}
+    plan = plan_gap_analysis(config, named or None, **bounds, source_end=s_end, window=window,
+                             check_order=check_order, out_dir=out, scope=scope, margin=margin)
     if plan_out is not None:
         connector = resolve_connector(spark, notify=term.step)
         note_shared_output(plan, spark.master, term.step)

@@ -19,11 +19,14 @@ def status_command(
         default="5s")] = 5.0,
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
-    """Clusters, replication and lag, open failovers, consumer groups.
+    """Clusters, replication and whether it protects the source now, open incidents,
+    consumer groups.
 
-    Exit 0 when every answer is in and no failover is open; 3 with an open failover or a
-    pending replication stop; 4 when no cluster answered; 2 when the Connect worker refuses
-    drctl (credentials or TLS)."""
+    Per flow: PROTECTED (forward copying; lag in records and seconds), EXPOSED (forward
+    stopped or failing) or INCIDENT (which step, what to run next). Exit 0 when every
+    answer is in, no incident is open and the flow is not exposed; 3 with an open incident, a
+    pending replication stop or an exposed flow; 4 when no cluster answered; 2 when the
+    Connect worker refuses drctl (credentials or TLS)."""
     config = CURRENT.config()
     term = CURRENT.terminal(output)
     st = collect_status(OpsContext.from_config(config), deadline, notify=term.step)
@@ -38,9 +41,14 @@ def status_command(
     if rep:
         term.table(f"Replication {rep['source']} -> {rep['target']} ({rep['kind']})",
                    ["connector", "state"], [[n, s] for n, s in rep["connectors"].items()])
+        protection = rep.get("protection")
+        if protection:
+            term.emit_text(protection_line(rep["source"], rep["target"], protection))
         if rep.get("lag"):
-            term.table("Replication lag (offsets behind)", ["topic", "partitions", "behind"],
-                       [[r["topic"], r["partitions"], r["behind"]] for r in rep["lag"]])
+            term.table("Replication lag (offsets behind)",
+                       ["topic", "partitions", "behind", "oldest record missing"],
+                       [[r["topic"], r["partitions"], r["behind"],
+                         _age(r.get("oldest_unreplicated_ms"))] for r in rep["lag"]])
         inventory = rep.get("inventory")
         if inventory:
             term.info(inventory["summary"])
@@ -49,10 +57,10 @@ def status_command(
             term.table("What a failover with the source gone would cost", ["setting"],
                        [[line] for line in costs["lines"]])
     if st["open_failovers"]:
-        term.table("Open failovers", ["incident", "from", "to", "since", "replication stop",
-                                      "fence", "steps done"],
-                   [[m["incident"], m["source"], m["target"], m["created_at"],
-                     m["replication_stop"], _fence_cell(m["fence"]), ", ".join(m["steps"])]
+        term.table("Open incidents", ["incident", "from", "to", "since", "phase",
+                                      "replication stop", "fence", "next"],
+                   [[m["incident"], m["source"], m["target"], m["created_at"], m["phase"],
+                     m["replication_stop"], _fence_cell(m["fence"]), m["next_command"]]
                     for m in st["open_failovers"]])
         for m in st["open_failovers"]:
             if m.get("late_copies"):
@@ -72,6 +80,29 @@ def status_command(
     if why:
         term.warn(why)
     raise typer.Exit(verdict)
+
+
+def protection_line(source: str, target: str, protection: dict[str, Any]) -> str:
+    """e.g. `primary -> secondary: protected (lag 12 records, 0.8 s)`."""
+    lag = ""
+    if protection.get("lag_records") is not None:
+        lag = f"lag {protection['lag_records']:,} records, {protection.get('lag_s', 0):g} s"
+    state = protection["state"]
+    detail = {"protected": lag,
+              "exposed": f"{protection['why']}" + (f"; {lag}" if lag else "")
+              + (f"; next: {protection['next_command']}" if protection.get("next_command")
+                 else ""),
+              "incident": f"{protection['why']}; next: {protection.get('next_command', '')}",
+              "unknown": protection["why"]}[state]
+    return f"{source} -> {target}: {state.upper()}" + (f" ({detail})" if detail else "")
+
+
+def _age(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    import time
+
+    return f"{max(0.0, time.time() - ms / 1000):.1f} s ago"
 
 
 def _fence_cell(fence: dict[str, Any]) -> str:

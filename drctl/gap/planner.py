@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, ResourceType
@@ -29,6 +30,7 @@ from drctl.kafka.clients import ClusterClients, describe_with_retry
 from drctl.kafka.offsets import list_offsets
 from drctl.kafka.topics import is_internal_topic
 from drctl.replication.base import ReplicationKind, kind_for
+from drctl.state import FailoverMarker
 
 TopicOffsets = Mapping[str, Mapping[int, int]]
 _TIMEOUT_S = 15.0
@@ -69,6 +71,7 @@ def plan_gap_analysis(
     scope: GapScope = GapScope.TAIL,
     margin: int = DEFAULT_MARGIN,
     late_runs: Mapping[str, Mapping[int, list[list[int]]]] | None = None,
+    settled: Mapping[str, Any] | None = None,
 ) -> GapPlan:
     """Bounds for every topic: source `[start, end)`, target `[start', F)`.
 
@@ -79,6 +82,8 @@ def plan_gap_analysis(
     it); without it the target's current end is used and the plan says so.
     `post_failover_start` is keyed by *failover* topic; when names are kept it defaults to F.
     `source_end` (keyed by source topic) defaults to the source's last stable offset now.
+    `settled` (a failover marker's): below its source and target offsets the flow's last
+    return to protection settled every record, so no comparison starts lower.
     """
     rep = config.require_replication()
     # Before any network: a setting the Java client cannot take is a config error (exit 2).
@@ -111,7 +116,7 @@ def plan_gap_analysis(
             None if source_end is None else source_end.get(topic),
             None if post_failover_start is None
             else post_failover_start.get(rep.failover_topic(topic)),
-            notes))
+            notes, _floors(settled, topic, mirror)))
         plans[-1].late_runs = {p: [list(r) for r in runs]
                                for p, runs in (late_runs or {}).get(mirror, {}).items() if runs}
     if target_end is None:
@@ -126,6 +131,32 @@ def plan_gap_analysis(
         check_order=check_order,
         window_start_ms=window.start_ms, scope=str(scope),
         created_at_ms=int(time.time() * 1000), notes=notes)
+
+
+@dataclass(frozen=True)
+class _Floors:
+    incident: str
+    source: Mapping[int, int]
+    target: Mapping[int, int]
+
+
+def _floors(settled: Mapping[str, Any] | None, topic: str, mirror: str) -> _Floors | None:
+    if not settled:
+        return None
+    return _Floors(str(settled.get("incident", "")),
+                   {int(p): int(o) for p, o in settled.get("source", {}).get(topic, {}).items()},
+                   {int(p): int(o) for p, o in settled.get("target", {}).get(mirror, {}).items()})
+
+
+def bounds_from_marker(marker: FailoverMarker) -> dict[str, Any]:
+    """What a failover marker pins for a gap analysis: F, where the post-failover writes
+    begin (prefixed names), the replicator's late copies, and what the flow's last return to
+    protection settled. The one way failback and `gap-analysis` read a marker."""
+    return {"target_end": marker.failover_point,
+            "post_failover_start": marker.failover_topics_end or None,
+            "late_runs": {t: {int(p): part.get("runs", []) for p, part in parts.items()}
+                          for t, parts in (marker.late_copies.get("partitions") or {}).items()},
+            "settled": marker.settled or None}
 
 
 def gap_kind(replication: ReplicationKind) -> str:
@@ -148,7 +179,8 @@ def _topic_plan(rep: ReplicationSettings, topic: str, mirror: str, partitions: l
                 sides: _Sides, window: Window, kind: str,
                 check_order: bool, target_end: Mapping[int, int] | None,
                 source_end: Mapping[int, int] | None,
-                post_start: Mapping[int, int] | None, notes: list[str]) -> TopicPlan:
+                post_start: Mapping[int, int] | None, notes: list[str],
+                floors: _Floors | None = None) -> TopicPlan:
     src_admin, dst_admin = sides.src_admin, sides.dst_admin
     s_low = _list(src_admin, topic, partitions, OffsetSpec.earliest())
     s_high = _list(src_admin, topic, partitions, OffsetSpec.latest())
@@ -190,6 +222,13 @@ def _topic_plan(rep: ReplicationSettings, topic: str, mirror: str, partitions: l
             before_window[p] = max(0, min(by_time[p], s_end[p]) - s_start[p])
             s_start[p] = max(s_start[p], by_time[p])
             t_start[p] = max(t_start[p], t_by_time[p])
+    settled_by: dict[int, str] = {}
+    if floors is not None:
+        for p in partitions:
+            fs, ft = floors.source.get(p), floors.target.get(p)
+            if fs is not None and ft is not None and (s_start[p] < fs or t_start[p] < ft):
+                s_start[p], t_start[p] = max(s_start[p], fs), max(t_start[p], ft)
+                settled_by[p] = floors.incident
     s_start = {p: min(max(s_start[p], s_low[p]), s_end[p]) for p in partitions}
     t_start = {p: min(max(t_start[p], t_low[p]), f_point[p]) for p in partitions}
 
@@ -199,7 +238,9 @@ def _topic_plan(rep: ReplicationSettings, topic: str, mirror: str, partitions: l
                      compare_timestamps=(_timestamp_type(src_admin, topic) == "CreateTime"
                                          and _timestamp_type(dst_admin, mirror) == "CreateTime"),
                      alignment={p: {**aligned[p].as_dict(), "source_start": s_start[p],
-                                    "before_window": before_window.get(p, 0)}
+                                    "before_window": before_window.get(p, 0),
+                                    **({"settled_by": settled_by[p]} if p in settled_by
+                                       else {})}
                                 for p in partitions},
                      compacted=_compacted(src_admin, topic) or _compacted(dst_admin, mirror))
     if check_order:

@@ -66,7 +66,8 @@ def scope_fields(alignment: Mapping[str, Any] | None, source_start: int) -> dict
     return {"scope": a.get("scope", "full"), "verified_from": source_start,
             "proof": {"source_offset": a.get("source_aligned"),
                       "target_offset": a.get("target_aligned"), "reason": a.get("reason", "")},
-            "before_window": int(a.get("before_window", 0))}
+            "before_window": int(a.get("before_window", 0)),
+            "settled_by": a.get("settled_by")}
 
 
 def scope_statement(row: Mapping[str, Any]) -> str:
@@ -84,6 +85,9 @@ def scope_statement(row: Mapping[str, Any]) -> str:
     else:
         why = f" ({proof['reason']})" if proof.get("reason") else ""
         text = f"verified in full from source offset {start}{why}"
+    if row.get("settled_by"):
+        text += (f"; records before it were settled when incident {row['settled_by']} "
+                 "returned to protection (replicated, reconciled or quarantined then)")
     if row.get("before_window"):
         text += (f"; {row['before_window']:,} source offset(s) before the --since/--lookback "
                  "window were not compared")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from confluent_kafka import TopicPartition
@@ -11,13 +11,15 @@ from confluent_kafka import TopicPartition
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.connect_rest import ConnectClient
 from drctl.kafka.offsets import watermarks
+from drctl.kafka.records import read_ranges
 from drctl.kafka.topics import is_internal_topic, list_topic_partitions
 
 
 def mm2_replication_lag(source: ClusterClients, connect: ConnectClient, connector: str,
                         replicated: Callable[[str], bool] = lambda _: True
                         ) -> list[dict[str, Any]]:
-    """Per source topic: offsets behind = source end - (last replicated upstream offset + 1).
+    """Per source topic: offsets behind = source end - (last replicated upstream offset + 1),
+    and the timestamp of the oldest record the target lacks (None when it lacks none).
 
     Connect stores the last replicated offset every `offset.flush.interval.ms`, and
     transaction markers occupy offsets, so a small non-zero value can mean "caught up"
@@ -38,17 +40,48 @@ def mm2_replication_lag(source: ClusterClients, connect: ConnectClient, connecto
     # The high watermark (not the last stable offset): lag counts every offset written.
     marks = watermarks(source.admin(), [(tp.topic, tp.partition) for tp in partitions],
                        read_committed=False)
-    per_topic: dict[str, dict[str, int]] = defaultdict(lambda: {"partitions": 0, "behind": 0,
-                                                                "end": 0})
+    per_topic: dict[str, dict[str, Any]] = defaultdict(lambda: {"partitions": 0, "behind": 0,
+                                                                "end": 0,
+                                                                "oldest_unreplicated_ms": None})
+    first_missing: dict[tuple[str, int], tuple[int, int]] = {}
     for tp in partitions:
         low, high = marks[(tp.topic, tp.partition)]
         last = stored.get((tp.topic, tp.partition))
-        replicated_to = low if last is None else last + 1
+        replicated_to = max(low if last is None else last + 1, low)
         row = per_topic[tp.topic]
         row["partitions"] += 1
         row["end"] += high
-        row["behind"] += max(0, high - max(replicated_to, low))
+        row["behind"] += max(0, high - replicated_to)
+        if high > replicated_to:
+            first_missing[(tp.topic, tp.partition)] = (replicated_to, high)
+    for (topic, _), ts in oldest_records(source, first_missing).items():
+        row = per_topic[topic]
+        if row["oldest_unreplicated_ms"] is None or ts < row["oldest_unreplicated_ms"]:
+            row["oldest_unreplicated_ms"] = ts
     return [{"topic": t, **v} for t, v in sorted(per_topic.items())]
+
+
+# How far past the first unreplicated offset to look for a visible record (transaction
+# markers and aborted records take offsets too).
+_PEEK = 64
+
+
+def oldest_records(source: ClusterClients, ranges: Mapping[tuple[str, int], tuple[int, int]]
+                   ) -> dict[tuple[str, int], int]:
+    """Per partition, the timestamp of the first visible record of its range (the oldest
+    record the target lacks): how far back in time replication lags."""
+    if not ranges:
+        return {}
+    consumer = source.consumer(**{"enable.partition.eof": "true"})
+    out: dict[tuple[str, int], int] = {}
+    try:
+        for rec in read_ranges(consumer, {tp: (start, min(end, start + _PEEK))
+                                          for tp, (start, end) in ranges.items()},
+                               timeout_s=30):
+            out.setdefault((rec.topic, rec.partition), rec.timestamp_ms)
+    finally:
+        consumer.close()
+    return out
 
 
 __all__ = ["mm2_replication_lag", "TopicPartition"]

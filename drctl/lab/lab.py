@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from drctl.errors import LabError
+from drctl.errors import DrctlError, LabError
 from drctl.kafka.clients import ClusterClients, describe
 from drctl.kafka.connect_rest import ConnectClient, ConnectError
 from drctl.kafka.mm2_connectors import MirrorFlow
@@ -409,6 +409,7 @@ class Lab:
     def _ensure_connectors(self, state: LabState) -> None:
         client = self.connect_client(state)
         proc = self.process("connect")
+        self._refuse_cycle(state, client)
         for name, cfg in self.flow(state).connectors().items():
             # PUT /config is create-or-update; Connect may still be joining its group.
             def create(n: str = name, c: dict[str, str] = cfg) -> bool:
@@ -431,6 +432,26 @@ class Lab:
 
             wait_until(running, deadline_s=90,
                        what=f"connector {name}", log_file=proc.log_file, alive=proc.is_running)
+
+    def _refuse_cycle(self, state: LabState, client: ConnectClient) -> None:
+        """With names kept, the forward flow must not start while a reverse flow (left by a
+        failback) copies: the two would form a cycle."""
+        if not state.names_kept:
+            return
+        flow = self.flow(state)
+        reverse = MirrorFlow(flow.target_alias, flow.source_alias, "", "").connector_names()
+        try:
+            names = client.connectors()
+            running = [n for n in reverse.values() if n in names
+                       and client.connector_state(n)[0] not in ("STOPPED", "PAUSED")]
+        except DrctlError:
+            return  # Connect is just starting: the connectors wait below reads it again
+        if running:
+            raise LabError(
+                f"The reverse flow {', '.join(running)} runs: starting the forward one too "
+                "would form a cycle (topic names are kept).",
+                "Run `drctl reprotect` (it retires the reverse flow and restarts the forward "
+                "one), or delete the reverse connector first.")
 
     def _wait_connectors_settled(self, state: LabState) -> None:
         client = self.connect_client(state)

@@ -26,7 +26,7 @@ from drctl.ops.reverse import copy_back, start_reverse_replication, wait_reverse
 from drctl.ops.switchback import SwitchBack, switch_back
 from drctl.ops.verify import reverse_source_start, verify_end_state
 from drctl.progress import Notify
-from drctl.replication.base import ForwardState
+from drctl.replication.base import FlowState
 from drctl.reports import write_report
 from drctl.state import FailoverMarker
 from drctl.translate.model import TranslationReport
@@ -85,6 +85,25 @@ class FailbackResult:
             return ExitStatus.CHECK_FAILED
         return ExitStatus.SUCCESS
 
+    @property
+    def next_command(self) -> str:
+        """The exact command the operator runs next (empty when nothing is left)."""
+        nxt = self.marker.phase.next_command
+        return f"{nxt} --incident {self.marker.incident}" if nxt else ""
+
+    def from_marker(self) -> FailbackResult:
+        """This result filled from what an earlier run recorded in the marker."""
+        steps = self.marker.steps
+        for attr, step in (("gap", "failback:gap"), ("reconcile", "failback:reconcile"),
+                           ("reverse", "failback:reverse-replication"),
+                           ("verification", "failback:verify"),
+                           ("audit", "failback:audit"),
+                           ("switch_back_summary", "failback:translate-offsets")):
+            if step in steps:
+                setattr(self, attr, steps[step].result)
+        self.resumed = True
+        return self
+
     def switch_back_data(self) -> dict[str, Any] | None:
         if self.switch_back is not None:
             return self.switch_back.as_dict()
@@ -99,7 +118,8 @@ class FailbackResult:
                    "reconcile": self.reconcile, "reverse": self.reverse,
                    "verification": self.verification,
                    "translation": (self.translation or {}).get("summary"),
-                   "switch_back": self.switch_back_data(), "audit": self.audit}
+                   "switch_back": self.switch_back_data(), "audit": self.audit,
+                   "next_command": self.next_command, "phase": self.marker.phase.value}
         return write_report(directory or (config.state.dir / "reports"),
                             f"{self.marker.incident}-failback", context, "failback-report",
                             config.redactor)
@@ -112,6 +132,7 @@ class FailbackResult:
                 "verification": self.verification, "translation": self.translation,
                 "switch_back": self.switch_back_data(), "audit": self.audit,
                 "marker": None if self.dry_run else asdict(self.marker),
+                "phase": self.marker.phase.value, "next_command": self.next_command,
                 "reports": [str(p) for p in reports]}
 
     def runbook_summary(self, reports: Sequence[Path] = ()) -> dict[str, Any]:
@@ -119,6 +140,7 @@ class FailbackResult:
         translation = self.translation or {}
         summary = translation.get("summary", {})
         return {"incident": self.marker.incident, "status": self.marker.status,
+                "phase": self.marker.phase.value, "next_command": self.next_command,
                 "gap": self.gap, "copied": self.reconcile.get("copy_safe", {}).get("copied", 0),
                 "gap_total": sum(self.gap.get(k, 0) for k in ("safe", "conflict", "unkeyed")),
                 "quarantined": self.reconcile.get("quarantine", {}).get("count", 0),
@@ -154,7 +176,8 @@ def _verified_from(gap: dict[str, Any]) -> dict[tuple[str, int], int]:
 
 
 def _marker_to_fail_back(ctx: OpsContext, incident: str | None) -> FailoverMarker:
-    """The open marker of `incident`, or the newest open one; a usage error when none is."""
+    """The open marker of `incident`, or the flow's one open marker; a usage error when none
+    is, or when several are and none was named."""
     config = ctx.config
     rep = config.require_replication()
     store = ctx.markers(rep.target)
@@ -170,11 +193,15 @@ def _marker_to_fail_back(ctx: OpsContext, incident: str | None) -> FailoverMarke
             f"{config.state.dir} and topic {config.state.topic} on {rep.target}).",
             "Failback needs the failover point a failover recorded; pass --incident, or run "
             "gap-analysis with explicit bounds instead.")
-    return opened[-1]
+    if len(opened) > 1:
+        names = ", ".join(f"{m.incident} ({m.phase})" for m in opened)
+        raise UsageError(f"{len(opened)} open incidents for {rep.source} -> {rep.target}: "
+                         f"{names}.", "Pass --incident ID to say which one to fail back.")
+    return opened[0]
 
 
 def preflight(ctx: OpsContext, marker: FailoverMarker, opts: FailbackOptions,
-              notify: Notify = lambda _: None) -> ForwardState:
+              notify: Notify = lambda _: None) -> FlowState:
     config = ctx.config
     rep = config.require_replication()
     for name in (rep.target, rep.source):
@@ -189,7 +216,7 @@ def preflight(ctx: OpsContext, marker: FailoverMarker, opts: FailbackOptions,
 
 
 def _forward_not_copying(ctx: OpsContext, marker: FailoverMarker, opts: FailbackOptions,
-                         notify: Notify) -> ForwardState:
+                         notify: Notify) -> FlowState:
     """Refuse while forward replication copies. A component that copies nothing but is not
     confirmed stopped gets its stop again; if that does not confirm it, failback says what
     is wrong and goes on (no task can copy), recording the state in the marker."""
@@ -245,6 +272,11 @@ def run_failback(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder, 
     store = ctx.markers(rep.target)
     result = FailbackResult(marker, resumed=any(k.startswith("failback:") for k in marker.steps),
                             dry_run=opts.dry_run)
+    if marker.done("failback"):
+        # Done before: nothing is applied again; the result is what the marker recorded.
+        notify(f"Failback of incident {marker.incident} is done ({marker.phase}); next: "
+               f"`{result.next_command}`")
+        return result.from_marker()
     notify(f"Failback of incident {marker.incident}")
     forward = preflight(ctx, marker, opts, notify)
     # Only now, with forward replication confirmed stopped, may the fence come off.
@@ -307,8 +339,9 @@ def run_failback(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder, 
         result.reverse = marker.steps["failback:reverse-replication"].result
 
     if not opts.dry_run and not marker.done("failback:caught-up"):
-        wait_reverse_caught_up(config, kind, marker, deadline_s=opts.catch_up_deadline_s,
-                               notify=notify)
+        if kind.reverse_started_by_drctl:  # else the operator deploys it after failback
+            wait_reverse_caught_up(config, marker, deadline_s=opts.catch_up_deadline_s,
+                                   notify=notify)
         marker.record("failback:caught-up")
         store.save(marker)
         crash_point("failback:caught-up")
@@ -360,7 +393,8 @@ def run_failback(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder, 
         result.switch_back_summary = marker.steps["failback:translate-offsets"].result
 
     if not opts.dry_run:
-        marker.status = "closed"
+        # The incident stays open: the pair is exposed (forward stopped, reverse running)
+        # until the return to protection (ops/reprotect.py) closes it.
         marker.record("failback", {"reconcile": mode.value})
         store.save(marker)
     return result

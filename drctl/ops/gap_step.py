@@ -85,7 +85,12 @@ def gap_finder(lookback_s: float | None = None, debug: bool = False,
     each partition's comparison starts, however long before the failover replication broke."""
     def find_gap(config: Config, marker: FailoverMarker, check_order: bool,
                  notify: Notify) -> GapOutcome:
-        from drctl.gap.planner import Window, plan_gap_analysis, window_from
+        from drctl.gap.planner import (
+            Window,
+            bounds_from_marker,
+            plan_gap_analysis,
+            window_from,
+        )
         from drctl.gap.result import scope_statement
         from drctl.gap.runner import run_gap_analysis
 
@@ -95,11 +100,8 @@ def gap_finder(lookback_s: float | None = None, debug: bool = False,
         if scope == GapScope.TAIL:
             notify("Proving where replication stopped in each partition")
         plan = plan_gap_analysis(
-            config, sorted(marker.topics), target_end=marker.failover_point,
-            post_failover_start=None if rep.names_kept else marker.failover_topics_end,
-            window=window, check_order=check_order, scope=scope,
-            late_runs={t: {int(p): part.get("runs", []) for p, part in parts.items()}
-                       for t, parts in (marker.late_copies.get("partitions") or {}).items()},
+            config, sorted(marker.topics), **bounds_from_marker(marker), window=window,
+            check_order=check_order, scope=scope,
             out_dir=config.state.dir / "gap" / marker.incident)
         notify(f"Gap analysis (Spark, {config.spark.master}) of {len(marker.topics)} topic(s)")
         result = run_job_with_retries(
@@ -120,6 +122,10 @@ def gap_finder(lookback_s: float | None = None, debug: bool = False,
                                                  "partition": row["partition"],
                                                  "scope": row.get("scope", "full"),
                                                  "verified_from": row.get("verified_from"),
+                                                 # Where the comparison ended: the return
+                                                 # to protection starts forward copying
+                                                 # from here (ops/reprotect.py).
+                                                 "source_end": row.get("source_end"),
                                                  "statement": scope_statement(row)}
                                                 for row in result.partitions]})
 

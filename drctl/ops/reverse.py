@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import time
 from collections import Counter, defaultdict
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
 from drctl.config import Config
-from drctl.errors import DrctlError
+from drctl.fingerprint import RECONCILED_HEADER, is_reconciled
 from drctl.kafka.clients import ClusterClients
+from drctl.kafka.copy import copy_records
 from drctl.kafka.offsets import watermarks
-from drctl.kafka.records import read_ranges
+from drctl.kafka.records import Record, read_ranges
+from drctl.kafka.topics import TP
 from drctl.ops.catch_up import catch_up_timed_out, describe_left, records_left
 from drctl.progress import Notify, Ticker
 from drctl.replication.base import ReplicationKind, ReverseRequest
@@ -26,8 +29,6 @@ from drctl.translate.locate import (
     record_fingerprint,
 )
 from drctl.translate.reader import BatchReader
-
-RECONCILED_HEADER = "drctl-reconciled"
 
 
 def failover_starts(config: Config, marker: FailoverMarker) -> Offsets:
@@ -72,10 +73,22 @@ def copy_back(config: Config, marker: FailoverMarker, source_start: Offsets,
               if t in starts and resume[t][p] > starts[t][p]}
     if not ranges:
         return {"copied": 0, "skipped": 0}
+    notify(f"Copying {sum(e - s for s, e in ranges.values())} offset(s) of post-failover "
+           "writes around the replicator's late copies back to the source")
+    return carry_to_source(config, ranges, source_start, skip=late)
+
+
+def carry_to_source(config: Config, ranges: Mapping[TP, tuple[int, int]],
+                    source_start: Offsets, *,
+                    skip: Mapping[TP, Collection[int]] | None = None) -> dict[str, Any]:
+    """Copy the target's post-failover writes in `ranges` (failover topic partitions) to
+    their reverse topics on the source, as they were — never drctl's reconciled copies nor
+    the offsets in `skip`. Idempotent: a record the source already holds since
+    `source_start` (as many times) is not copied again."""
     rep = config.require_replication()
     src = ClusterClients.for_cluster(config, rep.source)
     dst = ClusterClients.for_cluster(config, rep.target)
-    already: dict[tuple[str, int], Counter[bytes]] = defaultdict(Counter)
+    already: dict[TP, Counter[bytes]] = defaultdict(Counter)
     src_marks = watermarks(src.admin(), [(reverse_topic(config, t), p) for t, p in ranges])
     consumer = src.consumer(**{"enable.partition.eof": "true"})
     try:
@@ -85,21 +98,13 @@ def copy_back(config: Config, marker: FailoverMarker, source_start: Offsets,
             already[(rec.topic, rec.partition)][record_fingerprint(rec)] += 1
     finally:
         consumer.close()
-    notify(f"Copying {sum(e - s for s, e in ranges.values())} offset(s) of post-failover "
-           "writes around the replicator's late copies back to the source")
-    producer = src.producer(**{"enable.idempotence": "true", "acks": "all"})
+    skipped = 0
+    wanted: list[Record] = []
     consumer = dst.consumer(**{"enable.partition.eof": "true"})
-    copied = skipped = 0
-    failed: list[str] = []
-
-    def delivered(err: Any, _msg: Any) -> None:
-        if err is not None:
-            failed.append(str(err))
-
     try:
         for rec in read_ranges(consumer, ranges):
-            if rec.offset in late[(rec.topic, rec.partition)] or any(
-                    k == RECONCILED_HEADER for k, _ in rec.headers):
+            if rec.offset in (skip or {}).get((rec.topic, rec.partition), ()) \
+                    or is_reconciled(rec.headers):
                 continue
             target = (reverse_topic(config, rec.topic), rec.partition)
             fp = record_fingerprint(rec)
@@ -107,18 +112,15 @@ def copy_back(config: Config, marker: FailoverMarker, source_start: Offsets,
                 already[target][fp] -= 1
                 skipped += 1
                 continue
-            producer.produce(target[0], key=rec.key, value=rec.value, partition=rec.partition,
-                             timestamp=rec.timestamp_ms, headers=list(rec.headers),
-                             on_delivery=delivered)
-            copied += 1
-            producer.poll(0)
+            wanted.append(rec)
     finally:
         consumer.close()
-    if producer.flush(60) != 0 or failed:
-        raise DrctlError("Copying post-failover writes back to the source did not finish"
-                         + (f": {failed[0]}" if failed else "") + ".",
-                         "Run failback again: it copies only what is missing.")
-    return {"copied": copied, "skipped": skipped}
+    sent = copy_records(src, wanted, lambda r: (reverse_topic(config, r.topic), r.partition),
+                        topics=sorted({reverse_topic(config, t) for t, _ in ranges}),
+                        what="post-failover writes",
+                        rerun_hint="Run the same command again: it copies only what is "
+                                   "missing.")
+    return {"copied": sum(sent.values()), "skipped": skipped}
 
 
 def reverse_topic(config: Config, failover_topic: str) -> str:
@@ -134,12 +136,10 @@ def start_reverse_replication(config: Config, kind: ReplicationKind, marker: Fai
     return kind.start_reverse(config, request, notify)
 
 
-def wait_reverse_caught_up(config: Config, kind: ReplicationKind, marker: FailoverMarker, *,
+def wait_reverse_caught_up(config: Config, marker: FailoverMarker, *,
                            deadline_s: float = 1800, notify: Notify = lambda _: None) -> None:
     """Until the last record of every failover topic partition is on the source; every ten
     seconds, the records left per partition."""
-    if not kind.reverse_started_by_drctl:
-        return
     rep = config.require_replication()
     tgt = ClusterClients.for_cluster(config, rep.target)
     src = ClusterClients.for_cluster(config, rep.source)
@@ -151,11 +151,13 @@ def wait_reverse_caught_up(config: Config, kind: ReplicationKind, marker: Failov
     while True:
         marks = watermarks(tgt_admin, tps)
         a = Side(BatchReader(tgt), tgt_admin, marks)
-        tails = last_records(a, [(tp, marks[tp][1]) for tp in tps])
+        # The last record the reverse flow carries: drctl's reconciled copies are the
+        # source's own records and never go back.
+        tails = last_records(a, [(tp, marks[tp][1]) for tp in tps],
+                             skip=lambda r: is_reconciled(r.headers))
         queries = [MatchQuery(last, (reverse_topic(config, tp[0]), tp[1]))
                    for tp, (last, _) in zip(tps, tails, strict=True)
-                   if last is not None and last.offset >= _start(marker, config, tp)
-                   and not any(k == RECONCILED_HEADER for k, _ in last.headers)]
+                   if last is not None and last.offset >= _start(marker, config, tp)]
         existing = src_admin.list_topics(timeout=30).topics
         behind = queries
         b: Side | None = None

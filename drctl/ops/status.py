@@ -5,7 +5,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -17,7 +17,7 @@ from drctl.kafka.groups import group_states, list_groups
 from drctl.ops.context import OpsContext
 from drctl.ops.fence import open_risks
 from drctl.progress import Notify
-from drctl.state import FailoverMarker, marker_store
+from drctl.state import FailoverMarker, IncidentPhase, marker_store
 from drctl.translate.inventory import inventory_on_record, keep_inventory
 
 
@@ -67,7 +67,9 @@ def collect_status(ctx: OpsContext, deadline_s: float = 5.0,
         for name in config.clusters}
     if rep is not None and kind is not None:
         asks["replication"] = partial(kind.component_states, rep)
-    notify(f"Asking {', '.join(k.removeprefix('cluster:') for k in asks)} in parallel "
+        asks["forward"] = partial(kind.forward_state, rep)
+    notify(f"Asking {', '.join(k.removeprefix('cluster:') for k in asks if k != 'forward')} "
+           "in parallel "
            f"(deadline {deadline_s:g} s)")
     answers = _ask_in_parallel(asks, deadline_s, notify)
 
@@ -113,12 +115,19 @@ def collect_status(ctx: OpsContext, deadline_s: float = 5.0,
                          None)
         if answering is not None:
             markers_from = f"state topic on {answering} and the local state directory"
-        for m in ctx.markers(answering).open_markers():
+        opened = ctx.markers(answering).open_markers()
+        for m in opened:
             markers.append({"incident": m.incident, "source": m.source, "target": m.target,
                             "created_at": m.created_at, "replication_stop": m.replication_stop,
+                            "phase": m.phase.value,
+                            "next_command": (f"{m.phase.next_command} --incident "
+                                             f"{m.incident}"),
                             "fence": m.fence, "open_risks": open_risks(m),
                             "late_copies": _late_copies_line(m),
                             "steps": list(m.steps)})
+        replication["protection"] = flow_protection(
+            [m for m in opened if (m.source, m.target) == (rep.source, rep.target)],
+            answers["forward"], replication["lag"], rep.connect.connectors)
     groups: dict[str, dict[str, Any]] = {}
     for name, cluster in clusters.items():
         if not cluster["reachable"]:
@@ -130,6 +139,52 @@ def collect_status(ctx: OpsContext, deadline_s: float = 5.0,
                         for g, st in sorted(states_of.items())}
     return {"clusters": clusters, "replication": replication, "open_failovers": markers,
             "markers_from": markers_from, "groups": groups}
+
+
+def flow_protection(opened: Sequence[FailoverMarker], forward: Any,
+                    lag: Sequence[Mapping[str, Any]] | None,
+                    components: Sequence[str], now_ms: int | None = None) -> dict[str, Any]:
+    """Whether the flow protects its source now, in one word and the facts behind it:
+
+    - `incident`: an incident of this flow is open (which step, what to run next); once it
+      failed back the flow is `exposed` until the return to protection closes it;
+    - `protected`: every forward component copies; the lag in records and in seconds (the
+      RPO now: the age of the oldest source record the target lacks);
+    - `exposed`: a component does not copy (stopped, paused, failed, missing); since the
+      oldest record the target lacks, when one is known;
+    - `unknown`: drctl cannot see the replicator (Connect not configured or unreachable).
+    """
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    out: dict[str, Any] = {}
+    if lag is not None:
+        behind = sum(int(r["behind"]) for r in lag)
+        oldest = [r["oldest_unreplicated_ms"] for r in lag
+                  if r.get("oldest_unreplicated_ms") is not None]
+        out["lag_records"] = behind
+        out["lag_s"] = round(max(0, now_ms - min(oldest)) / 1000, 1) if oldest else 0.0
+        if oldest:
+            out["oldest_unreplicated_ms"] = min(oldest)
+    if opened:
+        m = opened[-1]
+        incident = {"incident": m.incident, "phase": m.phase.value,
+                    "next_command": f"{m.phase.next_command} --incident {m.incident}"}
+        if m.phase in (IncidentPhase.FAILED_BACK, IncidentPhase.REPROTECTING):
+            # Failed back: the source serves again, and nothing copies it to the target.
+            return {**out, **incident, "state": "exposed",
+                    "why": f"incident {m.incident} failed back: forward replication stays "
+                           "stopped until the return to protection"}
+        return {**out, **incident, "state": "incident",
+                "why": f"incident {m.incident} is {m.phase}"}
+    if isinstance(forward, BaseException) or not getattr(forward, "readable", False):
+        why = ("no replication.connect configured: drctl cannot see the replicator"
+               if not components else "Kafka Connect did not answer")
+        return {**out, "state": "unknown", "why": why}
+    idle = [n for n in components if n not in forward.copying]
+    if idle:
+        return {**out, "state": "exposed",
+                "why": f"not copying: {forward.describe(idle)}"}
+    return {**out, "state": "protected",
+            "why": f"copying: {', '.join(forward.copying)}"}
 
 
 def status_verdict(status: dict[str, Any]) -> tuple[ExitStatus, str | None]:
@@ -150,9 +205,14 @@ def status_verdict(status: dict[str, Any]) -> tuple[ExitStatus, str | None]:
         return ExitStatus.CHECK_FAILED, (f"Replication stop pending for {', '.join(pending)} "
                                          "(fenced on the target): stop the replicator.")
     if status["open_failovers"]:
-        return ExitStatus.CHECK_FAILED, (f"{len(status['open_failovers'])} open failover(s): "
-                                         "run `drctl failback --check-order` when the source "
-                                         "is back.")
+        nexts = "; ".join(f"{m['incident']} ({m['phase']}): `{m['next_command']}`"
+                          for m in status["open_failovers"])
+        return ExitStatus.CHECK_FAILED, (f"{len(status['open_failovers'])} open "
+                                         f"incident(s): {nexts}.")
+    protection = (status.get("replication") or {}).get("protection") or {}
+    if protection.get("state") == "exposed":
+        return ExitStatus.CHECK_FAILED, (f"Replication does not protect the source: "
+                                         f"{protection['why']}.")
     return ExitStatus.SUCCESS, None
 
 

@@ -31,8 +31,9 @@ class StopOutcome:
 
 
 @dataclass(frozen=True)
-class ForwardState:
-    """Forward replication as its components report it now, in three precise groups."""
+class FlowState:
+    """A replication flow (forward or reverse) as its components report it now, in three
+    precise groups."""
 
     readable: bool  # False: nothing configured to ask, or it does not answer
     components: dict[str, str] = field(default_factory=dict)  # name -> its state, in words
@@ -69,6 +70,18 @@ class ReverseRequest:
     out_dir: Path  # where configs and instructions for the operator are written
 
 
+@dataclass(frozen=True)
+class ReturnRequest:
+    """The return to protection (ops/reprotect.py), from the failover marker."""
+
+    incident: str
+    reverse_topics: list[str]  # the failover topics the reverse flow copies to the source
+    # Source topic -> partition -> the first source offset forward replication copies: the
+    # source's position at the cut-over, so nothing the target holds is copied again.
+    forward_starts: dict[str, dict[int, int]]
+    out_dir: Path  # where instructions for the operator are written
+
+
 class ReplicationKind(ABC):
     """One replication kind (`replication.kind` in the config)."""
 
@@ -86,12 +99,12 @@ class ReplicationKind(ABC):
         """Stop replication source -> target and wait until it has stopped."""
 
     @abstractmethod
-    def forward_state(self, rep: ReplicationSettings) -> ForwardState:
+    def forward_state(self, rep: ReplicationSettings) -> FlowState:
         """What forward replication does now; unreadable when it cannot be told."""
 
     @abstractmethod
     def restop_forward(self, rep: ReplicationSettings, names: Sequence[str],
-                       deadline_s: float = 10.0) -> ForwardState:
+                       deadline_s: float = 10.0) -> FlowState:
         """Issue the stop of `names` again (idempotent), wait up to `deadline_s` for it to be
         confirmed, and read the state again."""
 
@@ -104,6 +117,29 @@ class ReplicationKind(ABC):
                       notify: Notify) -> dict[str, Any]:
         """Start (or write instructions for) replication target -> source from the failover
         point; returns what the failback report shows under `reverse`."""
+
+    def reverse_state(self, config: Config) -> FlowState:
+        """The reverse flow (target -> source) as its components report now; unreadable
+        when drctl cannot see it (started by the operator)."""
+        return FlowState(False)
+
+    @abstractmethod
+    def retire_reverse(self, config: Config, request: ReturnRequest, notify: Notify,
+                       confirm: Confirm | None = None) -> dict[str, Any]:
+        """Stop the reverse flow for good, recording where it stood; idempotent."""
+
+    @abstractmethod
+    def set_forward_start(self, config: Config, request: ReturnRequest, notify: Notify,
+                          confirm: Confirm | None = None, *,
+                          dry_run: bool = False) -> dict[str, Any]:
+        """Make forward replication start at `request.forward_starts` when it resumes
+        (never from the positions it stored before the outage); with `dry_run`, only what it
+        would set. The forward flow must be stopped."""
+
+    @abstractmethod
+    def resume_forward(self, rep: ReplicationSettings, notify: Notify,
+                       confirm: Confirm | None = None) -> FlowState:
+        """Start forward replication again and wait until it runs; its state then."""
 
     def replication_lag(self, rep: ReplicationSettings,
                         source: ClusterClients) -> list[dict[str, Any]] | None:

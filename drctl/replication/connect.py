@@ -11,14 +11,15 @@ from enum import StrEnum
 from typing import Any
 
 from drctl.config import ReplicationSettings
-from drctl.errors import Aborted, DrctlError, Unreachable
+from drctl.errors import Aborted, CheckFailed, DrctlError, Unreachable
 from drctl.kafka.connect_rest import (
     ConnectClient,
     ConnectError,
     ConnectorMissing,
     ConnectRejected,
 )
-from drctl.replication.base import Confirm, ForwardState, ReplicationKind, StopOutcome
+from drctl.progress import Notify
+from drctl.replication.base import Confirm, FlowState, ReplicationKind, StopOutcome
 
 # Task states in which a task copies now or is about to.
 _ACTIVE_TASK_STATES = frozenset({"RUNNING", "RESTARTING"})
@@ -81,11 +82,11 @@ class ConnectorReading:
         return f"{self.state} with tasks {', '.join(self.tasks)}"
 
 
-def forward_state_of(readings: Sequence[ConnectorReading],
-                     restopped: Sequence[str] = ()) -> ForwardState:
+def flow_state_of(readings: Sequence[ConnectorReading],
+                     restopped: Sequence[str] = ()) -> FlowState:
     by_activity = {a: tuple(r.name for r in readings if r.activity is a)
                    for a in ConnectorActivity}
-    return ForwardState(True, {r.name: r.describe() for r in readings},
+    return FlowState(True, {r.name: r.describe() for r in readings},
                         copying=by_activity[ConnectorActivity.COPYING],
                         unconfirmed=by_activity[ConnectorActivity.IDLE],
                         restopped=tuple(restopped), unconfirmed_remedy=_STRANDED)
@@ -146,7 +147,7 @@ class ConnectControlled(ReplicationKind, ABC):
             client.info()
             for name in rep.connect.connectors:
                 try:
-                    _stop_or_pause(client, name)
+                    stop_or_pause(client, name)
                 except ConnectorMissing as exc:
                     raise DrctlError(f"Connector '{name}' does not exist on "
                                      f"{rep.connect.url}.",
@@ -175,25 +176,38 @@ class ConnectControlled(ReplicationKind, ABC):
                                  "Check the Connect worker's log.")
             time.sleep(0.5)
 
-    def forward_state(self, rep: ReplicationSettings) -> ForwardState:
+    def resume_forward(self, rep: ReplicationSettings, notify: Notify,
+                       confirm: Confirm | None = None) -> FlowState:
         client = connect_client(rep)
         if client is None or not rep.connect.connectors:
-            return ForwardState(False)
+            text = (f"drctl cannot reach your replicator. Start replication from {rep.source} "
+                    f"to {rep.target} now, from the start positions drctl set or printed, "
+                    "then confirm.")
+            if confirm is None or not confirm(text):
+                raise Aborted("Forward replication was not confirmed started.",
+                              "Start it, then run the same command again.")
+            return FlowState(False)
+        return resume_connectors(client, rep.connect.connectors, notify)
+
+    def forward_state(self, rep: ReplicationSettings) -> FlowState:
+        client = connect_client(rep)
+        if client is None or not rep.connect.connectors:
+            return FlowState(False)
         try:
-            return forward_state_of([ConnectorReading.read(client, n)
+            return flow_state_of([ConnectorReading.read(client, n)
                                      for n in rep.connect.connectors])
         except Unreachable:
-            return ForwardState(False)
+            return FlowState(False)
 
     def restop_forward(self, rep: ReplicationSettings, names: Sequence[str],
-                       deadline_s: float = 10.0) -> ForwardState:
+                       deadline_s: float = 10.0) -> FlowState:
         client = connect_client(rep)
         if client is None or not names:
             return self.forward_state(rep)
         try:
             for name in names:
                 try:
-                    _stop_or_pause(client, name)
+                    stop_or_pause(client, name)
                 except ConnectorMissing:
                     continue  # nothing left to copy with
             # A connector stranded UNASSIGNED keeps that state whatever it is asked, so the
@@ -203,13 +217,57 @@ class ConnectControlled(ReplicationKind, ABC):
                 readings = [ConnectorReading.read(client, n) for n in rep.connect.connectors]
                 done = all(r.confirmed_stopped for r in readings if r.name in names)
                 if done or time.monotonic() > end:
-                    return forward_state_of(readings, names)
+                    return flow_state_of(readings, names)
                 time.sleep(0.5)
         except Unreachable:
-            return ForwardState(False, restopped=tuple(names))
+            return FlowState(False, restopped=tuple(names))
 
 
-def _stop_or_pause(client: ConnectClient, name: str) -> None:
+def retire_connector(client: ConnectClient, name: str, notify: Notify) -> dict[str, Any]:
+    """Stop `name`, record the offsets it stored, delete it: a flow that is done. Idempotent:
+    a connector already gone is reported absent."""
+    try:
+        stored = client.offsets(name).get("offsets", [])
+    except ConnectorMissing:
+        return {"connector": name, "state": "absent"}
+    notify(f"Stopping and deleting {name} (its stored offsets are kept in the marker)")
+    stop_or_pause(client, name)
+    wait_connector_state(client, name, "STOPPED")
+    client.delete(name)
+    return {"connector": name, "state": "deleted", "offsets": stored}
+
+
+def stopped_for_offsets(client: ConnectClient, name: str) -> None:
+    """Connect alters a connector's offsets only while it is STOPPED: stop one that copies
+    nothing (PAUSED, or idle); refuse one that copies."""
+    reading = ConnectorReading.read(client, name)
+    if reading.activity is ConnectorActivity.MISSING:
+        raise DrctlError(f"Connector {name} does not exist on {client.url}.",
+                         "Fix replication.connect in the config.")
+    if reading.activity is ConnectorActivity.COPYING:
+        raise CheckFailed(
+            f"Forward replication is already copying ({name} is {reading.describe()}): it "
+            "resumed from the positions it stored before the outage and may have copied the "
+            "gap records and the reverse copies of the post-failover writes to the target a "
+            "second time.",
+            f"Stop {name}, compare the target with the source, then run reprotect again.")
+    if reading.state != "STOPPED":
+        stop_or_pause(client, name)
+        wait_connector_state(client, name, "STOPPED")
+
+
+def resume_connectors(client: ConnectClient, names: Sequence[str],
+                      notify: Notify) -> FlowState:
+    """Resume `names` and wait until each runs with all its tasks."""
+    for name in names:
+        notify(f"Resuming {name}")
+        client.resume(name)
+    for name in names:
+        wait_connector_state(client, name, "RUNNING")
+    return flow_state_of([ConnectorReading.read(client, n) for n in names])
+
+
+def stop_or_pause(client: ConnectClient, name: str) -> None:
     """PUT …/stop, idempotent; ConnectorMissing when there is no such connector."""
     try:
         client.stop(name)

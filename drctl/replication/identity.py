@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from drctl.config import Config
+from drctl.errors import Aborted
 from drctl.progress import Notify
-from drctl.replication.base import ReverseRequest
+from drctl.replication.base import Confirm, ReturnRequest, ReverseRequest
 from drctl.replication.connect import ConnectControlled
 from drctl.reports import render
 
@@ -32,3 +33,32 @@ class Identity(ConnectControlled):
                                source=rep.target, target=rep.source, incident=request.incident))
         notify(f"Reverse mirroring for an offset-preserving link is manual: follow {path}")
         return {"kind": rep.kind, "start": request.starts, "steps": str(path)}
+
+    def retire_reverse(self, config: Config, request: ReturnRequest, notify: Notify,
+                       confirm: Confirm | None = None) -> dict[str, Any]:
+        rep = config.require_replication()
+        return _manual(confirm, f"Delete the reverse link {rep.target} -> {rep.source} (and "
+                       f"its mirror topics' link state on {rep.source}: "
+                       f"{', '.join(request.reverse_topics)}), then confirm.")
+
+    def set_forward_start(self, config: Config, request: ReturnRequest, notify: Notify,
+                          confirm: Confirm | None = None, *,
+                          dry_run: bool = False) -> dict[str, Any]:
+        rep = config.require_replication()
+        starts = "; ".join(f"{t}: " + ", ".join(f"{p}:{o}" for p, o in sorted(parts.items()))
+                           for t, parts in sorted(request.forward_starts.items()))
+        out = {"starts": request.forward_starts}
+        if dry_run:
+            return out
+        return {**out, **_manual(confirm, (
+            f"Make the topics on {rep.target} mirrors of {rep.source} again, mirroring only "
+            f"from these source offsets on ({starts}): below them {rep.target} holds the data "
+            "already. Then confirm."))}
+
+
+def _manual(confirm: Confirm | None, text: str) -> dict[str, Any]:
+    """An offset-preserving link is reversed and re-created by the link itself."""
+    if confirm is None or not confirm(text):
+        raise Aborted("Not confirmed: " + text.removesuffix(" Then confirm.").removesuffix(
+            ", then confirm."), "Do it, then run the same command again.")
+    return {"state": "confirmed by the operator", "instruction": text}

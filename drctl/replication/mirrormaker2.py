@@ -10,14 +10,27 @@ from collections.abc import Mapping
 from typing import Any
 
 from drctl.config import Config, ReplicationSettings
-from drctl.errors import DrctlError
+from drctl.errors import CheckFailed, DrctlError
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.connect_rest import ConnectClient, ConnectorMissing
 from drctl.kafka.lag import mm2_replication_lag
 from drctl.kafka.mm2_connectors import MirrorFlow
 from drctl.progress import Notify
-from drctl.replication.base import ReverseRequest
-from drctl.replication.connect import ConnectControlled, connect_client, wait_connector_state
+from drctl.replication.base import Confirm, FlowState, ReturnRequest, ReverseRequest
+from drctl.replication.connect import (
+    ConnectControlled,
+    ConnectorReading,
+    connect_client,
+    flow_state_of,
+    retire_connector,
+    stop_or_pause,
+    stopped_for_offsets,
+    wait_connector_state,
+)
+
+# The connector config key that names the incident a reverse connector was started for:
+# a reverse connector left by an earlier incident is reset, never resumed as it is.
+INCIDENT_KEY = "drctl.incident"
 
 
 class MirrorMaker2(ConnectControlled):
@@ -58,7 +71,9 @@ class MirrorMaker2(ConnectControlled):
     def start_reverse(self, config: Config, request: ReverseRequest,
                       notify: Notify) -> dict[str, Any]:
         """Create the reverse source connector stopped, set its stored offsets to the failover
-        point through Connect's offsets API, then start it."""
+        point through Connect's offsets API, then start it. A reverse connector of another
+        incident (or of none drctl knows) is stopped and reset first: resumed as it is, it
+        would start after this incident's post-failover writes, or copy an old incident's."""
         rep = config.require_replication()
         client = connect_client(rep)
         if client is None:
@@ -70,29 +85,100 @@ class MirrorMaker2(ConnectControlled):
         flow = reverse_flow(config, sorted(request.starts), source_client=forward_target,
                             target_client=forward_source)
         name = flow.connector_names()["source"]
-        cfg = reverse_connector_config(flow, request.skip_header)
+        cfg = reverse_connector_config(flow, request.skip_header, request.incident)
         try:
             state, _ = client.connector_state(name)
+            started_for = client.config(name).get(INCIDENT_KEY)
         except ConnectorMissing:
-            state = None
+            state, started_for = None, None
         offsets = [{"partition": {"cluster": rep.target_alias, "topic": topic, "partition": p},
                     # Connect stores the last copied offset; the task resumes at stored + 1.
                     "offset": {"offset": off - 1} if off > 0 else None}
                    for topic, parts in sorted(request.starts.items())
                    for p, off in sorted(parts.items())]
+        reset = None
         if state is None:
             notify(f"Creating {name} (stopped) and setting its start to the failover point")
             client.create(name, cfg, initial_state="STOPPED")
             wait_connector_state(client, name, "STOPPED")
             client.alter_offsets(name, offsets)
+        elif started_for != request.incident:
+            reset = started_for or "unknown"
+            notify(f"{name} exists from incident {reset} ({state}): stopping it and resetting "
+                   f"it to incident {request.incident}'s failover point")
+            stop_or_pause(client, name)
+            wait_connector_state(client, name, "STOPPED")
+            client.put_config(name, cfg)
+            client.alter_offsets(name, offsets)
         elif state == "STOPPED":
             client.alter_offsets(name, offsets)
+        self._refuse_cycle(rep, name)
         notify(f"Starting {name}: {rep.target_alias} -> {rep.source_alias}, "
                "post-failover data only")
         client.resume(name)
         wait_connector_state(client, name, "RUNNING")
-        return {"kind": rep.kind, "connector": name, "start": request.starts}
+        out: dict[str, Any] = {"kind": rep.kind, "connector": name, "start": request.starts}
+        if reset is not None:
+            out["reset_from_incident"] = reset
+        return out
 
+    def _refuse_cycle(self, rep: ReplicationSettings, reverse: str) -> None:
+        """With names kept, forward and reverse copying at once is a cycle that
+        IdentityReplicationPolicy cannot detect: every record would go round forever."""
+        if not rep.names_kept:
+            return
+        forward = self.forward_state(rep)
+        if forward.copying:
+            raise CheckFailed(
+                f"Forward replication copies ({forward.describe(forward.copying)}) and "
+                f"{reverse} would copy the other way: with topic names kept the two form a "
+                "cycle.", "Stop forward replication (`drctl failover` does), then run failback "
+                "again.")
+
+    def reverse_state(self, config: Config) -> FlowState:
+        rep = config.require_replication()
+        client = connect_client(rep)
+        if client is None:
+            return FlowState(False)
+        name = reverse_connector_name(rep)
+        try:
+            return flow_state_of([ConnectorReading.read(client, name)])
+        except DrctlError:
+            return FlowState(False)
+
+    def retire_reverse(self, config: Config, request: ReturnRequest, notify: Notify,
+                       confirm: Confirm | None = None) -> dict[str, Any]:
+        rep = config.require_replication()
+        client = connect_client(rep)
+        if client is None:
+            raise DrctlError("Retiring the reverse flow needs replication.connect.url.",
+                             "Stop and delete the reverse MirrorMaker 2 connector yourself.")
+        return retire_connector(client, reverse_connector_name(rep), notify)
+
+    def set_forward_start(self, config: Config, request: ReturnRequest, notify: Notify,
+                          confirm: Confirm | None = None, *,
+                          dry_run: bool = False) -> dict[str, Any]:
+        """The forward source connector's stored offsets, through Connect's offsets API."""
+        rep = config.require_replication()
+        name = rep.connect.source_connector
+        client = connect_client(rep)
+        if client is None or not name:
+            raise DrctlError(
+                "Setting forward replication's start needs replication.connect.url and "
+                "replication.connect.source_connector.",
+                "Set them, or set the MirrorMaker 2 source connector's offsets yourself to the "
+                "positions in the report.")
+        offsets = [{"partition": {"cluster": rep.source_alias, "topic": topic, "partition": p},
+                    "offset": {"offset": off - 1} if off > 0 else None}
+                   for topic, parts in sorted(request.forward_starts.items())
+                   for p, off in sorted(parts.items())]
+        out = {"connector": name, "starts": request.forward_starts}
+        if dry_run:
+            return out
+        stopped_for_offsets(client, name)
+        notify(f"Setting {name}'s start to where {rep.source} stood at the cut-over")
+        client.alter_offsets(name, offsets)
+        return out
 
 def reverse_flow(config: Config, topics: list[str], *,
                  source_client: Mapping[str, str] | None = None,
@@ -131,8 +217,16 @@ def forward_client_settings(client: ConnectClient,
     return sides
 
 
-def reverse_connector_config(flow: MirrorFlow, skip_header: str) -> dict[str, str]:
+def reverse_connector_name(rep: ReplicationSettings) -> str:
+    """The reverse flow's source connector, named as `reverse_flow` names it."""
+    return MirrorFlow(rep.target_alias, rep.source_alias, "", "").connector_names()["source"]
+
+
+def reverse_connector_config(flow: MirrorFlow, skip_header: str,
+                             incident: str) -> dict[str, str]:
     cfg = flow.source_connector()
+    # Connect passes keys it does not know through; drctl reads this one back.
+    cfg[INCIDENT_KEY] = incident
     # Records drctl copied into the target during reconcile are already on the source (they
     # are the gap's originals): never copy them back.
     cfg.update({

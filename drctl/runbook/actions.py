@@ -434,6 +434,20 @@ def _failback(ctx: ActionContext, *, reconcile: ReconcileMode = ReconcileMode.CO
     return summary
 
 
+def _reprotect(ctx: ActionContext, *, incident: str | None = None, force: bool = False,
+               settle: Seconds = Seconds(10.0),
+               timeout: Seconds = Seconds(900.0)) -> dict[str, Any]:
+    """Return to protection after failback (`drctl reprotect --yes`): retire the reverse
+    flow, restart forward replication from the cut-over, check it, close the incident."""
+    from drctl.ops.context import OpsContext
+    from drctl.ops.reprotect import ReprotectOptions, run_reprotect
+
+    config = ctx.config
+    opts = ReprotectOptions(incident=incident, force=force, settle_s=settle, timeout_s=timeout)
+    result = run_reprotect(OpsContext.from_config(config), opts, notify=ctx.notify)
+    return result.runbook_summary(result.write_reports(config))
+
+
 def builtin_registry() -> Registry:
     """A registry with every action drctl ships."""
     registry = Registry()
@@ -449,4 +463,5 @@ def builtin_registry() -> Registry:
     registry.register("guard", _guard, needs_config=True)
     registry.register("failover", _failover, needs_config=True)
     registry.register("failback", _failback, needs_config=True)
+    registry.register("reprotect", _reprotect, needs_config=True)
     return registry

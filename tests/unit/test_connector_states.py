@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from drctl.replication.connect import ConnectorActivity, ConnectorReading, forward_state_of
+from drctl.replication.connect import ConnectorActivity, ConnectorReading, flow_state_of
 
 
 def status(state: str, *tasks: str) -> dict[str, Any]:
@@ -53,7 +53,7 @@ def test_forward_state_groups_connectors_by_what_they_do() -> None:
                 ConnectorReading.from_status("cp", status("STOPPED")),
                 ConnectorReading.from_status("hb", status("RUNNING", "RUNNING")),
                 ConnectorReading("gone", "MISSING", ())]
-    state = forward_state_of(readings, restopped=["src"])
+    state = flow_state_of(readings, restopped=["src"])
     assert state.copying == ("hb",)
     assert state.unconfirmed == ("src",)
     assert not state.confirmed
@@ -66,6 +66,6 @@ def test_forward_state_groups_connectors_by_what_they_do() -> None:
 
 
 def test_every_connector_stopped_or_missing_is_confirmed() -> None:
-    state = forward_state_of([ConnectorReading.from_status("src", status("STOPPED")),
+    state = flow_state_of([ConnectorReading.from_status("src", status("STOPPED")),
                               ConnectorReading("gone", "MISSING", ())])
     assert state.confirmed and state.readable

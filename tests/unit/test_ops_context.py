@@ -186,10 +186,13 @@ def test_status_reads_clusters_groups_and_markers_through_the_context() -> None:
     assert (inventory["written_ms"], inventory["wrote"]) == (None, False)
     assert inventory["summary"] == ("Source inventory: never written from here; not "
                                     "refreshed: source or target unreachable")
+    protection = st["replication"].pop("protection")
     assert st["replication"] == {"kind": "mirrormaker2", "source": "dc1", "target": "dc2",
                                  "connectors": {}, "lag": None,
                                  # no Connect worker answered, so MM2's settings are unknown
                                  "translation_costs": None}
+    # No Connect configured: whether replication protects the source is not known.
+    assert protection["state"] == "unknown" and "replication.connect" in protection["why"]
     assert asked == ["dc2"]
     assert st["groups"] == {"dc2": {"billing": {"state": "STABLE", "members": 1}}}
 
@@ -203,6 +206,10 @@ class HungKind:
     def component_states(self, rep: Any) -> dict[str, str]:
         self.release.wait(60)
         return {"never": "RUNNING"}
+
+    def forward_state(self, rep: Any) -> Any:
+        self.release.wait(60)
+        return None
 
     def replication_lag(self, rep: Any, source: Any) -> None:
         return None
@@ -231,14 +238,17 @@ def test_status_answers_by_its_deadline_when_connect_hangs() -> None:
 
 def _status(reachable: tuple[bool, ...], stops: tuple[str, ...] = ()) -> dict[str, Any]:
     return {"clusters": {f"c{i}": {"reachable": up} for i, up in enumerate(reachable)},
-            "open_failovers": [{"incident": f"fo-{i}", "replication_stop": stop}
+            "open_failovers": [{"incident": f"fo-{i}", "replication_stop": stop,
+                                "phase": "failed-over",
+                                "next_command": f"drctl failback --incident fo-{i}"}
                                for i, stop in enumerate(stops)]}
 
 
 @pytest.mark.parametrize(("status", "exit_status", "says"), [
     (_status((True, True)), ExitStatus.SUCCESS, None),
     (_status((False, False)), ExitStatus.UNREACHABLE, "No cluster answered (c0, c1)."),
-    (_status((False, True), ("stopped",)), ExitStatus.CHECK_FAILED, "1 open failover(s)"),
+    (_status((False, True), ("stopped",)), ExitStatus.CHECK_FAILED,
+     "1 open incident(s): fo-0 (failed-over): `drctl failback --incident fo-0`"),
     (_status((True, False), ("stopped", "pending")), ExitStatus.CHECK_FAILED,
      "Replication stop pending for fo-1"),
 ])

@@ -212,7 +212,7 @@ def test_reverse_mirrormaker_flow_logs_in_like_the_forward_one() -> None:
     assert target_side == {"security.protocol": "SSL"}
     flow = reverse_flow(config, ["orders"], source_client=target_side,
                         target_client=source_side)
-    cfg = reverse_connector_config(flow, "drctl-reconciled")
+    cfg = reverse_connector_config(flow, "drctl-reconciled", "fo-1")
     assert cfg["source.cluster.alias"] == "dc2" and cfg["source.cluster.bootstrap.servers"] == "b:1"
     assert cfg["source.cluster.security.protocol"] == "SSL"
     assert cfg["target.cluster.sasl.jaas.config"] == jaas  # a reference, never the password

@@ -1,0 +1,77 @@
+"""`drctl reprotect`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from drctl.cli.confirm import confirm_or_abort, operator_confirms
+from drctl.cli.durations import duration_option
+from drctl.cli.state import CURRENT, OutputOption
+from drctl.ops.context import OpsContext
+from drctl.ops.reprotect import ReprotectOptions, run_reprotect
+from drctl.terminal import OutputFormat
+
+
+def reprotect_command(
+    incident: Annotated[str | None, typer.Option(
+        help="The incident to return from (default: the flow's one open incident).")] = None,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Print the positions forward replication would start from; change "
+        "nothing.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+    = False,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Go on while the target's failover topics still take writes (they "
+        "stay on the target only); the report names what was skipped.")] = False,
+    settle: Annotated[float, duration_option(
+        "How long the target's failover topics must take no write (producers moved back).",
+        default="10s")] = 10.0,
+    deadline: Annotated[float, duration_option(
+        "How long to retry each cluster before giving up (exit 4).", default="30s")] = 30.0,
+    timeout: Annotated[float, duration_option(
+        "How long the reverse catch-up and the forward check may each take.",
+        default="15m")] = 900.0,
+    report_dir: Annotated[Path | None, typer.Option(
+        help="Where to write the report (default: STATE_DIR/reports).")] = None,
+    output: Annotated[OutputFormat | None, OutputOption] = None,
+) -> None:
+    """Return to protection after failback: retire the reverse flow, restart forward
+    replication from the cut-over, check it copies, close the incident.
+
+    Exit 0 protected again; 2 no incident whose failback is done; 3 producers still write
+    to the target, or the forward check failed; 4 a cluster unreachable."""
+    config = CURRENT.config()
+    term = CURRENT.terminal(output)
+    rep = config.require_replication()
+    opts = ReprotectOptions(incident=incident, dry_run=dry_run, force=force, settle_s=settle,
+                            deadline_s=deadline, timeout_s=timeout)
+    if not dry_run:
+        confirm_or_abort(f"Retire the reverse flow {rep.target} -> {rep.source} and restart "
+                         f"forward replication {rep.source} -> {rep.target}?", yes=yes)
+    result = run_reprotect(OpsContext.from_config(config), opts, notify=term.step,
+                           confirm=operator_confirms)
+    paths = result.write_reports(config, report_dir)
+    for line in result.forced:
+        term.warn(f"--force: {line}")
+    if term.json_mode:
+        term.emit_json(result.as_dict(paths))
+        return
+    if dry_run:
+        term.info("[bold]Dry run[/] — nothing was changed. The plan:", markup=True)
+        for step in result.plan:
+            term.emit_text(f"  • {step['step']}: " + ", ".join(
+                f"{k}={v}" for k, v in step.items() if k != "step"))
+        return
+    rows = [[topic, p, off] for topic, parts in sorted(result.forward_starts.items())
+            for p, off in sorted(parts.items(), key=lambda kv: int(kv[0]))]
+    term.table(f"Forward replication {rep.source} -> {rep.target} starts at",
+               ["topic", "partition", "first offset"], rows)
+    s = result.summary()
+    for p in paths:
+        term.info(f"  report: {p}")
+    term.success(f"Incident {result.marker.incident} closed: {rep.source} -> {rep.target} is "
+                 f"protected again ({s['forward_copied']} record(s) written since the "
+                 f"cut-over checked on {rep.target}).")
