@@ -22,9 +22,9 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import NewTopic
 
 from drctl.config import Config
-from drctl.errors import DrctlError, UsageError
+from drctl.errors import DrctlError, Unreachable, UsageError
 from drctl.kafka.clients import ClusterClients
-from drctl.kafka.records import read_all
+from drctl.kafka.records import ReadTimeout, read_all
 from drctl.kafka.topics import wait_for_leaders
 
 SCHEMA_VERSION = 1
@@ -256,9 +256,16 @@ class MarkerStore:
                 markers[m.incident] = m
         if self.cluster is not None:
             try:
-                records = read_all(self.cluster, self.topic, timeout_s=30)
-            except Exception:  # noqa: BLE001 - the topic may not exist yet
-                records = []
+                records = read_all(self.cluster, self.topic, timeout_s=30)  # [] without it
+            except (KafkaException, ReadTimeout) as exc:
+                # A read that failed is "unknown", never "no incident": a second incident
+                # opened on it, or a failback refused for "no marker", would be wrong.
+                raise Unreachable(
+                    f"Could not read the failover markers in topic {self.topic} on "
+                    f"'{self.cluster.name}': {exc}.",
+                    f"Check that '{self.cluster.name}' answers (`drctl status`), then run "
+                    "the command again; what drctl knows locally is in "
+                    f"{self.dir}.") from exc
             for rec in records:
                 if rec.value is None:
                     continue

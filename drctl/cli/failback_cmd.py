@@ -48,6 +48,12 @@ def failback_command(
         "How long each long wait may take: the Spark gap job (its retries included) and "
         "reverse replication's catch-up (exit 1 with what was left).", default="30m")]
     = 1800.0,
+    settle: Annotated[float, duration_option(
+        "How long the target's failover topics must take no write before the gap is "
+        "classified (producers stopped there).", default="3s")] = 3.0,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Go on while producers write to the target; writes after the order "
+        "check are not classified (said on stderr).")] = False,
     report_dir: Annotated[Path | None, typer.Option(
         help="Where to write the report (default: STATE_DIR/reports).")] = None,
     output: Annotated[OutputFormat | None, OutputOption] = None,
@@ -58,7 +64,7 @@ def failback_command(
     rep = config.require_replication()
     opts = FailbackOptions(reconcile=reconcile, check_order=check_order, incident=incident,
                            groups=groups, dry_run=dry_run, deadline_s=deadline,
-                           catch_up_deadline_s=timeout)
+                           catch_up_deadline_s=timeout, settle_s=settle, force=force)
     if not dry_run:
         confirm_or_abort(f"Fail back {rep.target} -> {rep.source} (reconcile: {reconcile})?",
                          yes=yes)
@@ -106,6 +112,17 @@ def failback_command(
         problems.append(f"The failover made groups skip {result.audit['totals']['skipped']} "
                         "record(s) (audit above): their consumers never read them; replay "
                         "them.")
+    for lost in result.gap.get("lost", []):
+        count = (f"{lost['count']:,} record(s), offsets {lost['from']}–{lost['to'] - 1}"
+                 if lost["count"] is not None else
+                 f"an unknown number of records before offset {lost['to']}")
+        problems.append(f"{lost['topic']}[{lost['partition']}]: {count} were deleted by "
+                        f"retention on {rep.source} before they reached {rep.target}: gone "
+                        f"before they could be compared ({lost['proof']}).")
+    if result.audit.get("totals", {}).get("not_placed"):
+        problems.append(f"{result.audit['totals']['not_placed']} partition(s) a group had "
+                        "committed got no position at failover (audit above): its consumers "
+                        "started there at auto.offset.reset.")
     for t in result.marker.left_behind.get("topics", []):
         problems.append(f"Topic {t['topic']} was never mirrored to {rep.target}: its records "
                         f"are only on {rep.source}, not compared and not reconciled. Mirror "

@@ -68,8 +68,10 @@ def status_command(
             if m["fence"].get("state") == "fenced":
                 term.info(f"{m['incident']}: fenced for {m['fence']['principal']} on "
                           + ", ".join(m["fence"]["topics"]))
+    elif not (rep or {}).get("markers_unreadable"):
+        term.info("No open incidents.")
     else:
-        term.info("No open failovers.")
+        term.warn(f"Open incidents: unknown — {rep['markers_unreadable']}")
     term.info(f"Failover markers read from the {st['markers_from']}.")
     for cluster, groups in st["groups"].items():
         counts: dict[str, int] = {}

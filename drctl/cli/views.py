@@ -36,7 +36,8 @@ def render_audit(audit: dict[str, Any]) -> None:
     term = CURRENT.terminal()
     for note in audit.get("notes", []):
         term.info(note)
-    rows = [[p["group"], f"{p['topic']}[{p['partition']}]", p["applied"], p["confidence"],
+    rows = [[p["group"], f"{p['topic']}[{p['partition']}]",
+             p["applied"] if p.get("placed", True) else "not placed", p["confidence"],
              p["exact"], p["redelivered"] or "", p["skipped"] or "",
              "" if p["max_redelivered"] is None else p["max_redelivered"], p["note"] or ""]
             for p in sorted(audit.get("positions", []),
@@ -49,4 +50,6 @@ def render_audit(audit: dict[str, Any]) -> None:
     term.info(f"Audit: {t.get('audited', 0)} of {t.get('positions', 0)} positions compared; "
               f"{t.get('redelivered', 0)} records re-delivered, {t.get('skipped', 0)} skipped"
               + (f"; {t['over_bound']} over the stated bound" if t.get("over_bound") else "")
+              + (f"; {t['not_placed']} committed partition(s) failover placed no position"
+                 if t.get("not_placed") else "")
               + ".")

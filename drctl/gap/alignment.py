@@ -22,7 +22,6 @@ from confluent_kafka.admin import AdminClient
 from drctl.gap.plan import GapScope
 from drctl.kafka.clients import ClusterClients
 from drctl.translate.locate import MatchQuery, Side, last_records, match_records
-from drctl.translate.reader import BatchReader
 
 DEFAULT_MARGIN = 5_000  # records per partition before the proven alignment
 # How far the source is scanned from the timestamp anchor for the copy of the target's last
@@ -67,10 +66,9 @@ def prove_tails(src: ClusterClients, dst: ClusterClients, src_admin: AdminClient
     `*_marks` are (low, end) per partition; the target's end is capped at F by the caller's
     `f_point`."""
     out: dict[int, Alignment] = {}
-    src_side = Side(BatchReader(src), src_admin,
-                    {(source_topic, p): source_marks[p] for p in partitions})
-    dst_side = Side(BatchReader(dst), dst_admin,
-                    {(target_topic, p): (target_marks[p][0], f_point[p]) for p in partitions})
+    src_side = Side.of(src, src_admin, {(source_topic, p): source_marks[p] for p in partitions})
+    dst_side = Side.of(dst, dst_admin,
+                       {(target_topic, p): (target_marks[p][0], f_point[p]) for p in partitions})
     ask = [p for p in partitions if f_point[p] > target_marks[p][0]]
     for p in partitions:
         if p not in ask:

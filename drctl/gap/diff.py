@@ -12,6 +12,7 @@ from collections.abc import Collection, Mapping
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from drctl.fingerprint import RECONCILED_HEADER
 from drctl.gap.spark_fingerprint import fingerprint
 
 SAFE = "safe"
@@ -137,9 +138,14 @@ def gap_records(source_records: DataFrame, topics: Mapping[str, int],
 
 
 def post_failover_writes(records: DataFrame, topics: Mapping[str, int]) -> DataFrame:
-    """(tix, partition, offset, key, timestamp_ms) of the failover topics past their start."""
-    return records.select(topic_index(topics).alias("tix"), "partition", "offset", "key",
-                          F.unix_millis("timestamp").alias("timestamp_ms"))
+    """(tix, partition, offset, key, timestamp_ms) of the failover topics past their start —
+    without drctl's own reconciled copies: they are source records (an earlier, interrupted
+    failback copied them), not writes, and must never make their key a conflict."""
+    reconciled = F.coalesce(F.exists("headers", lambda h: h["key"] == RECONCILED_HEADER),
+                            F.lit(False))
+    return records.where(~reconciled).select(
+        topic_index(topics).alias("tix"), "partition", "offset", "key",
+        F.unix_millis("timestamp").alias("timestamp_ms"))
 
 
 def classify(gap: DataFrame, writes: DataFrame) -> DataFrame:

@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import tempfile
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -101,6 +102,8 @@ def plan_gap_analysis(
     notes: list[str] = [*src_java.warnings, *dst_java.warnings]
     kind = gap_kind(kind_for(rep))
 
+    replication = kind_for(rep)
+    upto = functools.cache(lambda: replication.replicated_upto(config))
     plans = []
     for topic in chosen:
         mirror = rep.mirror_topic(topic)
@@ -111,7 +114,8 @@ def plan_gap_analysis(
                               "was ever replicated.")
         plans.append(_topic_plan(
             rep, topic, mirror, sorted(src_parts[topic]), set(dst_parts[mirror]), dst_parts,
-            _Sides(src, dst, src_admin, dst_admin, scope, margin), window, kind, check_order,
+            _Sides(src, dst, src_admin, dst_admin, scope, margin, upto), window, kind,
+            check_order,
             None if target_end is None else target_end.get(mirror),
             None if source_end is None else source_end.get(topic),
             None if post_failover_start is None
@@ -172,6 +176,9 @@ class _Sides:
     dst_admin: AdminClient
     scope: GapScope
     margin: int
+    # Per source partition, where forward replication had copied up to (its own stored
+    # position), asked only when retention may have deleted records before a comparison.
+    replicated_upto: Callable[[], Mapping[tuple[str, int], int] | None] = lambda: None
 
 
 def _topic_plan(rep: ReplicationSettings, topic: str, mirror: str, partitions: list[int],
@@ -206,6 +213,9 @@ def _topic_plan(rep: ReplicationSettings, topic: str, mirror: str, partitions: l
 
     aligned = _alignments(sides, topic, mirror, partitions, t_parts, s_low, s_high, t_low,
                           t_high, f_point, kind)
+    lost = {p: loss for p in partitions
+            if (loss := _lost_to_retention(sides, topic, p, s_low[p], t_low[p], f_point[p],
+                                           aligned[p], kind)) is not None}
     s_start = {p: aligned[p].source_start for p in partitions}
     t_start = {p: aligned[p].target_start for p in partitions}
     before_window: dict[int, int] = {}
@@ -240,7 +250,8 @@ def _topic_plan(rep: ReplicationSettings, topic: str, mirror: str, partitions: l
                      alignment={p: {**aligned[p].as_dict(), "source_start": s_start[p],
                                     "before_window": before_window.get(p, 0),
                                     **({"settled_by": settled_by[p]} if p in settled_by
-                                       else {})}
+                                       else {}),
+                                    **({"lost": lost[p]} if p in lost else {})}
                                 for p in partitions},
                      compacted=_compacted(src_admin, topic) or _compacted(dst_admin, mirror))
     if check_order:
@@ -258,6 +269,36 @@ def _topic_plan(rep: ReplicationSettings, topic: str, mirror: str, partitions: l
         plan.post_start = {p: min(int(post_start.get(p, 0)), fo_high[p]) for p in fo_parts}
         plan.post_end = dict(fo_high)
     return plan
+
+
+def _lost_to_retention(sides: _Sides, topic: str, p: int, s_low: int, t_low: int,
+                       f_point: int, aligned: Alignment, kind: str) -> dict[str, Any] | None:
+    """What retention deleted from the source before it was replicated — records nothing can
+    bring back, named rather than silently left out. Only asked when the source no longer
+    starts at 0 and no record it still holds proves where replication stopped; None when
+    nothing can have been lost (or a proof stands)."""
+    if s_low == 0 or aligned.source_aligned is not None:
+        return None
+    if kind == IDENTITY:
+        # Offsets are equal: the target holds [.., F); the source lost [F, log start).
+        count = max(0, s_low - f_point)
+        return {"from": f_point, "to": s_low, "count": count,
+                "proof": "offsets are preserved: the target holds the source's offsets "
+                         f"below {f_point}"} if count else None
+    if f_point <= t_low:
+        upto = None  # nothing on the target before F to anchor on
+    else:
+        upto = (sides.replicated_upto() or {}).get((topic, p))
+    if upto is None:
+        return {"from": None, "to": s_low, "count": None,
+                "proof": f"the source's log starts at {s_low} and neither a record it still "
+                         "holds nor the replicator's stored position says how far replication "
+                         "had copied: records before the log start that never reached the "
+                         "target cannot be counted"}
+    count = max(0, s_low - upto)
+    proof = (f"the replicator's stored position: it had copied up to source offset {upto}; "
+             f"the source's log starts at {s_low}")
+    return {"from": upto, "to": s_low, "count": count, "proof": proof}
 
 
 def _alignments(sides: _Sides, topic: str, mirror: str, partitions: list[int],

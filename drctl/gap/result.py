@@ -21,6 +21,14 @@ _COUNTED = ("source_records", "target_records", "unreplicated", "superseded", "d
             "before_window", "late_copies")
 
 
+def lost_to_retention(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The partitions where retention deleted records before they were replicated (a count
+    of None: not countable), as failback and gap-analysis name them."""
+    return [{"topic": r.get("topic"), "partition": r.get("partition"), **r["lost"]}
+            for r in rows if r.get("lost") and (r["lost"].get("count") is None
+                                                or r["lost"]["count"] > 0)]
+
+
 @dataclass(frozen=True)
 class PostFailoverWrite:
     partition: int
@@ -67,7 +75,10 @@ def scope_fields(alignment: Mapping[str, Any] | None, source_start: int) -> dict
             "proof": {"source_offset": a.get("source_aligned"),
                       "target_offset": a.get("target_aligned"), "reason": a.get("reason", "")},
             "before_window": int(a.get("before_window", 0)),
-            "settled_by": a.get("settled_by")}
+            "settled_by": a.get("settled_by"),
+            # Records retention deleted from the source before they were replicated
+            # (planner `_lost_to_retention`): {"from", "to", "count" (None: unknown), "proof"}.
+            "lost": a.get("lost")}
 
 
 def scope_statement(row: Mapping[str, Any]) -> str:
@@ -85,6 +96,17 @@ def scope_statement(row: Mapping[str, Any]) -> str:
     else:
         why = f" ({proof['reason']})" if proof.get("reason") else ""
         text = f"verified in full from source offset {start}{why}"
+    lost = row.get("lost")
+    if lost:
+        if lost.get("count") is None:
+            text += (f"; LOST, count unknown: source offsets before {lost['to']} are gone "
+                     f"({lost['proof']})")
+        elif lost["count"]:
+            text += (f"; LOST: source offsets {lost['from']}–{lost['to'] - 1} "
+                     f"({lost['count']:,}) were deleted by retention before they could be "
+                     f"compared or copied ({lost['proof']})")
+        else:
+            text += f"; retention deleted only replicated records ({lost['proof']})"
     if row.get("settled_by"):
         text += (f"; records before it were settled when incident {row['settled_by']} "
                  "returned to protection (replicated, reconciled or quarantined then)")

@@ -50,3 +50,27 @@ def wait_for_leaders(admin: object, topics: Iterable[str], deadline_s: float = 3
         if time.monotonic() > end:
             return  # callers retry retriable errors; do not fail here
         time.sleep(0.2)
+
+
+def log_append_time_topics(admin: object, topics: Iterable[str],
+                           timeout_s: float = 30.0) -> frozenset[str]:
+    """Those of `topics` whose broker stamps each record on append (message.timestamp.type
+    LogAppendTime): a copy there carries a new timestamp, so a record and its copy compare
+    without it. Topics that do not exist are left out."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import ConfigResource, ResourceType
+
+    wanted = sorted(set(topics))
+    if not wanted:
+        return frozenset()
+    resources = [ConfigResource(ResourceType.TOPIC, t) for t in wanted]
+    futures = admin.describe_configs(resources, request_timeout=timeout_s)  # type: ignore[attr-defined]
+    out = set()
+    for resource, future in futures.items():
+        try:
+            entry = future.result(timeout=timeout_s).get("message.timestamp.type")
+        except KafkaException:
+            continue  # no such topic (yet): nothing of it to compare
+        if entry is not None and entry.value == "LogAppendTime":
+            out.add(resource.name)
+    return frozenset(out)

@@ -38,6 +38,7 @@ class PositionAudit:
     skipped: int = 0
     max_redelivered: int | None = None  # the bound failover stated, if any
     note: str | None = None
+    placed: bool = True  # False: a commit on the source, and no position from failover
 
 
 @dataclass
@@ -51,7 +52,8 @@ class FailoverAudit:
                 "redelivered": sum(p.redelivered for p in self.positions),
                 "skipped": sum(p.skipped for p in self.positions),
                 "over_bound": sum(1 for p in self.positions if p.max_redelivered is not None
-                                  and p.redelivered > p.max_redelivered)}
+                                  and p.redelivered > p.max_redelivered),
+                "not_placed": sum(not p.placed for p in self.positions)}
 
     def as_dict(self) -> dict[str, Any]:
         return {"totals": self.totals(), "notes": self.notes,
@@ -107,7 +109,8 @@ def audit_failover(config: Config, marker: FailoverMarker,
         if offset is not None:
             positions.setdefault(group, {})[(source_topic_of[topic], partition)] = offset
     report = translate_offsets(config, TranslateRequest(
-        rep.source, rep.target, method=TranslateMethod.EXACT, positions=positions))
+        rep.source, rep.target, method=TranslateMethod.EXACT, positions=positions,
+        target_ends=marker.failover_point or None))
     found = {(g.group, p.target_topic, p.partition): p for g in report.groups
              for p in g.partitions}
     for (group, topic, partition), pos in sorted(applied.items()):
@@ -130,7 +133,27 @@ def audit_failover(config: Config, marker: FailoverMarker,
             row.redelivered = max(0, row.exact - row.applied)
             row.skipped = max(0, row.applied - row.exact)
         audit.positions.append(row)
+    audit.positions += _not_placed(marker, commits, applied)
     return audit
+
+
+def _not_placed(marker: FailoverMarker, commits: Mapping[str, Mapping[TP, int]],
+                applied: Mapping[tuple[str, str, int], Any]) -> list[PositionAudit]:
+    """Partitions a moved group had a commit for on the source that failover gave no
+    position (no checkpoint or snapshot there, with the source gone): its consumers started
+    at auto.offset.reset — a re-read of everything, or a skip of everything unread."""
+    out = []
+    moved = {g for g, info in marker.groups.items() if info.get("applied")}
+    for group in sorted(moved):
+        for (topic, partition), offset in sorted(commits.get(group, {}).items()):
+            mirror = marker.topics.get(topic)
+            if mirror is None or (group, mirror, partition) in applied:
+                continue
+            out.append(PositionAudit(
+                group, mirror, partition, -1, "not placed", None, placed=False,
+                note=f"committed at {offset} on {marker.source}, but failover placed no "
+                     "position here: its consumers started at auto.offset.reset"))
+    return out
 
 
 def audit_incident(ctx: OpsContext, incident: str | None,

@@ -8,8 +8,9 @@ copying copies nothing twice).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,9 @@ from drctl.ops.audit import audit_by_group, audit_failover
 from drctl.ops.context import OpsContext
 from drctl.ops.fence import FENCED, lift_fence_after_stop, stop_behind_fence
 from drctl.ops.late_copies import check_late_copies
+from drctl.ops.quiet import Ends, Writes
 from drctl.ops.reconcile import GapOutcome, ReconcileMode, reconcile
+from drctl.ops.rerun import rerun_while_dropped
 from drctl.ops.reverse import copy_back, start_reverse_replication, wait_reverse_caught_up
 from drctl.ops.switchback import SwitchBack, switch_back
 from drctl.ops.verify import reverse_source_start, verify_end_state
@@ -29,6 +32,7 @@ from drctl.progress import Notify
 from drctl.replication.base import FlowState
 from drctl.reports import write_report
 from drctl.state import FailoverMarker
+from drctl.timeparse import format_duration
 from drctl.translate.model import TranslationReport
 
 # (config, marker, check_order, notify): the gap, classified when check_order is set.
@@ -44,6 +48,10 @@ class FailbackOptions:
     dry_run: bool = False
     deadline_s: float = 30.0
     catch_up_deadline_s: float = 1800.0  # --timeout of the reverse catch-up
+    # The target's failover topics must take no write for this long before the gap is
+    # classified (and none while it is): the order check reads the post-failover writes once.
+    settle_s: float = 3.0
+    force: bool = False  # go on while they take writes, and say so
 
     def __post_init__(self) -> None:
         # Checked when the options are made, before any cluster is asked or anyone confirms.
@@ -77,7 +85,11 @@ class FailbackResult:
         audit found records the failover made a group skip."""
         if self.switch_back and self.switch_back.exit_status:
             return self.switch_back.exit_status
-        if self.audit.get("totals", {}).get("skipped"):
+        totals = self.audit.get("totals", {})
+        if totals.get("skipped") or totals.get("not_placed"):
+            return ExitStatus.CHECK_FAILED
+        if self.gap.get("lost"):
+            # Deleted by retention before they were replicated: gone, and named.
             return ExitStatus.CHECK_FAILED
         if self.marker.left_behind.get("topics"):
             # Never mirrored: its records are on the source only, neither compared nor
@@ -169,10 +181,44 @@ def _offsets(raw: Any) -> dict[str, dict[int, int]]:
     return {t: {int(p): int(o) for p, o in parts.items()} for t, parts in (raw or {}).items()}
 
 
+def _carried_if_writes_allowed(marker: FailoverMarker) -> dict[str, Any] | None:
+    step = marker.steps.get("failback:caught-up")
+    if step is None or not step.result.get("writes_allowed"):
+        return None
+    return dict(step.result.get("carried") or {})
+
+
 def _verified_from(gap: dict[str, Any]) -> dict[tuple[str, int], int]:
     """Per source partition, the first offset the gap analysis compared."""
     return {(v["topic"], int(v["partition"])): int(v["verified_from"])
             for v in gap.get("verified", []) if v.get("verified_from") is not None}
+
+
+def _target_quiet(ctx: OpsContext, marker: FailoverMarker, since: Ends, opts: FailbackOptions,
+                  notify: Notify, when: str) -> Ends:
+    """Refuse (exit 3) when the target's failover topics took writes since `since` — waiting
+    first until `settle_s` has passed — unless `--force`, which says what it lets pass."""
+    wait = opts.settle_s - (time.monotonic() - since.at)
+    if wait > 0:
+        notify(f"Checking that the target's failover topics stay quiet {when} "
+               f"({format_duration(opts.settle_s)})")
+        time.sleep(wait)
+    now = Ends.read(ctx, marker)
+    writes = Writes.between(since, now)
+    if not writes:
+        return now
+    rep = ctx.config.require_replication()
+    what = (f"Producers write to {rep.target}'s failover topics {when}: "
+            f"{writes.describe()} in {format_duration(writes.seconds)}")
+    if not opts.force:
+        raise CheckFailed(
+            f"{what}. The order check classifies the gap against the post-failover writes it "
+            "reads once: a later write to a key it calls safe would land before that key's "
+            "copy, and failback's end-state check would count records still in flight.",
+            f"Stop the producers on {rep.target} for the failback (they move to "
+            f"{rep.source} after it), then run failback again; --force goes on and says so.")
+    notify(f"Warning (--force): {what}; writes after the order check are not classified")
+    return now
 
 
 def _marker_to_fail_back(ctx: OpsContext, incident: str | None) -> FailoverMarker:
@@ -261,6 +307,20 @@ def _forward_not_copying(ctx: OpsContext, marker: FailoverMarker, opts: Failback
 
 def run_failback(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder, *,
                  notify: Notify = lambda _: None) -> FailbackResult:
+    """Failback (module docstring); a cluster that drops once it is under way makes it run
+    again from the last step recorded, within `--timeout` (ops/rerun.py)."""
+    rep = ctx.config.require_replication()
+    under_way = [False]
+
+    def once() -> FailbackResult:
+        return _failback_once(ctx, opts, gap_finder, notify, under_way)
+
+    return rerun_while_dropped(once, ctx, (rep.source, rep.target), opts.catch_up_deadline_s,
+                               "failback", notify, started=lambda: under_way[0])
+
+
+def _failback_once(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder,
+                   notify: Notify, under_way: list[bool]) -> FailbackResult:
     config = ctx.config
     if opts.reconcile not in set(ReconcileMode):  # library callers may pass plain text
         raise UsageError(f"Unknown reconcile mode '{opts.reconcile}'.",
@@ -279,6 +339,8 @@ def run_failback(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder, 
         return result.from_marker()
     notify(f"Failback of incident {marker.incident}")
     forward = preflight(ctx, marker, opts, notify)
+    under_way[0] = True
+    quiet_from = Ends.read(ctx, marker) if not marker.done("failback:reconcile") else None
     # Only now, with forward replication confirmed stopped, may the fence come off.
     if forward.unconfirmed and marker.fence.get("state") == FENCED:
         notify(f"The replication fence stays: {forward.describe(forward.unconfirmed)} is not "
@@ -301,7 +363,13 @@ def run_failback(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder, 
 
     gap: GapOutcome | None = None
     if not marker.done("failback:reconcile"):
+        assert quiet_from is not None
+        settled = _target_quiet(ctx, marker, quiet_from, opts, notify, "before the gap "
+                                "analysis")
         gap = gap_finder(config, marker, opts.check_order, notify)
+        # A write during the analysis: the order check did not see it.
+        _target_quiet(ctx, marker, settled, replace(opts, settle_s=0), notify,
+                      "during the gap analysis")
         result.gap = {**gap.summary, "check_order": opts.check_order, "safe": len(gap.safe),
                       "conflict": len(gap.conflict), "unkeyed": len(gap.unkeyed),
                       "unclassified": len(gap.unclassified)}
@@ -339,10 +407,14 @@ def run_failback(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder, 
         result.reverse = marker.steps["failback:reverse-replication"].result
 
     if not opts.dry_run and not marker.done("failback:caught-up"):
+        carried = {}
         if kind.reverse_started_by_drctl:  # else the operator deploys it after failback
-            wait_reverse_caught_up(config, marker, deadline_s=opts.catch_up_deadline_s,
-                                   notify=notify)
-        marker.record("failback:caught-up")
+            carried = wait_reverse_caught_up(config, marker,
+                                             deadline_s=opts.catch_up_deadline_s,
+                                             notify=notify)
+        # With --force producers may still write: the end-state check then compares up to
+        # what was carried when the reverse flow caught up. Otherwise every record counts.
+        marker.record("failback:caught-up", {"carried": carried, "writes_allowed": opts.force})
         store.save(marker)
         crash_point("failback:caught-up")
 
@@ -355,7 +427,8 @@ def run_failback(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder, 
     elif not opts.dry_run and not marker.done("failback:verify"):
         notify("Checking what the source now holds against what it should hold")
         state = verify_end_state(config, marker, _offsets(result.reverse.get("source_start")),
-                                 originals_from=_verified_from(result.gap))
+                                 originals_from=_verified_from(result.gap),
+                                 carried=_carried_if_writes_allowed(marker))
         result.verification = state.as_dict()
         marker.record("failback:verify", result.verification,
                       status="done" if state.ok else "failed")

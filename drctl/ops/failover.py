@@ -7,7 +7,7 @@ incident skips what is done, so a crash at any point is finished by running it a
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from drctl.faults import crash_point
 from drctl.kafka.clients import ClusterClients, describe_with_retry
 from drctl.kafka.groups import group_states, list_groups
 from drctl.kafka.offsets import watermarks
-from drctl.kafka.topics import is_internal_topic, wait_for_leaders
+from drctl.kafka.topics import is_internal_topic, log_append_time_topics, wait_for_leaders
 from drctl.ops.catch_up import catch_up_timed_out, describe_left, records_left
 from drctl.ops.context import OpsContext
 from drctl.ops.fence import FENCED, UNFENCED, fence_topics, fence_unconfirmed_stop, open_risks
@@ -34,7 +34,7 @@ from drctl.translate.engine import TranslateRequest, translate_offsets, wanted_g
 from drctl.translate.inventory import keep_inventory, source_topics_in_scope
 from drctl.translate.locate import MatchQuery, Side, last_records, match_records
 from drctl.translate.model import GroupResult, TranslateMethod, TranslationReport
-from drctl.translate.reader import BatchReader, RangeRequest
+from drctl.translate.reader import RangeRequest
 from drctl.translate.snapshots import read_snapshot_topic
 
 
@@ -103,7 +103,9 @@ class FailoverResult:
 
 def left_behind(ctx: OpsContext, report: TranslationReport, source_up: bool,
                 topics: dict[str, str], groups_pattern: str = ".*",
-                unmirrored: Sequence[str] = ()) -> dict[str, Any]:
+                unmirrored: Sequence[str] = (),
+                failover_point: Mapping[str, Mapping[int, int]] | None = None
+                ) -> dict[str, Any]:
     """Every topic and group failover could not take along, and why — so none is left
     silently. With the source up, preflight found the `unmirrored` topics; with it gone,
     what drctl last saw on it (the inventory guard, status, translate-offsets and failover
@@ -117,9 +119,18 @@ def left_behind(ctx: OpsContext, report: TranslationReport, source_up: bool,
     for g in report.groups:
         unplaced = [f"{p.target_topic}[{p.partition}]" for p in g.partitions
                     if p.target_offset is None]
+        if not source_up and failover_point:
+            # With the source gone a partition without checkpoint or snapshot has no
+            # position at all, not even an empty one: name the ones of every topic the
+            # group reads that it may have committed on.
+            have = {(p.target_topic, p.partition) for p in g.partitions}
+            for mirror in sorted({p.target_topic for p in g.partitions}):
+                unplaced += [f"{mirror}[{q}] (no checkpoint or snapshot)"
+                             for q in sorted(failover_point.get(mirror, {}))
+                             if (mirror, q) not in have]
         if g.skipped:
             groups[g.group] = f"not moved: {g.skipped}"
-        elif unplaced and len(unplaced) == len(g.partitions):
+        elif g.partitions and all(p.target_offset is None for p in g.partitions):
             groups[g.group] = ("no position anywhere (" + ", ".join(sorted(
                 {p.confidence for p in g.partitions})) + "): its consumers start at "
                 "auto.offset.reset (earliest re-reads everything, latest skips what is unread)")
@@ -269,10 +280,11 @@ def _wait_quiet_and_caught_up(ctx: OpsContext, topics: dict[str, str], opts: Fai
         before = after
     notify("Waiting for replication to catch up")
     dst_tps = [(topics[t], p) for t, p in src_tps]
-    a = Side(BatchReader(src), src_admin, after)
+    a = Side.of(src, src_admin, after)
+    dst_append = log_append_time_topics(dst_admin, {t for t, _ in dst_tps})
     ticker = Ticker()
     while True:
-        b = Side(BatchReader(dst), dst_admin, watermarks(dst_admin, dst_tps))
+        b = Side.of(dst, dst_admin, watermarks(dst_admin, dst_tps), dst_append)
         tails = last_records(a, [(tp, after[tp][1]) for tp in src_tps])
         queries = [MatchQuery(last, (topics[tp[0]], tp[1]))
                    for tp, (last, _) in zip(src_tps, tails, strict=True) if last is not None]
@@ -424,7 +436,10 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *, notify: Notify = lam
         notify("Translating consumer-group offsets")
         report = translate_offsets(config, TranslateRequest(
             rep.source, rep.target, groups=opts.groups, method=opts.method,
-            apply=not opts.dry_run, source_deadline_s=opts.source_deadline_s), notify=notify)
+            apply=not opts.dry_run, source_deadline_s=opts.source_deadline_s,
+            # No group read past F: records after it are post-failover writes (a re-run
+            # after a crash finds some).
+            target_ends=marker.failover_point or None), notify=notify)
         result.translation = report.as_dict()
         result.translation_report = report
         plan.append({"step": "translate-offsets", "summary": report.summary()})
@@ -437,7 +452,8 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *, notify: Notify = lam
                                        "positions": _applied_positions(g)}
                              for g in report.groups}
             marker.left_behind = left_behind(ctx, report, pre["source_reachable"], topics,
-                                             opts.groups, pre.get("unmirrored", ()))
+                                             opts.groups, pre.get("unmirrored", ()),
+                                             marker.failover_point)
             marker.record("translate-offsets", report.summary())
             store.save(marker)
             crash_point("translate-offsets")
@@ -562,10 +578,10 @@ def estimate_unreplicated(config: Config, marker: FailoverMarker) -> list[dict[s
     try:
         src_admin, dst_admin = src.admin(), dst.admin()
         src_tps = [(t, p) for t, parts in marker.source_end.items() for p in parts]
-        a = Side(BatchReader(src), src_admin, watermarks(src_admin, src_tps))
+        a = Side.of(src, src_admin, watermarks(src_admin, src_tps))
         dst_marks = {(marker.topics[t], p): (0, marker.failover_point[marker.topics[t]][p])
                      for t, p in src_tps}
-        b = Side(BatchReader(dst), dst_admin, dst_marks)
+        b = Side.of(dst, dst_admin, dst_marks)
         tails = last_records(b, [((marker.topics[t], p), dst_marks[(marker.topics[t], p)][1])
                                  for t, p in src_tps])
         queries, order = [], []

@@ -91,7 +91,7 @@ def gap_finder(lookback_s: float | None = None, debug: bool = False,
             plan_gap_analysis,
             window_from,
         )
-        from drctl.gap.result import scope_statement
+        from drctl.gap.result import lost_to_retention, scope_statement
         from drctl.gap.runner import run_gap_analysis
 
         rep = config.require_replication()
@@ -118,6 +118,7 @@ def gap_finder(lookback_s: float | None = None, debug: bool = False,
                           unkeyed=by_class["unkeyed"], unclassified=by_class["unclassified"],
                           summary={"out_dir": plan.out_dir, **result.totals,
                                    "scope": result.scope,
+                                   "lost": lost_to_retention(result.partitions),
                                    "verified": [{"topic": row["topic"],
                                                  "partition": row["partition"],
                                                  "scope": row.get("scope", "full"),
@@ -126,6 +127,7 @@ def gap_finder(lookback_s: float | None = None, debug: bool = False,
                                                  # to protection starts forward copying
                                                  # from here (ops/reprotect.py).
                                                  "source_end": row.get("source_end"),
+                                                 "lost": row.get("lost"),
                                                  "statement": scope_statement(row)}
                                                 for row in result.partitions]})
 

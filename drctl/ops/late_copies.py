@@ -33,10 +33,10 @@ from drctl.kafka.offsets import offset_runs, watermarks
 from drctl.kafka.records import Record, read_ranges
 from drctl.kafka.topics import TP
 from drctl.ops.context import OpsContext
+from drctl.ops.copies import copy_fingerprint, timestamps_kept
 from drctl.progress import Notify
 from drctl.replication.base import ReplicationKind
 from drctl.state import FailoverMarker
-from drctl.translate.locate import record_fingerprint
 
 STALE_KEYS_SHOWN = 100
 
@@ -137,8 +137,9 @@ def find_late_copies(config: Config, kind: ReplicationKind, marker: FailoverMark
                                    f"({tails[p].reason}).")
     if not after_ranges:
         return found
-    source_fps = _fingerprints(src, source_ranges)
-    before_fps = _fingerprints(dst, before_ranges)
+    keep = timestamps_kept(config, marker)
+    source_fps = _fingerprints(src, source_ranges, keep)
+    before_fps = _fingerprints(dst, before_ranges, keep)
     after = _records(dst, after_ranges)
     mirror_of = {s: m for s, m in marker.topics.items()}
     names_kept = rep.names_kept
@@ -154,7 +155,7 @@ def find_late_copies(config: Config, kind: ReplicationKind, marker: FailoverMark
         for rec in recs:
             if is_reconciled(rec.headers):
                 continue  # drctl's own copy of a gap record (an earlier failback run)
-            fp = record_fingerprint(rec)
+            fp = copy_fingerprint(rec, keep)
             marked = kind.provenance_header is not None and any(
                 k == kind.provenance_header for k, _ in rec.headers)
             if available.get(fp, 0) > 0 or marked:
@@ -174,11 +175,11 @@ def find_late_copies(config: Config, kind: ReplicationKind, marker: FailoverMark
     return found
 
 
-def _fingerprints(clients: ClusterClients, ranges: Mapping[TP, tuple[int, int]]
-                  ) -> dict[TP, dict[bytes, int]]:
+def _fingerprints(clients: ClusterClients, ranges: Mapping[TP, tuple[int, int]],
+                  keep: bool) -> dict[TP, dict[bytes, int]]:
     out: dict[TP, dict[bytes, int]] = {tp: defaultdict(int) for tp in ranges}
     for rec in _read(clients, ranges):
-        out[(rec.topic, rec.partition)][record_fingerprint(rec)] += 1
+        out[(rec.topic, rec.partition)][copy_fingerprint(rec, keep)] += 1
     return out
 
 

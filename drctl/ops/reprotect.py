@@ -42,8 +42,11 @@ from drctl.kafka.clients import ClusterClients, describe_with_retry
 from drctl.kafka.copy import RerunTag, copy_records
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.records import Record, header_values, read_ranges
-from drctl.kafka.topics import TP
+from drctl.kafka.topics import TP, log_append_time_topics
 from drctl.ops.context import OpsContext
+from drctl.ops.copies import copy_fingerprint, timestamps_kept
+from drctl.ops.quiet import Ends, Writes
+from drctl.ops.rerun import rerun_while_dropped
 from drctl.ops.reverse import (
     carry_to_source,
     failover_starts,
@@ -57,8 +60,6 @@ from drctl.reports import write_report
 from drctl.state import FailoverMarker, IncidentPhase, Offsets
 from drctl.timeparse import format_duration
 from drctl.translate.locate import MatchQuery, Side, last_records, match_records
-from drctl.translate.locate import record_fingerprint as fp_of
-from drctl.translate.reader import BatchReader
 
 
 @dataclass(frozen=True)
@@ -157,6 +158,21 @@ def marker_to_reprotect(ctx: OpsContext, incident: str | None) -> FailoverMarker
 
 def run_reprotect(ctx: OpsContext, opts: ReprotectOptions, *, notify: Notify = lambda _: None,
                   confirm: Confirm | None = None) -> ReprotectResult:
+    """The return to protection (module docstring); a cluster that drops once it is under
+    way makes it run again from the last step recorded, within `--timeout`."""
+    rep = ctx.config.require_replication()
+    under_way = [False]
+
+    def once() -> ReprotectResult:
+        return _reprotect_once(ctx, opts, notify, confirm, under_way)
+
+    return rerun_while_dropped(once, ctx, (rep.source, rep.target), opts.timeout_s,
+                               "the return to protection", notify,
+                               started=lambda: under_way[0])
+
+
+def _reprotect_once(ctx: OpsContext, opts: ReprotectOptions, notify: Notify,
+                    confirm: Confirm | None, under_way: list[bool]) -> ReprotectResult:
     config = ctx.config
     rep = config.require_replication()
     kind = ctx.require_kind()
@@ -171,6 +187,7 @@ def run_reprotect(ctx: OpsContext, opts: ReprotectOptions, *, notify: Notify = l
     notify(f"Return to protection, incident {marker.incident}: {rep.source} -> {rep.target}")
     for name in (rep.source, rep.target):
         describe_with_retry(ctx.clients(name), config.retry.with_deadline(opts.deadline_s))
+    under_way[0] = True
     request = ReturnRequest(marker.incident, sorted(failover_starts(config, marker)), {},
                             config.state.dir / "reprotect")
 
@@ -291,35 +308,28 @@ def quiet_and_caught_up(ctx: OpsContext, marker: FailoverMarker, opts: Reprotect
     caught up with them. A dry run only looks once."""
     config = ctx.config
     rep = config.require_replication()
-    tps = [(t, p) for t, parts in failover_starts(config, marker).items() for p in parts]
-    admin = ctx.clients(rep.target).admin()
-    before = {tp: end for tp, (_, end) in watermarks(admin, tps).items()}
+    before = Ends.read(ctx, marker)
     if opts.dry_run:
-        return {"target_ends": _by_topic(before), "settle_s": 0, "note": "dry run: not waited"}
+        return {"target_ends": before.by_topic(), "settle_s": 0, "note": "dry run: not waited"}
     wait_reverse_caught_up(config, marker, deadline_s=opts.timeout_s, notify=notify)
-    started = time.monotonic()
+    caught_up = Ends.read(ctx, marker)
     notify(f"Checking that {rep.target}'s failover topics stay quiet for "
            f"{format_duration(opts.settle_s)} (producers moved back to {rep.source})")
     time.sleep(opts.settle_s)
-    after = {tp: end for tp, (_, end) in watermarks(admin, tps).items()}
-    took = max(time.monotonic() - started, 0.001)
-    moved = {tp: after[tp] - before[tp] for tp in tps if after[tp] > before[tp]}
-    out: dict[str, Any] = {"target_ends": _by_topic(after), "settle_s": opts.settle_s}
-    if moved:
-        per_topic: Counter[str] = Counter()
-        for (t, _), n in moved.items():
-            per_topic[t] += n
-        writes = ", ".join(f"{t} +{n:,} ({n / took:.1f}/s)" for t, n in sorted(per_topic.items()))
+    after = Ends.read(ctx, marker)
+    writes = Writes.between(caught_up, after)
+    out: dict[str, Any] = {"target_ends": after.by_topic(), "settle_s": opts.settle_s}
+    if writes:
         if not opts.force:
             raise CheckFailed(
-                f"Producers still write to {rep.target}: {writes} in the last "
-                f"{format_duration(took)}. Writes made there after the reverse flow is "
-                f"retired would never reach {rep.source}.",
+                f"Producers still write to {rep.target}: {writes.describe()} in the last "
+                f"{format_duration(writes.seconds)}. Writes made there after the reverse flow "
+                f"is retired would never reach {rep.source}.",
                 f"Move the producers to {rep.source}, then run reprotect again; --force goes "
                 "on (drctl carries what the target holds when it retires the reverse flow, "
                 "later writes stay on the target only).")
-        out["forced"] = [f"producers still writing to {rep.target}: {writes}"]
-        out["writes_during_settle"] = {f"{t}[{p}]": n for (t, p), n in moved.items()}
+        out["forced"] = [f"producers still writing to {rep.target}: {writes.describe()}"]
+        out["writes_during_settle"] = writes.as_dict()
     return out
 
 
@@ -343,7 +353,8 @@ def carry_rest(config: Config, marker: FailoverMarker, notify: Notify) -> dict[s
         if "failback:reverse-source-start" in marker.steps else {}
     if not ranges:
         return {"copied": 0, "skipped": 0}
-    carried = carry_to_source(config, ranges, source_start, skip=late_copy_offsets(marker))
+    carried = carry_to_source(config, ranges, source_start, skip=late_copy_offsets(marker),
+                              timestamps=timestamps_kept(config, marker))
     if carried["copied"]:
         notify(f"Copied {carried['copied']} post-failover write(s) the reverse flow had not "
                f"carried to {rep.source}")
@@ -388,10 +399,11 @@ def cut_over(ctx: OpsContext, marker: FailoverMarker, notify: Notify) -> dict[st
             starts[tp] = compared[tp]
             how[f"{tp[0]}[{tp[1]}]"] = "where failback's comparison ended"
     else:
-        expected = _expected_back(config, marker)
+        keep = timestamps_kept(config, marker)
+        expected = _expected_back(config, marker, keep)
         scan = {tp: (compared[tp], src_marks[tp][1]) for tp in source_tps
                 if src_marks[tp][1] > compared[tp]}
-        walked = _walk_source(src, scan, expected)
+        walked = walk_copies(_stream(src, scan), expected, set(scan), keep)
         for tp in source_tps:
             last_copy, candidates, left = walked.get(tp, (None, [], 0))
             if left:
@@ -418,7 +430,8 @@ def cut_over(ctx: OpsContext, marker: FailoverMarker, notify: Notify) -> dict[st
             "stray_offsets": {f"{t}[{p}]": v for (t, p), v in strays.items() if v}}
 
 
-def _expected_back(config: Config, marker: FailoverMarker) -> dict[TP, Counter[bytes]]:
+def _expected_back(config: Config, marker: FailoverMarker, keep: bool
+                   ) -> dict[TP, Counter[bytes]]:
     """Per source (reverse) partition: the post-failover writes that belong there — the
     failover topics from their failover point, without drctl's reconciled copies and the
     replicator's late copies."""
@@ -434,18 +447,12 @@ def _expected_back(config: Config, marker: FailoverMarker) -> dict[TP, Counter[b
         if rec.offset in late.get((rec.topic, rec.partition), ()) or is_reconciled(rec.headers):
             continue
         out.setdefault((reverse_topic(config, rec.topic), rec.partition), Counter())[
-            fp_of(rec)] += 1
+            copy_fingerprint(rec, keep)] += 1
     return out
 
 
-def _walk_source(src: ClusterClients, scan: Mapping[TP, tuple[int, int]],
-                 expected: Mapping[TP, Counter[bytes]]
-                 ) -> dict[TP, tuple[int | None, list[int], int]]:
-    return walk_copies(_stream(src, scan), expected, set(scan))
-
-
 def walk_copies(records: Iterable[Record], expected: Mapping[TP, Counter[bytes]],
-                partitions: Collection[TP] = ()
+                partitions: Collection[TP] = (), timestamps: bool = True
                 ) -> dict[TP, tuple[int | None, list[int], int]]:
     """Per partition, records in offset order: which are the copies of post-failover writes
     (the offset of the last one), which are not (candidates for strays), and how many
@@ -456,7 +463,7 @@ def walk_copies(records: Iterable[Record], expected: Mapping[TP, Counter[bytes]]
     others: dict[TP, list[int]] = {}
     for rec in records:
         tp = (rec.topic, rec.partition)
-        fp = fp_of(rec)
+        fp = copy_fingerprint(rec, timestamps)
         left = remaining.get(tp)
         if left is not None and left[fp] > 0:
             left[fp] -= 1
@@ -532,7 +539,7 @@ def verify_forward(ctx: OpsContext, marker: FailoverMarker, timeout_s: float,
     src_admin, dst_admin = src.admin(), dst.admin()
     source_tps = [(t, p) for t, parts in sorted(starts.items()) for p in sorted(parts)]
     src_marks = watermarks(src_admin, source_tps)
-    a = Side(BatchReader(src), src_admin, src_marks)
+    a = Side.of(src, src_admin, src_marks)
     moved = [tp for tp in source_tps if src_marks[tp][1] > starts[tp[0]][tp[1]]]
     tails = dict(zip(moved, last_records(a, [(tp, src_marks[tp][1]) for tp in moved]),
                      strict=True))
@@ -542,13 +549,14 @@ def verify_forward(ctx: OpsContext, marker: FailoverMarker, timeout_s: float,
     end_at = time.monotonic() + timeout_s
     ticker = Ticker()
     found: dict[TP, int] = {}
+    dst_append = log_append_time_topics(dst_admin, {q.tp_b[0] for q in queries.values()})
     if queries:
         notify(f"Waiting for forward replication to copy what {len(queries)} partition(s) "
                "received since the cut-over")
     while len(found) < len(queries):
         todo = [tp for tp in queries if tp not in found]
         mirrors = [queries[tp].tp_b for tp in todo]
-        b = Side(BatchReader(dst), dst_admin, watermarks(dst_admin, mirrors))
+        b = Side.of(dst, dst_admin, watermarks(dst_admin, mirrors), dst_append)
         for tp, match in zip(todo, match_records(a, b, [queries[tp] for tp in todo]),
                              strict=True):
             if match.offset is not None and match.offset >= since.get(
@@ -566,8 +574,9 @@ def verify_forward(ctx: OpsContext, marker: FailoverMarker, timeout_s: float,
     target_ranges = {(marker.topics[tp[0]], tp[1]):
                      (since.get(marker.topics[tp[0]], {}).get(tp[1], 0), found[tp] + 1)
                      for tp in found}
-    got = _fingerprints(src, source_ranges)
-    copied = _fingerprints(dst, target_ranges)
+    keep = timestamps_kept(config, marker)
+    got = _fingerprints(src, source_ranges, keep)
+    copied = _fingerprints(dst, target_ranges, keep)
     partitions: list[dict[str, Any]] = []
     for tp in source_tps:
         mirror = (marker.topics[tp[0]], tp[1])
@@ -585,11 +594,11 @@ def verify_forward(ctx: OpsContext, marker: FailoverMarker, timeout_s: float,
             "missing": missing, "extra": extra, "partitions": partitions}
 
 
-def _fingerprints(clients: ClusterClients, ranges: Mapping[TP, tuple[int, int]]
+def _fingerprints(clients: ClusterClients, ranges: Mapping[TP, tuple[int, int]], keep: bool
                   ) -> dict[TP, Counter[bytes]]:
     out: dict[TP, Counter[bytes]] = {}
     for rec in _stream(clients, ranges):
         if is_reconciled(rec.headers):
             continue  # drctl's own copies (strays) are not forward replication's
-        out.setdefault((rec.topic, rec.partition), Counter())[fp_of(rec)] += 1
+        out.setdefault((rec.topic, rec.partition), Counter())[copy_fingerprint(rec, keep)] += 1
     return out

@@ -16,8 +16,9 @@ from drctl.kafka.clients import ClusterClients
 from drctl.kafka.copy import copy_records
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.records import Record, read_ranges
-from drctl.kafka.topics import TP
+from drctl.kafka.topics import TP, log_append_time_topics
 from drctl.ops.catch_up import catch_up_timed_out, describe_left, records_left
+from drctl.ops.copies import copy_fingerprint, timestamps_kept
 from drctl.progress import Notify, Ticker
 from drctl.replication.base import ReplicationKind, ReverseRequest
 from drctl.state import FailoverMarker, Offsets
@@ -26,9 +27,7 @@ from drctl.translate.locate import (
     Side,
     last_records,
     match_records,
-    record_fingerprint,
 )
-from drctl.translate.reader import BatchReader
 
 
 def failover_starts(config: Config, marker: FailoverMarker) -> Offsets:
@@ -75,11 +74,12 @@ def copy_back(config: Config, marker: FailoverMarker, source_start: Offsets,
         return {"copied": 0, "skipped": 0}
     notify(f"Copying {sum(e - s for s, e in ranges.values())} offset(s) of post-failover "
            "writes around the replicator's late copies back to the source")
-    return carry_to_source(config, ranges, source_start, skip=late)
+    return carry_to_source(config, ranges, source_start, skip=late,
+                           timestamps=timestamps_kept(config, marker))
 
 
 def carry_to_source(config: Config, ranges: Mapping[TP, tuple[int, int]],
-                    source_start: Offsets, *,
+                    source_start: Offsets, *, timestamps: bool,
                     skip: Mapping[TP, Collection[int]] | None = None) -> dict[str, Any]:
     """Copy the target's post-failover writes in `ranges` (failover topic partitions) to
     their reverse topics on the source, as they were — never drctl's reconciled copies nor
@@ -95,7 +95,7 @@ def carry_to_source(config: Config, ranges: Mapping[TP, tuple[int, int]],
         appended = {tp: (source_start.get(tp[0], {}).get(tp[1], mark[1]), mark[1])
                     for tp, mark in src_marks.items()}
         for rec in read_ranges(consumer, {tp: r for tp, r in appended.items() if r[1] > r[0]}):
-            already[(rec.topic, rec.partition)][record_fingerprint(rec)] += 1
+            already[(rec.topic, rec.partition)][copy_fingerprint(rec, timestamps)] += 1
     finally:
         consumer.close()
     skipped = 0
@@ -107,7 +107,7 @@ def carry_to_source(config: Config, ranges: Mapping[TP, tuple[int, int]],
                     or is_reconciled(rec.headers):
                 continue
             target = (reverse_topic(config, rec.topic), rec.partition)
-            fp = record_fingerprint(rec)
+            fp = copy_fingerprint(rec, timestamps)
             if already[target][fp] > 0:
                 already[target][fp] -= 1
                 skipped += 1
@@ -137,20 +137,25 @@ def start_reverse_replication(config: Config, kind: ReplicationKind, marker: Fai
 
 
 def wait_reverse_caught_up(config: Config, marker: FailoverMarker, *,
-                           deadline_s: float = 1800, notify: Notify = lambda _: None) -> None:
+                           deadline_s: float = 1800, notify: Notify = lambda _: None
+                           ) -> dict[str, list[int]]:
     """Until the last record of every failover topic partition is on the source; every ten
-    seconds, the records left per partition."""
+    seconds, the records left per partition. Returns, per failover topic partition
+    (`topic[p]`), what was carried at that moment: [the target's end, the source position
+    after that end's copy] — a snapshot both sides agree on while writes go on."""
     rep = config.require_replication()
     tgt = ClusterClients.for_cluster(config, rep.target)
     src = ClusterClients.for_cluster(config, rep.source)
     tgt_admin, src_admin = tgt.admin(), src.admin()
     tps = [(t, p) for t, parts in start_points(config, marker).items() for p in parts]
     notify("Waiting for reverse replication to catch up")
+    tgt_append = log_append_time_topics(tgt_admin, {t for t, _ in tps})
+    src_append = log_append_time_topics(src_admin, {reverse_topic(config, t) for t, _ in tps})
     end = time.monotonic() + deadline_s
     ticker = Ticker()
     while True:
         marks = watermarks(tgt_admin, tps)
-        a = Side(BatchReader(tgt), tgt_admin, marks)
+        a = Side.of(tgt, tgt_admin, marks, tgt_append)
         # The last record the reverse flow carries: drctl's reconciled copies are the
         # source's own records and never go back.
         tails = last_records(a, [(tp, marks[tp][1]) for tp in tps],
@@ -162,11 +167,12 @@ def wait_reverse_caught_up(config: Config, marker: FailoverMarker, *,
         behind = queries
         b: Side | None = None
         if all(q.tp_b[0] in existing for q in queries):
-            b = Side(BatchReader(src), src_admin, watermarks(src_admin, [q.tp_b for q in queries]))
-            behind = [q for q, m in zip(queries, match_records(a, b, queries), strict=True)
-                      if m.offset is None]
+            b = Side.of(src, src_admin, watermarks(src_admin, [q.tp_b for q in queries]),
+                        src_append)
+            found = match_records(a, b, queries)
+            behind = [q for q, m in zip(queries, found, strict=True) if m.offset is None]
             if not behind:
-                return
+                return _carried(src_admin, config, tps, marks, queries, found)
         timed_out = time.monotonic() > end
         if timed_out or ticker.due():
             # Before the reverse topics exist nothing has arrived: all of it is left.
@@ -180,6 +186,20 @@ def wait_reverse_caught_up(config: Config, marker: FailoverMarker, *,
                     "again (with a longer --timeout): it continues with this wait.")
             notify(f"Reverse catch-up: {describe_left(left)}")
         time.sleep(1)
+
+
+def _carried(src_admin: Any, config: Config, tps: list[TP],
+             marks: Mapping[TP, tuple[int, int]], queries: list[MatchQuery],
+             found: list[Any]) -> dict[str, list[int]]:
+    copies = {(q.record.topic, q.record.partition): m.offset + 1
+              for q, m in zip(queries, found, strict=True)}
+    rest = [(reverse_topic(config, t), p) for t, p in tps if (t, p) not in copies]
+    existing = src_admin.list_topics(timeout=30).topics
+    src_ends = watermarks(src_admin, [tp for tp in rest if tp[0] in existing])
+    return {f"{t}[{p}]": [marks[(t, p)][1],
+                          copies.get((t, p),
+                                     src_ends.get((reverse_topic(config, t), p), (0, 0))[1])]
+            for t, p in tps}
 
 
 def _start(marker: FailoverMarker, config: Config, tp: tuple[str, int]) -> int:

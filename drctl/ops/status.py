@@ -10,7 +10,7 @@ from functools import partial
 from typing import Any
 
 from drctl.config import Config
-from drctl.errors import DrctlError, ExitStatus
+from drctl.errors import DrctlError, ExitStatus, Unreachable
 from drctl.kafka.clients import describe_with_retry
 from drctl.kafka.connect_rest import ConnectRejected
 from drctl.kafka.groups import group_states, list_groups
@@ -115,7 +115,12 @@ def collect_status(ctx: OpsContext, deadline_s: float = 5.0,
                          None)
         if answering is not None:
             markers_from = f"state topic on {answering} and the local state directory"
-        opened = ctx.markers(answering).open_markers()
+        try:
+            opened = ctx.markers(answering).open_markers()
+        except Unreachable as exc:
+            opened = []
+            markers_from = f"unknown: {exc.message}"
+            replication["markers_unreadable"] = exc.message
         for m in opened:
             markers.append({"incident": m.incident, "source": m.source, "target": m.target,
                             "created_at": m.created_at, "replication_stop": m.replication_stop,
@@ -128,6 +133,9 @@ def collect_status(ctx: OpsContext, deadline_s: float = 5.0,
         replication["protection"] = flow_protection(
             [m for m in opened if (m.source, m.target) == (rep.source, rep.target)],
             answers["forward"], replication["lag"], rep.connect.connectors)
+        if "markers_unreadable" in replication:
+            replication["protection"] = {**replication["protection"], "state": "unknown",
+                                         "why": "the incidents on record cannot be read"}
     groups: dict[str, dict[str, Any]] = {}
     for name, cluster in clusters.items():
         if not cluster["reachable"]:
@@ -193,6 +201,9 @@ def status_verdict(status: dict[str, Any]) -> tuple[ExitStatus, str | None]:
     clusters = status["clusters"]
     if clusters and not any(c["reachable"] for c in clusters.values()):
         return ExitStatus.UNREACHABLE, f"No cluster answered ({', '.join(clusters)})."
+    unreadable = (status.get("replication") or {}).get("markers_unreadable")
+    if unreadable:
+        return ExitStatus.UNREACHABLE, f"Open incidents unknown: {unreadable}"
     refused = (status.get("replication") or {}).get("refused")
     if refused:
         return ExitStatus.USAGE, f"{refused['message']} {refused['hint'] or ''}".strip()

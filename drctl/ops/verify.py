@@ -18,7 +18,7 @@ expected is extra; a record in `found` equal to one of the source's originals is
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -29,9 +29,9 @@ from drctl.kafka.clients import ClusterClients
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.records import read_ranges
 from drctl.kafka.topics import TP
+from drctl.ops.copies import copy_fingerprint, timestamps_kept
 from drctl.ops.reverse import failover_starts, late_copy_offsets, reverse_topic
 from drctl.state import FailoverMarker, Offsets
-from drctl.translate.locate import record_fingerprint
 
 
 @dataclass
@@ -106,13 +106,17 @@ def reverse_source_start(config: Config, marker: FailoverMarker) -> Offsets:
 
 def verify_end_state(config: Config, marker: FailoverMarker, source_start: Offsets, *,
                      originals_from: Mapping[TP, int] | None = None,
-                     late_copies: Mapping[TP, Collection[int]] | None = None) -> EndState:
+                     late_copies: Mapping[TP, Collection[int]] | None = None,
+                     carried: Mapping[str, Sequence[int]] | None = None) -> EndState:
     """Compare what the source holds with what it should hold (see the module docstring).
 
     `source_start`: `reverse_source_start` as recorded before reverse replication started.
     `originals_from`: per source (topic, partition), where the source's own records were
     compared by the gap analysis; `late_copies`: per target (topic, partition), offsets of
-    records the replicator copied after F (default: the marker's)."""
+    records the replicator copied after F (default: the marker's); `carried`: per failover
+    topic partition (`topic[p]`), [target end, source end] when reverse replication had
+    caught up — both sides are compared up to there, so writes still in flight count as
+    neither missing nor unexpected."""
     rep = config.require_replication()
     src = ClusterClients.for_cluster(config, rep.source)
     dst = ClusterClients.for_cluster(config, rep.target)
@@ -133,19 +137,24 @@ def verify_end_state(config: Config, marker: FailoverMarker, source_start: Offse
         for p, start in sorted(parts.items()):
             check = PartitionCheck(topic, rtopic, p)
             state.partitions.append(check)
-            target_ranges[(topic, p)] = (start, tgt_marks[(topic, p)][1])
+            upto = (carried or {}).get(f"{topic}[{p}]")
+            target_ranges[(topic, p)] = (start, tgt_marks[(topic, p)][1] if upto is None
+                                         else min(int(upto[0]), tgt_marks[(topic, p)][1]))
             begin = source_start.get(rtopic, {}).get(p)
             if begin is None:
                 state.notes.append(f"{rtopic}[{p}]: no recorded reverse start; not checked.")
                 continue
-            found_ranges[(rtopic, p)] = (begin, src_marks.get((rtopic, p), (0, 0))[1])
+            src_end = src_marks.get((rtopic, p), (0, 0))[1]
+            found_ranges[(rtopic, p)] = (begin, src_end if upto is None
+                                         else min(int(upto[1]), src_end))
             origin = source_of.get(topic)
             if originals_from and origin is not None and (origin, p) in originals_from:
                 origin_ranges[(origin, p)] = (originals_from[(origin, p)], begin)
 
-    expected = _counts(dst, target_ranges, skip=late_copies or {}, drop_reconciled=True)
-    found = _counts(src, found_ranges)
-    originals = _counts(src, origin_ranges)
+    keep = timestamps_kept(config, marker)
+    expected = _counts(dst, target_ranges, keep, skip=late_copies or {}, drop_reconciled=True)
+    found = _counts(src, found_ranges, keep)
+    originals = _counts(src, origin_ranges, keep)
     for check in state.partitions:
         want = expected.get((check.topic, check.partition), Counter())
         got = found.get((check.reverse_topic, check.partition), Counter())
@@ -160,7 +169,7 @@ def verify_end_state(config: Config, marker: FailoverMarker, source_start: Offse
     return state
 
 
-def _counts(clients: ClusterClients, ranges: Mapping[TP, tuple[int, int]], *,
+def _counts(clients: ClusterClients, ranges: Mapping[TP, tuple[int, int]], keep: bool, *,
             skip: Mapping[TP, Collection[int]] | None = None,
             drop_reconciled: bool = False) -> dict[TP, Counter[bytes]]:
     """Fingerprint multisets of each range, streamed (a digest per record in memory)."""
@@ -176,7 +185,7 @@ def _counts(clients: ClusterClients, ranges: Mapping[TP, tuple[int, int]], *,
                 continue
             if drop_reconciled and is_reconciled(rec.headers):
                 continue
-            out[tp][record_fingerprint(rec)] += 1
+            out[tp][copy_fingerprint(rec, keep)] += 1
     finally:
         consumer.close()
     return out

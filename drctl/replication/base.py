@@ -146,6 +146,12 @@ class ReplicationKind(ABC):
         """Lag per source topic, or None when this kind cannot measure it."""
         return None
 
+    def replicated_upto(self, config: Config) -> dict[tuple[str, int], int] | None:
+        """Per source partition, the next offset forward replication would copy, as the
+        replicator itself keeps it (its stored position); None when it cannot be read.
+        Records before it were copied: retention deleting them on the source loses nothing."""
+        return None
+
     def translation_costs(self, rep: ReplicationSettings) -> dict[str, Any] | None:
         """What this kind's settings cost a failover with the source gone (how stale its
         positions can be, what it discovers late), for `drctl status`; None when nothing

@@ -56,6 +56,25 @@ class MirrorMaker2(ConnectControlled):
         return mm2_replication_lag(source, client, rep.connect.source_connector,
                                    rep.topics.matches)
 
+    def replicated_upto(self, config: Config) -> dict[tuple[str, int], int] | None:
+        """Connect's stored source offsets of the forward source connector (the last copied
+        upstream offset, + 1). Connect stores them when the connector stops — failover stops
+        it — and every offset.flush.interval.ms while it runs."""
+        rep = config.require_replication()
+        client = connect_client(rep)
+        if client is None or not rep.connect.source_connector:
+            return None
+        try:
+            stored = client.offsets(rep.connect.source_connector).get("offsets", [])
+        except DrctlError:
+            return None
+        out: dict[tuple[str, int], int] = {}
+        for entry in stored:
+            part, off = entry.get("partition") or {}, entry.get("offset") or {}
+            if part.get("cluster", rep.source_alias) == rep.source_alias and "offset" in off:
+                out[(str(part["topic"]), int(part["partition"]))] = int(off["offset"]) + 1
+        return out
+
     def translation_costs(self, rep: ReplicationSettings) -> dict[str, Any] | None:
         client = connect_client(rep)
         if client is None or not rep.connect.checkpoint_connector:

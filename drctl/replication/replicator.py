@@ -48,6 +48,18 @@ class Replicator(ConnectControlled):
                f"{rep.target}; deploy {path}")
         return {"kind": rep.kind, "group": group, "start": request.starts, "config": str(path)}
 
+    def replicated_upto(self, config: Config) -> dict[tuple[str, int], int] | None:
+        """The forward Replicator's consumer group commits on the source."""
+        from drctl.kafka.groups import committed_offsets
+
+        rep = config.require_replication()
+        try:
+            admin = ClusterClients.for_cluster(config, rep.source).admin()
+            group = forward_group(rep)
+            return dict(committed_offsets(admin, [group]).get(group, {}))
+        except Exception:  # noqa: BLE001 - unknown is said as such by the caller
+            return None
+
     def retire_reverse(self, config: Config, request: ReturnRequest, notify: Notify,
                        confirm: Confirm | None = None) -> dict[str, Any]:
         """The reverse Replicator the operator deployed from drctl's config: retired through

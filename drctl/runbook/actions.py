@@ -405,7 +405,14 @@ def _failover(ctx: ActionContext, *, planned: bool = False, groups: str = ".*",
     opts = FailoverOptions(planned=planned, groups=groups, method=method,
                            source_deadline_s=source_deadline, catch_up_deadline_s=timeout)
     result = run_failover(OpsContext.from_config(config), opts, notify=ctx.notify)
-    return result.runbook_summary(result.write_reports(config))
+    summary = result.runbook_summary(result.write_reports(config))
+    if result.exit_status:  # the verdict `drctl failover` gives, not a second opinion
+        from drctl.errors import CheckFailed
+
+        raise CheckFailed("Failover left topics or groups behind: "
+                          + " ".join(summary["left_behind"]),
+                          "Read the failover report; place or mirror what is named.")
+    return summary
 
 
 def _failback(ctx: ActionContext, *, reconcile: ReconcileMode = ReconcileMode.COPY_SAFE,
@@ -431,6 +438,12 @@ def _failback(ctx: ActionContext, *, reconcile: ReconcileMode = ReconcileMode.CO
 
         raise CheckFailed(f"Failback left groups unmoved: {summary['switch_back']}.",
                           "Stop their consumers on the target and run the step again.")
+    if result.exit_status:
+        from drctl.errors import CheckFailed
+
+        raise CheckFailed("Failback finished with problems the report names (groups made "
+                          "to skip records, partitions not placed at failover, or topics "
+                          "never mirrored).", "Read the failback report.")
     return summary
 
 

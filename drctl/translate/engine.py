@@ -39,7 +39,7 @@ from drctl.translate.model import (
     TranslateMethod,
     TranslationReport,
 )
-from drctl.translate.reader import BatchReader, RangeRequest
+from drctl.translate.reader import RangeRequest
 from drctl.translate.snapshots import OffsetSnapshot, read_snapshots, settle_ahead
 
 # Groups that belong to Kafka Connect, MirrorMaker 2 or drctl, never to an application.
@@ -62,6 +62,10 @@ class TranslateRequest:
     # Positions given by the caller (group -> {source (topic, partition): offset}) instead
     # of the groups' commits: `drctl guard` translates only what moved.
     positions: dict[str, dict[TP, int]] | None = None
+    # Where the replicated records end on the target (failover: F, keyed by target topic):
+    # no position goes past it, even when the target has grown since (a re-run after a
+    # crash finds post-failover writes there that no group has read).
+    target_ends: dict[str, dict[int, int]] | None = None
 
 
 def _topic_mapper(config: Config, source: str, target: str) -> Callable[[str], str | None]:
@@ -157,7 +161,8 @@ def translate_offsets(config: Config, req: TranslateRequest,
     all_target_tps = {(to_topic(t) or "", p) for offs in positions.values() for (t, p) in offs}
     existing = {(t, p) for t, meta in dst_admin.list_topics(timeout=30).topics.items()
                 for p in meta.partitions}
-    dst_marks = watermarks(dst_admin, sorted(all_target_tps & existing))
+    dst_marks = _capped(watermarks(dst_admin, sorted(all_target_tps & existing)),
+                        req.target_ends)
     current = committed_offsets(dst_admin, positions)
     states = group_states(dst_admin, positions)
 
@@ -210,6 +215,18 @@ def translate_offsets(config: Config, req: TranslateRequest,
     if req.apply:
         apply_positions(dst_admin, report)
     return report
+
+
+def _capped(marks: dict[TP, tuple[int, int]], ends: dict[str, dict[int, int]] | None
+            ) -> dict[TP, tuple[int, int]]:
+    """Each partition's (low, end), the end no later than `ends` says."""
+    if not ends:
+        return marks
+    out = {}
+    for (t, p), (low, end) in marks.items():
+        cap = ends.get(t, {}).get(p)
+        out[(t, p)] = (low, end if cap is None else max(low, min(end, cap)))
+    return out
 
 
 def _reachable(clients: ClusterClients, policy: RetryPolicy, *, required: bool) -> bool:
@@ -351,8 +368,8 @@ def _by_exact(src: ClusterClients, dst: ClusterClients, todo: list[PartitionResu
         return
     src_admin, dst_admin = src.admin(), dst.admin()
     src_marks = watermarks(src_admin, sorted({(p.topic, p.partition) for p in todo}))
-    a = Side(BatchReader(src), src_admin, src_marks)
-    b = Side(BatchReader(dst), dst_admin, dst_marks)
+    a = Side.of(src, src_admin, src_marks)
+    b = Side.of(dst, dst_admin, dst_marks)
     # Distinct source positions: many groups often sit at the same offset.
     keys = sorted({(p.topic, p.partition, min(p.source_offset, src_marks[(p.topic,
                                                                             p.partition)][1]))
@@ -379,6 +396,12 @@ def _by_exact(src: ClusterClients, dst: ClusterClients, todo: list[PartitionResu
     # Groups ahead of replication: where does the target's last record sit on the source?
     ahead = [k for k in query_keys if matches[k].reason == "end"]
     missing = _missing_counts(a, b, todo, ahead, around, max_scan)
+    # Not provably ahead (the target's last record is a copy of one at or after the group's
+    # last read, or is not found on the source): the copy is there but does not match — the
+    # target compacted it away, or rewrote its timestamp. Never clamp such a group to the
+    # end: the last record before it that the target does hold decides.
+    unproven = [k for k in ahead if not _provably_ahead(missing.get(k), around[k][0])]
+    walked = _walk_back(a, b, unproven, around, target_of, max_scan)
     duplicates = _next_is_consumed(a, b, matches, around, max_scan)
 
     for p in todo:
@@ -392,6 +415,24 @@ def _by_exact(src: ClusterClients, dst: ClusterClients, todo: list[PartitionResu
             p.confidence = "exact" if src_marks[tp_src][0] == 0 and low == 0 else "start"
             continue
         m = matches[key]
+        if key in walked or key in unproven:
+            found = walked.get(key)
+            if found is None:
+                p.target_offset = None
+                p.confidence = "unproven"
+                p.note = ("the record the group read last is not on the target as it is on "
+                          "the source (compacted away, or its timestamp rewritten) and no "
+                          f"earlier one within {max_scan} records was found: not placed")
+                continue
+            copy, unmatched = found
+            p.target_offset = copy + 1
+            p.confidence = "exact" if unmatched == 0 else f"walked-back:{unmatched}"
+            p.max_redelivered = unmatched
+            p.note = (f"the group's last {unmatched + 1} record(s) read are not on the target "
+                      "as they are on the source (compacted away, or timestamps rewritten): "
+                      "placed after the last one it holds; at most "
+                      f"{unmatched} record(s) re-delivered")
+            continue
         if m.reason == "end":
             p.target_offset = end
             p.confidence = "clamped"
@@ -455,6 +496,65 @@ class _Ahead:
     records: int
     occurrence: int
     anchored: bool  # the target's last record was found on the source: `records` is exact
+    copy: int | None = None  # the source offset of the target's last record
+
+
+def _provably_ahead(lacking: _Ahead | None, last: Record | None) -> bool:
+    """The group read past what was replicated: the target's last record is a copy of one
+    the source holds before the group's last read."""
+    return (lacking is not None and lacking.copy is not None and last is not None
+            and lacking.copy < last.offset)
+
+
+# Records looked at before the group's last read, in rounds of growing size.
+_WALK_ROUNDS = (16, 256, 4096)
+
+
+def _walk_back(a: Side, b: Side, keys: list, around: dict, target_of: dict,
+               max_scan: int) -> dict[tuple[str, int, int], tuple[int, int] | None]:
+    """For each key: the target offset of the copy of the latest source record before the
+    group's last read that the target holds, and how many source records from there to the
+    last read it does not hold (the most the group can re-read: only their copies, if any
+    survive unmatched, lie after the position). None when none is found within the bound."""
+    out: dict[tuple[str, int, int], tuple[int, int] | None] = {}
+    pending = {k: around[k][0].offset for k in keys if around[k][0] is not None}
+    for k in keys:
+        if around[k][0] is None:
+            out[k] = None
+    looked = 0
+    for size in _WALK_ROUNDS:
+        if not pending or looked >= max_scan:
+            break
+        reqs = [RangeRequest((t, q), max(a.marks[(t, q)][0], upto - size), upto)
+                for (t, q, _), upto in pending.items()]
+        batches = a.reader.read(reqs)
+        queries, owners = [], []
+        for key, recs in zip(list(pending), batches, strict=True):
+            for rec in recs:
+                queries.append(MatchQuery(rec, (target_of[(key[0], key[1])], key[1])))
+                owners.append((key, rec.offset))
+        found: dict[tuple[str, int, int], tuple[int, int]] = {}
+        for (key, offset), res in zip(owners, match_records(a, b, queries, max_scan=max_scan),
+                                      strict=True):
+            if res.offset is not None and (key not in found or offset > found[key][1]):
+                found[key] = (res.offset, offset)
+        for key in list(pending):
+            last = around[key][0]
+            if key in found:
+                copy, src_offset = found[key]
+                unmatched = sum(1 for o in range(src_offset + 1, last.offset + 1)
+                                if o < a.marks[(key[0], key[1])][1])
+                out[key] = (copy, unmatched)
+                del pending[key]
+            elif pending[key] - size <= a.marks[(key[0], key[1])][0]:
+                out[key] = None  # the source's start reached: nothing held
+                del pending[key]
+            else:
+                pending[key] -= size
+        looked += size
+    for key in pending:
+        out[key] = None
+    return out
 
 
 def _missing_counts(a: Side, b: Side, todo: list[PartitionResult], ahead: list,
@@ -488,8 +588,10 @@ def _missing_counts(a: Side, b: Side, todo: list[PartitionResult], ahead: list,
             fp = a.fingerprint(last, ts)
             occurrence = sum(1 for r in recs if r.offset <= last.offset
                              and a.fingerprint(r, ts) == fp)
+        m = located.get(key)
         out[key] = _Ahead(len(recs), occurrence,
-                          is_anchored and last is not None and occurrence > 0)
+                          is_anchored and last is not None and occurrence > 0,
+                          m.offset if m is not None else None)
     return out
 
 

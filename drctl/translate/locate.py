@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from drctl.fingerprint import fingerprint
+from drctl.kafka.clients import ClusterClients
 from drctl.kafka.offsets import list_offsets_many
 from drctl.kafka.records import Record
-from drctl.kafka.topics import TP
+from drctl.kafka.topics import TP, log_append_time_topics
 from drctl.translate.reader import MERGE_GAP, BatchReader, RangeRequest
 
 FIRST_CHUNK = 256
@@ -42,6 +43,12 @@ RECORDS_PER_QUERY = 1_000
 LOAD_BUDGET = 1_000_000
 
 
+# How far before a record's timestamp the copy may sit on a topic whose broker stamps
+# records on append: the copy is appended after the record was created, unless the clocks
+# of the source's producers run ahead of the target broker's by more than this.
+LOG_APPEND_SLACK_MS = 5 * 60 * 1000
+
+
 @dataclass
 class Side:
     """One cluster as the locator sees it."""
@@ -49,9 +56,21 @@ class Side:
     reader: BatchReader
     admin: AdminClient
     marks: dict[TP, tuple[int, int]]  # (low, end) per partition
+    # Topics whose broker stamps records on append (LogAppendTime): a record and its copy
+    # there never share a timestamp, so they compare without it.
+    log_append: frozenset[str] = frozenset()
     # Digests of this cluster's records: the look-ups of one translation overlap, and a
     # partition with many groups on it has nearly every record digested more than once.
     _digests: dict[tuple[str, int, int, bool], bytes] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, clients: ClusterClients, admin: AdminClient, marks: dict[TP, tuple[int, int]],
+           log_append: frozenset[str] | None = None) -> Side:
+        """A side over `marks`, its append-stamped topics read from the cluster unless
+        given (a wait loop reads them once)."""
+        if log_append is None:
+            log_append = log_append_time_topics(admin, {t for t, _ in marks})
+        return cls(BatchReader(clients), admin, marks, log_append)
 
     def fingerprint(self, rec: Record, with_timestamp: bool | None = None) -> bytes:
         """`record_fingerprint`, computed once per record of this cluster."""
@@ -135,9 +154,17 @@ def match_records(a: Side, b: Side, queries: Sequence[MatchQuery], *,
         return results
     stamps = [(q.record.topic, q.record.partition) for q in queries]
     ts = [q.record.timestamp_ms for q in queries]
+    # The copy keeps R's timestamp unless either side stamps on append.
+    ts_not_kept = [q.record.timestamp_type != 1 or q.record.topic in a.log_append
+                   or q.tp_b[0] in b.log_append for q in queries]
     anchors_a = a.timestamp_offsets(list(zip(stamps, ts, strict=True)))
-    anchors_b = b.timestamp_offsets([(q.tp_b, t) for q, t in zip(queries, ts, strict=True)])
-    fps = [a.fingerprint(q.record) for q in queries]
+    # On an append-stamped B the copy's timestamp is when it arrived: anchor earlier (an
+    # earlier anchor only lengthens the scan and can only count a copy too many, never skip).
+    anchors_b = b.timestamp_offsets([
+        (q.tp_b, t - LOG_APPEND_SLACK_MS if q.tp_b[0] in b.log_append else t)
+        for q, t in zip(queries, ts, strict=True)])
+    fps = [a.fingerprint(q.record, not loose) for q, loose in zip(queries, ts_not_kept,
+                                                                  strict=True)]
 
     # k: how many copies of R lie on A between the anchor and R itself.
     count_reqs: list[RangeRequest] = []
@@ -148,7 +175,6 @@ def match_records(a: Side, b: Side, queries: Sequence[MatchQuery], *,
                                        q.record.offset + 1))
     # A copy carries R's timestamp (it is part of the fingerprint): compare that first, and
     # hash only the few records that share it.
-    ts_not_kept = [q.record.timestamp_type != 1 for q in queries]
     copies_needed = [sum(1 for r in recs
                          if (loose or r.timestamp_ms == t) and a.fingerprint(r, not loose) == fp)
                      for recs, fp, t, loose in zip(a.reader.read(count_reqs), fps, ts, ts_not_kept,

@@ -181,8 +181,13 @@ def test_unplanned_outage_failback_check_order_copy_safe(lab: RunningLab, ns: st
             assert first[p] is None
     group = next(g for g in out["switch_back"]["groups"] if g["group"] == f"{ns}-post")
     assert group["totals"]["not_delivered"] == 0
-    # The incident is closed; failback again is a clear usage error.
-    assert main(["--config", str(o["config"]), "failback", "--yes"]) == 2
+    # The incident waits for the return to protection; failback again changes nothing and
+    # says what to run next.
+    assert out["phase"] == "failed-back"
+    assert out["next_command"] == f"drctl reprotect --incident {o['incident']}"
+    status, again = run_json("--config", str(o["config"]), "failback", "--yes")
+    assert status == 0 and again["resumed"] is True, again
+    assert again["reconcile"] == out["reconcile"]
 
 
 def test_failback_finds_a_gap_that_began_hours_before_the_failover(
@@ -245,7 +250,7 @@ def test_a_topic_never_mirrored_is_left_behind_by_failover_and_named_by_failback
     status, out = run_json("--config", str(config), "failback", "--yes", "--groups",
                            f"{ns}-.*")
     assert status == 3, out
-    assert out["marker"]["status"] == "closed"
+    assert out["phase"] == "failed-back"
     report = next(Path(p) for p in out["reports"] if p.endswith(".md")).read_text()
     assert report.split("\n## ")[0].count(f"**Topic `{young}` was never mirrored**") == 1
 

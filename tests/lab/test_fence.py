@@ -137,9 +137,10 @@ def test_fence_holds_the_returning_replicator_and_failback_lifts_it(
     report = Path(next(p for p in back["reports"] if p.endswith(".md"))).read_text()
     assert "## Replication fence" in report and "until" in report
 
-    # A re-run finds the incident closed: nothing is lifted twice.
-    status, _ = run_json("--config", config, "failback", "--yes")
-    assert status == 2
+    # A re-run finds the failback done: nothing is lifted twice.
+    status, again = run_json("--config", config, "failback", "--yes")
+    assert status == 0 and again["phase"] == "failed-back", again
+    assert again["marker"]["fence"] == back["marker"]["fence"]
 
 
 def test_failover_without_an_authorizer_is_unfenced_and_says_why(

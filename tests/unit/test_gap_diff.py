@@ -144,7 +144,11 @@ def test_check_order_classification(spark: SparkSession) -> None:
         (0, 52, None, b"unkeyed post-failover write", TS + 102, None),
         (2, 60, b"moved", b"v2", TS + 103, None),
         (2, 61, b"elsewhere", b"v", TS + 104, None),
+        # drctl's own copy of the safe record, from an earlier, interrupted failback: a
+        # source record, not a write — it must not turn its key into a conflict.
+        (0, 53, b"safe", b"v", TS, [("drctl-reconciled", b"fo-1:orders:0:11")]),
     ]), {"orders": 0})
+    assert writes.count() == 5
     rows = {r["offset"]: r for r in diff.classify(gap, writes).collect()}
     assert {o: r["classification"] for o, r in rows.items()} == {
         10: diff.CONFLICT, 11: diff.SAFE, 12: diff.UNKEYED, 20: diff.UNKEYED,

@@ -160,12 +160,13 @@ def test_failback_no_check_order_with_copy_safe_is_a_usage_error_before_any_clus
 def test_failback_no_check_order_with_quarantine_goes_on(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # Past the option check failback looks for the open failover: no cluster listens on
-    # port 9 and the state directory is empty, so it finds none.
+    # port 9, so the state topic cannot be read — unknown, never "no incident".
     cfg = _failback_config(tmp_path, "127.0.0.1:9")
     assert main(["--config", str(cfg), "failback", "--no-check-order", "--reconcile",
-                 "quarantine", "--yes", "--deadline", "1"]) == ExitStatus.USAGE
-    err = capsys.readouterr().err
-    assert "No open failover marker for a -> b" in err and "--no-check-order" not in err
+                 "quarantine", "--yes", "--deadline", "1"]) == ExitStatus.UNREACHABLE
+    err = " ".join(capsys.readouterr().err.split())
+    assert "Could not read the failover markers in topic _drctl_state on 'b'" in err, err
+    assert "No open failover marker" not in err and "--no-check-order" not in err
 
 
 def test_status_with_nothing_reachable_answers_by_its_deadline_with_progress(

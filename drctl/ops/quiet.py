@@ -1,0 +1,68 @@
+"""Whether the target's failover topics are quiet: no producer writes there any more.
+
+Failback's order check classifies the gap against the post-failover writes it reads when the
+plan is made, and the return to protection retires the reverse flow that carries those writes
+back: both need the producers off the target. A reading is the failover topics' ends; two
+readings some seconds apart say who still writes, and how fast.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass
+
+from drctl.kafka.offsets import watermarks
+from drctl.kafka.topics import TP
+from drctl.ops.context import OpsContext
+from drctl.ops.reverse import failover_starts
+from drctl.state import FailoverMarker
+
+
+@dataclass(frozen=True)
+class Ends:
+    """The failover topics' end offsets at one moment."""
+
+    at: float  # time.monotonic()
+    ends: dict[TP, int]
+
+    @classmethod
+    def read(cls, ctx: OpsContext, marker: FailoverMarker) -> Ends:
+        rep = ctx.config.require_replication()
+        tps = [(t, p) for t, parts in failover_starts(ctx.config, marker).items() for p in parts]
+        marks = watermarks(ctx.clients(rep.target).admin(), tps) if tps else {}
+        return cls(time.monotonic(), {tp: end for tp, (_, end) in marks.items()})
+
+    def by_topic(self) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for (t, p), end in sorted(self.ends.items()):
+            out.setdefault(t, {})[str(p)] = end
+        return out
+
+
+@dataclass(frozen=True)
+class Writes:
+    """What the failover topics received between two readings."""
+
+    per_partition: dict[TP, int]
+    seconds: float
+
+    @classmethod
+    def between(cls, before: Ends, after: Ends) -> Writes:
+        moved = {tp: after.ends[tp] - end for tp, end in before.ends.items()
+                 if after.ends.get(tp, end) > end}
+        return cls(moved, max(after.at - before.at, 0.001))
+
+    def __bool__(self) -> bool:
+        return bool(self.per_partition)
+
+    def describe(self) -> str:
+        """e.g. `orders +120 (12.0/s), payments +3 (0.3/s)`."""
+        per_topic: Counter[str] = Counter()
+        for (t, _), n in self.per_partition.items():
+            per_topic[t] += n
+        return ", ".join(f"{t} +{n:,} ({n / self.seconds:.1f}/s)"
+                         for t, n in sorted(per_topic.items()))
+
+    def as_dict(self) -> dict[str, int]:
+        return {f"{t}[{p}]": n for (t, p), n in sorted(self.per_partition.items())}
