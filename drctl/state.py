@@ -281,6 +281,22 @@ class MarkerStore:
                 and (source is None or m.source == source)
                 and (target is None or m.target == target)]
 
+    def the_open_one(self, source: str, target: str, incident: str | None,
+                     what: str) -> FailoverMarker:
+        """`incident`, or the flow's one open incident; a usage error naming them when none
+        is open or several are (`what` says what the caller needs one for)."""
+        if incident:
+            return self.get(incident)
+        opened = self.open_markers(source, target)
+        if not opened:
+            raise UsageError(f"No open incident for {source} -> {target} to {what}.",
+                             "`drctl status` lists the incidents on record.")
+        if len(opened) > 1:
+            names = ", ".join(f"{m.incident} ({m.phase})" for m in opened)
+            raise UsageError(f"{len(opened)} open incidents for {source} -> {target}: "
+                             f"{names}.", f"Pass --incident ID to say which one to {what}.")
+        return opened[0]
+
     def last_returned(self, source: str, target: str) -> FailoverMarker | None:
         """The flow's most recent incident closed by a return to protection."""
         done = [m for m in self.load_all() if m.status == "closed" and m.source == source

@@ -10,7 +10,7 @@ import typer
 from drctl.cli.confirm import confirm_or_abort
 from drctl.cli.durations import duration_option
 from drctl.cli.state import CURRENT, OutputOption
-from drctl.cli.views import render_audit, render_translation
+from drctl.cli.views import render_audit, render_plan, render_translation
 from drctl.errors import ExitStatus
 from drctl.gap.plan import GapScope
 from drctl.ops.context import OpsContext
@@ -83,10 +83,7 @@ def failback_command(
         term.info(f"Gap: {gap.get('safe', 0)} safe, {gap.get('conflict', 0)} conflict, "
                   f"{gap.get('unkeyed', 0)} unkeyed record(s).")
     if dry_run:
-        term.info("[bold]Dry run[/] — nothing was changed.", markup=True)
-        for step in result.plan:
-            term.emit_text(f"  • {step['step']}: " + ", ".join(
-                f"{k}={v}" for k, v in step.items() if k != "step"))
+        render_plan(result.plan)
         return
     if result.audit:
         render_audit(result.audit)
@@ -123,7 +120,11 @@ def failback_command(
         problems.append(f"{result.audit['totals']['not_placed']} partition(s) a group had "
                         "committed got no position at failover (audit above): its consumers "
                         "started there at auto.offset.reset.")
+    taken = result.marker.steps.get("failback:unmirrored")
+    handled = set(taken.result.get("topics", {})) if taken else set()
     for t in result.marker.left_behind.get("topics", []):
+        if t["topic"] in handled:
+            continue
         problems.append(f"Topic {t['topic']} was never mirrored to {rep.target}: its records "
                         f"are only on {rep.source}, not compared and not reconciled. Mirror "
                         "it (restart forward replication) and check its consumers.")

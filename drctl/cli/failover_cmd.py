@@ -10,7 +10,7 @@ import typer
 from drctl.cli.confirm import confirm_or_abort, operator_confirms
 from drctl.cli.durations import duration_option
 from drctl.cli.state import CURRENT, OutputOption
-from drctl.cli.views import render_translation
+from drctl.cli.views import render_plan, render_translation
 from drctl.ops.context import OpsContext
 from drctl.ops.failover import FailoverOptions, describe_left_behind, run_failover
 from drctl.ops.fence import open_risks
@@ -76,10 +76,7 @@ def failover_command(
             raise typer.Exit(result.exit_status)
         return
     if dry_run:
-        term.info("[bold]Dry run[/] — nothing was changed. The plan:", markup=True)
-        for step in result.plan:
-            term.emit_text(f"  • {step['step']}: " + ", ".join(
-                f"{k}={v}" for k, v in step.items() if k != "step"))
+        render_plan(result.plan)
         if result.translation_report is not None:
             render_translation(result.translation_report)
         return

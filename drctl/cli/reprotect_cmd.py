@@ -10,6 +10,7 @@ import typer
 from drctl.cli.confirm import confirm_or_abort, operator_confirms
 from drctl.cli.durations import duration_option
 from drctl.cli.state import CURRENT, OutputOption
+from drctl.cli.views import render_plan
 from drctl.ops.context import OpsContext
 from drctl.ops.reprotect import ReprotectOptions, run_reprotect
 from drctl.terminal import OutputFormat
@@ -60,10 +61,7 @@ def reprotect_command(
         term.emit_json(result.as_dict(paths))
         return
     if dry_run:
-        term.info("[bold]Dry run[/] — nothing was changed. The plan:", markup=True)
-        for step in result.plan:
-            term.emit_text(f"  • {step['step']}: " + ", ".join(
-                f"{k}={v}" for k, v in step.items() if k != "step"))
+        render_plan(result.plan)
         return
     rows = [[topic, p, off] for topic, parts in sorted(result.forward_starts.items())
             for p, off in sorted(parts.items(), key=lambda kv: int(kv[0]))]

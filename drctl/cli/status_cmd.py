@@ -72,7 +72,8 @@ def status_command(
         term.info("No open incidents.")
     else:
         term.warn(f"Open incidents: unknown — {rep['markers_unreadable']}")
-    term.info(f"Failover markers read from the {st['markers_from']}.")
+    if not st["markers_from"].startswith("unknown"):
+        term.info(f"Failover markers read from the {st['markers_from']}.")
     for cluster, groups in st["groups"].items():
         counts: dict[str, int] = {}
         for g in groups.values():

@@ -8,6 +8,15 @@ from drctl.cli.state import CURRENT
 from drctl.translate.model import TranslationReport
 
 
+def render_plan(plan: list[dict[str, Any]]) -> None:
+    """A dry run's plan, one line per step with the values it would apply."""
+    term = CURRENT.terminal()
+    term.info("[bold]Dry run[/] — nothing was changed. The plan:", markup=True)
+    for step in plan:
+        term.emit_text(f"  • {step['step']}: " + ", ".join(
+            f"{k}={v}" for k, v in step.items() if k != "step"))
+
+
 def render_translation(report: TranslationReport) -> None:
     """The translation table and its one-line summary, on the current terminal."""
     term = CURRENT.terminal()

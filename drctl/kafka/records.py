@@ -97,6 +97,20 @@ def read_ranges(consumer: Consumer, ranges: Mapping[tuple[str, int], tuple[int, 
         consumer.unassign()
 
 
+def stream_ranges(clients: ClusterClients, ranges: Mapping[tuple[str, int], tuple[int, int]],
+                  *, timeout_s: float = 60.0) -> Iterator[Record]:
+    """`read_ranges` with a consumer of its own: each partition's records in offset order,
+    streamed (nothing but the record at hand in memory); empty ranges are skipped."""
+    todo = {tp: r for tp, r in ranges.items() if r[1] > r[0]}
+    if not todo:
+        return
+    consumer = clients.consumer(**{"enable.partition.eof": "true"})
+    try:
+        yield from read_ranges(consumer, todo, timeout_s=timeout_s)
+    finally:
+        consumer.close()
+
+
 def header_values(clients: ClusterClients, ranges: Mapping[tuple[str, int], tuple[int, int]],
                   header: str, *, timeout_s: float = 120.0) -> set[bytes]:
     """The values of `header` on the records in `ranges`: how a re-run finds the tagged
@@ -127,4 +141,5 @@ def read_all(clients: ClusterClients, topic: str, *, timeout_s: float = 60.0,
         consumer.close()
 
 
-__all__ = ["OFFSET_END", "Record", "ReadTimeout", "header_values", "read_all", "read_ranges"]
+__all__ = ["OFFSET_END", "Record", "ReadTimeout", "header_values", "read_all", "read_ranges",
+           "stream_ranges"]

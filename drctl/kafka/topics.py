@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from confluent_kafka import Consumer, TopicPartition
 
@@ -74,3 +74,50 @@ def log_append_time_topics(admin: object, topics: Iterable[str],
         if entry is not None and entry.value == "LogAppendTime":
             out.add(resource.name)
     return frozenset(out)
+
+
+def ensure_topics(admin: object, wanted: Mapping[str, int],
+                  config: Mapping[str, str] | None = None) -> list[str]:
+    """Create those of `wanted` (topic -> partitions) that do not exist, with the cluster's
+    replication factor, and wait for their leaders; returns the ones created. A topic another
+    process created meanwhile counts as there."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import NewTopic
+
+    existing = admin.list_topics(timeout=30).topics  # type: ignore[attr-defined]
+    new = [NewTopic(name, num_partitions=n, replication_factor=-1, config=dict(config or {}))
+           for name, n in sorted(wanted.items()) if name not in existing]
+    if not new:
+        return []
+    for future in admin.create_topics(new).values():  # type: ignore[attr-defined]
+        try:
+            future.result(30)
+        except KafkaException as exc:
+            if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                raise
+    wait_for_leaders(admin, [n.topic for n in new])
+    return [n.topic for n in new]
+
+
+def grow_topics(admin: object, wanted: Mapping[str, int]) -> dict[str, int]:
+    """Give each topic of `wanted` at least that many partitions; returns the topics grown,
+    with the count they had before. A topic that has enough (or that another process grew
+    meanwhile) is left alone."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import NewPartitions
+
+    meta = admin.list_topics(timeout=30).topics  # type: ignore[attr-defined]
+    grow = {t: len(meta[t].partitions) for t, n in wanted.items()
+            if t in meta and len(meta[t].partitions) < n}
+    if not grow:
+        return {}
+    futures = admin.create_partitions(  # type: ignore[attr-defined]
+        [NewPartitions(t, wanted[t]) for t in sorted(grow)], request_timeout=30)
+    for future in futures.values():
+        try:
+            future.result(30)
+        except KafkaException as exc:
+            if "INVALID_PARTITIONS" not in str(exc):
+                raise
+    wait_for_leaders(admin, sorted(grow))
+    return grow

@@ -162,14 +162,7 @@ def audit_incident(ctx: OpsContext, incident: str | None,
     source answers — a new one, recorded in the marker (failback then reuses it)."""
     rep = ctx.config.require_replication()
     store = ctx.markers(rep.target)
-    if incident:
-        marker = store.get(incident)
-    else:
-        opened = store.open_markers(rep.source, rep.target)
-        if not opened:
-            raise UsageError("No open failover to audit.",
-                             "Pass --incident ID for a closed one (`drctl status` lists them).")
-        marker = opened[-1]
+    marker = store.the_open_one(rep.source, rep.target, incident, "audit")
     if "failback:audit" in marker.steps:
         return marker, marker.steps["failback:audit"].result
     if marker.status != "open":

@@ -18,6 +18,7 @@ from drctl.config import Config
 from drctl.errors import CheckFailed, ExitStatus, Unreachable, UsageError
 from drctl.faults import crash_point
 from drctl.kafka.clients import describe_with_retry
+from drctl.kafka.topics import ensure_topics, grow_topics
 from drctl.ops.audit import audit_by_group, audit_failover
 from drctl.ops.context import OpsContext
 from drctl.ops.fence import FENCED, lift_fence_after_stop, stop_behind_fence
@@ -33,6 +34,7 @@ from drctl.replication.base import FlowState
 from drctl.reports import write_report
 from drctl.state import FailoverMarker
 from drctl.timeparse import format_duration
+from drctl.translate.inventory import source_topics_in_scope
 from drctl.translate.model import TranslationReport
 
 # (config, marker, check_order, notify): the gap, classified when check_order is set.
@@ -91,9 +93,11 @@ class FailbackResult:
         if self.gap.get("lost"):
             # Deleted by retention before they were replicated: gone, and named.
             return ExitStatus.CHECK_FAILED
-        if self.marker.left_behind.get("topics"):
-            # Never mirrored: its records are on the source only, neither compared nor
-            # reconciled; the operator must mirror it (named in the output and report).
+        taken = self.marker.steps.get("failback:unmirrored")
+        handled = set(taken.result.get("topics", {})) if taken else set()
+        if any(t["topic"] not in handled for t in self.marker.left_behind.get("topics", [])):
+            # Never mirrored and not taken in (a dry run, or failback stopped before):
+            # its records are on the source only, neither compared nor reconciled.
             return ExitStatus.CHECK_FAILED
         return ExitStatus.SUCCESS
 
@@ -194,6 +198,89 @@ def _verified_from(gap: dict[str, Any]) -> dict[tuple[str, int], int]:
             for v in gap.get("verified", []) if v.get("verified_from") is not None}
 
 
+def take_in_unmirrored(ctx: OpsContext, marker: FailoverMarker, *, dry_run: bool,
+                       notify: Notify) -> dict[str, str]:
+    """Source topics the flow's filter covers that the failover never had (the replicator had
+    not mirrored them: a topic younger than its topic refresh, or one left behind): with both
+    clusters up they are handled like any other gap — every record of theirs is unreplicated
+    (failover point 0), their mirror and failover topics are created where missing, and the
+    marker takes them in (recorded as `failback:unmirrored`). Returns them (topic -> mirror)."""
+    if marker.done("failback:unmirrored"):
+        return dict(marker.steps["failback:unmirrored"].result.get("topics", {}))
+    config = ctx.config
+    rep = config.require_replication()
+    in_scope = source_topics_in_scope(config, ctx.clients(rep.source))
+    missing = {t: n for t, n in sorted(in_scope.items()) if t not in marker.topics}
+    if not missing:
+        return {}
+    taken = {t: rep.mirror_topic(t) for t in missing}
+    notify(f"Never mirrored to {rep.target}, compared in full: {', '.join(taken)}")
+    if dry_run:
+        return taken
+    wanted = {rep.mirror_topic(t): n for t, n in missing.items()}
+    wanted.update({rep.failover_topic(t): n for t, n in missing.items()})
+    created = ensure_topics(ctx.clients(rep.target).admin(), wanted)
+    for topic, n in missing.items():
+        mirror = taken[topic]
+        marker.topics[topic] = mirror
+        # Nothing of it was replicated: whatever its mirror holds came after the failover.
+        marker.failover_point[mirror] = dict.fromkeys(range(n), 0)
+        if not rep.names_kept:
+            marker.failover_topics_end[rep.failover_topic(topic)] = dict.fromkeys(range(n), 0)
+    marker.record("failback:unmirrored", {"topics": taken, "created": created})
+    ctx.markers(rep.target).save(marker)
+    return taken
+
+
+def align_partitions(ctx: OpsContext, marker: FailoverMarker, *, dry_run: bool,
+                     notify: Notify) -> dict[str, Any]:
+    """Topics that grew during the outage. A source topic given partitions the mirror never
+    got: every record of them is a gap record, and reconcile must be able to copy it; a
+    failover topic given partitions on the target: their records are post-failover writes
+    the reverse flow must carry back. So each source, mirror and failover topic gets the
+    largest count of the three, and the marker the new partitions (failover point 0: nothing
+    was replicated there). Recorded as `failback:partitions`."""
+    if marker.done("failback:partitions"):
+        return dict(marker.steps["failback:partitions"].result)
+    rep = ctx.config.require_replication()
+    src_admin = ctx.clients(rep.source).admin()
+    dst_admin = ctx.clients(rep.target).admin()
+    src_meta = src_admin.list_topics(timeout=30).topics
+    dst_meta = dst_admin.list_topics(timeout=30).topics
+
+    def count(meta: Any, topic: str) -> int:
+        return len(meta[topic].partitions) if topic in meta else 0
+
+    want: dict[str, int] = {}
+    for topic, mirror in marker.topics.items():
+        failover = rep.failover_topic(topic)
+        want[topic] = max(count(src_meta, topic), count(dst_meta, mirror),
+                          count(dst_meta, failover))
+    growing = {t: n for t, n in want.items()
+               if n > min(count(src_meta, t), count(dst_meta, marker.topics[t]),
+                          count(dst_meta, rep.failover_topic(t)))}
+    if not growing:
+        return {}
+    notify("Partitions added during the outage: "
+           + ", ".join(f"{t} to {n}" for t, n in sorted(growing.items())))
+    if dry_run:
+        return {"grown": growing}
+    source_grown = grow_topics(src_admin, growing)
+    target_grown = grow_topics(dst_admin, {**{marker.topics[t]: n for t, n in growing.items()},
+                                           **{rep.failover_topic(t): n
+                                              for t, n in growing.items()}})
+    for topic, n in growing.items():
+        mirror, failover = marker.topics[topic], rep.failover_topic(topic)
+        for p in range(n):
+            marker.failover_point.setdefault(mirror, {}).setdefault(p, 0)
+            if not rep.names_kept:
+                marker.failover_topics_end.setdefault(failover, {}).setdefault(p, 0)
+    out = {"grown": growing, "source": source_grown, "target": target_grown}
+    marker.record("failback:partitions", out)
+    ctx.markers(rep.target).save(marker)
+    return out
+
+
 def _target_quiet(ctx: OpsContext, marker: FailoverMarker, since: Ends, opts: FailbackOptions,
                   notify: Notify, when: str) -> Ends:
     """Refuse (exit 3) when the target's failover topics took writes since `since` — waiting
@@ -224,26 +311,12 @@ def _target_quiet(ctx: OpsContext, marker: FailoverMarker, since: Ends, opts: Fa
 def _marker_to_fail_back(ctx: OpsContext, incident: str | None) -> FailoverMarker:
     """The open marker of `incident`, or the flow's one open marker; a usage error when none
     is, or when several are and none was named."""
-    config = ctx.config
-    rep = config.require_replication()
-    store = ctx.markers(rep.target)
-    if incident:
-        marker = store.get(incident)
-        if marker.status != "open":
-            raise UsageError(f"Incident {incident} is already closed.")
-        return marker
-    opened = store.open_markers(rep.source, rep.target)
-    if not opened:
-        raise UsageError(
-            f"No open failover marker for {rep.source} -> {rep.target} (looked in "
-            f"{config.state.dir} and topic {config.state.topic} on {rep.target}).",
-            "Failback needs the failover point a failover recorded; pass --incident, or run "
-            "gap-analysis with explicit bounds instead.")
-    if len(opened) > 1:
-        names = ", ".join(f"{m.incident} ({m.phase})" for m in opened)
-        raise UsageError(f"{len(opened)} open incidents for {rep.source} -> {rep.target}: "
-                         f"{names}.", "Pass --incident ID to say which one to fail back.")
-    return opened[0]
+    rep = ctx.config.require_replication()
+    marker = ctx.markers(rep.target).the_open_one(rep.source, rep.target, incident,
+                                                  "fail back")
+    if marker.status != "open":
+        raise UsageError(f"Incident {marker.incident} is already closed.")
+    return marker
 
 
 def preflight(ctx: OpsContext, marker: FailoverMarker, opts: FailbackOptions,
@@ -360,6 +433,14 @@ def _failback_once(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder
         # The stop is confirmed now (preflight): nothing more can come through.
         check_late_copies(ctx, marker, True, notify)
         store.save(marker)
+
+    if not marker.done("failback:reconcile"):
+        taken = take_in_unmirrored(ctx, marker, dry_run=opts.dry_run, notify=notify)
+        if taken:
+            result.plan.append({"step": "unmirrored", "topics": taken})
+        grown = align_partitions(ctx, marker, dry_run=opts.dry_run, notify=notify)
+        if grown:
+            result.plan.append({"step": "partitions", **grown})
 
     gap: GapOutcome | None = None
     if not marker.done("failback:reconcile"):

@@ -12,15 +12,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka.admin import NewTopic
-
 from drctl.config import Config, ReplicationSettings
 from drctl.errors import CheckFailed, ExitStatus, Unreachable, UsageError
 from drctl.faults import crash_point
 from drctl.kafka.clients import ClusterClients, describe_with_retry
 from drctl.kafka.groups import group_states, list_groups
 from drctl.kafka.offsets import watermarks
-from drctl.kafka.topics import is_internal_topic, log_append_time_topics, wait_for_leaders
+from drctl.kafka.topics import ensure_topics, is_internal_topic, log_append_time_topics
 from drctl.ops.catch_up import catch_up_timed_out, describe_left, records_left
 from drctl.ops.context import OpsContext
 from drctl.ops.fence import FENCED, UNFENCED, fence_topics, fence_unconfirmed_stop, open_risks
@@ -326,14 +324,11 @@ def _ensure_failover_topics(ctx: OpsContext, topics: dict[str, str],
         return []
     admin = ctx.clients(rep.target).admin()
     existing = admin.list_topics(timeout=30).topics
-    new = [NewTopic(rep.failover_topic(t), num_partitions=len(existing[m].partitions),
-                    replication_factor=-1)
-           for t, m in topics.items() if rep.failover_topic(t) not in existing and m in existing]
-    if new and not dry_run:
-        for fut in admin.create_topics(new).values():
-            fut.result(30)
-        wait_for_leaders(admin, [n.topic for n in new])
-    return [n.topic for n in new]
+    wanted = {rep.failover_topic(t): len(existing[m].partitions) for t, m in topics.items()
+              if rep.failover_topic(t) not in existing and m in existing}
+    if dry_run:
+        return sorted(wanted)
+    return ensure_topics(admin, wanted)
 
 
 def run_failover(ctx: OpsContext, opts: FailoverOptions, *, notify: Notify = lambda _: None,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -30,13 +30,14 @@ from drctl.fingerprint import is_reconciled
 from drctl.gap.alignment import DEFAULT_MARGIN, prove_tails
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.offsets import offset_runs, watermarks
-from drctl.kafka.records import Record, read_ranges
+from drctl.kafka.records import Record, read_ranges, stream_ranges
 from drctl.kafka.topics import TP
 from drctl.ops.context import OpsContext
 from drctl.ops.copies import copy_fingerprint, timestamps_kept
 from drctl.progress import Notify
 from drctl.replication.base import ReplicationKind
 from drctl.state import FailoverMarker
+from drctl.translate.locate import timestamp_offsets
 
 STALE_KEYS_SHOWN = 100
 
@@ -128,8 +129,11 @@ def find_late_copies(config: Config, kind: ReplicationKind, marker: FailoverMark
         tails = prove_tails(src, dst, src_admin, dst_admin, source_topic, mirror, moved,
                             source_marks=s_marks, target_marks=t_marks,
                             f_point={p: f_point[p] for p in moved}, margin=margin)
+        floors = recopy_floors(src, src_admin, source_topic,
+                               {p: tails[p].source_aligned for p in moved})
         for p in moved:
-            source_ranges[(source_topic, p)] = (tails[p].source_start, s_marks[p][1])
+            start = min(tails[p].source_start, floors.get(p, tails[p].source_start))
+            source_ranges[(source_topic, p)] = (start, s_marks[p][1])
             before_ranges[(mirror, p)] = (tails[p].target_start, f_point[p])
             after_ranges[(mirror, p)] = (f_point[p], t_marks[p][1])
             if tails[p].reason:
@@ -175,10 +179,37 @@ def find_late_copies(config: Config, kind: ReplicationKind, marker: FailoverMark
     return found
 
 
+# How far back in time a returning replicator can start copying again: Kafka Connect resumes a
+# source connector from the offsets it last flushed (offset.flush.interval.ms, 60 s by
+# default), before the worker died — and it died no earlier than it copied the last record
+# the target holds before F. Plus a minute for clocks.
+RECOPY_WINDOW_MS = 120_000
+
+
+def recopy_floors(src: ClusterClients, admin: Any, topic: str,
+                  aligned: Mapping[int, int | None]) -> dict[int, int]:
+    """Per partition, the earliest source offset a returning replicator may copy again: the
+    first record created within RECOPY_WINDOW_MS before the last one it had copied (the tail
+    proof). At a high rate that reaches back further than the proof's margin."""
+    proven = {p: o for p, o in aligned.items() if o is not None}
+    if not proven:
+        return {}
+    consumer = src.consumer(**{"enable.partition.eof": "true"})
+    try:
+        last = {rec.partition: rec.timestamp_ms
+                for rec in read_ranges(consumer, {(topic, p): (o, o + 1)
+                                                  for p, o in proven.items()})}
+    finally:
+        consumer.close()
+    asks = [((topic, p), ts - RECOPY_WINDOW_MS) for p, ts in last.items()]
+    offsets = timestamp_offsets(admin, asks) if asks else []
+    return {p: o for ((_, p), _), o in zip(asks, offsets, strict=True) if o >= 0}
+
+
 def _fingerprints(clients: ClusterClients, ranges: Mapping[TP, tuple[int, int]],
                   keep: bool) -> dict[TP, dict[bytes, int]]:
     out: dict[TP, dict[bytes, int]] = {tp: defaultdict(int) for tp in ranges}
-    for rec in _read(clients, ranges):
+    for rec in stream_ranges(clients, ranges):
         out[(rec.topic, rec.partition)][copy_fingerprint(rec, keep)] += 1
     return out
 
@@ -186,20 +217,9 @@ def _fingerprints(clients: ClusterClients, ranges: Mapping[TP, tuple[int, int]],
 def _records(clients: ClusterClients, ranges: Mapping[TP, tuple[int, int]]
              ) -> dict[TP, list[Record]]:
     out: dict[TP, list[Record]] = {tp: [] for tp in ranges}
-    for rec in _read(clients, ranges):
+    for rec in stream_ranges(clients, ranges):
         out[(rec.topic, rec.partition)].append(rec)
     return out
-
-
-def _read(clients: ClusterClients, ranges: Mapping[TP, tuple[int, int]]) -> Iterable[Record]:
-    todo = {tp: r for tp, r in ranges.items() if r[1] > r[0]}
-    if not todo:
-        return
-    consumer = clients.consumer(**{"enable.partition.eof": "true"})
-    try:
-        yield from read_ranges(consumer, todo)
-    finally:
-        consumer.close()
 
 
 def _show_key(key: bytes) -> str:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,7 +41,7 @@ from drctl.fingerprint import RECONCILED_HEADER, is_reconciled
 from drctl.kafka.clients import ClusterClients, describe_with_retry
 from drctl.kafka.copy import RerunTag, copy_records
 from drctl.kafka.offsets import watermarks
-from drctl.kafka.records import Record, header_values, read_ranges
+from drctl.kafka.records import Record, header_values, stream_ranges
 from drctl.kafka.topics import TP, log_append_time_topics
 from drctl.ops.context import OpsContext
 from drctl.ops.copies import copy_fingerprint, timestamps_kept
@@ -133,21 +133,8 @@ def marker_to_reprotect(ctx: OpsContext, incident: str | None) -> FailoverMarker
     """The incident whose failback is done (or whose return began); a usage error naming
     what to run instead otherwise."""
     rep = ctx.config.require_replication()
-    store = ctx.markers(rep.target)
-    if incident:
-        marker = store.get(incident)
-    else:
-        opened = store.open_markers(rep.source, rep.target)
-        if not opened:
-            raise UsageError(f"No open incident for {rep.source} -> {rep.target}: nothing to "
-                             "return from.",
-                             "`drctl status` says whether the pair is protected.")
-        if len(opened) > 1:
-            names = ", ".join(f"{m.incident} ({m.phase})" for m in opened)
-            raise UsageError(f"{len(opened)} open incidents for {rep.source} -> "
-                             f"{rep.target}: {names}.",
-                             "Pass --incident ID to say which one to return from.")
-        marker = opened[0]
+    marker = ctx.markers(rep.target).the_open_one(rep.source, rep.target, incident,
+                                                  "return from")
     if marker.phase not in (IncidentPhase.FAILED_BACK, IncidentPhase.REPROTECTING,
                             IncidentPhase.CLOSED):
         raise UsageError(f"Incident {marker.incident} is {marker.phase}: its failback is not "
@@ -403,7 +390,7 @@ def cut_over(ctx: OpsContext, marker: FailoverMarker, notify: Notify) -> dict[st
         expected = _expected_back(config, marker, keep)
         scan = {tp: (compared[tp], src_marks[tp][1]) for tp in source_tps
                 if src_marks[tp][1] > compared[tp]}
-        walked = walk_copies(_stream(src, scan), expected, set(scan), keep)
+        walked = walk_copies(stream_ranges(src, scan), expected, set(scan), keep)
         for tp in source_tps:
             last_copy, candidates, left = walked.get(tp, (None, [], 0))
             if left:
@@ -443,7 +430,7 @@ def _expected_back(config: Config, marker: FailoverMarker, keep: bool
     ranges = {tp: (starts[tp[0]][tp[1]], end) for tp, (_, end) in ends.items()
               if end > starts[tp[0]][tp[1]]}
     out: dict[TP, Counter[bytes]] = {}
-    for rec in _stream(dst, ranges):
+    for rec in stream_ranges(dst, ranges):
         if rec.offset in late.get((rec.topic, rec.partition), ()) or is_reconciled(rec.headers):
             continue
         out.setdefault((reverse_topic(config, rec.topic), rec.partition), Counter())[
@@ -474,20 +461,6 @@ def walk_copies(records: Iterable[Record], expected: Mapping[TP, Counter[bytes]]
             for tp in set(partitions) | set(expected) | set(last) | set(others)}
 
 
-def _stream(clients: ClusterClients, ranges: Mapping[TP, tuple[int, int]]
-            ) -> Iterator[Record]:
-    """The records of `ranges`, each partition's in offset order, one digest's worth of
-    memory at a time."""
-    todo = {tp: r for tp, r in ranges.items() if r[1] > r[0]}
-    if not todo:
-        return
-    consumer = clients.consumer(**{"enable.partition.eof": "true"})
-    try:
-        yield from read_ranges(consumer, todo)
-    finally:
-        consumer.close()
-
-
 def copy_strays(ctx: OpsContext, marker: FailoverMarker, cut: Mapping[str, Any],
                 notify: Notify) -> int:
     """Copy the strays to their mirror topics, tagged like reconciled copies (a re-run
@@ -497,7 +470,7 @@ def copy_strays(ctx: OpsContext, marker: FailoverMarker, cut: Mapping[str, Any],
         return 0
     rep = ctx.config.require_replication()
     src, dst = ctx.clients(rep.source), ctx.clients(rep.target)
-    records = sorted((r for r in _stream(src, {tp: (min(v), max(v) + 1)
+    records = sorted((r for r in stream_ranges(src, {tp: (min(v), max(v) + 1)
                                                for tp, v in offsets.items()})
                       if r.offset in offsets[(r.topic, r.partition)]),
                      key=lambda r: (r.topic, r.partition, r.offset))
@@ -597,7 +570,7 @@ def verify_forward(ctx: OpsContext, marker: FailoverMarker, timeout_s: float,
 def _fingerprints(clients: ClusterClients, ranges: Mapping[TP, tuple[int, int]], keep: bool
                   ) -> dict[TP, Counter[bytes]]:
     out: dict[TP, Counter[bytes]] = {}
-    for rec in _stream(clients, ranges):
+    for rec in stream_ranges(clients, ranges):
         if is_reconciled(rec.headers):
             continue  # drctl's own copies (strays) are not forward replication's
         out.setdefault((rec.topic, rec.partition), Counter())[copy_fingerprint(rec, keep)] += 1

@@ -110,15 +110,19 @@ def collect_status(ctx: OpsContext, deadline_s: float = 5.0,
         else:
             replication["inventory"] = inventory_on_record(
                 config, "not refreshed: source or target unreachable").as_dict()
-        # The marker topic lives on the target; with the target down, the local copy is all.
-        answering = next((c for c in (rep.target, rep.source) if clusters[c]["reachable"]),
-                         None)
-        if answering is not None:
-            markers_from = f"state topic on {answering} and the local state directory"
+        # The marker topic lives on the target. With the target down the local copy is all
+        # drctl sees — not all there is: another machine's incident is on the target only.
+        target_up = clusters[rep.target]["reachable"]
+        opened: list[FailoverMarker] = []
+        if target_up:
+            markers_from = f"state topic on {rep.target} and the local state directory"
         try:
-            opened = ctx.markers(answering).open_markers()
+            opened = ctx.markers(rep.target if target_up else None).open_markers()
+            if not target_up:
+                raise Unreachable(f"the state topic {config.state.topic} is on "
+                                  f"'{rep.target}', which did not answer; the local state "
+                                  f"directory lists {len(opened)} open incident(s)")
         except Unreachable as exc:
-            opened = []
             markers_from = f"unknown: {exc.message}"
             replication["markers_unreadable"] = exc.message
         for m in opened:

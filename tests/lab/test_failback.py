@@ -216,8 +216,8 @@ def test_a_topic_never_mirrored_is_left_behind_by_failover_and_named_by_failback
         lab: RunningLab, ns: str, tmp_path: Path, restore_lab: None) -> None:
     """An outage's failover with the source still answering: a topic the replicator never
     mirrored (`.replica` names are outside the lab's MirrorMaker 2) does not stop the failover
-    of the rest. Failover names it and its reader (exit 3); failback names it again (exit 3),
-    and closes the incident."""
+    of the rest. Failover names it and its reader (exit 3); failback, with both clusters up,
+    compares it in full and reconciles it like any other gap."""
     mirrored, young = f"{ns}-kept", f"{ns}-young.replica"
     create_topics(lab.primary, (mirrored,), PARTITIONS)
     produce(lab.primary, mirrored, [(f"k{i}".encode(), f"v{i}".encode()) for i in range(60)])
@@ -247,12 +247,19 @@ def test_a_topic_never_mirrored_is_left_behind_by_failover_and_named_by_failback
     report = next(Path(p) for p in out["reports"] if p.endswith(".md")).read_text()
     assert "## Left behind" in report and young in report
 
+    # With both clusters up failback takes it in: compared in full, its records reconciled
+    # like any other gap (unkeyed here: quarantined), and says so.
     status, out = run_json("--config", str(config), "failback", "--yes", "--groups",
                            f"{ns}-.*")
-    assert status == 3, out
+    assert status == 0, out
     assert out["phase"] == "failed-back"
+    assert out["marker"]["steps"]["failback:unmirrored"]["result"]["topics"] == {young: young}
+    assert (out["gap"]["unkeyed"], out["reconcile"]["quarantine"]["count"]) == (100, 100)
     report = next(Path(p) for p in out["reports"] if p.endswith(".md")).read_text()
-    assert report.split("\n## ")[0].count(f"**Topic `{young}` was never mirrored**") == 1
+    head = report.split("\n## ")[0]
+    assert f"**Topic `{young}` was never mirrored**" not in head
+    assert f"Topic `{young}` was never mirrored to secondary before the failover: failback " \
+        "compared it in full" in head
 
 
 def test_failback_without_the_order_check_quarantines_every_gap_record(
@@ -364,7 +371,8 @@ def test_failback_refuses_without_marker_or_with_source_down(lab: RunningLab, ns
                                                              restore_lab: None) -> None:
     config = scoped_config(lab, ns, tmp_path)
     assert main(["--config", str(config), "failback", "--yes"]) == 2
-    assert "No open failover marker" in capsys.readouterr().err
+    assert "No open incident for primary -> secondary to fail back" in \
+        capsys.readouterr().err
     create_topics(lab.primary, (f"{ns}-x",), 1)
     lab.wait_mirror_topic(f"{ns}-x")
     status, _ = run_json("--config", str(config), "failover", "--yes")

@@ -166,7 +166,7 @@ def test_failback_no_check_order_with_quarantine_goes_on(
                  "quarantine", "--yes", "--deadline", "1"]) == ExitStatus.UNREACHABLE
     err = " ".join(capsys.readouterr().err.split())
     assert "Could not read the failover markers in topic _drctl_state on 'b'" in err, err
-    assert "No open failover marker" not in err and "--no-check-order" not in err
+    assert "No open incident" not in err and "--no-check-order" not in err
 
 
 def test_status_with_nothing_reachable_answers_by_its_deadline_with_progress(
@@ -189,9 +189,11 @@ def test_status_with_nothing_reachable_answers_by_its_deadline_with_progress(
     assert "a: no answer after" in err and "Connection refused" in err
     assert "replication: no answer within 2 s" in err
     assert "src       │ NO ANSWER" in captured.out  # the data: on stdout
-    assert "Failover markers read from the local state directory." in err
+    # The incidents live in the state topic on 'b': with 'b' silent they are unknown.
+    assert "Open incidents: unknown — the state topic _drctl_state is on 'b', which did " \
+        "not answer" in err, err
     assert "No cluster answered (a, b)." in err
     assert main(["--config", str(cfg), "-o", "json", "status", "--deadline", "1"]) == 4
     out = json.loads(capsys.readouterr().out)
-    assert out["markers_from"] == "local state directory"
+    assert out["markers_from"].startswith("unknown: the state topic _drctl_state is on 'b'")
     assert not any(c["reachable"] for c in out["clusters"].values())

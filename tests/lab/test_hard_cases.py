@@ -1,0 +1,406 @@
+"""Exact until the data is unusual (issue 25): retention that deletes, LogAppendTime topics,
+a state topic that cannot be read, partitions without a position, producers still writing to
+the target, a broker that drops mid-failback. Each case measured on the real lab: where drctl
+cannot prove a position or a gap it says so, and it never says "done" over a wrong end state.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import TopicPartition
+
+from drctl.kafka.offsets import watermarks
+from drctl.kafka.records import read_all
+from drctl.lab.workload import commit_offsets, create_topics
+from drctl.replication.connect import ConnectorActivity, ConnectorReading
+from tests.conftest import RunningLab
+from tests.lab.test_failback import restore
+from tests.lab.test_failover import run_json, scoped_config
+from tests.lab.test_translate import wait_replicated
+
+pytestmark = [pytest.mark.lab, pytest.mark.spark]
+
+
+@pytest.fixture
+def restored(lab: RunningLab) -> Iterator[RunningLab]:
+    yield lab
+    restore(lab)
+
+
+def _clients(lab: RunningLab, cluster: str) -> Any:
+    """New clients: the lab's own were made before a broker restarted."""
+    return lab.lab.clients(lab.state, cluster)
+
+
+def _send(clients: Any, topic: str, partition: int, prefix: str, count: int) -> None:
+    producer = clients.producer()
+    for i in range(count):
+        producer.produce(topic, key=f"{prefix}-{partition}-{i}".encode(),
+                         value=f"{prefix}-v-{i}".encode(), partition=partition)
+    assert producer.flush(30) == 0
+
+
+def _stop_forward_quietly(lab: RunningLab) -> None:
+    """MirrorMaker 2's source connector stops, and nothing copies any more."""
+    client = lab.lab.connect_client(lab.state)
+    name = lab.lab.flow(lab.state).connector_names()["source"]
+    time.sleep(2.5)  # Connect flushes its source offsets
+    client.stop(name)
+    end = time.monotonic() + 60
+    while ConnectorReading.read(client, name).activity is not ConnectorActivity.STOPPED:
+        assert time.monotonic() < end, "the source connector did not stop"
+        time.sleep(0.2)
+
+
+def _delete_before(clients: Any, topic: str, offsets: dict[int, int]) -> None:
+    """What retention does to the start of a partition (DeleteRecords moves its log start)."""
+    futures = clients.admin().delete_records(
+        [TopicPartition(topic, p, o) for p, o in offsets.items()], request_timeout=30)
+    for fut in futures.values():
+        fut.result(timeout=30)
+
+
+def test_retention_before_failback_is_named_as_loss_and_only_then(
+        restored: RunningLab, ns: str, tmp_path: Path) -> None:
+    """Partition 0: retention deleted 10 records the secondary never received — lost, named
+    with their offsets, exit 3. Partition 1: it deleted only records that were replicated —
+    nothing lost, said so, no alarm."""
+    lab = restored
+    topic = f"{ns}-ret"
+    create_topics(lab.primary, (topic,), 2)
+    for p in (0, 1):
+        _send(lab.primary, topic, p, "base", 100)
+    wait_replicated(lab, topic, 200)
+    _stop_forward_quietly(lab)
+    for p in (0, 1):
+        _send(lab.primary, topic, p, "gap", 20)
+    # Retention runs on the primary: every replicated record is gone from both partitions,
+    # and on partition 0 the first 10 of the never-replicated ones too.
+    _delete_before(lab.primary, topic, {0: 110, 1: 100})
+    config = scoped_config(lab, ns, tmp_path)
+    status, out = run_json("--config", str(config), "failover", "--yes", "--groups",
+                           f"{ns}-.*")
+    assert status == 0, out
+    status, out = run_json("--config", str(config), "failback", "--yes", "--groups",
+                           f"{ns}-.*")
+    assert status == 3, out
+    assert out["gap"]["lost"] == [{"topic": topic, "partition": 0, "from": 100, "to": 110,
+                                   "count": 10, "proof": out["gap"]["lost"][0]["proof"]}]
+    assert "stored position" in out["gap"]["lost"][0]["proof"]
+    # The rest of the gap was found and copied all the same: 10 on p0, 20 on p1.
+    assert out["gap"]["safe"] == 30, out["gap"]
+    statements = {v["partition"]: v["statement"] for v in out["gap"]["verified"]}
+    assert "LOST: source offsets 100–109 (10)" in statements[0], statements
+    assert "retention deleted only replicated records" in statements[1], statements
+    report = next(Path(p) for p in out["reports"] if p.endswith(".md")).read_text()
+    assert f"**Lost: `{topic}`[0]** — 10 record(s), source offsets 100–109" in report
+
+
+def test_translation_to_a_logappendtime_target_is_exact(lab: RunningLab, ns: str) -> None:
+    """The secondary's topic stamps records on append (MirrorMaker 2 does not copy
+    message.timestamp.type): every copy has a new timestamp. Exact translation still places
+    every group exactly (before: at the end, skipping everything it had not read)."""
+    topic = f"{ns}-lat"
+    create_topics(lab.secondary, (topic,), 2, {"message.timestamp.type": "LogAppendTime"})
+    create_topics(lab.primary, (topic,), 2)
+    producer = lab.primary.producer()
+    base = int(time.time() * 1000) - 60_000
+    for p in (0, 1):
+        for i in range(60):
+            # Bursts of identical timestamps (which the copies do not keep).
+            producer.produce(topic, key=b"same", value=b"payload-%d" % i, partition=p,
+                             timestamp=base + i // 5)
+    assert producer.flush(30) == 0
+    wait_replicated(lab, topic, 120)
+    on_target = read_all(lab.secondary, topic)
+    assert {r.timestamp_type for r in on_target} == {2}  # LogAppendTime: rewritten
+    positions = {f"{ns}-g{o}": o for o in (1, 7, 23, 40, 59)}
+    for group, offset in positions.items():
+        commit_offsets(lab.primary, group, [TopicPartition(topic, p, offset) for p in (0, 1)])
+    status, out = run_json("--config", str(lab.config_file), "translate-offsets",
+                           "--groups", f"{ns}-.*", "--method", "exact")
+    assert status == 0, out
+    for g in out["groups"]:
+        for p in g["partitions"]:
+            # Names kept, nothing lost: the copy of source offset o is target offset o.
+            assert (p["target_offset"], p["confidence"]) == (positions[g["group"]],
+                                                             "exact"), (g["group"], p)
+
+
+def test_failback_with_the_state_topic_unreadable_is_exit_4_not_no_incident(
+        restored: RunningLab, ns: str, tmp_path: Path) -> None:
+    """Another machine runs failback (no local marker); the secondary, which holds the state
+    topic, does not answer: the incident is unknown (exit 4 naming it), never "no open
+    failover marker" (exit 2)."""
+    lab = restored
+    topic = f"{ns}-st"
+    create_topics(lab.primary, (topic,), 1)
+    _send(lab.primary, topic, 0, "r", 10)
+    wait_replicated(lab, topic, 10)
+    config = scoped_config(lab, ns, tmp_path)
+    status, out = run_json("--config", str(config), "failover", "--yes")
+    assert status == 0, out
+    shutil.rmtree(tmp_path / "state")  # the other machine has none of it
+    lab.lab.fail("secondary")
+    try:
+        argv = [sys.executable, "-m", "drctl", "--config", str(config), "failback", "--yes",
+                "--deadline", "2"]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})
+        assert done.returncode == 4, done.stderr[-2000:]
+        err = " ".join(done.stderr.split())
+        assert "Could not read the failover markers in topic" in err and "'secondary'" in err
+        assert "No open incident" not in err
+    finally:
+        lab.lab.heal("secondary")
+
+
+def test_failback_refuses_while_producers_write_to_the_target(
+        restored: RunningLab, ns: str, tmp_path: Path) -> None:
+    """The order check reads the post-failover writes once: a producer still writing to the
+    secondary makes failback refuse (exit 3, the topic and its rate), before anything is
+    copied; stopped, failback goes on."""
+    lab = restored
+    topic = f"{ns}-busy"
+    create_topics(lab.primary, (topic,), 1)
+    _send(lab.primary, topic, 0, "base", 20)
+    wait_replicated(lab, topic, 20)
+    config = scoped_config(lab, ns, tmp_path)
+    status, out = run_json("--config", str(config), "failover", "--yes")
+    assert status == 0, out
+    stop = threading.Event()
+
+    def write() -> None:
+        producer = lab.secondary.producer()
+        i = 0
+        while not stop.is_set():
+            producer.produce(topic, key=b"k%d" % i, value=b"post", partition=0)
+            producer.poll(0)
+            i += 1
+            time.sleep(0.05)
+        producer.flush(30)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        status, out = run_json("--config", str(config), "failback", "--yes", "--settle", "2s")
+    finally:
+        stop.set()
+        writer.join()
+    assert status == 3, out
+    assert "failback:reconcile" not in (out.get("marker") or {}).get("steps", {})
+    status, out = run_json("--config", str(config), "failback", "--yes", "--settle", "2s")
+    assert status == 0, out
+
+
+def test_a_partition_without_checkpoint_is_named_by_failover_and_audited(
+        restored: RunningLab, ns: str, tmp_path: Path) -> None:
+    """With the primary gone, a group that committed on both partitions of a topic but was
+    checkpointed on one only (MirrorMaker 2 keeps no offset sync for an empty partition) is
+    named for the other (exit 3); failback's audit names the commit it had there."""
+    lab = restored
+    topic = f"{ns}-half"
+    group = f"{ns}-app"
+    create_topics(lab.primary, (topic,), 2)
+    _send(lab.primary, topic, 0, "r", 30)  # partition 1 stays empty
+    wait_replicated(lab, topic, 30)
+    commit_offsets(lab.primary, group, [TopicPartition(topic, 0, 30),
+                                        TopicPartition(topic, 1, 0)])
+    lab.wait_checkpointed(group, topic, {0: 30})
+    time.sleep(2.5)
+    lab.lab.fail("primary")
+    config = scoped_config(lab, ns, tmp_path)
+    status, out = run_json("--config", str(config), "failover", "--yes", "--groups",
+                           f"{ns}-.*", "--source-deadline", "2")
+    assert status == 3, out
+    [left] = [g for g in out["marker"]["left_behind"]["groups"] if g["group"] == group]
+    assert f"{lab.mirror(topic)}[1] (no checkpoint or snapshot)" in left["reason"], left
+    lab.lab.heal("primary")
+    status, out = run_json("--config", str(config), "failback", "--yes", "--groups",
+                           f"{ns}-.*")
+    assert status == 3, out
+    assert out["audit"]["totals"]["not_placed"] == 1, out["audit"]
+    [row] = [p for p in out["audit"]["positions"] if not p["placed"]]
+    assert (row["group"], row["partition"]) == (group, 1)
+
+
+def test_a_secondary_broker_restart_mid_failback_is_ridden_out(
+        restored: RunningLab, ns: str, tmp_path: Path) -> None:
+    """The secondary's broker is killed while failback runs and comes back 5 s later:
+    failback runs again from its last recorded step and ends exact (before: exit 1,
+    'unexpected ReadTimeout … please report it')."""
+    lab = restored
+    topic = f"{ns}-blip"
+    create_topics(lab.primary, (topic,), 2)
+    for p in (0, 1):
+        _send(lab.primary, topic, p, "base", 50)
+    wait_replicated(lab, topic, 100)
+    _stop_forward_quietly(lab)
+    for p in (0, 1):
+        _send(lab.primary, topic, p, "gap", 5)
+    config = scoped_config(lab, ns, tmp_path)
+    status, out = run_json("--config", str(config), "failover", "--yes")
+    assert status == 0, out
+    for p in (0, 1):
+        _send(lab.secondary, topic, p, "post", 5)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+    proc = subprocess.Popen([sys.executable, "-m", "drctl", "--config", str(config), "-o",
+                             "json", "failback", "--yes"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        err_lines: list[str] = []
+        for line in proc.stderr:  # kill the broker once the gap job runs
+            err_lines.append(line)
+            if "Gap analysis (Spark" in line:
+                break
+        lab.lab.fail("secondary")
+        time.sleep(5)
+        lab.lab.heal("secondary")
+        rest = proc.stderr.read()
+        out_text = proc.stdout.read() if proc.stdout else ""
+        proc.wait(timeout=900)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    err = "".join(err_lines) + rest
+    assert proc.returncode == 0, err[-4000:]
+    assert "please report" not in err
+    result = json.loads(out_text)
+    assert result["verification"]["ok"] is True
+    assert result["gap"]["safe"] == 10
+    primary = read_all(_clients(lab, "primary"), topic)
+    assert sorted(r.value for r in primary if r.value and r.value.startswith(b"post")) == \
+        sorted(b"post-v-%d" % i for i in range(5) for _ in (0, 1))
+
+
+def test_exact_translation_never_skips_past_a_copy_the_target_compacted_away(
+        lab: RunningLab, ns: str) -> None:
+    """The secondary's cleaner removed the copy of the record a group read last (a later
+    version of its key replicated after it). Exact translation used to place the group at
+    the target's end (skipping everything after); now it places it right after the last
+    record before that the target holds, and says at most how many it may read again."""
+    from tests.lab.test_gap_compacted import EAGER, set_configs, wait_for
+
+    topic = f"{ns}-cmp"
+    group = f"{ns}-reader"
+    create_topics(lab.primary, (topic,), 1, {"cleanup.policy": "compact"})
+    lab.wait_mirror_topic(topic)
+    set_configs(lab.secondary, topic, EAGER)
+    producer = lab.primary.producer()
+    for i in range(10):
+        producer.produce(topic, key=b"k%d" % i, value=b"v1", partition=0)
+    assert producer.flush(30) == 0
+    # The group read k0..k5 (offsets 0..5); then k5 gets a new version, and the topic rolls.
+    commit_offsets(lab.primary, group, [TopicPartition(topic, 0, 6)])
+    for _ in range(20):
+        producer.produce(topic, key=b"k5", value=b"v2", partition=0)
+        producer.produce(topic, key=b"filler", value=b"f", partition=0)
+        producer.flush(30)
+        time.sleep(0.3)
+    wait_replicated(lab, topic, 1)
+
+    def compacted() -> bool:
+        return not any(r.key == b"k5" and r.value == b"v1"
+                       for r in read_all(lab.secondary, topic))
+
+    wait_for("compaction of k5's first version on the secondary", compacted, 240)
+    on_target = read_all(lab.secondary, topic)
+    k6 = next(r for r in on_target if r.key == b"k6")
+    status, out = run_json("--config", str(lab.config_file), "translate-offsets", "--groups",
+                           group, "--method", "exact")
+    assert status == 0, out
+    [p] = [p for g in out["groups"] for p in g["partitions"]]
+    # Right after k4's copy: the first record the group has not read that survives is k6.
+    assert p["target_offset"] <= k6.offset, p
+    survivors_skipped = [r for r in on_target if p["target_offset"] > r.offset
+                         and r.key not in {b"k%d" % i for i in range(6)}]
+    assert not survivors_skipped, p
+    assert p["confidence"].startswith("walked-back") and p["max_redelivered"] >= 1, p
+    marks = watermarks(lab.secondary.admin(), [(topic, 0)])
+    assert p["target_offset"] < marks[(topic, 0)][1]  # not clamped to the end
+
+
+def test_a_topic_never_mirrored_is_reconciled_at_failback(
+        restored: RunningLab, ns: str, tmp_path: Path) -> None:
+    """A topic MirrorMaker 2 had not mirrored yet when the primary died (created after
+    replication broke; no inventory names it): failover cannot know it. Failback, with both
+    clusters up, finds it under the flow's filter, compares it in full and copies its safe
+    records to the secondary (before: 0 of 100 there, and no report named it)."""
+    lab = restored
+    kept, young = f"{ns}-kept", f"{ns}-young"
+    create_topics(lab.primary, (kept,), 1)
+    _send(lab.primary, kept, 0, "k", 10)
+    wait_replicated(lab, kept, 10)
+    _stop_forward_quietly(lab)
+    create_topics(lab.primary, (young,), 2)
+    for p in (0, 1):
+        _send(lab.primary, young, p, "y", 50)
+    lab.lab.fail("primary")
+    config = scoped_config(lab, ns, tmp_path)
+    status, out = run_json("--config", str(config), "failover", "--yes",
+                           "--source-deadline", "2")
+    assert status == 0, out
+    assert young not in out["marker"]["topics"]
+    lab.lab.heal("primary")
+    status, out = run_json("--config", str(config), "failback", "--yes")
+    assert status == 0, out
+    assert out["marker"]["steps"]["failback:unmirrored"]["result"]["topics"] == {young: young}
+    assert out["gap"]["safe"] == 100 and out["reconcile"]["copy_safe"]["copied"] == 100
+    on_secondary = read_all(lab.secondary, young)
+    assert sorted(r.value for r in on_secondary) == sorted(
+        b"y-v-%d" % i for i in range(50) for _ in (0, 1))
+
+
+def test_partitions_added_during_the_outage_are_carried_both_ways(
+        restored: RunningLab, ns: str, tmp_path: Path) -> None:
+    """`grown` got a partition on the primary after replication broke (its mirror never did):
+    its records are gap records, copied to the secondary's new partition. `busy` got a
+    partition on the secondary during the outage: its post-failover writes go back to the
+    primary's new partition, and the end-state check counts them (before: reconcile failed on
+    a partition the failover topic lacked, and the new target partition was ignored)."""
+    from confluent_kafka.admin import NewPartitions
+
+    lab = restored
+    grown, busy = f"{ns}-grown", f"{ns}-busy"
+    create_topics(lab.primary, (grown, busy), 2)
+    for topic in (grown, busy):
+        for p in (0, 1):
+            _send(lab.primary, topic, p, "base", 10)
+        wait_replicated(lab, topic, 20)
+    _stop_forward_quietly(lab)
+    for fut in lab.primary.admin().create_partitions([NewPartitions(grown, 3)]).values():
+        fut.result(30)
+    _send(lab.primary, grown, 2, "gap", 5)
+    lab.lab.fail("primary")
+    config = scoped_config(lab, ns, tmp_path)
+    status, out = run_json("--config", str(config), "failover", "--yes",
+                           "--source-deadline", "2")
+    assert status == 0, out
+    for fut in lab.secondary.admin().create_partitions([NewPartitions(busy, 3)]).values():
+        fut.result(30)
+    _send(lab.secondary, busy, 2, "post", 5)
+    lab.lab.heal("primary")
+    status, out = run_json("--config", str(config), "failback", "--yes")
+    assert status == 0, out
+    assert out["marker"]["steps"]["failback:partitions"]["result"]["grown"] == {grown: 3,
+                                                                               busy: 3}
+    assert out["gap"]["safe"] == 5 and out["reconcile"]["copy_safe"]["copied"] == 5
+    assert out["verification"]["ok"] is True and \
+        out["verification"]["totals"]["expected"] == 5, out["verification"]
+    assert sorted(r.value for r in read_all(lab.secondary, grown) if r.partition == 2) == \
+        sorted(b"gap-v-%d" % i for i in range(5))
+    back = [r.value for r in read_all(_clients(lab, "primary"), busy) if r.partition == 2]
+    assert sorted(back) == sorted(b"post-v-%d" % i for i in range(5))
