@@ -316,6 +316,11 @@ class Lab:
             "log.cleaner.threads=1",
             # Drills and tests wait for compaction: look for dirty logs every second, not 15.
             "log.cleaner.backoff.ms=1000",
+            # A broker killed and started again registers anew only once the controller has
+            # given up on its old session: 9 s by default, a third of every restart.
+            "broker.session.timeout.ms=2000",
+            "broker.heartbeat.interval.ms=500",
+            "num.recovery.threads.per.data.dir=2",
             "",
         ]))
         log_opts = self._log_config(dist, workdir, cluster)
@@ -379,7 +384,8 @@ class Lab:
             f"rest.advertised.port={port}",
             "connector.client.config.override.policy=All",
             "scheduled.rebalance.max.delay.ms=0",
-            "task.shutdown.graceful.timeout.ms=2000",
+            # A connector whose source is gone hangs in its stop until this runs out.
+            "task.shutdown.graceful.timeout.ms=1000",
             *(connect_worker_properties(self.credentials, port) if state.secure else []),
             "",
         ]))

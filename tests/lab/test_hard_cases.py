@@ -400,7 +400,8 @@ def test_partitions_added_during_the_outage_are_carried_both_ways(
     assert out["gap"]["safe"] == 5 and out["reconcile"]["copy_safe"]["copied"] == 5
     assert out["verification"]["ok"] is True and \
         out["verification"]["totals"]["expected"] == 5, out["verification"]
-    assert sorted(r.value for r in read_all(lab.secondary, grown) if r.partition == 2) == \
+    assert sorted(r.value for r in read_all(_clients(lab, "secondary"), grown)
+                  if r.partition == 2) == \
         sorted(b"gap-v-%d" % i for i in range(5))
     back = [r.value for r in read_all(_clients(lab, "primary"), busy) if r.partition == 2]
     assert sorted(back) == sorted(b"post-v-%d" % i for i in range(5))
