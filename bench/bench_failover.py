@@ -19,12 +19,12 @@ from pathlib import Path
 
 from bench.common import produce_keyed
 from drctl.config import StateSettings, load_config
+from drctl.context import OpsContext
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.groups import alter_offsets
 from drctl.kafka.offsets import watermarks
 from drctl.lab.lab import Lab, LabPorts
 from drctl.lab.workload import create_topics
-from drctl.ops.context import OpsContext
 from drctl.ops.failover import FailoverOptions, run_failover
 
 
@@ -64,9 +64,9 @@ def main() -> None:
             cfg = dataclasses.replace(config, state=state)
             lab.up(ports=LabPorts(b, b + 2, b + 4))  # connectors running again
             started = time.monotonic()
-            result = run_failover(OpsContext.from_config(cfg),
-                                  FailoverOptions(planned=planned, groups="bench-fo-.*"))
-            result.write_reports(cfg)
+            run_ctx = OpsContext.from_config(cfg)
+            result = run_failover(run_ctx, FailoverOptions(planned=planned, groups="bench-fo-.*"))
+            result.write_reports(run_ctx)
             elapsed = time.monotonic() - started
             summary = (result.translation or {}).get("summary", {})
             rows.append(("planned switchover" if planned else "failover (source reachable)",

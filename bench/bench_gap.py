@@ -30,6 +30,7 @@ from pathlib import Path
 from confluent_kafka import TopicPartition
 
 from drctl.config import load_config
+from drctl.context import OpsContext
 from drctl.gap.plan import GapScope
 from drctl.gap.planner import plan_gap_analysis
 from drctl.gap.result import SUMMARY_FILE
@@ -192,7 +193,8 @@ def main() -> int:
                     sampler = PeakRss()
                     sampler.start()
                     t0 = time.monotonic()
-                    plan = plan_gap_analysis(config, [topic], scope=GapScope(scope))
+                    plan = plan_gap_analysis(OpsContext.from_config(config), [topic],
+                                             scope=GapScope(scope))
                     planned = time.monotonic() - t0
                     with run_gap_analysis(plan, spark) as result:
                         took = time.monotonic() - t0

@@ -59,6 +59,7 @@ from bench.common import (
     wait,
 )
 from drctl.config import StateSettings, load_config
+from drctl.context import OpsContext
 from drctl.kafka.checkpoints import read_checkpoints
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.groups import alter_offsets_many, committed_offsets
@@ -66,7 +67,6 @@ from drctl.kafka.offsets import watermarks
 from drctl.kafka.records import read_all
 from drctl.lab.lab import Lab, LabPorts, LabState
 from drctl.ops.audit import audit_incident
-from drctl.ops.context import OpsContext
 from drctl.ops.failover import FailoverOptions, run_failover
 from drctl.translate.engine import TranslateRequest, translate_offsets
 from drctl.translate.model import TranslateMethod, TranslationReport
@@ -342,12 +342,11 @@ def bench_redelivery(lab: Lab, state: LabState, root: Path, setting: str, run_s:
     reports = {}
     log(f"{setting}: translating with the source down")
     for method in (TranslateMethod.CHECKPOINT, TranslateMethod.SNAPSHOT):
-        reports[str(method)] = translate_offsets(config, TranslateRequest(
+        reports[str(method)] = translate_offsets(OpsContext.from_config(config), TranslateRequest(
             "primary", "secondary", groups=f"{ns}-.*", method=method, source_deadline_s=2))
     fo_started = time.monotonic()
-    ctx = OpsContext.from_config(config)
-    result = run_failover(ctx, FailoverOptions(groups=f"{ns}-.*", source_deadline_s=2),
-                          notify=log)
+    ctx = OpsContext.from_config(config, log)
+    result = run_failover(ctx, FailoverOptions(groups=f"{ns}-.*", source_deadline_s=2))
     fo_s = time.monotonic() - fo_started
     applied = result.translation_report
     tps = [(topic, p) for p in range(PARTITIONS)]
@@ -490,7 +489,7 @@ def bench_failover(lab: Lab, state: LabState, root: Path, groups: int, records: 
                 apply=True))
             prof.dump_stats(profile)
         else:
-            report = translate_offsets(config, TranslateRequest(
+            report = translate_offsets(OpsContext.from_config(config), TranslateRequest(
                 "primary", "secondary", groups=f"{ns}-.*", method=TranslateMethod.EXACT,
                 apply=True))
         runs.append(time.monotonic() - started)
@@ -509,9 +508,9 @@ def bench_failover(lab: Lab, state: LabState, root: Path, groups: int, records: 
         lab.up(ports=state.ports)
         started = time.monotonic()
         try:
-            result = run_failover(OpsContext.from_config(run_config),
-                                  FailoverOptions(groups=f"{ns}-.*"), notify=log)
-            result.write_reports(run_config)
+            run_ctx = OpsContext.from_config(run_config, log)
+            result = run_failover(run_ctx, FailoverOptions(groups=f"{ns}-.*"))
+            result.write_reports(run_ctx)
             summary = (result.translation or {}).get("summary", {})
             note = (f"{summary.get('partitions')} positions, {summary.get('exact')} exact, "
                     f"{summary.get('applied')} groups applied")

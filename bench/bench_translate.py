@@ -22,6 +22,7 @@ from pathlib import Path
 
 from bench.common import produce_keyed, time_kafka_reset_to_datetime
 from drctl.config import load_config
+from drctl.context import OpsContext
 from drctl.kafka.checkpoints import read_checkpoints
 from drctl.kafka.groups import alter_offsets
 from drctl.kafka.offsets import watermarks
@@ -91,7 +92,7 @@ def main() -> None:
             runs = []
             for _ in range(args.repeat):
                 started = time.monotonic()
-                report = translate_offsets(config, TranslateRequest(
+                report = translate_offsets(OpsContext.from_config(config), TranslateRequest(
                     "primary", "secondary", groups="bench-g.*", method=TranslateMethod(method),
                     apply=apply))
                 runs.append(time.monotonic() - started)

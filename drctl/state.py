@@ -311,7 +311,10 @@ class MarkerStore:
                          "List incidents with `drctl status`.")
 
 
-def marker_store(config: Config, cluster: str | None) -> MarkerStore:
-    """The store for `config`: the local state dir, plus the state topic on `cluster`."""
-    clients = ClusterClients.for_cluster(config, cluster) if cluster else None
-    return MarkerStore(config.state.dir, config.state.topic, clients)
+def marker_store(config: Config, cluster: str | None,
+                 clients: ClusterClients | None = None) -> MarkerStore:
+    """The store for `config`: the local state dir, plus the state topic on `cluster`
+    (reached with `clients` when given)."""
+    if cluster and clients is None:
+        clients = ClusterClients.for_cluster(config, cluster)
+    return MarkerStore(config.state.dir, config.state.topic, clients if cluster else None)

@@ -8,9 +8,9 @@ import typer
 
 from drctl.cli.state import CURRENT, OutputOption
 from drctl.cli.views import render_audit
+from drctl.context import OpsContext
 from drctl.errors import ExitStatus
 from drctl.ops.audit import audit_incident
-from drctl.ops.context import OpsContext
 from drctl.terminal import OutputFormat
 
 
@@ -25,7 +25,7 @@ def audit_command(
     Exit 3 when a group was made to skip records."""
     config = CURRENT.config()
     term = CURRENT.terminal(output)
-    marker, found = audit_incident(OpsContext.from_config(config), incident, notify=term.step)
+    marker, found = audit_incident(OpsContext.from_config(config, term.step), incident)
     if term.json_mode:
         term.emit_json({"incident": marker.incident, **found})
     else:

@@ -11,9 +11,9 @@ from drctl.cli.confirm import confirm_or_abort
 from drctl.cli.durations import duration_option
 from drctl.cli.state import CURRENT, OutputOption
 from drctl.cli.views import render_audit, render_plan, render_translation
+from drctl.context import OpsContext
 from drctl.errors import ExitStatus
 from drctl.gap.plan import GapScope
-from drctl.ops.context import OpsContext
 from drctl.ops.failback import FailbackOptions, run_failback
 from drctl.ops.gap_step import gap_finder
 from drctl.ops.reconcile import ReconcileMode
@@ -69,8 +69,9 @@ def failback_command(
         confirm_or_abort(f"Fail back {rep.target} -> {rep.source} (reconcile: {reconcile})?",
                          yes=yes)
     finder = gap_finder(lookback, CURRENT.debug, scope, timeout_s=timeout)
-    result = run_failback(OpsContext.from_config(config), opts, finder, notify=term.step)
-    paths = result.write_reports(config, report_dir)
+    ctx = OpsContext.from_config(config, term.step)
+    result = run_failback(ctx, opts, finder)
+    paths = result.write_reports(ctx, report_dir)
     if term.json_mode:
         term.emit_json(result.as_dict(paths))
         if result.exit_status != ExitStatus.SUCCESS:

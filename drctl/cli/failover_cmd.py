@@ -11,7 +11,7 @@ from drctl.cli.confirm import confirm_or_abort, operator_confirms
 from drctl.cli.durations import duration_option
 from drctl.cli.state import CURRENT, OutputOption
 from drctl.cli.views import render_plan, render_translation
-from drctl.ops.context import OpsContext
+from drctl.context import OpsContext
 from drctl.ops.failover import FailoverOptions, describe_left_behind, run_failover
 from drctl.ops.fence import open_risks
 from drctl.terminal import OutputFormat
@@ -56,10 +56,11 @@ def failover_command(
     if not dry_run:
         confirm_or_abort(f"Fail over {rep.source} -> {rep.target} "
                          f"({'planned' if planned else 'unplanned'})?", yes=yes)
-    result = run_failover(OpsContext.from_config(config), opts, notify=term.step,
+    ctx = OpsContext.from_config(config, term.step)
+    result = run_failover(ctx, opts,
                           confirm=operator_confirms)
     marker = result.marker
-    paths = result.write_reports(config, report_dir)
+    paths = result.write_reports(ctx, report_dir)
     # On stderr in every output mode: the operator must not miss an unfenced replicator.
     fence = marker.fence
     if not dry_run and marker.replication_stop == "pending" and fence.get("state") == "fenced":

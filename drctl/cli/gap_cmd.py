@@ -14,7 +14,7 @@ import typer
 from drctl.cli.confirm import confirm_or_abort
 from drctl.cli.durations import duration_option
 from drctl.cli.state import CURRENT, OutputOption
-from drctl.config import Config
+from drctl.context import OpsContext
 from drctl.errors import ExitStatus, UsageError
 from drctl.gap.alignment import DEFAULT_MARGIN
 from drctl.gap.jars import resolve_connector
@@ -29,8 +29,7 @@ from drctl.gap.planner import (
 from drctl.gap.quarantine import quarantine_gap
 from drctl.gap.result import GapResult, scope_statement
 from drctl.gap.runner import note_shared_output, run_gap_analysis, spark_submit_command
-from drctl.kafka.clients import ClusterClients
-from drctl.state import FailoverMarker, marker_store
+from drctl.state import FailoverMarker
 from drctl.terminal import OutputFormat, Terminal
 from drctl.timeparse import parse_time_ms
 
@@ -100,7 +99,8 @@ def gap_analysis(
     f_start = (parse_offsets(failover_start, named, "--failover-start")
                if failover_start else None)
     failover_time = None
-    marker = None if (target_end or not use_marker) else _open_marker(config)
+    ctx = OpsContext.from_config(config, term.step)
+    marker = None if (target_end or not use_marker) else _open_marker(ctx)
     if marker is not None:
         # The failover marker pins F and where post-failover writes begin.
         term.step(f"Bounds from failover marker {marker.incident}")
@@ -119,7 +119,7 @@ def gap_analysis(
     bounds = bounds_from_marker(marker) if marker is not None else {
         "target_end": rekey(t_end, named, rep, "mirror"),
         "post_failover_start": rekey(f_start, named, rep, "failover")}
-    plan = plan_gap_analysis(config, named or None, **bounds, source_end=s_end, window=window,
+    plan = plan_gap_analysis(ctx, named or None, **bounds, source_end=s_end, window=window,
                              check_order=check_order, out_dir=out, scope=scope, margin=margin)
     if plan_out is not None:
         connector = resolve_connector(spark, notify=term.step)
@@ -143,7 +143,7 @@ def gap_analysis(
     with result:
         sent: dict[str, int] = {}
         if to_topic and result.has_gap:
-            sent = quarantine_gap(result, ClusterClients.for_cluster(config, rep.target),
+            sent = quarantine_gap(result, ctx.target,
                                   to_topic)
         if term.json_mode:
             data = result.as_dict()
@@ -259,7 +259,6 @@ def _say_scope(term: Terminal, result: GapResult) -> None:
             term.warn(f"{p['topic']}[{p['partition']}]: {scope_statement(p)}.")
 
 
-def _open_marker(config: Config) -> FailoverMarker | None:
-    rep = config.require_replication()
-    opened = marker_store(config, rep.target).open_markers(rep.source, rep.target)
+def _open_marker(ctx: OpsContext) -> FailoverMarker | None:
+    opened = ctx.store.open_markers(ctx.rep.source, ctx.rep.target)
     return opened[-1] if opened else None

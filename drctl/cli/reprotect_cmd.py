@@ -11,7 +11,7 @@ from drctl.cli.confirm import confirm_or_abort, operator_confirms
 from drctl.cli.durations import duration_option
 from drctl.cli.state import CURRENT, OutputOption
 from drctl.cli.views import render_plan
-from drctl.ops.context import OpsContext
+from drctl.context import OpsContext
 from drctl.ops.reprotect import ReprotectOptions, run_reprotect
 from drctl.terminal import OutputFormat
 
@@ -52,9 +52,10 @@ def reprotect_command(
     if not dry_run:
         confirm_or_abort(f"Retire the reverse flow {rep.target} -> {rep.source} and restart "
                          f"forward replication {rep.source} -> {rep.target}?", yes=yes)
-    result = run_reprotect(OpsContext.from_config(config), opts, notify=term.step,
+    ctx = OpsContext.from_config(config, term.step)
+    result = run_reprotect(ctx, opts,
                            confirm=operator_confirms)
-    paths = result.write_reports(config, report_dir)
+    paths = result.write_reports(ctx, report_dir)
     for line in result.forced:
         term.warn(f"--force: {line}")
     if term.json_mode:

@@ -8,7 +8,7 @@ import typer
 
 from drctl.cli.durations import duration_option
 from drctl.cli.state import CURRENT, OutputOption
-from drctl.ops.context import OpsContext
+from drctl.context import OpsContext
 from drctl.ops.status import collect_status, status_verdict
 from drctl.terminal import OutputFormat
 
@@ -29,7 +29,7 @@ def status_command(
     Connect worker refuses drctl (credentials or TLS)."""
     config = CURRENT.config()
     term = CURRENT.terminal(output)
-    st = collect_status(OpsContext.from_config(config), deadline, notify=term.step)
+    st = collect_status(OpsContext.from_config(config, term.step), deadline)
     verdict, why = status_verdict(st)
     if term.json_mode:
         term.emit_json(st)

@@ -9,8 +9,8 @@ import typer
 from drctl.cli.durations import duration_option
 from drctl.cli.state import CURRENT, OutputOption
 from drctl.cli.views import render_translation
+from drctl.context import OpsContext
 from drctl.errors import ExitStatus
-from drctl.kafka.clients import ClusterClients
 from drctl.terminal import OutputFormat
 from drctl.translate.engine import TranslateRequest, translate_offsets
 from drctl.translate.inventory import keep_inventory
@@ -45,11 +45,11 @@ def translate_offsets_command(
     rep = config.require_replication()
     req = TranslateRequest(source or rep.source, target or rep.target, groups, method, apply,
                            allow_rewind, max_scan, source_deadline)
-    report = translate_offsets(config, req, notify=term.step)
+    ctx = OpsContext.from_config(config, term.step)
+    report = translate_offsets(ctx, req)
     if report.source_reachable and (req.source, req.target) == (rep.source, rep.target):
         # Both clusters answer: keep what a failover needs should the source die.
-        term.step(keep_inventory(config, ClusterClients.for_cluster(config, rep.source),
-                                 ClusterClients.for_cluster(config, rep.target)).describe())
+        term.step(keep_inventory(config, ctx.source, ctx.target).describe())
     if term.json_mode:
         term.emit_json(report.as_dict())
     else:

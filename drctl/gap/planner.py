@@ -16,7 +16,8 @@ from typing import Any
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, ResourceType
 
-from drctl.config import Config, ReplicationSettings
+from drctl.config import ReplicationSettings
+from drctl.context import OpsContext
 from drctl.errors import CheckFailed, UsageError
 from drctl.gap.alignment import (
     DEFAULT_MARGIN,
@@ -30,7 +31,7 @@ from drctl.gap.plan import DIFF, IDENTITY, GapPlan, GapScope, PartitionOffsets, 
 from drctl.kafka.clients import ClusterClients, describe_with_retry
 from drctl.kafka.offsets import list_offsets
 from drctl.kafka.topics import is_internal_topic
-from drctl.replication.base import ReplicationKind, kind_for
+from drctl.replication.base import ReplicationKind
 from drctl.state import FailoverMarker
 
 TopicOffsets = Mapping[str, Mapping[int, int]]
@@ -60,7 +61,7 @@ def window_from(since_ms: int | None, lookback_ms: int | None,
 
 
 def plan_gap_analysis(
-    config: Config,
+    ctx: OpsContext,
     topics: Sequence[str] | None = None,
     *,
     target_end: TopicOffsets | None = None,
@@ -86,12 +87,11 @@ def plan_gap_analysis(
     `settled` (a failover marker's): below its source and target offsets the flow's last
     return to protection settled every record, so no comparison starts lower.
     """
-    rep = config.require_replication()
+    config, rep = ctx.config, ctx.rep
     # Before any network: a setting the Java client cannot take is a config error (exit 2).
     src_java, dst_java = (java_settings_for(config, rep.source),
                           java_settings_for(config, rep.target))
-    src = ClusterClients.for_cluster(config, rep.source)
-    dst = ClusterClients.for_cluster(config, rep.target)
+    src, dst = ctx.source, ctx.target
     policy = config.retry.with_deadline(30)
     for clients in (src, dst):
         describe_with_retry(clients, policy)
@@ -100,10 +100,9 @@ def plan_gap_analysis(
     dst_parts = _partitions(dst_admin)
     chosen = _choose_topics(rep, topics, src_parts, dst_parts)
     notes: list[str] = [*src_java.warnings, *dst_java.warnings]
-    kind = gap_kind(kind_for(rep))
-
-    replication = kind_for(rep)
-    upto = functools.cache(lambda: replication.replicated_upto(config))
+    replication = ctx.require_kind()
+    kind = gap_kind(replication)
+    upto = functools.cache(lambda: replication.replicated_upto(ctx))
     plans = []
     for topic in chosen:
         mirror = rep.mirror_topic(topic)

@@ -14,13 +14,10 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from drctl.config import Config
+from drctl.context import OpsContext
 from drctl.errors import UsageError
-from drctl.kafka.clients import ClusterClients
 from drctl.kafka.groups import committed_offsets
 from drctl.kafka.topics import TP
-from drctl.ops.context import OpsContext
-from drctl.progress import Notify
 from drctl.state import FailoverMarker
 from drctl.translate.engine import TranslateRequest, translate_offsets
 from drctl.translate.model import TranslateMethod
@@ -90,17 +87,16 @@ def applied_positions(marker: FailoverMarker) -> dict[tuple[str, str, int], dict
             for p, pos in parts.items()}
 
 
-def audit_failover(config: Config, marker: FailoverMarker,
-                   notify: Notify = lambda _: None) -> FailoverAudit:
-    rep = config.require_replication()
+def audit_failover(ctx: OpsContext, marker: FailoverMarker) -> FailoverAudit:
+    rep = ctx.rep
     applied = applied_positions(marker)
     audit = FailoverAudit()
     if not applied:
         audit.notes.append("No group positions were recorded at failover (none applied, or a "
                            "marker written by an older drctl): nothing to audit.")
         return audit
-    notify(f"Auditing {len(applied)} group position(s) applied at failover")
-    source = ClusterClients.for_cluster(config, rep.source)
+    ctx.notify(f"Auditing {len(applied)} group position(s) applied at failover")
+    source = ctx.source
     source_topic_of = {t: (rep.source_topic_of(t) or t) for _, t, _ in applied}
     commits = committed_offsets(source.admin(), sorted({g for g, _, _ in applied}))
     positions: dict[str, dict[TP, int]] = {}
@@ -108,7 +104,7 @@ def audit_failover(config: Config, marker: FailoverMarker,
         offset = commits.get(group, {}).get((source_topic_of[topic], partition))
         if offset is not None:
             positions.setdefault(group, {})[(source_topic_of[topic], partition)] = offset
-    report = translate_offsets(config, TranslateRequest(
+    report = translate_offsets(ctx, TranslateRequest(
         rep.source, rep.target, method=TranslateMethod.EXACT, positions=positions,
         target_ends=marker.failover_point or None))
     found = {(g.group, p.target_topic, p.partition): p for g in report.groups
@@ -156,8 +152,8 @@ def _not_placed(marker: FailoverMarker, commits: Mapping[str, Mapping[TP, int]],
     return out
 
 
-def audit_incident(ctx: OpsContext, incident: str | None,
-                   notify: Notify = lambda _: None) -> tuple[FailoverMarker, dict[str, Any]]:
+def audit_incident(ctx: OpsContext, incident: str | None
+                   ) -> tuple[FailoverMarker, dict[str, Any]]:
     """`drctl audit`: the audit failback recorded, or — while the incident is open and the
     source answers — a new one, recorded in the marker (failback then reuses it)."""
     rep = ctx.config.require_replication()
@@ -168,7 +164,7 @@ def audit_incident(ctx: OpsContext, incident: str | None,
     if marker.status != "open":
         raise UsageError(f"Incident {marker.incident} was closed without an audit, and the "
                          "groups' commits on the source have been replaced since.")
-    found = audit_failover(ctx.config, marker, notify).as_dict()
+    found = audit_failover(ctx, marker).as_dict()
     marker.record("failback:audit", found)
     store.save(marker)
     return marker, found

@@ -10,23 +10,22 @@ check, the return to protection) uses the same rule, so a record and its copy al
 
 from __future__ import annotations
 
-from drctl.config import Config
-from drctl.kafka.clients import ClusterClients
+from drctl.context import OpsContext
 from drctl.kafka.records import Record
 from drctl.kafka.topics import log_append_time_topics
 from drctl.state import FailoverMarker
 from drctl.translate.locate import record_fingerprint
 
 
-def timestamps_kept(config: Config, marker: FailoverMarker) -> bool:
+def timestamps_kept(ctx: OpsContext, marker: FailoverMarker) -> bool:
     """False when any source, mirror or failover topic of the incident — on either
     cluster — stamps records on append."""
-    rep = config.require_replication()
+    rep = ctx.rep
     names = {*marker.topics, *marker.topics.values(),
              *(rep.failover_topic(t) for t in marker.topics)}
     names |= {f"{rep.target_alias}.{rep.failover_topic(t)}" for t in marker.topics}
     for cluster in (rep.source, rep.target):
-        admin = ClusterClients.for_cluster(config, cluster).admin()
+        admin = ctx.clients(cluster).admin()
         if log_append_time_topics(admin, names):
             return False
     return True

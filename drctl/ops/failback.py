@@ -9,36 +9,32 @@ copying copies nothing twice).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from drctl.config import Config
+from drctl.context import OpsContext
 from drctl.errors import CheckFailed, ExitStatus, Unreachable, UsageError
 from drctl.faults import crash_point
 from drctl.kafka.clients import describe_with_retry
 from drctl.kafka.topics import ensure_topics, grow_topics
 from drctl.ops.audit import audit_by_group, audit_failover
-from drctl.ops.context import OpsContext
 from drctl.ops.fence import FENCED, lift_fence_after_stop, stop_behind_fence
+from drctl.ops.gap_step import GapFinder, GapOutcome
 from drctl.ops.late_copies import check_late_copies
 from drctl.ops.quiet import Ends, Writes
-from drctl.ops.reconcile import GapOutcome, ReconcileMode, reconcile
+from drctl.ops.reconcile import ReconcileMode, reconcile
 from drctl.ops.rerun import rerun_while_dropped
 from drctl.ops.reverse import copy_back, start_reverse_replication, wait_reverse_caught_up
 from drctl.ops.switchback import SwitchBack, switch_back
 from drctl.ops.verify import reverse_source_start, verify_end_state
-from drctl.progress import Notify
 from drctl.replication.base import FlowState
 from drctl.reports import write_report
 from drctl.state import FailoverMarker
 from drctl.timeparse import format_duration
 from drctl.translate.inventory import source_topics_in_scope
 from drctl.translate.model import TranslationReport
-
-# (config, marker, check_order, notify): the gap, classified when check_order is set.
-GapFinder = Callable[[Config, FailoverMarker, bool, Notify], GapOutcome]
 
 
 @dataclass(frozen=True)
@@ -125,11 +121,12 @@ class FailbackResult:
             return self.switch_back.as_dict()
         return {"summary": self.switch_back_summary} if self.switch_back_summary else None
 
-    def write_reports(self, config: Config, directory: Path | None = None) -> list[Path]:
+    def write_reports(self, ctx: OpsContext, directory: Path | None = None) -> list[Path]:
         """The failback report (default: STATE_DIR/reports); a dry run changed nothing and
         writes none."""
         if self.dry_run:
             return []
+        config = ctx.config
         context = {"marker": asdict(self.marker), "gap": self.gap,
                    "reconcile": self.reconcile, "reverse": self.reverse,
                    "verification": self.verification,
@@ -198,8 +195,7 @@ def _verified_from(gap: dict[str, Any]) -> dict[tuple[str, int], int]:
             for v in gap.get("verified", []) if v.get("verified_from") is not None}
 
 
-def take_in_unmirrored(ctx: OpsContext, marker: FailoverMarker, *, dry_run: bool,
-                       notify: Notify) -> dict[str, str]:
+def take_in_unmirrored(ctx: OpsContext, marker: FailoverMarker, *, dry_run: bool) -> dict[str, str]:
     """Source topics the flow's filter covers that the failover never had (the replicator had
     not mirrored them: a topic younger than its topic refresh, or one left behind): with both
     clusters up they are handled like any other gap — every record of theirs is unreplicated
@@ -214,7 +210,7 @@ def take_in_unmirrored(ctx: OpsContext, marker: FailoverMarker, *, dry_run: bool
     if not missing:
         return {}
     taken = {t: rep.mirror_topic(t) for t in missing}
-    notify(f"Never mirrored to {rep.target}, compared in full: {', '.join(taken)}")
+    ctx.notify(f"Never mirrored to {rep.target}, compared in full: {', '.join(taken)}")
     if dry_run:
         return taken
     wanted = {rep.mirror_topic(t): n for t, n in missing.items()}
@@ -232,8 +228,7 @@ def take_in_unmirrored(ctx: OpsContext, marker: FailoverMarker, *, dry_run: bool
     return taken
 
 
-def align_partitions(ctx: OpsContext, marker: FailoverMarker, *, dry_run: bool,
-                     notify: Notify) -> dict[str, Any]:
+def align_partitions(ctx: OpsContext, marker: FailoverMarker, *, dry_run: bool) -> dict[str, Any]:
     """Topics that grew during the outage. A source topic given partitions the mirror never
     got: every record of them is a gap record, and reconcile must be able to copy it; a
     failover topic given partitions on the target: their records are post-failover writes
@@ -261,7 +256,7 @@ def align_partitions(ctx: OpsContext, marker: FailoverMarker, *, dry_run: bool,
                           count(dst_meta, rep.failover_topic(t)))}
     if not growing:
         return {}
-    notify("Partitions added during the outage: "
+    ctx.notify("Partitions added during the outage: "
            + ", ".join(f"{t} to {n}" for t, n in sorted(growing.items())))
     if dry_run:
         return {"grown": growing}
@@ -282,12 +277,12 @@ def align_partitions(ctx: OpsContext, marker: FailoverMarker, *, dry_run: bool,
 
 
 def _target_quiet(ctx: OpsContext, marker: FailoverMarker, since: Ends, opts: FailbackOptions,
-                  notify: Notify, when: str) -> Ends:
+                  when: str) -> Ends:
     """Refuse (exit 3) when the target's failover topics took writes since `since` — waiting
     first until `settle_s` has passed — unless `--force`, which says what it lets pass."""
     wait = opts.settle_s - (time.monotonic() - since.at)
     if wait > 0:
-        notify(f"Checking that the target's failover topics stay quiet {when} "
+        ctx.notify(f"Checking that the target's failover topics stay quiet {when} "
                f"({format_duration(opts.settle_s)})")
         time.sleep(wait)
     now = Ends.read(ctx, marker)
@@ -304,7 +299,7 @@ def _target_quiet(ctx: OpsContext, marker: FailoverMarker, since: Ends, opts: Fa
             "copy, and failback's end-state check would count records still in flight.",
             f"Stop the producers on {rep.target} for the failback (they move to "
             f"{rep.source} after it), then run failback again; --force goes on and says so.")
-    notify(f"Warning (--force): {what}; writes after the order check are not classified")
+    ctx.notify(f"Warning (--force): {what}; writes after the order check are not classified")
     return now
 
 
@@ -319,8 +314,7 @@ def _marker_to_fail_back(ctx: OpsContext, incident: str | None) -> FailoverMarke
     return marker
 
 
-def preflight(ctx: OpsContext, marker: FailoverMarker, opts: FailbackOptions,
-              notify: Notify = lambda _: None) -> FlowState:
+def preflight(ctx: OpsContext, marker: FailoverMarker, opts: FailbackOptions) -> FlowState:
     config = ctx.config
     rep = config.require_replication()
     for name in (rep.target, rep.source):
@@ -331,11 +325,11 @@ def preflight(ctx: OpsContext, marker: FailoverMarker, opts: FailbackOptions,
             raise Unreachable(f"{exc.message} Failback needs both clusters.",
                               f"Bring '{name}' back first; the marker {marker.incident} waits.") \
                 from None
-    return _forward_not_copying(ctx, marker, opts, notify)
+    return _forward_not_copying(ctx, marker, opts)
 
 
-def _forward_not_copying(ctx: OpsContext, marker: FailoverMarker, opts: FailbackOptions,
-                         notify: Notify) -> FlowState:
+def _forward_not_copying(ctx: OpsContext, marker: FailoverMarker,
+                         opts: FailbackOptions) -> FlowState:
     """Refuse while forward replication copies. A component that copies nothing but is not
     confirmed stopped gets its stop again; if that does not confirm it, failback says what
     is wrong and goes on (no task can copy), recording the state in the marker."""
@@ -343,7 +337,7 @@ def _forward_not_copying(ctx: OpsContext, marker: FailoverMarker, opts: Failback
     kind = ctx.require_kind()
     forward = kind.forward_state(rep)
     if forward.unconfirmed and not forward.copying and not opts.dry_run:
-        notify("Forward replication is not confirmed stopped "
+        ctx.notify("Forward replication is not confirmed stopped "
                f"({forward.describe(forward.unconfirmed)}); issuing the stop again")
         forward = kind.restop_forward(rep, forward.unconfirmed)
     if forward.copying and stop_behind_fence(ctx, marker, dry_run=opts.dry_run):
@@ -366,7 +360,7 @@ def _forward_not_copying(ctx: OpsContext, marker: FailoverMarker, opts: Failback
     if forward.unconfirmed:
         again = ("although drctl issued its stop again" if forward.restopped
                  else "(a dry run does not issue its stop again)")
-        notify(f"Warning: {forward.describe(forward.unconfirmed)} {again}: it copies nothing "
+        ctx.notify(f"Warning: {forward.describe(forward.unconfirmed)} {again}: it copies nothing "
                "now, but it is not confirmed stopped. "
                f"{forward.unconfirmed_remedy}. Failback continues because no task can copy.")
     confirmed_now = forward.confirmed and marker.replication_stop == "pending"
@@ -378,22 +372,22 @@ def _forward_not_copying(ctx: OpsContext, marker: FailoverMarker, opts: Failback
     return forward
 
 
-def run_failback(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder, *,
-                 notify: Notify = lambda _: None) -> FailbackResult:
+def run_failback(ctx: OpsContext, opts: FailbackOptions,
+                 gap_finder: GapFinder) -> FailbackResult:
     """Failback (module docstring); a cluster that drops once it is under way makes it run
     again from the last step recorded, within `--timeout` (ops/rerun.py)."""
     rep = ctx.config.require_replication()
     under_way = [False]
 
     def once() -> FailbackResult:
-        return _failback_once(ctx, opts, gap_finder, notify, under_way)
+        return _failback_once(ctx, opts, gap_finder, under_way)
 
     return rerun_while_dropped(once, ctx, (rep.source, rep.target), opts.catch_up_deadline_s,
-                               "failback", notify, started=lambda: under_way[0])
+                               "failback", started=lambda: under_way[0])
 
 
 def _failback_once(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder,
-                   notify: Notify, under_way: list[bool]) -> FailbackResult:
+                   under_way: list[bool]) -> FailbackResult:
     config = ctx.config
     if opts.reconcile not in set(ReconcileMode):  # library callers may pass plain text
         raise UsageError(f"Unknown reconcile mode '{opts.reconcile}'.",
@@ -407,49 +401,49 @@ def _failback_once(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder
                             dry_run=opts.dry_run)
     if marker.done("failback"):
         # Done before: nothing is applied again; the result is what the marker recorded.
-        notify(f"Failback of incident {marker.incident} is done ({marker.phase}); next: "
+        ctx.notify(f"Failback of incident {marker.incident} is done ({marker.phase}); next: "
                f"`{result.next_command}`")
         return result.from_marker()
-    notify(f"Failback of incident {marker.incident}")
-    forward = preflight(ctx, marker, opts, notify)
+    ctx.notify(f"Failback of incident {marker.incident}")
+    forward = preflight(ctx, marker, opts)
     under_way[0] = True
     quiet_from = Ends.read(ctx, marker) if not marker.done("failback:reconcile") else None
     # Only now, with forward replication confirmed stopped, may the fence come off.
     if forward.unconfirmed and marker.fence.get("state") == FENCED:
-        notify(f"The replication fence stays: {forward.describe(forward.unconfirmed)} is not "
+        ctx.notify(f"The replication fence stays: {forward.describe(forward.unconfirmed)} is not "
                "confirmed stopped. Run failback again once it is (restart the Connect worker).")
     else:
-        lifted = lift_fence_after_stop(ctx, marker, dry_run=opts.dry_run, notify=notify)
+        lifted = lift_fence_after_stop(ctx, marker, dry_run=opts.dry_run)
         if lifted is not None:
             result.plan.append(lifted)
     if not opts.dry_run and not marker.done("failback:audit") and marker.groups:
         # Before anything commits on the source: the groups' commits there are the truth.
-        marker.record("failback:audit", audit_failover(config, marker, notify).as_dict())
+        marker.record("failback:audit", audit_failover(ctx, marker).as_dict())
         store.save(marker)
     if "failback:audit" in marker.steps:
         result.audit = marker.steps["failback:audit"].result
     out_dir = config.state.dir / "failback"
     if marker.stop_unconfirmed and not marker.done("failback:reconcile") and not opts.dry_run:
         # The stop is confirmed now (preflight): nothing more can come through.
-        check_late_copies(ctx, marker, True, notify)
+        check_late_copies(ctx, marker, True)
         store.save(marker)
 
     if not marker.done("failback:reconcile"):
-        taken = take_in_unmirrored(ctx, marker, dry_run=opts.dry_run, notify=notify)
+        taken = take_in_unmirrored(ctx, marker, dry_run=opts.dry_run)
         if taken:
             result.plan.append({"step": "unmirrored", "topics": taken})
-        grown = align_partitions(ctx, marker, dry_run=opts.dry_run, notify=notify)
+        grown = align_partitions(ctx, marker, dry_run=opts.dry_run)
         if grown:
             result.plan.append({"step": "partitions", **grown})
 
     gap: GapOutcome | None = None
     if not marker.done("failback:reconcile"):
         assert quiet_from is not None
-        settled = _target_quiet(ctx, marker, quiet_from, opts, notify, "before the gap "
+        settled = _target_quiet(ctx, marker, quiet_from, opts, "before the gap "
                                 "analysis")
-        gap = gap_finder(config, marker, opts.check_order, notify)
+        gap = gap_finder(ctx, marker, opts.check_order)
         # A write during the analysis: the order check did not see it.
-        _target_quiet(ctx, marker, settled, replace(opts, settle_s=0), notify,
+        _target_quiet(ctx, marker, settled, replace(opts, settle_s=0),
                       "during the gap analysis")
         result.gap = {**gap.summary, "check_order": opts.check_order, "safe": len(gap.safe),
                       "conflict": len(gap.conflict), "unkeyed": len(gap.unkeyed),
@@ -458,7 +452,7 @@ def _failback_once(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder
         if not opts.dry_run:
             marker.record("failback:gap", result.gap)
             store.save(marker)
-            result.reconcile = reconcile(mode, config, marker, gap, out_dir).as_dict()
+            result.reconcile = reconcile(mode, ctx, marker, gap, out_dir).as_dict()
             marker.record("failback:reconcile", result.reconcile)
             store.save(marker)
             crash_point("failback:reconcile")
@@ -473,12 +467,12 @@ def _failback_once(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder
             # the end-state check counts from there.
             if not marker.done("failback:reverse-source-start"):
                 marker.record("failback:reverse-source-start",
-                              {"offsets": reverse_source_start(config, marker)})
+                              {"offsets": reverse_source_start(ctx, marker)})
                 store.save(marker)
             source_start = _offsets(
                 marker.steps["failback:reverse-source-start"].result["offsets"])
-            copied_back = copy_back(config, marker, source_start, notify)
-            result.reverse = start_reverse_replication(config, kind, marker, out_dir, notify)
+            copied_back = copy_back(ctx, marker, source_start)
+            result.reverse = start_reverse_replication(ctx, marker, out_dir)
             result.reverse["source_start"] = source_start
             result.reverse["copied_back"] = copied_back
             marker.record("failback:reverse-replication", result.reverse)
@@ -490,9 +484,8 @@ def _failback_once(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder
     if not opts.dry_run and not marker.done("failback:caught-up"):
         carried = {}
         if kind.reverse_started_by_drctl:  # else the operator deploys it after failback
-            carried = wait_reverse_caught_up(config, marker,
-                                             deadline_s=opts.catch_up_deadline_s,
-                                             notify=notify)
+            carried = wait_reverse_caught_up(ctx, marker,
+                                             deadline_s=opts.catch_up_deadline_s)
         # With --force producers may still write: the end-state check then compares up to
         # what was carried when the reverse flow caught up. Otherwise every record counts.
         marker.record("failback:caught-up", {"carried": carried, "writes_allowed": opts.force})
@@ -506,8 +499,8 @@ def _failback_once(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder
             "Not checked: reverse replication is started by hand for this replication kind; "
             "compare the source with the failover topics once it has caught up."]}
     elif not opts.dry_run and not marker.done("failback:verify"):
-        notify("Checking what the source now holds against what it should hold")
-        state = verify_end_state(config, marker, _offsets(result.reverse.get("source_start")),
+        ctx.notify("Checking what the source now holds against what it should hold")
+        state = verify_end_state(ctx, marker, _offsets(result.reverse.get("source_start")),
                                  originals_from=_verified_from(result.gap),
                                  carried=_carried_if_writes_allowed(marker))
         result.verification = state.as_dict()
@@ -526,8 +519,8 @@ def _failback_once(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder
         moved = frozenset(earlier.result.get("moved_groups", [])) if earlier else frozenset()
         not_copied = marker.steps["failback:reconcile"].result.get("not_copied", {}) \
             if "failback:reconcile" in marker.steps else {}
-        sb = switch_back(config, marker, not_copied, groups=opts.groups,
-                         apply=not opts.dry_run, done_groups=moved, notify=notify)
+        sb = switch_back(ctx, marker, not_copied, groups=opts.groups,
+                         apply=not opts.dry_run, done_groups=moved)
         result.switch_back = sb
         if sb.translation is not None:
             result.translation = sb.translation.as_dict()

@@ -12,18 +12,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from drctl.config import Config, ReplicationSettings
+from drctl.config import ReplicationSettings
+from drctl.context import OpsContext
 from drctl.errors import CheckFailed, ExitStatus, Unreachable, UsageError
 from drctl.faults import crash_point
-from drctl.kafka.clients import ClusterClients, describe_with_retry
+from drctl.kafka.clients import describe_with_retry
 from drctl.kafka.groups import group_states, list_groups
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.topics import ensure_topics, is_internal_topic, log_append_time_topics
 from drctl.ops.catch_up import catch_up_timed_out, describe_left, records_left
-from drctl.ops.context import OpsContext
 from drctl.ops.fence import FENCED, UNFENCED, fence_topics, fence_unconfirmed_stop, open_risks
 from drctl.ops.late_copies import check_late_copies
-from drctl.progress import Notify, Ticker
+from drctl.progress import Ticker
 from drctl.replication.base import Confirm
 from drctl.reports import write_report
 from drctl.state import FailoverMarker, MarkerStore, Offsets
@@ -67,13 +67,14 @@ class FailoverResult:
         """A topic or group failover could not take along is a check that did not hold."""
         return ExitStatus.CHECK_FAILED if self.marker.left_behind else ExitStatus.SUCCESS
 
-    def write_reports(self, config: Config, directory: Path | None = None) -> list[Path]:
+    def write_reports(self, ctx: OpsContext, directory: Path | None = None) -> list[Path]:
         """The failover report (default: STATE_DIR/reports); a dry run changed nothing and
         writes none."""
         if self.dry_run:
             return []
+        config = ctx.config
         return write_report(directory or (config.state.dir / "reports"), self.marker.incident,
-                            report_context(config, self.marker), "failover-report",
+                            report_context(ctx, self.marker), "failover-report",
                             config.redactor)
 
     def as_dict(self, reports: Sequence[Path] = ()) -> dict[str, Any]:
@@ -189,13 +190,13 @@ def _applied_positions(group: GroupResult) -> dict[str, dict[str, dict[str, Any]
     return out
 
 
-def preflight(ctx: OpsContext, opts: FailoverOptions, notify: Notify) -> dict[str, Any]:
+def preflight(ctx: OpsContext, opts: FailoverOptions) -> dict[str, Any]:
     config = ctx.config
     rep = config.require_replication()
     src = ctx.clients(rep.source)
     dst = ctx.clients(rep.target)
     policy = config.retry.with_deadline(opts.source_deadline_s)
-    notify(f"Preflight: {rep.target} must be reachable")
+    ctx.notify(f"Preflight: {rep.target} must be reachable")
     target_info = describe_with_retry(dst, policy)
     try:
         describe_with_retry(src, policy)
@@ -244,18 +245,18 @@ def preflight(ctx: OpsContext, opts: FailoverOptions, notify: Notify) -> dict[st
                            "active_groups_on_target": active}
     if unmirrored:
         out["unmirrored"] = unmirrored
-        notify(f"Not mirrored on {rep.target}, left behind: {', '.join(unmirrored)}")
+        ctx.notify(f"Not mirrored on {rep.target}, left behind: {', '.join(unmirrored)}")
     if source_up and not opts.dry_run:
         # Should this failover stop half-way and the source die, the next run still knows
         # every topic and group it had.
         inventory = keep_inventory(config, src, dst)
-        notify(inventory.describe())
+        ctx.notify(inventory.describe())
         out["inventory"] = inventory.as_dict()
     return out
 
 
 def _wait_quiet_and_caught_up(ctx: OpsContext, topics: dict[str, str], opts: FailoverOptions,
-                              notify: Notify) -> dict[str, int]:
+                              ) -> dict[str, int]:
     """Planned switchover: producers are stopped; wait for the source to stop moving and for
     replication to copy its last record of every partition."""
     rep = ctx.config.require_replication()
@@ -263,7 +264,7 @@ def _wait_quiet_and_caught_up(ctx: OpsContext, topics: dict[str, str], opts: Fai
     dst = ctx.clients(rep.target)
     src_admin, dst_admin = src.admin(), dst.admin()
     src_tps = sorted((t, p) for t in topics for p in range(_partitions(src_admin, t)))
-    notify("Waiting for the source's end offsets to stop moving (producers stopped?)")
+    ctx.notify("Waiting for the source's end offsets to stop moving (producers stopped?)")
     before = watermarks(src_admin, src_tps)
     end = time.monotonic() + opts.catch_up_deadline_s
     while True:
@@ -276,7 +277,7 @@ def _wait_quiet_and_caught_up(ctx: OpsContext, topics: dict[str, str], opts: Fai
                               f"{format_duration(opts.catch_up_deadline_s)}.",
                               "Stop the producers first, or run an unplanned failover.")
         before = after
-    notify("Waiting for replication to catch up")
+    ctx.notify("Waiting for replication to catch up")
     dst_tps = [(topics[t], p) for t, p in src_tps]
     a = Side.of(src, src_admin, after)
     dst_append = log_append_time_topics(dst_admin, {t for t, _ in dst_tps})
@@ -299,7 +300,7 @@ def _wait_quiet_and_caught_up(ctx: OpsContext, topics: dict[str, str], opts: Fai
                     "Replication", opts.catch_up_deadline_s, left,
                     "Check the replicator; run failover --planned again with a longer "
                     "--timeout, or run an unplanned failover.")
-            notify(f"Catch-up: {describe_left(left)}")
+            ctx.notify(f"Catch-up: {describe_left(left)}")
         time.sleep(1)
 
 
@@ -331,7 +332,7 @@ def _ensure_failover_topics(ctx: OpsContext, topics: dict[str, str],
     return ensure_topics(admin, wanted)
 
 
-def run_failover(ctx: OpsContext, opts: FailoverOptions, *, notify: Notify = lambda _: None,
+def run_failover(ctx: OpsContext, opts: FailoverOptions, *,
                  confirm: Confirm | None = None) -> FailoverResult:
     config = ctx.config
     rep = config.require_replication()
@@ -340,16 +341,16 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *, notify: Notify = lam
     marker, superseded = incident_to_continue(store, rep, opts)
     if superseded and not opts.dry_run:
         for old in superseded:
-            notify(f"Incident {old.incident} ({old.phase}) is superseded by "
+            ctx.notify(f"Incident {old.incident} ({old.phase}) is superseded by "
                    f"{marker.incident} and closed without finishing")
             old.record("superseded", {"by": marker.incident, "phase": old.phase.value})
             old.status = "closed"
             store.save(old)
     result = FailoverResult(marker, opts.dry_run, resumed=bool(marker.steps))
     if result.resumed:
-        notify(f"Continuing incident {marker.incident} (done: {', '.join(marker.steps)})")
+        ctx.notify(f"Continuing incident {marker.incident} (done: {', '.join(marker.steps)})")
 
-    pre = preflight(ctx, opts, notify)
+    pre = preflight(ctx, opts)
     result.preflight = pre
     topics: dict[str, str] = marker.topics or pre["topics"]
     plan = result.plan
@@ -358,7 +359,7 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *, notify: Notify = lam
     if opts.planned and not marker.done("catch-up"):
         plan.append({"step": "catch-up", "action": "wait for quiet source and zero lag"})
         if not opts.dry_run:
-            caught = _wait_quiet_and_caught_up(ctx, topics, opts, notify)
+            caught = _wait_quiet_and_caught_up(ctx, topics, opts)
             marker.record("catch-up", {"source_end": caught})
             store.save(marker)
             crash_point("catch-up")
@@ -368,7 +369,7 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *, notify: Notify = lam
     if not marker.done("stop-replication") or marker.replication_stop == "pending":
         plan.append({"step": "stop-replication", "connectors": list(rep.connect.connectors)})
         if not opts.dry_run:
-            notify("Stopping replication into the target")
+            ctx.notify("Stopping replication into the target")
             outcome = kind.stop_forward(rep, confirm=confirm)
             marker.replication_stop = outcome.state
             marker.stopped_connectors = outcome.connectors
@@ -379,7 +380,7 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *, notify: Notify = lam
             store.save(marker)
             crash_point("stop-replication")
     elif marker.replication_stop == "stopped" and marker.stopped_connectors:
-        reissued = _stop_still_holds(ctx, marker, opts.dry_run, notify)
+        reissued = _stop_still_holds(ctx, marker, opts.dry_run)
         if reissued:
             plan.append({"step": "stop-replication", "reissue": reissued})
 
@@ -390,7 +391,7 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *, notify: Notify = lam
                          "when": "the stop is not confirmed (Connect unreachable)",
                          "principal": rep.principal, "topics": fence_topics(rep, topics)})
     else:
-        fence_unconfirmed_stop(ctx, marker, topics, notify)
+        fence_unconfirmed_stop(ctx, marker, topics)
         if marker.fence.get("state") in (FENCED, UNFENCED):  # a fence was needed
             marker.record("fence-replication", marker.fence)
             store.save(marker)
@@ -423,18 +424,18 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *, notify: Notify = lam
     # 3b. A stop that was pending is confirmed now: what came through meanwhile?
     if (marker.stop_unconfirmed and marker.replication_stop == "stopped"
             and marker.failover_point and not opts.dry_run):
-        check_late_copies(ctx, marker, pre["source_reachable"], notify)
+        check_late_copies(ctx, marker, pre["source_reachable"])
         store.save(marker)
 
     # 4. Group offsets.
     if not marker.done("translate-offsets"):
-        notify("Translating consumer-group offsets")
-        report = translate_offsets(config, TranslateRequest(
+        ctx.notify("Translating consumer-group offsets")
+        report = translate_offsets(ctx, TranslateRequest(
             rep.source, rep.target, groups=opts.groups, method=opts.method,
             apply=not opts.dry_run, source_deadline_s=opts.source_deadline_s,
             # No group read past F: records after it are post-failover writes (a re-run
             # after a crash finds some).
-            target_ends=marker.failover_point or None), notify=notify)
+            target_ends=marker.failover_point or None))
         result.translation = report.as_dict()
         result.translation_report = report
         plan.append({"step": "translate-offsets", "summary": report.summary()})
@@ -528,7 +529,7 @@ def settled_by_last_return(store: MarkerStore, marker: FailoverMarker) -> dict[s
 
 
 def _stop_still_holds(ctx: OpsContext, marker: FailoverMarker, dry_run: bool,
-                      notify: Notify) -> list[str]:
+                      ) -> list[str]:
     """A stop recorded as done can come undone (a restart of the Kafka cluster holding the
     Connect worker's topics leaves connectors UNASSIGNED; a restored worker runs them): read
     the connectors again and re-issue the stop where it no longer holds. Returns those."""
@@ -539,12 +540,12 @@ def _stop_still_holds(ctx: OpsContext, marker: FailoverMarker, dry_run: bool,
     if not found.readable or not loose:
         return []
     if dry_run:
-        notify(f"The recorded stop no longer holds ({found.describe(loose)}); a run would "
+        ctx.notify(f"The recorded stop no longer holds ({found.describe(loose)}); a run would "
                "issue it again")
         return loose
-    notify(f"The recorded stop no longer holds ({found.describe(loose)}); issuing it again")
+    ctx.notify(f"The recorded stop no longer holds ({found.describe(loose)}); issuing it again")
     if found.copying:
-        notify(f"Warning: {found.describe(found.copying)}: it may have copied source records "
+        ctx.notify(f"Warning: {found.describe(found.copying)}: it may have copied source records "
                "into the target after the failover point.")
         marker.stop_unconfirmed = True  # count its late copies once the stop holds again
     now = kind.restop_forward(rep, loose)
@@ -553,7 +554,7 @@ def _stop_still_holds(ctx: OpsContext, marker: FailoverMarker, dry_run: bool,
                           "Check the Connect worker's log, stop the connectors, and run "
                           "failover again.")
     if now.unconfirmed:
-        notify(f"Warning: {now.describe(now.unconfirmed)} after the stop was issued again: it "
+        ctx.notify(f"Warning: {now.describe(now.unconfirmed)} after the stop was issued again: it "
                f"copies nothing now, but it is not confirmed stopped. {now.unconfirmed_remedy}.")
     marker.record("stop-replication", {**marker.steps["stop-replication"].result,
                                        "reissued": {"found": found.components,
@@ -562,14 +563,13 @@ def _stop_still_holds(ctx: OpsContext, marker: FailoverMarker, dry_run: bool,
     return loose
 
 
-def estimate_unreplicated(config: Config, marker: FailoverMarker) -> list[dict[str, Any]] | None:
+def estimate_unreplicated(ctx: OpsContext, marker: FailoverMarker
+                          ) -> list[dict[str, Any]] | None:
     """Per partition: the visible source records after the one the target holds last (capped
     at a million per partition); None when the source is gone."""
     if not marker.source_end:
         return None
-    rep = config.require_replication()
-    src = ClusterClients.for_cluster(config, rep.source)
-    dst = ClusterClients.for_cluster(config, rep.target)
+    src, dst = ctx.source, ctx.target
     try:
         src_admin, dst_admin = src.admin(), dst.admin()
         src_tps = [(t, p) for t, parts in marker.source_end.items() for p in parts]
@@ -602,10 +602,10 @@ def estimate_unreplicated(config: Config, marker: FailoverMarker) -> list[dict[s
             for (t, p), recs in zip(src_tps, counts, strict=True)]
 
 
-def report_context(config: Config, marker: FailoverMarker) -> dict[str, Any]:
+def report_context(ctx: OpsContext, marker: FailoverMarker) -> dict[str, Any]:
     from datetime import UTC, datetime
 
-    rep = config.require_replication()
+    config, rep = ctx.config, ctx.rep
     when = (datetime.fromtimestamp(marker.failover_time_ms / 1000, UTC).isoformat(
         timespec="seconds") if marker.failover_time_ms else "not yet")
     return {
@@ -613,7 +613,7 @@ def report_context(config: Config, marker: FailoverMarker) -> dict[str, Any]:
         "failover_time": when,
         "open_risks": open_risks(marker),
         "left_behind": describe_left_behind(marker),
-        "unreplicated": estimate_unreplicated(config, marker),
+        "unreplicated": estimate_unreplicated(ctx, marker),
         "source_bootstrap": config.cluster(rep.source)["bootstrap.servers"],
         "target_bootstrap": config.cluster(rep.target)["bootstrap.servers"],
         "failover_topics": {t: rep.failover_topic(t) for t in marker.topics},

@@ -15,10 +15,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from drctl.config import ReplicationSettings
+from drctl.context import OpsContext
 from drctl.errors import CheckFailed, DrctlError
 from drctl.kafka.acls import AclOutcome, FenceResult, fence, lift_fence
-from drctl.ops.context import OpsContext
-from drctl.progress import Notify
 from drctl.state import FailoverMarker
 
 FENCED, UNFENCED, NOT_NEEDED, LIFTED = "fenced", "unfenced", "not-needed", "lifted"
@@ -78,8 +77,8 @@ def open_risks(marker: FailoverMarker) -> list[str]:
             f"behind the post-failover writes. {fence_advice(marker.fence)}"]
 
 
-def fence_unconfirmed_stop(ctx: OpsContext, marker: FailoverMarker, topics: dict[str, str],
-                           notify: Notify) -> None:
+def fence_unconfirmed_stop(ctx: OpsContext, marker: FailoverMarker,
+                           topics: dict[str, str]) -> None:
     """Failover, after the stop step: fence on the target when the stop is pending (again on
     every re-run: idempotent, and it retries an earlier "unfenced"); a confirmed stop needs
     none, and a fence already set stays until failback (the replicator came back once)."""
@@ -94,7 +93,7 @@ def fence_unconfirmed_stop(ctx: OpsContext, marker: FailoverMarker, topics: dict
         marker.fence = unfenced_record(None, names, NO_PRINCIPAL,
                                        "replication.principal is not configured")
         return
-    notify(f"Fencing replication on {rep.target}: DENY WRITE for {rep.principal} on "
+    ctx.notify(f"Fencing replication on {rep.target}: DENY WRITE for {rep.principal} on "
            f"{len(names)} topic(s)")
     try:
         result = fence(ctx.clients(rep.target).admin(), rep.principal, names)
@@ -123,8 +122,8 @@ def stop_behind_fence(ctx: OpsContext, marker: FailoverMarker, *, dry_run: bool)
     return outcome.state == "stopped"
 
 
-def lift_fence_after_stop(ctx: OpsContext, marker: FailoverMarker, *, dry_run: bool,
-                          notify: Notify) -> dict[str, Any] | None:
+def lift_fence_after_stop(ctx: OpsContext, marker: FailoverMarker, *,
+                          dry_run: bool) -> dict[str, Any] | None:
     """Failback, after its preflight confirmed the stop: remove the fence (once; a re-run
     finds it lifted). Returns the plan entry, or None when there is no fence."""
     if marker.fence.get("state") != FENCED:
@@ -134,7 +133,7 @@ def lift_fence_after_stop(ctx: OpsContext, marker: FailoverMarker, *, dry_run: b
     step = {"step": "lift-fence", "principal": principal, "topics": topics}
     if dry_run:
         return step
-    notify(f"Lifting the replication fence on {rep.target} ({len(topics)} topic(s))")
+    ctx.notify(f"Lifting the replication fence on {rep.target} ({len(topics)} topic(s))")
     result = lift_fence(ctx.clients(rep.target).admin(), principal, topics)
     if not result.done:
         raise CheckFailed(f"The replication fence on {rep.target} could not be lifted: "

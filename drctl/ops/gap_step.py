@@ -6,20 +6,39 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from drctl.config import Config
+from drctl.context import OpsContext
 from drctl.errors import Unreachable
 from drctl.gap.plan import GapScope
 from drctl.kafka.records import Record
-from drctl.ops.failback import GapFinder
-from drctl.ops.reconcile import GapOutcome
 from drctl.progress import Notify, Ticker
 from drctl.retry import RetriesExhausted, RetryPolicy, retry_call
 from drctl.state import FailoverMarker
 from drctl.timeparse import format_duration
 
 T = TypeVar("T")
+
+
+@dataclass
+class GapOutcome:
+    """What the gap analysis found, classified (docs/design.md §5); without the order check
+    (`--no-check-order`) every record is `unclassified`, and none counts as safe."""
+
+    safe: list[Record] = field(default_factory=list)
+    conflict: list[Record] = field(default_factory=list)
+    unkeyed: list[Record] = field(default_factory=list)
+    unclassified: list[Record] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return len(self.safe) + len(self.conflict) + len(self.unkeyed) + len(self.unclassified)
+
+
+# (context, marker, check_order): the gap, classified when check_order is set.
+GapFinder = Callable[[OpsContext, FailoverMarker, bool], GapOutcome]
 
 
 def _as_record(rec: object) -> Record:
@@ -83,8 +102,7 @@ def gap_finder(lookback_s: float | None = None, debug: bool = False,
                scope: GapScope = GapScope.TAIL, *, timeout_s: float = 1800.0) -> GapFinder:
     """No time window unless one is given: the proven tail (gap/alignment.py) decides where
     each partition's comparison starts, however long before the failover replication broke."""
-    def find_gap(config: Config, marker: FailoverMarker, check_order: bool,
-                 notify: Notify) -> GapOutcome:
+    def find_gap(ctx: OpsContext, marker: FailoverMarker, check_order: bool) -> GapOutcome:
         from drctl.gap.planner import (
             Window,
             bounds_from_marker,
@@ -94,13 +112,13 @@ def gap_finder(lookback_s: float | None = None, debug: bool = False,
         from drctl.gap.result import lost_to_retention, scope_statement
         from drctl.gap.runner import run_gap_analysis
 
-        rep = config.require_replication()
+        config, rep, notify = ctx.config, ctx.rep, ctx.notify
         window = (Window() if lookback_s is None
                   else window_from(None, int(lookback_s * 1000), marker.failover_time_ms))
         if scope == GapScope.TAIL:
             notify("Proving where replication stopped in each partition")
         plan = plan_gap_analysis(
-            config, sorted(marker.topics), **bounds_from_marker(marker), window=window,
+            ctx, sorted(marker.topics), **bounds_from_marker(marker), window=window,
             check_order=check_order, scope=scope,
             out_dir=config.state.dir / "gap" / marker.incident)
         notify(f"Gap analysis (Spark, {config.spark.master}) of {len(marker.topics)} topic(s)")

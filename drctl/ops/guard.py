@@ -20,6 +20,7 @@ from typing import Any
 from confluent_kafka import Producer
 
 from drctl.config import Config
+from drctl.context import OpsContext
 from drctl.errors import DrctlError
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.groups import committed_offsets, list_groups
@@ -61,7 +62,7 @@ class Guard:
     topic_ready: bool = False
     # Kept between rounds, so a round does not pay for new connections (and a producer id);
     # dropped after a failed round: a restarted broker wants fresh metadata.
-    _clients: tuple[ClusterClients, ClusterClients] | None = field(default=None, repr=False)
+    _ctx: OpsContext | None = field(default=None, repr=False)
     _producer: Producer | None = field(default=None, repr=False)
 
     def run_round(self) -> RoundResult:
@@ -75,17 +76,16 @@ class Guard:
         except Exception as exc:  # noqa: BLE001 - a client error must not end the guard
             result.error = f"{type(exc).__name__}: {exc}"
         if result.error:
-            self._clients = self._producer = None
+            self._ctx = self._producer = None
         result.seconds = round(time.monotonic() - started, 3)
         return result
 
     def _round(self, result: RoundResult) -> None:
         config = self.config
         rep = config.require_replication()
-        if self._clients is None:
-            self._clients = (ClusterClients.for_cluster(config, rep.source),
-                             ClusterClients.for_cluster(config, rep.target))
-        src, dst = self._clients
+        if self._ctx is None:
+            self._ctx = OpsContext.from_config(config)
+        src, dst = self._ctx.source, self._ctx.target
         if not self.topic_ready:
             ensure_snapshot_topic(dst, config.state.snapshots_topic)
             self.topic_ready = True
@@ -125,7 +125,8 @@ class Guard:
         rep = config.require_replication()
         snaps: list[OffsetSnapshot] = []
         done: list[tuple[tuple[str, TP], int]] = []
-        report = translate_offsets(config, TranslateRequest(
+        assert self._ctx is not None
+        report = translate_offsets(self._ctx, TranslateRequest(
             rep.source, rep.target, method=TranslateMethod.EXACT, positions=moved,
             source_deadline_s=15.0))
         for g in report.groups:

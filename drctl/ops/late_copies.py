@@ -25,17 +25,14 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from drctl.config import Config
+from drctl.context import OpsContext
 from drctl.fingerprint import is_reconciled
 from drctl.gap.alignment import DEFAULT_MARGIN, prove_tails
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.offsets import offset_runs, watermarks
 from drctl.kafka.records import Record, read_ranges, stream_ranges
 from drctl.kafka.topics import TP
-from drctl.ops.context import OpsContext
 from drctl.ops.copies import copy_fingerprint, timestamps_kept
-from drctl.progress import Notify
-from drctl.replication.base import ReplicationKind
 from drctl.state import FailoverMarker
 from drctl.translate.locate import timestamp_offsets
 
@@ -101,17 +98,14 @@ class LateCopies:
                    notes=list(raw.get("notes", [])))
 
 
-def find_late_copies(config: Config, kind: ReplicationKind, marker: FailoverMarker, *,
-                     margin: int = DEFAULT_MARGIN,
-                     notify: Notify = lambda _: None) -> LateCopies:
+def find_late_copies(ctx: OpsContext, marker: FailoverMarker, *,
+                     margin: int = DEFAULT_MARGIN) -> LateCopies:
     """Look at every mirror topic partition past F (see the module docstring). Needs both
     clusters."""
-    rep = config.require_replication()
-    src = ClusterClients.for_cluster(config, rep.source)
-    dst = ClusterClients.for_cluster(config, rep.target)
+    rep, src, dst, kind = ctx.rep, ctx.source, ctx.target, ctx.require_kind()
     src_admin, dst_admin = src.admin(), dst.admin()
     found = LateCopies(checked_at_ms=int(time.time() * 1000))
-    notify("Looking for records the replicator copied after the failover point")
+    ctx.notify("Looking for records the replicator copied after the failover point")
     source_ranges: dict[TP, tuple[int, int]] = {}
     before_ranges: dict[TP, tuple[int, int]] = {}
     after_ranges: dict[TP, tuple[int, int]] = {}
@@ -141,7 +135,7 @@ def find_late_copies(config: Config, kind: ReplicationKind, marker: FailoverMark
                                    f"({tails[p].reason}).")
     if not after_ranges:
         return found
-    keep = timestamps_kept(config, marker)
+    keep = timestamps_kept(ctx, marker)
     source_fps = _fingerprints(src, source_ranges, keep)
     before_fps = _fingerprints(dst, before_ranges, keep)
     after = _records(dst, after_ranges)
@@ -231,18 +225,18 @@ def _show_key(key: bytes) -> str:
 
 
 def check_late_copies(ctx: OpsContext, marker: FailoverMarker, source_reachable: bool,
-                      notify: Notify = lambda _: None) -> dict[str, Any]:
+                      ) -> dict[str, Any]:
     """Once a pending stop is confirmed: find what came through, record it in the marker
     (the caller saves it) and say it. Without the source nothing can be matched: noted."""
     if not source_reachable:
         marker.late_copies = {"total": None, "notes": [
             f"Not checked: '{marker.source}' is unreachable; failback checks again."]}
         return marker.late_copies
-    found = find_late_copies(ctx.config, ctx.require_kind(), marker, notify=notify)
+    found = find_late_copies(ctx, marker)
     marker.late_copies = found.as_dict()
     marker.record("late-copies", {"total": found.total, "stale_keys": len(found.stale_keys())})
     for line in describe(found):
-        notify(line)
+        ctx.notify(line)
     return marker.late_copies
 
 

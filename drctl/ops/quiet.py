@@ -12,9 +12,9 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 
+from drctl.context import OpsContext
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.topics import TP
-from drctl.ops.context import OpsContext
 from drctl.ops.reverse import failover_starts
 from drctl.state import FailoverMarker
 
@@ -28,9 +28,8 @@ class Ends:
 
     @classmethod
     def read(cls, ctx: OpsContext, marker: FailoverMarker) -> Ends:
-        rep = ctx.config.require_replication()
-        tps = [(t, p) for t, parts in failover_starts(ctx.config, marker).items() for p in parts]
-        marks = watermarks(ctx.clients(rep.target).admin(), tps) if tps else {}
+        tps = [(t, p) for t, parts in failover_starts(ctx.rep, marker).items() for p in parts]
+        marks = watermarks(ctx.target.admin(), tps) if tps else {}
         return cls(time.monotonic(), {tp: end for tp, (_, end) in marks.items()})
 
     def by_topic(self) -> dict[str, dict[str, int]]:

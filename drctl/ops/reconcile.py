@@ -15,13 +15,13 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from drctl.config import Config
+from drctl.context import OpsContext
 from drctl.fingerprint import RECONCILED_HEADER
 from drctl.gap.quarantine import produce_to_quarantine
-from drctl.kafka.clients import ClusterClients
 from drctl.kafka.copy import CopiedRecord, RerunTag, copy_records
 from drctl.kafka.offsets import offset_runs, watermarks
 from drctl.kafka.records import Record, header_values
+from drctl.ops.gap_step import GapOutcome
 from drctl.ops.reverse import start_points
 from drctl.state import FailoverMarker
 
@@ -48,22 +48,6 @@ _MODE_MEANINGS = {
 }
 
 
-@dataclass
-class GapOutcome:
-    """What the gap analysis found, classified (docs/design.md §5); without the order check
-    (`--no-check-order`) every record is `unclassified`, and none counts as safe."""
-
-    safe: list[Record] = field(default_factory=list)
-    conflict: list[Record] = field(default_factory=list)
-    unkeyed: list[Record] = field(default_factory=list)
-    unclassified: list[Record] = field(default_factory=list)
-    summary: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def total(self) -> int:
-        return len(self.safe) + len(self.conflict) + len(self.unkeyed) + len(self.unclassified)
-
-
 @dataclass(frozen=True)
 class ReconcileOutcome:
     mode: ReconcileMode
@@ -84,18 +68,18 @@ class ReconcileOutcome:
         return data
 
 
-def reconcile(mode: ReconcileMode, config: Config, marker: FailoverMarker, gap: GapOutcome,
+def reconcile(mode: ReconcileMode, ctx: OpsContext, marker: FailoverMarker, gap: GapOutcome,
               out_dir: Path) -> ReconcileOutcome:
     """Apply `mode` to the gap; a re-run of the same incident copies nothing twice."""
     if mode == ReconcileMode.COPY_SAFE:
-        copied = copy_safe_records(config, marker, gap.safe)
+        copied = copy_safe_records(ctx, marker, gap.safe)
         held = gap.conflict + gap.unkeyed + gap.unclassified  # copied only when proven safe
         return ReconcileOutcome(mode, copy_safe=copied, quarantine=quarantine_records(
-            config, marker, held, out_dir), not_copied={"quarantined": not_copied_offsets(held)})
+            ctx, marker, held, out_dir), not_copied={"quarantined": not_copied_offsets(held)})
     everything = gap.safe + gap.conflict + gap.unkeyed + gap.unclassified
     if mode == ReconcileMode.QUARANTINE:
         return ReconcileOutcome(mode, quarantine=quarantine_records(
-            config, marker, everything, out_dir),
+            ctx, marker, everything, out_dir),
             not_copied={"quarantined": not_copied_offsets(everything)})
     return ReconcileOutcome(mode, not_copied={"left": not_copied_offsets(everything)})
 
@@ -114,14 +98,13 @@ def reconcile_tag(marker: FailoverMarker, rec: CopiedRecord) -> bytes:
     return f"{marker.incident}:{rec.topic}:{rec.partition}:{rec.offset}".encode()
 
 
-def copy_safe_records(config: Config, marker: FailoverMarker,
+def copy_safe_records(ctx: OpsContext, marker: FailoverMarker,
                       records: Sequence[Record]) -> dict[str, int]:
     """Copy records (source topic/partition/offset) into their failover topics, preserving
     partition, key, value, headers and timestamp; records already copied by an earlier run of
     this incident are skipped."""
-    rep = config.require_replication()
-    target = ClusterClients.for_cluster(config, rep.target)
-    starts = start_points(config, marker)
+    rep, target = ctx.rep, ctx.target
+    starts = start_points(rep, marker)
     tps = sorted({(rep.failover_topic(r.topic), r.partition) for r in records})
     if not tps:
         return {"copied": 0, "skipped": 0}
@@ -138,12 +121,11 @@ def copy_safe_records(config: Config, marker: FailoverMarker,
     return {"copied": copied, "skipped": len(records) - copied}
 
 
-def quarantine_records(config: Config, marker: FailoverMarker, records: Sequence[Record],
+def quarantine_records(ctx: OpsContext, marker: FailoverMarker, records: Sequence[Record],
                        out_dir: Path) -> dict[str, Any]:
     """Conflicting records go to `<topic>.drctl-quarantine` (partition 0) on the target and to
     a JSON Lines file; neither is read by applications. Tagged like copies, so a re-run
     quarantines nothing twice."""
-    rep = config.require_replication()
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{marker.incident}-quarantine.jsonl"
     with path.open("w") as fh:
@@ -160,7 +142,7 @@ def quarantine_records(config: Config, marker: FailoverMarker, records: Sequence
         return {"file": str(path), "topics": [], "count": 0}
     topics = sorted({rec.topic + QUARANTINE_SUFFIX for rec in records})
     # One partition per quarantine topic: the JSON Lines file keeps each record's origin.
-    produce_to_quarantine(ClusterClients.for_cluster(config, rep.target), records,
+    produce_to_quarantine(ctx.target, records,
                           lambda rec: (rec.topic + QUARANTINE_SUFFIX, 0),
                           dict.fromkeys(topics, 1),
                           tag=RerunTag(RECONCILED_HEADER, lambda rec: reconcile_tag(marker, rec)))

@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from drctl.config import Config
+from drctl.context import OpsContext
 from drctl.errors import CheckFailed, UsageError
 from drctl.faults import crash_point
 from drctl.fingerprint import RECONCILED_HEADER, is_reconciled
@@ -43,7 +43,6 @@ from drctl.kafka.copy import RerunTag, copy_records
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.records import Record, header_values, stream_ranges
 from drctl.kafka.topics import TP, log_append_time_topics
-from drctl.ops.context import OpsContext
 from drctl.ops.copies import copy_fingerprint, timestamps_kept
 from drctl.ops.quiet import Ends, Writes
 from drctl.ops.rerun import rerun_while_dropped
@@ -54,7 +53,7 @@ from drctl.ops.reverse import (
     reverse_topic,
     wait_reverse_caught_up,
 )
-from drctl.progress import Notify, Ticker
+from drctl.progress import Ticker
 from drctl.replication.base import Confirm, ReturnRequest
 from drctl.reports import write_report
 from drctl.state import FailoverMarker, IncidentPhase, Offsets
@@ -115,10 +114,11 @@ class ReprotectResult:
         return {**self.summary(), "forward_starts": self.forward_starts,
                 "phases_s": self.phases_s, "reports": [str(p) for p in reports]}
 
-    def write_reports(self, config: Config, directory: Path | None = None) -> list[Path]:
+    def write_reports(self, ctx: OpsContext, directory: Path | None = None) -> list[Path]:
         """The reprotect report (default: STATE_DIR/reports); a dry run writes none."""
         if self.dry_run:
             return []
+        config = ctx.config
         context = {"marker": asdict(self.marker), "summary": self.summary(),
                    "steps": {k.removeprefix("reprotect:"): v.result
                              for k, v in self.marker.steps.items()
@@ -143,7 +143,7 @@ def marker_to_reprotect(ctx: OpsContext, incident: str | None) -> FailoverMarker
     return marker
 
 
-def run_reprotect(ctx: OpsContext, opts: ReprotectOptions, *, notify: Notify = lambda _: None,
+def run_reprotect(ctx: OpsContext, opts: ReprotectOptions, *,
                   confirm: Confirm | None = None) -> ReprotectResult:
     """The return to protection (module docstring); a cluster that drops once it is under
     way makes it run again from the last step recorded, within `--timeout`."""
@@ -151,16 +151,15 @@ def run_reprotect(ctx: OpsContext, opts: ReprotectOptions, *, notify: Notify = l
     under_way = [False]
 
     def once() -> ReprotectResult:
-        return _reprotect_once(ctx, opts, notify, confirm, under_way)
+        return _reprotect_once(ctx, opts, confirm, under_way)
 
     return rerun_while_dropped(once, ctx, (rep.source, rep.target), opts.timeout_s,
-                               "the return to protection", notify,
-                               started=lambda: under_way[0])
+                               "the return to protection", started=lambda: under_way[0])
 
 
-def _reprotect_once(ctx: OpsContext, opts: ReprotectOptions, notify: Notify,
-                    confirm: Confirm | None, under_way: list[bool]) -> ReprotectResult:
-    config = ctx.config
+def _reprotect_once(ctx: OpsContext, opts: ReprotectOptions, confirm: Confirm | None,
+                    under_way: list[bool]) -> ReprotectResult:
+    config, notify = ctx.config, ctx.notify
     rep = config.require_replication()
     kind = ctx.require_kind()
     marker = marker_to_reprotect(ctx, opts.incident)
@@ -175,7 +174,7 @@ def _reprotect_once(ctx: OpsContext, opts: ReprotectOptions, notify: Notify,
     for name in (rep.source, rep.target):
         describe_with_retry(ctx.clients(name), config.retry.with_deadline(opts.deadline_s))
     under_way[0] = True
-    request = ReturnRequest(marker.incident, sorted(failover_starts(config, marker)), {},
+    request = ReturnRequest(marker.incident, sorted(failover_starts(rep, marker)), {},
                             config.state.dir / "reprotect")
 
     def timed(step: str, started: float) -> None:
@@ -184,7 +183,7 @@ def _reprotect_once(ctx: OpsContext, opts: ReprotectOptions, notify: Notify,
     # 1. The producers are back on the source; the reverse flow has carried their writes.
     if not marker.done("reprotect:quiet"):
         started = time.monotonic()
-        quiet = quiet_and_caught_up(ctx, marker, opts, notify)
+        quiet = quiet_and_caught_up(ctx, marker, opts)
         result.forced += quiet.get("forced", [])
         result.plan.append({"step": "quiet", **quiet})
         if not opts.dry_run:
@@ -198,8 +197,8 @@ def _reprotect_once(ctx: OpsContext, opts: ReprotectOptions, notify: Notify,
         started = time.monotonic()
         result.plan.append({"step": "reverse-retired", "topics": request.reverse_topics})
         if not opts.dry_run:
-            retired = kind.retire_reverse(config, request, notify, confirm)
-            retired["carried"] = carry_rest(config, marker, notify)
+            retired = kind.retire_reverse(ctx, request, notify, confirm)
+            retired["carried"] = carry_rest(ctx, marker)
             marker.record("reprotect:reverse-retired", retired)
             store.save(marker)
             crash_point("reprotect:reverse-retired")
@@ -208,11 +207,11 @@ def _reprotect_once(ctx: OpsContext, opts: ReprotectOptions, notify: Notify,
     # 3. Where forward copying starts.
     if not marker.done("reprotect:cut-over"):
         started = time.monotonic()
-        cut = cut_over(ctx, marker, notify)
+        cut = cut_over(ctx, marker)
         result.plan.append({"step": "cut-over", "forward_starts": cut["forward_starts"],
                             "strays": cut["strays"]})
         if not opts.dry_run:
-            cut["strays_copied"] = copy_strays(ctx, marker, cut, notify)
+            cut["strays_copied"] = copy_strays(ctx, marker, cut)
             marker.record("reprotect:cut-over", cut)
             store.save(marker)
             crash_point("reprotect:cut-over")
@@ -227,7 +226,7 @@ def _reprotect_once(ctx: OpsContext, opts: ReprotectOptions, notify: Notify,
     # 4. Set the forward flow's start.
     if not marker.done("reprotect:forward-start"):
         started = time.monotonic()
-        applied = kind.set_forward_start(config, request, notify, confirm,
+        applied = kind.set_forward_start(ctx, request, notify, confirm,
                                          dry_run=opts.dry_run)
         result.plan.append({"step": "forward-start", **applied})
         if not opts.dry_run:
@@ -241,7 +240,7 @@ def _reprotect_once(ctx: OpsContext, opts: ReprotectOptions, notify: Notify,
         started = time.monotonic()
         result.plan.append({"step": "forward-resumed", "connectors": list(rep.connect.connectors)})
         if not opts.dry_run:
-            reverse = kind.reverse_state(config)
+            reverse = kind.reverse_state(ctx)
             if rep.names_kept and reverse.copying:
                 raise CheckFailed(
                     f"The reverse flow still copies ({reverse.describe(reverse.copying)}): "
@@ -258,7 +257,7 @@ def _reprotect_once(ctx: OpsContext, opts: ReprotectOptions, notify: Notify,
     # 6. Measured, not assumed: what the source received since the cut-over is on the target.
     if not opts.dry_run and not marker.done("reprotect:verified"):
         started = time.monotonic()
-        check = verify_forward(ctx, marker, opts.timeout_s, notify)
+        check = verify_forward(ctx, marker, opts.timeout_s)
         marker.record("reprotect:verified", check,
                       status="done" if check["ok"] else "failed")
         store.save(marker)
@@ -289,16 +288,15 @@ def _bad_partitions(check: Mapping[str, Any]) -> str:
                      f"{p['extra']} unexpected" for p in bad[:10])
 
 
-def quiet_and_caught_up(ctx: OpsContext, marker: FailoverMarker, opts: ReprotectOptions,
-                        notify: Notify) -> dict[str, Any]:
+def quiet_and_caught_up(ctx: OpsContext, marker: FailoverMarker,
+                        opts: ReprotectOptions) -> dict[str, Any]:
     """The target's failover topics took no write for `settle_s` after the reverse flow
     caught up with them. A dry run only looks once."""
-    config = ctx.config
-    rep = config.require_replication()
+    rep, notify = ctx.rep, ctx.notify
     before = Ends.read(ctx, marker)
     if opts.dry_run:
         return {"target_ends": before.by_topic(), "settle_s": 0, "note": "dry run: not waited"}
-    wait_reverse_caught_up(config, marker, deadline_s=opts.timeout_s, notify=notify)
+    wait_reverse_caught_up(ctx, marker, deadline_s=opts.timeout_s)
     caught_up = Ends.read(ctx, marker)
     notify(f"Checking that {rep.target}'s failover topics stay quiet for "
            f"{format_duration(opts.settle_s)} (producers moved back to {rep.source})")
@@ -327,12 +325,12 @@ def _by_topic(ends: Mapping[TP, int]) -> dict[str, dict[str, int]]:
     return out
 
 
-def carry_rest(config: Config, marker: FailoverMarker, notify: Notify) -> dict[str, Any]:
+def carry_rest(ctx: OpsContext, marker: FailoverMarker) -> dict[str, Any]:
     """With the reverse flow stopped: copy to the source every post-failover write it had
     not carried (none, when it had caught up). Idempotent."""
-    rep = config.require_replication()
-    starts = failover_starts(config, marker)
-    admin = ClusterClients.for_cluster(config, rep.target).admin()
+    rep = ctx.rep
+    starts = failover_starts(rep, marker)
+    admin = ctx.target.admin()
     ends = watermarks(admin, [(t, p) for t, parts in starts.items() for p in parts])
     ranges = {tp: (starts[tp[0]][tp[1]], end) for tp, (_, end) in ends.items()
               if end > starts[tp[0]][tp[1]]}
@@ -340,10 +338,10 @@ def carry_rest(config: Config, marker: FailoverMarker, notify: Notify) -> dict[s
         if "failback:reverse-source-start" in marker.steps else {}
     if not ranges:
         return {"copied": 0, "skipped": 0}
-    carried = carry_to_source(config, ranges, source_start, skip=late_copy_offsets(marker),
-                              timestamps=timestamps_kept(config, marker))
+    carried = carry_to_source(ctx, ranges, source_start, skip=late_copy_offsets(marker),
+                              timestamps=timestamps_kept(ctx, marker))
     if carried["copied"]:
-        notify(f"Copied {carried['copied']} post-failover write(s) the reverse flow had not "
+        ctx.notify(f"Copied {carried['copied']} post-failover write(s) the reverse flow had not "
                f"carried to {rep.source}")
     return carried
 
@@ -356,7 +354,7 @@ def compared_ends(marker: FailoverMarker) -> dict[TP, int]:
             for v in gap.get("verified", []) if v.get("source_end") is not None}
 
 
-def cut_over(ctx: OpsContext, marker: FailoverMarker, notify: Notify) -> dict[str, Any]:
+def cut_over(ctx: OpsContext, marker: FailoverMarker) -> dict[str, Any]:
     """Per source topic partition: the first offset forward replication copies, and the
     target positions its copies will follow; with names kept also the records written on the
     source before that point that the target lacks (strays)."""
@@ -386,8 +384,8 @@ def cut_over(ctx: OpsContext, marker: FailoverMarker, notify: Notify) -> dict[st
             starts[tp] = compared[tp]
             how[f"{tp[0]}[{tp[1]}]"] = "where failback's comparison ended"
     else:
-        keep = timestamps_kept(config, marker)
-        expected = _expected_back(config, marker, keep)
+        keep = timestamps_kept(ctx, marker)
+        expected = _expected_back(ctx, marker, keep)
         scan = {tp: (compared[tp], src_marks[tp][1]) for tp in source_tps
                 if src_marks[tp][1] > compared[tp]}
         walked = walk_copies(stream_ranges(src, scan), expected, set(scan), keep)
@@ -408,7 +406,7 @@ def cut_over(ctx: OpsContext, marker: FailoverMarker, notify: Notify) -> dict[st
     mirrors = [(marker.topics[t], p) for t, p in source_tps]
     target_ends = {tp: end for tp, (_, end) in watermarks(dst_admin, mirrors).items()}
     if any(strays.values()):
-        notify(f"{sum(len(v) for v in strays.values())} record(s) were written on "
+        ctx.notify(f"{sum(len(v) for v in strays.values())} record(s) were written on "
                f"{rep.source} among the reverse copies (a producer moved back early): drctl "
                f"copies them to {rep.target}, forward replication would not")
     return {"forward_starts": _by_topic(starts), "how": how,
@@ -417,14 +415,13 @@ def cut_over(ctx: OpsContext, marker: FailoverMarker, notify: Notify) -> dict[st
             "stray_offsets": {f"{t}[{p}]": v for (t, p), v in strays.items() if v}}
 
 
-def _expected_back(config: Config, marker: FailoverMarker, keep: bool
+def _expected_back(ctx: OpsContext, marker: FailoverMarker, keep: bool
                    ) -> dict[TP, Counter[bytes]]:
     """Per source (reverse) partition: the post-failover writes that belong there — the
     failover topics from their failover point, without drctl's reconciled copies and the
     replicator's late copies."""
-    rep = config.require_replication()
-    dst = ClusterClients.for_cluster(config, rep.target)
-    starts = failover_starts(config, marker)
+    rep, dst = ctx.rep, ctx.target
+    starts = failover_starts(rep, marker)
     late = late_copy_offsets(marker)
     ends = watermarks(dst.admin(), [(t, p) for t, parts in starts.items() for p in parts])
     ranges = {tp: (starts[tp[0]][tp[1]], end) for tp, (_, end) in ends.items()
@@ -433,7 +430,7 @@ def _expected_back(config: Config, marker: FailoverMarker, keep: bool
     for rec in stream_ranges(dst, ranges):
         if rec.offset in late.get((rec.topic, rec.partition), ()) or is_reconciled(rec.headers):
             continue
-        out.setdefault((reverse_topic(config, rec.topic), rec.partition), Counter())[
+        out.setdefault((reverse_topic(rep, rec.topic), rec.partition), Counter())[
             copy_fingerprint(rec, keep)] += 1
     return out
 
@@ -461,8 +458,7 @@ def walk_copies(records: Iterable[Record], expected: Mapping[TP, Counter[bytes]]
             for tp in set(partitions) | set(expected) | set(last) | set(others)}
 
 
-def copy_strays(ctx: OpsContext, marker: FailoverMarker, cut: Mapping[str, Any],
-                notify: Notify) -> int:
+def copy_strays(ctx: OpsContext, marker: FailoverMarker, cut: Mapping[str, Any]) -> int:
     """Copy the strays to their mirror topics, tagged like reconciled copies (a re-run
     copies none twice). Returns how many were copied in this run."""
     offsets = {_tp(k): set(v) for k, v in cut.get("stray_offsets", {}).items()}
@@ -487,7 +483,7 @@ def copy_strays(ctx: OpsContext, marker: FailoverMarker, cut: Mapping[str, Any],
                         "source among the reverse copies")
     copied = sum(sent.values())
     if copied:
-        notify(f"Copied {copied} record(s) written on {rep.source} before the cut-over to "
+        ctx.notify(f"Copied {copied} record(s) written on {rep.source} before the cut-over to "
                f"{rep.target}")
     return copied
 
@@ -497,15 +493,13 @@ def _tp(text: str) -> TP:
     return topic, int(part.rstrip("]"))
 
 
-def verify_forward(ctx: OpsContext, marker: FailoverMarker, timeout_s: float,
-                   notify: Notify) -> dict[str, Any]:
+def verify_forward(ctx: OpsContext, marker: FailoverMarker, timeout_s: float
+                   ) -> dict[str, Any]:
     """Wait until the target holds the copy of the last record each source partition had
     when this check began, then compare what the source received since the cut-over with
     what the target received since, as multisets of fingerprints (nothing missing, nothing
     twice)."""
-    config = ctx.config
-    rep = config.require_replication()
-    src, dst = ctx.clients(rep.source), ctx.clients(rep.target)
+    rep, src, dst, notify = ctx.rep, ctx.source, ctx.target, ctx.notify
     cut = marker.steps["reprotect:cut-over"].result
     starts = _offsets(cut["forward_starts"])
     since = _offsets(cut["target_ends"])
@@ -547,7 +541,7 @@ def verify_forward(ctx: OpsContext, marker: FailoverMarker, timeout_s: float,
     target_ranges = {(marker.topics[tp[0]], tp[1]):
                      (since.get(marker.topics[tp[0]], {}).get(tp[1], 0), found[tp] + 1)
                      for tp in found}
-    keep = timestamps_kept(config, marker)
+    keep = timestamps_kept(ctx, marker)
     got = _fingerprints(src, source_ranges, keep)
     copied = _fingerprints(dst, target_ranges, keep)
     partitions: list[dict[str, Any]] = []

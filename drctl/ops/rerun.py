@@ -16,11 +16,10 @@ from typing import TypeVar
 
 from confluent_kafka import KafkaError, KafkaException
 
+from drctl.context import OpsContext
 from drctl.errors import Unreachable
 from drctl.kafka.clients import NoAnswer, describe
 from drctl.kafka.records import ReadTimeout
-from drctl.ops.context import OpsContext
-from drctl.progress import Notify
 from drctl.retry import RetriesExhausted, retry_call
 from drctl.timeparse import format_duration
 
@@ -67,7 +66,7 @@ def silent_clusters(ctx: OpsContext, clusters: Sequence[str]) -> list[str]:
 
 
 def rerun_while_dropped(run: Callable[[], T], ctx: OpsContext, clusters: Sequence[str],
-                        timeout_s: float, what: str, notify: Notify, *,
+                        timeout_s: float, what: str, *,
                         started: Callable[[], bool] = lambda: True,
                         sleep: Callable[[float], None] = time.sleep,
                         clock: Callable[[], float] = time.monotonic) -> T:
@@ -84,7 +83,7 @@ def rerun_while_dropped(run: Callable[[], T], ctx: OpsContext, clusters: Sequenc
             raise ClusterDropped(exc, silent_clusters(ctx, clusters)) from exc
 
     def on_retry(attempt: int, exc: BaseException, delay: float) -> None:
-        notify(f"{exc}; running {what} again in {format_duration(delay)} (it continues after "
+        ctx.notify(f"{exc}; running {what} again in {format_duration(delay)} (it continues after "
                f"the last step recorded; attempt {attempt + 1})")
 
     try:

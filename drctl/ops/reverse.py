@@ -10,17 +10,17 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
-from drctl.config import Config
+from drctl.config import ReplicationSettings
+from drctl.context import OpsContext
 from drctl.fingerprint import RECONCILED_HEADER, is_reconciled
-from drctl.kafka.clients import ClusterClients
 from drctl.kafka.copy import copy_records
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.records import Record, read_ranges
 from drctl.kafka.topics import TP, log_append_time_topics
 from drctl.ops.catch_up import catch_up_timed_out, describe_left, records_left
 from drctl.ops.copies import copy_fingerprint, timestamps_kept
-from drctl.progress import Notify, Ticker
-from drctl.replication.base import ReplicationKind, ReverseRequest
+from drctl.progress import Ticker
+from drctl.replication.base import ReverseRequest
 from drctl.state import FailoverMarker, Offsets
 from drctl.translate.locate import (
     MatchQuery,
@@ -30,9 +30,8 @@ from drctl.translate.locate import (
 )
 
 
-def failover_starts(config: Config, marker: FailoverMarker) -> Offsets:
+def failover_starts(rep: ReplicationSettings, marker: FailoverMarker) -> Offsets:
     """Where the post-failover writes begin: the failover topics' ends at failover."""
-    rep = config.require_replication()
     if rep.names_kept:
         return {t: dict(parts) for t, parts in marker.failover_point.items()}
     return {t: dict(parts) for t, parts in marker.failover_topics_end.items()}
@@ -49,47 +48,44 @@ def late_copy_offsets(marker: FailoverMarker) -> dict[tuple[str, int], set[int]]
     return out
 
 
-def start_points(config: Config, marker: FailoverMarker) -> Offsets:
+def start_points(rep: ReplicationSettings, marker: FailoverMarker) -> Offsets:
     """Where reverse replication starts: the failover topics' ends at failover — or, where
     the replicator's late copies sit among the post-failover writes (names kept), right after
     the last of them: drctl copies the writes before it itself (`copy_back`)."""
-    starts = failover_starts(config, marker)
+    starts = failover_starts(rep, marker)
     for (topic, p), offsets in late_copy_offsets(marker).items():
         if topic in starts and p in starts[topic]:
             starts[topic][p] = max(starts[topic][p], max(offsets) + 1)
     return starts
 
 
-def copy_back(config: Config, marker: FailoverMarker, source_start: Offsets,
-              notify: Notify = lambda _: None) -> dict[str, Any]:
+def copy_back(ctx: OpsContext, marker: FailoverMarker, source_start: Offsets) -> dict[str, Any]:
     """Copy the post-failover writes that lie before the last late copy to the source (same
     partition, key, value, headers, timestamp), skipping the late copies and drctl's own
     reconciled copies; reverse replication continues after them. Idempotent: what an earlier
     run already appended since `source_start` is not copied again."""
     late = late_copy_offsets(marker)
-    starts, resume = failover_starts(config, marker), start_points(config, marker)
+    starts, resume = failover_starts(ctx.rep, marker), start_points(ctx.rep, marker)
     ranges = {(t, p): (starts[t][p], resume[t][p]) for (t, p) in late
               if t in starts and resume[t][p] > starts[t][p]}
     if not ranges:
         return {"copied": 0, "skipped": 0}
-    notify(f"Copying {sum(e - s for s, e in ranges.values())} offset(s) of post-failover "
+    ctx.notify(f"Copying {sum(e - s for s, e in ranges.values())} offset(s) of post-failover "
            "writes around the replicator's late copies back to the source")
-    return carry_to_source(config, ranges, source_start, skip=late,
-                           timestamps=timestamps_kept(config, marker))
+    return carry_to_source(ctx, ranges, source_start, skip=late,
+                           timestamps=timestamps_kept(ctx, marker))
 
 
-def carry_to_source(config: Config, ranges: Mapping[TP, tuple[int, int]],
+def carry_to_source(ctx: OpsContext, ranges: Mapping[TP, tuple[int, int]],
                     source_start: Offsets, *, timestamps: bool,
                     skip: Mapping[TP, Collection[int]] | None = None) -> dict[str, Any]:
     """Copy the target's post-failover writes in `ranges` (failover topic partitions) to
     their reverse topics on the source, as they were — never drctl's reconciled copies nor
     the offsets in `skip`. Idempotent: a record the source already holds since
     `source_start` (as many times) is not copied again."""
-    rep = config.require_replication()
-    src = ClusterClients.for_cluster(config, rep.source)
-    dst = ClusterClients.for_cluster(config, rep.target)
+    rep, src, dst = ctx.rep, ctx.source, ctx.target
     already: dict[TP, Counter[bytes]] = defaultdict(Counter)
-    src_marks = watermarks(src.admin(), [(reverse_topic(config, t), p) for t, p in ranges])
+    src_marks = watermarks(src.admin(), [(reverse_topic(rep, t), p) for t, p in ranges])
     consumer = src.consumer(**{"enable.partition.eof": "true"})
     try:
         appended = {tp: (source_start.get(tp[0], {}).get(tp[1], mark[1]), mark[1])
@@ -106,7 +102,7 @@ def carry_to_source(config: Config, ranges: Mapping[TP, tuple[int, int]],
             if rec.offset in (skip or {}).get((rec.topic, rec.partition), ()) \
                     or is_reconciled(rec.headers):
                 continue
-            target = (reverse_topic(config, rec.topic), rec.partition)
+            target = (reverse_topic(rep, rec.topic), rec.partition)
             fp = copy_fingerprint(rec, timestamps)
             if already[target][fp] > 0:
                 already[target][fp] -= 1
@@ -115,42 +111,38 @@ def carry_to_source(config: Config, ranges: Mapping[TP, tuple[int, int]],
             wanted.append(rec)
     finally:
         consumer.close()
-    sent = copy_records(src, wanted, lambda r: (reverse_topic(config, r.topic), r.partition),
-                        topics=sorted({reverse_topic(config, t) for t, _ in ranges}),
+    sent = copy_records(src, wanted, lambda r: (reverse_topic(rep, r.topic), r.partition),
+                        topics=sorted({reverse_topic(rep, t) for t, _ in ranges}),
                         what="post-failover writes",
                         rerun_hint="Run the same command again: it copies only what is "
                                    "missing.")
     return {"copied": sum(sent.values()), "skipped": skipped}
 
 
-def reverse_topic(config: Config, failover_topic: str) -> str:
+def reverse_topic(rep: ReplicationSettings, failover_topic: str) -> str:
     """Where a failover topic's records land on the source cluster."""
-    rep = config.require_replication()
     return failover_topic if rep.names_kept else f"{rep.target_alias}.{failover_topic}"
 
 
-def start_reverse_replication(config: Config, kind: ReplicationKind, marker: FailoverMarker,
-                              out_dir: Path, notify: Notify = lambda _: None) -> dict[str, Any]:
-    request = ReverseRequest(marker.incident, start_points(config, marker), RECONCILED_HEADER,
+def start_reverse_replication(ctx: OpsContext, marker: FailoverMarker,
+                              out_dir: Path) -> dict[str, Any]:
+    request = ReverseRequest(marker.incident, start_points(ctx.rep, marker), RECONCILED_HEADER,
                              out_dir)
-    return kind.start_reverse(config, request, notify)
+    return ctx.require_kind().start_reverse(ctx, request, ctx.notify)
 
 
-def wait_reverse_caught_up(config: Config, marker: FailoverMarker, *,
-                           deadline_s: float = 1800, notify: Notify = lambda _: None
-                           ) -> dict[str, list[int]]:
+def wait_reverse_caught_up(ctx: OpsContext, marker: FailoverMarker, *,
+                           deadline_s: float = 1800) -> dict[str, list[int]]:
     """Until the last record of every failover topic partition is on the source; every ten
     seconds, the records left per partition. Returns, per failover topic partition
     (`topic[p]`), what was carried at that moment: [the target's end, the source position
     after that end's copy] — a snapshot both sides agree on while writes go on."""
-    rep = config.require_replication()
-    tgt = ClusterClients.for_cluster(config, rep.target)
-    src = ClusterClients.for_cluster(config, rep.source)
+    rep, tgt, src, notify = ctx.rep, ctx.target, ctx.source, ctx.notify
     tgt_admin, src_admin = tgt.admin(), src.admin()
-    tps = [(t, p) for t, parts in start_points(config, marker).items() for p in parts]
+    tps = [(t, p) for t, parts in start_points(rep, marker).items() for p in parts]
     notify("Waiting for reverse replication to catch up")
     tgt_append = log_append_time_topics(tgt_admin, {t for t, _ in tps})
-    src_append = log_append_time_topics(src_admin, {reverse_topic(config, t) for t, _ in tps})
+    src_append = log_append_time_topics(src_admin, {reverse_topic(rep, t) for t, _ in tps})
     end = time.monotonic() + deadline_s
     ticker = Ticker()
     while True:
@@ -160,9 +152,9 @@ def wait_reverse_caught_up(config: Config, marker: FailoverMarker, *,
         # source's own records and never go back.
         tails = last_records(a, [(tp, marks[tp][1]) for tp in tps],
                              skip=lambda r: is_reconciled(r.headers))
-        queries = [MatchQuery(last, (reverse_topic(config, tp[0]), tp[1]))
+        queries = [MatchQuery(last, (reverse_topic(rep, tp[0]), tp[1]))
                    for tp, (last, _) in zip(tps, tails, strict=True)
-                   if last is not None and last.offset >= _start(marker, config, tp)]
+                   if last is not None and last.offset >= _start(marker, rep, tp)]
         existing = src_admin.list_topics(timeout=30).topics
         behind = queries
         b: Side | None = None
@@ -172,12 +164,12 @@ def wait_reverse_caught_up(config: Config, marker: FailoverMarker, *,
             found = match_records(a, b, queries)
             behind = [q for q, m in zip(queries, found, strict=True) if m.offset is None]
             if not behind:
-                return _carried(src_admin, config, tps, marks, queries, found)
+                return _carried(src_admin, rep, tps, marks, queries, found)
         timed_out = time.monotonic() > end
         if timed_out or ticker.due():
             # Before the reverse topics exist nothing has arrived: all of it is left.
             pairs = [((q.record.topic, q.record.partition), q.tp_b) for q in behind]
-            left = ({tp: marks[tp][1] - _start(marker, config, tp) for tp, _ in pairs}
+            left = ({tp: marks[tp][1] - _start(marker, rep, tp) for tp, _ in pairs}
                     if b is None else records_left(a, b, pairs))
             if timed_out:
                 raise catch_up_timed_out(
@@ -188,19 +180,19 @@ def wait_reverse_caught_up(config: Config, marker: FailoverMarker, *,
         time.sleep(1)
 
 
-def _carried(src_admin: Any, config: Config, tps: list[TP],
+def _carried(src_admin: Any, rep: ReplicationSettings, tps: list[TP],
              marks: Mapping[TP, tuple[int, int]], queries: list[MatchQuery],
              found: list[Any]) -> dict[str, list[int]]:
     copies = {(q.record.topic, q.record.partition): m.offset + 1
               for q, m in zip(queries, found, strict=True)}
-    rest = [(reverse_topic(config, t), p) for t, p in tps if (t, p) not in copies]
+    rest = [(reverse_topic(rep, t), p) for t, p in tps if (t, p) not in copies]
     existing = src_admin.list_topics(timeout=30).topics
     src_ends = watermarks(src_admin, [tp for tp in rest if tp[0] in existing])
     return {f"{t}[{p}]": [marks[(t, p)][1],
                           copies.get((t, p),
-                                     src_ends.get((reverse_topic(config, t), p), (0, 0))[1])]
+                                     src_ends.get((reverse_topic(rep, t), p), (0, 0))[1])]
             for t, p in tps}
 
 
-def _start(marker: FailoverMarker, config: Config, tp: tuple[str, int]) -> int:
-    return start_points(config, marker).get(tp[0], {}).get(tp[1], 0)
+def _start(marker: FailoverMarker, rep: ReplicationSettings, tp: tuple[str, int]) -> int:
+    return start_points(rep, marker).get(tp[0], {}).get(tp[1], 0)

@@ -10,11 +10,11 @@ from functools import partial
 from typing import Any
 
 from drctl.config import Config
+from drctl.context import OpsContext
 from drctl.errors import DrctlError, ExitStatus, Unreachable
 from drctl.kafka.clients import describe_with_retry
 from drctl.kafka.connect_rest import ConnectRejected
 from drctl.kafka.groups import group_states, list_groups
-from drctl.ops.context import OpsContext
 from drctl.ops.fence import open_risks
 from drctl.progress import Notify
 from drctl.state import FailoverMarker, IncidentPhase, marker_store
@@ -53,11 +53,11 @@ def pending_stop_warnings(config: Config) -> list[str]:
             for m in markers if m.replication_stop == "pending"]
 
 
-def collect_status(ctx: OpsContext, deadline_s: float = 5.0,
-                   notify: Notify = lambda _: None) -> dict[str, Any]:
+def collect_status(ctx: OpsContext, deadline_s: float = 5.0) -> dict[str, Any]:
     """Everything at once under one deadline: clusters and Connect are asked in parallel, and
-    what has not answered by then is reported as not answering (never waited for). `notify`
-    hears each answer as it arrives."""
+    what has not answered by then is reported as not answering (never waited for); the
+    context's notify hears each answer as it arrives."""
+    notify = ctx.notify
     config = ctx.config
     policy = config.retry.with_deadline(deadline_s)
     rep = config.replication

@@ -33,16 +33,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from drctl.config import Config
+from drctl.context import OpsContext
 from drctl.errors import ExitStatus
 from drctl.fingerprint import RECONCILED_HEADER
-from drctl.kafka.clients import ClusterClients
 from drctl.kafka.groups import committed_offsets, group_states
 from drctl.kafka.offsets import offset_runs, watermarks
 from drctl.kafka.records import read_ranges
 from drctl.kafka.topics import TP
 from drctl.ops.reverse import failover_starts
-from drctl.progress import Notify
 from drctl.state import FailoverMarker
 from drctl.translate.engine import TranslateRequest, apply_positions, translate_offsets
 from drctl.translate.model import PartitionResult, TranslateMethod, TranslationReport
@@ -190,13 +188,12 @@ def _expand(runs: OffsetRuns | None) -> dict[TP, tuple[int, ...]]:
             for t, parts in (runs or {}).items() for p, rs in parts.items()}
 
 
-def gap_placements(config: Config, marker: FailoverMarker,
+def gap_placements(ctx: OpsContext, marker: FailoverMarker,
                    not_copied: Mapping[str, Any]) -> dict[TP, GapPlacement]:
     """Per source partition: the reconciled copies of this incident on the target (read from
     their tags: the tag names the source offset), and what was quarantined or left."""
-    rep = config.require_replication()
-    target = ClusterClients.for_cluster(config, rep.target)
-    starts = failover_starts(config, marker)
+    rep, target = ctx.rep, ctx.target
+    starts = failover_starts(rep, marker)
     tps = [(t, p) for t, parts in starts.items() for p in parts]
     existing = target.admin().list_topics(timeout=30).topics
     tps = [tp for tp in tps if tp[0] in existing]
@@ -230,20 +227,19 @@ def gap_placements(config: Config, marker: FailoverMarker,
     return out
 
 
-def switch_back(config: Config, marker: FailoverMarker, not_copied: Mapping[str, Any], *,
+def switch_back(ctx: OpsContext, marker: FailoverMarker, not_copied: Mapping[str, Any], *,
                 groups: str = ".*", apply: bool = False,
-                done_groups: frozenset[str] = frozenset(),
-                notify: Notify = lambda _: None) -> SwitchBack:
+                done_groups: frozenset[str] = frozenset()) -> SwitchBack:
     """Translate every group back to the source, rewind where the rule demands it, commit
     (unless a dry run), and read the committed positions back to measure what each group
     will receive."""
-    rep = config.require_replication()
-    report = translate_offsets(config, TranslateRequest(
+    rep = ctx.rep
+    report = translate_offsets(ctx, TranslateRequest(
         rep.target, rep.source, groups=groups, method=TranslateMethod.EXACT, apply=False,
-        own_copy_header=RECONCILED_HEADER), notify=notify)
+        own_copy_header=RECONCILED_HEADER))
     report.groups = [g for g in report.groups if g.group not in done_groups]
     report.apply = apply
-    placements = gap_placements(config, marker, not_copied)
+    placements = gap_placements(ctx, marker, not_copied)
     on_target = {(g.group, p.topic, p.partition): p.source_offset
                  for g in report.groups for p in g.partitions}
     decided: list[tuple[PartitionResult, Resume, int]] = []
@@ -266,10 +262,10 @@ def switch_back(config: Config, marker: FailoverMarker, not_copied: Mapping[str,
                 p.note = (f"moved on from {translated} past {resume.position - translated} gap "
                           "record(s) read as copies on the target or quarantined")
             decided.append((p, resume, translated))
-    again = _read_again(config, [(p, r, t) for p, r, t in decided if r.rewound])
+    again = _read_again(ctx, [(p, r, t) for p, r, t in decided if r.rewound])
     # A group still consuming on the target moves on there: a commit now would put it
     # behind or ahead of what it reads next. It waits for the next run.
-    on_target_states = group_states(ClusterClients.for_cluster(config, rep.target).admin(),
+    on_target_states = group_states(ctx.target.admin(),
                                     [g.group for g in report.groups])
     waiting = set()
     for g in report.groups:
@@ -279,7 +275,7 @@ def switch_back(config: Config, marker: FailoverMarker, not_copied: Mapping[str,
                          f"{st.state}); stop them and run failback again")
             waiting.add(g.group)
     if apply:
-        source = ClusterClients.for_cluster(config, rep.source)
+        source = ctx.source
         apply_positions(source.admin(), report, skip_groups=frozenset(waiting))
         committed = committed_offsets(source.admin(), [g.group for g in report.groups])
     else:
@@ -314,13 +310,13 @@ def switch_back(config: Config, marker: FailoverMarker, not_copied: Mapping[str,
     return result
 
 
-def _read_again(config: Config, rewound: Sequence[tuple[PartitionResult, Resume, int]]
+def _read_again(ctx: OpsContext, rewound: Sequence[tuple[PartitionResult, Resume, int]]
                 ) -> dict[int, list[int]]:
     """The offsets of the source records between each rewound position and its exact
     translation (read, so transaction markers and compacted offsets are not counted)."""
     if not rewound:
         return {}
-    source = ClusterClients.for_cluster(config, config.require_replication().source)
+    source = ctx.source
     wanted: dict[TP, tuple[int, int]] = {}
     for p, resume, translated in rewound:
         tp = (p.target_topic, p.partition)

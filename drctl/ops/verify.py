@@ -22,7 +22,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from drctl.config import Config
+from drctl.context import OpsContext
 from drctl.errors import CheckFailed
 from drctl.fingerprint import is_reconciled
 from drctl.kafka.clients import ClusterClients
@@ -85,17 +85,16 @@ class EndState:
             "report name them); fix the source by hand, then run failback again.")
 
 
-def reverse_source_start(config: Config, marker: FailoverMarker) -> Offsets:
+def reverse_source_start(ctx: OpsContext, marker: FailoverMarker) -> Offsets:
     """The reverse topics' ends on the source right before reverse replication starts (0 for
     a topic that does not exist yet): where `found` begins."""
-    rep = config.require_replication()
-    src = ClusterClients.for_cluster(config, rep.source)
-    admin = src.admin()
+    rep = ctx.rep
+    admin = ctx.source.admin()
     existing = admin.list_topics(timeout=30).topics
     out: Offsets = {}
     tps = []
-    for topic, parts in failover_starts(config, marker).items():
-        rtopic = reverse_topic(config, topic)
+    for topic, parts in failover_starts(rep, marker).items():
+        rtopic = reverse_topic(rep, topic)
         out[rtopic] = dict.fromkeys(parts, 0)
         if rtopic in existing:
             tps += [(rtopic, p) for p in parts]
@@ -104,7 +103,7 @@ def reverse_source_start(config: Config, marker: FailoverMarker) -> Offsets:
     return out
 
 
-def verify_end_state(config: Config, marker: FailoverMarker, source_start: Offsets, *,
+def verify_end_state(ctx: OpsContext, marker: FailoverMarker, source_start: Offsets, *,
                      originals_from: Mapping[TP, int] | None = None,
                      late_copies: Mapping[TP, Collection[int]] | None = None,
                      carried: Mapping[str, Sequence[int]] | None = None) -> EndState:
@@ -117,10 +116,8 @@ def verify_end_state(config: Config, marker: FailoverMarker, source_start: Offse
     topic partition (`topic[p]`), [target end, source end] when reverse replication had
     caught up — both sides are compared up to there, so writes still in flight count as
     neither missing nor unexpected."""
-    rep = config.require_replication()
-    src = ClusterClients.for_cluster(config, rep.source)
-    dst = ClusterClients.for_cluster(config, rep.target)
-    starts = failover_starts(config, marker)
+    rep, src, dst = ctx.rep, ctx.source, ctx.target
+    starts = failover_starts(rep, marker)
     if late_copies is None:
         late_copies = late_copy_offsets(marker)
     state = EndState()
@@ -129,11 +126,11 @@ def verify_end_state(config: Config, marker: FailoverMarker, source_start: Offse
     origin_ranges: dict[TP, tuple[int, int]] = {}
     source_of = {rep.failover_topic(s): s for s in marker.topics}
     tgt_marks = watermarks(dst.admin(), [(t, p) for t, parts in starts.items() for p in parts])
-    src_tps = [(reverse_topic(config, t), p) for t, parts in starts.items() for p in parts]
+    src_tps = [(reverse_topic(rep, t), p) for t, parts in starts.items() for p in parts]
     existing = src.admin().list_topics(timeout=30).topics
     src_marks = watermarks(src.admin(), [tp for tp in src_tps if tp[0] in existing])
     for topic, parts in sorted(starts.items()):
-        rtopic = reverse_topic(config, topic)
+        rtopic = reverse_topic(rep, topic)
         for p, start in sorted(parts.items()):
             check = PartitionCheck(topic, rtopic, p)
             state.partitions.append(check)
@@ -151,7 +148,7 @@ def verify_end_state(config: Config, marker: FailoverMarker, source_start: Offse
             if originals_from and origin is not None and (origin, p) in originals_from:
                 origin_ranges[(origin, p)] = (originals_from[(origin, p)], begin)
 
-    keep = timestamps_kept(config, marker)
+    keep = timestamps_kept(ctx, marker)
     expected = _counts(dst, target_ranges, keep, skip=late_copies or {}, drop_reconciled=True)
     found = _counts(src, found_ranges, keep)
     originals = _counts(src, origin_ranges, keep)

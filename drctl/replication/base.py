@@ -12,12 +12,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from drctl.config import Config, ReplicationSettings
+from drctl.config import ReplicationSettings
 from drctl.kafka.clients import ClusterClients
 from drctl.progress import Notify
 from drctl.replication_registry import kind_entry
+
+if TYPE_CHECKING:
+    from drctl.context import OpsContext
 
 # Asks the operator to confirm something drctl cannot do or check itself.
 Confirm = Callable[[str], bool]
@@ -113,23 +116,23 @@ class ReplicationKind(ABC):
         """State per replication component (connector, link...) for `drctl status`."""
 
     @abstractmethod
-    def start_reverse(self, config: Config, request: ReverseRequest,
+    def start_reverse(self, ctx: OpsContext, request: ReverseRequest,
                       notify: Notify) -> dict[str, Any]:
         """Start (or write instructions for) replication target -> source from the failover
         point; returns what the failback report shows under `reverse`."""
 
-    def reverse_state(self, config: Config) -> FlowState:
+    def reverse_state(self, ctx: OpsContext) -> FlowState:
         """The reverse flow (target -> source) as its components report now; unreadable
         when drctl cannot see it (started by the operator)."""
         return FlowState(False)
 
     @abstractmethod
-    def retire_reverse(self, config: Config, request: ReturnRequest, notify: Notify,
+    def retire_reverse(self, ctx: OpsContext, request: ReturnRequest, notify: Notify,
                        confirm: Confirm | None = None) -> dict[str, Any]:
         """Stop the reverse flow for good, recording where it stood; idempotent."""
 
     @abstractmethod
-    def set_forward_start(self, config: Config, request: ReturnRequest, notify: Notify,
+    def set_forward_start(self, ctx: OpsContext, request: ReturnRequest, notify: Notify,
                           confirm: Confirm | None = None, *,
                           dry_run: bool = False) -> dict[str, Any]:
         """Make forward replication start at `request.forward_starts` when it resumes
@@ -146,7 +149,7 @@ class ReplicationKind(ABC):
         """Lag per source topic, or None when this kind cannot measure it."""
         return None
 
-    def replicated_upto(self, config: Config) -> dict[tuple[str, int], int] | None:
+    def replicated_upto(self, ctx: OpsContext) -> dict[tuple[str, int], int] | None:
         """Per source partition, the next offset forward replication would copy, as the
         replicator itself keeps it (its stored position); None when it cannot be read.
         Records before it were copied: retention deleting them on the source loses nothing."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drctl.config import Config
+from drctl.context import OpsContext
 from drctl.errors import Aborted
 from drctl.progress import Notify
 from drctl.replication.base import Confirm, ReturnRequest, ReverseRequest
@@ -24,27 +24,27 @@ class Identity(ConnectControlled):
     def auto_translate_method(self, *, source_up: bool, forward: bool) -> str | None:
         return "identity"  # needs neither the source nor checkpoints
 
-    def start_reverse(self, config: Config, request: ReverseRequest,
+    def start_reverse(self, ctx: OpsContext, request: ReverseRequest,
                       notify: Notify) -> dict[str, Any]:
-        rep = config.require_replication()
+        rep = ctx.rep
         request.out_dir.mkdir(parents=True, exist_ok=True)
         path = request.out_dir / f"{request.incident}-identity-reverse.md"
-        path.write_text(render("identity-reverse.md.j2", config.redactor, starts=request.starts,
+        path.write_text(render("identity-reverse.md.j2", ctx.config.redactor, starts=request.starts,
                                source=rep.target, target=rep.source, incident=request.incident))
         notify(f"Reverse mirroring for an offset-preserving link is manual: follow {path}")
         return {"kind": rep.kind, "start": request.starts, "steps": str(path)}
 
-    def retire_reverse(self, config: Config, request: ReturnRequest, notify: Notify,
+    def retire_reverse(self, ctx: OpsContext, request: ReturnRequest, notify: Notify,
                        confirm: Confirm | None = None) -> dict[str, Any]:
-        rep = config.require_replication()
+        rep = ctx.rep
         return _manual(confirm, f"Delete the reverse link {rep.target} -> {rep.source} (and "
                        f"its mirror topics' link state on {rep.source}: "
                        f"{', '.join(request.reverse_topics)}), then confirm.")
 
-    def set_forward_start(self, config: Config, request: ReturnRequest, notify: Notify,
+    def set_forward_start(self, ctx: OpsContext, request: ReturnRequest, notify: Notify,
                           confirm: Confirm | None = None, *,
                           dry_run: bool = False) -> dict[str, Any]:
-        rep = config.require_replication()
+        rep = ctx.rep
         starts = "; ".join(f"{t}: " + ", ".join(f"{p}:{o}" for p, o in sorted(parts.items()))
                            for t, parts in sorted(request.forward_starts.items()))
         out = {"starts": request.forward_starts}

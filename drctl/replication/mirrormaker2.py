@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from drctl.config import Config, ReplicationSettings
+from drctl.context import OpsContext
 from drctl.errors import CheckFailed, DrctlError
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.connect_rest import ConnectClient, ConnectorMissing
@@ -56,11 +57,11 @@ class MirrorMaker2(ConnectControlled):
         return mm2_replication_lag(source, client, rep.connect.source_connector,
                                    rep.topics.matches)
 
-    def replicated_upto(self, config: Config) -> dict[tuple[str, int], int] | None:
+    def replicated_upto(self, ctx: OpsContext) -> dict[tuple[str, int], int] | None:
         """Connect's stored source offsets of the forward source connector (the last copied
         upstream offset, + 1). Connect stores them when the connector stops — failover stops
         it — and every offset.flush.interval.ms while it runs."""
-        rep = config.require_replication()
+        rep = ctx.rep
         client = connect_client(rep)
         if client is None or not rep.connect.source_connector:
             return None
@@ -87,13 +88,13 @@ class MirrorMaker2(ConnectControlled):
             return None
         return checkpoint_costs(source, checkpoint)
 
-    def start_reverse(self, config: Config, request: ReverseRequest,
+    def start_reverse(self, ctx: OpsContext, request: ReverseRequest,
                       notify: Notify) -> dict[str, Any]:
         """Create the reverse source connector stopped, set its stored offsets to the failover
         point through Connect's offsets API, then start it. A reverse connector of another
         incident (or of none drctl knows) is stopped and reset first: resumed as it is, it
         would start after this incident's post-failover writes, or copy an old incident's."""
-        rep = config.require_replication()
+        rep = ctx.rep
         client = connect_client(rep)
         if client is None:
             raise DrctlError("Reverse replication needs replication.connect.url in the config.",
@@ -101,7 +102,7 @@ class MirrorMaker2(ConnectControlled):
                              "point shown in the report.")
         forward_source, forward_target = forward_client_settings(client, rep)
         # Reversed: the reverse flow reads the forward target and writes the forward source.
-        flow = reverse_flow(config, sorted(request.starts), source_client=forward_target,
+        flow = reverse_flow(ctx.config, sorted(request.starts), source_client=forward_target,
                             target_client=forward_source)
         name = flow.connector_names()["source"]
         cfg = reverse_connector_config(flow, request.skip_header, request.incident)
@@ -154,8 +155,8 @@ class MirrorMaker2(ConnectControlled):
                 "cycle.", "Stop forward replication (`drctl failover` does), then run failback "
                 "again.")
 
-    def reverse_state(self, config: Config) -> FlowState:
-        rep = config.require_replication()
+    def reverse_state(self, ctx: OpsContext) -> FlowState:
+        rep = ctx.rep
         client = connect_client(rep)
         if client is None:
             return FlowState(False)
@@ -165,20 +166,20 @@ class MirrorMaker2(ConnectControlled):
         except DrctlError:
             return FlowState(False)
 
-    def retire_reverse(self, config: Config, request: ReturnRequest, notify: Notify,
+    def retire_reverse(self, ctx: OpsContext, request: ReturnRequest, notify: Notify,
                        confirm: Confirm | None = None) -> dict[str, Any]:
-        rep = config.require_replication()
+        rep = ctx.rep
         client = connect_client(rep)
         if client is None:
             raise DrctlError("Retiring the reverse flow needs replication.connect.url.",
                              "Stop and delete the reverse MirrorMaker 2 connector yourself.")
         return retire_connector(client, reverse_connector_name(rep), notify)
 
-    def set_forward_start(self, config: Config, request: ReturnRequest, notify: Notify,
+    def set_forward_start(self, ctx: OpsContext, request: ReturnRequest, notify: Notify,
                           confirm: Confirm | None = None, *,
                           dry_run: bool = False) -> dict[str, Any]:
         """The forward source connector's stored offsets, through Connect's offsets API."""
-        rep = config.require_replication()
+        rep = ctx.rep
         name = rep.connect.source_connector
         client = connect_client(rep)
         if client is None or not name:

@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from drctl.codecs.confluent import PROVENANCE_HEADER
-from drctl.config import Config, ReplicationSettings
+from drctl.config import ReplicationSettings
+from drctl.context import OpsContext
 from drctl.errors import Aborted
-from drctl.kafka.clients import ClusterClients
 from drctl.kafka.connect_rest import ConnectorMissing
 from drctl.kafka.groups import alter_offsets
 from drctl.progress import Notify
@@ -29,42 +29,42 @@ from drctl.reports import render
 class Replicator(ConnectControlled):
     provenance_header = PROVENANCE_HEADER
 
-    def start_reverse(self, config: Config, request: ReverseRequest,
+    def start_reverse(self, ctx: OpsContext, request: ReverseRequest,
                       notify: Notify) -> dict[str, Any]:
-        rep = config.require_replication()
+        rep = ctx.rep
         request.out_dir.mkdir(parents=True, exist_ok=True)
         group = rep.replicator_group or reverse_connector_name(rep)
-        admin = ClusterClients.for_cluster(config, rep.target).admin()
+        admin = ctx.target.admin()
         for topic, parts in request.starts.items():
             alter_offsets(admin, group, {(topic, p): off for p, off in parts.items()})
         path = request.out_dir / f"{request.incident}-replicator-reverse.json"
-        path.write_text(render("replicator-connector.json.j2", config.redactor,
+        path.write_text(render("replicator-connector.json.j2", ctx.config.redactor,
                                name=reverse_connector_name(rep),
                                group=group, topics=sorted(request.starts),
-                               source_bootstrap=config.cluster(rep.target)["bootstrap.servers"],
-                               target_bootstrap=config.cluster(rep.source)["bootstrap.servers"],
+                               source_bootstrap=ctx.config.cluster(rep.target)["bootstrap.servers"],
+                               target_bootstrap=ctx.config.cluster(rep.source)["bootstrap.servers"],
                                source_cluster=rep.target, target_cluster=rep.source))
         notify(f"Committed the reverse Replicator group '{group}' at the failover point on "
                f"{rep.target}; deploy {path}")
         return {"kind": rep.kind, "group": group, "start": request.starts, "config": str(path)}
 
-    def replicated_upto(self, config: Config) -> dict[tuple[str, int], int] | None:
+    def replicated_upto(self, ctx: OpsContext) -> dict[tuple[str, int], int] | None:
         """The forward Replicator's consumer group commits on the source."""
         from drctl.kafka.groups import committed_offsets
 
-        rep = config.require_replication()
+        rep = ctx.rep
         try:
-            admin = ClusterClients.for_cluster(config, rep.source).admin()
+            admin = ctx.source.admin()
             group = forward_group(rep)
             return dict(committed_offsets(admin, [group]).get(group, {}))
         except Exception:  # noqa: BLE001 - unknown is said as such by the caller
             return None
 
-    def retire_reverse(self, config: Config, request: ReturnRequest, notify: Notify,
+    def retire_reverse(self, ctx: OpsContext, request: ReturnRequest, notify: Notify,
                        confirm: Confirm | None = None) -> dict[str, Any]:
         """The reverse Replicator the operator deployed from drctl's config: retired through
         Connect when it runs on the configured worker, else confirmed by the operator."""
-        rep = config.require_replication()
+        rep = ctx.rep
         name = reverse_connector_name(rep)
         client = connect_client(rep)
         if client is not None:
@@ -78,11 +78,11 @@ class Replicator(ConnectControlled):
                           "Stop it, then run the same command again.")
         return {"connector": name, "state": "confirmed stopped by the operator"}
 
-    def set_forward_start(self, config: Config, request: ReturnRequest, notify: Notify,
+    def set_forward_start(self, ctx: OpsContext, request: ReturnRequest, notify: Notify,
                           confirm: Confirm | None = None, *,
                           dry_run: bool = False) -> dict[str, Any]:
         """Replicator resumes from its consumer group on the source: commit it there."""
-        rep = config.require_replication()
+        rep = ctx.rep
         group = forward_group(rep)
         out = {"group": group, "starts": request.forward_starts}
         if dry_run:
@@ -90,7 +90,7 @@ class Replicator(ConnectControlled):
         client = connect_client(rep)
         if client is not None and rep.connect.source_connector:
             stopped_for_offsets(client, rep.connect.source_connector)
-        admin = ClusterClients.for_cluster(config, rep.source).admin()
+        admin = ctx.source.admin()
         notify(f"Committing the forward Replicator group '{group}' on {rep.source} at the "
                "cut-over")
         alter_offsets(admin, group, {(t, p): off for t, parts in request.forward_starts.items()

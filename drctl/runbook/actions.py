@@ -357,7 +357,7 @@ def _config_check(ctx: ActionContext, *, deadline: Seconds = Seconds(30.0)) -> d
 
 def _status(ctx: ActionContext, *, deadline: Seconds = Seconds(5.0)) -> dict[str, Any]:
     """Clusters, replication and lag, open failovers and groups (`drctl status`)."""
-    from drctl.ops.context import OpsContext
+    from drctl.context import OpsContext
     from drctl.ops.status import collect_status
 
     st = collect_status(OpsContext.from_config(ctx.config), deadline)
@@ -371,13 +371,13 @@ def _translate_offsets(ctx: ActionContext, *, source: str | None = None,
                        method: TranslateMethod = TranslateMethod.AUTO, apply: bool = False,
                        allow_rewind: bool = False) -> dict[str, Any]:
     """Translate consumer-group offsets between clusters (`drctl translate-offsets`)."""
+    from drctl.context import OpsContext
     from drctl.translate.engine import TranslateRequest, translate_offsets
 
     config = ctx.config
     rep = config.require_replication()
-    report = translate_offsets(config, TranslateRequest(
-        source or rep.source, target or rep.target, groups, method, apply, allow_rewind),
-        notify=ctx.notify)
+    report = translate_offsets(OpsContext.from_config(config, ctx.notify), TranslateRequest(
+        source or rep.source, target or rep.target, groups, method, apply, allow_rewind))
     return report.runbook_summary()
 
 
@@ -398,14 +398,15 @@ def _failover(ctx: ActionContext, *, planned: bool = False, groups: str = ".*",
               source_deadline: Seconds = Seconds(20.0),
               timeout: Seconds = Seconds(1800.0)) -> dict[str, Any]:
     """Fail over from the replication source to its target (`drctl failover --yes`)."""
-    from drctl.ops.context import OpsContext
+    from drctl.context import OpsContext
     from drctl.ops.failover import FailoverOptions, run_failover
 
     config = ctx.config
     opts = FailoverOptions(planned=planned, groups=groups, method=method,
                            source_deadline_s=source_deadline, catch_up_deadline_s=timeout)
-    result = run_failover(OpsContext.from_config(config), opts, notify=ctx.notify)
-    summary = result.runbook_summary(result.write_reports(config))
+    ops = OpsContext.from_config(config, ctx.notify)
+    result = run_failover(ops, opts)
+    summary = result.runbook_summary(result.write_reports(ops))
     if result.exit_status:  # the verdict `drctl failover` gives, not a second opinion
         from drctl.errors import CheckFailed
 
@@ -422,17 +423,16 @@ def _failback(ctx: ActionContext, *, reconcile: ReconcileMode = ReconcileMode.CO
               timeout: Seconds = Seconds(1800.0)) -> dict[str, Any]:
     """Fail back with --check-order (`drctl failback --yes`): gap analysis (Spark),
     reconcile, reverse replication from the failover point, offsets back."""
-    from drctl.ops.context import OpsContext
+    from drctl.context import OpsContext
     from drctl.ops.failback import FailbackOptions, run_failback
     from drctl.ops.gap_step import gap_finder
 
     config = ctx.config
     opts = FailbackOptions(reconcile=reconcile, groups=groups, incident=incident,
                            catch_up_deadline_s=timeout)
-    result = run_failback(OpsContext.from_config(config), opts,
-                          gap_finder(lookback, scope=scope, timeout_s=timeout),
-                          notify=ctx.notify)
-    summary = result.runbook_summary(result.write_reports(config))
+    ops = OpsContext.from_config(config, ctx.notify)
+    result = run_failback(ops, opts, gap_finder(lookback, scope=scope, timeout_s=timeout))
+    summary = result.runbook_summary(result.write_reports(ops))
     if result.switch_back is not None and result.switch_back.exit_status:
         from drctl.errors import CheckFailed
 
@@ -452,13 +452,14 @@ def _reprotect(ctx: ActionContext, *, incident: str | None = None, force: bool =
                timeout: Seconds = Seconds(900.0)) -> dict[str, Any]:
     """Return to protection after failback (`drctl reprotect --yes`): retire the reverse
     flow, restart forward replication from the cut-over, check it, close the incident."""
-    from drctl.ops.context import OpsContext
+    from drctl.context import OpsContext
     from drctl.ops.reprotect import ReprotectOptions, run_reprotect
 
     config = ctx.config
     opts = ReprotectOptions(incident=incident, force=force, settle_s=settle, timeout_s=timeout)
-    result = run_reprotect(OpsContext.from_config(config), opts, notify=ctx.notify)
-    return result.runbook_summary(result.write_reports(config))
+    ops = OpsContext.from_config(config, ctx.notify)
+    result = run_reprotect(ops, opts)
+    return result.runbook_summary(result.write_reports(ops))
 
 
 def builtin_registry() -> Registry:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from confluent_kafka.admin import AdminClient
 
 from drctl.config import Config
+from drctl.context import OpsContext
 from drctl.errors import UsageError
 from drctl.kafka.checkpoints import read_checkpoints
 from drctl.kafka.clients import ClusterClients, describe_with_retry
@@ -24,7 +25,6 @@ from drctl.kafka.groups import alter_offsets_many, committed_offsets, group_stat
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.records import Record
 from drctl.kafka.topics import TP, is_internal_topic
-from drctl.progress import Notify
 from drctl.replication.base import kind_for
 from drctl.retry import RetryPolicy
 from drctl.translate.locate import (
@@ -96,8 +96,10 @@ def _topic_mapper(config: Config, source: str, target: str) -> Callable[[str], s
                      "direction of it.")
 
 
-def translate_offsets(config: Config, req: TranslateRequest,
-                      notify: Notify = lambda _: None) -> TranslationReport:
+def translate_offsets(ctx: OpsContext, req: TranslateRequest) -> TranslationReport:
+    """Translate the groups' positions of `req` (module docstring); progress goes to the
+    context's notify."""
+    config, notify = ctx.config, ctx.notify
     if req.method not in set(TranslateMethod):  # library callers may pass plain text
         raise UsageError(f"Unknown method '{req.method}'.",
                          f"Use one of {', '.join(TranslateMethod)}.")
@@ -107,8 +109,7 @@ def translate_offsets(config: Config, req: TranslateRequest,
     except re.error as exc:
         raise UsageError(f"--groups is not a valid regex: {exc}") from exc
     to_topic = _topic_mapper(config, req.source, req.target)
-    src = ClusterClients.for_cluster(config, req.source)
-    dst = ClusterClients.for_cluster(config, req.target)
+    src, dst = ctx.clients(req.source), ctx.clients(req.target)
     describe_with_retry(dst, config.retry.with_deadline(req.source_deadline_s))
     source_up = _reachable(src, config.retry.with_deadline(req.source_deadline_s),
                            required=req.method in ("exact", "timestamp"))

@@ -20,6 +20,7 @@ from drctl.cli import app as root_app
 from drctl.cli import gap_cmd
 from drctl.cli.state import CURRENT
 from drctl.config import Config, load_config
+from drctl.context import OpsContext
 from drctl.gap.planner import plan_gap_analysis
 from drctl.gap.result import GapRecord, GapResult
 from drctl.gap.runner import run_gap_analysis
@@ -261,7 +262,8 @@ def test_gap_prefixed_names_as_a_library(lab_prefixed: RunningLab, ns: str) -> N
         topic, gap, f_point, fo_start = scenario(lab, ns, failover_topic_offsets=True)
         assert fo_start is not None
         config = lab_config(lab)
-        plan = plan_gap_analysis(config, [topic], target_end={f"primary.{topic}": f_point},
+        plan = plan_gap_analysis(OpsContext.from_config(config), [topic],
+                                 target_end={f"primary.{topic}": f_point},
                                  post_failover_start={topic: fo_start}, check_order=True)
         assert plan.topics[0].target_topic == f"primary.{topic}"
         assert plan.topics[0].failover_topic == topic
@@ -304,7 +306,8 @@ def test_gap_identity_mirror(lab_prefixed: RunningLab, ns: str) -> None:
     secondary.flush()
 
     config = lab_config(lab, kind="identity", rename="{topic}")
-    plan = plan_gap_analysis(config, [topic], target_end={topic: f_point}, check_order=True)
+    plan = plan_gap_analysis(OpsContext.from_config(config), [topic],
+                             target_end={topic: f_point}, check_order=True)
     assert plan.kind == "identity"
     with run_gap_analysis(plan, config.spark) as result:
         gap = primary.sent[before:]

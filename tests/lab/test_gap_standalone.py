@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from drctl.config import load_config
+from drctl.context import OpsContext
 from drctl.gap.planner import plan_gap_analysis
 from drctl.gap.runner import run_gap_analysis
 from drctl.lab.spark_cluster import APP_NAME
@@ -30,8 +31,9 @@ def test_gap_on_a_standalone_cluster_equals_local_mode(lab_spark: RunningLab, ns
     assert config.spark.master == f"spark://127.0.0.1:{lab.state.ports.spark_master}"
     try:
         topic, gap, f_point, _ = scenario(lab, ns, failover_topic_offsets=False)
-        plan = plan_gap_analysis(config, [topic], target_end={topic: f_point},
-                                 check_order=True, out_dir=tmp_path / "cluster")
+        plan = plan_gap_analysis(OpsContext.from_config(config), [topic],
+                                 target_end={topic: f_point}, check_order=True,
+                                 out_dir=tmp_path / "cluster")
         local_plan = dataclasses.replace(plan, out_dir=str(tmp_path / "local"),
                                          notes=list(plan.notes))
         on_cluster = run_gap_analysis(plan, config.spark)

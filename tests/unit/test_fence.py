@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from drctl.config import Config, parse_config
+from drctl.context import OpsContext
 from drctl.errors import ExitStatus
 from drctl.kafka.acls import AclOutcome, FenceResult
-from drctl.ops.context import OpsContext
 from drctl.ops.fence import (
     fence_record,
     fence_topics,
@@ -57,15 +57,14 @@ def test_fence_covers_mirror_and_failover_topics() -> None:
 
 def test_a_confirmed_stop_needs_no_fence_and_asks_no_cluster() -> None:
     marker = _marker("stopped")
-    fence_unconfirmed_stop(_context(_config()), marker, {"orders": "orders"}, lambda _: None)
+    fence_unconfirmed_stop(_context(_config()), marker, {"orders": "orders"})
     assert marker.fence["state"] == "not-needed"
     assert open_risks(marker) == []
 
 
 def test_a_pending_stop_without_principal_is_unfenced_and_an_open_risk() -> None:
     marker = _marker("pending")
-    fence_unconfirmed_stop(_context(_config(principal=None)), marker, {"orders": "orders"},
-                           lambda _: None)
+    fence_unconfirmed_stop(_context(_config(principal=None)), marker, {"orders": "orders"})
     assert marker.fence["state"] == "unfenced"
     assert marker.fence["reason"] == "replication.principal is not configured"
     (risk,) = open_risks(marker)
@@ -80,7 +79,7 @@ def test_a_fence_set_while_pending_stays_when_the_stop_is_confirmed_later() -> N
     fenced_at = marker.fence["fenced_at"]
     assert open_risks(marker) == []  # fenced: the returning replicator cannot write
     marker.replication_stop = "stopped"  # the failover re-run reached Connect
-    fence_unconfirmed_stop(_context(_config()), marker, {"orders": "orders"}, lambda _: None)
+    fence_unconfirmed_stop(_context(_config()), marker, {"orders": "orders"})
     assert marker.fence["state"] == "fenced" and marker.fence["fenced_at"] == fenced_at
     # A second fence call (re-run, still pending) keeps the first time.
     again = fence_record(FenceResult(AclOutcome.DONE, "User:mm2", (), ("orders",)),
@@ -107,9 +106,9 @@ def test_lifting_is_a_no_op_without_a_fence_and_planned_on_a_dry_run() -> None:
     ctx = _context(_config())
     marker = _marker("stopped")
     marker.fence = {"state": "lifted", "principal": "User:mm2", "topics": ["orders"]}
-    assert lift_fence_after_stop(ctx, marker, dry_run=False, notify=lambda _: None) is None
+    assert lift_fence_after_stop(ctx, marker, dry_run=False) is None
     marker.fence = {**marker.fence, "state": "fenced"}
-    step = lift_fence_after_stop(ctx, marker, dry_run=True, notify=lambda _: None)
+    step = lift_fence_after_stop(ctx, marker, dry_run=True)
     assert step == {"step": "lift-fence", "principal": "User:mm2", "topics": ["orders"]}
     assert marker.fence["state"] == "fenced"
 

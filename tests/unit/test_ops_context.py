@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from drctl.config import Config, parse_config
+from drctl.context import OpsContext
 from drctl.errors import CheckFailed, ExitStatus
 from drctl.kafka.clients import WireLog
-from drctl.ops.context import OpsContext
 from drctl.ops.failover import FailoverOptions, preflight
 from drctl.ops.status import collect_status, status_verdict
 from drctl.replication.base import kind_named
@@ -84,14 +84,15 @@ def _config(rename: str = "{topic}") -> Config:
     })
 
 
-def _context(config: Config, admins: dict[str, FakeAdmin]) -> OpsContext:
+def _context(config: Config, admins: dict[str, FakeAdmin],
+             notify: Any = lambda _: None) -> OpsContext:
     def clients(name: str) -> Any:
         return FakeClients(name, admins[name])
 
     def no_markers(cluster: str | None) -> Any:
         raise AssertionError("preflight reads no markers")
 
-    return OpsContext(config, clients, no_markers, kind_named("mirrormaker2"))
+    return OpsContext(config, clients, no_markers, kind_named("mirrormaker2"), notify)
 
 
 def test_preflight_maps_topics_and_lists_active_groups() -> None:
@@ -101,7 +102,8 @@ def test_preflight_maps_topics_and_lists_active_groups() -> None:
                          groups={"billing": 2, "audit": 0, "ignored-x": 1}),
     })
     notes: list[str] = []
-    pre = preflight(ctx, FailoverOptions(), notes.append)
+    ctx.notify = notes.append
+    pre = preflight(ctx, FailoverOptions())
     # The source answers: the inventory is kept (these fakes cannot write it; never fatal).
     inventory = pre.pop("inventory")
     assert inventory["error"].startswith("not refreshed: "), inventory
@@ -115,11 +117,11 @@ def test_preflight_with_the_source_down_uses_the_target_mirrors() -> None:
         "dc1": FakeAdmin(False, {}),
         "dc2": FakeAdmin(True, {"dc1.orders": 3, "local": 1}),
     })
-    pre = preflight(ctx, FailoverOptions(), lambda _: None)
+    pre = preflight(ctx, FailoverOptions())
     assert pre["source_reachable"] is False
     assert pre["topics"] == {"orders": "dc1.orders"}
     with pytest.raises(CheckFailed, match="planned failover needs the source 'dc1'"):
-        preflight(ctx, FailoverOptions(planned=True), lambda _: None)
+        preflight(ctx, FailoverOptions(planned=True))
 
 
 def test_preflight_of_a_switchover_fails_on_a_missing_or_smaller_mirror() -> None:
@@ -128,12 +130,12 @@ def test_preflight_of_a_switchover_fails_on_a_missing_or_smaller_mirror() -> Non
         "dc2": FakeAdmin(True, {"orders": 2}),
     })
     with pytest.raises(CheckFailed) as info:
-        preflight(ctx, FailoverOptions(planned=True), lambda _: None)
+        preflight(ctx, FailoverOptions(planned=True))
     assert info.value.message == ("Preflight failed: orders has 2 partitions on dc2, orders "
                                   "has 3 on dc1; payments is missing on dc2.")
     # An outage's failover refuses a smaller mirror too (its extra partitions have no F)...
     with pytest.raises(CheckFailed) as info:
-        preflight(ctx, FailoverOptions(), lambda _: None)
+        preflight(ctx, FailoverOptions())
     assert info.value.message == ("Preflight failed: orders has 2 partitions on dc2, orders "
                                   "has 3 on dc1.")
 
@@ -146,7 +148,8 @@ def test_preflight_of_an_outage_goes_on_without_a_topic_never_mirrored() -> None
         "dc2": FakeAdmin(True, {"orders": 3}),
     })
     notes: list[str] = []
-    pre = preflight(ctx, FailoverOptions(), notes.append)
+    ctx.notify = notes.append
+    pre = preflight(ctx, FailoverOptions())
     assert pre["topics"] == {"orders": "orders"}
     assert pre["unmirrored"] == ["payments"]
     assert "Not mirrored on dc2, left behind: payments" in notes

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 import drctl.gap.quarantine as quarantine_module
 from drctl.cli.app import app, main
 from drctl.config import load_config
+from drctl.context import OpsContext
 from drctl.errors import DrctlError
 from drctl.gap.quarantine import RerunTag, produce_to_quarantine
 from drctl.kafka.records import Record
@@ -163,12 +164,13 @@ def test_failback_writes_its_report_unless_dry_run(tmp_path: Path) -> None:
     config = load_config(tmp_path / "drctl.yaml")
     result = FailbackResult(_marker(), resumed=False,
                             reconcile=ReconcileOutcome(ReconcileMode.NONE).as_dict())
-    paths = result.write_reports(config, tmp_path / "out")
+    ctx = OpsContext(config)
+    paths = result.write_reports(ctx, tmp_path / "out")
     assert {p.suffix for p in paths} == {".md", ".html", ".json"}
     assert all(p.name.startswith(f"{result.marker.incident}-failback") for p in paths)
     assert "Reconcile: none" in next(p for p in paths if p.suffix == ".md").read_text()
     result.dry_run = True
-    assert result.write_reports(config, tmp_path / "dry") == []
+    assert result.write_reports(ctx, tmp_path / "dry") == []
 
 
 def test_reconcile_none_touches_nothing(tmp_path: Path) -> None:

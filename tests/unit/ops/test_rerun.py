@@ -8,16 +8,18 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from drctl.config import parse_config
+from drctl.context import OpsContext
 from drctl.errors import CheckFailed, Unreachable
 from drctl.kafka.records import ReadTimeout
 from drctl.ops import rerun
-from drctl.ops.context import OpsContext
 
 CONFIG = parse_config({
     "clusters": {"dc1": {"bootstrap.servers": "x"}, "dc2": {"bootstrap.servers": "y"}},
     "replication": {"kind": "mirrormaker2", "source": "dc1", "target": "dc2"},
     "retry": {"initial_s": 1, "max_s": 4, "attempts": 10}})
-CTX = OpsContext(CONFIG, lambda name: None, lambda cluster: None, None)  # type: ignore[arg-type]
+def _ctx(notify: Any = lambda _: None) -> OpsContext:
+    return OpsContext(CONFIG, lambda name: None, lambda cluster: None,  # type: ignore[arg-type]
+                      None, notify)
 
 
 @pytest.fixture
@@ -52,7 +54,7 @@ def test_a_read_timeout_runs_it_again_and_says_who_dropped(silent: list[list[str
         return "done"
 
     clock = Clock()
-    assert rerun.rerun_while_dropped(run, CTX, ("dc1", "dc2"), 600, "failback", said.append,
+    assert rerun.rerun_while_dropped(run, _ctx(said.append), ("dc1", "dc2"), 600, "failback",
                                      sleep=clock.sleep, clock=clock) == "done"
     assert len(calls) == 2
     assert said[0].startswith("'dc2' stopped answering (reading 2 partition range(s)")
@@ -67,7 +69,7 @@ def test_it_gives_up_at_the_timeout_naming_the_cluster(silent: list[list[str]]) 
         raise KafkaException(KafkaError(KafkaError._TRANSPORT, "Connection refused"))
 
     with pytest.raises(Unreachable) as info:
-        rerun.rerun_while_dropped(run, CTX, ("dc1", "dc2"), 10, "failback", lambda _: None,
+        rerun.rerun_while_dropped(run, _ctx(), ("dc1", "dc2"), 10, "failback",
                                   sleep=clock.sleep, clock=clock)
     assert "Failback stopped: 'dc1' did not answer" in info.value.message
     assert clock.now <= 10
@@ -83,7 +85,7 @@ def test_other_failures_end_it_at_once(error: Exception, silent: list[list[str]]
         raise error
 
     with pytest.raises(type(error)):
-        rerun.rerun_while_dropped(run, CTX, ("dc1", "dc2"), 600, "failback", lambda _: None,
+        rerun.rerun_while_dropped(run, _ctx(), ("dc1", "dc2"), 600, "failback",
                                   sleep=lambda _: None)
     assert calls == [1]
 
@@ -96,6 +98,6 @@ def test_a_cluster_down_before_it_got_going_is_not_waited_for(silent: list[list[
         raise Unreachable("Cluster 'dc1' is unreachable. Failback needs both clusters.")
 
     with pytest.raises(Unreachable, match="needs both clusters"):
-        rerun.rerun_while_dropped(run, CTX, ("dc1", "dc2"), 600, "failback", lambda _: None,
+        rerun.rerun_while_dropped(run, _ctx(), ("dc1", "dc2"), 600, "failback",
                                   started=lambda: False, sleep=lambda _: None)
     assert calls == [1]

@@ -1,0 +1,96 @@
+"""What one command works with, built once: the config, its replication flow and kind, one set
+of clients per cluster, the marker stores, and where progress goes.
+
+Every step of failover, failback, the return to protection and translation takes it and asks
+it for what it needs, never re-deriving the config. A command builds one
+(`OpsContext.from_config`) and closes it at the end; tests build one from fakes of the
+factories, the way httpie's `Environment` is overridden by its test suite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from drctl.config import Config, ReplicationSettings
+from drctl.kafka.clients import ClusterClients
+from drctl.progress import Notify
+from drctl.state import MarkerStore, marker_store
+
+if TYPE_CHECKING:
+    from drctl.replication.base import ReplicationKind
+
+ClientsFactory = Callable[[str], ClusterClients]  # cluster name -> its clients
+# The cluster holding the state topic (None: the local state directory only) -> the store.
+MarkerStoreFactory = Callable[[str | None], MarkerStore]
+
+
+class OpsContext:
+    """One command's context. Clients and marker stores are built on first use and kept:
+    one admin client per cluster for the whole command, however many steps ask."""
+
+    def __init__(self, config: Config, clients: ClientsFactory | None = None,
+                 markers: MarkerStoreFactory | None = None,
+                 kind: ReplicationKind | None = None, notify: Notify = lambda _: None) -> None:
+        self.config = config
+        self.notify = notify
+        self.kind = kind
+        self._clients_factory = clients or (lambda name: ClusterClients.for_cluster(config,
+                                                                                   name))
+        self._markers_factory = markers or (lambda cluster: marker_store(
+            config, cluster, self.clients(cluster) if cluster else None))
+        self._clients: dict[str, ClusterClients] = {}
+        self._stores: dict[str | None, MarkerStore] = {}
+        self.clients_built = 0  # how many ClusterClients this command made (tests count them)
+
+    @classmethod
+    def from_config(cls, config: Config, notify: Notify = lambda _: None) -> OpsContext:
+        from drctl.replication.base import kind_for
+
+        rep = config.replication
+        return cls(config, kind=None if rep is None else kind_for(rep), notify=notify)
+
+    @property
+    def rep(self) -> ReplicationSettings:
+        """The replication flow; a config error naming the missing section without one."""
+        return self.config.require_replication()
+
+    def require_kind(self) -> ReplicationKind:
+        """The replication kind; a config error naming the missing section without one."""
+        self.config.require_replication()
+        assert self.kind is not None, "from_config sets a kind with every replication section"
+        return self.kind
+
+    def clients(self, name: str) -> ClusterClients:
+        """The clients of cluster `name`, made once per command."""
+        found = self._clients.get(name)
+        if found is None:
+            found = self._clients[name] = self._clients_factory(name)
+            self.clients_built += 1
+        return found
+
+    @property
+    def source(self) -> ClusterClients:
+        return self.clients(self.rep.source)
+
+    @property
+    def target(self) -> ClusterClients:
+        return self.clients(self.rep.target)
+
+    def markers(self, cluster: str | None) -> MarkerStore:
+        """The marker store with the state topic on `cluster` (None: the local directory
+        only), made once per command."""
+        found = self._stores.get(cluster)
+        if found is None:
+            found = self._stores[cluster] = self._markers_factory(cluster)
+        return found
+
+    @property
+    def store(self) -> MarkerStore:
+        """The flow's marker store: the local directory and the state topic on the target."""
+        return self.markers(self.rep.target)
+
+    def close(self) -> None:
+        """Forget the clients (librdkafka closes them as they are released)."""
+        self._clients.clear()
+        self._stores.clear()
