@@ -83,3 +83,32 @@ def retry_call(
             if on_retry is not None:
                 on_retry(attempt, exc, delay)
             sleep(delay)
+
+
+class WaitTimedOut(Exception):
+    """`wait_for` ran out of time; `last` is what the last poll returned (None, or the value
+    it rejected), for the caller's error message."""
+
+    def __init__(self, waited_s: float) -> None:
+        super().__init__(f"not done after {waited_s:.1f} s")
+        self.waited_s = waited_s
+
+
+def wait_for(poll: Callable[[], T | None], *, deadline_s: float, interval_s: float = 0.5,
+             on_wait: Callable[[], object] | None = None,
+             sleep: Callable[[float], None] = time.sleep,
+             clock: Callable[[], float] = time.monotonic) -> T:
+    """Call `poll` until it returns something other than None, and return that; between
+    polls sleep `interval_s` and call `on_wait` (which says where the wait stands, when it
+    wants to). `WaitTimedOut` once `deadline_s` has passed: the caller says what was left.
+    The one wait-until-a-condition loop of drctl, beside `retry_call`'s backoff."""
+    started = clock()
+    while True:
+        found = poll()
+        if found is not None:
+            return found
+        if clock() - started > deadline_s:
+            raise WaitTimedOut(clock() - started)
+        if on_wait is not None:
+            on_wait()
+        sleep(interval_s)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterable, Mapping
 
 from confluent_kafka import Consumer, TopicPartition
@@ -40,16 +39,20 @@ def partition_count(consumer: Consumer, topic: str, timeout_s: float = 10.0) -> 
 
 def wait_for_leaders(admin: object, topics: Iterable[str], deadline_s: float = 30.0) -> None:
     """A topic created a moment ago has no leader yet; most requests fail until it has."""
+    from drctl.retry import WaitTimedOut, wait_for
+
     wanted = set(topics)
-    end = time.monotonic() + deadline_s
-    while True:
+
+    def led() -> bool | None:
         meta = admin.list_topics(timeout=10).topics  # type: ignore[attr-defined]
-        if all(t in meta and meta[t].partitions and
-               all(p.leader >= 0 for p in meta[t].partitions.values()) for t in wanted):
-            return
-        if time.monotonic() > end:
-            return  # callers retry retriable errors; do not fail here
-        time.sleep(0.2)
+        return True if all(t in meta and meta[t].partitions and
+                           all(p.leader >= 0 for p in meta[t].partitions.values())
+                           for t in wanted) else None
+
+    try:
+        wait_for(led, deadline_s=deadline_s, interval_s=0.2)
+    except WaitTimedOut:
+        pass  # callers retry retriable errors; do not fail here
 
 
 def log_append_time_topics(admin: object, topics: Iterable[str],

@@ -8,7 +8,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,7 +39,7 @@ from drctl.lab.security import (
 )
 from drctl.lab.spark_cluster import SparkCluster, SparkClusterPorts, spark_config
 from drctl.progress import Notify
-from drctl.retry import RetryPolicy
+from drctl.retry import RetryPolicy, WaitTimedOut, wait_for
 
 COMPONENTS = ("primary", "secondary", "connect")
 FAILABLE = {"primary": "primary", "secondary": "secondary", "replication": "connect",
@@ -640,8 +639,8 @@ def _running(client: ConnectClient, name: str) -> bool:
 
 def wait_for_lab(lab: Lab, deadline_s: float = 60) -> None:
     """Wait until every process and connector of a lab is healthy."""
-    end = time.monotonic() + deadline_s
-    while not lab.healthy():
-        if time.monotonic() > end:
-            raise LabError("The lab did not become healthy in time.", "Run `drctl lab status`.")
-        time.sleep(0.5)
+    try:
+        wait_for(lambda: True if lab.healthy() else None, deadline_s=deadline_s)
+    except WaitTimedOut:
+        raise LabError("The lab did not become healthy in time.",
+                       "Run `drctl lab status`.") from None

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from drctl.errors import LabError
+from drctl.retry import WaitTimedOut, wait_for
 
 
 def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
@@ -25,20 +26,23 @@ def wait_until(check: Callable[[], bool], *, deadline_s: float, what: str, log_f
                alive: Callable[[], bool] | None = None, interval_s: float = 0.25) -> None:
     """Poll `check` until it holds; fail with the log to read when time runs out or the
     process died."""
-    end = time.monotonic() + deadline_s
-    while True:
+    def ready() -> bool | None:
         try:
             if check():
-                return
+                return True
         except LabError:
             raise
         except Exception:  # noqa: BLE001 - any other failure of a probe means "not yet"
             pass
         if alive is not None and not _alive_on_a_second_look(alive):
             raise LabError(f"{what}: the process exited.", _read_hint(log_file))
-        if time.monotonic() > end:
-            raise LabError(f"{what}: not ready after {deadline_s:.0f} s.", _read_hint(log_file))
-        time.sleep(interval_s)
+        return None
+
+    try:
+        wait_for(ready, deadline_s=deadline_s, interval_s=interval_s)
+    except WaitTimedOut:
+        raise LabError(f"{what}: not ready after {deadline_s:.0f} s.",
+                       _read_hint(log_file)) from None
 
 
 def _alive_on_a_second_look(alive: Callable[[], bool]) -> bool:

@@ -19,13 +19,14 @@ from drctl.faults import crash_point
 from drctl.kafka.clients import describe_with_retry
 from drctl.kafka.groups import group_states, list_groups
 from drctl.kafka.offsets import watermarks
-from drctl.kafka.topics import ensure_topics, is_internal_topic, log_append_time_topics
+from drctl.kafka.topics import TP, ensure_topics, is_internal_topic, log_append_time_topics
 from drctl.ops.catch_up import catch_up_timed_out, describe_left, records_left
 from drctl.ops.fence import FENCED, UNFENCED, fence_topics, fence_unconfirmed_stop, open_risks
 from drctl.ops.late_copies import check_late_copies
 from drctl.progress import Ticker
 from drctl.replication.base import Confirm
 from drctl.reports import write_report
+from drctl.retry import WaitTimedOut, wait_for
 from drctl.state import FailoverMarker, MarkerStore, Offsets
 from drctl.timeparse import format_duration
 from drctl.translate.engine import TranslateRequest, translate_offsets, wanted_group
@@ -265,43 +266,53 @@ def _wait_quiet_and_caught_up(ctx: OpsContext, topics: dict[str, str], opts: Fai
     src_admin, dst_admin = src.admin(), dst.admin()
     src_tps = sorted((t, p) for t in topics for p in range(_partitions(src_admin, t)))
     ctx.notify("Waiting for the source's end offsets to stop moving (producers stopped?)")
-    before = watermarks(src_admin, src_tps)
-    end = time.monotonic() + opts.catch_up_deadline_s
-    while True:
-        time.sleep(opts.quiesce_s)
+    seen = {"before": watermarks(src_admin, src_tps)}
+
+    def quiet() -> dict[TP, tuple[int, int]] | None:
         after = watermarks(src_admin, src_tps)
-        if after == before:
-            break
-        if time.monotonic() > end:
-            raise CheckFailed("The source is still receiving writes after "
-                              f"{format_duration(opts.catch_up_deadline_s)}.",
-                              "Stop the producers first, or run an unplanned failover.")
-        before = after
+        if after == seen["before"]:
+            return after
+        seen["before"] = after
+        return None
+
+    time.sleep(opts.quiesce_s)
+    try:
+        after = wait_for(quiet, deadline_s=opts.catch_up_deadline_s, interval_s=opts.quiesce_s)
+    except WaitTimedOut:
+        raise CheckFailed("The source is still receiving writes after "
+                          f"{format_duration(opts.catch_up_deadline_s)}.",
+                          "Stop the producers first, or run an unplanned failover.") from None
     ctx.notify("Waiting for replication to catch up")
     dst_tps = [(topics[t], p) for t, p in src_tps]
     a = Side.of(src, src_admin, after)
     dst_append = log_append_time_topics(dst_admin, {t for t, _ in dst_tps})
-    ticker = Ticker()
-    while True:
+    state: dict[str, Any] = {}
+
+    def caught_up() -> dict[str, int] | None:
         b = Side.of(dst, dst_admin, watermarks(dst_admin, dst_tps), dst_append)
         tails = last_records(a, [(tp, after[tp][1]) for tp in src_tps])
         queries = [MatchQuery(last, (topics[tp[0]], tp[1]))
                    for tp, (last, _) in zip(src_tps, tails, strict=True) if last is not None]
-        behind = [q for q, m in zip(queries, match_records(a, b, queries), strict=True)
-                  if m.offset is None]
-        if not behind:
+        state.update(b=b, behind=[q for q, m in zip(queries, match_records(a, b, queries),
+                                                    strict=True) if m.offset is None])
+        if not state["behind"]:
             return {f"{t}[{p}]": after[(t, p)][1] for t, p in src_tps}
-        timed_out = time.monotonic() > end
-        if timed_out or ticker.due():
-            left = records_left(a, b, [((q.record.topic, q.record.partition), q.tp_b)
-                                       for q in behind])
-            if timed_out:
-                raise catch_up_timed_out(
-                    "Replication", opts.catch_up_deadline_s, left,
-                    "Check the replicator; run failover --planned again with a longer "
-                    "--timeout, or run an unplanned failover.")
-            ctx.notify(f"Catch-up: {describe_left(left)}")
-        time.sleep(1)
+        return None
+
+    def left() -> dict[TP, int | None]:
+        return records_left(a, state["b"], [((q.record.topic, q.record.partition), q.tp_b)
+                                            for q in state["behind"]])
+
+    ticker = Ticker()
+    try:
+        return wait_for(caught_up, deadline_s=opts.catch_up_deadline_s, interval_s=1.0,
+                        on_wait=lambda: ticker.due() and ctx.notify(
+                            f"Catch-up: {describe_left(left())}"))
+    except WaitTimedOut:
+        raise catch_up_timed_out(
+            "Replication", opts.catch_up_deadline_s, left(),
+            "Check the replicator; run failover --planned again with a longer "
+            "--timeout, or run an unplanned failover.") from None
 
 
 def _partitions(admin: Any, topic: str) -> int:

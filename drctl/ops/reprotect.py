@@ -56,6 +56,7 @@ from drctl.ops.reverse import (
 from drctl.progress import Ticker
 from drctl.replication.base import Confirm, ReturnRequest
 from drctl.reports import write_report
+from drctl.retry import WaitTimedOut, wait_for
 from drctl.state import FailoverMarker, IncidentPhase, Offsets
 from drctl.timeparse import format_duration
 from drctl.translate.locate import MatchQuery, Side, last_records, match_records
@@ -513,14 +514,13 @@ def verify_forward(ctx: OpsContext, marker: FailoverMarker, timeout_s: float
     queries = {tp: MatchQuery(last, (marker.topics[tp[0]], tp[1]))
                for tp, (last, _) in tails.items()
                if last is not None and last.offset >= starts[tp[0]][tp[1]]}
-    end_at = time.monotonic() + timeout_s
-    ticker = Ticker()
     found: dict[TP, int] = {}
     dst_append = log_append_time_topics(dst_admin, {q.tp_b[0] for q in queries.values()})
     if queries:
         notify(f"Waiting for forward replication to copy what {len(queries)} partition(s) "
                "received since the cut-over")
-    while len(found) < len(queries):
+
+    def arrived() -> bool | None:
         todo = [tp for tp in queries if tp not in found]
         mirrors = [queries[tp].tp_b for tp in todo]
         b = Side.of(dst, dst_admin, watermarks(dst_admin, mirrors), dst_append)
@@ -529,14 +529,16 @@ def verify_forward(ctx: OpsContext, marker: FailoverMarker, timeout_s: float
             if match.offset is not None and match.offset >= since.get(
                     queries[tp].tp_b[0], {}).get(tp[1], 0):
                 found[tp] = match.offset
-        if len(found) == len(queries):
-            break
-        if time.monotonic() > end_at:
-            break
-        if ticker.due():
-            notify(f"Forward catch-up: {len(queries) - len(found)} partition(s) still "
-                   f"without their newest record on {rep.target}")
-        time.sleep(1)
+        return True if len(found) == len(queries) else None
+
+    ticker = Ticker()
+    try:
+        wait_for(arrived, deadline_s=timeout_s, interval_s=1.0,
+                 on_wait=lambda: ticker.due() and notify(
+                     f"Forward catch-up: {len(queries) - len(found)} partition(s) still "
+                     f"without their newest record on {rep.target}"))
+    except WaitTimedOut:
+        pass  # what did not arrive is counted missing below
     source_ranges = {tp: (starts[tp[0]][tp[1]], src_marks[tp][1]) for tp in source_tps}
     target_ranges = {(marker.topics[tp[0]], tp[1]):
                      (since.get(marker.topics[tp[0]], {}).get(tp[1], 0), found[tp] + 1)

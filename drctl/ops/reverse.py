@@ -4,7 +4,6 @@ second failback prerequisite)."""
 
 from __future__ import annotations
 
-import time
 from collections import Counter, defaultdict
 from collections.abc import Collection, Mapping
 from pathlib import Path
@@ -21,6 +20,7 @@ from drctl.ops.catch_up import catch_up_timed_out, describe_left, records_left
 from drctl.ops.copies import copy_fingerprint, timestamps_kept
 from drctl.progress import Ticker
 from drctl.replication.base import ReverseRequest
+from drctl.retry import WaitTimedOut, wait_for
 from drctl.state import FailoverMarker, Offsets
 from drctl.translate.locate import (
     MatchQuery,
@@ -143,9 +143,9 @@ def wait_reverse_caught_up(ctx: OpsContext, marker: FailoverMarker, *,
     notify("Waiting for reverse replication to catch up")
     tgt_append = log_append_time_topics(tgt_admin, {t for t, _ in tps})
     src_append = log_append_time_topics(src_admin, {reverse_topic(rep, t) for t, _ in tps})
-    end = time.monotonic() + deadline_s
-    ticker = Ticker()
-    while True:
+    state: dict[str, Any] = {}
+
+    def caught_up() -> dict[str, list[int]] | None:
         marks = watermarks(tgt_admin, tps)
         a = Side.of(tgt, tgt_admin, marks, tgt_append)
         # The last record the reverse flow carries: drctl's reconciled copies are the
@@ -156,28 +156,34 @@ def wait_reverse_caught_up(ctx: OpsContext, marker: FailoverMarker, *,
                    for tp, (last, _) in zip(tps, tails, strict=True)
                    if last is not None and last.offset >= _start(marker, rep, tp)]
         existing = src_admin.list_topics(timeout=30).topics
-        behind = queries
-        b: Side | None = None
+        state.update(marks=marks, a=a, b=None, behind=queries)
         if all(q.tp_b[0] in existing for q in queries):
             b = Side.of(src, src_admin, watermarks(src_admin, [q.tp_b for q in queries]),
                         src_append)
             found = match_records(a, b, queries)
-            behind = [q for q, m in zip(queries, found, strict=True) if m.offset is None]
-            if not behind:
+            state.update(b=b, behind=[q for q, m in zip(queries, found, strict=True)
+                                      if m.offset is None])
+            if not state["behind"]:
                 return _carried(src_admin, rep, tps, marks, queries, found)
-        timed_out = time.monotonic() > end
-        if timed_out or ticker.due():
-            # Before the reverse topics exist nothing has arrived: all of it is left.
-            pairs = [((q.record.topic, q.record.partition), q.tp_b) for q in behind]
-            left = ({tp: marks[tp][1] - _start(marker, rep, tp) for tp, _ in pairs}
-                    if b is None else records_left(a, b, pairs))
-            if timed_out:
-                raise catch_up_timed_out(
-                    "Reverse replication", deadline_s, left,
-                    "Check the reverse connector's status and the Connect log; run failback "
-                    "again (with a longer --timeout): it continues with this wait.")
-            notify(f"Reverse catch-up: {describe_left(left)}")
-        time.sleep(1)
+        return None
+
+    def left() -> dict[TP, int | None]:
+        # Before the reverse topics exist nothing has arrived: all of it is left.
+        pairs = [((q.record.topic, q.record.partition), q.tp_b) for q in state["behind"]]
+        if state["b"] is None:
+            return {tp: state["marks"][tp][1] - _start(marker, rep, tp) for tp, _ in pairs}
+        return records_left(state["a"], state["b"], pairs)
+
+    ticker = Ticker()
+    try:
+        return wait_for(caught_up, deadline_s=deadline_s, interval_s=1.0,
+                        on_wait=lambda: ticker.due() and notify(
+                            f"Reverse catch-up: {describe_left(left())}"))
+    except WaitTimedOut:
+        raise catch_up_timed_out(
+            "Reverse replication", deadline_s, left(),
+            "Check the reverse connector's status and the Connect log; run failback "
+            "again (with a longer --timeout): it continues with this wait.") from None
 
 
 def _carried(src_admin: Any, rep: ReplicationSettings, tps: list[TP],

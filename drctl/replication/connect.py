@@ -3,7 +3,6 @@ or a manual mode that says exactly what the operator must do."""
 
 from __future__ import annotations
 
-import time
 from abc import ABC
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from drctl.kafka.connect_rest import (
 )
 from drctl.progress import Notify
 from drctl.replication.base import Confirm, FlowState, ReplicationKind, StopOutcome
+from drctl.retry import WaitTimedOut, wait_for
 
 # Task states in which a task copies now or is about to.
 _ACTIVE_TASK_STATES = frozenset({"RUNNING", "RESTARTING"})
@@ -161,20 +161,23 @@ class ConnectControlled(ReplicationKind, ABC):
             raise ConnectRejected(f"Replication was not stopped: {exc.message}",
                                   f"{exc.hint} Then run the same command again: it resumes "
                                   "the incident.") from exc
-        end = time.monotonic() + deadline_s
-        while True:
-            readings = [ConnectorReading.read(client, n) for n in rep.connect.connectors]
+        seen: list[ConnectorReading] = []
+
+        def stopped() -> StopOutcome | None:
+            seen[:] = [ConnectorReading.read(client, n) for n in rep.connect.connectors]
             # Connect accepted the stop and tore the tasks down, which is what stops the
             # copying. A connector whose source is unreachable can hang in its own stop() and
             # keep reporting RUNNING with no tasks; its target state is STOPPED all the same.
-            detail = ", ".join(f"{r.name}: {r.describe()}" for r in readings)
             if all(r.confirmed_stopped or (r.activity is ConnectorActivity.IDLE and not r.tasks)
-                   for r in readings):
-                return StopOutcome("stopped", list(rep.connect.connectors), detail)
-            if time.monotonic() > end:
-                raise DrctlError(f"Connectors did not stop in time: {detail}",
-                                 "Check the Connect worker's log.")
-            time.sleep(0.5)
+                   for r in seen):
+                return StopOutcome("stopped", list(rep.connect.connectors), _detail(seen))
+            return None
+
+        try:
+            return wait_for(stopped, deadline_s=deadline_s)
+        except WaitTimedOut:
+            raise DrctlError(f"Connectors did not stop in time: {_detail(seen)}",
+                             "Check the Connect worker's log.") from None
 
     def resume_forward(self, rep: ReplicationSettings, notify: Notify,
                        confirm: Confirm | None = None) -> FlowState:
@@ -212,13 +215,18 @@ class ConnectControlled(ReplicationKind, ABC):
                     continue  # nothing left to copy with
             # A connector stranded UNASSIGNED keeps that state whatever it is asked, so the
             # wait ends at the deadline; one that can stop does so within seconds.
-            end = time.monotonic() + deadline_s
-            while True:
-                readings = [ConnectorReading.read(client, n) for n in rep.connect.connectors]
-                done = all(r.confirmed_stopped for r in readings if r.name in names)
-                if done or time.monotonic() > end:
-                    return flow_state_of(readings, names)
-                time.sleep(0.5)
+            seen: list[ConnectorReading] = []
+
+            def stopped() -> bool | None:
+                seen[:] = [ConnectorReading.read(client, n) for n in rep.connect.connectors]
+                return True if all(r.confirmed_stopped for r in seen if r.name in names) \
+                    else None
+
+            try:
+                wait_for(stopped, deadline_s=deadline_s)
+            except WaitTimedOut:
+                pass
+            return flow_state_of(seen, names)
         except Unreachable:
             return FlowState(False, restopped=tuple(names))
 
@@ -267,6 +275,10 @@ def resume_connectors(client: ConnectClient, names: Sequence[str],
     return flow_state_of([ConnectorReading.read(client, n) for n in names])
 
 
+def _detail(readings: Sequence[ConnectorReading]) -> str:
+    return ", ".join(f"{r.name}: {r.describe()}" for r in readings)
+
+
 def stop_or_pause(client: ConnectClient, name: str) -> None:
     """PUT …/stop, idempotent; ConnectorMissing when there is no such connector."""
     try:
@@ -280,17 +292,21 @@ def stop_or_pause(client: ConnectClient, name: str) -> None:
 def wait_connector_state(client: ConnectClient, name: str, want: str,
                          deadline_s: float = 60) -> None:
     """Until `name` is in state `want` (RUNNING: with every task running)."""
-    end = time.monotonic() + deadline_s
-    while True:
+    last = ["UNASSIGNED"]
+
+    def there() -> bool | None:
         try:
             state, tasks = client.connector_state(name)
         except ConnectorMissing:  # just created: no status yet
             state, tasks = "UNASSIGNED", []
-        if state == want and (want != "RUNNING" or all(t == "RUNNING" for t in tasks)):
-            return
+        last[0] = state
         if "FAILED" in (state, *tasks):
             raise DrctlError(f"Connector {name} failed.", "Read the Connect worker's log.")
-        if time.monotonic() > end:
-            raise DrctlError(f"Connector {name} is {state}, not {want}, after {deadline_s:.0f} s.",
-                             "Read the Connect worker's log.")
-        time.sleep(0.5)
+        return True if state == want and (want != "RUNNING"
+                                          or all(t == "RUNNING" for t in tasks)) else None
+
+    try:
+        wait_for(there, deadline_s=deadline_s)
+    except WaitTimedOut:
+        raise DrctlError(f"Connector {name} is {last[0]}, not {want}, after "
+                         f"{deadline_s:.0f} s.", "Read the Connect worker's log.") from None
