@@ -13,7 +13,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from drctl.fingerprint import RECONCILED_HEADER
-from drctl.gap.spark_fingerprint import fingerprint
+from drctl.fingerprint.spark import fingerprint
 
 SAFE = "safe"
 CONFLICT = "conflict"

@@ -35,10 +35,10 @@ from pyspark import SparkContext
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
+from drctl.fingerprint.spark import FP_TYPE, digest_bytes
 from drctl.gap import diff
 from drctl.gap.plan import IDENTITY, GapPlan, TopicPlan
 from drctl.gap.result import RECORDS_DIR, SUMMARY_FILE, scope_fields, totals
-from drctl.gap.spark_fingerprint import FP_TYPE, digest_bytes
 
 Ranges = dict[str, dict[int, tuple[int, int]]]  # topic -> partition -> [start, end)
 Emit = Callable[[dict[str, Any]], None]

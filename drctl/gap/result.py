@@ -44,7 +44,7 @@ class GapRecord:
     partition: int
     offset: int
     timestamp_ms: int
-    timestamp_type: int  # Spark's: 0 CreateTime, 1 LogAppendTime
+    timestamp_type: int  # Kafka's coding, as `kafka.records.Record`: 1 CreateTime, 2 LogAppend
     key: bytes | None
     value: bytes | None
     headers: tuple[tuple[str, bytes | None], ...]
@@ -219,12 +219,17 @@ class GapResult:
         self.cleanup()
 
 
+_KAFKA_TIMESTAMP_TYPE = {0: 1, 1: 2}
+
+
 def _record(row: Mapping[str, Any]) -> GapRecord:
     headers = tuple((h["key"], h["value"]) for h in (row.get("headers") or ()))
     conflicts = tuple(PostFailoverWrite(c["partition"], c["offset"], c["timestamp_ms"])
                       for c in (row.get("conflicts") or ()))
     return GapRecord(topic=row["topic"], partition=row["partition"], offset=row["offset"],
-                     timestamp_ms=row["timestamp_ms"], timestamp_type=row["timestamp_type"],
+                     timestamp_ms=row["timestamp_ms"],
+                     # Spark's Kafka source says 0 for CreateTime and 1 for LogAppendTime.
+                     timestamp_type=_KAFKA_TIMESTAMP_TYPE.get(row["timestamp_type"], 0),
                      key=row["key"], value=row["value"], headers=headers,
                      classification=row.get("classification"), conflicts=conflicts,
                      partition_writes=int(row.get("partition_writes") or 0))

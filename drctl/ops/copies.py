@@ -1,6 +1,6 @@
 """How a record and its copy on the other cluster compare in an incident.
 
-By content: partition, key, value and client headers (drctl/fingerprint.py) — and the
+By content: partition, key, value and client headers (drctl/fingerprint/) — and the
 timestamp only when no topic of the incident has its broker stamp records on append
 (message.timestamp.type LogAppendTime, which MirrorMaker 2's default config filter does not
 copy): there a copy carries the time it arrived, never its original's. Every comparison of
@@ -11,10 +11,10 @@ check, the return to protection) uses the same rule, so a record and its copy al
 from __future__ import annotations
 
 from drctl.context import OpsContext
+from drctl.fingerprint import record_fingerprint
 from drctl.kafka.records import Record
 from drctl.kafka.topics import log_append_time_topics
 from drctl.state import FailoverMarker
-from drctl.translate.locate import record_fingerprint
 
 
 def timestamps_kept(ctx: OpsContext, marker: FailoverMarker) -> bool:

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 from drctl.context import OpsContext
 from drctl.errors import Unreachable
 from drctl.gap.plan import GapScope
+from drctl.gap.result import GapRecord
 from drctl.kafka.records import Record
 from drctl.progress import Notify, Ticker
 from drctl.retry import RetriesExhausted, RetryPolicy, retry_call
@@ -41,12 +42,9 @@ class GapOutcome:
 GapFinder = Callable[[OpsContext, FailoverMarker, bool], GapOutcome]
 
 
-def _as_record(rec: object) -> Record:
-    # Spark says 0 for CreateTime where Kafka clients say 1.
-    return Record(rec.topic, rec.partition, rec.offset,  # type: ignore[attr-defined]
-                  rec.key, rec.value, rec.timestamp_ms,  # type: ignore[attr-defined]
-                  1 if rec.timestamp_type == 0 else 2,  # type: ignore[attr-defined]
-                  tuple(rec.headers))  # type: ignore[attr-defined]
+def _as_record(rec: GapRecord) -> Record:
+    return Record(rec.topic, rec.partition, rec.offset, rec.key, rec.value, rec.timestamp_ms,
+                  rec.timestamp_type, tuple(rec.headers))
 
 
 def run_job_with_retries(run: Callable[[float], T], policy: RetryPolicy, timeout_s: float,

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from drctl.fingerprint import fingerprint
+from drctl.fingerprint import record_fingerprint
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.offsets import list_offsets_many
 from drctl.kafka.records import Record
@@ -24,16 +24,6 @@ from drctl.kafka.topics import TP, log_append_time_topics
 from drctl.translate.reader import MERGE_GAP, BatchReader, RangeRequest
 
 FIRST_CHUNK = 256
-
-
-def record_fingerprint(rec: Record, with_timestamp: bool | None = None) -> bytes:
-    """`with_timestamp` defaults to the record's own type (CreateTime). Matching across
-    clusters passes the *searched* record's choice to both sides: a LogAppendTime source
-    record arrives as CreateTime on the target, with the same value."""
-    if with_timestamp is None:
-        with_timestamp = rec.timestamp_type == 1
-    ts = rec.timestamp_ms if with_timestamp else None
-    return fingerprint(rec.partition, rec.key, rec.value, rec.headers, ts)
 
 
 # Load a partition whole when reading it costs no more than this many records per query on it

@@ -17,11 +17,11 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import NewTopic
 
 from drctl.errors import DrctlError
+from drctl.fingerprint import record_fingerprint
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.records import Record, read_ranges
 from drctl.kafka.topics import TP
-from drctl.translate.locate import record_fingerprint
 from drctl.translate.reader import BatchReader, RangeRequest
 
 SNAPSHOT_PARTITIONS = 6

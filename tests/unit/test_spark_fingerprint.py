@@ -17,7 +17,7 @@ from pyspark.sql.types import (
 )
 
 from drctl import fingerprint as pyfp
-from drctl.gap import spark_fingerprint as sfp
+from drctl.fingerprint import spark as sfp
 from tests.spark_support import HEADER, spark_session
 
 pytestmark = pytest.mark.spark

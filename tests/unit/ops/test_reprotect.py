@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections import Counter
 
+from drctl.fingerprint import record_fingerprint
 from drctl.kafka.records import Record
 from drctl.ops.reprotect import walk_copies
-from drctl.translate.locate import record_fingerprint
 
 TP = ("orders", 0)
 

@@ -1,7 +1,8 @@
 """The one definition of a record fingerprint (docs/design.md §2).
 
 Shared by offset translation, gap analysis and reconcile; the Spark job computes the same digest
-with Spark SQL built-ins (`drctl.gap.spark_fingerprint`), and a test proves both agree.
+with Spark SQL built-ins (`drctl.fingerprint.spark`, beside this module), and a test proves
+both agree.
 
 A record is turned into a sequence of typed items, in this order:
     partition                 int32
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Sequence
+from typing import Protocol
 
 import xxhash
 
@@ -110,3 +112,30 @@ def fingerprint(partition: int, key: bytes | None, value: bytes | None,
     # Encoded once for both chains: translation digests hundreds of thousands of records.
     encoded = [_encode(i) for i in items(partition, key, value, headers, timestamp_ms)]
     return b"".join(_chain_encoded(encoded, start).to_bytes(8, "big") for start in CHAINS)
+
+
+class FingerprintedRecord(Protocol):
+    """What a fingerprint reads of a record (`kafka.records.Record` has it)."""
+
+    @property
+    def partition(self) -> int: ...
+    @property
+    def key(self) -> bytes | None: ...
+    @property
+    def value(self) -> bytes | None: ...
+    @property
+    def headers(self) -> tuple[tuple[str, bytes | None], ...]: ...
+    @property
+    def timestamp_ms(self) -> int: ...
+    @property
+    def timestamp_type(self) -> int: ...  # Kafka's coding: 1 CreateTime, 2 LogAppendTime
+
+
+def record_fingerprint(rec: FingerprintedRecord, with_timestamp: bool | None = None) -> bytes:
+    """`with_timestamp` defaults to the record's own type (CreateTime). Matching across
+    clusters passes the *searched* record's choice to both sides: a LogAppendTime source
+    record arrives as CreateTime on the target, with the same value."""
+    if with_timestamp is None:
+        with_timestamp = rec.timestamp_type == 1
+    ts = rec.timestamp_ms if with_timestamp else None
+    return fingerprint(rec.partition, rec.key, rec.value, rec.headers, ts)
