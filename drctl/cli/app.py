@@ -19,7 +19,7 @@ from drctl.cli import (
     guard_cmd,
     lab_cmd,
     reprotect_cmd,
-    runbook_cmd,
+    runbook,
     status_cmd,
     translate_cmd,
 )
@@ -40,7 +40,7 @@ app = typer.Typer(
 )
 app.add_typer(config_cmd.app, name="config")
 app.add_typer(lab_cmd.app, name="lab")
-app.add_typer(runbook_cmd.app, name="runbook")
+app.add_typer(runbook.app, name="runbook")
 app.command("translate-offsets")(translate_cmd.translate_offsets_command)
 app.command("failover")(failover_cmd.failover_command)
 app.command("failback")(failback_cmd.failback_command)

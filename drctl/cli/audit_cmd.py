@@ -6,7 +6,8 @@ from typing import Annotated
 
 import typer
 
-from drctl.cli.state import CURRENT, OutputOption
+from drctl.cli.options import Incident, OutputOption
+from drctl.cli.state import CURRENT
 from drctl.cli.views import render_audit
 from drctl.context import OpsContext
 from drctl.errors import ExitStatus
@@ -15,8 +16,7 @@ from drctl.terminal import OutputFormat
 
 
 def audit_command(
-    incident: Annotated[str | None, typer.Option(
-        help="The incident (default: the newest open one).")] = None,
+    incident: Incident = None,
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
     """Compare the group positions a failover applied with where each group really was.

@@ -7,7 +7,8 @@ from typing import Annotated, Any
 import typer
 
 from drctl.cli.durations import duration_option
-from drctl.cli.state import CURRENT, OutputOption
+from drctl.cli.options import OutputOption
+from drctl.cli.state import CURRENT
 from drctl.config import config_as_data
 from drctl.errors import DrctlError, ExitStatus
 from drctl.gap.kafka_options import gap_job_settings

@@ -12,7 +12,8 @@ from typing import Annotated, Any
 import typer
 
 from drctl.cli.durations import duration_option
-from drctl.cli.state import CURRENT, OutputOption
+from drctl.cli.options import OutputOption
+from drctl.cli.state import CURRENT
 from drctl.codecs.confluent import LAYOUT_NOTE, ConsumerTimestamp
 from drctl.codecs.mm2 import Checkpoint, OffsetSync
 from drctl.dump.filters import DumpFilter

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from drctl.cli.confirm import confirm_or_abort
 from drctl.cli.durations import duration_option
-from drctl.cli.state import CURRENT, OutputOption
+from drctl.cli.options import DryRun, Groups, Incident, OutputOption, ReportDir, Yes
+from drctl.cli.state import CURRENT
 from drctl.cli.views import render_audit, render_plan, render_translation
 from drctl.context import OpsContext
 from drctl.errors import ExitStatus
@@ -29,12 +29,10 @@ def failback_command(
     reconcile: Annotated[ReconcileMode, typer.Option(
         help="; ".join(f"{mode}: {mode.meaning}" for mode in ReconcileMode) + ".")]
     = ReconcileMode.COPY_SAFE,
-    incident: Annotated[str | None, typer.Option(help="The incident to fail back.")] = None,
-    groups: Annotated[str, typer.Option(help="Regex of groups to move back.")] = ".*",
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; change nothing.")]
-    = False,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
-    = False,
+    incident: Incident = None,
+    groups: Groups = ".*",
+    dry_run: DryRun = False,
+    yes: Yes = False,
     deadline: Annotated[float, duration_option(
         "How long to retry each cluster before giving up (exit 4).", default="30s")] = 30.0,
     scope: Annotated[GapScope, typer.Option(
@@ -54,8 +52,7 @@ def failback_command(
     force: Annotated[bool, typer.Option(
         "--force", help="Go on while producers write to the target; writes after the order "
         "check are not classified (said on stderr).")] = False,
-    report_dir: Annotated[Path | None, typer.Option(
-        help="Where to write the report (default: STATE_DIR/reports).")] = None,
+    report_dir: ReportDir = None,
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
     """Bring the original source back: gap, reconcile, reverse replication, offsets back."""

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from drctl.cli.confirm import confirm_or_abort, operator_confirms
 from drctl.cli.durations import duration_option
-from drctl.cli.state import CURRENT, OutputOption
+from drctl.cli.options import DryRun, Groups, Incident, OutputOption, ReportDir, Yes
+from drctl.cli.state import CURRENT
 from drctl.cli.views import render_plan, render_translation
 from drctl.context import OpsContext
 from drctl.ops.failover import FailoverOptions, describe_left_behind, run_failover
@@ -22,14 +22,12 @@ def failover_command(
     planned: Annotated[bool, typer.Option(
         "--planned", help="Switchover with the source up: producers stopped, zero gap.")]
     = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; change nothing.")]
-    = False,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
-    = False,
-    groups: Annotated[str, typer.Option(help="Regex of groups to translate.")] = ".*",
+    dry_run: DryRun = False,
+    yes: Yes = False,
+    groups: Groups = ".*",
     method: Annotated[TranslateMethod, typer.Option(help="Offset translation method.")]
     = TranslateMethod.AUTO,
-    incident: Annotated[str | None, typer.Option(help="Continue this incident.")] = None,
+    incident: Incident = None,
     new_incident: Annotated[bool, typer.Option(
         "--new-incident", help="Open a new incident for a new outage; the flow's open "
         "incidents are closed as superseded.")] = False,
@@ -41,8 +39,7 @@ def failover_command(
     timeout: Annotated[float, duration_option(
         "--planned: how long to wait for the source to go quiet and replication to catch up "
         "(exit 1 with the records left per partition).", default="30m")] = 1800.0,
-    report_dir: Annotated[Path | None, typer.Option(
-        help="Where to write the report (default: STATE_DIR/reports).")] = None,
+    report_dir: ReportDir = None,
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
     """Fail over from the replication source to its target."""

@@ -13,7 +13,8 @@ import typer
 
 from drctl.cli.confirm import confirm_or_abort
 from drctl.cli.durations import duration_option
-from drctl.cli.state import CURRENT, OutputOption
+from drctl.cli.options import OutputOption
+from drctl.cli.state import CURRENT
 from drctl.context import OpsContext
 from drctl.errors import ExitStatus, UsageError
 from drctl.gap.alignment import DEFAULT_MARGIN

@@ -9,14 +9,15 @@ from typing import Annotated
 import typer
 
 from drctl.cli.durations import duration_option
-from drctl.cli.state import CURRENT, OutputOption
+from drctl.cli.options import Groups, OutputOption
+from drctl.cli.state import CURRENT
 from drctl.errors import ExitStatus
 from drctl.ops.guard import run_guard
 from drctl.terminal import OutputFormat
 
 
 def guard_command(
-    groups: Annotated[str, typer.Option(help="Regex of groups to keep snapshots of.")] = ".*",
+    groups: Groups = ".*",
     interval: Annotated[float, duration_option("Time between rounds.", default="5s",
                                                minimum_s=0.5)] = 5.0,
     once: Annotated[bool, typer.Option("--once", help="One round, then exit (cron, tests); "

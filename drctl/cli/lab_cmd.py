@@ -9,7 +9,8 @@ from typing import Annotated
 
 import typer
 
-from drctl.cli.state import CURRENT, OutputOption
+from drctl.cli.options import OutputOption
+from drctl.cli.state import CURRENT
 from drctl.lab.lab import SECURE_LOGINS, Lab, LabPorts
 from drctl.lab.workload import WorkloadSpec, run_workload
 from drctl.terminal import OutputFormat, human_bytes

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from drctl.cli.confirm import confirm_or_abort, operator_confirms
 from drctl.cli.durations import duration_option
-from drctl.cli.state import CURRENT, OutputOption
+from drctl.cli.options import Incident, OutputOption, ReportDir, Yes
+from drctl.cli.state import CURRENT
 from drctl.cli.views import render_plan
 from drctl.context import OpsContext
 from drctl.ops.reprotect import ReprotectOptions, run_reprotect
@@ -17,13 +17,11 @@ from drctl.terminal import OutputFormat
 
 
 def reprotect_command(
-    incident: Annotated[str | None, typer.Option(
-        help="The incident to return from (default: the flow's one open incident).")] = None,
+    incident: Incident = None,
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Print the positions forward replication would start from; change "
         "nothing.")] = False,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
-    = False,
+    yes: Yes = False,
     force: Annotated[bool, typer.Option(
         "--force", help="Go on while the target's failover topics still take writes (they "
         "stay on the target only); the report names what was skipped.")] = False,
@@ -35,8 +33,7 @@ def reprotect_command(
     timeout: Annotated[float, duration_option(
         "How long the reverse catch-up and the forward check may each take.",
         default="15m")] = 900.0,
-    report_dir: Annotated[Path | None, typer.Option(
-        help="Where to write the report (default: STATE_DIR/reports).")] = None,
+    report_dir: ReportDir = None,
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
     """Return to protection after failback: retire the reverse flow, restart forward

@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import typer
-
 from drctl.config import Config, config_path_from, load_config
 from drctl.terminal import OutputFormat, Terminal
 
@@ -48,9 +46,3 @@ class AppState:
 
 # The error boundary reads this when a command fails, so it is module-level on purpose.
 CURRENT = AppState()
-
-
-OutputOption = typer.Option(
-    "--output", "-o", case_sensitive=False,
-    help="text: tables and data on stdout, messages on stderr; json: one JSON document on "
-         "stdout.")

@@ -7,7 +7,8 @@ from typing import Annotated, Any
 import typer
 
 from drctl.cli.durations import duration_option
-from drctl.cli.state import CURRENT, OutputOption
+from drctl.cli.options import OutputOption
+from drctl.cli.state import CURRENT
 from drctl.context import OpsContext
 from drctl.ops.status import collect_status, status_verdict
 from drctl.terminal import OutputFormat

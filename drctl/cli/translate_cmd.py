@@ -7,7 +7,8 @@ from typing import Annotated
 import typer
 
 from drctl.cli.durations import duration_option
-from drctl.cli.state import CURRENT, OutputOption
+from drctl.cli.options import Groups, OutputOption
+from drctl.cli.state import CURRENT
 from drctl.cli.views import render_translation
 from drctl.context import OpsContext
 from drctl.errors import ExitStatus
@@ -23,7 +24,7 @@ def translate_offsets_command(
     = None,
     target: Annotated[str | None, typer.Option(
         "--to", help="Cluster they move to (default: the replication target).")] = None,
-    groups: Annotated[str, typer.Option(help="Regex on group ids (whole name).")] = ".*",
+    groups: Groups = ".*",
     method: Annotated[TranslateMethod, typer.Option(
         help="Offset translation method (auto: by replication kind and whether the source "
              "answers).")] = TranslateMethod.AUTO,

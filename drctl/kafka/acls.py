@@ -2,8 +2,9 @@
 
 The fence denies the replicator's principal WRITE on chosen topics of the target, so a
 replicator that comes back after a failover it never heard of cannot copy stale records behind
-the post-failover writes (DESIGN §6, "the returning replicator"). A DENY binding wins over any
-ALLOW, so the replicator's own grants stay as they are and lifting the fence restores them.
+the post-failover writes (docs/design.md §6, "the returning replicator"). A DENY binding wins
+over any ALLOW, so the replicator's own grants stay as they are and lifting the fence restores
+them.
 
 A cluster without an authorizer, or a drctl principal without ALTER on the cluster, is an
 outcome the caller reports ("unfenced"), not an exception it has to parse.

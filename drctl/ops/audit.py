@@ -20,7 +20,7 @@ from drctl.kafka.groups import committed_offsets
 from drctl.kafka.topics import TP
 from drctl.state import FailoverMarker
 from drctl.translate.engine import TranslateRequest, translate_offsets
-from drctl.translate.model import TranslateMethod
+from drctl.translate.model import Confidence, TranslateMethod
 
 
 @dataclass
@@ -115,13 +115,13 @@ def audit_failover(ctx: OpsContext, marker: FailoverMarker) -> FailoverAudit:
         exact = found.get((group, topic, partition))
         if exact is None or exact.target_offset is None:
             row.note = "no commit on the source to compare with"
-        elif exact.confidence == "clamped":
+        elif exact.confidence == Confidence.CLAMPED:
             # It had read records that never reached the target (the gap): the best
             # position was the target's end at failover.
             row.exact = int(marker.failover_point.get(topic, {}).get(partition,
                                                                      exact.target_offset))
             row.note = "the group had read records the target lacked (the gap)"
-        elif exact.confidence in ("exact", "start"):
+        elif exact.confidence in (Confidence.EXACT, Confidence.START):
             row.exact = exact.target_offset
         else:
             row.note = f"not exact now ({exact.confidence}): {exact.note or ''}".strip()

@@ -1,5 +1,5 @@
 """The replication fence: failover denies a replicator it could not stop WRITE on the target's
-topics, failback lifts the denial once the stop is confirmed (DESIGN §6, the returning
+topics, failback lifts the denial once the stop is confirmed (docs/design.md §6, the returning
 replicator). The marker's `fence` keeps its life as plain data:
 
 - state: "fenced" | "unfenced" (the stop was pending and no fence could be set: `cause` and

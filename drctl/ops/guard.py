@@ -28,7 +28,7 @@ from drctl.kafka.topics import TP
 from drctl.progress import Notify
 from drctl.translate.engine import TranslateRequest, translate_offsets, wanted_group
 from drctl.translate.inventory import keep_inventory
-from drctl.translate.model import TranslateMethod
+from drctl.translate.model import Confidence, TranslateMethod
 from drctl.translate.snapshots import (
     OffsetSnapshot,
     ensure_snapshot_topic,
@@ -142,7 +142,7 @@ class Guard:
                     self.first_seen_ms.get(key, (0, now_ms))[1], now_ms,
                     ahead=proof.get("ahead"), occurrence=proof.get("occurrence"),
                     fingerprint_ts=proof.get("fingerprint_ts", True)))
-                if p.confidence in ("exact", "start"):
+                if p.confidence in (Confidence.EXACT, Confidence.START):
                     done.append((key, p.source_offset))
                 else:
                     result.pending += 1

@@ -43,7 +43,7 @@ from drctl.kafka.topics import TP
 from drctl.ops.reverse import failover_starts
 from drctl.state import FailoverMarker
 from drctl.translate.engine import TranslateRequest, apply_positions, translate_offsets
-from drctl.translate.model import PartitionResult, TranslateMethod, TranslationReport
+from drctl.translate.model import Confidence, PartitionResult, TranslateMethod, TranslationReport
 
 # Offsets of gap records per source topic and partition, as [start, end) runs (marker data).
 OffsetRuns = dict[str, dict[str, list[list[int]]]]
@@ -172,7 +172,7 @@ class SwitchBack:
         return {"groups": len(self.groups),
                 "applied": sum(g.applied for g in self.groups),
                 "waiting": [g.group for g in self.waiting],
-                "rewound": sum(p.confidence == "rewound" for g in self.groups
+                "rewound": sum(p.confidence == Confidence.REWOUND for g in self.groups
                                for p in g.partitions),
                 "redelivered": sum(t["redelivered"] for t in totals),
                 "not_delivered": sum(t["not_delivered"] for t in totals),
@@ -254,7 +254,7 @@ def switch_back(ctx: OpsContext, marker: FailoverMarker, not_copied: Mapping[str
                                                     p.partition)), placement)
             if resume.rewound:
                 p.target_offset = resume.position
-                p.confidence = "rewound"
+                p.confidence = Confidence.REWOUND
                 p.note = (f"rewound from {translated}: gap record {resume.position} was not "
                           "read on the target")
             elif resume.position > translated:

@@ -20,12 +20,8 @@ JSON schema (stable; fields are only ever added):
       "summary": {"groups": int, "applied": int, "skipped": int, "partitions": int,
                   "exact": int, "redelivered": int, "missing": int}
     }
-confidence: exact | ambiguous:N (N target records share the boundary timestamp) |
-checkpoint-lag:N (N records re-delivered) | clamped (past the target's end; `missing` records
-the group consumed are not on the target) | unverified (matched, but the next records differ:
-the target holds extra copies) | scan-bound (gave up scanning; positioned early, no skip) |
-no-checkpoint | start (nothing consumed) | snapshot (drctl guard's exact position, `age_s` old;
-`max_redelivered` bounds the re-delivery) | no-snapshot.
+confidence: one of `Confidence` (below), some with a count (`ambiguous:N`, `checkpoint-lag:N`,
+`walked-back:N`).
 """
 
 from __future__ import annotations
@@ -33,6 +29,31 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any
+
+
+class Confidence(StrEnum):
+    """How sure a translated position is (the `confidence` of a partition's result). Some
+    carry a count: `Confidence.AMBIGUOUS.of(3)` is "ambiguous:3"."""
+
+    EXACT = "exact"  # the copy of the last record read was found: nothing skipped or twice
+    START = "start"  # nothing consumed that still exists: the target's start
+    AMBIGUOUS = "ambiguous"  # :N target records share the boundary timestamp
+    CHECKPOINT = "checkpoint"  # MirrorMaker 2's checkpoint, not measured
+    CHECKPOINT_LAG = "checkpoint-lag"  # :N records re-delivered, measured against exact
+    CLAMPED = "clamped"  # ahead of replication: the target's end, `missing` counted
+    UNVERIFIED = "unverified"  # matched, but the next target record was already consumed
+    SCAN_BOUND = "scan-bound"  # no match within the scan: positioned early, no skip
+    WALKED_BACK = "walked-back"  # :N the last N read are not on the target as they were
+    UNPROVEN = "unproven"  # not placed: no record it read is on the target as it was
+    SNAPSHOT = "snapshot"  # drctl guard's exact position, `age_s` old
+    NO_SNAPSHOT = "no-snapshot"
+    NO_CHECKPOINT = "no-checkpoint"
+    MISSING_TOPIC = "missing-topic"
+    KEPT = "kept"  # the group already stood further on: not moved back
+    REWOUND = "rewound"  # switch-back: moved back to a gap record it had not read
+
+    def of(self, count: int) -> str:
+        return f"{self.value}:{count}"
 
 
 class TranslateMethod(StrEnum):
@@ -107,7 +128,7 @@ class TranslationReport:
             "applied": sum(g.applied for g in self.groups),
             "skipped": sum(g.skipped is not None for g in self.groups),
             "partitions": len(parts),
-            "exact": sum(p.confidence == "exact" for p in parts),
+            "exact": sum(p.confidence == Confidence.EXACT for p in parts),
             "redelivered": sum(p.redelivered or 0 for p in parts),
             "missing": sum(p.missing or 0 for p in parts),
         }

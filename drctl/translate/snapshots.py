@@ -22,6 +22,7 @@ from drctl.kafka.clients import ClusterClients
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.records import Record, read_ranges
 from drctl.kafka.topics import TP
+from drctl.translate.model import Confidence
 from drctl.translate.reader import BatchReader, RangeRequest
 
 SNAPSHOT_PARTITIONS = 6
@@ -60,7 +61,7 @@ class OffsetSnapshot:
 
     @property
     def settles_later(self) -> bool:
-        return self.confidence == "clamped" and self.fingerprint is not None \
+        return self.confidence == Confidence.CLAMPED and self.fingerprint is not None \
             and self.ahead is not None and bool(self.occurrence)
 
 

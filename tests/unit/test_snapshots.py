@@ -9,7 +9,7 @@ import pytest
 from drctl.codecs.mm2 import Checkpoint
 from drctl.fingerprint import record_fingerprint
 from drctl.kafka.records import Record
-from drctl.translate.engine import _by_snapshot
+from drctl.translate.methods.snapshot import _by_snapshot
 from drctl.translate.model import PartitionResult
 from drctl.translate.snapshots import OffsetSnapshot, settle_one
 

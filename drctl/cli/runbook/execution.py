@@ -1,4 +1,5 @@
-"""`drctl runbook run|plan|validate|actions|list|show`: DR procedures as data."""
+"""What the runbook commands share: how a runbook is found, loaded with its variables, run
+and its outcome shown."""
 
 from __future__ import annotations
 
@@ -18,11 +19,11 @@ from rich.markup import escape
 from rich.prompt import Confirm
 
 from drctl.cli.confirm import interactive
-from drctl.cli.state import CURRENT, OutputOption
+from drctl.cli.state import CURRENT
 from drctl.config import Config, config_as_data
 from drctl.errors import UsageError
 from drctl.reports import report_format, write_report
-from drctl.runbook.actions import Action, builtin_registry
+from drctl.runbook.actions import builtin_registry
 from drctl.runbook.executor import Executor, RunObserver
 from drctl.runbook.journal import Journal, read_journal
 from drctl.runbook.junit import write_junit
@@ -31,7 +32,7 @@ from drctl.runbook.loader import load_runbook
 from drctl.runbook.model import Runbook, Step
 from drctl.runbook.options import RunOptions
 from drctl.runbook.result import RunResult, Status, StepResult
-from drctl.runbook.shipped import runbook_file, shipped_runbooks
+from drctl.runbook.shipped import runbook_file
 from drctl.runbook.templating import plain
 from drctl.runbook.variables import (
     RunRedactor,
@@ -42,9 +43,6 @@ from drctl.runbook.variables import (
 )
 from drctl.secrets import Redactor
 from drctl.terminal import OutputFormat, Terminal
-
-app = typer.Typer(help="Runbooks: DR procedures as data — validate, plan, run, resume.",
-                  no_args_is_help=True, pretty_exceptions_show_locals=False)
 
 RunbookArg = Annotated[str, typer.Argument(
     metavar="FILE|NAME", show_default=False,
@@ -115,7 +113,7 @@ class _Printer(RunObserver):
         self.term.info(f"  {text}")
 
 
-def _supplied(assignments: list[str], files: list[Path]) -> frozenset[str]:
+def supplied(assignments: list[str], files: list[Path]) -> frozenset[str]:
     names: set[str] = set(parse_assignments(assignments))
     for path in files:
         names.update(read_vars_file(path))
@@ -145,7 +143,7 @@ def _prepare(file: str, var: list[str] | None, vars_file: list[Path] | None,
              ) -> tuple[Runbook, Variables, Config | None, Redactor]:
     assignments, files = list(var or []), list(vars_file or [])
     runbook = load_runbook(runbook_file(file), builtin_registry(),
-                           _supplied(assignments, files))
+                           supplied(assignments, files))
     config = CURRENT.config() if runbook.uses_config else None
     variables = resolve_variables(runbook, files=files, assignments=assignments,
                                   config_data=config_as_data(config) if config else None)
@@ -160,7 +158,7 @@ def _default_journal(runbook: Runbook, config: Config | None) -> Path:
     return base / "runbooks" / f"{runbook.name}-{stamp}-{os.getpid()}.jsonl"
 
 
-def _execute(*, file: str, var: list[str] | None, vars_file: list[Path] | None,
+def execute(*, file: str, var: list[str] | None, vars_file: list[Path] | None,
              dry_run: bool, yes: bool, non_interactive: bool, resume: Path | None,
              journal_path: Path | None, junit: Path | None, report: Path | None,
              output: OutputFormat | None, time_scale: float) -> None:
@@ -240,135 +238,3 @@ def _verdict(term: Terminal, result: RunResult) -> None:
         term.err.print(f"  {term.redactor.redact(result.hint)}", markup=False)
 
 
-@app.command("run")
-def run(
-    file: RunbookArg,
-    var: VarOption = None,
-    vars_file: VarsFileOption = None,
-    dry_run: Annotated[bool, typer.Option(
-        "--dry-run", help="Plan only: render every step; checks run, actions and shell steps "
-                          "do not.")] = False,
-    yes: Annotated[bool, typer.Option(
-        "--yes", "-y", help="Approve every approval gate.")] = False,
-    non_interactive: Annotated[bool, typer.Option(
-        "--non-interactive", help="Never prompt (also when CI is set or there is no TTY).")]
-    = False,
-    resume: Annotated[Path | None, typer.Option(
-        "--resume", metavar="JOURNAL",
-        help="Continue the run of this journal after its last completed step.")] = None,
-    journal: Annotated[Path | None, typer.Option(
-        "--journal", metavar="PATH",
-        help="Where to write the journal (default: <state dir>/runbooks/).")] = None,
-    junit: JunitOption = None,
-    report: ReportOption = None,
-    output: Annotated[OutputFormat | None, OutputOption] = None,
-    time_scale: Annotated[float, typer.Option(
-        "--time-scale", envvar="DRCTL_RUNBOOK_TIME_SCALE", hidden=True, min=0.0,
-        help="Multiply pauses and retry delays (tests).")] = 1.0,
-) -> None:
-    """Run a runbook, journaling every step; exit non-zero if anything failed."""
-    _execute(file=file, var=var, vars_file=vars_file, dry_run=dry_run, yes=yes,
-             non_interactive=non_interactive, resume=resume, journal_path=journal,
-             junit=junit, report=report, output=output, time_scale=time_scale)
-
-
-@app.command("plan")
-def plan(
-    file: RunbookArg,
-    var: VarOption = None,
-    vars_file: VarsFileOption = None,
-    journal: Annotated[Path | None, typer.Option(
-        "--journal", metavar="PATH", help="Also journal the plan.")] = None,
-    junit: JunitOption = None,
-    report: ReportOption = None,
-    output: Annotated[OutputFormat | None, OutputOption] = None,
-) -> None:
-    """Show every step with its resolved values; run the checks only (exit 3 if one fails)."""
-    _execute(file=file, var=var, vars_file=vars_file, dry_run=True, yes=False,
-             non_interactive=True, resume=None, journal_path=journal, junit=junit,
-             report=report, output=output, time_scale=1.0)
-
-
-@app.command("validate")
-def validate(
-    file: RunbookArg,
-    var: VarOption = None,
-    vars_file: VarsFileOption = None,
-    output: Annotated[OutputFormat | None, OutputOption] = None,
-) -> None:
-    """Check a runbook without running anything: exit 2 naming file, line and step."""
-    term = CURRENT.terminal(output)
-    path = runbook_file(file)
-    runbook = load_runbook(path, builtin_registry(),
-                           _supplied(list(var or []), list(vars_file or [])))
-    steps = [{"name": s.name, "phase": s.phase.value, "kind": s.kind,
-              "action": s.action or (s.check.probe if s.check else None), "line": s.line}
-             for s in (*runbook.steps, *runbook.rollback)]
-    inputs = [{"name": i.name, "required": not i.has_default, "secret": i.secret,
-               "description": i.description} for i in runbook.inputs.values()]
-    if term.json_mode:
-        term.emit_json({"valid": True, "runbook": runbook.name, "path": str(path),
-                        "uses_config": runbook.uses_config, "steps": steps,
-                        "inputs": inputs})
-        return
-    term.success(f"{path}: runbook '{runbook.name}' is valid — {len(runbook.steps)} steps, "
-                 f"{len(runbook.rollback)} rollback steps.")
-    term.table("Steps", ["line", "step", "phase", "kind", "action"],
-               [[s["line"], s["name"], s["phase"], s["kind"], s["action"] or ""]
-                for s in steps])
-    if inputs:
-        term.table("Inputs", ["input", "required", "secret", "description"],
-                   [[i["name"], "yes" if i["required"] else "", "yes" if i["secret"] else "",
-                     i["description"]] for i in inputs])
-
-
-@app.command("actions")
-def actions(output: Annotated[OutputFormat | None, OutputOption] = None) -> None:
-    """The actions a runbook step can call, with their typed parameters."""
-    term = CURRENT.terminal(output)
-    listed: list[tuple[Action, list[str]]] = [
-        (action, [f"{p.name}: {p.type_name}" + ("" if p.required else f" = {p.default!r}")
-                  for p in action.params])
-        for action in builtin_registry()]
-    if term.json_mode:
-        term.emit_json({"actions": [
-            {"name": action.name, "read_only": action.read_only,
-             "needs_config": action.needs_config, "params": params, "help": action.help}
-            for action, params in listed]})
-        return
-    term.table("Runbook actions", ["action", "read-only", "parameters", "what it does"],
-               [[action.name, "yes" if action.read_only else "", "\n".join(params), action.help]
-                for action, params in listed])
-
-
-@app.command("list")
-def list_runbooks(output: Annotated[OutputFormat | None, OutputOption] = None) -> None:
-    """The runbooks drctl ships: name it instead of a file (`drctl runbook plan failover`)."""
-    term = CURRENT.terminal(output)
-    listed = [(name, load_runbook(path, builtin_registry()))
-              for name, path in shipped_runbooks().items()]
-    if term.json_mode:
-        term.emit_json({"runbooks": [
-            {"name": name, "path": str(rb.path), "description": rb.description,
-             "steps": len(rb.steps), "uses_config": rb.uses_config} for name, rb in listed]})
-        return
-    term.table("Shipped runbooks", ["runbook", "steps", "description"],
-               [[name, len(rb.steps), " ".join(rb.description.split())]
-                for name, rb in listed])
-
-
-@app.command("show")
-def show(file: RunbookArg,
-         output: Annotated[OutputFormat | None, OutputOption] = None) -> None:
-    """Print a runbook's YAML (a shipped one by name): to read, or to copy and adapt."""
-    term = CURRENT.terminal(output)
-    path = runbook_file(file)
-    try:
-        source = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read the runbook: {exc.strerror}.",
-                         "Check the path.") from exc
-    if term.json_mode:
-        term.emit_json({"path": str(path), "yaml": source})
-    else:
-        term.emit_text(source.rstrip("\n"))

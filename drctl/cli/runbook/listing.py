@@ -1,0 +1,27 @@
+"""`drctl runbook list`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from drctl.cli.options import OutputOption
+from drctl.cli.state import CURRENT
+from drctl.runbook.actions import builtin_registry
+from drctl.runbook.loader import load_runbook
+from drctl.runbook.shipped import shipped_runbooks
+from drctl.terminal import OutputFormat
+
+
+def list_runbooks(output: Annotated[OutputFormat | None, OutputOption] = None) -> None:
+    """The runbooks drctl ships: name it instead of a file (`drctl runbook plan failover`)."""
+    term = CURRENT.terminal(output)
+    listed = [(name, load_runbook(path, builtin_registry()))
+              for name, path in shipped_runbooks().items()]
+    if term.json_mode:
+        term.emit_json({"runbooks": [
+            {"name": name, "path": str(rb.path), "description": rb.description,
+             "steps": len(rb.steps), "uses_config": rb.uses_config} for name, rb in listed]})
+        return
+    term.table("Shipped runbooks", ["runbook", "steps", "description"],
+               [[name, len(rb.steps), " ".join(rb.description.split())]
+                for name, rb in listed])

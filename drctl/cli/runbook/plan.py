@@ -1,0 +1,35 @@
+"""`drctl runbook plan`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from drctl.cli.options import OutputOption
+from drctl.cli.runbook.execution import (
+    JunitOption,
+    ReportOption,
+    RunbookArg,
+    VarOption,
+    VarsFileOption,
+    execute,
+)
+from drctl.terminal import OutputFormat
+
+
+def plan(
+    file: RunbookArg,
+    var: VarOption = None,
+    vars_file: VarsFileOption = None,
+    journal: Annotated[Path | None, typer.Option(
+        "--journal", metavar="PATH", help="Also journal the plan.")] = None,
+    junit: JunitOption = None,
+    report: ReportOption = None,
+    output: Annotated[OutputFormat | None, OutputOption] = None,
+) -> None:
+    """Show every step with its resolved values; run the checks only (exit 3 if one fails)."""
+    execute(file=file, var=var, vars_file=vars_file, dry_run=True, yes=False,
+             non_interactive=True, resume=None, journal_path=journal, junit=junit,
+             report=report, output=output, time_scale=1.0)
