@@ -20,9 +20,13 @@ from typing import Any
 import pytest
 from confluent_kafka import TopicPartition
 
+from drctl.config import load_config
+from drctl.context import OpsContext
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.records import read_all
 from drctl.lab.workload import commit_offsets, create_topics
+from drctl.ops.failback import FailbackOptions, run_failback
+from drctl.ops.gap_step import gap_finder
 from drctl.replication.connect import ConnectorActivity, ConnectorReading
 from tests.conftest import RunningLab
 from tests.lab.test_failback import restore
@@ -92,8 +96,13 @@ def test_retention_before_failback_is_named_as_loss_and_only_then(
     status, out = run_json("--config", str(config), "failover", "--yes", "--groups",
                            f"{ns}-.*")
     assert status == 0, out
-    status, out = run_json("--config", str(config), "failback", "--yes", "--groups",
-                           f"{ns}-.*")
+    # In-process, to count the clients the command makes: one set per cluster, however
+    # many steps (gap, reconcile, reverse, end-state check, switch-back) ask for them.
+    ctx = OpsContext.from_config(load_config(config))
+    result = run_failback(ctx, FailbackOptions(groups=f"{ns}-.*"), gap_finder())
+    out = result.as_dict(result.write_reports(ctx))
+    assert ctx.clients_built == 2
+    status = result.exit_status
     assert status == 3, out
     assert out["gap"]["lost"] == [{"topic": topic, "partition": 0, "from": 100, "to": 110,
                                    "count": 10, "proof": out["gap"]["lost"][0]["proof"]}]

@@ -1,0 +1,114 @@
+"""Failback's decisions, without a cluster (fakes of the context's factories): what it refuses,
+what it does for an incident already failed back, and the exit status it owes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from drctl.config import parse_config
+from drctl.context import OpsContext
+from drctl.errors import ExitStatus, UsageError
+from drctl.ops.failback import FailbackOptions, FailbackResult, run_failback
+from drctl.ops.reconcile import ReconcileMode
+from drctl.ops.reprotect import ReprotectOptions, run_reprotect
+from drctl.replication.base import kind_named
+from drctl.state import FailoverMarker, MarkerStore
+
+CONFIG = parse_config({
+    "clusters": {"dc1": {"bootstrap.servers": "x"}, "dc2": {"bootstrap.servers": "y"}},
+    "replication": {"kind": "mirrormaker2", "source": "dc1", "target": "dc2"}})
+
+
+def _no_cluster(name: str) -> Any:
+    raise AssertionError(f"no cluster may be asked ({name})")
+
+
+class LocalStore(MarkerStore):
+    """The real marker store on a local directory: no state topic, no cluster."""
+
+    def __init__(self, *markers: FailoverMarker, root: Any) -> None:
+        super().__init__(root, "_drctl_state", None)
+        for m in markers:
+            self.save(m)
+
+
+def _ctx(store: MarkerStore) -> OpsContext:
+    return OpsContext(CONFIG, _no_cluster, lambda cluster: store,
+                      kind_named("mirrormaker2"))
+
+
+def _marker(*steps: str, **results: dict[str, Any]) -> FailoverMarker:
+    m = FailoverMarker.new("dc1", "dc2", "mirrormaker2", planned=False)
+    for step in steps:
+        m.record(step, results.get(step.replace(":", "_").replace("-", "_")))
+    return m
+
+
+def _no_gap(*_: Any) -> Any:
+    raise AssertionError("the gap analysis must not run")
+
+
+def test_a_failed_back_incident_is_reported_from_its_marker_and_nothing_is_asked(
+        tmp_path: Path) -> None:
+    marker = _marker("failover", "failback:gap", "failback:reconcile", "failback",
+                     failback_gap={"safe": 4}, failback_reconcile={"mode": "copy-safe"})
+    said: list[str] = []
+    ctx = _ctx(LocalStore(marker, root=tmp_path))
+    ctx.notify = said.append
+    result = run_failback(ctx, FailbackOptions(), _no_gap)
+    assert result.resumed and result.gap == {"safe": 4}
+    assert result.next_command == f"drctl reprotect --incident {marker.incident}"
+    assert said == [f"Failback of incident {marker.incident} is done (failed-back); next: "
+                    f"`drctl reprotect --incident {marker.incident}`"]
+
+
+def test_two_open_incidents_need_one_named(tmp_path: Path) -> None:
+    a, b = _marker("failover"), _marker("failover")
+    with pytest.raises(UsageError) as info:
+        run_failback(_ctx(LocalStore(a, b, root=tmp_path)), FailbackOptions(), _no_gap)
+    assert a.incident in info.value.message and b.incident in info.value.message
+    assert "--incident" in (info.value.hint or "")
+
+
+def test_no_order_check_and_copy_safe_exclude_each_other_before_anything_runs() -> None:
+    with pytest.raises(UsageError, match="--no-check-order cannot go with --reconcile"):
+        FailbackOptions(check_order=False, reconcile=ReconcileMode.COPY_SAFE)
+
+
+@pytest.mark.parametrize(("gap", "audit", "left", "taken", "status"), [
+    ({}, {}, [], {}, ExitStatus.SUCCESS),
+    ({}, {"totals": {"skipped": 2}}, [], {}, ExitStatus.CHECK_FAILED),
+    ({}, {"totals": {"not_placed": 1}}, [], {}, ExitStatus.CHECK_FAILED),
+    ({"lost": [{"topic": "t", "partition": 0, "count": 10}]}, {}, [], {},
+     ExitStatus.CHECK_FAILED),
+    ({}, {}, [{"topic": "young", "groups": []}], {}, ExitStatus.CHECK_FAILED),
+    # Never mirrored, but taken in by failback: compared and reconciled, not a problem.
+    ({}, {}, [{"topic": "young", "groups": []}], {"young": "young"}, ExitStatus.SUCCESS),
+])
+def test_the_exit_status_names_what_failback_could_not_make_right(
+        gap: dict[str, Any], audit: dict[str, Any], left: list[dict[str, Any]],
+        taken: dict[str, str], status: ExitStatus) -> None:
+    marker = _marker("failover")
+    marker.left_behind = {"topics": left} if left else {}
+    if taken:
+        marker.record("failback:unmirrored", {"topics": taken})
+    assert FailbackResult(marker, resumed=False, gap=gap, audit=audit).exit_status == status
+
+
+def test_reprotect_refuses_an_incident_whose_failback_is_not_done(tmp_path: Path) -> None:
+    marker = _marker("failover")
+    with pytest.raises(UsageError) as info:
+        run_reprotect(_ctx(LocalStore(marker, root=tmp_path)), ReprotectOptions())
+    assert "failed-over" in info.value.message
+    assert info.value.hint == "Run `drctl failback --check-order` first."
+
+
+def test_reprotect_of_a_closed_incident_asks_nothing(tmp_path: Path) -> None:
+    marker = _marker("failover", "failback", "reprotect:verified", "reprotect")
+    marker.status = "closed"
+    result = run_reprotect(_ctx(LocalStore(marker, root=tmp_path)),
+                           ReprotectOptions(incident=marker.incident))
+    assert result.summary()["status"] == "closed"
