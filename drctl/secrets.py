@@ -24,6 +24,14 @@ _SECRET_KEY = re.compile(
     re.IGNORECASE,
 )
 _REFERENCE = re.compile(r"\$\{(env|file):([^}]+)\}")
+# The user-info of a URL (`https://user:pass@host/`): the password never shows, the user does.
+_URL_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^/@\s:]*):"
+                           r"(?P<password>[^/@\s]+)@")
+
+
+def mask_url_userinfo(text: str) -> str:
+    """Every `scheme://user:password@` in `text` as `scheme://user:****@`."""
+    return _URL_USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:{MASK}@", text)
 
 
 class UnresolvedReference(ValueError):
@@ -72,6 +80,8 @@ def mask_mapping(values: Mapping[str, Any]) -> dict[str, Any]:
             masked[key] = mask_mapping(value)
         elif is_secret_key(str(key)) and value not in (None, ""):
             masked[key] = MASK
+        elif isinstance(value, str):
+            masked[key] = mask_url_userinfo(value)
         else:
             masked[key] = value
     return masked
@@ -92,7 +102,7 @@ class Redactor:
     def redact(self, text: str) -> str:
         for secret in self._secrets:
             text = text.replace(secret, MASK)
-        return text
+        return mask_url_userinfo(text)
 
     def redact_data(self, data: Any) -> Any:
         """Redact strings anywhere inside JSON-like data; mask secret-looking keys too."""

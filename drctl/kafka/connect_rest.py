@@ -6,6 +6,7 @@ import base64
 import json
 import ssl
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Any
 
@@ -50,7 +51,10 @@ class ConnectClient:
                  cert_file: str | None = None, key_file: str | None = None,
                  timeout_s: float = 10.0, policy: RetryPolicy = CONNECT_RETRY,
                  config_path: str | None = None) -> None:
-        self.url = url.rstrip("/")
+        url, url_user, url_password = _split_userinfo(url.rstrip("/"))
+        if username is None and token is None and url_user is not None:
+            username, password = url_user, url_password  # http://user:pass@host/ is basic auth
+        self.url = url  # without credentials: it appears in messages
         self.timeout_s = timeout_s
         self.policy = policy
         self._auth = None
@@ -165,6 +169,21 @@ class ConnectClient:
         """(connector state, task states) — e.g. ('RUNNING', ['RUNNING'])."""
         st = self.status(name)
         return st["connector"]["state"], [t["state"] for t in st.get("tasks", [])]
+
+
+def _split_userinfo(url: str) -> tuple[str, str | None, str | None]:
+    """(url without user-info, user, password) of `scheme://user:password@host/...`."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.username is None:
+        return url, None, None
+    host = parts.hostname or ""
+    netloc = f"[{host}]" if ":" in host else host
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    bare = urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, parts.query,
+                                    parts.fragment))
+    return bare, urllib.parse.unquote(parts.username), (
+        urllib.parse.unquote(parts.password) if parts.password is not None else None)
 
 
 def _tls_context(ca_file: str | None, cert_file: str | None, key_file: str | None,
