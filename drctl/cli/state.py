@@ -30,6 +30,9 @@ class AppState:
         if self._config is None:
             self._config = load_config(self.config_path)
             self.terminal().redactor = self._config.redactor
+            from drctl.kafka.clients import check_client_properties
+
+            check_client_properties(self._config)
             from drctl.ops.status import pending_stop_warnings
 
             for warning in pending_stop_warnings(self._config):

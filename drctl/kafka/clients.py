@@ -20,6 +20,7 @@ from drctl.config import Config
 from drctl.errors import ConfigError, Unreachable
 from drctl.retry import RetriesExhausted, RetryPolicy, retry_call
 from drctl.secrets import is_secret_key
+from drctl.suggest import did_you_mean
 
 ClientT = TypeVar("ClientT", AdminClient, Consumer, Producer)
 
@@ -185,6 +186,62 @@ class ClusterClients:
     def producer(self, **overrides: Any) -> Producer:
         base = {"enable.idempotence": "true", "linger.ms": "5"}
         return self._create(Producer, {**base, **overrides})
+
+
+# librdkafka properties an operator sets in a cluster section: what a misspelt name is
+# compared with (librdkafka itself knows every name, but names none to suggest).
+KNOWN_PROPERTIES = (
+    "bootstrap.servers", "client.id", "client.rack", "security.protocol", "sasl.mechanism",
+    "sasl.mechanisms", "sasl.username", "sasl.password", "sasl.kerberos.service.name",
+    "sasl.kerberos.principal", "sasl.kerberos.keytab", "sasl.kerberos.kinit.cmd",
+    "sasl.kerberos.min.time.before.relogin", "sasl.oauthbearer.config",
+    "sasl.oauthbearer.method", "sasl.oauthbearer.client.id",
+    "sasl.oauthbearer.client.secret", "sasl.oauthbearer.scope",
+    "sasl.oauthbearer.token.endpoint.url", "sasl.oauthbearer.extensions",
+    "enable.sasl.oauthbearer.unsecure.jwt", "ssl.ca.location", "ssl.ca.pem",
+    "ssl.certificate.location", "ssl.certificate.pem", "ssl.key.location", "ssl.key.pem",
+    "ssl.key.password", "ssl.keystore.location", "ssl.keystore.password",
+    "ssl.endpoint.identification.algorithm", "enable.ssl.certificate.verification",
+    "ssl.cipher.suites", "ssl.curves.list", "ssl.sigalgs.list", "ssl.crl.location",
+    "ssl.providers", "ssl.engine.location", "ssl.ca.certificate.stores",
+    "socket.timeout.ms", "socket.keepalive.enable", "socket.connection.setup.timeout.ms",
+    "socket.send.buffer.bytes", "socket.receive.buffer.bytes", "connections.max.idle.ms",
+    "request.timeout.ms", "message.max.bytes", "receive.message.max.bytes", "fetch.max.bytes",
+    "fetch.wait.max.ms", "metadata.max.age.ms", "topic.metadata.refresh.interval.ms",
+    "reconnect.backoff.ms", "reconnect.backoff.max.ms", "retry.backoff.ms",
+    "retry.backoff.max.ms", "broker.address.family", "broker.address.ttl",
+    "api.version.request", "isolation.level", "debug", "log_level", "statistics.interval.ms",
+    "client.dns.lookup",
+)
+
+
+def check_client_properties(config: Config) -> None:
+    """Property names of every cluster section, checked when the config is loaded — a
+    misspelt property is a config error (exit 2) naming the key and the closest name, never
+    an unreachable cluster later. librdkafka stops at the first rejected property, so each
+    one is tried alone, on a producer with no brokers: no network."""
+    problems: list[ConfigError] = []
+    for name in config.clusters:
+        props = dict(config.cluster(name))
+        for prop, value in props.items():
+            if prop in KNOWN_PROPERTIES:
+                continue
+            try:
+                Producer({"bootstrap.servers": "", prop: value, "logger": _LIBRDKAFKA_LOG})
+            except KafkaException as exc:
+                err = exc.args[0] if exc.args else exc
+                reason = err.str() if isinstance(err, KafkaError) else str(err)
+                # Other rejections (a JAAS line, a value librdkafka dislikes) are reported
+                # when a client is built: `config show` must still show such a config.
+                if "No such configuration property" in reason:
+                    others = [p for p in (*KNOWN_PROPERTIES, *props) if p != prop]
+                    problems.append(ConfigError(
+                        f"'{prop}' is not a Kafka client property",
+                        key=f"clusters.{name}.{prop}",
+                        hint=did_you_mean(prop, others)
+                        or "Cluster keys are librdkafka properties (its CONFIGURATION.md)."))
+    if problems:
+        raise ConfigError.of(problems, str(config.path) if config.path else None)
 
 
 def describe(clients: ClusterClients, timeout_s: float = 5.0) -> ClusterInfo:

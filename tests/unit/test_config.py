@@ -276,3 +276,15 @@ retri: {}
     assert main(["--config", str(path), "config", "check"]) == ExitStatus.USAGE
     err = capsys.readouterr().err
     assert "retry.attempts: expected an integer" in err and "Did you mean 'retry'" in err
+
+
+@pytest.mark.parametrize("command", [["config", "show"], ["status"]])
+def test_misspelt_client_property_is_a_config_error_with_a_suggestion(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]) -> None:
+    # A typo in a security property must not look like an unreachable cluster (exit 4).
+    path = write(tmp_path, GOOD.replace("sasl.password:", "sasl.pasword:"))
+    assert main(["--config", str(path), *command]) == ExitStatus.USAGE
+    err = capsys.readouterr().err
+    assert "clusters.primary.sasl.pasword" in err
+    assert "Did you mean 'sasl.password'" in err
+    assert "Traceback" not in err and "hunter2-file-secret" not in err
