@@ -7,11 +7,9 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 LAB    ?= lab
 
-.PHONY: setup demo test lint typecheck unit clean-lab
+.PHONY: setup java-and-maven demo test lint typecheck unit clean-lab
 
 $(BIN)/.installed: pyproject.toml
-	@command -v java >/dev/null || { echo "Java 17+ is required (apt-get install openjdk-17-jdk-headless)"; exit 1; }
-	@command -v mvn >/dev/null || { echo "Maven is required (apt-get install maven)"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
@@ -19,8 +17,14 @@ $(BIN)/.installed: pyproject.toml
 
 setup: $(BIN)/.installed
 
+# The lab (demo, lab tests) runs Kafka from Maven Central's jars: Java and Maven. Unit tests
+# need neither.
+java-and-maven:
+	@command -v java >/dev/null || { echo "Java 17+ is required (apt-get install openjdk-17-jdk-headless)"; exit 1; }
+	@command -v mvn >/dev/null || { echo "Maven is required (apt-get install maven)"; exit 1; }
+
 ## The main job on the local lab: a full DR drill (outage, failover, failback, checks).
-demo: setup
+demo: setup java-and-maven
 	$(BIN)/drctl lab down --dir $(LAB) --purge
 	$(BIN)/drctl lab up --dir $(LAB)
 	$(BIN)/drctl --config $(LAB)/drctl.yaml runbook run runbooks/drill.yaml --yes \
@@ -34,8 +38,12 @@ typecheck: setup
 	$(BIN)/mypy
 
 ## Lint, type check and every test (lab tests start real Kafka and MirrorMaker 2).
-test: lint typecheck
-	$(BIN)/pytest --durations=30
+# Two workers, each with its own labs on its own ports; a test file stays on one worker (its
+# module fixtures build a scenario once).
+TEST_WORKERS ?= 2
+
+test: lint typecheck java-and-maven
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --durations=40
 
 unit: setup
 	$(BIN)/pytest tests/unit

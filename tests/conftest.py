@@ -25,7 +25,9 @@ from drctl.replication.base import kind_for
 
 # Helpers running test sessions side by side give each a different base.
 # Below the ephemeral range (32768+), where a client socket could take a port first.
-PORT_BASE = int(os.environ.get("DRCTL_TEST_PORT_BASE", "23100"))
+# pytest-xdist's workers (gw0, gw1, …) each run their own labs, 100 ports apart.
+_WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+PORT_BASE = int(os.environ.get("DRCTL_TEST_PORT_BASE", "23100")) + 100 * _WORKER
 # The secure lab's: clear of the shared labs (+ 0, + 10, + 20), test_lab.py's (+ 50) and the
 # drill's (+ 60).
 SECURE_BASE = PORT_BASE + 70
@@ -217,3 +219,22 @@ def ns(request: pytest.FixtureRequest) -> str:
     """A per-test prefix for topics and groups, so tests share a lab without meeting."""
     name = re.sub(r"[^a-zA-Z0-9]+", "-", request.node.name)[:40].strip("-").lower()
     return f"t{next(_counter)}-{name}"
+
+
+# Seconds per test file on the 2-core CI machine (`pytest --durations=0`, summed). Files run
+# heaviest first, so the xdist workers (`make test`) finish together; only the order matters.
+_MEASURED_S = {
+    "test_failback.py": 420, "test_hard_cases.py": 300, "test_fence.py": 280,
+    "test_broker_restart.py": 275, "test_guard.py": 270, "test_reprotect.py": 200,
+    "test_drill.py": 180, "test_gap_diff.py": 175, "test_comeback.py": 170,
+    "test_switchback.py": 160, "test_gap_compacted.py": 110, "test_failover.py": 105,
+    "test_translate.py": 105, "test_secure_drill.py": 100,
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def cost(item: pytest.Item) -> int:
+        default = 60 if item.get_closest_marker("lab") else 1
+        return _MEASURED_S.get(item.path.name, default)
+
+    items.sort(key=lambda item: -cost(item))  # stable: a file keeps its own order

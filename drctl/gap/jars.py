@@ -19,13 +19,14 @@ import urllib.error
 import urllib.request
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from drctl.config import SparkSettings
 from drctl.errors import DrctlError
 from drctl.progress import Notify
-from drctl.resources import cache_dir
+from drctl.resources import cache_dir, cache_lock
 
 GROUP = "org.apache.spark"
 CONNECTOR = "spark-sql-kafka-0-10_2.13"
@@ -104,6 +105,17 @@ def resolve_connector(settings: SparkSettings, *, download: bool = True,
     notify(f"Spark resolves {CONNECTOR} {chosen} from {repository} (once; drctl keeps the jars)")
     return Connector((), (f"{GROUP}:{CONNECTOR}:{chosen}",), "spark-packages",
                      ((CONNECTOR, chosen),), str(_ivy_dir(version)))
+
+
+@contextmanager
+def first_resolution(connector: Connector) -> Iterator[Connector]:
+    """Run a job with `connector`; when Spark is to resolve it, one process at a time — and
+    the connector another process kept meanwhile is used instead of resolving it again."""
+    if connector.source != "spark-packages":
+        yield connector
+        return
+    with cache_lock("spark-kafka"):
+        yield _cached(pyspark_version()) or connector
 
 
 def keep_resolved(connector: Connector) -> None:

@@ -21,7 +21,13 @@ from typing import Any, Protocol
 from drctl.config import SparkSettings
 from drctl.errors import DrctlError, TimedOut
 from drctl.gap.class_archive import class_archive
-from drctl.gap.jars import Connector, SparkConnectorMissing, keep_resolved, resolve_connector
+from drctl.gap.jars import (
+    Connector,
+    SparkConnectorMissing,
+    first_resolution,
+    keep_resolved,
+    resolve_connector,
+)
 from drctl.gap.plan import GapPlan, SparkJobSettings
 from drctl.gap.result import GapResult
 from drctl.progress import Notify
@@ -144,6 +150,13 @@ def run_gap_analysis(plan: GapPlan, spark: SparkSettings, progress: Progress | N
     A job still running after `timeout_s` is stopped (SIGTERM, then SIGKILL after 15 s) and
     is a TimedOut error naming the phase it was in."""
     connector = connector or resolve_connector(spark, notify=notify)
+    with first_resolution(connector) as resolved:
+        return _run_job(plan, spark, progress, debug=debug, notify=notify, connector=resolved,
+                        timeout_s=timeout_s)
+
+
+def _run_job(plan: GapPlan, spark: SparkSettings, progress: Progress | None, *, debug: bool,
+             notify: Notify, connector: Connector, timeout_s: float | None) -> GapResult:
     note_shared_output(plan, spark.master, notify)
     out = Path(plan.out_dir)
     work = out / WORK_DIR

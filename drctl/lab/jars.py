@@ -13,7 +13,7 @@ from importlib import resources
 from pathlib import Path
 
 from drctl.errors import LabError
-from drctl.resources import cache_dir
+from drctl.resources import cache_dir, cache_lock
 
 # 4.4.0 is on Maven Central for kafka_2.13 and kafka-clients only (connect-runtime, connect-mirror
 # and kafka-tools are missing), so the newest complete 4.x release is the default.
@@ -102,6 +102,11 @@ def resolve_kafka(requested: str | None = None, *,
         return KafkaDistribution(version, lib, "KAFKA_HOME")
 
     requested = requested or DEFAULT_KAFKA_VERSION
+    with cache_lock("kafka"):
+        return _resolve_cached(requested, log_dir)
+
+
+def _resolve_cached(requested: str, log_dir: Path | None) -> KafkaDistribution:
     spec = _maven_version_spec(requested)
     root = cache_dir() / "kafka"
     cached: Path | None = None
