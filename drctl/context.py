@@ -94,3 +94,9 @@ class OpsContext:
         """Forget the clients (librdkafka closes them as they are released)."""
         self._clients.clear()
         self._stores.clear()
+
+    def reconnect(self) -> None:
+        """After a cluster dropped mid-procedure: the next step builds new clients. A client
+        that lived through a broker restart can keep failing its requests; new ones ask the
+        cluster afresh."""
+        self.close()

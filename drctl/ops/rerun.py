@@ -80,6 +80,7 @@ def rerun_while_dropped(run: Callable[[], T], ctx: OpsContext, clusters: Sequenc
         except Exception as exc:
             if not dropped(exc) or not started():
                 raise
+            ctx.reconnect()
             raise ClusterDropped(exc, silent_clusters(ctx, clusters)) from exc
 
     def on_retry(attempt: int, exc: BaseException, delay: float) -> None:
