@@ -21,9 +21,9 @@ from confluent_kafka import TopicPartition
 from drctl.kafka.records import Record, read_all
 from drctl.lab.workload import commit_offsets, create_topics
 from tests.conftest import RunningLab
+from tests.lab.support import produce, wait_replicated
 from tests.lab.test_failback import restore
 from tests.lab.test_failover import run_json, scoped_config
-from tests.lab.test_translate import wait_replicated
 
 pytestmark = [pytest.mark.lab, pytest.mark.spark]
 PARTS = 3
@@ -36,12 +36,9 @@ def restored(any_lab: RunningLab) -> Iterator[RunningLab]:
 
 
 def send(clients: object, topic: str, records: list[tuple[int, bytes, bytes]]) -> None:
-    producer = clients.producer()  # type: ignore[attr-defined]
-    for i, (p, key, value) in enumerate(records):
-        # Client headers ride along; they must arrive byte-identical everywhere.
-        producer.produce(topic, key=key, value=value, partition=p,
-                         headers=[("trace", b"\x00\xff%d" % i), ("x", b"x")])
-    assert producer.flush(30) == 0
+    # Client headers ride along; they must arrive byte-identical everywhere.
+    produce(clients, topic, [(p, key, value, 0, [("trace", b"\x00\xff%d" % i), ("x", b"x")])
+                             for i, (p, key, value) in enumerate(records)])
 
 
 def content(rec: Record) -> tuple[int, bytes | None, bytes | None, int, tuple]:

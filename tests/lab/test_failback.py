@@ -22,8 +22,9 @@ from drctl.kafka.records import Record, read_all
 from drctl.lab.workload import commit_offsets, create_topics, partition_for
 from drctl.state import marker_store
 from tests.conftest import RunningLab
+from tests.lab import support
+from tests.lab.support import wait_replicated
 from tests.lab.test_failover import run_json, scoped_config
-from tests.lab.test_translate import wait_replicated
 
 pytestmark = [pytest.mark.lab, pytest.mark.spark]
 PARTITIONS = 3
@@ -50,12 +51,10 @@ def restore(lab: RunningLab) -> None:
 
 def produce(lab_clients: object, topic: str, records: list[tuple[bytes | None, bytes]],
             partitions: dict[int, int] | None = None, timestamp_ms: int = 0) -> None:
-    producer = lab_clients.producer()  # type: ignore[attr-defined]
-    for i, (key, value) in enumerate(records):
-        p = partition_for(key, PARTITIONS, i) if partitions is None else partitions[i]
-        producer.produce(topic, key=key, value=value, partition=p,
-                         timestamp=timestamp_ms + i if timestamp_ms else 0)
-    assert producer.flush(30) == 0
+    """`records` by key (or at `partitions[i]`), at `timestamp_ms` + i when given."""
+    support.produce(lab_clients, topic, [  # type: ignore[arg-type]
+        (partition_for(key, PARTITIONS, i) if partitions is None else partitions[i], key, value,
+         timestamp_ms + i if timestamp_ms else 0, []) for i, (key, value) in enumerate(records)])
 
 
 def outage(lab: RunningLab, ns: str, tmp_path: Path, gap_age_s: float = 0) -> dict:

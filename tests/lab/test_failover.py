@@ -22,7 +22,8 @@ from drctl.kafka.groups import committed_offsets
 from drctl.lab.workload import WorkloadSpec, commit_offsets, create_topics, run_workload
 from drctl.state import FailoverMarker, MarkerStore, marker_store
 from tests.conftest import RunningLab
-from tests.lab.test_translate import busy_on_target, wait_replicated
+from tests.lab.support import wait_replicated
+from tests.lab.test_translate import busy_on_target
 
 pytestmark = pytest.mark.lab
 

@@ -13,9 +13,7 @@ from pathlib import Path
 import pytest
 
 from drctl.kafka.acls import fenced_topics, lift_fence
-from drctl.kafka.clients import ClusterClients
 from drctl.kafka.offsets import watermarks
-from drctl.kafka.records import read_all
 from drctl.lab.security import MM2_PRINCIPAL
 from drctl.lab.workload import create_topics
 from tests.conftest import (
@@ -24,9 +22,11 @@ from tests.conftest import (
     restore_forward_replication,
     revoke_reverse_flow,
 )
+from tests.lab.support import keyed, keys_on, produce, wait_count
 from tests.lab.test_failover import run_json, scoped_config
 
 pytestmark = [pytest.mark.lab, pytest.mark.spark]
+
 
 @pytest.fixture
 def fenced_lab(secure_lab: RunningLab) -> Iterator[RunningLab]:
@@ -41,26 +41,6 @@ def fenced_lab(secure_lab: RunningLab) -> Iterator[RunningLab]:
     restore_forward_replication(secure_lab)
 
 
-def produce(clients: ClusterClients, topic: str, prefix: str, count: int) -> None:
-    producer = clients.producer()
-    for i in range(count):
-        producer.produce(topic, key=f"{prefix}-{i}".encode(), value=f"{prefix}-v{i}".encode(),
-                         partition=i % 2)
-    assert producer.flush(30) == 0
-
-
-def keys_on(clients: ClusterClients, topic: str) -> Counter[str]:
-    return Counter((r.key or b"").decode() for r in read_all(clients, topic))
-
-
-def wait_keys(clients: ClusterClients, topic: str, count: int, deadline_s: float = 60) -> None:
-    end = time.monotonic() + deadline_s
-    while sum(keys_on(clients, topic).values()) < count:
-        if time.monotonic() > end:
-            raise AssertionError(f"{topic}: fewer than {count} records on {clients.name}")
-        time.sleep(0.5)
-
-
 def source_tasks(running: RunningLab) -> list[str]:
     name = running.lab.flow(running.state).connector_names()["source"]
     return running.lab.connect_client(running.state).connector_state(name)[1]
@@ -71,11 +51,11 @@ def test_fence_holds_the_returning_replicator_and_failback_lifts_it(
     lab = fenced_lab
     topic = f"{ns}-acct"
     create_topics(lab.primary, (topic,), 2)
-    produce(lab.primary, topic, "base", 20)
-    wait_keys(lab.secondary, topic, 20)
+    produce(lab.primary, topic, keyed("base", 20))
+    wait_count(lab.secondary, topic, 20)
     time.sleep(2.5)  # Connect flushes its source offsets: no re-copy after the kill
     lab.lab.fail("replication")
-    produce(lab.primary, topic, "gap", 12)  # never reaches the secondary before failover
+    produce(lab.primary, topic, keyed("gap", 12))  # never reaches the secondary before failover
 
     config = str(scoped_config(lab, ns, tmp_path))
     status, out = run_json("--config", config, "failover", "--yes", "--groups", f"{ns}-.*",
@@ -92,7 +72,8 @@ def test_fence_holds_the_returning_replicator_and_failback_lifts_it(
     failover_point = marker["failover_point"][topic]
     assert sum(failover_point.values()) == 20
 
-    produce(lab.secondary, topic, "post", 8)  # drctl is a super user: the fence is not for it
+    # drctl is a super user: the fence is not for it.
+    produce(lab.secondary, topic, keyed("post", 8))
     status, st = run_json("--config", config, "status")
     assert status == 3, st
     (opened,) = st["open_failovers"]
@@ -100,7 +81,10 @@ def test_fence_holds_the_returning_replicator_and_failback_lifts_it(
 
     # The primary's datacenter comes back with its Connect worker, MirrorMaker 2 RUNNING.
     lab.lab.heal("replication")
-    time.sleep(15)
+    # Its task fails on the fence's denial once it tries to write: nothing got through.
+    end = time.monotonic() + 60
+    while source_tasks(lab) != ["FAILED"] and time.monotonic() < end:
+        time.sleep(0.5)
     on_target = keys_on(lab.secondary, topic)
     assert sum(on_target.values()) == 20 + 8, on_target
     assert not [k for k in on_target if k.startswith("gap-")], on_target  # no late copies
@@ -149,8 +133,8 @@ def test_failover_without_an_authorizer_is_unfenced_and_says_why(
     are left alone) and no authorizer on the secondary."""
     topic = f"{ns}-plain"
     create_topics(lab.primary, (topic,), 2)
-    produce(lab.primary, topic, "base", 6)
-    wait_keys(lab.secondary, topic, 6)
+    produce(lab.primary, topic, keyed("base", 6))
+    wait_count(lab.secondary, topic, 6)
     config = str(scoped_config(lab, ns, tmp_path, principal=MM2_PRINCIPAL,
                                connect={"url": "http://127.0.0.1:9", "source_connector": "x"}))
     status, out = run_json("--config", config, "failover", "--yes", "--groups", f"{ns}-.*")
@@ -177,17 +161,17 @@ def test_failback_stops_the_replicator_held_by_the_fence_before_lifting_it(
     client = lab.lab.connect_client(lab.state)
     topic = f"{ns}-ledger"
     create_topics(lab.primary, (topic,), 2)
-    produce(lab.primary, topic, "base", 10)
-    wait_keys(lab.secondary, topic, 10)
+    produce(lab.primary, topic, keyed("base", 10))
+    wait_count(lab.secondary, topic, 10)
     time.sleep(2.5)
     lab.lab.fail("replication")
-    produce(lab.primary, topic, "gap", 6)
+    produce(lab.primary, topic, keyed("gap", 6))
     config = str(scoped_config(lab, ns, tmp_path))
     status, out = run_json("--config", config, "failover", "--yes", "--groups", f"{ns}-.*",
                            "--source-deadline", "2")
     assert status == 0, out
     assert out["marker"]["fence"]["state"] == "fenced"
-    produce(lab.secondary, topic, "post", 4)
+    produce(lab.secondary, topic, keyed("post", 4))
     lab.lab.heal("replication")
     end = time.monotonic() + 30
     while source_tasks(lab) != ["FAILED"] and time.monotonic() < end:

@@ -28,6 +28,7 @@ from drctl.kafka.clients import ClusterClients
 from drctl.kafka.records import read_all
 from drctl.lab.workload import WorkloadSpec, create_topics, run_workload
 from tests.conftest import RunningLab
+from tests.lab.support import wait_replicated
 
 pytestmark = [pytest.mark.lab, pytest.mark.spark]
 PARTS = 3
@@ -112,17 +113,6 @@ def ends(clients: ClusterClients, topic: str) -> dict[int, int]:
                 time.sleep(0.5)
     finally:
         consumer.close()
-
-
-def wait_replicated(lab: RunningLab, topic: str, count: int, deadline_s: float = 120) -> None:
-    end = time.monotonic() + deadline_s
-    got = 0
-    while time.monotonic() < end:
-        got = len(read_all(lab.secondary, lab.mirror(topic)))
-        if got >= count:
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"only {got}/{count} records of {topic} replicated")
 
 
 def produce_gap(primary: Producer, earlier: Any) -> None:

@@ -27,8 +27,8 @@ from drctl.translate.snapshots import (
     read_snapshots,
 )
 from tests.conftest import RunningLab
+from tests.lab.support import wait_replicated
 from tests.lab.test_failover import run_json, scoped_config
-from tests.lab.test_translate import wait_replicated
 
 pytestmark = pytest.mark.lab
 PARTITIONS = 2

@@ -29,9 +29,9 @@ from drctl.ops.failback import FailbackOptions, run_failback
 from drctl.ops.gap_step import gap_finder
 from drctl.replication.connect import ConnectorActivity, ConnectorReading
 from tests.conftest import RunningLab
+from tests.lab.support import fresh_clients, produce, wait_replicated
 from tests.lab.test_failback import restore
 from tests.lab.test_failover import run_json, scoped_config
-from tests.lab.test_translate import wait_replicated
 
 pytestmark = [pytest.mark.lab, pytest.mark.spark]
 
@@ -42,17 +42,9 @@ def restored(lab: RunningLab) -> Iterator[RunningLab]:
     restore(lab)
 
 
-def _clients(lab: RunningLab, cluster: str) -> Any:
-    """New clients: the lab's own were made before a broker restarted."""
-    return lab.lab.clients(lab.state, cluster)
-
-
 def _send(clients: Any, topic: str, partition: int, prefix: str, count: int) -> None:
-    producer = clients.producer()
-    for i in range(count):
-        producer.produce(topic, key=f"{prefix}-{partition}-{i}".encode(),
-                         value=f"{prefix}-v-{i}".encode(), partition=partition)
-    assert producer.flush(30) == 0
+    produce(clients, topic, [(partition, f"{prefix}-{partition}-{i}".encode(),
+                              f"{prefix}-v-{i}".encode()) for i in range(count)])
 
 
 def _stop_forward_quietly(lab: RunningLab) -> None:
@@ -290,7 +282,7 @@ def test_a_secondary_broker_restart_mid_failback_is_ridden_out(
     result = json.loads(out_text)
     assert result["verification"]["ok"] is True
     assert result["gap"]["safe"] == 10
-    primary = read_all(_clients(lab, "primary"), topic)
+    primary = read_all(fresh_clients(lab, "primary"), topic)
     assert sorted(r.value for r in primary if r.value and r.value.startswith(b"post")) == \
         sorted(b"post-v-%d" % i for i in range(5) for _ in (0, 1))
 
@@ -409,8 +401,8 @@ def test_partitions_added_during_the_outage_are_carried_both_ways(
     assert out["gap"]["safe"] == 5 and out["reconcile"]["copy_safe"]["copied"] == 5
     assert out["verification"]["ok"] is True and \
         out["verification"]["totals"]["expected"] == 5, out["verification"]
-    assert sorted(r.value for r in read_all(_clients(lab, "secondary"), grown)
+    assert sorted(r.value for r in read_all(fresh_clients(lab, "secondary"), grown)
                   if r.partition == 2) == \
         sorted(b"gap-v-%d" % i for i in range(5))
-    back = [r.value for r in read_all(_clients(lab, "primary"), busy) if r.partition == 2]
+    back = [r.value for r in read_all(fresh_clients(lab, "primary"), busy) if r.partition == 2]
     assert sorted(back) == sorted(b"post-v-%d" % i for i in range(5))

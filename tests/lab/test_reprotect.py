@@ -29,6 +29,7 @@ from drctl.lab.workload import commit_offsets, create_topics
 from drctl.replication.connect import ConnectorActivity, ConnectorReading
 from drctl.state import marker_store
 from tests.conftest import RunningLab
+from tests.lab.support import fresh_clients, produce
 from tests.lab.test_failback import restore
 from tests.lab.test_failover import run_json, scoped_config
 
@@ -44,14 +45,10 @@ def cycled(any_lab: RunningLab) -> Iterator[RunningLab]:
 
 
 def _send(clients: Any, topic: str, prefix: str, per_partition: int) -> None:
-    producer = clients.producer()
-    for p in range(PARTS):
-        for i in range(per_partition):
-            # Keys never repeat across writes: every gap record is safe to copy.
-            producer.produce(topic, key=f"{prefix}-{p}-{i}".encode(),
-                             value=f"{prefix}-v-{p}-{i}".encode(), partition=p,
-                             headers=[("trace", f"{prefix}{i}".encode())])
-    assert producer.flush(30) == 0
+    # Keys never repeat across writes: every gap record is safe to copy.
+    produce(clients, topic, [(p, f"{prefix}-{p}-{i}".encode(), f"{prefix}-v-{p}-{i}".encode(), 0,
+                              [("trace", f"{prefix}{i}".encode())])
+                             for p in range(PARTS) for i in range(per_partition)])
 
 
 def _content(records: list[Record]) -> Counter[tuple[Any, ...]]:
@@ -102,20 +99,15 @@ def _break_replication_quietly(lab: RunningLab) -> None:
         time.sleep(0.2)
 
 
-def _clients(lab: RunningLab, cluster: str) -> Any:
-    """New clients: the lab's own were made before a broker restarted."""
-    return lab.lab.clients(lab.state, cluster)
-
-
 def _round(lab: RunningLab, config: Path, topic: str, group: str, r: int) -> None:
     # The group read everything replicated; guard snapshots its position exactly.
     ends = {p: _end(lab, topic, p) for p in range(PARTS)}
-    commit_offsets(_clients(lab, "primary"), group,
+    commit_offsets(fresh_clients(lab, "primary"), group,
                    [TopicPartition(topic, p, e) for p, e in ends.items()])
     status, out = run_json("--config", str(config), "guard", "--once")
     assert status == 0, out
     _break_replication_quietly(lab)
-    _send(_clients(lab, "primary"), topic, f"gap{r}", GAP)
+    _send(fresh_clients(lab, "primary"), topic, f"gap{r}", GAP)
     lab.lab.fail("primary")
 
     status, out = run_json("--config", str(config), "failover", "--yes",
@@ -130,10 +122,10 @@ def _round(lab: RunningLab, config: Path, topic: str, group: str, r: int) -> Non
     assert all(v["max_redelivered"] == 0 for v in placed.values()), placed
     incident = out["incident"]
 
-    _send(_clients(lab, "secondary"), topic, f"post{r}", POST)
+    _send(fresh_clients(lab, "secondary"), topic, f"post{r}", POST)
     # The group reads the post-failover writes on the secondary.
     failover_ends = {p: _end(lab, topic, p, "secondary") for p in range(PARTS)}
-    commit_offsets(_clients(lab, "secondary"), group,
+    commit_offsets(fresh_clients(lab, "secondary"), group,
                    [TopicPartition(topic, p, e) for p, e in failover_ends.items()])
     lab.lab.heal("primary")
 
@@ -158,10 +150,10 @@ def _round(lab: RunningLab, config: Path, topic: str, group: str, r: int) -> Non
     # Protected: new writes to the primary reach the secondary, and nothing twice; the
     # group's new commits are checkpointed again (the next failover with the source gone
     # would find them).
-    _send(_clients(lab, "primary"), topic, f"new{r}", NEW)
+    _send(fresh_clients(lab, "primary"), topic, f"new{r}", NEW)
     _wait_same(lab, topic)
     ends = {p: _end(lab, topic, p) for p in range(PARTS)}
-    commit_offsets(_clients(lab, "primary"), group,
+    commit_offsets(fresh_clients(lab, "primary"), group,
                    [TopicPartition(topic, p, e) for p, e in ends.items()])
     lab.wait_checkpointed(group, topic, ends)
 
@@ -195,22 +187,22 @@ def test_a_crash_at_each_step_of_the_return_then_a_rerun_ends_the_same(
     """DRCTL_CRASH_AT at every recorded step of reprotect, one after the other: each re-run
     continues and the last one ends protected, nothing twice."""
     topic = f"{ns}-crash"
-    create_topics(_clients(lab, "primary"), (topic,), PARTS)
+    create_topics(fresh_clients(lab, "primary"), (topic,), PARTS)
     config = scoped_config(lab, ns, tmp_path)
     raw = yaml.safe_load(config.read_text())
     raw["state"]["snapshots_topic"] = f"_drctl_snapshots_{ns}"
     raw["groups"] = {"include": [f"{ns}-.*"]}
     config.write_text(yaml.safe_dump(raw))
     try:
-        _send(_clients(lab, "primary"), topic, "base", BASE)
+        _send(fresh_clients(lab, "primary"), topic, "base", BASE)
         _wait_same(lab, topic)
         _break_replication_quietly(lab)
-        _send(_clients(lab, "primary"), topic, "gap", GAP)
+        _send(fresh_clients(lab, "primary"), topic, "gap", GAP)
         lab.lab.fail("primary")
         status, out = run_json("--config", str(config), "failover", "--yes",
                                "--source-deadline", "2")
         assert status == 0, out
-        _send(_clients(lab, "secondary"), topic, "post", POST)
+        _send(fresh_clients(lab, "secondary"), topic, "post", POST)
         lab.lab.heal("primary")
         status, out = run_json("--config", str(config), "failback", "--yes")
         assert status == 0, out
@@ -232,7 +224,7 @@ def test_a_crash_at_each_step_of_the_return_then_a_rerun_ends_the_same(
         assert final.returncode == 0, final.stderr[-3000:]
         markers = marker_store(load_config(config), "secondary").load_all()
         assert [m.status for m in markers if m.incident == incident] == ["closed"]
-        _send(_clients(lab, "primary"), topic, "new", NEW)
+        _send(fresh_clients(lab, "primary"), topic, "new", NEW)
         _wait_same(lab, topic)
     finally:
         restore(lab)

@@ -20,25 +20,9 @@ from drctl.kafka.records import read_all
 from drctl.lab.security import DRCTL_USER, MM2_PRINCIPAL, MM2_USER
 from drctl.lab.workload import commit_offsets, create_topics
 from tests.conftest import RunningLab
+from tests.lab.support import keyed, produce, wait_count
 
 pytestmark = pytest.mark.lab
-
-def produce(clients: ClusterClients, topic: str, prefix: str, count: int) -> None:
-    producer = clients.producer()
-    for i in range(count):
-        producer.produce(topic, key=f"{prefix}-{i}".encode(), value=b"v", partition=i % 2)
-    assert producer.flush(30) == 0
-
-
-def wait_count(clients: ClusterClients, topic: str, count: int, deadline_s: float = 60) -> None:
-    end = time.monotonic() + deadline_s
-    got = 0
-    while time.monotonic() < end:
-        got = len(read_all(clients, topic))
-        if got >= count:
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"{topic}: {got} of {count} records on {clients.name} in time")
 
 
 def source_task_states(running: RunningLab) -> list[str]:
@@ -65,7 +49,7 @@ def run_json(*argv: str) -> tuple[int, dict]:
 def test_mirrormaker_replicates_as_its_own_principal(secure_lab: RunningLab, ns: str) -> None:
     topic = f"{ns}-orders"
     create_topics(secure_lab.primary, (topic,), 2)
-    produce(secure_lab.primary, topic, "k", 20)
+    produce(secure_lab.primary, topic, keyed("k", 20))
     wait_count(secure_lab.secondary, topic, 20)
     connect = secure_lab.lab.connect_client(secure_lab.state)
     password = secure_lab.lab.credentials.password(MM2_USER)
@@ -121,7 +105,7 @@ def test_drctl_commands_work_on_the_secured_lab(secure_lab: RunningLab, ns: str,
 
     topic = f"{ns}-payments"
     create_topics(secure_lab.primary, (topic,), 2)
-    produce(secure_lab.primary, topic, "p", 30)
+    produce(secure_lab.primary, topic, keyed("p", 30))
     wait_count(secure_lab.secondary, topic, 30)
     group = f"{ns}-app"
     commit_offsets(secure_lab.primary, group, [TopicPartition(topic, 0, 5),
@@ -141,7 +125,7 @@ def test_fence_stops_mirrormaker_and_lifting_lets_it_copy_again(secure_lab: Runn
     topic = f"{ns}-fenced"
     other = f"{ns}-open"
     create_topics(secure_lab.primary, (topic, other), 2)
-    produce(secure_lab.primary, topic, "before", 10)
+    produce(secure_lab.primary, topic, keyed("before", 10))
     wait_count(secure_lab.secondary, topic, 10)
     target = secure_lab.secondary.admin()
     assert authorizer_available(target)
@@ -153,7 +137,7 @@ def test_fence_stops_mirrormaker_and_lifting_lets_it_copy_again(secure_lab: Runn
         and again.unchanged == (topic,)
     assert topic in fenced_topics(target, MM2_PRINCIPAL)
     try:
-        produce(secure_lab.primary, topic, "during", 7)
+        produce(secure_lab.primary, topic, keyed("during", 7))
         # The copy attempt fails on authorization and fails the task; nothing arrives.
         end = time.monotonic() + 30
         while "FAILED" not in source_task_states(secure_lab) and time.monotonic() < end:
@@ -171,7 +155,7 @@ def test_fence_stops_mirrormaker_and_lifting_lets_it_copy_again(secure_lab: Runn
     name = secure_lab.lab.flow(secure_lab.state).connector_names()["source"]
     secure_lab.lab.connect_client(secure_lab.state).restart_failed(name)
     wait_count(secure_lab.secondary, topic, 17)
-    produce(secure_lab.primary, other, "after", 4)
+    produce(secure_lab.primary, other, keyed("after", 4))
     wait_count(secure_lab.secondary, other, 4)
     keys = sorted(r.key for r in read_all(secure_lab.secondary, topic))
     assert keys == sorted([f"before-{i}".encode() for i in range(10)]

@@ -18,20 +18,13 @@ from drctl.kafka.groups import committed_offsets
 from drctl.kafka.records import Record, read_all
 from drctl.lab.workload import commit_offsets, create_topics
 from tests.conftest import RunningLab
+from tests.lab.support import produce, wait_replicated
 from tests.lab.test_failback import restore
 from tests.lab.test_failover import run_json, scoped_config
-from tests.lab.test_translate import wait_replicated
 
 pytestmark = [pytest.mark.lab, pytest.mark.spark]
 PARTITIONS = 2
 BASE, GAP, POST = 300, 10, 50
-
-
-def _produce(clients: object, topic: str, records: list[tuple[int, bytes, bytes]]) -> None:
-    producer = clients.producer()  # type: ignore[attr-defined]
-    for p, key, value in records:
-        producer.produce(topic, key=key, value=value, partition=p)
-    assert producer.flush(30) == 0
 
 
 def _range(records: list[Record], p: int, start: int, end: int | None = None) -> list[bytes]:
@@ -82,7 +75,7 @@ def _scenario(lab: RunningLab, ns: str, tmp_path: Path) -> None:
     mirror = lab.mirror(topic)
     reverse = topic if lab.names_kept else f"secondary.{topic}"
     create_topics(lab.primary, (topic,), PARTITIONS)
-    _produce(lab.primary, topic, [(p, f"k{p}-{i % 30}".encode(), f"base-{p}-{i}".encode())
+    produce(lab.primary, topic, [(p, f"k{p}-{i % 30}".encode(), f"base-{p}-{i}".encode())
                                   for p in range(PARTITIONS) for i in range(BASE)])
     wait_replicated(lab, topic, BASE * PARTITIONS)
     groups = {name: f"{ns}-{name}" for name in "ABCD"}
@@ -98,7 +91,7 @@ def _scenario(lab: RunningLab, ns: str, tmp_path: Path) -> None:
            for p in range(PARTITIONS) for i in range(2)]
     gap += [(p, f"safe-{p}-{i}".encode(), f"gap-safe-{p}-{i}".encode())
             for p in range(PARTITIONS) for i in range(GAP - 2)]
-    _produce(lab.primary, topic, gap)
+    produce(lab.primary, topic, gap)
     lab.lab.fail("primary")
     lab.lab.heal("replication")
     config = scoped_config(lab, ns, tmp_path)
@@ -108,7 +101,7 @@ def _scenario(lab: RunningLab, ns: str, tmp_path: Path) -> None:
     failover_topic = topic  # producers keep the plain name
     post = [(p, (f"conf-{p}-{i % 2}" if i < 2 else f"new-{p}-{i}").encode(),
              f"post-{p}-{i}".encode()) for p in range(PARTITIONS) for i in range(POST)]
-    _produce(lab.secondary, failover_topic, post)
+    produce(lab.secondary, failover_topic, post)
     fpoint = {p: (BASE if lab.names_kept else 0) for p in range(PARTITIONS)}
 
     # What each group read on the secondary: A every post-failover write, B 20 of them,

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from confluent_kafka import OFFSET_STORED, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_STORED, KafkaError, TopicPartition
 
 from drctl.cli.app import main
 from drctl.fingerprint import fingerprint
@@ -28,6 +28,7 @@ from drctl.lab.workload import (
 )
 from drctl.translate import locate
 from tests.conftest import RunningLab
+from tests.lab.support import wait_replicated
 
 pytestmark = pytest.mark.lab
 PARTITIONS = 3
@@ -35,20 +36,6 @@ PARTITIONS = 3
 
 def fp(rec: ProducedRecord | Record) -> bytes:
     return fingerprint(rec.partition, rec.key, rec.value, list(rec.headers), rec.timestamp_ms)
-
-
-def wait_replicated(lab: RunningLab, topic: str, count: int, deadline_s: float = 90) -> None:
-    end = time.monotonic() + deadline_s
-    got = 0
-    while time.monotonic() < end:
-        try:
-            got = len(read_all(lab.secondary, lab.mirror(topic)))
-        except KafkaException:  # a broker that just came back may not lead yet
-            got = 0
-        if got >= count:
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"only {got}/{count} records of {topic} replicated")
 
 
 def choose_positions(records: list[ProducedRecord], seed: int) -> dict[str, dict[int, int]]:

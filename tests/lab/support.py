@@ -1,0 +1,68 @@
+"""What lab tests do to the clusters, written once: produce records, read what arrived, wait
+until enough did."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from confluent_kafka import KafkaException
+
+from drctl.kafka.clients import ClusterClients
+from drctl.kafka.records import read_all
+from tests.conftest import RunningLab
+
+# (partition, key, value) or (partition, key, value, timestamp_ms, headers); a timestamp of 0
+# lets the producer stamp it.
+Sent = tuple[int, bytes | None, bytes] | tuple[int, bytes | None, bytes, int,
+                                               Sequence[tuple[str, bytes]]]
+
+
+def produce(clients: ClusterClients, topic: str, records: Iterable[Sent]) -> None:
+    """Write `records` and wait until every one is acknowledged."""
+    producer = clients.producer()
+    for rec in records:
+        p, key, value = rec[0], rec[1], rec[2]
+        timestamp, headers = (rec[3], list(rec[4])) if len(rec) == 5 else (0, [])
+        producer.produce(topic, key=key, value=value, partition=p, timestamp=timestamp,
+                         headers=headers)
+    assert producer.flush(30) == 0
+
+
+def keyed(prefix: str, count: int, partitions: int = 2) -> list[Sent]:
+    """`count` records keyed `<prefix>-<i>`, round-robin over the partitions."""
+    return [(i % partitions, f"{prefix}-{i}".encode(), f"{prefix}-v{i}".encode())
+            for i in range(count)]
+
+
+def keys_on(clients: ClusterClients, topic: str) -> Counter[str]:
+    return Counter((r.key or b"").decode() for r in read_all(clients, topic))
+
+
+def wait_count(clients: ClusterClients, topic: str, count: int,
+               deadline_s: float = 90) -> None:
+    """Until `topic` holds at least `count` records on `clients`' cluster."""
+    end = time.monotonic() + deadline_s
+    got = 0
+    while True:
+        try:
+            got = len(read_all(clients, topic))
+        except KafkaException:  # a broker that just came back may not lead yet
+            got = 0
+        if got >= count:
+            return
+        if time.monotonic() > end:
+            raise AssertionError(f"only {got}/{count} records of {topic} on {clients.name}")
+        time.sleep(0.5)
+
+
+def wait_replicated(lab: RunningLab, topic: str, count: int, deadline_s: float = 90) -> None:
+    """Until MirrorMaker 2 has copied at least `count` records of `topic` to the secondary."""
+    wait_count(lab.secondary, lab.mirror(topic), count, deadline_s)
+
+
+def fresh_clients(lab: RunningLab, cluster: str) -> Any:
+    """New clients: the lab's own were made before a broker restarted."""
+    return lab.lab.clients(lab.state, cluster)
