@@ -41,6 +41,7 @@ class Terminal:
         self.redactor = redactor or Redactor()
         self.err = _console(sys.stderr)
         self.out = _console(sys.stdout)
+        self.emitted = False  # whether stdout has received data
 
     @property
     def json_mode(self) -> bool:
@@ -87,6 +88,7 @@ class Terminal:
         never hidden by `-q`, secrets masked."""
         sys.stdout.write(self.redactor.redact(text) + "\n")
         sys.stdout.flush()
+        self.emitted = True
 
     def table(self, title: str | None, columns: Sequence[str],
               rows: Sequence[Sequence[Any]], *, markup: bool = False) -> None:

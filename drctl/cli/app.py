@@ -31,12 +31,13 @@ from drctl.yesno import bool_from_text
 
 app = typer.Typer(
     name="drctl",
+    context_settings={"help_option_names": ["-h", "--help"]},
     help="Kafka disaster recovery: failover, failback, offset translation and gap analysis.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     pretty_exceptions_show_locals=False,  # locals can hold passwords
     add_completion=True,
-    rich_markup_mode="rich",
+    rich_markup_mode=None,  # plain Click help: wraps cleanly at 80 columns, no box drawing
 )
 app.add_typer(config_cmd.app, name="config")
 app.add_typer(lab_cmd.app, name="lab")
@@ -91,6 +92,38 @@ def _report(terminal: Terminal, exc: DrctlError) -> None:
     terminal.error(exc.message)
     if exc.hint:
         terminal.err.print(f"  {terminal.redactor.redact(exc.hint)}")
+    if terminal.json_mode and not terminal.emitted:
+        # A script reading stdout gets a JSON document on failure too, never 0 bytes.
+        terminal.emit_json({"error": {"message": exc.message, "hint": exc.hint or None,
+                                      "kind": type(exc).__name__,
+                                      "exit_status": int(exc.exit_status)}})
+
+
+# The root's options, also taken after the subcommand (`drctl status --config f.yaml -q`):
+# they are moved in front of it before Typer reads the line.
+_GLOBAL_FLAGS = frozenset({"--debug", "--quiet", "-q"})
+_GLOBAL_WITH_VALUE = frozenset({"--config", "-c", "--output", "-o"})
+
+
+def hoist_global_options(argv: list[str]) -> list[str]:
+    front: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":  # what follows is not drctl's to read
+            rest.extend(argv[i:])
+            break
+        if arg in _GLOBAL_FLAGS or (arg.startswith("--") and "=" in arg and
+                                    arg.split("=", 1)[0] in _GLOBAL_WITH_VALUE):
+            front.append(arg)
+        elif arg in _GLOBAL_WITH_VALUE and i + 1 < len(argv):
+            front.extend(argv[i:i + 2])
+            i += 1
+        else:
+            rest.append(arg)
+        i += 1
+    return front + rest
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -101,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     """
     CURRENT.reset()
     try:
-        app(args=argv, prog_name="drctl")
+        app(args=hoist_global_options(sys.argv[1:] if argv is None else argv),
+            prog_name="drctl")
         return ExitStatus.SUCCESS
     except SystemExit as exc:
         if exc.code is None:
