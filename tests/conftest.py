@@ -224,17 +224,18 @@ def ns(request: pytest.FixtureRequest) -> str:
 # Seconds per test file on the 2-core CI machine (`pytest --durations=0`, summed). Files run
 # heaviest first, so the xdist workers (`make test`) finish together; only the order matters.
 _MEASURED_S = {
-    "test_failback.py": 420, "test_hard_cases.py": 300, "test_fence.py": 280,
-    "test_broker_restart.py": 275, "test_guard.py": 270, "test_reprotect.py": 200,
-    "test_drill.py": 180, "test_gap_diff.py": 175, "test_comeback.py": 170,
-    "test_switchback.py": 160, "test_gap_compacted.py": 110, "test_failover.py": 105,
-    "test_translate.py": 105, "test_secure_drill.py": 100,
+    "lab/test_failback.py": 420, "lab/test_hard_cases.py": 300, "lab/test_fence.py": 280,
+    "lab/test_broker_restart.py": 275, "lab/test_guard.py": 270, "lab/test_reprotect.py": 200,
+    "lab/test_drill.py": 180, "unit/gap/test_diff.py": 175, "lab/test_comeback.py": 170,
+    "lab/test_switchback.py": 160, "lab/test_gap_compacted.py": 110,
+    "lab/test_failover.py": 105, "lab/test_translate.py": 105, "lab/test_secure_drill.py": 100,
 }
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     def cost(item: pytest.Item) -> int:
         default = 60 if item.get_closest_marker("lab") else 1
-        return _MEASURED_S.get(item.path.name, default)
+        name = item.path.relative_to(Path(__file__).parent).as_posix()
+        return _MEASURED_S.get(name, default)
 
     items.sort(key=lambda item: -cost(item))  # stable: a file keeps its own order

@@ -5,7 +5,7 @@ and the digest is two calls of the built-in `xxhash64` over the fingerprint's it
 Spark generates code for: computing it costs next to nothing beside reading the record. In a
 DataFrame the digest is a struct of two longs (`h1`, `h2`), cheaper to shuffle and group than
 bytes; `digest_bytes` gives the 16 bytes `drctl.fingerprint.fingerprint` returns.
-tests/unit/test_spark_fingerprint.py proves that both implementations agree.
+tests/unit/fingerprint/test_spark.py proves that both implementations agree.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from drctl.errors import ExitStatus
 from drctl.lab.lab import wait_for_lab
 from drctl.resources import runbooks_dir
 from tests.conftest import RunningLab
-from tests.unit.runbook_support import drctl, write
+from tests.unit.runbook.support import drctl, write
 
 pytestmark = pytest.mark.lab
 

@@ -9,7 +9,7 @@ import yaml
 from drctl.cli.app import main
 from drctl.config import config_as_data, load_config, parse_config
 from drctl.errors import ConfigError, ExitStatus
-from drctl.properties import parse_properties
+from drctl.gap.kafka_options import java_settings_for
 
 GOOD = """
 clusters:
@@ -245,16 +245,6 @@ clusters:
             "'scram.password'?)") in err.value.message
 
 
-def test_properties_are_read_as_java_reads_them() -> None:
-    text = ("! a comment\n  # another\n\na=1\nb : 2\nc 3\nalone\nwith\\=equals=x\n"
-            "joined = one \\\n     two\nwindows=C:\\\\dir\nunicode=caf\\u00e9\n"
-            "ends.in.backslash=x\\\\\nnext=y\nspaces  =  kept inside  \n")
-    assert parse_properties(text) == {
-        "a": "1", "b": "2", "c": "3", "alone": "", "with=equals": "x", "joined": "one two",
-        "windows": "C:\\dir", "unicode": "café", "ends.in.backslash": "x\\", "next": "y",
-        "spaces": "kept inside  "}
-
-
 def test_every_problem_of_a_file_is_reported_at_once(tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     path = write(tmp_path, """
@@ -288,3 +278,59 @@ def test_misspelt_client_property_is_a_config_error_with_a_suggestion(
     assert "clusters.primary.sasl.pasword" in err
     assert "Did you mean 'sasl.password'" in err
     assert "Traceback" not in err and "hunter2-file-secret" not in err
+
+
+def test_unknown_kind_message_is_unchanged() -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config({"clusters": {"a": {"bootstrap.servers": "x"},
+                                   "b": {"bootstrap.servers": "y"}},
+                      "replication": {"kind": "mirormaker2", "source": "a", "target": "b"}})
+    assert info.value.message == ("replication.kind: must be one of replicator, mirrormaker2, "
+                                  "identity, got 'mirormaker2'")
+    assert info.value.hint == "Did you mean 'mirrormaker2'?"
+
+
+@pytest.mark.parametrize("kind,renamed_ok", [("replicator", True), ("mirrormaker2", True),
+                                             ("identity", False)])
+def test_rename_rule_per_kind(kind: str, renamed_ok: bool) -> None:
+    raw = {"clusters": {"a": {"bootstrap.servers": "x"}, "b": {"bootstrap.servers": "y"}},
+           "replication": {"kind": kind, "source": "a", "target": "b",
+                           "rename": "a.{topic}"}}
+    if renamed_ok:
+        assert parse_config(raw).require_replication().rename == "a.{topic}"
+    else:
+        with pytest.raises(ConfigError) as info:
+            parse_config(raw)
+        assert info.value.message == "replication.rename: identity mirrors keep topic names"
+
+
+def test_config_java_map_is_kept_from_librdkafka_and_masked(tmp_path: Path) -> None:
+    from drctl.config import config_as_data
+
+    config = parse_config({
+        "clusters": {
+            "primary": {"bootstrap.servers": "p:1", "java": {
+                "sasl.jaas.config": "org.X required password=\"hunter22\";",
+                "ssl.engine.location": None, "client.rack": "r1", "metadata.max.age.ms": 500}},
+            "secondary": {"bootstrap.servers": "s:1"}},
+        "replication": {"kind": "mirrormaker2", "source": "primary", "target": "secondary"}})
+    assert config.cluster("primary") == {"bootstrap.servers": "p:1"}
+    assert config.java_properties("primary") == {
+        "sasl.jaas.config": 'org.X required password="hunter22";', "ssl.engine.location": None,
+        "client.rack": "r1", "metadata.max.age.ms": "500"}
+    assert config.java_properties("secondary") == {}
+    shown = config_as_data(config)
+    assert shown["clusters"]["primary"]["java"]["sasl.jaas.config"] == "****"
+    assert shown["clusters"]["primary"]["java"]["client.rack"] == "r1"
+    assert "java" not in shown["clusters"]["secondary"]
+    assert "hunter22" not in str(shown)
+    assert config.redactor.redact("pw hunter22") == "pw ****"
+    assert java_settings_for(config, "primary").properties == {
+        "bootstrap.servers": "p:1", "sasl.jaas.config": 'org.X required password="hunter22";',
+        "client.rack": "r1", "metadata.max.age.ms": "500"}
+
+
+def test_java_map_problems_have_key_paths() -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_config({"clusters": {"p": {"bootstrap.servers": "p:1", "java": ["x"]}}})
+    assert err.value.key == "clusters.p.java" and "expected a mapping" in err.value.reason

@@ -1,11 +1,49 @@
-"""The one wait loop (`wait_for`): it returns what the poll found, says where it stands
-between polls, and times out on the clock it is given."""
+"""drctl/retry.py: the retry policy (Debezium's backoff, bounded by a deadline) and the
+one wait loop (`wait_for`): it returns what the poll found, says where it stands between
+polls, and times out on the clock it is given."""
 
 from __future__ import annotations
 
 import pytest
 
-from drctl.retry import WaitTimedOut, wait_for
+from drctl.retry import RetriesExhausted, RetryPolicy, WaitTimedOut, retry_call, wait_for
+
+
+def test_default_policy_is_debeziums() -> None:
+    delays = list(RetryPolicy().delays())
+    assert len(delays) == 15  # 16 attempts
+    assert delays[:8] == [1, 2, 4, 8, 16, 32, 64, 120] and set(delays[7:]) == {120}
+
+
+def test_retry_succeeds_after_failures_with_backoff() -> None:
+    calls, slept = [], []
+
+    def flaky() -> str:
+        calls.append(1)
+        if len(calls) < 3:
+            raise ConnectionError("down")
+        return "up"
+
+    assert retry_call(flaky, RetryPolicy(initial_s=0.5), sleep=slept.append) == "up"
+    assert slept == [0.5, 1.0]
+
+
+def test_retry_gives_up_at_deadline() -> None:
+    now = [0.0]
+
+    def clock() -> float:
+        return now[0]
+
+    def sleep(s: float) -> None:
+        now[0] += s
+
+    def down() -> None:
+        raise ConnectionError("down")
+
+    with pytest.raises(RetriesExhausted) as info:
+        retry_call(down, RetryPolicy(deadline_s=10), sleep=sleep, clock=clock)
+    # 1 + 2 + 4 = 7 s slept; the next wait (8 s) would pass the 10 s deadline.
+    assert info.value.attempts == 4 and now[0] == 7
 
 
 class Clock:

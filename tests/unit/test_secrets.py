@@ -1,5 +1,6 @@
-"""Credentials in URLs never show: `config show`, reports, journals, logs and errors mask the
-user-info password of every URL (issue 28), and Connect's client takes it as basic auth."""
+"""Secrets never show: secret properties are masked, and so are credentials in URLs —
+`config show`, reports, journals, logs and errors mask the user-info password of every
+URL (issue 28)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,19 @@ from pathlib import Path
 import pytest
 
 from drctl.cli.app import main
-from drctl.kafka.connect_rest import ConnectClient
 from drctl.secrets import Redactor, mask_mapping, mask_url_userinfo
+
+
+def test_masking_and_redaction() -> None:
+    props = {"bootstrap.servers": "b:9092", "sasl.password": "pw-123456",
+             "ssl.key.pem": "-----BEGIN", "nested": {"api.key": "k-99999"}}
+    masked = mask_mapping(props)
+    assert masked["bootstrap.servers"] == "b:9092"
+    assert masked["sasl.password"] == masked["ssl.key.pem"] == masked["nested"]["api.key"]
+    assert masked["sasl.password"] == "****"
+    assert Redactor(["pw-123456"]).redact("login with pw-123456 failed") == \
+        "login with **** failed"
+
 
 CONFIG = """
 clusters:
@@ -44,9 +56,3 @@ def test_config_show_never_prints_a_password_inside_a_url(
         assert "hunter2-in-url" not in out + err
         assert "http://operator:****@connect.example:8083/" in out
     assert json.loads(out)["replication"]["connect"]["url"].startswith("http://operator:****@")
-
-
-def test_connect_takes_url_credentials_as_basic_auth_and_names_the_bare_url() -> None:
-    client = ConnectClient("https://operator:p%40ss@connect.example:8083/")
-    assert client.url == "https://connect.example:8083"
-    assert client._auth == "Basic b3BlcmF0b3I6cEBzcw=="  # operator:p@ss

@@ -1,4 +1,5 @@
-"""Times and durations as every command and runbook reads them (drctl/timeparse.py)."""
+"""Times and durations as every command and runbook reads them, and durations as people
+read them (drctl/timeparse.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 import pytest
 
 from drctl.errors import UsageError
-from drctl.timeparse import parse_duration, parse_time_ms
+from drctl.timeparse import format_duration, parse_duration, parse_time_ms
 
 
 def test_runbook_durations() -> None:
@@ -98,3 +99,10 @@ def test_times_that_cannot_be_read(text: str) -> None:
     assert info.value.message == \
         f"--until {text.strip()!r} is neither an ISO time nor epoch milliseconds."
     assert info.value.hint == "Examples: 2024-05-01T12:00:00Z, 2024-05-01, 1714564800000."
+
+
+@pytest.mark.parametrize(("seconds", "text"), [
+    (0.5, "0.5s"), (45, "45s"), (60, "1m"), (750, "12m30s"), (1800, "30m"), (3600, "1h"),
+    (7500, "2h05m")])
+def test_durations_as_people_read_them(seconds: float, text: str) -> None:
+    assert format_duration(seconds) == text

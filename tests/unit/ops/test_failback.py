@@ -1,21 +1,25 @@
-"""Failback's decisions, without a cluster (fakes of the context's factories): what it refuses,
-what it does for an incident already failed back, and the exit status it owes."""
+"""Failback's decisions, without a cluster (fakes of the context's factories): what it
+refuses, what it does for an incident already failed back, and the exit status it owes;
+its result's JSON, runbook summary and report."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from drctl.config import parse_config
+from drctl.config import load_config, parse_config
 from drctl.context import OpsContext
 from drctl.errors import ExitStatus, UsageError
 from drctl.ops.failback import FailbackOptions, FailbackResult, run_failback
-from drctl.ops.reconcile import ReconcileMode
+from drctl.ops.reconcile import ReconcileMode, ReconcileOutcome
 from drctl.ops.reprotect import ReprotectOptions, run_reprotect
 from drctl.replication.base import kind_named
+from drctl.reports import render
 from drctl.state import FailoverMarker, MarkerStore
+from tests.unit.ops.support import _marker_with_groups, _translation
 
 CONFIG = parse_config({
     "clusters": {"dc1": {"bootstrap.servers": "x"}, "dc2": {"bootstrap.servers": "y"}},
@@ -112,3 +116,70 @@ def test_reprotect_of_a_closed_incident_asks_nothing(tmp_path: Path) -> None:
     result = run_reprotect(_ctx(LocalStore(marker, root=tmp_path)),
                            ReprotectOptions(incident=marker.incident))
     assert result.summary()["status"] == "closed"
+
+
+CONFIG_YAML = """
+clusters:
+  primary: {bootstrap.servers: 127.0.0.1:19092}
+  secondary: {bootstrap.servers: 127.0.0.1:29092}
+replication:
+  kind: mirrormaker2
+  source: primary
+  target: secondary
+  connect: {url: "http://127.0.0.1:18083", source_connector: src}
+state: {dir: state}
+"""
+
+
+def test_failback_result_json_and_runbook_summary_keep_their_keys() -> None:
+    report = _translation()
+    outcome = ReconcileOutcome(ReconcileMode.COPY_SAFE, copy_safe={"copied": 3, "skipped": 1},
+                               quarantine={"file": "q.jsonl", "topics": ["t.q"], "count": 2})
+    result = FailbackResult(_marker_with_groups(), resumed=False,
+                            gap={"safe": 4, "conflict": 1, "unkeyed": 1},
+                            reconcile=outcome.as_dict(), reverse={"kind": "mirrormaker2"},
+                            translation=report.as_dict(), translation_report=report)
+    data = result.as_dict()
+    assert list(data) == ["incident", "dry_run", "resumed", "plan", "gap", "reconcile",
+                          "reverse", "verification", "translation", "switch_back", "audit",
+                          "marker", "phase", "next_command", "reports"]
+    assert data["reconcile"] == {"mode": "copy-safe", "copy_safe": {"copied": 3, "skipped": 1},
+                                 "quarantine": {"file": "q.jsonl", "topics": ["t.q"],
+                                                "count": 2}, "not_copied": {}}
+    summary = result.runbook_summary()
+    assert list(summary) == ["incident", "status", "phase", "next_command", "gap", "copied",
+                             "gap_total", "quarantined",
+                             "reverse", "verification", "positions", "positions_exact",
+                             "positions_kept", "groups_not_applied", "positions_rewound",
+                             "never_delivered", "switch_back", "audit", "audit_groups",
+                             "reports"]
+    assert (summary["copied"], summary["gap_total"], summary["quarantined"],
+            summary["positions"], summary["positions_exact"], summary["positions_kept"],
+            summary["groups_not_applied"]) == (3, 6, 2, 3, 2, 1, ["g2"])
+
+
+def test_failback_writes_its_report_unless_dry_run(tmp_path: Path) -> None:
+    (tmp_path / "drctl.yaml").write_text(CONFIG_YAML)
+    config = load_config(tmp_path / "drctl.yaml")
+    result = FailbackResult(_marker_with_groups(), resumed=False,
+                            reconcile=ReconcileOutcome(ReconcileMode.NONE).as_dict())
+    ctx = OpsContext(config)
+    paths = result.write_reports(ctx, tmp_path / "out")
+    assert {p.suffix for p in paths} == {".md", ".html", ".json"}
+    assert all(p.name.startswith(f"{result.marker.incident}-failback") for p in paths)
+    assert "Reconcile: none" in next(p for p in paths if p.suffix == ".md").read_text()
+    result.dry_run = True
+    assert result.write_reports(ctx, tmp_path / "dry") == []
+
+
+def test_failback_exit_status_names_skips_and_topics_left_behind() -> None:
+    result = FailbackResult(_marker_with_groups(), resumed=False)
+    assert result.exit_status == 0
+    result.audit = {"totals": {"skipped": 2}}
+    assert result.exit_status == 3
+    result.audit = {"totals": {"skipped": 0}}
+    result.marker.left_behind = {"topics": [{"topic": "late", "groups": []}]}
+    assert result.exit_status == 3
+    md = render("failback-report.md.j2", marker=asdict(result.marker), gap={}, reconcile={},
+                reverse={}, verification={}, translation=None)
+    assert "**Topic `late` was never mirrored**" in md

@@ -1,16 +1,20 @@
-"""Which incident a failover works on (ops/failover.py `incident_to_continue`): a new outage
-never continues an old incident."""
+"""Which incident a failover works on (ops/failover.py `incident_to_continue`): a new
+outage never continues an old incident. Preflight against fakes of drctl's own types
+(no Kafka), and the result's JSON and runbook summary."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
 from drctl.config import parse_config
-from drctl.errors import UsageError
-from drctl.ops.failover import FailoverOptions, incident_to_continue
+from drctl.errors import CheckFailed, UsageError
+from drctl.ops.failover import FailoverOptions, FailoverResult, incident_to_continue, preflight
 from drctl.state import FailoverMarker, IncidentPhase
+from tests.unit.ops.support import FakeAdmin, _config, _context, _marker_with_groups, _translation
 
 
 class FakeStore:
@@ -112,3 +116,81 @@ def test_new_incident_supersedes_the_open_ones() -> None:
     with pytest.raises(UsageError):
         incident_to_continue(FakeStore(a), REP,
                              FailoverOptions(new_incident=True, incident=a.incident))
+
+
+def test_preflight_maps_topics_and_lists_active_groups() -> None:
+    ctx = _context(_config(), {
+        "dc1": FakeAdmin(True, {"orders": 3, "__consumer_offsets": 50}),
+        "dc2": FakeAdmin(True, {"orders": 3},
+                         groups={"billing": 2, "audit": 0, "ignored-x": 1}),
+    })
+    notes: list[str] = []
+    ctx.notify = notes.append
+    pre = preflight(ctx, FailoverOptions())
+    # The source answers: the inventory is kept (these fakes cannot write it; never fatal).
+    inventory = pre.pop("inventory")
+    assert inventory["error"].startswith("not refreshed: "), inventory
+    assert pre == {"source_reachable": True, "target_cluster_id": "fake-id",
+                   "topics": {"orders": "orders"}, "active_groups_on_target": ["billing"]}
+    assert notes == ["Preflight: dc2 must be reachable", inventory["summary"]]
+
+
+def test_preflight_with_the_source_down_uses_the_target_mirrors() -> None:
+    ctx = _context(_config("dc1.{topic}"), {
+        "dc1": FakeAdmin(False, {}),
+        "dc2": FakeAdmin(True, {"dc1.orders": 3, "local": 1}),
+    })
+    pre = preflight(ctx, FailoverOptions())
+    assert pre["source_reachable"] is False
+    assert pre["topics"] == {"orders": "dc1.orders"}
+    with pytest.raises(CheckFailed, match="planned failover needs the source 'dc1'"):
+        preflight(ctx, FailoverOptions(planned=True))
+
+
+def test_preflight_of_a_switchover_fails_on_a_missing_or_smaller_mirror() -> None:
+    ctx = _context(_config(), {
+        "dc1": FakeAdmin(True, {"orders": 3, "payments": 2}),
+        "dc2": FakeAdmin(True, {"orders": 2}),
+    })
+    with pytest.raises(CheckFailed) as info:
+        preflight(ctx, FailoverOptions(planned=True))
+    assert info.value.message == ("Preflight failed: orders has 2 partitions on dc2, orders "
+                                  "has 3 on dc1; payments is missing on dc2.")
+    # An outage's failover refuses a smaller mirror too (its extra partitions have no F)...
+    with pytest.raises(CheckFailed) as info:
+        preflight(ctx, FailoverOptions())
+    assert info.value.message == ("Preflight failed: orders has 2 partitions on dc2, orders "
+                                  "has 3 on dc1.")
+
+
+def test_preflight_of_an_outage_goes_on_without_a_topic_never_mirrored() -> None:
+    """...but not a topic the replicator never mirrored: there is nothing of it on the
+    target; failover goes on with the rest and names it."""
+    ctx = _context(_config(), {
+        "dc1": FakeAdmin(True, {"orders": 3, "payments": 2}),
+        "dc2": FakeAdmin(True, {"orders": 3}),
+    })
+    notes: list[str] = []
+    ctx.notify = notes.append
+    pre = preflight(ctx, FailoverOptions())
+    assert pre["topics"] == {"orders": "orders"}
+    assert pre["unmirrored"] == ["payments"]
+    assert "Not mirrored on dc2, left behind: payments" in notes
+
+
+def test_failover_result_json_and_runbook_summary_keep_their_keys() -> None:
+    report = _translation()
+    result = FailoverResult(_marker_with_groups(), dry_run=False, plan=[{"step": "failover-point"}],
+                            preflight={"source_reachable": True},
+                            translation=report.as_dict(), translation_report=report)
+    data = result.as_dict([Path("r.md")])
+    assert list(data) == ["incident", "dry_run", "resumed", "preflight", "plan", "marker",
+                          "open_risks", "translation", "reports"]
+    assert data["marker"] == asdict(result.marker) and data["reports"] == ["r.md"]
+    assert FailoverResult(_marker_with_groups(), dry_run=True).as_dict()["marker"] is None
+    summary = result.runbook_summary([Path("r.md")])
+    assert list(summary) == ["incident", "marker", "replication_stop", "late_copies",
+                             "groups_applied",
+                             "groups_total", "groups_not_exact", "left_behind", "reports"]
+    assert (summary["groups_applied"], summary["groups_total"],
+            summary["groups_not_exact"]) == (1, 2, ["g2"])

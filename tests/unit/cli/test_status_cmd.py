@@ -1,0 +1,40 @@
+"""`drctl status` (drctl/cli/status_cmd.py) with nothing reachable: it answers by its
+deadline, with progress."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from drctl.cli.app import main
+
+
+def test_status_with_nothing_reachable_answers_by_its_deadline_with_progress(
+        tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    import time
+
+    cfg = tmp_path / "drctl.yaml"
+    # Port 9 on loopback: nothing listens there, neither Kafka nor Connect.
+    cfg.write_text("clusters:\n  a: {bootstrap.servers: '127.0.0.1:9'}\n"
+                   "  b: {bootstrap.servers: '127.0.0.1:9'}\n"
+                   "replication: {kind: mirrormaker2, source: a, target: b, connect: "
+                   "{url: 'http://127.0.0.1:9', source_connector: src}}\n"
+                   f"state: {{dir: '{tmp_path / 'state'}'}}\n")
+    started = time.monotonic()
+    assert main(["--config", str(cfg), "status", "--deadline", "2"]) == 4
+    assert time.monotonic() - started < 2 + 1 + 1.5  # deadline, grace, rendering
+    captured = capsys.readouterr()
+    err = " ".join(captured.err.split())
+    assert "Asking a, b, replication in parallel (deadline 2 s)" in err
+    assert "a: no answer after" in err and "Connection refused" in err
+    assert "replication: no answer within 2 s" in err
+    assert "src       │ NO ANSWER" in captured.out  # the data: on stdout
+    # The incidents live in the state topic on 'b': with 'b' silent they are unknown.
+    assert "Open incidents: unknown — the state topic _drctl_state is on 'b', which did " \
+        "not answer" in err, err
+    assert "No cluster answered (a, b)." in err
+    assert main(["--config", str(cfg), "-o", "json", "status", "--deadline", "1"]) == 4
+    out = json.loads(capsys.readouterr().out)
+    assert out["markers_from"].startswith("unknown: the state topic _drctl_state is on 'b'")
+    assert not any(c["reachable"] for c in out["clusters"].values())

@@ -1,0 +1,153 @@
+"""The gap job's runner (drctl/gap/runner.py). On a Spark cluster the driver checks that
+it sees every record the executors wrote (an output directory that is not shared would
+make reconcile miss records), and a plan notes it. A failed job is told apart: a Kafka
+cluster that dropped mid-job (transient, and named) or another reason."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from drctl.errors import DrctlError
+from drctl.gap.plan import DIFF, GapPlan
+from drctl.gap.result import RECORDS_DIR, GapResult
+from drctl.gap.runner import (
+    GapJobFailed,
+    GapJobLostKafka,
+    _failure,
+    check_shared_output,
+    clusters_named,
+    kafka_dropped,
+    note_shared_output,
+)
+
+
+def result_with(tmp_path: Path, counted: int, files: list[int]) -> GapResult:
+    records = tmp_path / RECORDS_DIR
+    records.mkdir(parents=True)
+    for i, rows in enumerate(files):
+        pq.write_table(pa.table({"offset": list(range(rows))}),
+                       records / f"part-{i:05d}.parquet")
+    return GapResult(out_dir=tmp_path, kind="multiset", replication_kind="mirrormaker2",
+                     check_order=False,
+                     partitions=[{"unreplicated": counted - counted // 2},
+                                 {"unreplicated": counted // 2}])
+
+
+def test_every_record_visible_to_the_driver_passes(tmp_path: Path) -> None:
+    result = result_with(tmp_path, 7, [3, 4])
+    assert result.records_on_disk() == 7
+    check_shared_output(result, "spark://127.0.0.1:7077")
+
+
+def test_records_missing_on_the_driver_name_the_output_directory(tmp_path: Path) -> None:
+    result = result_with(tmp_path, 7, [3])  # an executor elsewhere wrote the other 4
+    with pytest.raises(DrctlError) as err:
+        check_shared_output(result, "spark://10.0.0.5:7077")
+    assert "7 unreplicated" in str(err.value) and "holds 3" in str(err.value)
+    assert "shared storage" in (err.value.hint or "")
+
+
+def test_a_local_master_is_not_checked(tmp_path: Path) -> None:
+    check_shared_output(result_with(tmp_path, 7, [3]), "local[2]")
+
+
+def _plan_for(out_dir: str) -> GapPlan:
+    return GapPlan(kind=DIFF, replication_kind="mirrormaker2", source_cluster="primary",
+                   target_cluster="secondary", source_kafka={}, target_kafka={}, topics=[],
+                   out_dir=out_dir)
+
+
+def test_a_cluster_master_notes_shared_output_once() -> None:
+    plan = _plan_for("/data/gap")
+    told: list[str] = []
+    note_shared_output(plan, "spark://10.0.0.1:7077", told.append)
+    note_shared_output(plan, "spark://10.0.0.1:7077", told.append)
+    assert len(plan.notes) == 1 and told == plan.notes
+    assert "/data/gap" in plan.notes[0] and "driver reads" in plan.notes[0]
+
+
+def test_local_masters_add_no_note() -> None:
+    plan = _plan_for("/data/gap")
+    for master in ("local", "local[2]", "local[*]"):
+        note_shared_output(plan, master)
+    assert plan.notes == []
+
+
+# What a Py4J error looks like when the secondary's broker was SIGKILLed mid-job.
+DROPPED = """An error occurred while calling o465.parquet.
+: org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 7.0 failed
+Caused by: org.apache.kafka.common.errors.TimeoutException: Timeout of 60000ms expired before \
+the position for partition orders-0 could be determined
+"""
+
+
+DISCONNECTED = ("WARN NetworkClient: [Consumer clientId=x] Connection to node 1 "
+                "(localhost/127.0.0.1:29092) could not be established. Node may not be "
+                "available.")
+
+
+@pytest.mark.parametrize("text", [
+    DROPPED, DISCONNECTED,
+    "org.apache.kafka.common.errors.DisconnectException: null",
+    "Caused by: org.apache.kafka.common.errors.TimeoutException: Timed out waiting for a node "
+    "assignment. Call: describeTopics",
+    "org.apache.kafka.common.errors.NotLeaderOrFollowerException: For requests intended only "
+    "for the leader",
+])
+def test_a_cluster_that_dropped_mid_job_is_transient(text: str) -> None:
+    assert kafka_dropped(text)
+
+
+@pytest.mark.parametrize("text", [
+    "An error occurred while calling o465.parquet.",  # no cause: not known to be transient
+    "Failed to find data source: kafka. Please deploy the application as per the deployment "
+    "section of Structured Streaming + Kafka Integration Guide.",
+    "java.lang.ClassNotFoundException: org.apache.spark.sql.kafka010.KafkaSourceProvider",
+    "org.apache.kafka.common.errors.SaslAuthenticationException: Authentication failed during "
+    "authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512",
+    "org.apache.kafka.clients.consumer.OffsetOutOfRangeException: Fetch position "
+    "FetchPosition{offset=5} is out of range for partition orders-0",
+    "[UNRESOLVED_COLUMN.WITH_SUGGESTION] A column with name `kye` cannot be resolved.",
+    "KeyError: 'topics'",
+])
+def test_a_job_that_fails_for_another_reason_is_not(text: str) -> None:
+    assert not kafka_dropped(text)
+
+
+def _plan(tmp_path: Path) -> GapPlan:
+    return GapPlan(kind="diff", replication_kind="mirrormaker2", source_cluster="primary",
+                   target_cluster="secondary",
+                   source_kafka={"kafka.bootstrap.servers": "127.0.0.1:19092",
+                                 "kafka.sasl.jaas.config": "secret-jaas"},
+                   target_kafka={"kafka.bootstrap.servers": "127.0.0.1:29092"},
+                   topics=[], out_dir=str(tmp_path))
+
+
+def test_the_cluster_a_failure_names(tmp_path: Path) -> None:
+    plan = _plan(tmp_path)
+    assert clusters_named(DISCONNECTED, plan) == ("secondary",)
+    assert clusters_named("node 127.0.0.1:19092 and :29092) gone", plan) == \
+        ("primary", "secondary")
+    assert clusters_named(DROPPED, plan) == ()
+    assert clusters_named("port 290921 is not 29092's", plan) == ()
+
+
+def test_job_failures_are_told_apart(tmp_path: Path) -> None:
+    plan, log = _plan(tmp_path), tmp_path / "job.log"
+    lost = _failure({"error": {"kind": "failed", "message": "An error occurred while calling "
+                               "o465.parquet.", "detail": DROPPED + DISCONNECTED}},
+                    log, False, plan)
+    assert isinstance(lost, GapJobLostKafka) and lost.clusters == ("secondary",)
+    assert "lost Kafka cluster 'secondary' mid-job" in lost.message
+    assert "TimeoutException" in lost.message and "o465.parquet" in lost.message
+    failed = _failure({"error": {"kind": "failed", "message": "KeyError: 'topics'",
+                                 "detail": "KeyError: 'topics' secret-jaas"}}, log, False, plan)
+    assert type(failed) is GapJobFailed
+    unnamed = _failure({"error": {"kind": "failed", "message": "o465.parquet",
+                                  "detail": DROPPED}}, log, False, plan)
+    assert isinstance(unnamed, GapJobLostKafka) and unnamed.clusters == ()
+    assert "'primary' or 'secondary'" in unnamed.message

@@ -1,0 +1,135 @@
+"""Errors that name their cause: librdkafka's own reason (refused, TLS, rejected settings) with
+the cluster, against real sockets on loopback (no broker needed to refuse or to fail TLS)."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import ssl
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from drctl.cli.app import main
+from drctl.errors import ConfigError, ExitStatus, Unreachable
+from drctl.kafka.clients import ClusterClients, describe_with_retry
+from drctl.retry import RetryPolicy
+
+
+def _closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _write(tmp_path: Path, clusters: str) -> Path:
+    cfg = tmp_path / "drctl.yaml"
+    cfg.write_text(f"clusters:\n{clusters}retry: {{initial_s: 0.2}}\n")
+    return cfg
+
+
+def test_wrong_port_fails_with_the_refusal_in_seconds(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    port = _closed_port()
+    cfg = _write(tmp_path, f"  payments: {{bootstrap.servers: '127.0.0.1:{port}'}}\n")
+    started = time.monotonic()
+    assert main(["--config", str(cfg), "config", "check", "--deadline", "3"]) == 4
+    assert time.monotonic() - started < 6
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"cluster 'payments' at 127.0.0.1:{port} did not answer" in err
+    assert "Connection refused" in err and "Timed out" not in err
+    assert "Nothing listens at that address" in err  # the hint, printed by config check
+
+
+def test_missing_ca_file_is_a_config_error_naming_the_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ca = tmp_path / "no-such-ca.pem"
+    cfg = _write(tmp_path, f"  payments:\n    bootstrap.servers: '127.0.0.1:{_closed_port()}'\n"
+                           f"    security.protocol: SSL\n    ssl.ca.location: '{ca}'\n")
+    started = time.monotonic()
+    assert main(["--config", str(cfg), "config", "check", "--deadline", "30"]) == 2
+    assert time.monotonic() - started < 5  # never retried
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"clusters.payments.ssl.ca.location: {ca} does not exist" in err
+
+
+def test_misspelt_property_and_unknown_mechanism_name_the_property(tmp_path: Path) -> None:
+    clients = ClusterClients("payments", {"bootstrap.servers": "127.0.0.1:9",
+                                          "sasl.pasword": "x"}, config_path="drctl.yaml")
+    with pytest.raises(ConfigError) as info:
+        clients.admin()
+    assert info.value.exit_status == ExitStatus.USAGE
+    assert info.value.key == "clusters.payments.sasl.pasword"
+    assert 'No such configuration property: "sasl.pasword"' in info.value.message
+
+    clients = ClusterClients("payments", {"bootstrap.servers": "127.0.0.1:9",
+                                          "security.protocol": "SASL_SSL",
+                                          "sasl.mechanism": "SCRAM-SHA-999",
+                                          "sasl.username": "u", "sasl.password": "p"})
+    with pytest.raises(ConfigError) as info:
+        clients.consumer()
+    assert "cluster 'payments'" in info.value.message and "SCRAM-SHA-999" in info.value.message
+    assert info.value.key == "clusters.payments.sasl.mechanism"
+
+
+def test_dump_reports_a_rejected_setting_not_an_unexpected_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = _write(tmp_path, "  payments: {bootstrap.servers: '127.0.0.1:9', "
+                           "bootstrap.server: typo}\n")
+    assert main(["--config", str(cfg), "dump-consumer-timestamps", "--cluster", "payments"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "clusters.payments.bootstrap.server" in err and "unexpected" not in err
+
+
+@pytest.fixture
+def tls_listener(tmp_path: Path) -> Iterator[int]:
+    """A TLS server with a self-signed certificate: a client that verifies it must refuse."""
+    if shutil.which("openssl") is None:
+        pytest.fail("openssl is needed to make a test certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=localhost", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            try:
+                with ctx.wrap_socket(conn, server_side=True) as tls:
+                    tls.recv(1)
+            except (ssl.SSLError, OSError):
+                pass  # the client gave up on our certificate: what the test wants
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield int(server.getsockname()[1])
+    stop.set()
+    thread.join(2)
+    server.close()
+
+
+def test_tls_verification_failure_is_named_and_not_retried(tls_listener: int) -> None:
+    clients = ClusterClients("payments", {"bootstrap.servers": f"127.0.0.1:{tls_listener}",
+                                          "security.protocol": "SSL"})
+    started = time.monotonic()
+    with pytest.raises(Unreachable) as info:
+        describe_with_retry(clients, RetryPolicy(initial_s=0.2, deadline_s=10))
+    assert time.monotonic() - started < 5
+    assert info.value.exit_status == ExitStatus.UNREACHABLE
+    assert "cluster 'payments'" in info.value.message
+    assert "certificate verify failed" in info.value.message
+    assert "(1 attempt(s)" in info.value.message
+    assert info.value.hint and "ssl.ca.location" in info.value.hint

@@ -1,0 +1,93 @@
+"""Group admin requests go out IN_FLIGHT at a time, and a coordinator that leaves some
+unanswered is a clear Unreachable (exit 4) with the count, not a raw KafkaException.
+
+The admin client here is a recorder of requests (what a broker answers is tested on the lab);
+it counts how many requests are outstanding when each is sent."""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from drctl.errors import ExitStatus, Unreachable
+from drctl.kafka.groups import alter_offsets_many, committed_offsets, group_states
+from drctl.kafka.inflight import IN_FLIGHT
+
+
+class Outstanding:
+    """Futures that count as outstanding until their result is read."""
+
+    def __init__(self, timed_out: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+        self.open = 0
+        self.most = 0
+        self.timed_out = timed_out
+
+    def future(self, group: str, value: Any) -> Future[Any]:
+        self.open += 1
+        self.most = max(self.most, self.open)
+        fut: Future[Any] = Future()
+        if group in self.timed_out:
+            fut.set_exception(KafkaException(KafkaError(KafkaError._TIMED_OUT)))
+        else:
+            fut.set_result(value)
+        original = fut.result
+
+        def result(timeout: float | None = None) -> Any:
+            self.open -= 1
+            return original(timeout)
+        fut.result = result  # type: ignore[method-assign]
+        return fut
+
+
+class RecordingAdmin:
+    def __init__(self, outstanding: Outstanding) -> None:
+        self.out = outstanding
+        self.sent = 0
+
+    def list_consumer_group_offsets(self, requests: list[Any], request_timeout: float
+                                    ) -> dict[str, Future[Any]]:
+        self.sent += 1
+        group = requests[0].group_id
+        tp = SimpleNamespace(topic="t", partition=0, offset=7)
+        return {group: self.out.future(group, SimpleNamespace(topic_partitions=[tp]))}
+
+    def alter_consumer_group_offsets(self, requests: list[Any], request_timeout: float
+                                     ) -> dict[str, Future[Any]]:
+        group = requests[0].group_id
+        return {group: self.out.future(group, SimpleNamespace(topic_partitions=[]))}
+
+    def describe_consumer_groups(self, groups: list[str], request_timeout: float
+                                 ) -> dict[str, Future[Any]]:
+        return {g: self.out.future(g, SimpleNamespace(state="EMPTY", members=[]))
+                for g in groups}
+
+
+GROUPS = [f"g{i:05d}" for i in range(3 * IN_FLIGHT + 17)]
+
+
+def test_offset_reads_commits_and_describes_keep_at_most_in_flight_outstanding() -> None:
+    out = Outstanding()
+    admin = RecordingAdmin(out)
+    offsets = committed_offsets(admin, GROUPS)  # type: ignore[arg-type]
+    assert set(offsets) == set(GROUPS) and offsets["g00000"] == {("t", 0): 7}
+    assert alter_offsets_many(admin, {g: {("t", 0): 1} for g in GROUPS}) == {}  # type: ignore[arg-type]
+    assert len(group_states(admin, GROUPS)) == len(GROUPS)  # type: ignore[arg-type]
+    assert out.open == 0
+    assert out.most == IN_FLIGHT
+
+
+def test_unanswered_offset_reads_are_unreachable_with_the_count() -> None:
+    out = Outstanding(timed_out={"g00003", "g00007", "g01200"})
+    admin = RecordingAdmin(out)
+    with pytest.raises(Unreachable) as caught:
+        committed_offsets(admin, GROUPS, timeout_s=5)  # type: ignore[arg-type]
+    assert caught.value.exit_status == ExitStatus.UNREACHABLE
+    assert f"did not answer 2 of {IN_FLIGHT} OffsetFetch" in caught.value.message
+    assert "within 5 s" in caught.value.message
+    # It stops after the window that went unanswered: no further window waits as long.
+    assert out.open == 0 and out.most == IN_FLIGHT
+    assert admin.sent == IN_FLIGHT

@@ -1,0 +1,22 @@
+"""MirrorMaker 2's connectors as drctl configures them (drctl/kafka/mm2_connectors.py):
+which topics a flow copies; a plain flow has no security properties."""
+
+from __future__ import annotations
+
+from drctl.kafka.mm2_connectors import MirrorFlow
+
+
+def test_mm2_flow_knows_which_topics_it_copies() -> None:
+    from drctl.kafka.mm2_connectors import MirrorFlow
+
+    flow = MirrorFlow("primary", "secondary", "a:1", "b:1")
+    assert flow.replicates("orders") and flow.replicates("t1-acct")
+    for never in ("t1-scope.replica", "__consumer_offsets", "_drctl_state", "connect-offsets",
+                  "orders.drctl-quarantine", "mm2-offsets.primary.internal"):
+        assert not flow.replicates(never), never
+    assert not MirrorFlow("primary", "secondary", "a:1", "b:1", topics="orders").replicates("x")
+
+
+def test_plain_flow_has_no_security_properties() -> None:
+    cfg = MirrorFlow("a", "b", "a:1", "b:1").source_connector()
+    assert not any("sasl" in k or "security" in k for k in cfg)

@@ -1,0 +1,145 @@
+"""Status (drctl/ops/status.py) through `OpsContext`, against fakes of drctl's own types
+(no Kafka): what it reads, its deadline, its verdict."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from drctl.config import parse_config
+from drctl.context import OpsContext
+from drctl.errors import ExitStatus
+from drctl.ops.status import collect_status, status_verdict
+from drctl.replication.base import kind_named
+from tests.unit.ops.support import FakeAdmin, FakeClients, _config
+
+
+@dataclass
+class FakeMarkers:
+    cluster: str | None
+
+    def open_markers(self) -> list[Any]:
+        return []
+
+
+def test_status_reads_clusters_groups_and_markers_through_the_context() -> None:
+    config = _config()
+    admins = {"dc1": FakeAdmin(False, {}), "dc2": FakeAdmin(True, {}, groups={"billing": 1})}
+    asked: list[str | None] = []
+
+    def markers(cluster: str | None) -> Any:
+        asked.append(cluster)
+        return FakeMarkers(cluster)
+
+    ctx = OpsContext(config, lambda name: FakeClients(name, admins[name]), markers,
+                     kind_named("mirrormaker2"))
+    st = collect_status(ctx, deadline_s=0)
+    assert st["clusters"]["dc1"]["reachable"] is False
+    assert st["clusters"]["dc2"]["cluster_id"] == "fake-id"
+    # The source is down: what the local state knows of the last inventory, said as such.
+    inventory = st["replication"].pop("inventory")
+    assert (inventory["written_ms"], inventory["wrote"]) == (None, False)
+    assert inventory["summary"] == ("Source inventory: never written from here; not "
+                                    "refreshed: source or target unreachable")
+    protection = st["replication"].pop("protection")
+    assert st["replication"] == {"kind": "mirrormaker2", "source": "dc1", "target": "dc2",
+                                 "connectors": {}, "lag": None,
+                                 # no Connect worker answered, so MM2's settings are unknown
+                                 "translation_costs": None}
+    # No Connect configured: whether replication protects the source is not known.
+    assert protection["state"] == "unknown" and "replication.connect" in protection["why"]
+    assert asked == ["dc2"]
+    assert st["groups"] == {"dc2": {"billing": {"state": "STABLE", "members": 1}}}
+
+
+@dataclass
+class HungKind:
+    """A replication kind whose Connect worker accepts the connection and never answers."""
+
+    release: threading.Event
+
+    def component_states(self, rep: Any) -> dict[str, str]:
+        self.release.wait(60)
+        return {"never": "RUNNING"}
+
+    def forward_state(self, rep: Any) -> Any:
+        self.release.wait(60)
+        return None
+
+    def replication_lag(self, rep: Any, source: Any) -> None:
+        return None
+
+
+def test_status_answers_by_its_deadline_when_connect_hangs() -> None:
+    config = parse_config({
+        "clusters": {"dc1": {"bootstrap.servers": "x"}, "dc2": {"bootstrap.servers": "y"}},
+        "replication": {"kind": "mirrormaker2", "source": "dc1", "target": "dc2",
+                        "connect": {"url": "http://127.0.0.1:9", "source_connector": "mm2"}},
+        "retry": {"initial_s": 0, "attempts": 1}})
+    admins = {"dc1": FakeAdmin(True, {}), "dc2": FakeAdmin(True, {})}
+    release = threading.Event()
+    ctx = OpsContext(config, lambda name: FakeClients(name, admins[name]), FakeMarkers,
+                     HungKind(release))  # type: ignore[arg-type]
+    started = time.monotonic()
+    try:
+        st = collect_status(ctx, deadline_s=0.5)
+    finally:
+        release.set()
+    assert time.monotonic() - started < 30  # the worker hangs for 60 s: it was not waited for
+    assert st["replication"]["connectors"] == {"mm2": "NO ANSWER"}
+    assert all(c["reachable"] for c in st["clusters"].values())
+    assert st["markers_from"] == "state topic on dc2 and the local state directory"
+
+
+def _status(reachable: tuple[bool, ...], stops: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {"clusters": {f"c{i}": {"reachable": up} for i, up in enumerate(reachable)},
+            "open_failovers": [{"incident": f"fo-{i}", "replication_stop": stop,
+                                "phase": "failed-over",
+                                "next_command": f"drctl failback --incident fo-{i}"}
+                               for i, stop in enumerate(stops)]}
+
+
+@pytest.mark.parametrize(("status", "exit_status", "says"), [
+    (_status((True, True)), ExitStatus.SUCCESS, None),
+    (_status((False, False)), ExitStatus.UNREACHABLE, "No cluster answered (c0, c1)."),
+    (_status((False, True), ("stopped",)), ExitStatus.CHECK_FAILED,
+     "1 open incident(s): fo-0 (failed-over): `drctl failback --incident fo-0`"),
+    (_status((True, False), ("stopped", "pending")), ExitStatus.CHECK_FAILED,
+     "Replication stop pending for fo-1"),
+])
+def test_status_verdict_is_not_green_when_it_sees_nothing_or_an_open_failover(
+        status: dict[str, Any], exit_status: ExitStatus, says: str | None) -> None:
+    verdict, why = status_verdict(status)
+    assert verdict == exit_status
+    assert (why is None) if says is None else (why is not None and why.startswith(says))
+
+
+def test_status_verdict_is_a_config_error_when_connect_refuses_drctl() -> None:
+    status = {**_status((True, True)), "replication": {"refused": {
+        "message": "Kafka Connect at https://w:8083 refused drctl: GET / with 401",
+        "hint": "Set replication.connect.username and password."}}}
+    verdict, why = status_verdict(status)
+    assert verdict == ExitStatus.USAGE
+    assert why is not None and "https://w:8083" in why and "username" in why
+    # Nothing answering at all is still the first thing to say.
+    verdict, _ = status_verdict({**status, **_status((False, False))})
+    assert verdict == ExitStatus.UNREACHABLE
+
+
+def test_status_says_what_came_through_a_pending_stop() -> None:
+    from drctl.ops.status import _late_copies_line
+    from drctl.state import FailoverMarker
+
+    m = FailoverMarker.new("primary", "secondary", "mirrormaker2", planned=False)
+    assert _late_copies_line(m) is None  # the stop was confirmed at failover
+    m.stop_unconfirmed = True
+    assert "not counted yet" in (_late_copies_line(m) or "")
+    m.late_copies = {"total": 5, "stale_keys": ["a", "b"]}
+    assert _late_copies_line(m) == ("5 record(s) copied after the failover point; 2 key(s) "
+                                    "got an old value after a new one")
+    m.late_copies = {"total": None, "notes": ["Not checked: 'primary' is unreachable."]}
+    assert _late_copies_line(m) == "not counted: Not checked: 'primary' is unreachable."

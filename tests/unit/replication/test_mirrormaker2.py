@@ -1,0 +1,70 @@
+"""MirrorMaker 2 as a replication kind (drctl/replication/mirrormaker2.py): the reverse
+flow logs in like the forward one; what its settings cost a failover with the source
+gone."""
+
+from __future__ import annotations
+
+from drctl.config import parse_config
+
+
+class _ForwardConnect:
+    """Connect's answer for the forward source connector's config (what GET returns)."""
+
+    def __init__(self, config: dict[str, str] | None) -> None:
+        self.forward = config
+
+    def config(self, name: str) -> dict[str, str]:
+        from drctl.kafka.connect_rest import ConnectorMissing
+
+        if self.forward is None or name != "fwd":
+            raise ConnectorMissing(f"no connector {name}", 404)
+        return self.forward
+
+
+def test_reverse_mirrormaker_flow_logs_in_like_the_forward_one() -> None:
+    from typing import Any, cast
+
+    from drctl.replication.mirrormaker2 import (
+        forward_client_settings,
+        reverse_connector_config,
+        reverse_flow,
+    )
+
+    config = parse_config({
+        "clusters": {"dc1": {"bootstrap.servers": "a:1"}, "dc2": {"bootstrap.servers": "b:1"}},
+        "replication": {"kind": "mirrormaker2", "source": "dc1", "target": "dc2",
+                        "connect": {"url": "http://c:8083", "source_connector": "fwd"}}})
+    rep = config.require_replication()
+    jaas = "${file:/lab/credentials/mirrormaker.properties:sasl.jaas.config}"
+    forward = {"source.cluster.alias": "dc1", "source.cluster.bootstrap.servers": "a:1",
+               "source.cluster.security.protocol": "SASL_PLAINTEXT",
+               "source.cluster.sasl.jaas.config": jaas,
+               "target.cluster.alias": "dc2", "target.cluster.security.protocol": "SSL",
+               "tasks.max": "1"}
+    source_side, target_side = forward_client_settings(cast(Any, _ForwardConnect(forward)), rep)
+    assert source_side == {"security.protocol": "SASL_PLAINTEXT", "sasl.jaas.config": jaas}
+    assert target_side == {"security.protocol": "SSL"}
+    flow = reverse_flow(config, ["orders"], source_client=target_side,
+                        target_client=source_side)
+    cfg = reverse_connector_config(flow, "drctl-reconciled", "fo-1")
+    assert cfg["source.cluster.alias"] == "dc2" and cfg["source.cluster.bootstrap.servers"] == "b:1"
+    assert cfg["source.cluster.security.protocol"] == "SSL"
+    assert cfg["target.cluster.sasl.jaas.config"] == jaas  # a reference, never the password
+    assert cfg["producer.override.security.protocol"] == "SASL_PLAINTEXT"
+    assert forward_client_settings(cast(Any, _ForwardConnect(None)), rep) == ({}, {})
+
+
+def test_mirrormaker_settings_say_what_a_source_down_failover_costs() -> None:
+    from drctl.replication.mirrormaker2 import checkpoint_costs
+
+    defaults = checkpoint_costs({}, {})
+    assert (defaults["checkpoint_interval_s"], defaults["group_refresh_s"],
+            defaults["topic_refresh_s"], defaults["offset_lag_max"]) == (60, 600, 600, 100)
+    assert "up to 60 s of its reading again" in defaults["lines"][0]
+    assert any("younger than that has no checkpoint" in line for line in defaults["lines"])
+    lab = checkpoint_costs({"refresh.topics.interval.seconds": "2", "offset.lag.max": "10"},
+                           {"emit.checkpoints.interval.seconds": "1", "groups": "orders-.*",
+                            "refresh.groups.interval.seconds": "bogus"})
+    assert (lab["checkpoint_interval_s"], lab["topic_refresh_s"], lab["offset_lag_max"],
+            lab["group_refresh_s"]) == (1, 2, 10, 600)
+    assert lab["lines"][-1] == "Only groups matching 'orders-.*' are checkpointed."
