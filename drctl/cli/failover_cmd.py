@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -10,7 +10,7 @@ from drctl.cli.confirm import confirm_or_abort, operator_confirms
 from drctl.cli.durations import duration_option
 from drctl.cli.options import DryRun, Groups, Incident, OutputOption, ReportDir, Yes
 from drctl.cli.state import CURRENT
-from drctl.cli.views import render_plan, render_translation
+from drctl.cli.views import describe_preview, render_plan, render_translation
 from drctl.context import OpsContext
 from drctl.ops.failover import FailoverOptions, describe_left_behind, run_failover
 from drctl.ops.fence import open_risks
@@ -50,12 +50,15 @@ def failover_command(
                            incident=incident, new_incident=new_incident,
                            continue_within_s=continue_within, source_deadline_s=source_deadline,
                            catch_up_deadline_s=timeout)
-    if not dry_run:
-        confirm_or_abort(f"Fail over {rep.source} -> {rep.target} "
-                         f"({'planned' if planned else 'unplanned'})?", yes=yes)
+    def approve(preview: dict[str, Any]) -> None:
+        # The plan first, then the question (as terraform shows a plan before apply).
+        for line in describe_preview(preview):
+            term.info(line)
+        confirm_or_abort(f"Fail over {rep.source} -> {rep.target} ({preview['mode']})?",
+                         yes=yes)
+
     ctx = OpsContext.from_config(config, term.step)
-    result = run_failover(ctx, opts,
-                          confirm=operator_confirms)
+    result = run_failover(ctx, opts, confirm=operator_confirms, approve=approve)
     marker = result.marker
     paths = result.write_reports(ctx, report_dir)
     # On stderr in every output mode: the operator must not miss an unfenced replicator.

@@ -62,3 +62,24 @@ def render_audit(audit: dict[str, Any]) -> None:
               + (f"; {t['not_placed']} committed partition(s) failover placed no position"
                  if t.get("not_placed") else "")
               + ".")
+
+
+def describe_preview(preview: dict[str, Any]) -> list[str]:
+    """The failover about to happen, in the lines shown before the operator is asked."""
+    incident = (f"continuing incident {preview['incident']} (done: "
+                f"{', '.join(preview['done']) or 'nothing yet'})" if preview["continuing"]
+                else f"new incident {preview['incident']}")
+    lines = [f"Plan: fail over {preview['source']} -> {preview['target']} "
+             f"({preview['mode']}), {incident}",
+             f"  source {preview['source']}: "
+             f"{'answers' if preview['source_reachable'] else 'does not answer (treated as down)'}",
+             f"  {preview['topics']} topic(s) switch to {preview['target']}; groups matching "
+             f"'{preview['groups']}' move"]
+    if preview["unmirrored"]:
+        lines.append(f"  left behind (never mirrored): {', '.join(preview['unmirrored'])}")
+    if preview["active_groups_on_target"]:
+        lines.append("  groups already active on the target (not moved): "
+                     f"{', '.join(preview['active_groups_on_target'])}")
+    if preview["supersedes"]:
+        lines.append(f"  closes as superseded: {', '.join(preview['supersedes'])}")
+    return lines

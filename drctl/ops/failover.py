@@ -7,7 +7,7 @@ incident skips what is done, so a crash at any point is finished by running it a
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -247,13 +247,20 @@ def preflight(ctx: OpsContext, opts: FailoverOptions) -> dict[str, Any]:
     if unmirrored:
         out["unmirrored"] = unmirrored
         ctx.notify(f"Not mirrored on {rep.target}, left behind: {', '.join(unmirrored)}")
-    if source_up and not opts.dry_run:
-        # Should this failover stop half-way and the source die, the next run still knows
-        # every topic and group it had.
-        inventory = keep_inventory(config, src, dst)
-        ctx.notify(inventory.describe())
-        out["inventory"] = inventory.as_dict()
     return out
+
+
+def preview(ctx: OpsContext, opts: FailoverOptions, marker: FailoverMarker, resumed: bool,
+            superseded: list[FailoverMarker], pre: dict[str, Any]) -> dict[str, Any]:
+    """What the failover is about to do, from the preflight: what the operator approves."""
+    rep = ctx.rep
+    return {"source": rep.source, "target": rep.target,
+            "mode": "planned" if opts.planned else "unplanned",
+            "incident": marker.incident, "continuing": resumed,
+            "done": list(marker.steps), "supersedes": [m.incident for m in superseded],
+            "source_reachable": pre["source_reachable"], "topics": len(pre["topics"]),
+            "unmirrored": pre.get("unmirrored", []),
+            "active_groups_on_target": pre["active_groups_on_target"], "groups": opts.groups}
 
 
 def _wait_quiet_and_caught_up(ctx: OpsContext, topics: dict[str, str], opts: FailoverOptions,
@@ -344,12 +351,25 @@ def _ensure_failover_topics(ctx: OpsContext, topics: dict[str, str],
 
 
 def run_failover(ctx: OpsContext, opts: FailoverOptions, *,
-                 confirm: Confirm | None = None) -> FailoverResult:
+                 confirm: Confirm | None = None,
+                 approve: Callable[[dict[str, Any]], None] | None = None) -> FailoverResult:
+    """Fail over. `approve` (not in a dry run) sees the preview once the preflight passed,
+    before anything changes, and raises to refuse."""
     config = ctx.config
     rep = config.require_replication()
     kind = ctx.require_kind()
     store = ctx.markers(rep.target)
     marker, superseded = incident_to_continue(store, rep, opts)
+    resumed = bool(marker.steps)
+    pre = preflight(ctx, opts)
+    if approve is not None and not opts.dry_run:
+        approve(preview(ctx, opts, marker, resumed, superseded, pre))
+    if pre["source_reachable"] and not opts.dry_run:
+        # Should this failover stop half-way and the source die, the next run still knows
+        # every topic and group it had.
+        inventory = keep_inventory(config, ctx.source, ctx.target)
+        ctx.notify(inventory.describe())
+        pre["inventory"] = inventory.as_dict()
     if superseded and not opts.dry_run:
         for old in superseded:
             ctx.notify(f"Incident {old.incident} ({old.phase}) is superseded by "
@@ -357,11 +377,9 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *,
             old.record("superseded", {"by": marker.incident, "phase": old.phase.value})
             old.status = "closed"
             store.save(old)
-    result = FailoverResult(marker, opts.dry_run, resumed=bool(marker.steps))
+    result = FailoverResult(marker, opts.dry_run, resumed=resumed)
     if result.resumed:
         ctx.notify(f"Continuing incident {marker.incident} (done: {', '.join(marker.steps)})")
-
-    pre = preflight(ctx, opts)
     result.preflight = pre
     topics: dict[str, str] = marker.topics or pre["topics"]
     plan = result.plan

@@ -11,10 +11,25 @@ from pathlib import Path
 import pytest
 
 from drctl.config import parse_config
-from drctl.errors import CheckFailed, UsageError
-from drctl.ops.failover import FailoverOptions, FailoverResult, incident_to_continue, preflight
-from drctl.state import FailoverMarker, IncidentPhase
-from tests.unit.ops.support import FakeAdmin, _config, _context, _marker_with_groups, _translation
+from drctl.context import OpsContext
+from drctl.errors import Aborted, CheckFailed, UsageError
+from drctl.ops.failover import (
+    FailoverOptions,
+    FailoverResult,
+    incident_to_continue,
+    preflight,
+    run_failover,
+)
+from drctl.replication.base import kind_named
+from drctl.state import FailoverMarker, IncidentPhase, MarkerStore
+from tests.unit.ops.support import (
+    FakeAdmin,
+    FakeClients,
+    _config,
+    _context,
+    _marker_with_groups,
+    _translation,
+)
 
 
 class FakeStore:
@@ -127,12 +142,10 @@ def test_preflight_maps_topics_and_lists_active_groups() -> None:
     notes: list[str] = []
     ctx.notify = notes.append
     pre = preflight(ctx, FailoverOptions())
-    # The source answers: the inventory is kept (these fakes cannot write it; never fatal).
-    inventory = pre.pop("inventory")
-    assert inventory["error"].startswith("not refreshed: "), inventory
+    # Preflight changes nothing: the inventory is kept once the operator approved.
     assert pre == {"source_reachable": True, "target_cluster_id": "fake-id",
                    "topics": {"orders": "orders"}, "active_groups_on_target": ["billing"]}
-    assert notes == ["Preflight: dc2 must be reachable", inventory["summary"]]
+    assert notes == ["Preflight: dc2 must be reachable"]
 
 
 def test_preflight_with_the_source_down_uses_the_target_mirrors() -> None:
@@ -194,3 +207,30 @@ def test_failover_result_json_and_runbook_summary_keep_their_keys() -> None:
                              "groups_total", "groups_not_exact", "left_behind", "reports"]
     assert (summary["groups_applied"], summary["groups_total"],
             summary["groups_not_exact"]) == (1, 2, ["g2"])
+
+
+def test_the_operator_sees_the_plan_and_a_refusal_changes_nothing(tmp_path: Path) -> None:
+    """The preview comes after the preflight and before any step: a refusal leaves the old
+    incident open and writes no marker (the plan before the prompt, as terraform does)."""
+    old = _marker("stop-replication")
+    store = MarkerStore(tmp_path, "_drctl_state", None)
+    store.save(old)
+    admins = {"dc1": FakeAdmin(False, {}),
+              "dc2": FakeAdmin(True, {"orders": 3}, groups={"billing": 1})}
+    ctx = OpsContext(_config(), lambda name: FakeClients(name, admins[name]),
+                     lambda cluster: store, kind_named("mirrormaker2"))
+    seen: list[dict[str, object]] = []
+
+    def refuse(preview: dict[str, object]) -> None:
+        seen.append(preview)
+        raise Aborted("Aborted by the operator.")
+
+    with pytest.raises(Aborted):
+        run_failover(ctx, FailoverOptions(new_incident=True), approve=refuse)
+    (preview,) = seen
+    assert preview["mode"] == "unplanned" and preview["source_reachable"] is False
+    assert preview["topics"] == 1 and preview["supersedes"] == [old.incident]
+    assert preview["active_groups_on_target"] == ["billing"]
+    assert preview["incident"] != old.incident and preview["continuing"] is False
+    assert [m.incident for m in store.open_markers()] == [old.incident]
+    assert [m.incident for m in store.load_all()] == [old.incident]
