@@ -20,17 +20,17 @@ from drctl.context import OpsContext
 from drctl.errors import Unreachable
 from drctl.kafka.clients import NoAnswer, describe
 from drctl.kafka.records import ReadTimeout
+from drctl.kafka.retriable import is_retriable
 from drctl.retry import RetriesExhausted, retry_call
 from drctl.timeparse import format_duration
 
 T = TypeVar("T")
 
 # Errors that mean "a cluster did not answer", not "this cannot work": another run may pass.
+# Beside them, every broker answer that passes once a leader or coordinator moved
+# (kafka/retriable.py: a restarted broker's leader epochs among them).
 _DROPPED = {KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._TIMED_OUT,
-            KafkaError.REQUEST_TIMED_OUT, KafkaError.LEADER_NOT_AVAILABLE,
-            KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError._MSG_TIMED_OUT,
-            KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE,
-            KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError._WAIT_COORD}
+            KafkaError.REQUEST_TIMED_OUT, KafkaError._MSG_TIMED_OUT, KafkaError._WAIT_COORD}
 
 
 class ClusterDropped(Exception):
@@ -50,7 +50,7 @@ def dropped(exc: BaseException) -> bool:
         return True
     if isinstance(exc, KafkaException) and exc.args:
         err = exc.args[0]
-        return isinstance(err, KafkaError) and (err.code() in _DROPPED or err.retriable())
+        return isinstance(err, KafkaError) and (err.code() in _DROPPED or is_retriable(exc))
     return False
 
 

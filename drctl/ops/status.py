@@ -192,11 +192,18 @@ def flow_protection(opened: Sequence[FailoverMarker], forward: Any,
                if not components else "Kafka Connect did not answer")
         return {**out, "state": "unknown", "why": why}
     idle = [n for n in components if n not in forward.copying]
+    # MirrorMaker 2 runs a connector with no task while nothing matches its filters (no
+    # topic or group to copy yet): with nothing left to copy, that is not exposure.
+    waiting = [n for n in idle if lag is not None and out.get("lag_records") == 0
+               and forward.components.get(n) == "RUNNING with no tasks"]
+    idle = [n for n in idle if n not in waiting]
     if idle:
         return {**out, "state": "exposed",
                 "why": f"not copying: {forward.describe(idle)}"}
-    return {**out, "state": "protected",
-            "why": f"copying: {', '.join(forward.copying)}"}
+    why = f"copying: {', '.join(forward.copying) or 'nothing yet'}"
+    if waiting:
+        why += f"; nothing to copy yet: {', '.join(waiting)} (RUNNING, no task)"
+    return {**out, "state": "protected", "why": why}
 
 
 def status_verdict(status: dict[str, Any]) -> tuple[ExitStatus, str | None]:

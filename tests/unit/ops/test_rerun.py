@@ -101,3 +101,22 @@ def test_a_cluster_down_before_it_got_going_is_not_waited_for(silent: list[list[
         rerun.rerun_while_dropped(run, _ctx(), ("dc1", "dc2"), 600, "failback",
                                   started=lambda: False, sleep=lambda _: None)
     assert calls == [1]
+
+
+@pytest.mark.parametrize("code", [KafkaError.FENCED_LEADER_EPOCH, KafkaError.UNKNOWN_LEADER_EPOCH,
+                                  KafkaError._TRANSPORT, KafkaError.NOT_COORDINATOR])
+def test_a_restarted_broker_s_answers_run_it_again(code: int, silent: list[list[str]]) -> None:
+    """A broker back from a restart answers with leader epochs the client's metadata does not
+    know yet: the procedure runs again (with new clients), it does not end as unexpected."""
+    calls: list[int] = []
+
+    def run() -> str:
+        calls.append(1)
+        if len(calls) == 1:
+            raise KafkaException(KafkaError(code))
+        return "done"
+
+    clock = Clock()
+    assert rerun.rerun_while_dropped(run, _ctx(), ("dc1", "dc2"), 600, "failback",
+                                     sleep=clock.sleep, clock=clock) == "done"
+    assert len(calls) == 2

@@ -13,8 +13,8 @@ import pytest
 from drctl.config import parse_config
 from drctl.context import OpsContext
 from drctl.errors import ExitStatus
-from drctl.ops.status import collect_status, status_verdict
-from drctl.replication.base import kind_named
+from drctl.ops.status import collect_status, flow_protection, status_verdict
+from drctl.replication.base import FlowState, kind_named
 from tests.unit.ops.support import FakeAdmin, FakeClients, _config
 
 
@@ -143,3 +143,44 @@ def test_status_says_what_came_through_a_pending_stop() -> None:
                                     "got an old value after a new one")
     m.late_copies = {"total": None, "notes": ["Not checked: 'primary' is unreachable."]}
     assert _late_copies_line(m) == "not counted: Not checked: 'primary' is unreachable."
+
+
+def _forward(**components: str) -> FlowState:
+    """A forward flow from Connect's words per component, e.g. 'RUNNING with tasks RUNNING'."""
+    copying = tuple(n for n, s in components.items() if "tasks RUNNING" in s)
+    return FlowState(True, dict(components), copying=copying)
+
+
+SRC, CKPT = "mm2-source", "mm2-checkpoint"
+
+
+def test_every_component_copying_is_protected_with_its_lag() -> None:
+    now = 1_000_000
+    lag = [{"behind": 3, "oldest_unreplicated_ms": now - 4_000}, {"behind": 0}]
+    out = flow_protection([], _forward(**{SRC: "RUNNING with tasks RUNNING",
+                                          CKPT: "RUNNING with tasks RUNNING"}),
+                          lag, [SRC, CKPT], now_ms=now)
+    assert out["state"] == "protected" and out["lag_records"] == 3 and out["lag_s"] == 4.0
+
+
+def test_a_stopped_or_failed_component_is_exposed() -> None:
+    out = flow_protection([], _forward(**{SRC: "STOPPED", CKPT: "RUNNING with tasks RUNNING"}),
+                          [{"behind": 0}], [SRC, CKPT])
+    assert out["state"] == "exposed" and "mm2-source is STOPPED" in out["why"]
+
+
+def test_a_connector_with_nothing_to_copy_yet_is_not_exposure() -> None:
+    """MirrorMaker 2 makes no task while no topic or group matches: RUNNING with no tasks and
+    nothing behind is protected; with records behind it is exposed."""
+    forward = _forward(**{SRC: "RUNNING with no tasks", CKPT: "RUNNING with no tasks"})
+    out = flow_protection([], forward, [], [SRC, CKPT])
+    assert out["state"] == "protected" and "nothing to copy yet" in out["why"]
+    behind = flow_protection([], forward, [{"behind": 5}], [SRC, CKPT])
+    assert behind["state"] == "exposed"
+    unknown_lag = flow_protection([], forward, None, [SRC, CKPT])
+    assert unknown_lag["state"] == "exposed"
+
+
+def test_an_unreadable_replicator_is_unknown() -> None:
+    out = flow_protection([], TimeoutError("no answer"), [{"behind": 0}], [SRC])
+    assert out["state"] == "unknown" and "did not answer" in out["why"]
