@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -245,3 +246,37 @@ def test_a_marker_of_ten_thousand_groups_is_kept_on_the_state_topic(lab: Running
     # A host with an empty state dir reads it from the topic alone.
     [read] = MarkerStore(tmp_path / "reader", f"{ns}-state", lab.secondary).load_all()
     assert read.groups == marker.groups and read.incident == marker.incident
+
+
+def test_an_old_or_doubled_open_incident_is_refused_never_continued(
+        lab: RunningLab, ns: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A new outage never continues an incident left open: one opened longer ago than
+    --continue-within, or two open for one flow, are exit 2 naming them, and nothing moves:
+    replication keeps running, no marker is written."""
+    topic = f"{ns}-stale"
+    create_topics(lab.primary, (topic,), 1)
+    lab.wait_mirror_topic(topic)
+    config = scoped_config(lab, ns, tmp_path)
+    cfg = load_config(config)
+    rep = cfg.require_replication()
+    store = marker_store(cfg, rep.target)
+    old = FailoverMarker.new(rep.source, rep.target, rep.kind, planned=False)
+    old.created_at = (datetime.now(UTC) - timedelta(hours=13)).isoformat(timespec="seconds")
+    old.record("stop-replication")
+    store.save(old)
+    assert main(["--config", str(config), "failover", "--yes"]) == 2
+    err = capsys.readouterr().err
+    assert f"Incident {old.incident}" in err and "--new-incident" in err, err
+
+    recent = FailoverMarker.new(rep.source, rep.target, rep.kind, planned=False)
+    store.save(recent)
+    assert main(["--config", str(config), "failover", "--yes"]) == 2
+    err = capsys.readouterr().err
+    assert "2 open incidents" in err and old.incident in err and recent.incident in err, err
+
+    fresh = marker_store(load_config(config), rep.target)
+    assert sorted(m.incident for m in fresh.load_all()) == sorted([old.incident,
+                                                                  recent.incident])
+    client = lab.lab.connect_client(lab.state)
+    name = lab.lab.flow(lab.state).connector_names()["source"]
+    assert client.connector_state(name)[0] == "RUNNING"
