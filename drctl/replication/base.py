@@ -12,15 +12,29 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
-from drctl.config import ReplicationSettings
+from drctl.config import Config, ReplicationSettings
 from drctl.kafka.clients import ClusterClients
 from drctl.progress import Notify
 from drctl.replication_registry import kind_entry
 
-if TYPE_CHECKING:
-    from drctl.context import OpsContext
+
+class FlowContext(Protocol):
+    """What a kind asks of the command's context (`drctl.context.OpsContext` is one): the
+    config, the flow, and the clients of its two clusters, built once per command."""
+
+    @property
+    def config(self) -> Config: ...
+
+    @property
+    def rep(self) -> ReplicationSettings: ...
+
+    @property
+    def source(self) -> ClusterClients: ...
+
+    @property
+    def target(self) -> ClusterClients: ...
 
 # Asks the operator to confirm something drctl cannot do or check itself.
 Confirm = Callable[[str], bool]
@@ -116,23 +130,23 @@ class ReplicationKind(ABC):
         """State per replication component (connector, link...) for `drctl status`."""
 
     @abstractmethod
-    def start_reverse(self, ctx: OpsContext, request: ReverseRequest,
+    def start_reverse(self, ctx: FlowContext, request: ReverseRequest,
                       notify: Notify) -> dict[str, Any]:
         """Start (or write instructions for) replication target -> source from the failover
         point; returns what the failback report shows under `reverse`."""
 
-    def reverse_state(self, ctx: OpsContext) -> FlowState:
+    def reverse_state(self, ctx: FlowContext) -> FlowState:
         """The reverse flow (target -> source) as its components report now; unreadable
         when drctl cannot see it (started by the operator)."""
         return FlowState(False)
 
     @abstractmethod
-    def retire_reverse(self, ctx: OpsContext, request: ReturnRequest, notify: Notify,
+    def retire_reverse(self, ctx: FlowContext, request: ReturnRequest, notify: Notify,
                        confirm: Confirm | None = None) -> dict[str, Any]:
         """Stop the reverse flow for good, recording where it stood; idempotent."""
 
     @abstractmethod
-    def set_forward_start(self, ctx: OpsContext, request: ReturnRequest, notify: Notify,
+    def set_forward_start(self, ctx: FlowContext, request: ReturnRequest, notify: Notify,
                           confirm: Confirm | None = None, *,
                           dry_run: bool = False) -> dict[str, Any]:
         """Make forward replication start at `request.forward_starts` when it resumes
@@ -149,7 +163,7 @@ class ReplicationKind(ABC):
         """Lag per source topic, or None when this kind cannot measure it."""
         return None
 
-    def replicated_upto(self, ctx: OpsContext) -> dict[tuple[str, int], int] | None:
+    def replicated_upto(self, ctx: FlowContext) -> dict[tuple[str, int], int] | None:
         """Per source partition, the next offset forward replication would copy, as the
         replicator itself keeps it (its stored position); None when it cannot be read.
         Records before it were copied: retention deleting them on the source loses nothing."""

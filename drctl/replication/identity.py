@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from drctl.context import OpsContext
 from drctl.errors import Aborted
 from drctl.progress import Notify
-from drctl.replication.base import Confirm, ReturnRequest, ReverseRequest
+from drctl.replication.base import Confirm, FlowContext, ReturnRequest, ReverseRequest
 from drctl.replication.connect import ConnectControlled
 from drctl.reports import render
 
@@ -24,7 +23,7 @@ class Identity(ConnectControlled):
     def auto_translate_method(self, *, source_up: bool, forward: bool) -> str | None:
         return "identity"  # needs neither the source nor checkpoints
 
-    def start_reverse(self, ctx: OpsContext, request: ReverseRequest,
+    def start_reverse(self, ctx: FlowContext, request: ReverseRequest,
                       notify: Notify) -> dict[str, Any]:
         rep = ctx.rep
         request.out_dir.mkdir(parents=True, exist_ok=True)
@@ -34,14 +33,14 @@ class Identity(ConnectControlled):
         notify(f"Reverse mirroring for an offset-preserving link is manual: follow {path}")
         return {"kind": rep.kind, "start": request.starts, "steps": str(path)}
 
-    def retire_reverse(self, ctx: OpsContext, request: ReturnRequest, notify: Notify,
+    def retire_reverse(self, ctx: FlowContext, request: ReturnRequest, notify: Notify,
                        confirm: Confirm | None = None) -> dict[str, Any]:
         rep = ctx.rep
         return _manual(confirm, f"Delete the reverse link {rep.target} -> {rep.source} (and "
                        f"its mirror topics' link state on {rep.source}: "
                        f"{', '.join(request.reverse_topics)}), then confirm.")
 
-    def set_forward_start(self, ctx: OpsContext, request: ReturnRequest, notify: Notify,
+    def set_forward_start(self, ctx: FlowContext, request: ReturnRequest, notify: Notify,
                           confirm: Confirm | None = None, *,
                           dry_run: bool = False) -> dict[str, Any]:
         rep = ctx.rep

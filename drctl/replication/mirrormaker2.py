@@ -10,14 +10,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from drctl.config import Config, ReplicationSettings
-from drctl.context import OpsContext
 from drctl.errors import CheckFailed, DrctlError
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.connect_rest import ConnectClient, ConnectorMissing
 from drctl.kafka.lag import mm2_replication_lag
 from drctl.kafka.mm2_connectors import MirrorFlow
 from drctl.progress import Notify
-from drctl.replication.base import Confirm, FlowState, ReturnRequest, ReverseRequest
+from drctl.replication.base import Confirm, FlowContext, FlowState, ReturnRequest, ReverseRequest
 from drctl.replication.connect import (
     ConnectControlled,
     ConnectorReading,
@@ -57,7 +56,7 @@ class MirrorMaker2(ConnectControlled):
         return mm2_replication_lag(source, client, rep.connect.source_connector,
                                    rep.topics.matches)
 
-    def replicated_upto(self, ctx: OpsContext) -> dict[tuple[str, int], int] | None:
+    def replicated_upto(self, ctx: FlowContext) -> dict[tuple[str, int], int] | None:
         """Connect's stored source offsets of the forward source connector (the last copied
         upstream offset, + 1). Connect stores them when the connector stops — failover stops
         it — and every offset.flush.interval.ms while it runs."""
@@ -88,7 +87,7 @@ class MirrorMaker2(ConnectControlled):
             return None
         return checkpoint_costs(source, checkpoint)
 
-    def start_reverse(self, ctx: OpsContext, request: ReverseRequest,
+    def start_reverse(self, ctx: FlowContext, request: ReverseRequest,
                       notify: Notify) -> dict[str, Any]:
         """Create the reverse source connector stopped, set its stored offsets to the failover
         point through Connect's offsets API, then start it. A reverse connector of another
@@ -155,7 +154,7 @@ class MirrorMaker2(ConnectControlled):
                 "cycle.", "Stop forward replication (`drctl failover` does), then run failback "
                 "again.")
 
-    def reverse_state(self, ctx: OpsContext) -> FlowState:
+    def reverse_state(self, ctx: FlowContext) -> FlowState:
         rep = ctx.rep
         client = connect_client(rep)
         if client is None:
@@ -166,7 +165,7 @@ class MirrorMaker2(ConnectControlled):
         except DrctlError:
             return FlowState(False)
 
-    def retire_reverse(self, ctx: OpsContext, request: ReturnRequest, notify: Notify,
+    def retire_reverse(self, ctx: FlowContext, request: ReturnRequest, notify: Notify,
                        confirm: Confirm | None = None) -> dict[str, Any]:
         rep = ctx.rep
         client = connect_client(rep)
@@ -175,7 +174,7 @@ class MirrorMaker2(ConnectControlled):
                              "Stop and delete the reverse MirrorMaker 2 connector yourself.")
         return retire_connector(client, reverse_connector_name(rep), notify)
 
-    def set_forward_start(self, ctx: OpsContext, request: ReturnRequest, notify: Notify,
+    def set_forward_start(self, ctx: FlowContext, request: ReturnRequest, notify: Notify,
                           confirm: Confirm | None = None, *,
                           dry_run: bool = False) -> dict[str, Any]:
         """The forward source connector's stored offsets, through Connect's offsets API."""

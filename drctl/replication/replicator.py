@@ -11,12 +11,11 @@ from typing import Any
 
 from drctl.codecs.confluent import PROVENANCE_HEADER
 from drctl.config import ReplicationSettings
-from drctl.context import OpsContext
 from drctl.errors import Aborted
 from drctl.kafka.connect_rest import ConnectorMissing
 from drctl.kafka.groups import alter_offsets
 from drctl.progress import Notify
-from drctl.replication.base import Confirm, ReturnRequest, ReverseRequest
+from drctl.replication.base import Confirm, FlowContext, ReturnRequest, ReverseRequest
 from drctl.replication.connect import (
     ConnectControlled,
     connect_client,
@@ -29,7 +28,7 @@ from drctl.reports import render
 class Replicator(ConnectControlled):
     provenance_header = PROVENANCE_HEADER
 
-    def start_reverse(self, ctx: OpsContext, request: ReverseRequest,
+    def start_reverse(self, ctx: FlowContext, request: ReverseRequest,
                       notify: Notify) -> dict[str, Any]:
         rep = ctx.rep
         request.out_dir.mkdir(parents=True, exist_ok=True)
@@ -48,7 +47,7 @@ class Replicator(ConnectControlled):
                f"{rep.target}; deploy {path}")
         return {"kind": rep.kind, "group": group, "start": request.starts, "config": str(path)}
 
-    def replicated_upto(self, ctx: OpsContext) -> dict[tuple[str, int], int] | None:
+    def replicated_upto(self, ctx: FlowContext) -> dict[tuple[str, int], int] | None:
         """The forward Replicator's consumer group commits on the source."""
         from drctl.kafka.groups import committed_offsets
 
@@ -60,7 +59,7 @@ class Replicator(ConnectControlled):
         except Exception:  # noqa: BLE001 - unknown is said as such by the caller
             return None
 
-    def retire_reverse(self, ctx: OpsContext, request: ReturnRequest, notify: Notify,
+    def retire_reverse(self, ctx: FlowContext, request: ReturnRequest, notify: Notify,
                        confirm: Confirm | None = None) -> dict[str, Any]:
         """The reverse Replicator the operator deployed from drctl's config: retired through
         Connect when it runs on the configured worker, else confirmed by the operator."""
@@ -78,7 +77,7 @@ class Replicator(ConnectControlled):
                           "Stop it, then run the same command again.")
         return {"connector": name, "state": "confirmed stopped by the operator"}
 
-    def set_forward_start(self, ctx: OpsContext, request: ReturnRequest, notify: Notify,
+    def set_forward_start(self, ctx: FlowContext, request: ReturnRequest, notify: Notify,
                           confirm: Confirm | None = None, *,
                           dry_run: bool = False) -> dict[str, Any]:
         """Replicator resumes from its consumer group on the source: commit it there."""
