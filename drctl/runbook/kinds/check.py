@@ -98,6 +98,11 @@ class CheckStep(StepKindDefinition):
                 holds, why = evaluate(tolerance, value, expected)
             except ToleranceError as exc:
                 raise NotRetried(str(exc)) from exc
+            causes = errors_in(extra.get("result"))
+            if not holds and causes:
+                # The probe's own errors say why the value is what it is (a cluster that
+                # refused the connection), not only that it differs.
+                why = f"{why} — {'; '.join(causes[:3])}"
             seen["why"] = why
             if not holds:
                 raise AttemptFailed(why, check=True)
@@ -174,3 +179,20 @@ def _parse_range(value: Any, line: int | None, step: str,
     if isinstance(low, (int, float)) and isinstance(high, (int, float)) and low > high:
         parser.issue(line, step, f"check.range: min {low} is greater than max {high}")
     return (low, high)
+
+
+def errors_in(result: Any, where: str = "") -> list[str]:
+    """Every non-empty `error` a probe's result holds, named by where it sits
+    (e.g. "clusters.primary: connection refused")."""
+    found: list[str] = []
+    if isinstance(result, dict):
+        for key, value in result.items():
+            path = f"{where}.{key}" if where else str(key)
+            if key == "error" and isinstance(value, str) and value:
+                found.append(f"{where or 'error'}: {value}")
+            else:
+                found += errors_in(value, path)
+    elif isinstance(result, list):
+        for i, value in enumerate(result):
+            found += errors_in(value, f"{where}[{i}]")
+    return found

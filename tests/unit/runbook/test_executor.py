@@ -349,3 +349,27 @@ def test_shell_step_env_and_failure_message() -> None:
     """)
     assert result.steps[0].error == "exit status 4: oops"
     assert os.environ.get("RUN_NAME") is None
+
+
+def test_a_failed_check_shows_the_error_its_probe_saw() -> None:
+    """`target_reachable: expected True, got False` alone hides the cause: the probe's result
+    holds it (a cluster that refused the connection) and the failure says it."""
+    registry = registry_with_test_actions()
+
+    def status(ctx: Any) -> dict[str, Any]:
+        return {"clusters": {"primary": {"reachable": True},
+                             "secondary": {"reachable": False,
+                                           "error": "connection refused at 127.0.0.1:29092"}}}
+
+    registry.register("test.status", status, read_only=True)
+    result = run("""
+        steps:
+          - name: target_reachable
+            check:
+              action: test.status
+              value: "{{ result.clusters.secondary.reachable }}"
+              equals: true
+    """, registry=registry)
+    step = result.steps[0]
+    assert step.status == Status.check_failed
+    assert "clusters.secondary: connection refused at 127.0.0.1:29092" in (step.error or "")
