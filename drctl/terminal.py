@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from drctl.jsonable import to_jsonable
 from drctl.secrets import Redactor
@@ -99,6 +100,22 @@ class Terminal:
         rest."""
         if self.json_mode and self.quiet:
             return
+        console = self.err if self.json_mode else self.out
+        if not console.is_terminal:
+            # Piped or in a log: plain aligned columns (as `kafka-consumer-groups.sh` prints),
+            # no box drawing, for grep, awk and diff.
+            plain = [[self.redactor.redact("" if v is None else str(v)) for v in row]
+                     for row in rows]
+            if markup:
+                plain = [[Text.from_markup(c).plain for c in row] for row in plain]
+            text = plain_columns(columns, plain)
+            if title:
+                text = f"{self.redactor.redact(title)}\n{text}"
+            console.file.write(text + "\n")
+            console.file.flush()
+            if console is self.out:
+                self.emitted = True
+            return
         table = Table(title=escape(self.redactor.redact(title)) if title else None,
                       title_justify="left", header_style="bold")
         for col in columns:
@@ -106,7 +123,7 @@ class Terminal:
         for row in rows:
             cells = (self.redactor.redact("" if v is None else str(v)) for v in row)
             table.add_row(*(cells if markup else (escape(c) for c in cells)))
-        (self.err if self.json_mode else self.out).print(table)
+        console.print(table)
 
     @contextmanager
     def progress(self, description: str, total: float | None = None) -> Iterator[Any]:
@@ -119,6 +136,15 @@ class Terminal:
         with Progress(*columns, console=self.err, transient=True) as progress:
             task = progress.add_task(description, total=total)
             yield _TaskProgress(progress, task)
+
+
+def plain_columns(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Rows as columns aligned by spaces, headers in capitals, one line per row."""
+    lines = [[c.upper().replace(" ", "_") for c in columns],
+             *([" ".join(cell.split()) or "-" for cell in row] for row in rows)]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(columns))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True))
+                     .rstrip() for line in lines)
 
 
 def _console(file: IO[str]) -> Console:

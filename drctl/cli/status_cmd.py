@@ -35,9 +35,9 @@ def status_command(
     if term.json_mode:
         term.emit_json(st)
         raise typer.Exit(verdict)
-    term.table("Clusters", ["cluster", "reachable", "cluster id", "brokers", "rtt ms"],
-               [[n, "yes" if c["reachable"] else "NO", c.get("cluster_id", c.get("error")),
-                 c.get("brokers"), c.get("rtt_ms")] for n, c in st["clusters"].items()])
+    term.table("Clusters", ["cluster", "reachable", "cluster id", "brokers", "rtt ms", "error"],
+               [[n, "yes" if c["reachable"] else "NO", c.get("cluster_id"), c.get("brokers"),
+                 c.get("rtt_ms"), c.get("error")] for n, c in st["clusters"].items()])
     rep = st["replication"]
     if rep:
         term.table(f"Replication {rep['source']} -> {rep['target']} ({rep['kind']})",

@@ -12,6 +12,7 @@ import yaml
 
 from drctl.cli.app import main
 from drctl.runbook.actions import builtin_registry
+from drctl.terminal import Terminal
 from tests.unit.runbook.support import REPO, entry_command
 
 # Longer than any terminal: Rich used to fold it at 80 columns, mid-word, when piped.
@@ -95,3 +96,23 @@ def test_quiet_hides_messages_but_keeps_the_table(tmp_path: Path,
     captured = capsys.readouterr()
     assert "hello_step" in captured.out
     assert captured.err == ""  # the "is valid" line is a message
+
+
+def test_a_piped_table_is_plain_aligned_columns(capsys: pytest.CaptureFixture[str]) -> None:
+    term = Terminal()
+    term.table("Groups", ["group", "lag", "error"],
+               [["billing", 3, None], ["audit-long-name", 12, "connection refused"]])
+    out = capsys.readouterr().out
+    assert out.splitlines() == ["Groups",
+                                "GROUP            LAG  ERROR",
+                                "billing          3    -",
+                                "audit-long-name  12   connection refused"]
+    assert not set("│┃┏━╭─") & set(out)
+
+
+def test_runbook_list_piped_is_short_plain_lines(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["runbook", "list"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[1].split() == ["RUNBOOK", "STEPS", "DESCRIPTION"]
+    assert max(len(line) for line in out.splitlines()) <= 100
+    assert not set("│┃┏━╭─") & set(out)

@@ -23,5 +23,17 @@ def list_runbooks(output: Annotated[OutputFormat | None, OutputOption] = None) -
              "steps": len(rb.steps), "uses_config": rb.uses_config} for name, rb in listed]})
         return
     term.table("Shipped runbooks", ["runbook", "steps", "description"],
-               [[name, len(rb.steps), " ".join(rb.description.split())]
+               [[name, len(rb.steps), first_sentence(rb.description)]
                 for name, rb in listed])
+    term.info("`drctl runbook show NAME` prints a runbook whole.")
+
+
+def first_sentence(description: str, limit: int = 70) -> str:
+    """A runbook's description up to its first full stop, cut at a word near `limit`
+    characters: one short line in the list (`show` and `-o json` have it whole)."""
+    text = " ".join(description.split())
+    head, dot, _ = text.partition(". ")
+    head = head + "." if dot else text
+    if len(head) <= limit:
+        return head
+    return head[:limit].rsplit(" ", 1)[0].rstrip(",;:") + " …"
