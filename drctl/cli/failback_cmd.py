@@ -55,7 +55,21 @@ def failback_command(
     report_dir: ReportDir = None,
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
-    """Bring the original source back: gap, reconcile, reverse replication, offsets back."""
+    """Bring the original source back: gap, reconcile, reverse replication, offsets back.
+
+    Ends failed-back and prints the next command: `drctl reprotect`, the return to
+    protection.
+
+    \b
+    Examples:
+      drctl failback --dry-run
+      drctl failback --check-order --reconcile copy-safe --yes
+
+    \b
+    Exit status: 0 failed back; 1 a wait ran out (--timeout); 2 usage, config,
+    or no incident to fail back; 3 order conflicts, lost records, writes on the
+    target, or an end-state check failed; 4 a cluster unreachable; 5 not
+    confirmed."""
     config = CURRENT.config()
     term = CURRENT.terminal(output)
     rep = config.require_replication()

@@ -42,7 +42,21 @@ def failover_command(
     report_dir: ReportDir = None,
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
-    """Fail over from the replication source to its target."""
+    """Fail over from the replication source to its target.
+
+    Preflight first, then the plan, then the question (unless --yes). Every step is recorded
+    in the failover marker: a re-run continues where it stopped.
+
+    \b
+    Examples:
+      drctl failover --dry-run         # the plan and offsets; nothing changes
+      drctl failover --yes             # the source is gone
+      drctl failover --planned --yes   # switchover, producers stopped
+
+    \b
+    Exit status: 0 done; 1 a wait ran out (--planned); 2 usage, config, or an
+    open incident it must not continue; 3 preflight failed or a group or topic
+    was left behind; 4 the target unreachable; 5 not confirmed."""
     config = CURRENT.config()
     term = CURRENT.terminal(output)
     rep = config.require_replication()

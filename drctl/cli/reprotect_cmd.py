@@ -39,8 +39,15 @@ def reprotect_command(
     """Return to protection after failback: retire the reverse flow, restart forward
     replication from the cut-over, check it copies, close the incident.
 
-    Exit 0 protected again; 2 no incident whose failback is done; 3 producers still write
-    to the target, or the forward check failed; 4 a cluster unreachable."""
+    \b
+    Examples:
+      drctl reprotect --dry-run
+      drctl reprotect --incident fo-20261125T022355Z-cf1f5b --yes
+
+    \b
+    Exit status: 0 protected again; 2 no incident whose failback is done;
+    3 producers still write to the target, or the forward check failed;
+    4 a cluster unreachable; 5 not confirmed."""
     config = CURRENT.config()
     term = CURRENT.terminal(output)
     rep = config.require_replication()

@@ -40,7 +40,16 @@ def translate_offsets_command(
     = 30.0,
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
-    """Move consumer-group positions between clusters: no record skipped, none twice."""
+    """Move consumer-group positions between clusters: no record skipped, none twice.
+
+    \b
+    Examples:
+      drctl translate-offsets --groups 'billing-.*'          # what would move
+      drctl translate-offsets --groups 'billing-.*' --apply  # commit it
+
+    \b
+    Exit status: 0 done; 2 usage or config; 3 a group not applied (active
+    members, or no provable position); 4 a cluster unreachable."""
     config = CURRENT.config()
     term = CURRENT.terminal(output)
     rep = config.require_replication()
