@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from drctl.cli.durations import duration_option
-from drctl.cli.options import OutputOption
+from drctl.cli.options import OutputOption, renamed
 from drctl.cli.state import CURRENT
 from drctl.codecs.confluent import LAYOUT_NOTE, ConsumerTimestamp
 from drctl.codecs.mm2 import Checkpoint, OffsetSync
@@ -42,10 +42,13 @@ def dump_consumer_timestamps(
         "--topic-name", help="The internal topic (default: __consumer_timestamps, "
                              "<source_alias>.checkpoints.internal, "
                              "mm2-offset-syncs.<target_alias>.internal, heartbeats).")] = None,
-    group: Annotated[str | None, typer.Option(
-        help="Regex on the group id (whole name).")] = None,
-    topic: Annotated[str | None, typer.Option(
+    groups: Annotated[str | None, typer.Option(
+        "--groups", metavar="REGEX", help="Regex on the group id (whole name).")] = None,
+    topics: Annotated[str | None, typer.Option(
+        "--topics", metavar="REGEX",
         help="Regex on the topic the record is about (whole name).")] = None,
+    old_group: Annotated[str | None, typer.Option("--group", hidden=True)] = None,
+    old_topic: Annotated[str | None, typer.Option("--topic", hidden=True)] = None,
     since: Annotated[str | None, typer.Option(
         help="Only records written at or after this time (ISO 8601 or epoch ms).")] = None,
     until: Annotated[str | None, typer.Option(
@@ -73,7 +76,8 @@ def dump_consumer_timestamps(
     term = CURRENT.terminal(output)
     chosen = fmt or (Format.jsonl if term.json_mode else Format.table)
     where = resolve_location(kind, config.replication, cluster, topic_name)
-    filt = DumpFilter(group, topic,
+    filt = DumpFilter(renamed(groups, old_group, old="--group", new="--groups", warn=term.warn),
+                      renamed(topics, old_topic, old="--topic", new="--topics", warn=term.warn),
                       None if since is None else parse_time_ms(since, "--since"),
                       None if until is None else parse_time_ms(until, "--until"))
     clients = ClusterClients.for_cluster(config, where.cluster)

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from drctl.cli.options import OutputOption
+from drctl.cli.options import OutputOption, renamed
 from drctl.cli.state import CURRENT
 from drctl.lab.lab import SECURE_LOGINS, Lab, LabPorts
 from drctl.lab.workload import WorkloadSpec, run_workload
@@ -147,21 +147,26 @@ def heal(what: Failable, dir: DirOption = Path("lab")) -> None:
 def load(
     dir: DirOption = Path("lab"),
     topic: Annotated[list[str] | None, typer.Option(
-        "--topic", help="Topic to produce to (repeatable).")] = None,
-    partitions: Annotated[int, typer.Option(min=1)] = 3,
-    records: Annotated[int, typer.Option(min=0, help="Committed records per topic.")] = 1000,
-    seed: Annotated[int, typer.Option(help="Same seed, same records.")] = 7,
+        "--topic", metavar="TOPIC", help="Topic to produce to (repeatable).")] = None,
+    partitions: Annotated[int, typer.Option(
+        min=1, metavar="N", help="Partitions of each topic.")] = 3,
+    records: Annotated[int, typer.Option(
+        min=0, metavar="N", help="Committed records per topic.")] = 1000,
+    seed: Annotated[int, typer.Option(metavar="N", help="Same seed, same records.")] = 7,
     transactions: Annotated[int, typer.Option(
-        min=0, help="Transactional batches per topic; every other one is aborted.")] = 4,
-    group: Annotated[list[str] | None, typer.Option(
-        "--group", help="NAME=POSITION with POSITION 0, an offset, N% or end (repeatable).")]
-    = None,
+        min=0, metavar="N",
+        help="Transactional batches per topic; every other one is aborted.")] = 4,
+    commit: Annotated[list[str] | None, typer.Option(
+        "--commit", metavar="GROUP=POSITION",
+        help="Commit GROUP at POSITION: 0, an offset, N% or end (repeatable).")] = None,
+    old_group: Annotated[list[str] | None, typer.Option("--group", hidden=True)] = None,
     cluster: Annotated[str, typer.Option(
         help="primary or secondary (e.g. post-failover writes).")] = "primary",
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
     """Produce a deterministic DR workload to a lab cluster and commit consumer groups."""
     term = CURRENT.terminal(output)
+    group = renamed(commit, old_group, old="--group", new="--commit", warn=term.warn)
     lab = Lab(dir)
     state = lab.load_state()
     spec = WorkloadSpec(

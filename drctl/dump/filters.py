@@ -24,10 +24,10 @@ class DumpFilter:
     def validate(self, kind: DumpKind) -> None:
         if (self.group is not None
                 and kind not in (DumpKind.consumer_timestamps, DumpKind.checkpoints)):
-            raise UsageError(f"--group does not apply to {kind.value} (they name no group).")
+            raise UsageError(f"--groups does not apply to {kind.value} (they name no group).")
         if self.topic is not None and kind == DumpKind.heartbeats:
-            raise UsageError("--topic does not apply to heartbeats (they name no topic).")
-        for option, pattern in (("--group", self.group), ("--topic", self.topic)):
+            raise UsageError("--topics does not apply to heartbeats (they name no topic).")
+        for option, pattern in (("--groups", self.group), ("--topics", self.topic)):
             if pattern is not None:
                 try:
                     re.compile(pattern)

@@ -122,7 +122,7 @@ def test_consumer_timestamps_every_layout_and_garbage(lab: RunningLab, ns: str) 
     key, value = encode_consumer_timestamp(newer)
     produce(lab, topic, [(0, key, value, [])])
     lines, _ = run_dump(lab, "--format", "jsonl", "--since", str(since), "--latest",
-                        "--group", f"{ns}-a", "--topic", "orders")
+                        "--groups", f"{ns}-a", "--topics", "orders")
     rows = [line for line in lines if line["type"] == "consumer-timestamp"]
     assert [(r["partition"], r["timestamp_ms"]) for r in rows] == [(0, TS + 99), (1, TS + 1)]
     assert lines[-1]["matched"] == 3 and lines[-1]["emitted"] == 2
@@ -138,7 +138,7 @@ def test_consumer_timestamps_every_layout_and_garbage(lab: RunningLab, ns: str) 
     assert "Undecodable records (first 2 of 4)" in table.stdout
 
     # CSV: a header, then one line per matching record; --limit stops early.
-    csv_lines = invoke(lab, "--format", "csv", "--since", str(since), "--group", f"{ns}-.*",
+    csv_lines = invoke(lab, "--format", "csv", "--since", str(since), "--groups", f"{ns}-.*",
                        "--limit", "2").stdout.splitlines()
     assert csv_lines[0].startswith("group,topic,partition,timestamp_ms,timestamp,delta")
     assert len(csv_lines) == 3 and csv_lines[1].startswith(f"{ns}-a,orders,0,{TS},")
@@ -187,7 +187,7 @@ def test_mm2_checkpoints_offset_syncs_and_heartbeats(lab: RunningLab, ns: str) -
     assert cp.downstream_offset == expected
 
     lines, _ = run_dump(lab, "--kind", "checkpoints", "--latest", "--format", "jsonl",
-                        "--group", group)
+                        "--groups", group)
     rows = [line for line in lines if line["type"] == "checkpoint"]
     assert [(r["group"], r["topic"], r["partition"], r["upstream_offset"],
              r["downstream_offset"]) for r in rows] == [(group, mirror, 0, 7, expected)]

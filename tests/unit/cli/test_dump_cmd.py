@@ -27,9 +27,10 @@ def _app() -> typer.Typer:
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--kind", "heartbeats", "--group", "g"], "--group does not apply"),
+    (["--kind", "heartbeats", "--groups", "g"], "--groups does not apply"),
     (["--since", "soon"], "neither an ISO time"),
-    (["--group", "("], "not a valid regex"),
+    (["--groups", "("], "not a valid regex"),
+    (["--group", "a", "--groups", "b"], "--group is the old name of --groups"),
 ])
 def test_cli_usage_errors_before_any_connection(tmp_path: Path, args: list[str],
                                                 message: str) -> None:
@@ -40,3 +41,21 @@ def test_cli_usage_errors_before_any_connection(tmp_path: Path, args: list[str],
     result = CliRunner().invoke(_app(), ["dump-consumer-timestamps", *args])
     assert isinstance(result.exception, UsageError)
     assert message in result.exception.message
+
+
+def test_the_old_option_names_still_work_and_say_the_new_ones(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--group/--topic became --groups/--topics (regexes, as everywhere): the old spellings
+    are hidden aliases for one release, with a warning."""
+    config = tmp_path / "drctl.yaml"
+    config.write_text(json.dumps(CONFIG))
+    CURRENT.reset()
+    CURRENT.config_option = str(config)
+    result = CliRunner().invoke(_app(), ["dump-consumer-timestamps", "--kind", "heartbeats",
+                                         "--group", "g"])
+    # The old name reaches the same check as the new one.
+    assert isinstance(result.exception, UsageError)
+    assert "--groups does not apply" in result.exception.message
+    assert "--group is now --groups" in capsys.readouterr().err + (result.stderr or "")
+    help_text = CliRunner().invoke(_app(), ["dump-consumer-timestamps", "--help"]).stdout
+    assert "--groups" in help_text and "--group " not in help_text

@@ -11,3 +11,15 @@ def test_lab_command_without_lab_is_clear(tmp_path, capsys: pytest.CaptureFixtur
     assert main(["lab", "status", "--dir", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert "No lab in" in err and "drctl lab up" in err and "Traceback" not in err
+
+
+def test_lab_load_names_its_commit_option_and_every_option_has_help(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from drctl.cli.app import main
+
+    assert main(["lab", "load", "-h"]) == 0
+    text = capsys.readouterr().out
+    assert "--commit GROUP=POSITION" in text and "--group " not in text
+    flat = " ".join(text.split())
+    assert "--partitions N Partitions of each topic." in flat, flat
+    assert "<int range>" not in flat and "<list[str]>" not in flat

@@ -24,9 +24,9 @@ def test_filters() -> None:
 
 
 @pytest.mark.parametrize(("filt", "kind", "message"), [
-    (DumpFilter(group="g"), DumpKind.offset_syncs, "--group does not apply"),
-    (DumpFilter(group="g"), DumpKind.heartbeats, "--group does not apply"),
-    (DumpFilter(topic="t"), DumpKind.heartbeats, "--topic does not apply"),
+    (DumpFilter(group="g"), DumpKind.offset_syncs, "--groups does not apply"),
+    (DumpFilter(group="g"), DumpKind.heartbeats, "--groups does not apply"),
+    (DumpFilter(topic="t"), DumpKind.heartbeats, "--topics does not apply"),
     (DumpFilter(topic="("), DumpKind.checkpoints, "not a valid regex"),
     (DumpFilter(since_ms=5, until_ms=5), DumpKind.checkpoints, "--since must be before"),
 ])
