@@ -11,6 +11,7 @@ import typer
 
 from drctl.cli import (
     audit_cmd,
+    check_cmd,
     config_cmd,
     dump_cmd,
     failback_cmd,
@@ -48,6 +49,7 @@ app.command("failback")(failback_cmd.failback_command)
 app.command("reprotect")(reprotect_cmd.reprotect_command)
 app.command("gap-analysis")(gap_cmd.gap_analysis)
 app.command("status")(status_cmd.status_command)
+app.command("check")(check_cmd.check_command)
 app.command("guard")(guard_cmd.guard_command)
 app.command("audit")(audit_cmd.audit_command)
 app.command("dump-consumer-timestamps")(dump_cmd.dump_consumer_timestamps)

@@ -39,6 +39,12 @@ def failover_command(
     timeout: Annotated[float, duration_option(
         "--planned: how long to wait for the source to go quiet and replication to catch up "
         "(exit 1 with the records left per partition).", default="30m")] = 1800.0,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Take the failover point even behind a hanging transaction (its "
+        "records stay unread by read_committed consumers).")] = False,
+    transaction_age: Annotated[float | None, duration_option(
+        "An open transaction older than this is hanging (default: the brokers' "
+        "transaction.max.timeout.ms).", default=None)] = None,
     report_dir: ReportDir = None,
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
@@ -55,15 +61,17 @@ def failover_command(
 
     \b
     Exit status: 0 done; 1 a wait ran out (--planned); 2 usage, config, or an
-    open incident it must not continue; 3 preflight failed or a group or topic
-    was left behind; 4 the target unreachable; 5 not confirmed."""
+    open incident it must not continue; 3 preflight failed (a hanging
+    transaction too) or a group or topic was left behind; 4 the target
+    unreachable; 5 not confirmed."""
     config = CURRENT.config()
     term = CURRENT.terminal(output)
     rep = config.require_replication()
     opts = FailoverOptions(planned=planned, dry_run=dry_run, groups=groups, method=method,
                            incident=incident, new_incident=new_incident,
                            continue_within_s=continue_within, source_deadline_s=source_deadline,
-                           catch_up_deadline_s=timeout)
+                           catch_up_deadline_s=timeout, force=force,
+                           transaction_age_s=transaction_age)
     def approve(preview: dict[str, Any]) -> None:
         # The plan first, then the question (as terraform shows a plan before apply).
         for line in describe_preview(preview):

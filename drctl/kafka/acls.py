@@ -121,15 +121,22 @@ def _result(future: Future[Any], timeout_s: float) -> Any:
                           "Check that its brokers run and accept drctl's credentials.") from exc
 
 
+def read_acls(admin: AdminClient, binding_filter: AclBindingFilter, *,
+              timeout_s: float = 10) -> list[AclBinding]:
+    """The bindings matching the filter (AclsUnavailable when drctl may not read them; a
+    cluster without an authorizer answers with none: see `authorizer_available`)."""
+    future = admin.describe_acls(binding_filter, request_timeout=timeout_s)
+    return list(_result(future, timeout_s + 1) or [])
+
+
 def fenced_topics(admin: AdminClient, principal: str, *, timeout_s: float = 10) -> set[str]:
     """The topics on which `principal` is denied WRITE by a literal binding.
 
     Raises AclsUnavailable (DENIED) when drctl may not read ACLs. A cluster without an
     authorizer answers with none (see `authorizer_available`).
     """
-    future = admin.describe_acls(_deny_write_filter(principal, None), request_timeout=timeout_s)
-    bindings = _result(future, timeout_s + 1)
-    return {b.name for b in bindings}
+    return {b.name for b in read_acls(admin, _deny_write_filter(principal, None),
+                                      timeout_s=timeout_s)}
 
 
 def fence(admin: AdminClient, principal: str, topics: Iterable[str], *,

@@ -24,13 +24,21 @@ def read_checkpoints(clients: ClusterClients, topic: str, *,
                      policy: RetryPolicy = RetryPolicy(attempts=1),
                      ) -> dict[tuple[str, str, int], Checkpoint]:
     """The latest checkpoint per (group, target topic, partition)."""
+    return {key: cp for key, (cp, _) in timed_checkpoints(clients, topic, policy=policy).items()}
+
+
+def timed_checkpoints(clients: ClusterClients, topic: str, *,
+                      policy: RetryPolicy = RetryPolicy(attempts=1),
+                      ) -> dict[tuple[str, str, int], tuple[Checkpoint, int]]:
+    """The latest checkpoint per (group, target topic, partition), with the time (ms) it
+    was written: how old the position a failover with the source gone would use is."""
     latest: dict[tuple[str, str, int], tuple[Checkpoint, int, int]] = {}
     for cp, partition, ts in _decoded(clients, topic, policy, decode_checkpoint):
         key = (cp.group, cp.topic, cp.partition)
         prev = latest.get(key)
         if prev is None or replaces(prev[1], prev[2], partition, ts):
             latest[key] = (cp, partition, ts)
-    return {key: latest[key][0] for key in sorted(latest)}
+    return {key: (latest[key][0], latest[key][2]) for key in sorted(latest)}
 
 
 def read_offset_syncs(clients: ClusterClients, topic: str, *,

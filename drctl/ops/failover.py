@@ -20,6 +20,7 @@ from drctl.kafka.clients import describe_with_retry
 from drctl.kafka.groups import group_states, list_groups
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.topics import TP, ensure_topics, is_internal_topic, log_append_time_topics
+from drctl.kafka.transactions import hanging, max_transaction_s, open_transactions
 from drctl.ops.catch_up import catch_up_timed_out, describe_left, records_left
 from drctl.ops.fence import FENCED, UNFENCED, fence_topics, fence_unconfirmed_stop, open_risks
 from drctl.ops.late_copies import check_late_copies
@@ -51,6 +52,11 @@ class FailoverOptions:
     source_deadline_s: float = 20.0
     quiesce_s: float = 2.0  # planned: source ends must not move for this long
     catch_up_deadline_s: float = 1800.0  # planned: --timeout of the catch-up wait
+    # Take the failover point even behind a hanging transaction (its records stay unread).
+    force: bool = False
+    # An open transaction older than this is hanging; None: the brokers'
+    # transaction.max.timeout.ms.
+    transaction_age_s: float | None = None
 
 
 @dataclass
@@ -143,7 +149,8 @@ def left_behind(ctx: OpsContext, report: TranslationReport, source_up: bool,
         for topic in unmirrored]
     inventory = None
     if not source_up:
-        _, inventory = read_snapshot_topic(ctx.clients(rep.target), config.state.snapshots_topic)
+        inventory = read_snapshot_topic(ctx.clients(rep.target),
+                                        config.state.snapshots_topic).inventory
     if inventory is not None:
         translated = {g.group for g in report.groups}
         for topic in sorted(inventory.topics):
@@ -248,6 +255,43 @@ def preflight(ctx: OpsContext, opts: FailoverOptions) -> dict[str, Any]:
         out["unmirrored"] = unmirrored
         ctx.notify(f"Not mirrored on {rep.target}, left behind: {', '.join(unmirrored)}")
     return out
+
+
+def refuse_hanging_transactions(ctx: OpsContext, opts: FailoverOptions,
+                                pre: dict[str, Any]) -> list[dict[str, Any]]:
+    """A failover point is not taken behind a hanging transaction: its last stable offset
+    caps F and every read_committed read after it. Refused (exit 3) with the abort commands,
+    unless --force; what --force goes past is returned for the report."""
+    rep = ctx.rep
+    sides = {rep.target: sorted({*pre["topics"].values(),
+                                 *(rep.failover_topic(t) for t in pre["topics"])})}
+    if pre["source_reachable"]:
+        sides[rep.source] = sorted(pre["topics"])
+    found: list[dict[str, Any]] = []
+    now_ms = int(time.time() * 1000)
+    for name, topics in sides.items():
+        clients = ctx.clients(name)
+        meta = clients.admin().list_topics(timeout=30).topics
+        parts = [(t, p) for t in topics if t in meta for p in meta[t].partitions]
+        limit = opts.transaction_age_s if opts.transaction_age_s is not None \
+            else max_transaction_s(clients)
+        for t in hanging(open_transactions(clients, parts), limit, now_ms):
+            found.append({"cluster": name, "topic": t.topic, "partition": t.partition,
+                          "last_stable_offset": t.stable, "end": t.end,
+                          "open_s": t.age_s(now_ms),
+                          "abort": t.abort_commands(clients.bootstrap)})
+    if found and not opts.force:
+        lines = "; ".join(f"{f['topic']}-{f['partition']} on {f['cluster']} (stable "
+                          f"{f['last_stable_offset']}, end {f['end']})" for f in found)
+        raise CheckFailed(
+            f"Preflight failed: a hanging transaction holds {len(found)} partition(s): "
+            f"{lines}. A failover point taken now stops there for read_committed consumers.",
+            "Abort it: " + " | ".join(f["abort"] for f in found[:3])
+            + " — or run again with --force to fail over without its records.")
+    for f in found:
+        ctx.notify(f"--force: failing over past a hanging transaction on {f['topic']}-"
+                   f"{f['partition']} ({f['cluster']})")
+    return found
 
 
 def preview(ctx: OpsContext, opts: FailoverOptions, marker: FailoverMarker, resumed: bool,
@@ -362,6 +406,8 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *,
     marker, superseded = incident_to_continue(store, rep, opts)
     resumed = bool(marker.steps)
     pre = preflight(ctx, opts)
+    if not marker.done("failover-point"):
+        pre["hanging_transactions"] = refuse_hanging_transactions(ctx, opts, pre)
     if approve is not None and not opts.dry_run:
         approve(preview(ctx, opts, marker, resumed, superseded, pre))
     if pre["source_reachable"] and not opts.dry_run:

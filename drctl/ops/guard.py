@@ -11,6 +11,7 @@ reported and the next round tries again, paced by the one retry policy.
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -30,6 +31,7 @@ from drctl.translate.engine import TranslateRequest, translate_offsets, wanted_g
 from drctl.translate.inventory import keep_inventory
 from drctl.translate.model import Confidence, TranslateMethod
 from drctl.translate.snapshots import (
+    GuardRound,
     OffsetSnapshot,
     ensure_snapshot_topic,
     snapshot_producer,
@@ -57,6 +59,7 @@ class Guard:
 
     config: Config
     groups: str = ".*"
+    interval_s: float = 5.0
     snapshotted: dict[tuple[str, TP], int] = field(default_factory=dict)
     first_seen_ms: dict[tuple[str, TP], tuple[int, int]] = field(default_factory=dict)
     topic_ready: bool = False
@@ -117,6 +120,12 @@ class Guard:
         inventory = keep_inventory(config, src, dst, known=commits, now_ms=now_ms)
         if inventory.error:
             raise DrctlError(f"Source inventory {inventory.error}")
+        # That this round happened, for `drctl check` (guard running, how old its positions).
+        if self._producer is None:
+            self._producer = snapshot_producer(dst)
+        write_snapshots(dst, config.state.snapshots_topic, [], producer=self._producer,
+                        guard_round=GuardRound(int(time.time() * 1000), self.interval_s,
+                                               result.positions, socket.gethostname()))
 
     def _snapshot(self, dst: ClusterClients, moved: dict[str, dict[TP, int]], now_ms: int,
                   result: RoundResult) -> None:
@@ -159,7 +168,7 @@ def run_guard(config: Config, *, groups: str = ".*", interval_s: float = 5.0,
               on_round: Callable[[RoundResult], None] | None = None) -> list[RoundResult]:
     """Rounds every `interval_s` until `stop` is set (SIGTERM) — or one round with `once`.
     Returns the rounds' results with `once`, else the last one."""
-    guard = Guard(config, groups)
+    guard = Guard(config, groups, interval_s)
     stop = stop or threading.Event()
     results: list[RoundResult] = []
     backoff = None  # the retry policy's waits, while rounds keep failing

@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Protocol
 from drctl.config import Config, ReplicationSettings
 from drctl.kafka.clients import ClusterClients
 from drctl.progress import Notify
+from drctl.readiness.model import Finding
 from drctl.replication_registry import kind_entry
 
 
@@ -174,6 +175,13 @@ class ReplicationKind(ABC):
         positions can be, what it discovers late), for `drctl status`; None when nothing
         applies or it cannot be read."""
         return None
+
+    def settings_findings(self, rep: ReplicationSettings,
+                          active_on_target: Sequence[str]) -> list[Finding]:
+        """What this kind's settings silently break or cost in a failover, read from the
+        replicator (`drctl check`); `active_on_target`: groups with members on the target.
+        Nothing when the kind has no settings drctl depends on."""
+        return []
 
     def auto_translate_method(self, *, source_up: bool, forward: bool) -> str | None:
         """The translation method `auto` picks; None when no method works (source down).

@@ -6,7 +6,7 @@ lag through Connect's stored source offsets, and cannot mark its copies with a h
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from drctl.config import Config, ReplicationSettings
@@ -16,6 +16,7 @@ from drctl.kafka.connect_rest import ConnectClient, ConnectorMissing
 from drctl.kafka.lag import mm2_replication_lag
 from drctl.kafka.mm2_connectors import MirrorFlow
 from drctl.progress import Notify
+from drctl.readiness.model import Area, Finding, Severity
 from drctl.replication.base import Confirm, FlowContext, FlowState, ReturnRequest, ReverseRequest
 from drctl.replication.connect import (
     ConnectControlled,
@@ -86,6 +87,35 @@ class MirrorMaker2(ConnectControlled):
         except (ConnectorMissing, DrctlError):
             return None
         return checkpoint_costs(source, checkpoint)
+
+    def settings_findings(self, rep: ReplicationSettings,
+                          active_on_target: Sequence[str]) -> list[Finding]:
+        client = connect_client(rep)
+        names = {"source": rep.connect.source_connector,
+                 "checkpoint": rep.connect.checkpoint_connector}
+        if client is None or not all(names.values()):
+            return [Finding(Area.REPLICATION, "replication.connect",
+                            "no Connect URL or connector names in the config",
+                            "MirrorMaker 2's settings are not read: what they disable is unknown",
+                            "set replication.connect (url, source_connector, "
+                            "checkpoint_connector)", Severity.NOTE)]
+        configs: dict[str, dict[str, Any]] = {}
+        for role, name in names.items():
+            assert name is not None
+            try:
+                configs[role] = client.config(name)
+            except ConnectorMissing:
+                return [Finding(Area.REPLICATION, f"connector {name}",
+                                f"not on the Connect worker {client.url}",
+                                "forward replication (or its checkpoints) does not run",
+                                "create the connector, or fix replication.connect in the config")]
+            except DrctlError as exc:
+                return [Finding(Area.REPLICATION, f"connector {name}",
+                                f"Connect did not answer: {exc.message}",
+                                "MirrorMaker 2's settings are unknown", "check the worker",
+                                Severity.BLIND)]
+        return mm2_settings_findings(configs["source"], configs["checkpoint"], names,
+                                     active_on_target)
 
     def start_reverse(self, ctx: FlowContext, request: ReverseRequest,
                       notify: Notify) -> dict[str, Any]:
@@ -296,3 +326,69 @@ def checkpoint_costs(source: Mapping[str, Any], checkpoint: Mapping[str, Any]
     return {"checkpoint_interval_s": every, "group_refresh_s": groups_every,
             "topic_refresh_s": topics_every, "offset_lag_max": lag_max, "groups": groups,
             "lines": lines}
+
+
+def _on(cfg: Mapping[str, Any], key: str, default: bool) -> bool:
+    return str(cfg.get(key, str(default))).strip().lower() == "true"
+
+
+def mm2_settings_findings(source: Mapping[str, Any], checkpoint: Mapping[str, Any],
+                          names: Mapping[str, str | None],
+                          active_on_target: Sequence[str]) -> list[Finding]:
+    """What MirrorMaker 2's connector settings silently disable that drctl relies on, and
+    what the rest cost a failover with the source gone (notes, in numbers)."""
+    src, cpt = f"connector {names['source']}", f"connector {names['checkpoint']}"
+    out: list[Finding] = []
+    if not _on(source, "emit.offset-syncs.enabled", True):
+        out.append(Finding(Area.REPLICATION, src, "emit.offset-syncs.enabled=false",
+                           "no offset syncs: checkpoints cannot translate positions, so a "
+                           "failover with the source gone has none",
+                           "set emit.offset-syncs.enabled=true"))
+    if not _on(checkpoint, "emit.checkpoints.enabled", True):
+        out.append(Finding(Area.REPLICATION, cpt, "emit.checkpoints.enabled=false",
+                           "no checkpoints: a failover with the source gone has no group "
+                           "positions", "set emit.checkpoints.enabled=true"))
+    where = {role: str(cfg.get("offset-syncs.topic.location", "source"))
+             for role, cfg in (("source", source), ("checkpoint", checkpoint))}
+    if where["source"] != where["checkpoint"]:
+        out.append(Finding(Area.REPLICATION, cpt,
+                           f"offset-syncs.topic.location={where['checkpoint']}, the source "
+                           f"connector writes them on the {where['source']}",
+                           "the checkpoint connector reads no offset syncs: no checkpoints",
+                           f"set offset-syncs.topic.location={where['source']} on both"))
+    elif where["source"] == "source":
+        out.append(Finding(Area.REPLICATION, src, "offset syncs on the source cluster",
+                           "with the source gone, only the checkpoints already written count",
+                           "offset-syncs.topic.location=target keeps them beside the "
+                           "checkpoints (optional)", Severity.NOTE))
+    isolation = str(source.get("source.consumer.isolation.level",
+                               source.get("consumer.isolation.level", "read_uncommitted")))
+    if isolation != "read_committed":
+        out.append(Finding(Area.REPLICATION, src, f"source consumer isolation.level={isolation}",
+                           "records of aborted transactions are copied as ordinary records, "
+                           "and open ones before they commit",
+                           "set source.consumer.isolation.level=read_committed"))
+    if _on(checkpoint, "sync.group.offsets.enabled", False):
+        if active_on_target:
+            shown = ", ".join(sorted(active_on_target)[:5])
+            out.append(Finding(Area.REPLICATION, cpt,
+                               f"sync.group.offsets.enabled=true with group(s) active on the "
+                               f"target: {shown}",
+                               "MirrorMaker 2 skips active groups: their target positions are "
+                               "not kept, and once they stop it overwrites what they committed",
+                               "set sync.group.offsets.enabled=false (drctl moves groups at "
+                               "failover), or stop those consumers"))
+        else:
+            out.append(Finding(Area.REPLICATION, cpt, "sync.group.offsets.enabled=true",
+                               "MirrorMaker 2 commits translated positions on the target until "
+                               "it is stopped; drctl's failover replaces them with exact ones",
+                               "nothing to do", Severity.NOTE))
+    costs = checkpoint_costs(source, checkpoint)
+    out.extend(Finding(Area.REPLICATION, "MirrorMaker 2 settings", line, "-", "-",
+                       Severity.NOTE) for line in costs["lines"])
+    out.append(Finding(Area.REPLICATION, "Connect worker",
+                       "offset.flush.interval.ms is a worker setting (not readable over REST)",
+                       "a worker that dies re-copies what it copied since its last flush "
+                       "(60 s by default); failback tells those late copies apart",
+                       "nothing to do", Severity.NOTE))
+    return out

@@ -126,6 +126,29 @@ class SourceInventory:
                    int(raw["written_ms"]), list(raw.get("unread", [])))
 
 
+GUARD_ROUND_KEY = b"\x00guard-round"
+
+
+@dataclass(frozen=True)
+class GuardRound:
+    """Guard's last successful round, written every round: whether guard runs, and how old
+    the positions it keeps can be (`drctl check`)."""
+
+    round_ms: int  # when the round ended
+    interval_s: float  # the interval guard runs at
+    positions: int  # committed positions in scope it looked at
+    host: str = ""  # where it runs
+
+    def encode(self) -> bytes:
+        return json.dumps(asdict(self), sort_keys=True).encode()
+
+    @classmethod
+    def decode(cls, value: bytes) -> GuardRound:
+        raw = json.loads(value)
+        return cls(int(raw["round_ms"]), float(raw["interval_s"]), int(raw["positions"]),
+                   str(raw.get("host", "")))
+
+
 def ensure_snapshot_topic(clients: ClusterClients, topic: str) -> None:
     """Create the compacted snapshot topic on the target if it is missing."""
     admin = clients.admin()
@@ -153,7 +176,8 @@ def snapshot_producer(clients: ClusterClients) -> Producer:
 def write_snapshots(clients: ClusterClients, topic: str,
                     snapshots: Iterable[OffsetSnapshot],
                     inventory: SourceInventory | None = None, *,
-                    producer: Producer | None = None) -> int:
+                    producer: Producer | None = None,
+                    guard_round: GuardRound | None = None) -> int:
     """Write snapshots (and the inventory) and wait until every one is acknowledged;
     returns how many snapshots."""
     producer = producer or snapshot_producer(clients)
@@ -167,6 +191,9 @@ def write_snapshots(clients: ClusterClients, topic: str,
     if inventory is not None:
         producer.produce(topic, key=INVENTORY_KEY, value=inventory.encode(),
                          on_delivery=lambda err, _m: failed.append(str(err)) if err else None)
+    if guard_round is not None:
+        producer.produce(topic, key=GUARD_ROUND_KEY, value=guard_round.encode(),
+                         on_delivery=lambda err, _m: failed.append(str(err)) if err else None)
     if producer.flush(60) or failed:
         raise DrctlError(f"Writing {count} offset snapshot(s) to {topic} failed"
                          + (f": {failed[0]}" if failed else "") + ".",
@@ -177,22 +204,29 @@ def write_snapshots(clients: ClusterClients, topic: str,
 def read_snapshots(clients: ClusterClients, topic: str
                    ) -> dict[tuple[str, str, int], OffsetSnapshot]:
     """The newest snapshot per (group, source topic, partition); empty without the topic."""
-    return read_snapshot_topic(clients, topic)[0]
+    return read_snapshot_topic(clients, topic).snapshots
 
 
-def read_snapshot_topic(clients: ClusterClients, topic: str
-                        ) -> tuple[dict[tuple[str, str, int], OffsetSnapshot],
-                                   SourceInventory | None]:
-    """The newest snapshots and the newest inventory (None without one)."""
+@dataclass
+class SnapshotTopic:
+    """What the snapshot topic holds: the newest snapshot per position, the newest
+    inventory, and guard's last round (None when guard never ran against this target)."""
+
+    snapshots: dict[tuple[str, str, int], OffsetSnapshot] = field(default_factory=dict)
+    inventory: SourceInventory | None = None
+    guard_round: GuardRound | None = None
+
+
+def read_snapshot_topic(clients: ClusterClients, topic: str) -> SnapshotTopic:
+    """The whole snapshot topic, newest record per key; empty without the topic."""
     admin = clients.admin()
     meta = admin.list_topics(timeout=30).topics.get(topic)
+    out = SnapshotTopic()
     if meta is None:
-        return {}, None
+        return out
     marks = watermarks(admin, [(topic, p) for p in meta.partitions])
     ranges: Mapping[tuple[str, int], tuple[int, int]] = {
         tp: m for tp, m in marks.items() if m[1] > m[0]}
-    out: dict[tuple[str, str, int], OffsetSnapshot] = {}
-    inventory: SourceInventory | None = None
     consumer = clients.consumer(**{"enable.partition.eof": "true"})
     try:
         for rec in read_ranges(consumer, ranges):
@@ -200,14 +234,19 @@ def read_snapshot_topic(clients: ClusterClients, topic: str
                 continue
             if rec.key == INVENTORY_KEY:
                 found = SourceInventory.decode(rec.value)
-                if inventory is None or found.written_ms >= inventory.written_ms:
-                    inventory = found
+                if out.inventory is None or found.written_ms >= out.inventory.written_ms:
+                    out.inventory = found
+                continue
+            if rec.key == GUARD_ROUND_KEY:
+                last = GuardRound.decode(rec.value)
+                if out.guard_round is None or last.round_ms >= out.guard_round.round_ms:
+                    out.guard_round = last
                 continue
             snap = OffsetSnapshot.decode(rec.value)
             key = (snap.group, snap.topic, snap.partition)
-            have = out.get(key)
+            have = out.snapshots.get(key)
             if have is None or snap.snapshot_ms >= have.snapshot_ms:
-                out[key] = snap
+                out.snapshots[key] = snap
     finally:
         consumer.close()
-    return out, inventory
+    return out

@@ -20,7 +20,9 @@ from drctl.kafka.groups import committed_offsets
 from drctl.kafka.records import read_all
 from drctl.lab.workload import commit_offsets, create_topics
 from drctl.translate.snapshots import (
+    GUARD_ROUND_KEY,
     INVENTORY_KEY,
+    GuardRound,
     OffsetSnapshot,
     SourceInventory,
     read_snapshot_topic,
@@ -241,7 +243,7 @@ def test_without_guard_status_keeps_the_inventory_and_failover_names_a_young_gro
         inventory = out["replication"]["inventory"]
         assert inventory["wrote"] and inventory["error"] is None, inventory
         assert (inventory["topics"], inventory["groups"]) == (1, 2), inventory
-        _, kept = read_snapshot_topic(lab.secondary, cfg.state.snapshots_topic)
+        kept = read_snapshot_topic(lab.secondary, cfg.state.snapshots_topic).inventory
         assert kept is not None and kept.groups == {old: [topic], young: [topic]}, kept
         # Nothing changed: the next status reads the group list only and writes nothing.
         status, again = run_json("--config", str(config), "status")
@@ -373,12 +375,16 @@ def test_guard_survives_broker_restarts_on_both_sides_and_sigterm_mid_write(
             if rec.key == INVENTORY_KEY:
                 SourceInventory.decode(rec.value)
                 continue
+            if rec.key == GUARD_ROUND_KEY:
+                GuardRound.decode(rec.value)
+                continue
             snap = OffsetSnapshot.decode(rec.value)
             assert snap.key == rec.key
             key = (snap.group, snap.topic, snap.partition)
             if key not in newest or snap.snapshot_ms >= newest[key].snapshot_ms:
                 newest[key] = snap
-        read, inventory = read_snapshot_topic(secondary, cfg.state.snapshots_topic)
+        whole = read_snapshot_topic(secondary, cfg.state.snapshots_topic)
+        read, inventory = whole.snapshots, whole.inventory
         assert read == newest and inventory is not None and group in inventory.groups
         last = read[(group, topic, 0)].source_offset
         assert 30 <= last <= 59

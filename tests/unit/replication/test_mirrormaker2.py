@@ -68,3 +68,30 @@ def test_mirrormaker_settings_say_what_a_source_down_failover_costs() -> None:
     assert (lab["checkpoint_interval_s"], lab["topic_refresh_s"], lab["offset_lag_max"],
             lab["group_refresh_s"]) == (1, 2, 10, 600)
     assert lab["lines"][-1] == "Only groups matching 'orders-.*' are checkpointed."
+
+
+def _lint(source: dict[str, str], checkpoint: dict[str, str],
+          active: tuple[str, ...] = ()) -> dict[str, str]:
+    from drctl.readiness.model import Severity
+    from drctl.replication.mirrormaker2 import mm2_settings_findings
+
+    found = mm2_settings_findings(source, checkpoint, {"source": "src", "checkpoint": "cpt"},
+                                  list(active))
+    return {f.difference: f.severity for f in found if f.severity == Severity.RISK}
+
+
+def test_settings_that_silently_disable_what_drctl_relies_on_are_risks() -> None:
+    safe_source = {"source.consumer.isolation.level": "read_committed"}
+    assert _lint(safe_source, {}) == {}
+    # MirrorMaker 2's own default copies aborted records as ordinary ones.
+    assert list(_lint({}, {})) == ["source consumer isolation.level=read_uncommitted"]
+    risks = _lint({**safe_source, "emit.offset-syncs.enabled": "false",
+                   "offset-syncs.topic.location": "target"},
+                  {"emit.checkpoints.enabled": "false", "sync.group.offsets.enabled": "true"},
+                  active=("billing",))
+    assert sorted(risks) == sorted([
+        "emit.offset-syncs.enabled=false", "emit.checkpoints.enabled=false",
+        "offset-syncs.topic.location=source, the source connector writes them on the target",
+        "sync.group.offsets.enabled=true with group(s) active on the target: billing"])
+    # Group offset sync with nobody active on the target costs nothing to fix.
+    assert _lint(safe_source, {"sync.group.offsets.enabled": "true"}) == {}

@@ -1,0 +1,84 @@
+"""`drctl check`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from drctl.cli.durations import duration_option
+from drctl.cli.options import Groups, OutputOption
+from drctl.cli.state import CURRENT
+from drctl.context import OpsContext
+from drctl.readiness.check import CheckOptions, run_check
+from drctl.readiness.model import Readiness, Severity
+from drctl.terminal import OutputFormat, Terminal
+
+
+def check_command(
+    topics: Annotated[str, typer.Option(
+        metavar="REGEX", help="Only these of the flow's topics (a regex on the whole name).")]
+    = ".*",
+    groups: Groups = ".*",
+    stale_after: Annotated[float, duration_option(
+        "A group position on the target (checkpoint, guard snapshot) behind its commit and "
+        "older than this is stale.", default="5m")] = 300.0,
+    transaction_age: Annotated[float | None, duration_option(
+        "An open transaction older than this is hanging (default: the brokers' "
+        "transaction.max.timeout.ms).", default=None)] = None,
+    deadline: Annotated[float, duration_option(
+        "How long to retry each cluster before calling it unreachable.", default="10s")]
+    = 10.0,
+    notes: Annotated[bool, typer.Option(
+        "--notes", help="Also list notes: what settings cost, nothing to fix.")] = False,
+    output: Annotated[OutputFormat | None, OutputOption] = None,
+) -> None:
+    """Readiness: would a failover of the flow work now? One finding per object, with the
+    difference, the risk and the fix.
+
+    Topic parity (mirror, partitions, timestamp type, min.insync.replicas, cleanup,
+    retention, max.message.bytes), ACL parity, group positions on the target, hanging
+    transactions on either side, MirrorMaker 2's settings, and guard.
+
+    \b
+    Examples:
+      drctl check
+      drctl check --topics 'orders.*' -o json
+      drctl check --stale-after 2m --notes
+
+    \b
+    Exit status: 0 ready; 3 a finding to fix; 4 a cluster or Connect did not
+    answer (readiness unknown); 2 a configuration error."""
+    config = CURRENT.config()
+    term = CURRENT.terminal(output)
+    ctx = OpsContext.from_config(config, term.step)
+    try:
+        result = run_check(ctx, CheckOptions(topics=topics, groups=groups,
+                                             stale_after_s=stale_after,
+                                             transaction_age_s=transaction_age,
+                                             deadline_s=deadline))
+    finally:
+        ctx.close()
+    if term.json_mode:
+        term.emit_json(result.as_dict())
+    else:
+        render_readiness(term, result, notes=notes)
+    raise typer.Exit(result.exit_status)
+
+
+def render_readiness(term: Terminal, result: Readiness, *, notes: bool) -> None:
+    data = result.as_dict()
+    shown = [f for f in data["findings"] if notes or f["severity"] != Severity.NOTE]
+    if shown:
+        term.table(f"Readiness {result.source} -> {result.target}",
+                   ["area", "severity", "object", "difference", "risk", "fix"],
+                   [[f["area"], f["severity"], f["object"], f["difference"], f["risk"],
+                     f["fix"]] for f in shown])
+    looked = ", ".join(f"{n} {area}" for area, n in data["checked"].items())
+    summary = (f"{result.source} -> {result.target}: {data['verdict'].upper()} — "
+               f"{data['risks']} risk(s), {data['blind']} blind spot(s), {data['notes']} "
+               f"note(s); looked at {looked or 'nothing'} in {data['seconds']:g} s")
+    if result.exit_status:
+        term.warn(summary)
+    else:
+        term.success(summary)

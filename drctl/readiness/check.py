@@ -1,0 +1,177 @@
+"""`drctl check`: would a failover of this flow work now, and how much would it lose?
+
+Each area reads what it needs once (topic configs and ACLs in one request per cluster,
+commits 500 groups a request, the checkpoint and snapshot topics whole) and turns it into
+findings; a cluster or worker that does not answer makes the areas that need it blind
+(exit 4), never clean.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from drctl.context import OpsContext
+from drctl.errors import DrctlError
+from drctl.kafka.checkpoints import timed_checkpoints
+from drctl.kafka.clients import describe_with_retry
+from drctl.kafka.groups import committed_offsets, group_states, list_groups
+from drctl.kafka.topics import TP, is_internal_topic
+from drctl.kafka.transactions import hanging, max_transaction_s, open_transactions
+from drctl.readiness.acls import acl_parity
+from drctl.readiness.model import Area, Finding, Readiness, Severity
+from drctl.readiness.positions import guard_findings, position_findings
+from drctl.readiness.topics import compare_topics, read_shapes
+from drctl.timeparse import format_duration
+from drctl.translate.engine import wanted_group
+from drctl.translate.inventory import source_topics_in_scope
+from drctl.translate.snapshots import read_snapshot_topic
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    topics: str = ".*"  # narrows the flow's topics (regex, whole names)
+    groups: str = ".*"  # narrows the config's groups (regex, whole names)
+    # A group position (checkpoint, snapshot) behind its commit and older than this is stale.
+    stale_after_s: float = 300.0
+    # An open transaction older than this is hanging; None: the brokers'
+    # transaction.max.timeout.ms (no live producer holds one longer).
+    transaction_age_s: float | None = None
+    deadline_s: float = 10.0  # for reaching each cluster
+
+
+def run_check(ctx: OpsContext, opts: CheckOptions) -> Readiness:
+    started = time.monotonic()
+    rep = ctx.rep
+    kind = ctx.require_kind()
+    out = Readiness(rep.source, rep.target)
+    policy = ctx.config.retry.with_deadline(opts.deadline_s)
+    up: dict[str, bool] = {}
+    with ThreadPoolExecutor(2) as pool:  # both clusters asked at once
+        asked = {name: pool.submit(describe_with_retry, ctx.clients(name), policy)
+                 for name in (rep.source, rep.target)}
+        for name, future in asked.items():
+            try:
+                future.result()
+                up[name] = True
+            except DrctlError as exc:
+                up[name] = False
+                out.add(Finding(Area.TOPICS, f"cluster {name}", f"no answer: {exc.message}",
+                                "what a failover needs of it is unknown",
+                                "check the cluster, or drctl's access to it", Severity.BLIND))
+            ctx.notify(f"{name}: {'answered' if up[name] else 'no answer'}")
+    topic_re, group_re = re.compile(opts.topics), re.compile(opts.groups)
+    now_ms = int(time.time() * 1000)
+    src_topics: dict[str, int] = {}
+    if up[rep.source]:
+        src_topics = {t: n for t, n in source_topics_in_scope(ctx.config, ctx.source).items()
+                      if topic_re.fullmatch(t)}
+    if up[rep.source] and up[rep.target]:
+        _topics(ctx, out, src_topics)
+        _acls(ctx, out, src_topics, group_re)
+        if kind.offsets_preserved:
+            out.add(Finding(Area.POSITIONS, "groups", "offsets are preserved by the mirror",
+                            "none: groups keep their offsets", "nothing to do", Severity.NOTE))
+        else:
+            _positions(ctx, out, src_topics, group_re, now_ms, opts)
+    _transactions(ctx, out, up, src_topics, now_ms, opts)
+    if up[rep.target]:
+        ctx.notify("Reading MirrorMaker 2's settings and guard's last round")
+        groups = [g for g in list_groups(ctx.target.admin())
+                  if wanted_group(ctx.config, group_re, g)]
+        active = sorted(g for g, st in group_states(ctx.target.admin(), groups).items()
+                        if st.active)
+        out.add(*kind.settings_findings(rep, active))
+        last = read_snapshot_topic(ctx.target, ctx.config.state.snapshots_topic).guard_round
+        out.add(*guard_findings(last, now_ms, opts.stale_after_s, rep.target))
+    out.seconds = time.monotonic() - started
+    return out
+
+
+def _topics(ctx: OpsContext, out: Readiness, src_topics: dict[str, int]) -> None:
+    rep = ctx.rep
+    ctx.notify(f"Comparing {len(src_topics)} topic(s) with their mirrors")
+    target_meta = ctx.target.admin().list_topics(timeout=30).topics
+    mirrors = {rep.mirror_topic(t): len(target_meta[rep.mirror_topic(t)].partitions)
+               for t in src_topics if rep.mirror_topic(t) in target_meta}
+    with ThreadPoolExecutor(2) as pool:
+        source = pool.submit(read_shapes, ctx.source.admin(), src_topics)
+        target = pool.submit(read_shapes, ctx.target.admin(), mirrors)
+        out.add(*compare_topics(rep, source.result(), target.result(), ctx.target.bootstrap))
+    out.checked[Area.TOPICS.value] = len(src_topics)
+
+
+def _acls(ctx: OpsContext, out: Readiness, src_topics: dict[str, int],
+          group_re: re.Pattern[str]) -> None:
+    rep = ctx.rep
+    ctx.notify("Comparing ACLs")
+    findings, compared = acl_parity(
+        rep.source, rep.target, ctx.source.admin(), ctx.target.admin(), ctx.target.bootstrap,
+        lambda t: t in src_topics, lambda g: wanted_group(ctx.config, group_re, g),
+        sorted(src_topics), rep.principal)
+    out.add(*findings)
+    out.checked[Area.ACLS.value] = compared
+
+
+def _positions(ctx: OpsContext, out: Readiness, src_topics: dict[str, int],
+               group_re: re.Pattern[str], now_ms: int, opts: CheckOptions) -> None:
+    rep = ctx.rep
+    admin = ctx.source.admin()
+    groups = [g for g in list_groups(admin) if wanted_group(ctx.config, group_re, g)]
+    ctx.notify(f"Reading the commits of {len(groups)} group(s)")
+    commits = {g: {tp: o for tp, o in offs.items() if tp[0] in src_topics}
+               for g, offs in committed_offsets(admin, groups).items()}
+    checkpoints_topic = ctx.require_kind().checkpoints_topic(rep)
+    checkpoints: dict[Any, Any] = {}
+    if checkpoints_topic:
+        ctx.notify(f"Reading {checkpoints_topic}")
+        try:
+            checkpoints = timed_checkpoints(ctx.target, checkpoints_topic)
+        except DrctlError as exc:
+            out.add(Finding(Area.POSITIONS, f"topic {checkpoints_topic}",
+                            f"cannot be read on {rep.target}: {exc.message}",
+                            "with the source gone, no group has a checkpoint",
+                            "check that MirrorMaker 2's checkpoint connector runs"))
+    snapshots = read_snapshot_topic(ctx.target, ctx.config.state.snapshots_topic).snapshots
+    findings, looked = position_findings(rep, commits, checkpoints, snapshots, now_ms,
+                                         opts.stale_after_s)
+    out.add(*findings)
+    out.checked[Area.POSITIONS.value] = looked
+
+
+def _transactions(ctx: OpsContext, out: Readiness, up: dict[str, bool],
+                  src_topics: dict[str, int], now_ms: int, opts: CheckOptions) -> None:
+    rep = ctx.rep
+    looked = 0
+    for name in (rep.source, rep.target):
+        if not up[name]:
+            continue
+        clients = ctx.clients(name)
+        meta = clients.admin().list_topics(timeout=30).topics
+        if name == rep.source:
+            wanted = set(src_topics)
+        else:  # the mirrors and the failover topics: where F is taken
+            wanted = {rep.mirror_topic(t) for t in src_topics} \
+                | {rep.failover_topic(t) for t in src_topics} if src_topics else {
+                    t for t in meta if not is_internal_topic(t)
+                    and (rep.source_topic_of(t) or "") and rep.topics.matches(
+                        rep.source_topic_of(t) or "")}
+        parts: list[TP] = [(t, p) for t in sorted(wanted) if t in meta
+                           for p in meta[t].partitions]
+        looked += len(parts)
+        ctx.notify(f"{name}: looking for open transactions on {len(parts)} partition(s)")
+        limit = opts.transaction_age_s if opts.transaction_age_s is not None \
+            else max_transaction_s(clients)
+        for t in hanging(open_transactions(clients, parts), limit, now_ms):
+            age = t.age_s(now_ms)
+            since = "of unknown age" if age is None else f"open {format_duration(round(age))}"
+            out.add(Finding(
+                Area.TRANSACTIONS, f"partition {t.topic}-{t.partition} on {name}",
+                f"last stable offset {t.stable} held below the end {t.end} by a transaction "
+                f"{since} (longer than {format_duration(limit)})",
+                "read_committed consumers stall there, and a failover point or gap read "
+                "taken now stops at it", t.abort_commands(clients.bootstrap)))
+    out.checked[Area.TRANSACTIONS.value] = looked
