@@ -74,6 +74,11 @@ def render_readiness(term: Terminal, result: Readiness, *, notes: bool) -> None:
                    ["area", "severity", "object", "difference", "risk", "fix"],
                    [[f["area"], f["severity"], f["object"], f["difference"], f["risk"],
                      f["fix"]] for f in shown])
+    rpo = data["rpo"]
+    if rpo is not None:
+        term.info(f"RPO now: {rpo['seconds']:g} s of data ({rpo['behind']:,} record(s) not "
+                  "replicated)" if rpo.get("seconds") is not None
+                  else f"RPO now: unknown — {rpo.get('why')}")
     looked = ", ".join(f"{n} {area}" for area, n in data["checked"].items())
     summary = (f"{result.source} -> {result.target}: {data['verdict'].upper()} — "
                f"{data['risks']} risk(s), {data['blind']} blind spot(s), {data['notes']} "

@@ -19,7 +19,8 @@ def mm2_replication_lag(source: ClusterClients, connect: ConnectClient, connecto
                         replicated: Callable[[str], bool] = lambda _: True
                         ) -> list[dict[str, Any]]:
     """Per source topic: offsets behind = source end - (last replicated upstream offset + 1),
-    and the timestamp of the oldest record the target lacks (None when it lacks none).
+    and the timestamp of the oldest record the target lacks (None when it lacks none); under
+    `by_partition` the same for each partition that is behind.
 
     Connect stores the last replicated offset every `offset.flush.interval.ms`, and
     transaction markers occupy offsets, so a small non-zero value can mean "caught up"
@@ -42,7 +43,8 @@ def mm2_replication_lag(source: ClusterClients, connect: ConnectClient, connecto
                        read_committed=False)
     per_topic: dict[str, dict[str, Any]] = defaultdict(lambda: {"partitions": 0, "behind": 0,
                                                                 "end": 0,
-                                                                "oldest_unreplicated_ms": None})
+                                                                "oldest_unreplicated_ms": None,
+                                                                "by_partition": []})
     first_missing: dict[tuple[str, int], tuple[int, int]] = {}
     for tp in partitions:
         low, high = marks[(tp.topic, tp.partition)]
@@ -54,7 +56,14 @@ def mm2_replication_lag(source: ClusterClients, connect: ConnectClient, connecto
         row["behind"] += max(0, high - replicated_to)
         if high > replicated_to:
             first_missing[(tp.topic, tp.partition)] = (replicated_to, high)
-    for (topic, _), ts in oldest_records(source, first_missing).items():
+            row["by_partition"].append({"partition": tp.partition,
+                                        "behind": high - replicated_to,
+                                        "oldest_unreplicated_ms": None})
+    oldest = oldest_records(source, first_missing)
+    for topic, row in per_topic.items():
+        for part in row["by_partition"]:
+            part["oldest_unreplicated_ms"] = oldest.get((topic, part["partition"]))
+    for (topic, _), ts in oldest.items():
         row = per_topic[topic]
         if row["oldest_unreplicated_ms"] is None or ts < row["oldest_unreplicated_ms"]:
             row["oldest_unreplicated_ms"] = ts
@@ -68,11 +77,14 @@ _PEEK = 64
 
 def oldest_records(source: ClusterClients, ranges: Mapping[tuple[str, int], tuple[int, int]]
                    ) -> dict[tuple[str, int], int]:
-    """Per partition, the timestamp of the first visible record of its range (the oldest
-    record the target lacks): how far back in time replication lags."""
+    """Per partition, the timestamp of the first record of its range (the oldest record the
+    target lacks): how far back in time replication lags."""
     if not ranges:
         return {}
-    consumer = source.consumer(**{"enable.partition.eof": "true"})
+    # Uncommitted too: a range that is all one open transaction has no committed record to
+    # show, and its records are what the target lacks until it commits (or aborts).
+    consumer = source.consumer(**{"enable.partition.eof": "true",
+                                  "isolation.level": "read_uncommitted"})
     out: dict[tuple[str, int], int] = {}
     try:
         for rec in read_ranges(consumer, {tp: (start, min(end, start + _PEEK))

@@ -66,3 +66,17 @@ def wait_replicated(lab: RunningLab, topic: str, count: int, deadline_s: float =
 def fresh_clients(lab: RunningLab, cluster: str) -> Any:
     """New clients: the lab's own were made before a broker restarted."""
     return lab.lab.clients(lab.state, cluster)
+
+
+def run_json(*argv: str) -> tuple[int, dict[str, Any]]:
+    """`drctl -o json ARGV…` in this process: its exit status and the JSON it printed."""
+    import contextlib
+    import io
+    import json
+
+    from drctl.cli.app import main
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        status = main(["--output", "json", *argv])
+    return status, json.loads(buf.getvalue() or "{}")

@@ -23,7 +23,7 @@ from drctl.kafka.groups import committed_offsets
 from drctl.lab.workload import WorkloadSpec, commit_offsets, create_topics, run_workload
 from drctl.state import FailoverMarker, MarkerStore, marker_store
 from tests.conftest import RunningLab
-from tests.lab.support import wait_replicated
+from tests.lab.support import run_json, wait_replicated
 from tests.lab.test_translate import busy_on_target
 
 pytestmark = pytest.mark.lab
@@ -50,15 +50,6 @@ def restore_replication(lab: RunningLab) -> Iterator[None]:
         lab.lab.heal("primary")
     lab.lab.up(ports=lab.state.ports, names_kept=lab.names_kept)
 
-
-def run_json(*argv: str) -> tuple[int, dict]:
-    import contextlib
-    import io
-
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        status = main(["--output", "json", *argv])
-    return status, json.loads(buf.getvalue() or "{}")
 
 
 def test_planned_switchover_with_running_producers(lab: RunningLab, ns: str, tmp_path: Path,

@@ -4,8 +4,6 @@ principal that is not a super user, Connect's REST API over HTTPS with basic aut
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import time
 from pathlib import Path
@@ -13,14 +11,13 @@ from pathlib import Path
 import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 
-from drctl.cli.app import main
 from drctl.kafka.acls import AclOutcome, authorizer_available, fence, fenced_topics, lift_fence
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.records import read_all
 from drctl.lab.security import DRCTL_USER, MM2_PRINCIPAL, MM2_USER
 from drctl.lab.workload import commit_offsets, create_topics
 from tests.conftest import RunningLab
-from tests.lab.support import keyed, produce, wait_count
+from tests.lab.support import keyed, produce, run_json, wait_count
 
 pytestmark = pytest.mark.lab
 
@@ -38,12 +35,6 @@ def mm2_login(running: RunningLab, cluster: str) -> dict[str, str]:
             "sasl.password": running.lab.credentials.password(MM2_USER),
             "ssl.ca.location": str(running.lab.credentials.ca_file)}
 
-
-def run_json(*argv: str) -> tuple[int, dict]:
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        status = main(["--output", "json", *argv])
-    return status, json.loads(buf.getvalue() or "{}")
 
 
 def test_mirrormaker_replicates_as_its_own_principal(secure_lab: RunningLab, ns: str) -> None:
@@ -181,3 +172,50 @@ def test_fence_on_a_cluster_without_authorizer_is_unsupported(lab: RunningLab) -
         assert "no authorizer" in result.reason and not result.done
     # Kafka answers DescribeAcls without an authorizer with no bindings, not an error.
     assert fenced_topics(admin, MM2_PRINCIPAL) == set()
+
+
+def test_check_finds_a_write_acl_the_target_lacks(secure_lab: RunningLab, ns: str) -> None:
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    from drctl.kafka.acls import grant
+
+    topic, principal = f"{ns}-acl", f"User:app-{ns}"
+    create_topics(secure_lab.primary, (topic,), 1)
+    produce(secure_lab.primary, topic, keyed("k", 4, partitions=1))
+    wait_count(secure_lab.secondary, topic, 4)
+    config = str(secure_lab.config_file)
+    # The producer's and consumer's grants exist on both clusters: ready.
+    both = [AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, principal, "*",
+                       op, AclPermissionType.ALLOW) for op in (AclOperation.READ,)]
+    write = AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, principal, "*",
+                       AclOperation.WRITE, AclPermissionType.ALLOW)
+    for cluster in (secure_lab.primary, secure_lab.secondary):
+        grant(cluster.admin(), both)
+    try:
+        status, out = run_json("--config", config, "check", "--topics", topic, "--groups", "^$")
+        assert status == 0, out["findings"]
+        assert out["checked"]["acls"] == 1
+        # WRITE on the source only: MirrorMaker 2 never copies ALLOW WRITE bindings.
+        grant(secure_lab.primary.admin(), [write])
+        status, out = run_json("--config", config, "check", "--topics", topic, "--groups", "^$")
+        assert status == 3
+        [found] = [f for f in out["findings"] if f["area"] == "acls"]
+        assert found["object"] == f"{principal} WRITE on topic {topic}"
+        assert found["difference"] == "allowed on primary, not on secondary"
+        assert found["fix"].startswith(f"kafka-acls.sh --bootstrap-server "
+                                       f"{secure_lab.secondary.bootstrap} --add "
+                                       f"--allow-principal {principal} --operation Write")
+    finally:
+        for cluster in (secure_lab.primary, secure_lab.secondary):
+            admin = cluster.admin()
+            for future in admin.delete_acls([AclBindingFilter(
+                    ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, principal, "*",
+                    AclOperation.ANY, AclPermissionType.ANY)], request_timeout=10).values():
+                future.result()

@@ -1,0 +1,171 @@
+"""`drctl check` against the real lab: a clean flow is ready (exit 0); each thing that would
+make a failover go wrong is found with exit 3 and its fix; RPO in seconds matches the
+timestamps the test wrote."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer, TopicPartition
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+from drctl.lab.workload import commit_offsets, create_topics
+from tests.conftest import RunningLab
+from tests.lab.support import keyed, produce, run_json, wait_replicated
+
+pytestmark = pytest.mark.lab
+
+
+def check(lab: RunningLab, *args: str) -> tuple[int, dict[str, Any]]:
+    return run_json("--config", str(lab.config_file), "check", *args)
+
+
+def risks(out: dict[str, Any], area: str) -> list[dict[str, str]]:
+    return [f for f in out["findings"] if f["area"] == area and f["severity"] == "risk"]
+
+
+def set_topic_config(clients: Any, topic: str, key: str, value: str | None) -> None:
+    """Set (or with None delete) one topic config, incrementally."""
+    op = AlterConfigOpType.SET if value is not None else AlterConfigOpType.DELETE
+    resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
+        ConfigEntry(key, value or "", incremental_operation=op)])
+    for future in clients.admin().incremental_alter_configs([resource]).values():
+        future.result(30)
+
+
+@pytest.fixture
+def ready_topic(lab: RunningLab, ns: str) -> Iterator[tuple[str, str]]:
+    """A mirrored topic with a group checkpointed on it: what a clean check looks at."""
+    topic, group = f"{ns}-ready", f"{ns}-app"
+    create_topics(lab.primary, (topic,), 2)
+    produce(lab.primary, topic, keyed("k", 20))
+    wait_replicated(lab, topic, 20)
+    commit_offsets(lab.primary, group, [TopicPartition(topic, p, 10) for p in (0, 1)])
+    lab.wait_checkpointed(group, topic, {0: 10, 1: 10})
+    yield topic, group
+
+
+def test_a_clean_flow_is_ready_and_each_config_drift_is_a_risk_with_its_fix(
+        lab: RunningLab, ready_topic: tuple[str, str]) -> None:
+    topic, group = ready_topic
+    status, out = check(lab, "--topics", topic, "--groups", group)
+    assert status == 0, out["findings"]
+    assert out["verdict"] == "ready" and out["risks"] == 0 and out["blind"] == 0
+    assert out["checked"]["topics"] == 1 and out["checked"]["positions"] == 2
+    assert out["rpo"]["seconds"] == 0.0 and out["rpo"]["behind"] == 0
+
+    # MirrorMaker 2's default config filter syncs neither of these.
+    set_topic_config(lab.primary, topic, "min.insync.replicas", "2")
+    set_topic_config(lab.secondary, lab.mirror(topic), "message.timestamp.type", "LogAppendTime")
+    try:
+        status, out = check(lab, "--topics", topic, "--groups", group)
+        assert status == 3
+        found = {f["difference"].split(" ")[0]: f for f in risks(out, "topics")}
+        assert set(found) == {"min.insync.replicas", "message.timestamp.type"}, found
+        assert found["min.insync.replicas"]["difference"] == \
+            "min.insync.replicas 2 on primary, 1 on secondary"
+        assert found["message.timestamp.type"]["fix"].endswith(
+            f"--entity-name {lab.mirror(topic)} --add-config message.timestamp.type=CreateTime")
+    finally:
+        set_topic_config(lab.primary, topic, "min.insync.replicas", None)
+        set_topic_config(lab.secondary, lab.mirror(topic), "message.timestamp.type", None)
+    assert check(lab, "--topics", topic, "--groups", group)[0] == 0
+
+
+def test_a_group_mirrormaker_never_checkpoints_is_named(lab: RunningLab,
+                                                        ready_topic: tuple[str, str]) -> None:
+    topic, checkpointed = ready_topic
+    # MirrorMaker 2's default groups.exclude leaves console-consumer-* groups out.
+    group = f"console-consumer-{checkpointed}"
+    commit_offsets(lab.primary, group, [TopicPartition(topic, 0, 5)])
+    # A group committed after it is checkpointed: MirrorMaker 2 had its chance.
+    later = f"{checkpointed}-later"
+    commit_offsets(lab.primary, later, [TopicPartition(topic, p, 10) for p in (0, 1)])
+    lab.wait_checkpointed(later, topic, {0: 10, 1: 10})
+    status, out = check(lab, "--topics", topic, "--groups", f"{group}|{checkpointed}|{later}")
+    assert status == 3
+    named = risks(out, "positions")
+    assert [f["object"] for f in named] == [f"group {group}"], named
+    assert f"{topic}-0" in named[0]["difference"] and "auto.offset.reset" in named[0]["risk"]
+
+
+HANGING_PRODUCER = textwrap.dedent("""
+    import sys, time
+    from confluent_kafka import Producer
+    p = Producer({"bootstrap.servers": sys.argv[1], "transactional.id": sys.argv[2],
+                  "transaction.timeout.ms": 600000})
+    p.init_transactions()
+    p.begin_transaction()
+    for i in range(3):
+        p.produce(sys.argv[3], key=b"t%d" % i, value=b"open", partition=0)
+    p.flush(30)
+    print("sent", flush=True)
+    time.sleep(600)
+""")
+
+
+def test_a_hanging_transaction_is_found_and_failover_refuses_to_take_f_behind_it(
+        lab: RunningLab, ready_topic: tuple[str, str], tmp_path: Any) -> None:
+    topic, group = ready_topic
+    txn_id = f"{topic}-txn"
+    proc = subprocess.Popen([sys.executable, "-c", HANGING_PRODUCER, lab.primary.bootstrap,
+                             txn_id, topic], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "sent"
+        proc.kill()  # dies mid-transaction: the partition's last stable offset is pinned
+        proc.wait()
+        time.sleep(1.5)
+        status, out = check(lab, "--topics", topic, "--groups", group, "--transaction-age", "1s")
+        assert status == 3
+        [found] = risks(out, "transactions")
+        assert found["object"] == f"partition {topic}-0 on primary"
+        # The transaction's first record is where the replicated 10 records of partition 0 end.
+        assert "last stable offset 10 held below the end 13" in found["difference"]
+        assert f"abort --topic {topic} --partition 0 --start-offset 10" in found["fix"]
+        # Failover's preflight refuses to take a failover point behind it; nothing changes.
+        status, out = run_json("--config", str(lab.config_file), "failover", "--dry-run",
+                               "--new-incident", "--transaction-age", "1s",
+                               "--report-dir", str(tmp_path))
+        assert status == 3, out
+        assert "hanging transaction" in out["error"]["message"]
+        assert f"{topic}-0 on primary" in out["error"]["message"]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        # A new producer with the same transactional.id aborts what the dead one left open.
+        Producer({"bootstrap.servers": lab.primary.bootstrap, "transactional.id": txn_id,
+                  "transaction.timeout.ms": 600000}).init_transactions(30)
+    assert check(lab, "--topics", topic, "--groups", group, "--transaction-age", "1s")[0] == 0
+
+
+def test_rpo_in_seconds_is_the_age_of_the_oldest_record_the_target_lacks(
+        lab: RunningLab, ready_topic: tuple[str, str]) -> None:
+    topic, group = ready_topic
+    connect = lab.lab.connect_client(lab.state)
+    source = lab.lab.flow(lab.state).connector_names()["source"]
+    connect.pause(source)
+    try:
+        time.sleep(2)  # paused: nothing more is copied
+        first_ms = int(time.time() * 1000)
+        produce(lab.primary, topic, [(0, b"late-1", b"v", first_ms, []),
+                                     (1, b"late-2", b"v", first_ms + 500, [])])
+        time.sleep(3)
+        before = time.time()
+        status, out = check(lab, "--topics", topic, "--groups", group)
+        after = time.time()
+        rpo = out["rpo"]
+        assert rpo["behind"] == 2, rpo
+        by_part = {p["partition"]: p["seconds"] for p in rpo["by_partition"]}
+        # Each partition's RPO is the age of its own oldest missing record, as written.
+        assert before - first_ms / 1000 - 0.2 <= by_part[0] <= after - first_ms / 1000 + 0.2
+        assert abs((by_part[0] - by_part[1]) - 0.5) <= 0.3, by_part
+        assert rpo["seconds"] == by_part[0] >= 3
+    finally:
+        connect.resume(source)
+    wait_replicated(lab, topic, 22)
