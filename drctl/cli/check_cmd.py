@@ -31,6 +31,9 @@ def check_command(
     = 10.0,
     notes: Annotated[bool, typer.Option(
         "--notes", help="Also list notes: what settings cost, nothing to fix.")] = False,
+    metrics: Annotated[bool, typer.Option(
+        "--metrics", help="Print Prometheus metrics (findings by area, lag) on stdout "
+        "instead, e.g. for node_exporter's textfile collector.")] = False,
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
     """Readiness: would a failover of the flow work now? One finding per object, with the
@@ -45,6 +48,7 @@ def check_command(
       drctl check
       drctl check --topics 'orders.*' -o json
       drctl check --stale-after 2m --notes
+      drctl check --metrics > /var/lib/node_exporter/drctl.prom
 
     \b
     Exit status: 0 ready; 3 a finding to fix; 4 a cluster or Connect did not
@@ -59,7 +63,9 @@ def check_command(
                                              deadline_s=deadline))
     finally:
         ctx.close()
-    if term.json_mode:
+    if metrics:
+        term.emit_text(readiness_metrics(result).rstrip("\n"))
+    elif term.json_mode:
         term.emit_json(result.as_dict())
     else:
         render_readiness(term, result, notes=notes)
@@ -87,3 +93,23 @@ def render_readiness(term: Terminal, result: Readiness, *, notes: bool) -> None:
         term.warn(summary)
     else:
         term.success(summary)
+
+
+def readiness_metrics(result: Readiness) -> str:
+    """The check as Prometheus metrics: findings by area (risks and blind spots) and the
+    replication lag it read (NaN with an error gauge when unknown)."""
+    from drctl.metrics import (
+        Metrics,
+        exposition_text,
+        flow_name,
+        set_readiness_findings,
+        set_replication_lag,
+    )
+
+    registry = Metrics()
+    flow = flow_name(result.source, result.target)
+    set_readiness_findings(registry, flow, result.by_area())
+    rpo = result.rpo or {}
+    set_replication_lag(registry, flow, result.lag,
+                        error=None if result.lag is not None else rpo.get("why", "not read"))
+    return exposition_text(registry)

@@ -12,6 +12,7 @@ from drctl.cli.durations import duration_option
 from drctl.cli.options import Groups, OutputOption
 from drctl.cli.state import CURRENT
 from drctl.errors import ExitStatus
+from drctl.metrics import Metrics, serve
 from drctl.ops.guard import run_guard
 from drctl.terminal import OutputFormat
 
@@ -23,6 +24,14 @@ def guard_command(
     once: Annotated[bool, typer.Option("--once", help="One round, then exit (cron, tests); "
                                        "exit 4 when it failed.")] = False,
     output: Annotated[OutputFormat | None, OutputOption] = None,
+    metrics_port: Annotated[int | None, typer.Option(
+        "--metrics-port", min=0, max=65535, metavar="PORT",
+        help="Serve Prometheus metrics on http://ADDRESS:PORT/metrics while guard runs: "
+             "lag in records and seconds, protection, open incidents, rounds "
+             "(docs/operations.md, Metrics).")] = None,
+    metrics_address: Annotated[str, typer.Option(
+        "--metrics-address", metavar="ADDRESS",
+        help="Where --metrics-port listens (0.0.0.0: every interface).")] = "127.0.0.1",
 ) -> None:
     """Keep exact group positions on the target for a failover with the source down.
 
@@ -38,8 +47,17 @@ def guard_command(
         # Finish the round in flight (its snapshots acknowledged), then exit 0.
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())
-    rounds = run_guard(config, groups=groups, interval_s=interval, once=once, stop=stop,
-                       notify=term.step)
+    metrics = server = None
+    if metrics_port is not None:
+        metrics = Metrics()
+        server = serve(metrics, metrics_address, metrics_port)
+        term.step(f"guard: metrics on http://{metrics_address}:{server.port}/metrics")
+    try:
+        rounds = run_guard(config, groups=groups, interval_s=interval, once=once, stop=stop,
+                           notify=term.step, metrics=metrics)
+    finally:
+        if server is not None:
+            server.stop()
     if term.json_mode:
         term.emit_json({"snapshots_topic": config.state.snapshots_topic,
                         "rounds": [r.as_dict() for r in rounds]})

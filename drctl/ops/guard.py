@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from confluent_kafka import Producer
@@ -26,6 +27,15 @@ from drctl.errors import DrctlError
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.groups import committed_offsets, list_groups
 from drctl.kafka.topics import TP
+from drctl.metrics import (
+    Metrics,
+    flow_name,
+    record_guard_round,
+    set_open_incidents,
+    set_protection,
+    set_replication_lag,
+)
+from drctl.ops.status import FlowReading, read_flow
 from drctl.progress import Notify
 from drctl.translate.engine import TranslateRequest, translate_offsets, wanted_group
 from drctl.translate.inventory import keep_inventory
@@ -38,6 +48,9 @@ from drctl.translate.snapshots import (
     write_snapshots,
 )
 
+# How long a round waits for the flow's lag, forward state and incidents (metrics only).
+_FLOW_DEADLINE_S = 10.0
+
 
 @dataclass
 class RoundResult:
@@ -48,9 +61,16 @@ class RoundResult:
     pending: int = 0  # not exact yet (ahead of replication): again next round
     error: str | None = None
     seconds: float = 0.0
+    # The flow's lag, protection and incidents, read each round for the metrics.
+    flow: FlowReading | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        out = dict(self.__dict__)
+        if self.flow is None:
+            del out["flow"]
+        else:
+            out["flow"] = self.flow.as_dict()
+        return out
 
 
 @dataclass
@@ -60,6 +80,7 @@ class Guard:
     config: Config
     groups: str = ".*"
     interval_s: float = 5.0
+    watch_flow: bool = False  # read the flow's lag, protection and incidents each round
     snapshotted: dict[tuple[str, TP], int] = field(default_factory=dict)
     first_seen_ms: dict[tuple[str, TP], tuple[int, int]] = field(default_factory=dict)
     topic_ready: bool = False
@@ -78,6 +99,9 @@ class Guard:
             result.error = exc.message
         except Exception as exc:  # noqa: BLE001 - a client error must not end the guard
             result.error = f"{type(exc).__name__}: {exc}"
+        if self.watch_flow:
+            # Also after a failed round: what cannot be read now is unknown, not as before.
+            result.flow = self._read_flow()
         if result.error:
             self._ctx = self._producer = None
         result.seconds = round(time.monotonic() - started, 3)
@@ -127,6 +151,17 @@ class Guard:
                         guard_round=GuardRound(int(time.time() * 1000), self.interval_s,
                                                result.positions, socket.gethostname()))
 
+    def _read_flow(self) -> FlowReading:
+        """The flow through the round's clients; a failure here never fails the round."""
+        try:
+            if self._ctx is None:
+                self._ctx = OpsContext.from_config(self.config)
+            return read_flow(self._ctx, deadline_s=_FLOW_DEADLINE_S)
+        except Exception as exc:  # noqa: BLE001 - it makes the flow unknown, nothing more
+            why = exc.message if isinstance(exc, DrctlError) else f"{type(exc).__name__}: {exc}"
+            return FlowReading(None, why, {"state": "unknown", "why": why}, None, why,
+                               int(time.time() * 1000))
+
     def _snapshot(self, dst: ClusterClients, moved: dict[str, dict[TP, int]], now_ms: int,
                   result: RoundResult) -> None:
         """Translate the positions that moved exactly and write their snapshots."""
@@ -162,13 +197,31 @@ class Guard:
         self.snapshotted.update(done)
 
 
+def record_round(metrics: Metrics, flow: str, result: RoundResult) -> None:
+    """A round into the metrics: its duration and outcome, and the flow it read."""
+    record_guard_round(metrics, flow, seconds=result.seconds, ok=result.error is None)
+    reading = result.flow
+    if reading is None:
+        return
+    set_replication_lag(metrics, flow, reading.lag, error=reading.lag_error,
+                        now_ms=reading.read_ms)
+    set_protection(metrics, flow, reading.protection)
+    set_open_incidents(metrics, flow, reading.incident_ages_s, error=reading.incidents_error)
+
+
 def run_guard(config: Config, *, groups: str = ".*", interval_s: float = 5.0,
               once: bool = False, stop: threading.Event | None = None,
               notify: Notify = lambda _: None,
-              on_round: Callable[[RoundResult], None] | None = None) -> list[RoundResult]:
+              on_round: Callable[[RoundResult], None] | None = None,
+              metrics: Metrics | None = None) -> list[RoundResult]:
     """Rounds every `interval_s` until `stop` is set (SIGTERM) — or one round with `once`.
-    Returns the rounds' results with `once`, else the last one."""
-    guard = Guard(config, groups, interval_s)
+    Returns the rounds' results with `once`, else the last one. With `metrics`, each round
+    also reads the flow's lag, protection and open incidents, and records all of it there."""
+    guard = Guard(config, groups, interval_s, watch_flow=metrics is not None)
+    if metrics is not None:
+        rep = config.require_replication()
+        flow = flow_name(rep.source, rep.target)
+        on_round = _both(partial(record_round, metrics, flow), on_round)
     stop = stop or threading.Event()
     results: list[RoundResult] = []
     backoff = None  # the retry policy's waits, while rounds keep failing
@@ -199,3 +252,12 @@ def run_guard(config: Config, *, groups: str = ".*", interval_s: float = 5.0,
         results = [result] if not once else results + [result]
         if once or stop.wait(wait):
             return results
+
+
+def _both(first: Callable[[RoundResult], None],
+          then: Callable[[RoundResult], None] | None) -> Callable[[RoundResult], None]:
+    def call(result: RoundResult) -> None:
+        first(result)
+        if then is not None:
+            then(result)
+    return call

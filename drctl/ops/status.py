@@ -6,6 +6,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -151,6 +152,56 @@ def collect_status(ctx: OpsContext, deadline_s: float = 5.0) -> dict[str, Any]:
                         for g, st in sorted(states_of.items())}
     return {"clusters": clusters, "replication": replication, "open_failovers": markers,
             "markers_from": markers_from, "groups": groups}
+
+
+@dataclass(frozen=True)
+class FlowReading:
+    """One flow read the cheap way (guard's metrics, each round): its lag, its protection and
+    its open incidents. A read that failed is None with its error, never an empty value."""
+
+    lag: list[dict[str, Any]] | None  # None: unknown (see lag_error) or not measurable
+    lag_error: str | None
+    protection: dict[str, Any]
+    incident_ages_s: list[float] | None  # the flow's open incidents; None: unknown
+    incidents_error: str | None
+    read_ms: int  # when it was read (lag seconds are counted to it)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"lag": self.lag, "lag_error": self.lag_error,
+                "protection": self.protection.get("state"),
+                "open_incidents": (None if self.incident_ages_s is None
+                                   else len(self.incident_ages_s)),
+                "incidents_error": self.incidents_error}
+
+
+def read_flow(ctx: OpsContext, deadline_s: float = 10.0) -> FlowReading:
+    """The flow's lag, forward state and open incidents, asked in parallel under one deadline;
+    each read that fails or does not answer in time is reported unknown with its error."""
+    rep, kind = ctx.rep, ctx.require_kind()
+    answers = _ask_in_parallel({
+        "lag": partial(kind.replication_lag, rep, ctx.source),
+        "forward": partial(kind.forward_state, rep),
+        "incidents": partial(ctx.markers(rep.target).open_markers, rep.source, rep.target),
+    }, deadline_s)
+    now_ms = int(time.time() * 1000)
+    lag, lag_error = answers["lag"], None
+    if isinstance(answers["lag"], BaseException):
+        lag, lag_error = None, _reason(answers["lag"])
+    opened, incidents_error = answers["incidents"], None
+    if isinstance(answers["incidents"], BaseException):
+        opened, incidents_error = None, _reason(answers["incidents"])
+    protection = flow_protection(opened or [], answers["forward"], lag,
+                                 rep.connect.connectors, now_ms)
+    if opened is None:
+        protection = {**protection, "state": "unknown",
+                      "why": "the incidents on record cannot be read"}
+    return FlowReading(lag, lag_error, protection,
+                       None if opened is None else [m.age_s(now_ms / 1000) for m in opened],
+                       incidents_error, now_ms)
+
+
+def _reason(exc: BaseException) -> str:
+    return exc.message if isinstance(exc, DrctlError) else f"{type(exc).__name__}: {exc}"
 
 
 def flow_protection(opened: Sequence[FailoverMarker], forward: Any,

@@ -51,6 +51,8 @@ class Readiness:
     # Per area, what was looked at (e.g. {"topics": 12}): a check of nothing is visible.
     checked: dict[str, int] = field(default_factory=dict)
     rpo: dict[str, Any] | None = None
+    # The replicator's lag per source topic as the kind reads it (None: not read), for metrics.
+    lag: list[dict[str, Any]] | None = None
     seconds: float = 0.0
 
     def add(self, *findings: Finding) -> None:

@@ -26,6 +26,20 @@ def check(lab: RunningLab, *args: str) -> tuple[int, dict[str, Any]]:
     return run_json("--config", str(lab.config_file), "check", *args)
 
 
+def check_metrics(lab: RunningLab, *args: str) -> dict[str, float]:
+    """`drctl check --metrics`: the exposition parsed into {series: value}."""
+    import contextlib
+    import io
+
+    from drctl.cli.app import main
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        main(["--config", str(lab.config_file), "check", "--metrics", *args])
+    return {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+            for line in buf.getvalue().splitlines() if line and not line.startswith("#")}
+
+
 def risks(out: dict[str, Any], area: str) -> list[dict[str, str]]:
     return [f for f in out["findings"] if f["area"] == area and f["severity"] == "risk"]
 
@@ -72,6 +86,12 @@ def test_a_clean_flow_is_ready_and_each_config_drift_is_a_risk_with_its_fix(
             "min.insync.replicas 2 on primary, 1 on secondary"
         assert found["message.timestamp.type"]["fix"].endswith(
             f"--entity-name {lab.mirror(topic)} --add-config message.timestamp.type=CreateTime")
+        # The same, as metrics for alerting.
+        series = check_metrics(lab, "--topics", topic, "--groups", group)
+        flow = 'flow="primary->secondary"'
+        assert series[f'drctl_readiness_findings{{{flow},kind="topics"}}'] == 2
+        assert series[f'drctl_readiness_findings{{{flow},kind="acls"}}'] == 0
+        assert series[f'drctl_replication_lag_records{{{flow},topic="{topic}"}}'] == 0
     finally:
         set_topic_config(lab.primary, topic, "min.insync.replicas", None)
         set_topic_config(lab.secondary, lab.mirror(topic), "message.timestamp.type", None)
