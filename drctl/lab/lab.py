@@ -52,9 +52,7 @@ CONNECT_GROUP = "drctl-lab-connect"
 SECURE_LOGINS = ("mtls", "oauthbearer")
 CONNECT_HEAP = os.environ.get("DRCTL_LAB_CONNECT_HEAP", "512m")
 _JVM_COMMON = ["-XX:+UseSerialGC", "-XX:MaxMetaspaceSize=160m", "-XX:ReservedCodeCacheSize=64m",
-               "-Xss512k", "-XX:MaxDirectMemorySize=128m", "-Djava.awt.headless=true",
-               # Extra flags for every lab JVM (brokers, Connect), e.g. JIT settings.
-               *os.environ.get("DRCTL_LAB_JAVA_OPTS", "").split()]
+               "-Xss512k", "-XX:MaxDirectMemorySize=128m", "-Djava.awt.headless=true"]
 
 
 @dataclass(frozen=True)

@@ -366,6 +366,31 @@ def _status(ctx: ActionContext, *, deadline: Seconds = Seconds(5.0)) -> dict[str
     return st
 
 
+def _check(ctx: ActionContext, *, topics: str = ".*", groups: str = ".*",
+           stale_after: Seconds = Seconds(300.0),
+           transaction_age: Seconds | None = None) -> dict[str, Any]:
+    """Readiness of the flow (`drctl check`): fails with the findings when a failover would
+    not work now (exit 3), or when drctl could not look (exit 4)."""
+    from drctl.context import OpsContext
+    from drctl.errors import CheckFailed, ExitStatus, Unreachable
+    from drctl.readiness.check import CheckOptions, run_check
+    from drctl.readiness.model import Severity
+
+    ops = OpsContext.from_config(ctx.config, ctx.notify)
+    result = run_check(ops, CheckOptions(topics=topics, groups=groups,
+                                         stale_after_s=stale_after,
+                                         transaction_age_s=transaction_age))
+    data = result.as_dict()
+    if result.exit_status:
+        shown = [f for f in data["findings"] if f["severity"] != Severity.NOTE]
+        lines = "; ".join(f"{f['object']}: {f['difference']}" for f in shown[:5])
+        error = Unreachable if result.exit_status == ExitStatus.UNREACHABLE else CheckFailed
+        raise error(f"Not ready: {lines}" + (f" (and {len(shown) - 5} more)"
+                                             if len(shown) > 5 else ""),
+                    "; ".join(f["fix"] for f in shown[:3]))
+    return data
+
+
 def _translate_offsets(ctx: ActionContext, *, source: str | None = None,
                        target: str | None = None, groups: str = ".*",
                        method: TranslateMethod = TranslateMethod.AUTO, apply: bool = False,
@@ -473,6 +498,7 @@ def builtin_registry() -> Registry:
     registry.register("lab.heal", _lab_heal)
     registry.register("config.check", _config_check, read_only=True, needs_config=True)
     registry.register("status", _status, read_only=True, needs_config=True)
+    registry.register("check", _check, read_only=True, needs_config=True)
     registry.register("translate-offsets", _translate_offsets, needs_config=True)
     registry.register("guard", _guard, needs_config=True)
     registry.register("failover", _failover, needs_config=True)
