@@ -22,6 +22,7 @@ from drctl.replication_registry import KIND_NAMES, kind_entry
 from drctl.retry import RetryPolicy
 from drctl.secrets import Redactor, UnresolvedReference, is_secret_key, resolve_references
 from drctl.suggest import did_you_mean
+from drctl.timeparse import parse_duration
 
 T = TypeVar("T")
 
@@ -121,6 +122,16 @@ class SparkSettings:
 
 
 @dataclass(frozen=True)
+class Objectives:
+    """The recovery objectives a drill is scored against (`objectives:`), in seconds; None
+    where none is set. RPO: how much data, in time, a failover may lose; RTO: how long a
+    failover may take from its command's start (detection excluded)."""
+
+    rpo_s: float | None = None
+    rto_s: float | None = None
+
+
+@dataclass(frozen=True)
 class Config:
     path: Path | None
     clusters: Mapping[str, Mapping[str, str]]
@@ -131,6 +142,7 @@ class Config:
     state: StateSettings = StateSettings()
     spark: SparkSettings = SparkSettings()
     retry: RetryPolicy = RetryPolicy()
+    objectives: Objectives = Objectives()
     redactor: Redactor = field(default_factory=Redactor, compare=False, repr=False)
 
     def cluster(self, name: str) -> Mapping[str, str]:
@@ -199,7 +211,7 @@ _JAAS_OPTION = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
 # Kafka's principal form, `Type:name` (User:alice, Group:ops); the name may contain ':' itself.
 _PRINCIPAL = re.compile(r"[A-Za-z][A-Za-z0-9_]*:\S.*")
 
-_TOP_KEYS = ("clusters", "replication", "groups", "state", "spark", "retry")
+_TOP_KEYS = ("clusters", "replication", "groups", "state", "spark", "retry", "objectives")
 _REPLICATION_KEYS = ("kind", "source", "target", "topics", "rename", "source_alias",
                      "target_alias", "connect", "replicator_group", "principal")
 _CONNECT_KEYS = ("url", "username", "password", "token", "ca_file", "cert_file", "key_file",
@@ -209,6 +221,7 @@ _FILTER_KEYS = ("include", "exclude")
 _STATE_KEYS = ("dir", "topic", "snapshots_topic")
 _SPARK_KEYS = ("master", "jars", "packages", "conf")
 _RETRY_KEYS = ("initial_s", "multiplier", "max_s", "attempts", "deadline_s")
+_OBJECTIVE_KEYS = ("rpo", "rto")
 
 
 class _Parser:
@@ -265,6 +278,14 @@ class _Parser:
     def optional_string(self, value: Any, key: str) -> str | None:
         return None if value is None else self.string(value, key)
 
+    def duration(self, value: Any, key: str) -> float:
+        """Seconds from a duration as every command and runbook reads it (`90s`, `15m`, a
+        number of seconds)."""
+        try:
+            return parse_duration(value)
+        except ValueError as exc:
+            raise self.error(key, str(exc)) from None
+
     def number(self, value: Any, key: str, *, integer: bool = False,
                minimum: float = 0) -> float:
         ok = isinstance(value, int) if integer else isinstance(value, (int, float))
@@ -319,6 +340,8 @@ class _Parser:
             state=self.collect(lambda: self.state(top.get("state")), StateSettings()),
             spark=self.collect(lambda: self.spark(top.get("spark")), SparkSettings()),
             retry=self.collect(lambda: self.retry(top.get("retry")), RetryPolicy()),
+            objectives=self.collect(lambda: self.objectives(top.get("objectives")),
+                                    Objectives()),
             redactor=self.redactor,
         )
 
@@ -551,6 +574,13 @@ class _Parser:
             deadline_s=None if deadline is None else number("deadline_s", 0.0),
         )
 
+    def objectives(self, value: Any) -> Objectives:
+        raw = self.mapping(value, "objectives", _OBJECTIVE_KEYS)
+        seconds = {name: self.collect(partial(self.duration, raw[name], f"objectives.{name}"),
+                                      None)
+                   for name in _OBJECTIVE_KEYS if raw.get(name) is not None}
+        return Objectives(rpo_s=seconds.get("rpo"), rto_s=seconds.get("rto"))
+
 
 def type_name(value: Any) -> str:
     """How an error message names the type of a value read from YAML."""
@@ -587,6 +617,7 @@ def config_as_data(config: Config) -> dict[str, Any]:
         "retry": {"initial_s": config.retry.initial_s, "multiplier": config.retry.multiplier,
                   "max_s": config.retry.max_s, "attempts": config.retry.attempts,
                   "deadline_s": config.retry.deadline_s},
+        "objectives": {"rpo_s": config.objectives.rpo_s, "rto_s": config.objectives.rto_s},
     }
     if rep is not None:
         data["replication"] = {

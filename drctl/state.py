@@ -112,6 +112,11 @@ class FailoverMarker:
     # What failover could not take along (ops/failover.py `left_behind`): {"topics": [{topic,
     # groups}], "groups": [{group, reason}]}. Empty when nothing was.
     left_behind: dict[str, Any] = field(default_factory=dict)
+    # The RPO measured at the failover point (ops/rpo.py `Rpo.as_dict`); empty before.
+    rpo: dict[str, Any] = field(default_factory=dict)
+    # One entry per run of failover, failback and reprotect: its phases from the command's
+    # start (ops/phases.py `PhaseClock.as_run`). Empty in markers written before it existed.
+    timings: list[dict[str, Any]] = field(default_factory=list)
     steps: dict[str, StepRecord] = field(default_factory=dict)
     schema: int = SCHEMA_VERSION
 

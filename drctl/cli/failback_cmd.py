@@ -17,6 +17,7 @@ from drctl.gap.plan import GapScope
 from drctl.ops.failback import FailbackOptions, run_failback
 from drctl.ops.gap_step import gap_finder
 from drctl.ops.reconcile import ReconcileMode
+from drctl.ops.scorecard import describe as describe_scorecard
 from drctl.ops.switchback import SwitchBack
 from drctl.terminal import OutputFormat
 
@@ -103,6 +104,8 @@ def failback_command(
         render_switch_back(result.switch_back)
     elif result.translation_report is not None:
         render_translation(result.translation_report)
+    for line in describe_scorecard(result.scorecard()):
+        term.info(line)
     for p in paths:
         term.info(f"  report: {p}")
     if result.switch_back is not None and result.switch_back.exit_status:

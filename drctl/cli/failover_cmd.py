@@ -14,6 +14,7 @@ from drctl.cli.views import describe_preview, render_plan, render_translation
 from drctl.context import OpsContext
 from drctl.ops.failover import FailoverOptions, describe_left_behind, run_failover
 from drctl.ops.fence import open_risks
+from drctl.ops.scorecard import describe as describe_scorecard
 from drctl.terminal import OutputFormat
 from drctl.translate.model import TranslateMethod
 
@@ -107,6 +108,8 @@ def failover_command(
     term.success(f"Failover {marker.incident} done: {rep.target} is now primary. "
                  f"{summary.get('applied', 0)} groups moved, replication "
                  f"{marker.replication_stop}.")
+    for line in describe_scorecard(result.scorecard()):
+        term.info(line)
     for p in paths:
         term.info(f"  report: {p}")
     term.info(f"Next: switch clients to {rep.target}; when {rep.source} is back run "

@@ -13,6 +13,7 @@ from drctl.cli.state import CURRENT
 from drctl.cli.views import render_plan
 from drctl.context import OpsContext
 from drctl.ops.reprotect import ReprotectOptions, run_reprotect
+from drctl.ops.scorecard import describe as describe_scorecard
 from drctl.terminal import OutputFormat
 
 
@@ -73,6 +74,8 @@ def reprotect_command(
     term.table(f"Forward replication {rep.source} -> {rep.target} starts at",
                ["topic", "partition", "first offset"], rows)
     s = result.summary()
+    for line in describe_scorecard(result.scorecard()):
+        term.info(line)
     for p in paths:
         term.info(f"  report: {p}")
     term.success(f"Incident {result.marker.incident} closed: {rep.source} -> {rep.target} is "

@@ -3,7 +3,8 @@ from the failover point, group offsets back, close the marker.
 
 Like failover, each step records itself in the marker; a re-run continues the incident and
 never applies a step twice (reconcile copies are tagged, so even a crash in the middle of
-copying copies nothing twice).
+copying copies nothing twice). Each run's phases are timed from its start and kept in the
+marker (ops/phases.py).
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ from drctl.ops.audit import audit_by_group, audit_failover
 from drctl.ops.fence import FENCED, lift_fence_after_stop, stop_behind_fence
 from drctl.ops.gap_step import GapFinder, GapOutcome
 from drctl.ops.late_copies import check_late_copies
+from drctl.ops.phases import PhaseClock, command_timing
 from drctl.ops.quiet import Ends, Writes
 from drctl.ops.reconcile import ReconcileMode, reconcile
 from drctl.ops.rerun import rerun_while_dropped
 from drctl.ops.reverse import copy_back, start_reverse_replication, wait_reverse_caught_up
+from drctl.ops.scorecard import operation_scorecard
 from drctl.ops.switchback import SwitchBack, switch_back
 from drctl.ops.verify import reverse_source_start, verify_end_state
 from drctl.replication.base import FlowState
@@ -76,6 +79,7 @@ class FailbackResult:
     switch_back: SwitchBack | None = None
     audit: dict[str, Any] = field(default_factory=dict)  # ops/audit.py, as the marker keeps it
     switch_back_summary: dict[str, Any] = field(default_factory=dict)  # from an earlier run
+    clock: PhaseClock | None = None  # this run's phases (None: a result not from a run)
 
     @property
     def exit_status(self) -> ExitStatus:
@@ -116,6 +120,12 @@ class FailbackResult:
         self.resumed = True
         return self
 
+    def scorecard(self) -> dict[str, Any]:
+        """This run's phases and the incident's earlier failback runs (ops/phases.py)."""
+        this = None if self.clock is None else self.clock.as_run()
+        return operation_scorecard("failback", self.marker.incident,
+                                   command_timing(self.marker.timings, "failback", this))
+
     def switch_back_data(self) -> dict[str, Any] | None:
         if self.switch_back is not None:
             return self.switch_back.as_dict()
@@ -132,7 +142,8 @@ class FailbackResult:
                    "verification": self.verification,
                    "translation": (self.translation or {}).get("summary"),
                    "switch_back": self.switch_back_data(), "audit": self.audit,
-                   "next_command": self.next_command, "phase": self.marker.phase.value}
+                   "next_command": self.next_command, "phase": self.marker.phase.value,
+                   "scorecard": self.scorecard()}
         return write_report(directory or (config.state.dir / "reports"),
                             f"{self.marker.incident}-failback", context, "failback-report",
                             config.redactor)
@@ -146,6 +157,7 @@ class FailbackResult:
                 "switch_back": self.switch_back_data(), "audit": self.audit,
                 "marker": None if self.dry_run else asdict(self.marker),
                 "phase": self.marker.phase.value, "next_command": self.next_command,
+                "timing": self.scorecard()["timing"], "scorecard": self.scorecard(),
                 "reports": [str(p) for p in reports]}
 
     def runbook_summary(self, reports: Sequence[Path] = ()) -> dict[str, Any]:
@@ -174,6 +186,8 @@ class FailbackResult:
                 "switch_back": (self.switch_back_data() or {}).get("summary", {}),
                 "audit": self.audit.get("totals", {}),
                 "audit_groups": audit_by_group(self.audit),
+                "phases_s": {} if self.clock is None else self.clock.phases_s,
+                "scorecard": self.scorecard(),
                 "reports": [str(p) for p in reports]}
 
 
@@ -378,16 +392,18 @@ def run_failback(ctx: OpsContext, opts: FailbackOptions,
     again from the last step recorded, within `--timeout` (ops/rerun.py)."""
     rep = ctx.config.require_replication()
     under_way = [False]
+    clock = PhaseClock("failback")  # one run, however often a dropped cluster restarts it
 
     def once() -> FailbackResult:
-        return _failback_once(ctx, opts, gap_finder, under_way)
+        return _failback_once(ctx, opts, gap_finder, under_way, clock)
 
     return rerun_while_dropped(once, ctx, (rep.source, rep.target), opts.catch_up_deadline_s,
                                "failback", started=lambda: under_way[0])
 
 
 def _failback_once(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder,
-                   under_way: list[bool]) -> FailbackResult:
+                   under_way: list[bool], clock: PhaseClock) -> FailbackResult:
+    clock.phase("preflight")
     config = ctx.config
     if opts.reconcile not in set(ReconcileMode):  # library callers may pass plain text
         raise UsageError(f"Unknown reconcile mode '{opts.reconcile}'.",
@@ -398,12 +414,15 @@ def _failback_once(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder
     marker = _marker_to_fail_back(ctx, opts.incident)
     store = ctx.markers(rep.target)
     result = FailbackResult(marker, resumed=any(k.startswith("failback:") for k in marker.steps),
-                            dry_run=opts.dry_run)
+                            dry_run=opts.dry_run, clock=clock)
     if marker.done("failback"):
         # Done before: nothing is applied again; the result is what the marker recorded.
         ctx.notify(f"Failback of incident {marker.incident} is done ({marker.phase}); next: "
                f"`{result.next_command}`")
+        clock.stop()
         return result.from_marker()
+    if not opts.dry_run:
+        clock.keep_in(marker.timings)  # a marker read again after a drop keeps it once
     ctx.notify(f"Failback of incident {marker.incident}")
     forward = preflight(ctx, marker, opts)
     under_way[0] = True
@@ -418,6 +437,7 @@ def _failback_once(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder
             result.plan.append(lifted)
     if not opts.dry_run and not marker.done("failback:audit") and marker.groups:
         # Before anything commits on the source: the groups' commits there are the truth.
+        clock.phase("audit")
         marker.record("failback:audit", audit_failover(ctx, marker).as_dict())
         store.save(marker)
     if "failback:audit" in marker.steps:
@@ -429,6 +449,7 @@ def _failback_once(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder
         store.save(marker)
 
     if not marker.done("failback:reconcile"):
+        clock.phase("gap")
         taken = take_in_unmirrored(ctx, marker, dry_run=opts.dry_run)
         if taken:
             result.plan.append({"step": "unmirrored", "topics": taken})
@@ -452,6 +473,7 @@ def _failback_once(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder
         if not opts.dry_run:
             marker.record("failback:gap", result.gap)
             store.save(marker)
+            clock.phase("reconcile")
             result.reconcile = reconcile(mode, ctx, marker, gap, out_dir).as_dict()
             marker.record("failback:reconcile", result.reconcile)
             store.save(marker)
@@ -461,6 +483,7 @@ def _failback_once(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder
         result.reconcile = marker.steps["failback:reconcile"].result
 
     if not marker.done("failback:reverse-replication"):
+        clock.phase("reverse")
         result.plan.append({"step": "reverse-replication", "kind": rep.kind})
         if not opts.dry_run:
             # Where the appends begin on the source: copy-back is idempotent from there and
@@ -482,6 +505,7 @@ def _failback_once(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder
         result.reverse = marker.steps["failback:reverse-replication"].result
 
     if not opts.dry_run and not marker.done("failback:caught-up"):
+        clock.phase("reverse")
         carried = {}
         if kind.reverse_started_by_drctl:  # else the operator deploys it after failback
             carried = wait_reverse_caught_up(ctx, marker,
@@ -499,6 +523,7 @@ def _failback_once(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder
             "Not checked: reverse replication is started by hand for this replication kind; "
             "compare the source with the failover topics once it has caught up."]}
     elif not opts.dry_run and not marker.done("failback:verify"):
+        clock.phase("verify")
         ctx.notify("Checking what the source now holds against what it should hold")
         state = verify_end_state(ctx, marker, _offsets(result.reverse.get("source_start")),
                                  originals_from=_verified_from(result.gap),
@@ -513,6 +538,7 @@ def _failback_once(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder
         result.verification = marker.steps["failback:verify"].result
 
     if not marker.done("failback:translate-offsets"):
+        clock.phase("switch-back")
         # Groups an earlier run moved keep their position: their consumers may already
         # read on the source again.
         earlier = marker.steps.get("failback:translate-offsets")
@@ -535,10 +561,14 @@ def _failback_once(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder
             crash_point("failback:translate-offsets")
         if sb.exit_status != ExitStatus.SUCCESS:
             # The incident stays open: a re-run moves the groups left (its consumers stopped).
+            clock.stop()
+            if not opts.dry_run:
+                store.save(marker)
             return result
     elif marker.steps["failback:translate-offsets"].result:
         result.switch_back_summary = marker.steps["failback:translate-offsets"].result
 
+    clock.stop(finished=not opts.dry_run)
     if not opts.dry_run:
         # The incident stays open: the pair is exposed (forward stopped, reverse running)
         # until the return to protection (ops/reprotect.py) closes it.

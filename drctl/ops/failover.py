@@ -1,7 +1,10 @@
 """`drctl failover`: preflight, stop replication, failover marker, group offsets, report.
 
 Each step records itself in the failover marker before the next starts; a re-run of the same
-incident skips what is done, so a crash at any point is finished by running it again.
+incident skips what is done, so a crash at any point is finished by running it again. Each
+run's phases are timed from its start (ops/phases.py) and kept in the marker; the report
+phase measures the RPO at the failover point (ops/rpo.py) and scores both against the
+config's objectives (ops/scorecard.py).
 """
 
 from __future__ import annotations
@@ -12,18 +15,29 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from drctl.config import ReplicationSettings
+from drctl.config import Objectives, ReplicationSettings
 from drctl.context import OpsContext
 from drctl.errors import CheckFailed, ExitStatus, Unreachable, UsageError
 from drctl.faults import crash_point
 from drctl.kafka.clients import describe_with_retry
 from drctl.kafka.groups import group_states, list_groups
+from drctl.kafka.lag import oldest_records
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.topics import TP, ensure_topics, is_internal_topic, log_append_time_topics
 from drctl.kafka.transactions import hanging, max_transaction_s, open_transactions
 from drctl.ops.catch_up import catch_up_timed_out, describe_left, records_left
 from drctl.ops.fence import FENCED, UNFENCED, fence_topics, fence_unconfirmed_stop, open_risks
 from drctl.ops.late_copies import check_late_copies
+from drctl.ops.phases import PhaseClock, command_timing
+from drctl.ops.rpo import (
+    Rpo,
+    RpoMethod,
+    heartbeats_topic,
+    newest_copied_heartbeat,
+    rpo_from_heartbeat,
+    rpo_from_records,
+)
+from drctl.ops.scorecard import failover_scorecard
 from drctl.progress import Ticker
 from drctl.replication.base import Confirm
 from drctl.reports import write_report
@@ -68,11 +82,26 @@ class FailoverResult:
     translation: dict[str, Any] | None = None
     translation_report: TranslationReport | None = None
     resumed: bool = False
+    clock: PhaseClock | None = None  # this run's phases (None: a result not from a run)
+    # Per source partition, the records the target lacked at F (estimate_unreplicated);
+    # None when the source could not be read.
+    unreplicated: list[dict[str, Any]] | None = None
+    objectives: Objectives = Objectives()  # the config's, scored in the scorecard
 
     @property
     def exit_status(self) -> ExitStatus:
         """A topic or group failover could not take along is a check that did not hold."""
         return ExitStatus.CHECK_FAILED if self.marker.left_behind else ExitStatus.SUCCESS
+
+    def timing(self) -> dict[str, Any]:
+        """This run's phases and the incident's earlier failover runs (ops/phases.py)."""
+        this = None if self.clock is None else self.clock.as_run()
+        return command_timing(self.marker.timings, "failover", this)
+
+    def scorecard(self) -> dict[str, Any]:
+        """RTO by phase and the RPO measured, against the config's objectives."""
+        return failover_scorecard(self.marker.incident, self.objectives, self.timing(),
+                                  self.marker.rpo or None)
 
     def write_reports(self, ctx: OpsContext, directory: Path | None = None) -> list[Path]:
         """The failover report (default: STATE_DIR/reports); a dry run changed nothing and
@@ -81,21 +110,27 @@ class FailoverResult:
             return []
         config = ctx.config
         return write_report(directory or (config.state.dir / "reports"), self.marker.incident,
-                            report_context(ctx, self.marker), "failover-report",
-                            config.redactor)
+                            report_context(ctx, self.marker, self.unreplicated,
+                                           self.scorecard()),
+                            "failover-report", config.redactor)
 
     def as_dict(self, reports: Sequence[Path] = ()) -> dict[str, Any]:
         """The JSON of `drctl failover`."""
+        scorecard = self.scorecard()
         return {"incident": self.marker.incident, "dry_run": self.dry_run,
                 "resumed": self.resumed, "preflight": self.preflight, "plan": self.plan,
                 "marker": None if self.dry_run else asdict(self.marker),
                 "open_risks": [] if self.dry_run else open_risks(self.marker),
-                "translation": self.translation, "reports": [str(p) for p in reports]}
+                "translation": self.translation, "rpo": scorecard["rpo"],
+                "unreplicated": self.unreplicated, "timing": scorecard["timing"],
+                "scorecard": scorecard, "reports": [str(p) for p in reports]}
 
     def runbook_summary(self, reports: Sequence[Path] = ()) -> dict[str, Any]:
         """The result of the `failover` runbook action, which step outputs read."""
         summary = (self.translation or {}).get("summary", {})
         moved = self.marker.groups
+        scorecard = self.scorecard()
+        rpo = scorecard["rpo"] or {}
         return {"incident": self.marker.incident, "marker": asdict(self.marker),
                 "replication_stop": self.marker.replication_stop,
                 "late_copies": int(self.marker.late_copies.get("total") or 0),
@@ -104,7 +139,10 @@ class FailoverResult:
                 "groups_not_exact": sorted(g for g, v in moved.items()
                                            if v.get("confidence") != ["exact"]),
                 "left_behind": describe_left_behind(self.marker),
-                "reports": [str(p) for p in reports]}
+                "rpo_s": rpo.get("seconds"), "rpo": rpo.get("text", "RPO unknown"),
+                "rto_s": scorecard["timing"]["elapsed_s"],
+                "phases_s": {} if self.clock is None else self.clock.phases_s,
+                "scorecard": scorecard, "reports": [str(p) for p in reports]}
 
 
 def left_behind(ctx: OpsContext, report: TranslationReport, source_up: bool,
@@ -273,9 +311,12 @@ def refuse_hanging_transactions(ctx: OpsContext, opts: FailoverOptions,
         clients = ctx.clients(name)
         meta = clients.admin().list_topics(timeout=30).topics
         parts = [(t, p) for t in topics if t in meta for p in meta[t].partitions]
+        still_open = open_transactions(clients, parts)
+        if not still_open:
+            continue
         limit = opts.transaction_age_s if opts.transaction_age_s is not None \
             else max_transaction_s(clients)
-        for t in hanging(open_transactions(clients, parts), limit, now_ms):
+        for t in hanging(still_open, limit, now_ms):
             found.append({"cluster": name, "topic": t.topic, "partition": t.partition,
                           "last_stable_offset": t.stable, "end": t.end,
                           "open_s": t.age_s(now_ms),
@@ -399,20 +440,26 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *,
                  approve: Callable[[dict[str, Any]], None] | None = None) -> FailoverResult:
     """Fail over. `approve` (not in a dry run) sees the preview once the preflight passed,
     before anything changes, and raises to refuse."""
+    clock = PhaseClock("failover")
+    clock.phase("preflight")
     config = ctx.config
     rep = config.require_replication()
     kind = ctx.require_kind()
     store = ctx.markers(rep.target)
     marker, superseded = incident_to_continue(store, rep, opts)
     resumed = bool(marker.steps)
+    if not opts.dry_run:
+        clock.keep_in(marker.timings)  # saved with the marker's next step, not before
     pre = preflight(ctx, opts)
     if not marker.done("failover-point"):
         pre["hanging_transactions"] = refuse_hanging_transactions(ctx, opts, pre)
     if approve is not None and not opts.dry_run:
+        clock.phase("approval")
         approve(preview(ctx, opts, marker, resumed, superseded, pre))
     if pre["source_reachable"] and not opts.dry_run:
         # Should this failover stop half-way and the source die, the next run still knows
         # every topic and group it had.
+        clock.phase("inventory")
         inventory = keep_inventory(config, ctx.source, ctx.target)
         ctx.notify(inventory.describe())
         pre["inventory"] = inventory.as_dict()
@@ -423,7 +470,8 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *,
             old.record("superseded", {"by": marker.incident, "phase": old.phase.value})
             old.status = "closed"
             store.save(old)
-    result = FailoverResult(marker, opts.dry_run, resumed=resumed)
+    result = FailoverResult(marker, opts.dry_run, resumed=resumed, clock=clock,
+                            objectives=config.objectives)
     if result.resumed:
         ctx.notify(f"Continuing incident {marker.incident} (done: {', '.join(marker.steps)})")
     result.preflight = pre
@@ -432,6 +480,7 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *,
 
     # 1. Planned: wait for a quiet, fully replicated source.
     if opts.planned and not marker.done("catch-up"):
+        clock.phase("catch-up")
         plan.append({"step": "catch-up", "action": "wait for quiet source and zero lag"})
         if not opts.dry_run:
             caught = _wait_quiet_and_caught_up(ctx, topics, opts)
@@ -442,6 +491,7 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *,
     # 2. Stop replication into the target.
     # A stop left pending (Connect was unreachable) is tried again on every re-run.
     if not marker.done("stop-replication") or marker.replication_stop == "pending":
+        clock.phase("stop-replication")
         plan.append({"step": "stop-replication", "connectors": list(rep.connect.connectors)})
         if not opts.dry_run:
             ctx.notify("Stopping replication into the target")
@@ -455,6 +505,7 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *,
             store.save(marker)
             crash_point("stop-replication")
     elif marker.replication_stop == "stopped" and marker.stopped_connectors:
+        clock.phase("stop-replication")
         reissued = _stop_still_holds(ctx, marker, opts.dry_run)
         if reissued:
             plan.append({"step": "stop-replication", "reissue": reissued})
@@ -473,6 +524,7 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *,
 
     # 3. The failover point.
     if not marker.done("failover-point"):
+        clock.phase("failover-point")
         dst_admin = ctx.clients(rep.target).admin()
         failover_point = _ends(dst_admin, sorted(topics.values()))
         created = _ensure_failover_topics(ctx, topics, opts.dry_run)
@@ -504,6 +556,7 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *,
 
     # 4. Group offsets.
     if not marker.done("translate-offsets"):
+        clock.phase("translate-offsets")
         ctx.notify("Translating consumer-group offsets")
         report = translate_offsets(ctx, TranslateRequest(
             rep.source, rep.target, groups=opts.groups, method=opts.method,
@@ -529,9 +582,22 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *,
             store.save(marker)
             crash_point("translate-offsets")
 
-    if not opts.dry_run and not marker.done("failover"):
+    # 5. The report: the RPO at the failover point, the unreplicated records per partition.
+    if opts.dry_run:
+        clock.stop()
+        return result
+    clock.phase("report")
+    ranges = unreplicated_ranges(ctx, marker)
+    result.unreplicated = estimate_unreplicated(ctx, marker, ranges)
+    if not marker.rpo or marker.rpo.get("method") == RpoMethod.unknown:
+        # Measured once; an unknown one is measured again (the source may answer now).
+        rpo = measure_rpo(ctx, marker, ranges)
+        marker.rpo = rpo.as_dict()
+        ctx.notify(f"RPO: {rpo.sentence()}")
+    if not marker.done("failover"):
         marker.record("failover", {"planned": opts.planned})
-        store.save(marker)
+    clock.stop(finished=True)
+    store.save(marker)
     return result
 
 
@@ -638,17 +704,19 @@ def _stop_still_holds(ctx: OpsContext, marker: FailoverMarker, dry_run: bool,
     return loose
 
 
-def estimate_unreplicated(ctx: OpsContext, marker: FailoverMarker
-                          ) -> list[dict[str, Any]] | None:
-    """Per partition: the visible source records after the one the target holds last (capped
-    at a million per partition); None when the source is gone."""
+def unreplicated_ranges(ctx: OpsContext, marker: FailoverMarker
+                        ) -> dict[TP, tuple[int, int]] | None:
+    """Per source partition, the offsets the target lacked at the failover point: from the
+    one after the source's copy of the target's last record at F (or the source's low
+    watermark) to the source's end at F. None when the source is gone or cannot be read."""
     if not marker.source_end:
         return None
     src, dst = ctx.source, ctx.target
     try:
         src_admin, dst_admin = src.admin(), dst.admin()
         src_tps = [(t, p) for t, parts in marker.source_end.items() for p in parts]
-        a = Side.of(src, src_admin, watermarks(src_admin, src_tps))
+        src_marks = watermarks(src_admin, src_tps)
+        a = Side.of(src, src_admin, src_marks)
         dst_marks = {(marker.topics[t], p): (0, marker.failover_point[marker.topics[t]][p])
                      for t, p in src_tps}
         b = Side.of(dst, dst_admin, dst_marks)
@@ -660,15 +728,30 @@ def estimate_unreplicated(ctx: OpsContext, marker: FailoverMarker
                 queries.append(MatchQuery(tail, tp))
                 order.append(tp)
         found = dict(zip(order, match_records(b, a, queries), strict=True))
-        starts = {}
-        for t, p in src_tps:
-            m = found.get((t, p))
-            starts[(t, p)] = (m.offset + 1) if m is not None and m.offset is not None else 0
+    except Exception:  # noqa: BLE001 - the report's measures must never fail the failover
+        return None
+    ranges = {}
+    for t, p in src_tps:
+        m = found.get((t, p))
+        start = (m.offset + 1) if m is not None and m.offset is not None else 0
+        ranges[(t, p)] = (max(start, src_marks[(t, p)][0]), marker.source_end[t][p])
+    return ranges
+
+
+def estimate_unreplicated(ctx: OpsContext, marker: FailoverMarker,
+                          ranges: Mapping[TP, tuple[int, int]] | None
+                          ) -> list[dict[str, Any]] | None:
+    """Per partition of `ranges` (unreplicated_ranges): the visible source records the target
+    lacked at F (capped at a million per partition); None when the source is gone."""
+    if ranges is None or not marker.source_end:
+        return None
+    src = ctx.source
+    try:
+        src_tps = list(ranges)
+        a = Side.of(src, src.admin(), watermarks(src.admin(), src_tps))
         # Count visible records: transaction markers and aborted records take offsets too.
-        counts = a.reader.read([RangeRequest(tp, max(starts[tp], marker.source_end[tp[0]][tp[1]]
-                                                     - 1_000_000),
-                                             marker.source_end[tp[0]][tp[1]])
-                                for tp in src_tps])
+        counts = a.reader.read([RangeRequest(tp, max(start, end - 1_000_000), end)
+                                for tp, (start, end) in ranges.items()])
     except Exception:  # noqa: BLE001 - an estimate must never fail the failover report
         return None
     return [{"topic": t, "partition": p, "source_end": marker.source_end[t][p],
@@ -677,7 +760,27 @@ def estimate_unreplicated(ctx: OpsContext, marker: FailoverMarker
             for (t, p), recs in zip(src_tps, counts, strict=True)]
 
 
-def report_context(ctx: OpsContext, marker: FailoverMarker) -> dict[str, Any]:
+def measure_rpo(ctx: OpsContext, marker: FailoverMarker,
+                ranges: Mapping[TP, tuple[int, int]] | None) -> Rpo:
+    """The RPO at the failover point (ops/rpo.py): from the oldest source record the target
+    lacked at F when the source answers (`ranges`: unreplicated_ranges), else from the newest
+    heartbeat the target holds that was copied from the source, else unknown."""
+    at_ms = marker.failover_time_ms or int(time.time() * 1000)
+    if ranges is not None:
+        try:
+            lacking = {tp: r for tp, r in ranges.items() if r[1] > r[0]}
+            return rpo_from_records(oldest_records(ctx.source, lacking), at_ms)
+        except Exception:  # noqa: BLE001 - the source may be dying: try the heartbeats
+            pass
+    rep = ctx.rep
+    topic = heartbeats_topic(rep.source_alias)
+    return rpo_from_heartbeat(newest_copied_heartbeat(ctx.target, rep.source_alias,
+                                                      until_ms=at_ms), at_ms, topic)
+
+
+def report_context(ctx: OpsContext, marker: FailoverMarker,
+                   unreplicated: list[dict[str, Any]] | None = None,
+                   scorecard: Mapping[str, Any] | None = None) -> dict[str, Any]:
     from datetime import UTC, datetime
 
     config, rep = ctx.config, ctx.rep
@@ -688,7 +791,8 @@ def report_context(ctx: OpsContext, marker: FailoverMarker) -> dict[str, Any]:
         "failover_time": when,
         "open_risks": open_risks(marker),
         "left_behind": describe_left_behind(marker),
-        "unreplicated": estimate_unreplicated(ctx, marker),
+        "unreplicated": unreplicated,
+        "scorecard": dict(scorecard) if scorecard else None,
         "source_bootstrap": config.cluster(rep.source)["bootstrap.servers"],
         "target_bootstrap": config.cluster(rep.target)["bootstrap.servers"],
         "failover_topics": {t: rep.failover_topic(t) for t in marker.topics},

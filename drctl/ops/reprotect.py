@@ -23,6 +23,8 @@ the marker before the next:
    then the incident is closed.
 
 A re-run continues after the last recorded step; `--dry-run` prints the positions it would set.
+Each run's phases (the steps above) are timed from its start and kept in the marker
+(ops/phases.py).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from drctl.kafka.offsets import watermarks
 from drctl.kafka.records import Record, header_values, stream_ranges
 from drctl.kafka.topics import TP, log_append_time_topics
 from drctl.ops.copies import copy_fingerprint, timestamps_kept
+from drctl.ops.phases import PhaseClock, command_timing
 from drctl.ops.quiet import Ends, Writes
 from drctl.ops.rerun import rerun_while_dropped
 from drctl.ops.reverse import (
@@ -53,6 +56,7 @@ from drctl.ops.reverse import (
     reverse_topic,
     wait_reverse_caught_up,
 )
+from drctl.ops.scorecard import operation_scorecard
 from drctl.progress import Ticker
 from drctl.replication.base import Confirm, ReturnRequest
 from drctl.reports import write_report
@@ -79,7 +83,18 @@ class ReprotectResult:
     resumed: bool = False
     plan: list[dict[str, Any]] = field(default_factory=list)
     forced: list[str] = field(default_factory=list)  # what --force went past, in words
-    phases_s: dict[str, float] = field(default_factory=dict)  # how long each step took
+    clock: PhaseClock | None = None  # this run's phases (None: a result not from a run)
+
+    @property
+    def phases_s(self) -> dict[str, float]:
+        """How long each phase of this run took."""
+        return {} if self.clock is None else self.clock.phases_s
+
+    def scorecard(self) -> dict[str, Any]:
+        """This run's phases and the incident's earlier reprotect runs (ops/phases.py)."""
+        this = None if self.clock is None else self.clock.as_run()
+        return operation_scorecard("reprotect", self.marker.incident,
+                                   command_timing(self.marker.timings, "reprotect", this))
 
     def step(self, name: str) -> dict[str, Any]:
         rec = self.marker.steps.get(f"reprotect:{name}")
@@ -106,14 +121,16 @@ class ReprotectResult:
         steps = {k.removeprefix("reprotect:"): v.result for k, v in self.marker.steps.items()
                  if k.startswith("reprotect:")}
         return {**self.summary(), "resumed": self.resumed, "plan": self.plan, "steps": steps,
-                "phases_s": self.phases_s,
+                "phases_s": self.phases_s, "timing": self.scorecard()["timing"],
+                "scorecard": self.scorecard(),
                 "marker": None if self.dry_run else asdict(self.marker),
                 "reports": [str(p) for p in reports]}
 
     def runbook_summary(self, reports: Sequence[Path] = ()) -> dict[str, Any]:
         """The result of the `reprotect` runbook action, which step outputs read."""
         return {**self.summary(), "forward_starts": self.forward_starts,
-                "phases_s": self.phases_s, "reports": [str(p) for p in reports]}
+                "phases_s": self.phases_s, "scorecard": self.scorecard(),
+                "reports": [str(p) for p in reports]}
 
     def write_reports(self, ctx: OpsContext, directory: Path | None = None) -> list[Path]:
         """The reprotect report (default: STATE_DIR/reports); a dry run writes none."""
@@ -124,7 +141,7 @@ class ReprotectResult:
                    "steps": {k.removeprefix("reprotect:"): v.result
                              for k, v in self.marker.steps.items()
                              if k.startswith("reprotect:")},
-                   "phases_s": self.phases_s}
+                   "phases_s": self.phases_s, "scorecard": self.scorecard()}
         return write_report(directory or (config.state.dir / "reports"),
                             f"{self.marker.incident}-reprotect", context, "reprotect-report",
                             config.redactor)
@@ -150,27 +167,33 @@ def run_reprotect(ctx: OpsContext, opts: ReprotectOptions, *,
     way makes it run again from the last step recorded, within `--timeout`."""
     rep = ctx.config.require_replication()
     under_way = [False]
+    clock = PhaseClock("reprotect")  # one run, however often a dropped cluster restarts it
 
     def once() -> ReprotectResult:
-        return _reprotect_once(ctx, opts, confirm, under_way)
+        return _reprotect_once(ctx, opts, confirm, under_way, clock)
 
     return rerun_while_dropped(once, ctx, (rep.source, rep.target), opts.timeout_s,
                                "the return to protection", started=lambda: under_way[0])
 
 
 def _reprotect_once(ctx: OpsContext, opts: ReprotectOptions, confirm: Confirm | None,
-                    under_way: list[bool]) -> ReprotectResult:
+                    under_way: list[bool], clock: PhaseClock) -> ReprotectResult:
+    clock.phase("preflight")
     config, notify = ctx.config, ctx.notify
     rep = config.require_replication()
     kind = ctx.require_kind()
     marker = marker_to_reprotect(ctx, opts.incident)
     store = ctx.markers(rep.target)
     result = ReprotectResult(marker, opts.dry_run,
-                             resumed=any(k.startswith("reprotect:") for k in marker.steps))
+                             resumed=any(k.startswith("reprotect:") for k in marker.steps),
+                             clock=clock)
     if marker.status == "closed":
         notify(f"Incident {marker.incident} is closed: the pair was returned to protection "
                "already")
+        clock.stop()
         return result
+    if not opts.dry_run:
+        clock.keep_in(marker.timings)  # a marker read again after a drop keeps it once
     notify(f"Return to protection, incident {marker.incident}: {rep.source} -> {rep.target}")
     for name in (rep.source, rep.target):
         describe_with_retry(ctx.clients(name), config.retry.with_deadline(opts.deadline_s))
@@ -178,12 +201,9 @@ def _reprotect_once(ctx: OpsContext, opts: ReprotectOptions, confirm: Confirm | 
     request = ReturnRequest(marker.incident, sorted(failover_starts(rep, marker)), {},
                             config.state.dir / "reprotect")
 
-    def timed(step: str, started: float) -> None:
-        result.phases_s[step] = round(time.monotonic() - started, 1)
-
     # 1. The producers are back on the source; the reverse flow has carried their writes.
     if not marker.done("reprotect:quiet"):
-        started = time.monotonic()
+        clock.phase("quiet")
         quiet = quiet_and_caught_up(ctx, marker, opts)
         result.forced += quiet.get("forced", [])
         result.plan.append({"step": "quiet", **quiet})
@@ -191,11 +211,10 @@ def _reprotect_once(ctx: OpsContext, opts: ReprotectOptions, confirm: Confirm | 
             marker.record("reprotect:quiet", quiet)
             store.save(marker)
             crash_point("reprotect:quiet")
-        timed("quiet", started)
 
     # 2. Retire the reverse flow; carry what it had not.
     if not marker.done("reprotect:reverse-retired"):
-        started = time.monotonic()
+        clock.phase("reverse-retired")
         result.plan.append({"step": "reverse-retired", "topics": request.reverse_topics})
         if not opts.dry_run:
             retired = kind.retire_reverse(ctx, request, notify, confirm)
@@ -203,11 +222,10 @@ def _reprotect_once(ctx: OpsContext, opts: ReprotectOptions, confirm: Confirm | 
             marker.record("reprotect:reverse-retired", retired)
             store.save(marker)
             crash_point("reprotect:reverse-retired")
-        timed("reverse-retired", started)
 
     # 3. Where forward copying starts.
     if not marker.done("reprotect:cut-over"):
-        started = time.monotonic()
+        clock.phase("cut-over")
         cut = cut_over(ctx, marker)
         result.plan.append({"step": "cut-over", "forward_starts": cut["forward_starts"],
                             "strays": cut["strays"]})
@@ -219,14 +237,13 @@ def _reprotect_once(ctx: OpsContext, opts: ReprotectOptions, confirm: Confirm | 
         else:
             request = ReturnRequest(request.incident, request.reverse_topics,
                                     _offsets(cut["forward_starts"]), request.out_dir)
-        timed("cut-over", started)
     if not opts.dry_run:
         request = ReturnRequest(request.incident, request.reverse_topics,
                                 _offsets(result.forward_starts), request.out_dir)
 
     # 4. Set the forward flow's start.
     if not marker.done("reprotect:forward-start"):
-        started = time.monotonic()
+        clock.phase("forward-start")
         applied = kind.set_forward_start(ctx, request, notify, confirm,
                                          dry_run=opts.dry_run)
         result.plan.append({"step": "forward-start", **applied})
@@ -234,11 +251,10 @@ def _reprotect_once(ctx: OpsContext, opts: ReprotectOptions, confirm: Confirm | 
             marker.record("reprotect:forward-start", applied)
             store.save(marker)
             crash_point("reprotect:forward-start")
-        timed("forward-start", started)
 
     # 5. Resume it — never while a reverse flow copies with names kept.
     if not marker.done("reprotect:forward-resumed"):
-        started = time.monotonic()
+        clock.phase("forward-resumed")
         result.plan.append({"step": "forward-resumed", "connectors": list(rep.connect.connectors)})
         if not opts.dry_run:
             reverse = kind.reverse_state(ctx)
@@ -253,16 +269,14 @@ def _reprotect_once(ctx: OpsContext, opts: ReprotectOptions, confirm: Confirm | 
                           {"components": state.components, "at_ms": int(time.time() * 1000)})
             store.save(marker)
             crash_point("reprotect:forward-resumed")
-        timed("forward-resumed", started)
 
     # 6. Measured, not assumed: what the source received since the cut-over is on the target.
     if not opts.dry_run and not marker.done("reprotect:verified"):
-        started = time.monotonic()
+        clock.phase("verified")
         check = verify_forward(ctx, marker, opts.timeout_s)
         marker.record("reprotect:verified", check,
                       status="done" if check["ok"] else "failed")
         store.save(marker)
-        timed("verified", started)
         if not check["ok"]:
             raise CheckFailed(
                 f"Forward replication resumed, but the target does not hold what the source "
@@ -272,6 +286,7 @@ def _reprotect_once(ctx: OpsContext, opts: ReprotectOptions, confirm: Confirm | 
                 f"reprotect --incident {marker.incident}` again.")
         crash_point("reprotect:verified")
 
+    clock.stop(finished=not opts.dry_run)
     if not opts.dry_run:
         marker.status = "closed"
         marker.record("reprotect", {"phases_s": result.phases_s})

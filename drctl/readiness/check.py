@@ -168,9 +168,12 @@ def _transactions(ctx: OpsContext, out: Readiness, up: dict[str, bool],
                            for p in meta[t].partitions]
         looked += len(parts)
         ctx.notify(f"{name}: looking for open transactions on {len(parts)} partition(s)")
+        still_open = open_transactions(clients, parts)
+        if not still_open:
+            continue
         limit = opts.transaction_age_s if opts.transaction_age_s is not None \
             else max_transaction_s(clients)
-        for t in hanging(open_transactions(clients, parts), limit, now_ms):
+        for t in hanging(still_open, limit, now_ms):
             age = t.age_s(now_ms)
             since = "of unknown age" if age is None else f"open {format_duration(round(age))}"
             out.add(Finding(

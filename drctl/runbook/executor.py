@@ -210,7 +210,8 @@ class Executor:
                           inputs=record.get("inputs") or {},
                           outputs=record.get("outputs") or {}, error=record.get("error"),
                           detail="completed by an earlier run of this journal",
-                          approved_by=record.get("approved_by"), resumed=True, completed=True)
+                          approved_by=record.get("approved_by"), resumed=True, completed=True,
+                          scorecard=record.get("scorecard"))
 
     def _undo_chain(self, results: list[StepResult]) -> list[str]:
         """Undo steps of what was attempted, newest first (the failing step included: it may
@@ -285,7 +286,7 @@ class Executor:
                      "started": result.started, "duration_s": round(result.duration_s, 3),
                      "attempts": result.attempts, "inputs": result.inputs,
                      "outputs": result.outputs, "error": result.error, "detail": result.detail,
-                     "approved_by": result.approved_by})
+                     "approved_by": result.approved_by, "scorecard": result.scorecard})
         self._remember(result)
         self.observer.step_finished(result)
 

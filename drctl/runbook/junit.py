@@ -1,4 +1,6 @@
-"""JUnit XML of a run, for CI dashboards: one test suite per run, one test case per step.
+"""JUnit XML of a run, for CI dashboards: one test suite per run, one test case per step,
+and one per objective of the run's scorecard (a missed objective is a failure, one that could
+not be measured is skipped).
 
 Made from `RunResult.as_dict`, which is already redacted: the XML cannot show a secret the
 run's Redactor knows.
@@ -23,14 +25,19 @@ _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
 def write_junit(data: dict[str, Any], path: Path) -> None:
-    """One test suite per run, one test case per step (rollback steps included)."""
+    """One test suite per run, one test case per step (rollback steps included) and per
+    objective set in the configuration that a step measured."""
     steps = data["steps"]
+    objectives = [o for o in (data.get("scorecard") or {}).get("objectives", [])
+                  if o["verdict"] != "no-objective"]
     suite = ET.Element("testsuite", {
         "name": f"runbook {data['runbook']['name']}",
-        "tests": str(len(steps)),
-        "failures": str(sum(1 for s in steps if s["status"] == "check-failed")),
+        "tests": str(len(steps) + len(objectives)),
+        "failures": str(sum(1 for s in steps if s["status"] == "check-failed")
+                        + sum(1 for o in objectives if o["verdict"] == "missed")),
         "errors": str(sum(1 for s in steps if s["status"] in _FAILURE - {"check-failed"})),
-        "skipped": str(sum(1 for s in steps if s["status"] in _SKIPPED)),
+        "skipped": str(sum(1 for s in steps if s["status"] in _SKIPPED)
+                       + sum(1 for o in objectives if o["verdict"] == "not-measured")),
         "time": f"{data['duration_s']:.3f}",
         "timestamp": data["started"],
     })
@@ -57,6 +64,8 @@ def write_junit(data: dict[str, Any], path: Path) -> None:
             ET.SubElement(case, "skipped", {"message": f"{status}: {message}"})
         out = ET.SubElement(case, "system-out")
         out.text = _details(step)
+    for objective in objectives:
+        _objective_case(suite, data["runbook"]["name"], objective)
     for element in suite.iter():
         element.text = element.text and _xml_text(element.text)
         element.attrib = {k: _xml_text(v) for k, v in element.attrib.items()}
@@ -64,6 +73,26 @@ def write_junit(data: dict[str, Any], path: Path) -> None:
     ET.indent(tree)
     path.parent.mkdir(parents=True, exist_ok=True)
     tree.write(path, encoding="utf-8", xml_declaration=True)
+
+
+def _objective_case(suite: ET.Element, runbook: str, o: dict[str, Any]) -> None:
+    """`<OBJECTIVE> <= <target>` of the step's operation: passes when met."""
+    case = ET.SubElement(suite, "testcase", {
+        "classname": f"runbook.{runbook}.objectives",
+        "name": f"{o['objective'].upper()} <= {o['target']} ({o['operation']}, step "
+                f"{o['step']})",
+        "time": "0.000",
+    })
+    measured = o["measured"] or "not measured"
+    message = f"{o['objective'].upper()} {measured}, objective {o['target']}: {o['detail']}"
+    if o["verdict"] == "missed":
+        failure = ET.SubElement(case, "failure", {"message": message,
+                                                  "type": "objective-missed"})
+        failure.text = message
+    elif o["verdict"] == "not-measured":
+        ET.SubElement(case, "skipped", {"message": f"not measured: {o['detail']}"})
+    out = ET.SubElement(case, "system-out")
+    out.text = f"verdict: {o['verdict']}\n{message}"
 
 
 def _xml_text(text: str) -> str:

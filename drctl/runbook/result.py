@@ -1,11 +1,14 @@
 """What a run produced: each step's status, inputs, outputs and timing, and the run's verdict.
 
 `RunResult.as_dict` is the shape reports, JUnit and `--output json` share; `EXIT_STATUS` maps a
-run's verdict to the process's exit status.
+run's verdict to the process's exit status. An action whose result carries a `scorecard`
+(failover, failback, reprotect: ops/scorecard.py) hands it to its step, and the run's
+scorecard gathers them: RTO by phase and the RPO measured, against the objectives.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -72,6 +75,8 @@ class StepResult:
     approved_by: str | None = None
     resumed: bool = False  # completed by an earlier run of the same journal
     completed: bool = False  # the run moved past it (a resume does not run it again)
+    # What its action measured against the objectives (ops/scorecard.py), when it did.
+    scorecard: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -81,7 +86,7 @@ class StepResult:
             "duration_s": round(self.duration_s, 3), "attempts": self.attempts,
             "inputs": plain(self.inputs), "outputs": plain(self.outputs), "error": self.error,
             "hint": self.hint, "detail": self.detail, "approved_by": self.approved_by,
-            "resumed": self.resumed,
+            "resumed": self.resumed, "scorecard": self.scorecard,
         }
 
 
@@ -119,6 +124,25 @@ class RunResult:
             "duration_s": round(self.duration_s, 3), "journal": self.journal,
             "resumed": self.resumed, "vars": self.variables, "counts": counts,
             "steps": [s.as_dict() for s in self.steps],
+            "scorecard": run_scorecard(self.steps),
         }
         redacted: dict[str, Any] = redactor.redact_data(to_jsonable(plain(data)))
         return redacted
+
+
+def scorecard_of(outcome: Any) -> dict[str, Any] | None:
+    """The scorecard an action's result carries (under `scorecard`), if any."""
+    if isinstance(outcome, Mapping) and isinstance(outcome.get("scorecard"), Mapping):
+        return dict(outcome["scorecard"])
+    return None
+
+
+def run_scorecard(steps: Sequence[StepResult]) -> dict[str, Any] | None:
+    """The run's scorecard: each step's (its operation's timing by phase and RPO), and every
+    objective judged, named by step; None when no step measured anything."""
+    operations = [{"step": s.name, **s.scorecard} for s in steps if s.scorecard]
+    if not operations:
+        return None
+    return {"operations": operations,
+            "objectives": [{"step": op["step"], "operation": op["operation"], **o}
+                           for op in operations for o in op.get("objectives", [])]}

@@ -12,6 +12,7 @@ from confluent_kafka import KafkaException
 
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.records import read_all
+from drctl.replication.connect import ConnectorActivity, ConnectorReading
 from tests.conftest import RunningLab
 
 # (partition, key, value) or (partition, key, value, timestamp_ms, headers); a timestamp of 0
@@ -80,3 +81,15 @@ def run_json(*argv: str) -> tuple[int, dict[str, Any]]:
     with contextlib.redirect_stdout(buf):
         status = main(["--output", "json", *argv])
     return status, json.loads(buf.getvalue() or "{}")
+
+
+def stop_forward_quietly(lab: RunningLab) -> None:
+    """MirrorMaker 2's source connector stops, and nothing copies any more."""
+    client = lab.lab.connect_client(lab.state)
+    name = lab.lab.flow(lab.state).connector_names()["source"]
+    time.sleep(2.5)  # Connect flushes its source offsets
+    client.stop(name)
+    end = time.monotonic() + 60
+    while ConnectorReading.read(client, name).activity is not ConnectorActivity.STOPPED:
+        assert time.monotonic() < end, "the source connector did not stop"
+        time.sleep(0.2)

@@ -23,7 +23,7 @@ from drctl.kafka.groups import committed_offsets
 from drctl.lab.workload import WorkloadSpec, commit_offsets, create_topics, run_workload
 from drctl.state import FailoverMarker, MarkerStore, marker_store
 from tests.conftest import RunningLab
-from tests.lab.support import run_json, wait_replicated
+from tests.lab.support import run_json, stop_forward_quietly, wait_replicated
 from tests.lab.test_translate import busy_on_target
 
 pytestmark = pytest.mark.lab
@@ -160,7 +160,16 @@ def test_crash_mid_failover_then_rerun_finishes_without_reapplying(
     topic = f"{ns}-crash"
     run_workload(lab.primary, WorkloadSpec(topics=(topic,), partitions=2, records=300,
                                            groups=(f"{ns}-g=50%",)))
-    wait_replicated(lab, topic, 290)
+    wait_replicated(lab, topic, 300)
+    # Replication stops; the primary then gets records stamped 40 s ago and later: the gap,
+    # whose oldest record the RPO measured at the failover point must name.
+    stop_forward_quietly(lab)
+    gap_ms = int(time.time() * 1000) - 40_000
+    producer = lab.primary.producer()
+    for i in range(4):
+        producer.produce(topic, key=f"gap-{i}".encode(), value=b"gap", partition=i % 2,
+                         timestamp=gap_ms + i * 1000)
+    producer.flush(30)
     config = scoped_config(lab, ns, tmp_path)
     env = {**os.environ, "DRCTL_CRASH_AT": "failover-point"}
     crashed = subprocess.run([sys.executable, "-m", "drctl", "--config", str(config), "failover",
@@ -186,6 +195,20 @@ def test_crash_mid_failover_then_rerun_finishes_without_reapplying(
     assert done["failover_point"] == {t: {str(p): o for p, o in parts.items()}
                                       for t, parts in marker.failover_point.items()}
     assert done["groups"][f"{ns}-g"]["applied"] is True
+    # RPO: from the oldest record the target lacked at F, to F.
+    rpo = out["rpo"]
+    assert (rpo["method"], rpo["since_ms"]) == ("records", gap_ms), rpo
+    assert rpo["seconds"] == round((done["failover_time_ms"] - gap_ms) / 1000, 3) >= 40
+    assert rpo["text"].startswith("records after ") and "were not replicated" in rpo["text"]
+    # RTO by phase: this run's phases, and the crashed run kept once, not counted twice.
+    timing = out["timing"]
+    [crashed_run] = timing["earlier_runs"]
+    assert crashed_run["phases"][-1]["phase"] == "failover-point" and not crashed_run["ended"]
+    this_run = [p["phase"] for p in timing["this_run"]["phases"]]
+    assert this_run[-2:] == ["translate-offsets", "report"] and "failover-point" not in this_run
+    assert len(done["timings"]) == 2 and timing["runs"] == 2 and timing["finished"]
+    assert timing["busy_s"] == pytest.approx(crashed_run["total_s"]
+                                             + timing["this_run"]["total_s"], abs=0.002)
 
 
 def test_bad_situations_are_clear(lab: RunningLab, ns: str, tmp_path: Path,

@@ -27,9 +27,8 @@ from drctl.kafka.records import read_all
 from drctl.lab.workload import commit_offsets, create_topics
 from drctl.ops.failback import FailbackOptions, run_failback
 from drctl.ops.gap_step import gap_finder
-from drctl.replication.connect import ConnectorActivity, ConnectorReading
 from tests.conftest import RunningLab
-from tests.lab.support import fresh_clients, produce, wait_replicated
+from tests.lab.support import fresh_clients, produce, stop_forward_quietly, wait_replicated
 from tests.lab.test_failback import restore
 from tests.lab.test_failover import run_json, scoped_config
 
@@ -45,18 +44,6 @@ def restored(lab: RunningLab) -> Iterator[RunningLab]:
 def _send(clients: Any, topic: str, partition: int, prefix: str, count: int) -> None:
     produce(clients, topic, [(partition, f"{prefix}-{partition}-{i}".encode(),
                               f"{prefix}-v-{i}".encode()) for i in range(count)])
-
-
-def _stop_forward_quietly(lab: RunningLab) -> None:
-    """MirrorMaker 2's source connector stops, and nothing copies any more."""
-    client = lab.lab.connect_client(lab.state)
-    name = lab.lab.flow(lab.state).connector_names()["source"]
-    time.sleep(2.5)  # Connect flushes its source offsets
-    client.stop(name)
-    end = time.monotonic() + 60
-    while ConnectorReading.read(client, name).activity is not ConnectorActivity.STOPPED:
-        assert time.monotonic() < end, "the source connector did not stop"
-        time.sleep(0.2)
 
 
 def _delete_before(clients: Any, topic: str, offsets: dict[int, int]) -> None:
@@ -78,7 +65,7 @@ def test_retention_before_failback_is_named_as_loss_and_only_then(
     for p in (0, 1):
         _send(lab.primary, topic, p, "base", 100)
     wait_replicated(lab, topic, 200)
-    _stop_forward_quietly(lab)
+    stop_forward_quietly(lab)
     for p in (0, 1):
         _send(lab.primary, topic, p, "gap", 20)
     # Retention runs on the primary: every replicated record is gone from both partitions,
@@ -247,7 +234,7 @@ def test_a_secondary_broker_restart_mid_failback_is_ridden_out(
     for p in (0, 1):
         _send(lab.primary, topic, p, "base", 50)
     wait_replicated(lab, topic, 100)
-    _stop_forward_quietly(lab)
+    stop_forward_quietly(lab)
     for p in (0, 1):
         _send(lab.primary, topic, p, "gap", 5)
     config = scoped_config(lab, ns, tmp_path)
@@ -345,7 +332,7 @@ def test_a_topic_never_mirrored_is_reconciled_at_failback(
     create_topics(lab.primary, (kept,), 1)
     _send(lab.primary, kept, 0, "k", 10)
     wait_replicated(lab, kept, 10)
-    _stop_forward_quietly(lab)
+    stop_forward_quietly(lab)
     create_topics(lab.primary, (young,), 2)
     for p in (0, 1):
         _send(lab.primary, young, p, "y", 50)
@@ -381,7 +368,7 @@ def test_partitions_added_during_the_outage_are_carried_both_ways(
         for p in (0, 1):
             _send(lab.primary, topic, p, "base", 10)
         wait_replicated(lab, topic, 20)
-    _stop_forward_quietly(lab)
+    stop_forward_quietly(lab)
     for fut in lab.primary.admin().create_partitions([NewPartitions(grown, 3)]).values():
         fut.result(30)
     _send(lab.primary, grown, 2, "gap", 5)

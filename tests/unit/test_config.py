@@ -334,3 +334,23 @@ def test_java_map_problems_have_key_paths() -> None:
     with pytest.raises(ConfigError) as err:
         parse_config({"clusters": {"p": {"bootstrap.servers": "p:1", "java": ["x"]}}})
     assert err.value.key == "clusters.p.java" and "expected a mapping" in err.value.reason
+
+
+def test_objectives_are_optional_durations() -> None:
+    base = {"clusters": {"a": {"bootstrap.servers": "x"}}}
+    assert parse_config(base).objectives.rpo_s is None
+    cfg = parse_config({**base, "objectives": {"rpo": "60s", "rto": "15m"}})
+    assert (cfg.objectives.rpo_s, cfg.objectives.rto_s) == (60.0, 900.0)
+    assert parse_config({**base, "objectives": {"rpo": 0}}).objectives.rpo_s == 0.0
+    assert config_as_data(cfg)["objectives"] == {"rpo_s": 60.0, "rto_s": 900.0}
+
+
+def test_a_bad_objective_is_a_config_error_with_its_key_path() -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config({"clusters": {"a": {"bootstrap.servers": "x"}},
+                      "objectives": {"rpo": "a minute", "rto": -5, "rtt": "1s"}})
+    assert [p.key for p in info.value.problems] == ["objectives.rtt", "objectives.rpo",
+                                                     "objectives.rto"]
+    assert "expected a duration such as 5s, 500ms or 2m, got 'a minute'" in info.value.message
+    assert "a duration cannot be negative" in info.value.message
+    assert "Did you mean 'rto'" in info.value.message

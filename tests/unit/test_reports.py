@@ -349,3 +349,40 @@ def test_failback_html_names_quarantine_topics_and_reverse_connector() -> None:
     page = render_report("failback-report", "html", **_failback())
     assert "orders.quarantine" in page and "secondary-primary-source" in page
     assert "state/q.jsonl" in page
+
+
+def test_reports_show_the_rpo_and_the_time_by_phase() -> None:
+    from drctl.config import Objectives
+    from drctl.ops.phases import command_timing
+    from drctl.ops.rpo import unknown_rpo
+    from drctl.ops.scorecard import failover_scorecard, operation_scorecard
+
+    marker = FailoverMarker.new("primary", "secondary", "mirrormaker2", planned=False)
+    run = {"run_id": "r2", "command": "failover", "started_ms": 1_714_564_860_000,
+           "started_at": "2024-05-01T12:01:00Z", "total_s": 9.0, "finished": True,
+           "ended": True, "phases": [
+               {"phase": "preflight", "start_s": 0.0, "seconds": 2.0, "running": False},
+               {"phase": "translate-offsets", "start_s": 2.0, "seconds": 7.0,
+                "running": False}]}
+    crashed = {**run, "run_id": "r1", "started_ms": 1_714_564_800_000, "total_s": 3.0,
+               "finished": False, "ended": False, "started_at": "2024-05-01T12:00:00Z",
+               "phases": [{"phase": "stop-replication", "start_s": 0.0, "seconds": 3.0,
+                           "running": True}]}
+    timing = command_timing([crashed], "failover", run)
+    card = failover_scorecard(marker.incident, Objectives(rpo_s=60), timing,
+                              unknown_rpo(1_714_564_800_000, "nothing readable").as_dict())
+    ctx = {"marker": asdict(marker), "failover_time": "now", "unreplicated": None,
+           "source_bootstrap": "a:1", "target_bootstrap": "b:1", "failover_topics": {},
+           "open_risks": [], "scorecard": card}
+    md = render("failover-report.md.j2", **ctx)
+    assert "| RPO | RPO unknown: nothing readable |" in md
+    assert "| Took | 1m09s from the command's start (2 runs) |" in md
+    assert "| RPO | 1m | — | **not measured** |" in md
+    assert "| translate-offsets | 2.0 s | 7.0 s |" in md
+    assert "| 2024-05-01T12:00:00Z | stop-replication (did not end) | 3.0 s | no: stopped " \
+           "or crashed |" in md
+    back = operation_scorecard("reprotect", marker.incident,
+                               command_timing([], "reprotect", {**run, "command": "reprotect"}))
+    md = render("reprotect-report.md.j2", marker=asdict(marker), steps={}, phases_s={},
+                summary={"phase": "closed", "forced": []}, scorecard=back)
+    assert "## Time by phase" in md and "| preflight | 0.0 s | 2.0 s |" in md

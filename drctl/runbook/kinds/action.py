@@ -24,7 +24,7 @@ from drctl.runbook.kinds.interface import (
     StepValidator,
 )
 from drctl.runbook.model import Step, StepKind
-from drctl.runbook.result import Status, StepResult
+from drctl.runbook.result import Status, StepResult, scorecard_of
 from drctl.runbook.yaml_lines import LineDict
 
 
@@ -60,6 +60,7 @@ class ActionStep(StepKindDefinition):
         outcome = runner.attempts(step, result, lambda: runner.until(step, call_action(
             action, inputs["with"], step.timeout_s, runner.action_context())))
         if result.status == Status.ok:
+            result.scorecard = scorecard_of(outcome)
             runner.outputs(step, result, {"result": outcome})
 
 

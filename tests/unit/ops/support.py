@@ -47,6 +47,11 @@ class FakeAdmin:
             t: SimpleNamespace(partitions=dict.fromkeys(range(n)), error=None)
             for t, n in self.topics.items()})
 
+    def list_offsets(self, specs: dict[Any, Any], isolation_level: Any,
+                     request_timeout: float) -> dict[Any, Future[Any]]:
+        # No transaction open anywhere: the last stable offset is the end.
+        return {tp: _done(SimpleNamespace(offset=0)) for tp in specs}
+
     def list_consumer_groups(self, request_timeout: float) -> Future[Any]:
         return _done(SimpleNamespace(valid=[SimpleNamespace(group_id=g) for g in self.groups]))
 

@@ -142,7 +142,7 @@ def test_failback_result_json_and_runbook_summary_keep_their_keys() -> None:
     data = result.as_dict()
     assert list(data) == ["incident", "dry_run", "resumed", "plan", "gap", "reconcile",
                           "reverse", "verification", "translation", "switch_back", "audit",
-                          "marker", "phase", "next_command", "reports"]
+                          "marker", "phase", "next_command", "timing", "scorecard", "reports"]
     assert data["reconcile"] == {"mode": "copy-safe", "copy_safe": {"copied": 3, "skipped": 1},
                                  "quarantine": {"file": "q.jsonl", "topics": ["t.q"],
                                                 "count": 2}, "not_copied": {}}
@@ -152,7 +152,7 @@ def test_failback_result_json_and_runbook_summary_keep_their_keys() -> None:
                              "reverse", "verification", "positions", "positions_exact",
                              "positions_kept", "groups_not_applied", "positions_rewound",
                              "never_delivered", "switch_back", "audit", "audit_groups",
-                             "reports"]
+                             "phases_s", "scorecard", "reports"]
     assert (summary["copied"], summary["gap_total"], summary["quarantined"],
             summary["positions"], summary["positions_exact"], summary["positions_kept"],
             summary["groups_not_applied"]) == (3, 6, 2, 3, 2, 1, ["g2"])

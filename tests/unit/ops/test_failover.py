@@ -198,13 +198,15 @@ def test_failover_result_json_and_runbook_summary_keep_their_keys() -> None:
                             translation=report.as_dict(), translation_report=report)
     data = result.as_dict([Path("r.md")])
     assert list(data) == ["incident", "dry_run", "resumed", "preflight", "plan", "marker",
-                          "open_risks", "translation", "reports"]
+                          "open_risks", "translation", "rpo", "unreplicated", "timing",
+                          "scorecard", "reports"]
     assert data["marker"] == asdict(result.marker) and data["reports"] == ["r.md"]
     assert FailoverResult(_marker_with_groups(), dry_run=True).as_dict()["marker"] is None
     summary = result.runbook_summary([Path("r.md")])
     assert list(summary) == ["incident", "marker", "replication_stop", "late_copies",
                              "groups_applied",
-                             "groups_total", "groups_not_exact", "left_behind", "reports"]
+                             "groups_total", "groups_not_exact", "left_behind", "rpo_s",
+                             "rpo", "rto_s", "phases_s", "scorecard", "reports"]
     assert (summary["groups_applied"], summary["groups_total"],
             summary["groups_not_exact"]) == (1, 2, ["g2"])
 
