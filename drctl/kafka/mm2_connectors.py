@@ -60,6 +60,11 @@ class MirrorFlow:
             # worker on either cluster can run either direction.
             "producer.override.bootstrap.servers": self.target_bootstrap,
         }
+        if self.fast:
+            # A lab broker comes back on its own address. Kafka 4's admin clients rebootstrap
+            # in a tight loop while every node of a cluster is down (about a thousand log
+            # lines a second, a tenth of a core): without rebootstrap they back off.
+            common["admin.metadata.recovery.strategy"] = "none"
         common.update({f"source.cluster.{k}": v for k, v in self.source_client.items()})
         common.update({f"target.cluster.{k}": v for k, v in self.target_client.items()})
         common.update({f"producer.override.{k}": v for k, v in self.target_client.items()})

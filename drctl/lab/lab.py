@@ -378,6 +378,8 @@ class Lab:
             "offset.storage.partitions=1",
             "status.storage.partitions=1",
             "offset.flush.interval.ms=1000",
+            # No rebootstrap loop while the secondary restarts (see mm2_connectors.py).
+            "metadata.recovery.strategy=none",
             *([] if state.secure else [f"listeners=http://127.0.0.1:{port}"]),
             "rest.advertised.host.name=127.0.0.1",
             f"rest.advertised.port={port}",
