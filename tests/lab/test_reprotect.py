@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -27,6 +28,7 @@ from drctl.fingerprint import kept_headers
 from drctl.kafka.records import Record, read_all
 from drctl.lab.workload import commit_offsets, create_topics
 from drctl.replication.connect import ConnectorActivity, ConnectorReading
+from drctl.replication.mirrormaker2 import INCIDENT_KEY, reverse_connector_name
 from drctl.state import marker_store
 from tests.conftest import RunningLab
 from tests.lab.support import fresh_clients, produce
@@ -128,11 +130,22 @@ def _round(lab: RunningLab, config: Path, topic: str, group: str, r: int) -> Non
     commit_offsets(fresh_clients(lab, "secondary"), group,
                    [TopicPartition(topic, p, e) for p, e in failover_ends.items()])
     lab.lab.heal("primary")
+    connect = lab.lab.connect_client(lab.state)
+    reverse = reverse_connector_name(load_config(config).require_replication())
+    if r == 2:
+        # The reverse connector of round 1, left paused with its stored offsets: resumed as
+        # it is, it would start after this incident's post-failover writes.
+        connect.create(reverse, _left_over[0], initial_state="PAUSED")
 
     status, out = run_json("--config", str(config), "failback", "--check-order", "--reconcile",
                            "copy-safe", "--yes")
     assert status == 0, out
     assert out["gap"]["safe"] == GAP * PARTS, out["gap"]
+    assert connect.config(reverse)[INCIDENT_KEY] == incident
+    if r == 1:
+        _left_over.append(connect.config(reverse))
+    else:
+        assert out["reverse"]["reset_from_incident"] == _left_over[0][INCIDENT_KEY], out["reverse"]
     assert out["next_command"] == f"drctl reprotect --incident {incident}"
     assert out["phase"] == "failed-back"
     status, st = _status(config)
@@ -140,6 +153,8 @@ def _round(lab: RunningLab, config: Path, topic: str, group: str, r: int) -> Non
     assert (status, protection["state"]) == (3, "exposed"), protection
     assert protection["next_command"] == f"drctl reprotect --incident {incident}"
 
+    if r == 1:
+        _refusals_before_the_return(lab, config, topic)
     status, out = run_json("--config", str(config), "reprotect", "--yes", "--settle", "2s")
     assert status == 0, out
     assert out["status"] == "closed" and out["verified_ok"] is True, out
@@ -156,6 +171,40 @@ def _round(lab: RunningLab, config: Path, topic: str, group: str, r: int) -> Non
     commit_offsets(fresh_clients(lab, "primary"), group,
                    [TopicPartition(topic, p, e) for p, e in ends.items()])
     lab.wait_checkpointed(group, topic, ends)
+
+
+_left_over: list[dict[str, str]] = []  # round 1's reverse connector config, for round 2
+
+
+def _refusals_before_the_return(lab: RunningLab, config: Path, topic: str) -> None:
+    """A dry run shows where forward replication would start and changes nothing; producers
+    still writing to the secondary make the return refuse (exit 3), naming the topic."""
+    status, dry = run_json("--config", str(config), "reprotect", "--dry-run", "--settle", "1s")
+    assert status == 0, dry
+    [cut] = [step for step in dry["plan"] if step["step"] == "cut-over"]
+    assert {int(p): o for p, o in cut["forward_starts"][topic].items()} == {
+        p: _end(lab, topic, p) for p in range(PARTS)}, cut
+    assert dry["status"] == "open" and not dry["steps"], dry["steps"]
+    stop = threading.Event()
+
+    def write() -> None:
+        i = 0
+        while not stop.is_set():
+            produce(fresh_clients(lab, "secondary"), topic, [(0, f"late-{i}".encode(), b"v")])
+            i += 1
+            stop.wait(0.3)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    try:
+        status, out = run_json("--config", str(config), "reprotect", "--yes", "--settle", "3s")
+    finally:
+        stop.set()
+        writer.join(30)
+    assert status == 3, out
+    assert topic in out["error"]["message"], out["error"]
+    [marker] = marker_store(load_config(config), "secondary").open_markers()
+    assert not any(step.startswith("reprotect:") for step in marker.steps), marker.steps
 
 
 def _end(lab: RunningLab, topic: str, p: int, cluster: str = "primary") -> int:
@@ -178,6 +227,7 @@ def test_fail_over_fail_back_and_return_twice(cycled: RunningLab, ns: str,
     config.write_text(yaml.safe_dump(raw))
     _send(lab.primary, topic, "base", BASE)
     _wait_same(lab, topic)
+    _left_over.clear()
     for r in (1, 2):
         _round(lab, config, topic, group, r)
 
