@@ -27,10 +27,18 @@ def guard_command(
     """Keep exact group positions on the target for a failover with the source down.
 
     Each round writes the positions that moved, translated exactly, to a compacted topic.
+    `failover` uses them when the source is gone (`--method snapshot`). Runs in the
+    foreground until SIGTERM or Ctrl-C, logging rounds to stderr; a failed round names
+    the cluster and address, and the next one tries again.
 
-    `failover` uses them when the source is gone (`--method snapshot`).
+    \b
+    Examples:
+      drctl guard                         # beside the replicator, as a service
+      drctl guard --once --deadline 10s   # one round (cron, a runbook)
 
-    Runs in the foreground until SIGTERM or Ctrl-C, logging rounds to stderr."""
+    \b
+    Exit status: 0 stopped by SIGTERM or Ctrl-C, or --once succeeded; 2 usage
+    or config; 4 --once and the round failed (a cluster unreachable)."""
     config = CURRENT.config()
     term = CURRENT.terminal(output)
     stop = threading.Event()

@@ -24,10 +24,19 @@ def status_command(
     consumer groups.
 
     Per flow: PROTECTED (forward copying; lag in records and seconds), EXPOSED (forward
-    stopped or failing) or INCIDENT (which step, what to run next). Exit 0 when every
-    answer is in, no incident is open and the flow is not exposed; 3 with an open incident, a
-    pending replication stop or an exposed flow; 4 when no cluster answered; 2 when the
-    Connect worker refuses drctl (credentials or TLS)."""
+    stopped or failing) or INCIDENT (which step, what to run next).
+
+    \b
+    Examples:
+      drctl status
+      drctl status -o json | jq .replication.protection
+      drctl status --deadline 30s     # a slow link: wait longer for an answer
+
+    \b
+    Exit status: 0 every answer in, no incident open, the flow not exposed;
+    2 the Connect worker refuses drctl (credentials or TLS); 3 an open
+    incident, a pending replication stop or an exposed flow; 4 no cluster
+    answered."""
     config = CURRENT.config()
     term = CURRENT.terminal(output)
     st = collect_status(OpsContext.from_config(config, term.step), deadline)

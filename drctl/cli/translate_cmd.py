@@ -20,10 +20,12 @@ from drctl.translate.model import TranslateMethod
 
 def translate_offsets_command(
     source: Annotated[str | None, typer.Option(
-        "--from", help="Cluster the groups consumed on (default: the replication source).")]
+        "--from", metavar="CLUSTER",
+        help="Cluster the groups consumed on (default: the replication source).")]
     = None,
     target: Annotated[str | None, typer.Option(
-        "--to", help="Cluster they move to (default: the replication target).")] = None,
+        "--to", metavar="CLUSTER",
+        help="Cluster they move to (default: the replication target).")] = None,
     groups: Groups = ".*",
     method: Annotated[TranslateMethod, typer.Option(
         help="Offset translation method (auto: by replication kind and whether the source "
@@ -34,6 +36,7 @@ def translate_offsets_command(
     allow_rewind: Annotated[bool, typer.Option(
         "--allow-rewind", help="Allow moving a group backwards on the target.")] = False,
     max_scan: Annotated[int, typer.Option(
+        metavar="N",
         help="Records scanned per position before giving up on an exact match.")] = 100_000,
     source_deadline: Annotated[float, duration_option(
         "How long to retry an unreachable source before falling back.", default="30s")]
