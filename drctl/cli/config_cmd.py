@@ -6,9 +6,8 @@ from typing import Annotated, Any
 
 import typer
 
-from drctl.cli.durations import duration_option
 from drctl.cli.help import Typer
-from drctl.cli.options import OutputOption
+from drctl.cli.options import DEFAULT_DEADLINE_S, Deadline, OutputOption
 from drctl.cli.state import CURRENT
 from drctl.config import config_as_data
 from drctl.errors import DrctlError, ExitStatus
@@ -42,8 +41,7 @@ def show(output: Annotated[OutputFormat | None, OutputOption] = None) -> None:
 @app.command("check")
 def check(
     output: Annotated[OutputFormat | None, OutputOption] = None,
-    deadline: Annotated[float, duration_option(
-        "Give up on a cluster after retrying it this long.", default="30s")] = 30.0,
+    deadline: Deadline = DEFAULT_DEADLINE_S,
 ) -> None:
     """Connect to every cluster, all at once: id, broker count, controller, round-trip
     time. With a replication section, also check that the gap job's Java client can take
@@ -69,9 +67,7 @@ def check(
     for problem in java_problems:
         _report(term, problem)
     policy = config.retry.with_deadline(deadline)
-    results, failures = check_clusters(
-        config, policy, on_retry=lambda c, n, exc, delay: term.warn(
-            f"{c}: attempt {n} failed ({exc}); retrying in {delay:.0f} s"))
+    results, failures = check_clusters(config, policy, notify=term.warn)
     # The same reading `status` shows: MM2's checkpoint interval, group refresh, groups filter.
     costs = kind_for(config.replication).translation_costs(config.replication) \
         if config.replication else None

@@ -11,8 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from drctl.cli.durations import duration_option
-from drctl.cli.options import OutputOption, renamed
+from drctl.cli.options import DEFAULT_DEADLINE_S, Deadline, OutputOption, renamed
 from drctl.cli.state import CURRENT
 from drctl.codecs.confluent import LAYOUT_NOTE, ConsumerTimestamp
 from drctl.codecs.mm2 import Checkpoint, OffsetSync
@@ -66,9 +65,9 @@ def dump_consumer_timestamps(
         help="table (stderr), jsonl or csv (stdout). Default: table, or jsonl with "
              "--output json.")] = None,
     show_undecodable: Annotated[int, typer.Option(
-        help="How many undecodable records to list (all are counted).", min=0)] = 20,
-    deadline: Annotated[float, duration_option(
-        "How long to retry an unreachable cluster.", default="30s")] = 30.0,
+        metavar="N", help="How many undecodable records to list (all are counted).",
+        min=0)] = 20,
+    deadline: Deadline = DEFAULT_DEADLINE_S,
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
     """Decode Confluent's __consumer_timestamps (inferred layout) or MirrorMaker 2's

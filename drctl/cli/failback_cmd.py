@@ -8,7 +8,16 @@ import typer
 
 from drctl.cli.confirm import confirm_or_abort
 from drctl.cli.durations import duration_option
-from drctl.cli.options import DryRun, Groups, Incident, OutputOption, ReportDir, Yes
+from drctl.cli.options import (
+    DEFAULT_DEADLINE_S,
+    Deadline,
+    DryRun,
+    Groups,
+    Incident,
+    OutputOption,
+    ReportDir,
+    Yes,
+)
 from drctl.cli.state import CURRENT
 from drctl.cli.views import render_audit, render_plan, render_translation
 from drctl.context import OpsContext
@@ -33,8 +42,7 @@ def failback_command(
     groups: Groups = ".*",
     dry_run: DryRun = False,
     yes: Yes = False,
-    deadline: Annotated[float, duration_option(
-        "How long to retry each cluster before giving up (exit 4).", default="30s")] = 30.0,
+    deadline: Deadline = DEFAULT_DEADLINE_S,
     scope: Annotated[GapScope, typer.Option(
         help="Gap analysis scope — " + "; ".join(f"{s}: {s.meaning}" for s in GapScope)
         + ".")] = GapScope.TAIL,

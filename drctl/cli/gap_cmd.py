@@ -13,7 +13,7 @@ import typer
 
 from drctl.cli.confirm import confirm_or_abort
 from drctl.cli.durations import duration_option
-from drctl.cli.options import OutputOption
+from drctl.cli.options import DEFAULT_DEADLINE_S, Deadline, OutputOption
 from drctl.cli.state import CURRENT
 from drctl.context import OpsContext
 from drctl.errors import ExitStatus, UsageError
@@ -88,7 +88,8 @@ def gap_analysis(
              "runs it (needs --out).")] = None,
     use_marker: Annotated[bool, typer.Option(
         "--marker/--no-marker",
-        help="Take F from the open failover marker when there is one (default).")] = True,
+        help="Take F from the open failover marker when there is one.")] = True,
+    deadline: Deadline = DEFAULT_DEADLINE_S,
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
     """Find source records that never reached the target, with a Spark job.
@@ -122,7 +123,7 @@ def gap_analysis(
     f_start = (parse_offsets(failover_start, named, "--failover-start")
                if failover_start else None)
     failover_time = None
-    ctx = OpsContext.from_config(config, term.step)
+    ctx = OpsContext.from_config(config, term.step, deadline)
     marker = None if (target_end or not use_marker) else _open_marker(ctx)
     if marker is not None:
         # The failover marker pins F and where post-failover writes begin.
@@ -143,7 +144,8 @@ def gap_analysis(
         "target_end": rekey(t_end, named, rep, "mirror"),
         "post_failover_start": rekey(f_start, named, rep, "failover")}
     plan = plan_gap_analysis(ctx, named or None, **bounds, source_end=s_end, window=window,
-                             check_order=check_order, out_dir=out, scope=scope, margin=margin)
+                             check_order=check_order, out_dir=out, scope=scope, margin=margin,
+                             deadline_s=deadline)
     if plan_out is not None:
         connector = resolve_connector(spark, notify=term.step)
         note_shared_output(plan, spark.master, term.step)

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from drctl.cli.durations import duration_option
-from drctl.cli.options import Groups, OutputOption
+from drctl.cli.options import DEFAULT_DEADLINE_S, Groups, OutputOption, deadline_option
 from drctl.cli.state import CURRENT
 from drctl.errors import ExitStatus
 from drctl.ops.guard import run_guard
@@ -22,6 +22,8 @@ def guard_command(
                                                minimum_s=0.5)] = 5.0,
     once: Annotated[bool, typer.Option("--once", help="One round, then exit (cron, tests); "
                                        "exit 4 when it failed.")] = False,
+    deadline: Annotated[float, deadline_option(
+        "the round fails, and the next one tries again.")] = DEFAULT_DEADLINE_S,
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
     """Keep exact group positions on the target for a failover with the source down.
@@ -47,7 +49,7 @@ def guard_command(
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())
     rounds = run_guard(config, groups=groups, interval_s=interval, once=once, stop=stop,
-                       notify=term.step)
+                       notify=term.step, deadline_s=deadline)
     if term.json_mode:
         term.emit_json({"snapshots_topic": config.state.snapshots_topic,
                         "rounds": [r.as_dict() for r in rounds]})

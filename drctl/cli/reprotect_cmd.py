@@ -8,7 +8,7 @@ import typer
 
 from drctl.cli.confirm import confirm_or_abort, operator_confirms
 from drctl.cli.durations import duration_option
-from drctl.cli.options import Incident, OutputOption, ReportDir, Yes
+from drctl.cli.options import DEFAULT_DEADLINE_S, Deadline, Incident, OutputOption, ReportDir, Yes
 from drctl.cli.state import CURRENT
 from drctl.cli.views import render_plan
 from drctl.context import OpsContext
@@ -28,8 +28,7 @@ def reprotect_command(
     settle: Annotated[float, duration_option(
         "How long the target's failover topics must take no write (producers moved back).",
         default="10s")] = 10.0,
-    deadline: Annotated[float, duration_option(
-        "How long to retry each cluster before giving up (exit 4).", default="30s")] = 30.0,
+    deadline: Deadline = DEFAULT_DEADLINE_S,
     timeout: Annotated[float, duration_option(
         "How long the reverse catch-up and the forward check may each take.",
         default="15m")] = 900.0,

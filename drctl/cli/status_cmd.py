@@ -6,8 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from drctl.cli.durations import duration_option
-from drctl.cli.options import OutputOption
+from drctl.cli.options import OutputOption, deadline_option
 from drctl.cli.state import CURRENT
 from drctl.context import OpsContext
 from drctl.ops.status import collect_status, status_verdict
@@ -15,9 +14,10 @@ from drctl.terminal import OutputFormat
 
 
 def status_command(
-    deadline: Annotated[float, duration_option(
-        "How long to wait for every cluster and Connect worker (asked in parallel).",
-        default="5s")] = 5.0,
+    deadline: Annotated[float, deadline_option(
+        "a row that says so. Every cluster and Connect worker is asked at once. Shorter "
+        "than the other commands' 30s: status is run again and again while a cluster is "
+        "down.", default="5s")] = 5.0,
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
     """Clusters, replication and whether it protects the source now, open incidents,

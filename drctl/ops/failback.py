@@ -320,7 +320,8 @@ def preflight(ctx: OpsContext, marker: FailoverMarker, opts: FailbackOptions) ->
     for name in (rep.target, rep.source):
         clients = ctx.clients(name)
         try:
-            describe_with_retry(clients, config.retry.with_deadline(opts.deadline_s))
+            describe_with_retry(clients, config.retry.with_deadline(opts.deadline_s),
+                                notify=ctx.notify)
         except Unreachable as exc:
             raise Unreachable(f"{exc.message} Failback needs both clusters.",
                               f"Bring '{name}' back first; the marker {marker.incident} waits.") \
