@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -10,7 +10,7 @@ from drctl.cli.confirm import confirm_or_abort, operator_confirms
 from drctl.cli.durations import duration_option
 from drctl.cli.options import DEFAULT_DEADLINE_S, Deadline, Incident, OutputOption, ReportDir, Yes
 from drctl.cli.state import CURRENT
-from drctl.cli.views import render_plan
+from drctl.cli.views import describe_reprotect_preview, render_plan
 from drctl.context import OpsContext
 from drctl.ops.reprotect import ReprotectOptions, run_reprotect
 from drctl.terminal import OutputFormat
@@ -38,6 +38,9 @@ def reprotect_command(
     """Return to protection after failback: retire the reverse flow, restart forward
     replication from the cut-over, check it copies, close the incident.
 
+    Both clusters are checked first, then the plan is shown, then the question (unless
+    --yes).
+
     \b
     Examples:
       drctl reprotect --dry-run
@@ -52,12 +55,16 @@ def reprotect_command(
     rep = config.require_replication()
     opts = ReprotectOptions(incident=incident, dry_run=dry_run, force=force, settle_s=settle,
                             deadline_s=deadline, timeout_s=timeout)
-    if not dry_run:
+
+    def approve(preview: dict[str, Any]) -> None:
+        # The plan first (both clusters answer), then the question.
+        for line in describe_reprotect_preview(preview):
+            term.info(line)
         confirm_or_abort(f"Retire the reverse flow {rep.target} -> {rep.source} and restart "
                          f"forward replication {rep.source} -> {rep.target}?", yes=yes)
-    ctx = OpsContext.from_config(config, term.step)
-    result = run_reprotect(ctx, opts,
-                           confirm=operator_confirms)
+
+    ctx = OpsContext.from_config(config, term.step, deadline)
+    result = run_reprotect(ctx, opts, confirm=operator_confirms, approve=approve)
     paths = result.write_reports(ctx, report_dir)
     for line in result.forced:
         term.warn(f"--force: {line}")

@@ -9,7 +9,7 @@ copying copies nothing twice).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -314,7 +314,14 @@ def _marker_to_fail_back(ctx: OpsContext, incident: str | None) -> FailoverMarke
     return marker
 
 
-def preflight(ctx: OpsContext, marker: FailoverMarker, opts: FailbackOptions) -> FlowState:
+# Sees the plan before anything changes; raises (Aborted) to refuse.
+Approve = Callable[[dict[str, Any]], None]
+
+
+def preflight(ctx: OpsContext, marker: FailoverMarker, opts: FailbackOptions,
+              approve: Approve | None = None) -> FlowState:
+    """Both clusters answer; then `approve` (not in a dry run) sees the preview, before
+    anything changes (a forward stop issued again included), and raises to refuse."""
     config = ctx.config
     rep = config.require_replication()
     for name in (rep.target, rep.source):
@@ -326,7 +333,20 @@ def preflight(ctx: OpsContext, marker: FailoverMarker, opts: FailbackOptions) ->
             raise Unreachable(f"{exc.message} Failback needs both clusters.",
                               f"Bring '{name}' back first; the marker {marker.incident} waits.") \
                 from None
+    if approve is not None and not opts.dry_run:
+        approve(preview(ctx, marker, opts))
     return _forward_not_copying(ctx, marker, opts)
+
+
+def preview(ctx: OpsContext, marker: FailoverMarker, opts: FailbackOptions) -> dict[str, Any]:
+    """What failback is about to do, from its preflight: what the operator approves."""
+    rep = ctx.rep
+    return {"source": rep.source, "target": rep.target, "incident": marker.incident,
+            "phase": marker.phase.value,
+            "done": [s for s in marker.steps if s.startswith("failback:")],
+            "topics": len(marker.topics), "check_order": opts.check_order,
+            "reconcile": str(opts.reconcile), "groups": opts.groups,
+            "groups_moved_at_failover": len(marker.groups), "force": opts.force}
 
 
 def _forward_not_copying(ctx: OpsContext, marker: FailoverMarker,
@@ -373,22 +393,25 @@ def _forward_not_copying(ctx: OpsContext, marker: FailoverMarker,
     return forward
 
 
-def run_failback(ctx: OpsContext, opts: FailbackOptions,
-                 gap_finder: GapFinder) -> FailbackResult:
+def run_failback(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder, *,
+                 approve: Approve | None = None) -> FailbackResult:
     """Failback (module docstring); a cluster that drops once it is under way makes it run
-    again from the last step recorded, within `--timeout` (ops/rerun.py)."""
+    again from the last step recorded, within `--timeout` (ops/rerun.py). `approve` (not in
+    a dry run) sees the plan once the preflight passed, before anything changes."""
     rep = ctx.config.require_replication()
     under_way = [False]
 
     def once() -> FailbackResult:
-        return _failback_once(ctx, opts, gap_finder, under_way)
+        # Asked once: a run again after a dropped cluster continues what was approved.
+        return _failback_once(ctx, opts, gap_finder, under_way,
+                              None if under_way[0] else approve)
 
     return rerun_while_dropped(once, ctx, (rep.source, rep.target), opts.catch_up_deadline_s,
                                "failback", started=lambda: under_way[0])
 
 
 def _failback_once(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder,
-                   under_way: list[bool]) -> FailbackResult:
+                   under_way: list[bool], approve: Approve | None = None) -> FailbackResult:
     config = ctx.config
     if opts.reconcile not in set(ReconcileMode):  # library callers may pass plain text
         raise UsageError(f"Unknown reconcile mode '{opts.reconcile}'.",
@@ -406,7 +429,7 @@ def _failback_once(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder
                f"`{result.next_command}`")
         return result.from_marker()
     ctx.notify(f"Failback of incident {marker.incident}")
-    forward = preflight(ctx, marker, opts)
+    forward = preflight(ctx, marker, opts, approve)
     under_way[0] = True
     quiet_from = Ends.read(ctx, marker) if not marker.done("failback:reconcile") else None
     # Only now, with forward replication confirmed stopped, may the fence come off.
