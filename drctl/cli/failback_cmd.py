@@ -77,7 +77,8 @@ def failback_command(
     \b
     Examples:
       drctl failback --dry-run
-      drctl failback --check-order --reconcile copy-safe --yes
+      drctl failback --yes                    # order check, copy-safe
+      drctl failback --reconcile quarantine --yes
 
     \b
     Exit status: 0 failed back; 1 a wait ran out (--timeout); 2 usage, config,

@@ -122,7 +122,7 @@ def failover_command(
     for p in paths:
         term.info(f"  report: {p}")
     term.info(f"Next: switch clients to {rep.target}; when {rep.source} is back run "
-              "`drctl failback --check-order`.")
+              "`drctl failback`.")
     if result.exit_status:
         term.warn(f"{len(describe_left_behind(marker))} topic(s)/group(s) were left behind "
                   "(listed above and in the report).")

@@ -107,7 +107,7 @@ def test_reprotect_refuses_an_incident_whose_failback_is_not_done(tmp_path: Path
     with pytest.raises(UsageError) as info:
         run_reprotect(_ctx(LocalStore(marker, root=tmp_path)), ReprotectOptions())
     assert "failed-over" in info.value.message
-    assert info.value.hint == "Run `drctl failback --check-order` first."
+    assert info.value.hint == "Run `drctl failback` first."
 
 
 def test_reprotect_of_a_closed_incident_asks_nothing(tmp_path: Path) -> None:
