@@ -116,7 +116,7 @@ def one_run(lab: Lab, ports: LabPorts, root: Path, ns: str, size: int, partition
     conflicts = produce_gap(src, topic, partitions, gap)
     lab.fail("primary")
     lab.heal("replication")  # the Connect worker lives on; its source is gone
-    code, out, failover_s, _ = drctl(config, "failover", "--yes", "--source-deadline", "2")
+    code, out, failover_s, _ = drctl(config, "failover", "--yes", "--deadline", "2")
     if code not in (0, 3):
         raise SystemExit(f"failover exited {code}")
     log(f"{ns}: failover exit {code} in {failover_s:.1f} s")

@@ -31,10 +31,14 @@ class OpsContext:
 
     def __init__(self, config: Config, clients: ClientsFactory | None = None,
                  markers: MarkerStoreFactory | None = None,
-                 kind: ReplicationKind | None = None, notify: Notify = lambda _: None) -> None:
+                 kind: ReplicationKind | None = None, notify: Notify = lambda _: None,
+                 deadline_s: float | None = None) -> None:
         self.config = config
         self.notify = notify
         self.kind = kind
+        # The command's --deadline: the cluster holding the markers must answer within it
+        # (each retry said through notify) before they are read. None: no such check.
+        self.deadline_s = deadline_s
         self._clients_factory = clients or (lambda name: ClusterClients.for_cluster(config,
                                                                                    name))
         self._markers_factory = markers or (lambda cluster: marker_store(
@@ -44,11 +48,13 @@ class OpsContext:
         self.clients_built = 0  # how many ClusterClients this command made (tests count them)
 
     @classmethod
-    def from_config(cls, config: Config, notify: Notify = lambda _: None) -> OpsContext:
+    def from_config(cls, config: Config, notify: Notify = lambda _: None,
+                    deadline_s: float | None = None) -> OpsContext:
         from drctl.replication.base import kind_for
 
         rep = config.replication
-        return cls(config, kind=None if rep is None else kind_for(rep), notify=notify)
+        return cls(config, kind=None if rep is None else kind_for(rep), notify=notify,
+                   deadline_s=deadline_s)
 
     @property
     def rep(self) -> ReplicationSettings:
@@ -82,6 +88,21 @@ class OpsContext:
         only), made once per command."""
         found = self._stores.get(cluster)
         if found is None:
+            if cluster and self.deadline_s is not None:
+                # Reading the state topic of a cluster that does not answer would wait out
+                # the consumer's own timeouts: the deadline decides instead (exit 4).
+                from drctl.errors import Unreachable
+                from drctl.kafka.clients import describe_with_retry
+
+                try:
+                    describe_with_retry(self.clients(cluster),
+                                        self.config.retry.with_deadline(self.deadline_s),
+                                        notify=self.notify)
+                except Unreachable as exc:
+                    # Unknown, never "no incident".
+                    raise Unreachable(f"{exc.message} The failover markers in its topic "
+                                      f"{self.config.state.topic} are unknown until it "
+                                      "answers.", exc.hint) from None
             found = self._stores[cluster] = self._markers_factory(cluster)
         return found
 

@@ -59,8 +59,8 @@ class IncidentPhase(StrEnum):
 
 _NEXT_COMMAND = {
     IncidentPhase.FAILING_OVER: "drctl failover",
-    IncidentPhase.FAILED_OVER: "drctl failback --check-order",
-    IncidentPhase.FAILING_BACK: "drctl failback --check-order",
+    IncidentPhase.FAILED_OVER: "drctl failback",
+    IncidentPhase.FAILING_BACK: "drctl failback",
     IncidentPhase.FAILED_BACK: "drctl reprotect",
     IncidentPhase.REPROTECTING: "drctl reprotect",
     IncidentPhase.CLOSED: "",

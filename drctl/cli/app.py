@@ -24,35 +24,49 @@ from drctl.cli import (
     status_cmd,
     translate_cmd,
 )
+from drctl.cli.help import RootGroup, Typer
 from drctl.cli.state import CURRENT
 from drctl.errors import DrctlError, ExitStatus
 from drctl.terminal import OutputFormat, Terminal
 from drctl.versions import runtime_versions
 from drctl.yesno import bool_from_text
 
-app = typer.Typer(
+app = Typer(
     name="drctl",
+    cls=RootGroup,
     context_settings={"help_option_names": ["-h", "--help"]},
-    help="Kafka disaster recovery: failover, failback, offset translation and gap analysis.",
+    help="Kafka disaster recovery: failover, failback, offset translation and gap analysis."
+         "\n\n\b\nExamples:"
+         "\n  drctl config check          # every cluster answers; what the settings cost"
+         "\n  drctl status                # protected, exposed, or an incident"
+         "\n  drctl failover --dry-run    # the plan; nothing changes"
+         "\n  drctl COMMAND -h            # a command's options, examples, exit status",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     pretty_exceptions_show_locals=False,  # locals can hold passwords
     add_completion=True,
     rich_markup_mode=None,  # plain Click help: wraps cleanly at 80 columns, no box drawing
 )
-app.add_typer(config_cmd.app, name="config")
-app.add_typer(lab_cmd.app, name="lab")
-app.add_typer(runbook.app, name="runbook")
-app.command("translate-offsets")(translate_cmd.translate_offsets_command)
-app.command("failover")(failover_cmd.failover_command)
-app.command("failback")(failback_cmd.failback_command)
-app.command("reprotect")(reprotect_cmd.reprotect_command)
-app.command("gap-analysis")(gap_cmd.gap_analysis)
-app.command("status")(status_cmd.status_command)
-app.command("check")(check_cmd.check_command)
-app.command("guard")(guard_cmd.guard_command)
-app.command("audit")(audit_cmd.audit_command)
-app.command("dump-consumer-timestamps")(dump_cmd.dump_consumer_timestamps)
+# `drctl -h` lists each command with a line that fits 80 columns, by section (RootGroup).
+app.add_typer(config_cmd.app, name="config", short_help="Show and check the configuration.")
+app.add_typer(lab_cmd.app, name="lab", short_help="Two local Kafka clusters and MirrorMaker 2.")
+app.add_typer(runbook.app, name="runbook",
+              short_help="DR procedures as data: validate, plan, run.")
+for name, function, short in [
+    ("translate-offsets", translate_cmd.translate_offsets_command,
+     "Move group positions between clusters."),
+    ("failover", failover_cmd.failover_command, "Fail over the source to its target."),
+    ("failback", failback_cmd.failback_command, "Bring the source back after a failover."),
+    ("reprotect", reprotect_cmd.reprotect_command, "Return to protection after failback."),
+    ("gap-analysis", gap_cmd.gap_analysis, "Source records the target never received."),
+    ("status", status_cmd.status_command, "Protected, exposed or incident; clusters."),
+    ("check", check_cmd.check_command, "Readiness: would a failover work now?"),
+    ("guard", guard_cmd.guard_command, "Keep exact group positions for a failover."),
+    ("audit", audit_cmd.audit_command, "Audit the positions a failover applied."),
+    ("dump-consumer-timestamps", dump_cmd.dump_consumer_timestamps,
+     "Decode consumer timestamps and MM2's topics."),
+]:
+    app.command(name, short_help=short)(function)
 
 
 def _version(value: bool) -> None:

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from drctl.cli.options import Incident, OutputOption
+from drctl.cli.options import DEFAULT_DEADLINE_S, Deadline, Incident, OutputOption
 from drctl.cli.state import CURRENT
 from drctl.cli.views import render_audit
 from drctl.context import OpsContext
@@ -17,15 +17,26 @@ from drctl.terminal import OutputFormat
 
 def audit_command(
     incident: Incident = None,
+    deadline: Deadline = DEFAULT_DEADLINE_S,
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
     """Compare the group positions a failover applied with where each group really was.
 
     Needs the source back, before failback moves the groups (failback runs it itself).
-    Exit 3 when a group was made to skip records."""
+    The audit is recorded in the incident's marker; failback reuses it.
+
+    \b
+    Examples:
+      drctl audit
+      drctl audit --incident fo-20261125T022355Z-cf1f5b -o json
+
+    \b
+    Exit status: 0 no group skipped a record; 2 usage, config, or no open
+    incident; 3 a group was made to skip records; 4 a cluster unreachable."""
     config = CURRENT.config()
     term = CURRENT.terminal(output)
-    marker, found = audit_incident(OpsContext.from_config(config, term.step), incident)
+    marker, found = audit_incident(OpsContext.from_config(config, term.step, deadline), incident,
+                                   deadline)
     if term.json_mode:
         term.emit_json({"incident": marker.incident, **found})
     else:

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from drctl.cli.durations import duration_option
-from drctl.cli.options import Groups, OutputOption
+from drctl.cli.options import DEFAULT_DEADLINE_S, Deadline, Groups, OutputOption
 from drctl.cli.state import CURRENT
 from drctl.context import OpsContext
 from drctl.readiness.check import CheckOptions, run_check
@@ -26,9 +26,7 @@ def check_command(
     transaction_age: Annotated[float | None, duration_option(
         "An open transaction older than this is hanging (default: the brokers' "
         "transaction.max.timeout.ms).", default=None)] = None,
-    deadline: Annotated[float, duration_option(
-        "How long to retry each cluster before calling it unreachable.", default="10s")]
-    = 10.0,
+    deadline: Deadline = DEFAULT_DEADLINE_S,
     notes: Annotated[bool, typer.Option(
         "--notes", help="Also list notes: what settings cost, nothing to fix.")] = False,
     metrics: Annotated[bool, typer.Option(

@@ -11,8 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from drctl.cli.durations import duration_option
-from drctl.cli.options import OutputOption, renamed
+from drctl.cli.options import DEFAULT_DEADLINE_S, Deadline, OutputOption, renamed
 from drctl.cli.state import CURRENT
 from drctl.codecs.confluent import LAYOUT_NOTE, ConsumerTimestamp
 from drctl.codecs.mm2 import Checkpoint, OffsetSync
@@ -36,10 +35,11 @@ def dump_consumer_timestamps(
     kind: Annotated[DumpKind, typer.Option(
         case_sensitive=False, help="Which topic to decode.")] = DumpKind.consumer_timestamps,
     cluster: Annotated[str | None, typer.Option(
+        metavar="CLUSTER",
         help="Cluster to read (default: the replication source for consumer-timestamps and "
              "offset-syncs, the target for checkpoints and heartbeats).")] = None,
     topic_name: Annotated[str | None, typer.Option(
-        "--topic-name", help="The internal topic (default: __consumer_timestamps, "
+        "--topic-name", metavar="TOPIC", help="The internal topic (default: __consumer_timestamps, "
                              "<source_alias>.checkpoints.internal, "
                              "mm2-offset-syncs.<target_alias>.internal, heartbeats).")] = None,
     groups: Annotated[str | None, typer.Option(
@@ -50,28 +50,39 @@ def dump_consumer_timestamps(
     old_group: Annotated[str | None, typer.Option("--group", hidden=True)] = None,
     old_topic: Annotated[str | None, typer.Option("--topic", hidden=True)] = None,
     since: Annotated[str | None, typer.Option(
+        metavar="TIME",
         help="Only records written at or after this time (ISO 8601 or epoch ms).")] = None,
     until: Annotated[str | None, typer.Option(
+        metavar="TIME",
         help="Only records written before this time (ISO 8601 or epoch ms).")] = None,
     latest: Annotated[bool, typer.Option(
         "--latest", help="Only the latest record per group/topic/partition (what Replicator "
                          "and MM2 use); default: the full history.")] = False,
     limit: Annotated[int | None, typer.Option(
-        help="Stop after this many rows.", min=0)] = None,
+        metavar="N", help="Stop after this many rows.", min=0)] = None,
     fmt: Annotated[Format | None, typer.Option(
         "--format", case_sensitive=False,
         help="table (stderr), jsonl or csv (stdout). Default: table, or jsonl with "
              "--output json.")] = None,
     show_undecodable: Annotated[int, typer.Option(
-        help="How many undecodable records to list (all are counted).", min=0)] = 20,
-    deadline: Annotated[float, duration_option(
-        "How long to retry an unreachable cluster.", default="30s")] = 30.0,
+        metavar="N", help="How many undecodable records to list (all are counted).",
+        min=0)] = 20,
+    deadline: Deadline = DEFAULT_DEADLINE_S,
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
     """Decode Confluent's __consumer_timestamps (inferred layout) or MirrorMaker 2's
     checkpoints, offset syncs and heartbeats. Undecodable records are shown as hex, never
     fatal. --since/--until select by when each record was written; with --latest, the latest
-    record within that window."""
+    record within that window.
+
+    \b
+    Examples:
+      drctl dump-consumer-timestamps --groups 'billing-.*' --latest
+      drctl dump-consumer-timestamps --kind checkpoints --format csv > cp.csv
+      drctl dump-consumer-timestamps --since 2026-11-25T02:00Z --format jsonl
+
+    \b
+    Exit status: 0 read; 2 usage or config; 4 the cluster unreachable."""
     config = CURRENT.config()
     term = CURRENT.terminal(output)
     chosen = fmt or (Format.jsonl if term.json_mode else Format.table)

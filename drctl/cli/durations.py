@@ -13,7 +13,7 @@ ACCEPTED = "e.g. 90s, 500ms, 15m, 6h, 2d, or a number of seconds"
 
 
 def duration_option(help: str, *, default: str | None, minimum_s: float = 0.0,
-                    names: tuple[str, ...] = ()) -> Any:
+                    names: tuple[str, ...] = (), hidden: bool = False) -> Any:
     """A Typer option whose value is seconds (a float) written in drctl's duration syntax.
 
     `default` is how the help shows the default (`30s`; None shows none). Bad input is
@@ -29,4 +29,4 @@ def duration_option(help: str, *, default: str | None, minimum_s: float = 0.0,
         return parsed
 
     return typer.Option(*names, parser=seconds, metavar="DURATION", show_default=default or False,
-                        help=help)
+                        help=help, hidden=hidden)

@@ -2,15 +2,29 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from drctl.cli.confirm import confirm_or_abort
 from drctl.cli.durations import duration_option
-from drctl.cli.options import DryRun, Groups, Incident, OutputOption, ReportDir, Yes
+from drctl.cli.options import (
+    DEFAULT_DEADLINE_S,
+    Deadline,
+    DryRun,
+    Groups,
+    Incident,
+    OutputOption,
+    ReportDir,
+    Yes,
+)
 from drctl.cli.state import CURRENT
-from drctl.cli.views import render_audit, render_plan, render_translation
+from drctl.cli.views import (
+    describe_failback_preview,
+    render_audit,
+    render_plan,
+    render_translation,
+)
 from drctl.context import OpsContext
 from drctl.errors import ExitStatus
 from drctl.gap.plan import GapScope
@@ -34,8 +48,7 @@ def failback_command(
     groups: Groups = ".*",
     dry_run: DryRun = False,
     yes: Yes = False,
-    deadline: Annotated[float, duration_option(
-        "How long to retry each cluster before giving up (exit 4).", default="30s")] = 30.0,
+    deadline: Deadline = DEFAULT_DEADLINE_S,
     scope: Annotated[GapScope, typer.Option(
         help="Gap analysis scope — " + "; ".join(f"{s}: {s.meaning}" for s in GapScope)
         + ".")] = GapScope.TAIL,
@@ -58,13 +71,15 @@ def failback_command(
 ) -> None:
     """Bring the original source back: gap, reconcile, reverse replication, offsets back.
 
-    Ends failed-back and prints the next command: `drctl reprotect`, the return to
-    protection.
+    Both clusters are checked first, then the plan is shown, then the question (unless
+    --yes). Ends failed-back and prints the next command: `drctl reprotect`, the return
+    to protection.
 
     \b
     Examples:
       drctl failback --dry-run
-      drctl failback --check-order --reconcile copy-safe --yes
+      drctl failback --yes                    # order check, copy-safe
+      drctl failback --reconcile quarantine --yes
 
     \b
     Exit status: 0 failed back; 1 a wait ran out (--timeout); 2 usage, config,
@@ -77,12 +92,17 @@ def failback_command(
     opts = FailbackOptions(reconcile=reconcile, check_order=check_order, incident=incident,
                            groups=groups, dry_run=dry_run, deadline_s=deadline,
                            catch_up_deadline_s=timeout, settle_s=settle, force=force)
-    if not dry_run:
+
+    def approve(preview: dict[str, Any]) -> None:
+        # The plan first (both clusters answer), then the question.
+        for line in describe_failback_preview(preview):
+            term.info(line)
         confirm_or_abort(f"Fail back {rep.target} -> {rep.source} (reconcile: {reconcile})?",
                          yes=yes)
+
     finder = gap_finder(lookback, CURRENT.debug, scope, timeout_s=timeout)
-    ctx = OpsContext.from_config(config, term.step)
-    result = run_failback(ctx, opts, finder)
+    ctx = OpsContext.from_config(config, term.step, deadline)
+    result = run_failback(ctx, opts, finder, approve=approve)
     paths = result.write_reports(ctx, report_dir)
     if term.json_mode:
         term.emit_json(result.as_dict(paths))

@@ -8,7 +8,18 @@ import typer
 
 from drctl.cli.confirm import confirm_or_abort, operator_confirms
 from drctl.cli.durations import duration_option
-from drctl.cli.options import DryRun, Groups, Incident, OutputOption, ReportDir, Yes
+from drctl.cli.options import (
+    DEFAULT_DEADLINE_S,
+    DryRun,
+    Groups,
+    Incident,
+    OldSourceDeadline,
+    OutputOption,
+    ReportDir,
+    SourceDeadline,
+    Yes,
+    deadline_renamed,
+)
 from drctl.cli.state import CURRENT
 from drctl.cli.views import describe_preview, render_plan, render_translation
 from drctl.context import OpsContext
@@ -35,8 +46,8 @@ def failover_command(
     continue_within: Annotated[float, duration_option(
         "Without --incident, continue the flow's open incident only when it was opened "
         "this recently (exit 2 otherwise).", default="12h")] = 12 * 3600.0,
-    source_deadline: Annotated[float, duration_option(
-        "How long to retry the source before treating it as down.", default="20s")] = 20.0,
+    deadline: SourceDeadline = DEFAULT_DEADLINE_S,
+    old_source_deadline: OldSourceDeadline = None,
     timeout: Annotated[float, duration_option(
         "--planned: how long to wait for the source to go quiet and replication to catch up "
         "(exit 1 with the records left per partition).", default="30m")] = 1800.0,
@@ -67,10 +78,11 @@ def failover_command(
     unreachable; 5 not confirmed."""
     config = CURRENT.config()
     term = CURRENT.terminal(output)
+    deadline = deadline_renamed(deadline, old_source_deadline, warn=term.warn)
     rep = config.require_replication()
     opts = FailoverOptions(planned=planned, dry_run=dry_run, groups=groups, method=method,
                            incident=incident, new_incident=new_incident,
-                           continue_within_s=continue_within, source_deadline_s=source_deadline,
+                           continue_within_s=continue_within, source_deadline_s=deadline,
                            catch_up_deadline_s=timeout, force=force,
                            transaction_age_s=transaction_age)
     def approve(preview: dict[str, Any]) -> None:
@@ -80,7 +92,7 @@ def failover_command(
         confirm_or_abort(f"Fail over {rep.source} -> {rep.target} ({preview['mode']})?",
                          yes=yes)
 
-    ctx = OpsContext.from_config(config, term.step)
+    ctx = OpsContext.from_config(config, term.step, deadline)
     result = run_failover(ctx, opts, confirm=operator_confirms, approve=approve)
     marker = result.marker
     paths = result.write_reports(ctx, report_dir)
@@ -113,7 +125,7 @@ def failover_command(
     for p in paths:
         term.info(f"  report: {p}")
     term.info(f"Next: switch clients to {rep.target}; when {rep.source} is back run "
-              "`drctl failback --check-order`.")
+              "`drctl failback`.")
     if result.exit_status:
         term.warn(f"{len(describe_left_behind(marker))} topic(s)/group(s) were left behind "
                   "(listed above and in the report).")

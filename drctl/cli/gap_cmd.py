@@ -13,7 +13,7 @@ import typer
 
 from drctl.cli.confirm import confirm_or_abort
 from drctl.cli.durations import duration_option
-from drctl.cli.options import OutputOption
+from drctl.cli.options import DEFAULT_DEADLINE_S, Deadline, OutputOption
 from drctl.cli.state import CURRENT
 from drctl.context import OpsContext
 from drctl.errors import ExitStatus, UsageError
@@ -39,23 +39,28 @@ CONFLICT_ROWS = 20
 
 def gap_analysis(
     topic: Annotated[list[str] | None, typer.Option(
-        "--topic", "-t", help="Source topic (repeatable; default: every replicated topic "
-                              "matching replication.topics).")] = None,
+        "--topic", "-t", metavar="TOPIC",
+        help="Source topic (repeatable; default: every replicated topic matching "
+             "replication.topics).")] = None,
     source_end: Annotated[str | None, typer.Option(
-        help="Source end offsets (default: its current end). JSON "
+        metavar="OFFSETS", help="Source end offsets (default: its current end). JSON "
              '{"topic": {"0": 120}} or, for one topic, 0:120,1:98.')] = None,
     target_end: Annotated[str | None, typer.Option(
+        metavar="OFFSETS",
         help="The failover point F: target end offsets per partition (default: the "
              "target's current end). Same forms as --source-end.")] = None,
     failover_start: Annotated[str | None, typer.Option(
+        metavar="OFFSETS",
         help="--check-order with prefixed names: where post-failover writes to the failover "
              "topic begin (its end when replication stopped). Same forms.")] = None,
     scope: Annotated[GapScope, typer.Option(
         help="; ".join(f"{s}: {s.meaning}" for s in GapScope) + ".")] = GapScope.TAIL,
     margin: Annotated[int, typer.Option(
-        min=0, help="Tail scope: records per partition compared before the proven alignment "
-                    "(absorbs a replicator's re-copies).")] = DEFAULT_MARGIN,
+        min=0, metavar="N",
+        help="Tail scope: records per partition compared before the proven alignment "
+             "(absorbs a replicator's re-copies).")] = DEFAULT_MARGIN,
     since: Annotated[str | None, typer.Option(
+        metavar="TIME",
         help="Also narrow the comparison to records from this time on (ISO-8601 or epoch "
              "ms); the summary says how many it left out. Default: no window.")] = None,
     lookback: Annotated[float | None, duration_option(
@@ -68,23 +73,41 @@ def gap_analysis(
         "--fail-on-gap", help="Exit 3 when any record is unreplicated (or, for identity "
                               "mirrors, any offset diverges).")] = False,
     out: Annotated[Path | None, typer.Option(
-        help="Directory for the records (Parquet) and summary.json.")] = None,
+        metavar="DIR", help="Directory for the records (Parquet) and summary.json.")] = None,
     to_topic: Annotated[str | None, typer.Option(
+        metavar="TOPIC",
         help="Produce the unreplicated records to this quarantine topic on the target "
              "({topic} stands for the source topic).")] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y",
                                       help="Write to --to-topic without asking.")] = False,
     master: Annotated[str | None, typer.Option(
-        help="Spark master (default: the config's spark.master, local[*]).")] = None,
+        metavar="URL", help="Spark master (default: the config's spark.master, local[*]).")] = None,
     plan_out: Annotated[Path | None, typer.Option(
+        metavar="FILE",
         help="Only pin the bounds: write the plan here and print the spark-submit line that "
              "runs it (needs --out).")] = None,
     use_marker: Annotated[bool, typer.Option(
         "--marker/--no-marker",
-        help="Take F from the open failover marker when there is one (default).")] = True,
+        help="Take F from the open failover marker when there is one.")] = True,
+    deadline: Deadline = DEFAULT_DEADLINE_S,
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
-    """Find source records that never reached the target, with a Spark job."""
+    """Find source records that never reached the target, with a Spark job.
+
+    Pins each partition's bounds on both clusters (the failover point F from the open
+    incident's marker when there is one), then compares the records in Spark.
+
+    \b
+    Examples:
+      drctl gap-analysis --check-order --out gap/
+      drctl gap-analysis -t orders --fail-on-gap          # in CI
+      drctl gap-analysis --to-topic 'quarantine.{topic}' --yes
+
+    \b
+    Exit status: 0 done (a gap is reported, not failed, without --fail-on-gap);
+    1 the Spark job failed or ran out of time; 2 usage or config; 3 an order
+    conflict (--check-order) or a gap (--fail-on-gap); 4 a cluster
+    unreachable; 5 --to-topic not confirmed."""
     config = CURRENT.config()
     term = CURRENT.terminal(output)
     rep = config.require_replication()
@@ -100,7 +123,7 @@ def gap_analysis(
     f_start = (parse_offsets(failover_start, named, "--failover-start")
                if failover_start else None)
     failover_time = None
-    ctx = OpsContext.from_config(config, term.step)
+    ctx = OpsContext.from_config(config, term.step, deadline)
     marker = None if (target_end or not use_marker) else _open_marker(ctx)
     if marker is not None:
         # The failover marker pins F and where post-failover writes begin.
@@ -121,7 +144,8 @@ def gap_analysis(
         "target_end": rekey(t_end, named, rep, "mirror"),
         "post_failover_start": rekey(f_start, named, rep, "failover")}
     plan = plan_gap_analysis(ctx, named or None, **bounds, source_end=s_end, window=window,
-                             check_order=check_order, out_dir=out, scope=scope, margin=margin)
+                             check_order=check_order, out_dir=out, scope=scope, margin=margin,
+                             deadline_s=deadline)
     if plan_out is not None:
         connector = resolve_connector(spark, notify=term.step)
         note_shared_output(plan, spark.master, term.step)

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from drctl.cli.durations import duration_option
-from drctl.cli.options import Groups, OutputOption
+from drctl.cli.options import DEFAULT_DEADLINE_S, Groups, OutputOption, deadline_option
 from drctl.cli.state import CURRENT
 from drctl.errors import ExitStatus
 from drctl.metrics import Metrics, serve
@@ -23,6 +23,8 @@ def guard_command(
                                                minimum_s=0.5)] = 5.0,
     once: Annotated[bool, typer.Option("--once", help="One round, then exit (cron, tests); "
                                        "exit 4 when it failed.")] = False,
+    deadline: Annotated[float, deadline_option(
+        "the round fails, and the next one tries again.")] = DEFAULT_DEADLINE_S,
     output: Annotated[OutputFormat | None, OutputOption] = None,
     metrics_port: Annotated[int | None, typer.Option(
         "--metrics-port", min=0, max=65535, metavar="PORT",
@@ -36,10 +38,18 @@ def guard_command(
     """Keep exact group positions on the target for a failover with the source down.
 
     Each round writes the positions that moved, translated exactly, to a compacted topic.
+    `failover` uses them when the source is gone (`--method snapshot`). Runs in the
+    foreground until SIGTERM or Ctrl-C, logging rounds to stderr; a failed round names
+    the cluster and address, and the next one tries again.
 
-    `failover` uses them when the source is gone (`--method snapshot`).
+    \b
+    Examples:
+      drctl guard                         # beside the replicator, as a service
+      drctl guard --once --deadline 10s   # one round (cron, a runbook)
 
-    Runs in the foreground until SIGTERM or Ctrl-C, logging rounds to stderr."""
+    \b
+    Exit status: 0 stopped by SIGTERM or Ctrl-C, or --once succeeded; 2 usage
+    or config; 4 --once and the round failed (a cluster unreachable)."""
     config = CURRENT.config()
     term = CURRENT.terminal(output)
     stop = threading.Event()
@@ -54,7 +64,7 @@ def guard_command(
         term.step(f"guard: metrics on http://{metrics_address}:{server.port}/metrics")
     try:
         rounds = run_guard(config, groups=groups, interval_s=interval, once=once, stop=stop,
-                           notify=term.step, metrics=metrics)
+                           notify=term.step, metrics=metrics, deadline_s=deadline)
     finally:
         if server is not None:
             server.stop()

@@ -9,16 +9,21 @@ from typing import Annotated
 
 import typer
 
+from drctl.cli.help import Typer
 from drctl.cli.options import OutputOption, renamed
 from drctl.cli.state import CURRENT
 from drctl.lab.lab import SECURE_LOGINS, Lab, LabPorts
 from drctl.lab.workload import WorkloadSpec, run_workload
 from drctl.terminal import OutputFormat, human_bytes
 
-app = typer.Typer(help="A local DR lab: primary and secondary Kafka clusters plus MirrorMaker 2.",
-                  no_args_is_help=True)
+app = Typer(help="A local DR lab: primary and secondary Kafka clusters plus MirrorMaker 2."
+                 "\n\n\b\nExamples:"
+                 "\n  drctl lab up && export DRCTL_CONFIG=lab/drctl.yaml"
+                 "\n  drctl lab load && drctl lab fail primary"
+                 "\n  drctl lab down --purge",
+            no_args_is_help=True)
 
-DirOption = Annotated[Path, typer.Option("--dir", envvar="DRCTL_LAB_DIR",
+DirOption = Annotated[Path, typer.Option("--dir", envvar="DRCTL_LAB_DIR", metavar="DIR",
                                          help="Where the lab keeps its data, logs and config.")]
 
 
@@ -33,6 +38,12 @@ class Failable(StrEnum):
     replication = "replication"
 
 
+WhatArg = Annotated[Failable, typer.Argument(
+    metavar="primary|secondary|replication", show_default=False,
+    help="primary or secondary: that cluster's broker and controller; replication: the "
+         "Kafka Connect worker running MirrorMaker 2.")]
+
+
 @app.command("up")
 def up(
     dir: DirOption = Path("lab"),
@@ -40,19 +51,24 @@ def up(
         help="kept: MM2 IdentityReplicationPolicy (topics keep their names); prefixed: "
              "MM2's default primary.<topic>.")] = TopicNaming.kept,
     kafka_version: Annotated[str | None, typer.Option(
+        metavar="VERSION",
         help="Kafka release from Maven Central, e.g. 4.3.1 or 3.9.x (default: 4.3.1, or "
              "KAFKA_HOME when set).")] = None,
     primary_port: Annotated[int, typer.Option(
+        metavar="PORT",
         help="primary's listener (controller: +1; with --secure, mTLS: +2).")] = 19092,
     secondary_port: Annotated[int, typer.Option(
+        metavar="PORT",
         help="secondary's listener (controller: +1; with --secure, mTLS: +2).")] = 29092,
-    connect_port: Annotated[int, typer.Option(help="Kafka Connect REST port.")] = 18083,
+    connect_port: Annotated[int, typer.Option(
+        metavar="PORT", help="Kafka Connect REST port.")] = 18083,
     spark_workers: Annotated[int | None, typer.Option(
-        min=0, help="Also run a Spark standalone cluster with N one-core workers and point "
-                    "the config's spark.master at it; 0 stops it (default: keep the lab's, "
-                    "none for a new lab).")] = None,
+        min=0, metavar="N",
+        help="Also run a Spark standalone cluster with N one-core workers and point "
+             "the config's spark.master at it; 0 stops it (default: keep the lab's, "
+             "none for a new lab).")] = None,
     spark_port: Annotated[int, typer.Option(
-        help="Spark master port (web UIs: the next ports, one per worker after the "
+        metavar="PORT", help="Spark master port (web UIs: the next ports, one per worker after the "
              "master's).")] = 17077,
     secure: Annotated[bool, typer.Option(
         "--secure", help="TLS from a CA the lab makes; SASL_SSL (SCRAM-SHA-512, PLAIN, "
@@ -61,7 +77,17 @@ def up(
                          "REST over HTTPS with basic auth.")] = False,
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
-    """Start the lab (idempotent) and write DIR/drctl.yaml."""
+    """Start the lab (idempotent) and write DIR/drctl.yaml.
+
+    \b
+    Examples:
+      drctl lab up
+      drctl lab up --topic-naming prefixed --dir lab-prefixed
+      drctl lab up --secure --spark-workers 2
+
+    \b
+    Exit status: 0 up; 1 the lab could not start (the message names the log to
+    read); 2 usage."""
     term = CURRENT.terminal(output)
     lab = Lab(dir)
     started = time.monotonic()
@@ -96,7 +122,15 @@ def down(
     dir: DirOption = Path("lab"),
     purge: Annotated[bool, typer.Option("--purge", help="Also delete the lab's data.")] = False,
 ) -> None:
-    """Stop every process the lab started (idempotent)."""
+    """Stop every process the lab started (idempotent).
+
+    \b
+    Examples:
+      drctl lab down
+      drctl lab down --purge          # and delete its data
+
+    \b
+    Exit status: 0 stopped, or nothing was running; 2 usage."""
     term = CURRENT.terminal()
     stopped = Lab(dir).down(purge=purge)
     term.success(f"Stopped {', '.join(stopped)}." if stopped else "Nothing was running.")
@@ -105,7 +139,12 @@ def down(
 @app.command("status")
 def status(dir: DirOption = Path("lab"),
            output: Annotated[OutputFormat | None, OutputOption] = None) -> None:
-    """Processes, connectors and per-topic replication lag."""
+    """Processes, connectors and per-topic replication lag.
+
+    \b
+    Examples:
+      drctl lab status
+      drctl lab status -o json"""
     term = CURRENT.terminal(output)
     st = Lab(dir).status()
     if term.json_mode:
@@ -128,16 +167,33 @@ def status(dir: DirOption = Path("lab"),
 
 
 @app.command("fail")
-def fail(what: Failable, dir: DirOption = Path("lab")) -> None:
-    """Hard-kill a part of the lab (SIGKILL), like losing a datacenter."""
+def fail(what: WhatArg, dir: DirOption = Path("lab")) -> None:
+    """Hard-kill a part of the lab (SIGKILL), like losing a datacenter.
+
+    \b
+    Examples:
+      drctl lab fail primary          # the source datacenter is gone
+      drctl lab fail replication      # MirrorMaker 2 stops copying
+
+    \b
+    Exit status: 0 killed, or it was not running; 1 no lab in DIR; 2 usage."""
     component = Lab(dir).fail(what.value)
     CURRENT.terminal().success(f"Killed {component} (SIGKILL). `drctl lab heal {what.value}` "
                                "restarts it on the same data.")
 
 
 @app.command("heal")
-def heal(what: Failable, dir: DirOption = Path("lab")) -> None:
-    """Restart a failed part of the lab on its existing data."""
+def heal(what: WhatArg, dir: DirOption = Path("lab")) -> None:
+    """Restart a failed part of the lab on its existing data.
+
+    \b
+    Examples:
+      drctl lab heal primary
+      drctl lab heal replication
+
+    \b
+    Exit status: 0 running again; 1 it did not come back (the message names
+    the log to read); 2 usage."""
     term = CURRENT.terminal()
     Lab(dir).heal(what.value, notify=term.step)
     term.success(f"{what.value} is running again.")
@@ -161,10 +217,21 @@ def load(
         help="Commit GROUP at POSITION: 0, an offset, N% or end (repeatable).")] = None,
     old_group: Annotated[list[str] | None, typer.Option("--group", hidden=True)] = None,
     cluster: Annotated[str, typer.Option(
-        help="primary or secondary (e.g. post-failover writes).")] = "primary",
+        metavar="CLUSTER", help="primary or secondary (e.g. post-failover writes).")]
+    = "primary",
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
-    """Produce a deterministic DR workload to a lab cluster and commit consumer groups."""
+    """Produce a deterministic DR workload to a lab cluster and commit consumer groups.
+
+    \b
+    Examples:
+      drctl lab load
+      drctl lab load --topic orders --records 10000 --commit billing=50%
+      drctl lab load --cluster secondary --seed 8   # post-failover writes
+
+    \b
+    Exit status: 0 produced and committed; 1 the lab could not (no lab, a
+    cluster down); 2 usage."""
     term = CURRENT.terminal(output)
     group = renamed(commit, old_group, old="--group", new="--commit", warn=term.warn)
     lab = Lab(dir)

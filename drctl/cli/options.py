@@ -5,10 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 
+# Typer vendors Click (typer._click) since 0.29: which value was given on the command line.
+from typer._click.core import ParameterSource
+from typer._click.globals import get_current_context
+
+from drctl.cli.durations import duration_option
 from drctl.errors import UsageError
 
 T = TypeVar("T")
@@ -21,11 +26,45 @@ Incident = Annotated[str | None, typer.Option(
     metavar="ID", help="The incident (default: the flow's one open incident).")]
 ReportDir = Annotated[Path | None, typer.Option(
     metavar="DIR", help="Where to write the report (default: STATE_DIR/reports).")]
+# One meaning and one default for every command that reaches clusters: how long each
+# cluster is retried (the config's retry policy under this deadline) before it is called
+# unreachable. What unreachable then means is the command's: exit 4 for most; a row that says
+# so for status and check; the source treated as down for failover and translate-offsets.
+DEFAULT_DEADLINE_S = 30.0
+DEADLINE_HELP = "How long to retry each cluster before calling it unreachable"
+
+
+def deadline_option(then: str, *, default: str = "30s") -> Any:
+    """--deadline: DEADLINE_HELP, then what unreachable means for this command."""
+    return duration_option(f"{DEADLINE_HELP}: {then}", default=default, names=("--deadline",))
+
+
+# `deadline: Deadline = DEFAULT_DEADLINE_S`
+Deadline = Annotated[float, deadline_option("exit 4.")]
+SourceDeadline = Annotated[float, deadline_option(
+    "a source is then treated as down, a target is exit 4.")]
+# failover and translate-offsets took --source-deadline before 0.2; hidden for one release.
+OldSourceDeadline = Annotated[float | None, duration_option(
+    "", default=None, names=("--source-deadline",), hidden=True)]
 # `output: Annotated[OutputFormat | None, OutputOption] = None`: the global --output, per command.
 OutputOption = typer.Option(
     "--output", "-o", case_sensitive=False,
     help="text: tables and data on stdout, messages on stderr; json: one JSON document on "
          "stdout.")
+
+
+def deadline_renamed(deadline: float, old: float | None, *,
+                     warn: Callable[[str], None]) -> float:
+    """--deadline, or the old --source-deadline (hidden, kept for one release) with a
+    warning; both given is a usage error."""
+    if old is None:
+        return deadline
+    ctx = get_current_context(silent=True)
+    given = ctx is not None and \
+        ctx.get_parameter_source("deadline") == ParameterSource.COMMANDLINE
+    chosen = renamed(deadline if given else None, old, old="--source-deadline",
+                     new="--deadline", warn=warn)
+    return deadline if chosen is None else chosen
 
 
 def renamed(new_value: T | None, old_value: T | None, *, old: str, new: str,

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from drctl.cli.confirm import confirm_or_abort, operator_confirms
 from drctl.cli.durations import duration_option
-from drctl.cli.options import Incident, OutputOption, ReportDir, Yes
+from drctl.cli.options import DEFAULT_DEADLINE_S, Deadline, Incident, OutputOption, ReportDir, Yes
 from drctl.cli.state import CURRENT
-from drctl.cli.views import render_plan
+from drctl.cli.views import describe_reprotect_preview, render_plan
 from drctl.context import OpsContext
 from drctl.ops.reprotect import ReprotectOptions, run_reprotect
 from drctl.ops.scorecard import describe as describe_scorecard
@@ -29,8 +29,7 @@ def reprotect_command(
     settle: Annotated[float, duration_option(
         "How long the target's failover topics must take no write (producers moved back).",
         default="10s")] = 10.0,
-    deadline: Annotated[float, duration_option(
-        "How long to retry each cluster before giving up (exit 4).", default="30s")] = 30.0,
+    deadline: Deadline = DEFAULT_DEADLINE_S,
     timeout: Annotated[float, duration_option(
         "How long the reverse catch-up and the forward check may each take.",
         default="15m")] = 900.0,
@@ -39,6 +38,9 @@ def reprotect_command(
 ) -> None:
     """Return to protection after failback: retire the reverse flow, restart forward
     replication from the cut-over, check it copies, close the incident.
+
+    Both clusters are checked first, then the plan is shown, then the question (unless
+    --yes).
 
     \b
     Examples:
@@ -54,12 +56,16 @@ def reprotect_command(
     rep = config.require_replication()
     opts = ReprotectOptions(incident=incident, dry_run=dry_run, force=force, settle_s=settle,
                             deadline_s=deadline, timeout_s=timeout)
-    if not dry_run:
+
+    def approve(preview: dict[str, Any]) -> None:
+        # The plan first (both clusters answer), then the question.
+        for line in describe_reprotect_preview(preview):
+            term.info(line)
         confirm_or_abort(f"Retire the reverse flow {rep.target} -> {rep.source} and restart "
                          f"forward replication {rep.source} -> {rep.target}?", yes=yes)
-    ctx = OpsContext.from_config(config, term.step)
-    result = run_reprotect(ctx, opts,
-                           confirm=operator_confirms)
+
+    ctx = OpsContext.from_config(config, term.step, deadline)
+    result = run_reprotect(ctx, opts, confirm=operator_confirms, approve=approve)
     paths = result.write_reports(ctx, report_dir)
     for line in result.forced:
         term.warn(f"--force: {line}")

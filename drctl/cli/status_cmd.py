@@ -6,8 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from drctl.cli.durations import duration_option
-from drctl.cli.options import OutputOption
+from drctl.cli.options import OutputOption, deadline_option
 from drctl.cli.state import CURRENT
 from drctl.context import OpsContext
 from drctl.ops.status import collect_status, status_verdict
@@ -15,19 +14,29 @@ from drctl.terminal import OutputFormat
 
 
 def status_command(
-    deadline: Annotated[float, duration_option(
-        "How long to wait for every cluster and Connect worker (asked in parallel).",
-        default="5s")] = 5.0,
+    deadline: Annotated[float, deadline_option(
+        "a row that says so. Every cluster and Connect worker is asked at once. Shorter "
+        "than the other commands' 30s: status is run again and again while a cluster is "
+        "down.", default="5s")] = 5.0,
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
     """Clusters, replication and whether it protects the source now, open incidents,
     consumer groups.
 
     Per flow: PROTECTED (forward copying; lag in records and seconds), EXPOSED (forward
-    stopped or failing) or INCIDENT (which step, what to run next). Exit 0 when every
-    answer is in, no incident is open and the flow is not exposed; 3 with an open incident, a
-    pending replication stop or an exposed flow; 4 when no cluster answered; 2 when the
-    Connect worker refuses drctl (credentials or TLS)."""
+    stopped or failing) or INCIDENT (which step, what to run next).
+
+    \b
+    Examples:
+      drctl status
+      drctl status -o json | jq .replication.protection
+      drctl status --deadline 30s     # a slow link: wait longer for an answer
+
+    \b
+    Exit status: 0 every answer in, no incident open, the flow not exposed;
+    2 the Connect worker refuses drctl (credentials or TLS); 3 an open
+    incident, a pending replication stop or an exposed flow; 4 no cluster
+    answered."""
     config = CURRENT.config()
     term = CURRENT.terminal(output)
     st = collect_status(OpsContext.from_config(config, term.step), deadline)

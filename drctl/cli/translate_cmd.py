@@ -6,8 +6,14 @@ from typing import Annotated
 
 import typer
 
-from drctl.cli.durations import duration_option
-from drctl.cli.options import Groups, OutputOption
+from drctl.cli.options import (
+    DEFAULT_DEADLINE_S,
+    Groups,
+    OldSourceDeadline,
+    OutputOption,
+    SourceDeadline,
+    deadline_renamed,
+)
 from drctl.cli.state import CURRENT
 from drctl.cli.views import render_translation
 from drctl.context import OpsContext
@@ -20,10 +26,12 @@ from drctl.translate.model import TranslateMethod
 
 def translate_offsets_command(
     source: Annotated[str | None, typer.Option(
-        "--from", help="Cluster the groups consumed on (default: the replication source).")]
+        "--from", metavar="CLUSTER",
+        help="Cluster the groups consumed on (default: the replication source).")]
     = None,
     target: Annotated[str | None, typer.Option(
-        "--to", help="Cluster they move to (default: the replication target).")] = None,
+        "--to", metavar="CLUSTER",
+        help="Cluster they move to (default: the replication target).")] = None,
     groups: Groups = ".*",
     method: Annotated[TranslateMethod, typer.Option(
         help="Offset translation method (auto: by replication kind and whether the source "
@@ -34,10 +42,10 @@ def translate_offsets_command(
     allow_rewind: Annotated[bool, typer.Option(
         "--allow-rewind", help="Allow moving a group backwards on the target.")] = False,
     max_scan: Annotated[int, typer.Option(
+        metavar="N",
         help="Records scanned per position before giving up on an exact match.")] = 100_000,
-    source_deadline: Annotated[float, duration_option(
-        "How long to retry an unreachable source before falling back.", default="30s")]
-    = 30.0,
+    deadline: SourceDeadline = DEFAULT_DEADLINE_S,
+    old_source_deadline: OldSourceDeadline = None,
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
     """Move consumer-group positions between clusters: no record skipped, none twice.
@@ -52,10 +60,11 @@ def translate_offsets_command(
     members, or no provable position); 4 a cluster unreachable."""
     config = CURRENT.config()
     term = CURRENT.terminal(output)
+    deadline = deadline_renamed(deadline, old_source_deadline, warn=term.warn)
     rep = config.require_replication()
     req = TranslateRequest(source or rep.source, target or rep.target, groups, method, apply,
-                           allow_rewind, max_scan, source_deadline)
-    ctx = OpsContext.from_config(config, term.step)
+                           allow_rewind, max_scan, deadline)
+    ctx = OpsContext.from_config(config, term.step, deadline)
     report = translate_offsets(ctx, req)
     if report.source_reachable and (req.source, req.target) == (rep.source, rep.target):
         # Both clusters answer: keep what a failover needs should the source die.

@@ -83,3 +83,36 @@ def describe_preview(preview: dict[str, Any]) -> list[str]:
     if preview["supersedes"]:
         lines.append(f"  closes as superseded: {', '.join(preview['supersedes'])}")
     return lines
+
+
+def _done(preview: dict[str, Any]) -> str:
+    return f" (done before: {', '.join(preview['done'])})" if preview["done"] else ""
+
+
+def describe_failback_preview(preview: dict[str, Any]) -> list[str]:
+    """The failback about to happen, in the lines shown before the operator is asked."""
+    source, target = preview["source"], preview["target"]
+    order = "with the order check" if preview["check_order"] else "without the order check"
+    return [f"Plan: fail back {target} -> {source}, incident {preview['incident']} "
+            f"({preview['phase']}){_done(preview)}",
+            f"  {source} and {target}: both answer",
+            f"  gap analysis of {preview['topics']} topic(s) {order}; reconcile: "
+            f"{preview['reconcile']}",
+            f"  reverse replication {target} -> {source} from the failover point",
+            f"  groups matching '{preview['groups']}' move back to {source} "
+            f"({preview['groups_moved_at_failover']} moved at failover)"]
+
+
+def describe_reprotect_preview(preview: dict[str, Any]) -> list[str]:
+    """The return to protection about to happen, shown before the operator is asked."""
+    source, target = preview["source"], preview["target"]
+    connectors = ", ".join(preview["connectors"]) or "forward replication"
+    return [f"Plan: return {source} -> {target} to protection, incident "
+            f"{preview['incident']} ({preview['phase']}){_done(preview)}",
+            f"  {source} and {target}: both answer",
+            f"  {target}'s failover topics must stay quiet {preview['settle_s']:g} s"
+            + (" (--force: or not)" if preview["force"] else ""),
+            f"  retire the reverse flow {target} -> {source} "
+            f"({len(preview['reverse_topics'])} topic(s))",
+            f"  restart {connectors} {source} -> {target} from the cut-over, check it "
+            "copies, close the incident"]

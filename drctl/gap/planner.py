@@ -74,6 +74,7 @@ def plan_gap_analysis(
     margin: int = DEFAULT_MARGIN,
     late_runs: Mapping[str, Mapping[int, list[list[int]]]] | None = None,
     settled: Mapping[str, Any] | None = None,
+    deadline_s: float = 30.0,
 ) -> GapPlan:
     """Bounds for every topic: source `[start, end)`, target `[start', F)`.
 
@@ -86,15 +87,16 @@ def plan_gap_analysis(
     `source_end` (keyed by source topic) defaults to the source's last stable offset now.
     `settled` (a failover marker's): below its source and target offsets the flow's last
     return to protection settled every record, so no comparison starts lower.
+    Each cluster is retried for `deadline_s` before it is unreachable (exit 4).
     """
     config, rep = ctx.config, ctx.rep
     # Before any network: a setting the Java client cannot take is a config error (exit 2).
     src_java, dst_java = (java_settings_for(config, rep.source),
                           java_settings_for(config, rep.target))
     src, dst = ctx.source, ctx.target
-    policy = config.retry.with_deadline(30)
+    policy = config.retry.with_deadline(deadline_s)
     for clients in (src, dst):
-        describe_with_retry(clients, policy)
+        describe_with_retry(clients, policy, notify=ctx.notify)
     src_admin, dst_admin = src.admin(), dst.admin()
     src_parts = _partitions(src_admin)
     dst_parts = _partitions(dst_admin)

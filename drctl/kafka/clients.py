@@ -9,6 +9,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -21,6 +22,7 @@ from drctl.errors import ConfigError, Unreachable
 from drctl.retry import RetriesExhausted, RetryPolicy, retry_call
 from drctl.secrets import is_secret_key
 from drctl.suggest import did_you_mean
+from drctl.timeparse import format_duration
 
 ClientT = TypeVar("ClientT", AdminClient, Consumer, Producer)
 
@@ -320,10 +322,30 @@ def _hint_for(cause: BaseException) -> str:
     return "Check that the brokers run and that this machine can reach that address."
 
 
+def retry_line(clients: ClusterClients, attempt: int, exc: BaseException, delay: float) -> str:
+    """What an operator reads on stderr when a cluster did not answer and is tried again: the
+    cluster, its address and why."""
+    return (f"{clients.name} ({clients.bootstrap}): attempt {attempt} failed "
+            f"({reason_text(exc)}); retrying in {format_duration(delay)}")
+
+
+def reason_text(exc: BaseException) -> str:
+    """librdkafka's reason for a client error (`Connect to ipv4#… failed: Connection
+    refused`), not the KafkaError{code=…} wrapper; any other error's own text."""
+    if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
+        return _reason_text(exc.args[0])
+    return str(exc) or type(exc).__name__
+
+
 def describe_with_retry(clients: ClusterClients, policy: RetryPolicy,
-                        on_retry: Any = None) -> ClusterInfo:
+                        on_retry: Any = None, *,
+                        notify: Callable[[str], object] | None = None) -> ClusterInfo:
     """`describe` under the retry policy; a rejected configuration (ConfigError) and a TLS or
-    authentication failure end it at once."""
+    authentication failure end it at once. With `notify`, each retry is a line naming the
+    cluster and its address (`retry_line`)."""
+    if on_retry is None and notify is not None:
+        def on_retry(attempt: int, exc: BaseException, delay: float) -> None:
+            notify(retry_line(clients, attempt, exc, delay))
     try:
         return retry_call(lambda: describe(clients), policy, on_retry=on_retry,
                           retry_on=(KafkaException, TimeoutError, NoAnswer),
@@ -333,23 +355,30 @@ def describe_with_retry(clients: ClusterClients, policy: RetryPolicy,
 
 
 def check_clusters(config: Config, policy: RetryPolicy,
-                   on_retry: Any = None) -> tuple[list[dict[str, Any]], list[Unreachable]]:
-    """Every configured cluster: its facts when it answers, the error when it does not."""
-    results: list[dict[str, Any]] = []
-    failures: list[Unreachable] = []
-    for name in config.clusters:
+                   notify: Callable[[str], object] | None = None,
+                   ) -> tuple[list[dict[str, Any]], list[Unreachable]]:
+    """Every configured cluster, all asked at once (one thread each): its facts when it
+    answers, the error when it does not, in the config's order. `notify` hears each retry."""
+    def ask(name: str) -> dict[str, Any] | Unreachable:
         clients = ClusterClients.for_cluster(config, name)
         try:
-            info = describe_with_retry(
-                clients, policy,
-                on_retry=(lambda n, exc, delay, c=name: on_retry(c, n, exc, delay))
-                if on_retry else None)
+            info = describe_with_retry(clients, policy, notify=notify)
         except Unreachable as exc:
-            failures.append(exc)
-            results.append({"cluster": name, "bootstrap": clients.bootstrap,
-                            "reachable": False, "error": exc.message})
-            continue
-        results.append({"cluster": name, "bootstrap": info.bootstrap, "reachable": True,
-                        "cluster_id": info.cluster_id, "brokers": info.broker_count,
-                        "controller": info.controller_id, "rtt_ms": round(info.rtt_ms, 1)})
+            return exc
+        return {"cluster": name, "bootstrap": info.bootstrap, "reachable": True,
+                "cluster_id": info.cluster_id, "brokers": info.broker_count,
+                "controller": info.controller_id, "rtt_ms": round(info.rtt_ms, 1)}
+
+    names = list(config.clusters)
+    with ThreadPoolExecutor(max(1, len(names)), thread_name_prefix="config-check") as pool:
+        answers = list(pool.map(ask, names))
+    results: list[dict[str, Any]] = []
+    failures: list[Unreachable] = []
+    for name, answer in zip(names, answers, strict=True):
+        if isinstance(answer, Unreachable):
+            failures.append(answer)
+            results.append({"cluster": name, "bootstrap": config.cluster(name)[
+                "bootstrap.servers"], "reachable": False, "error": answer.message})
+        else:
+            results.append(answer)
     return results, failures

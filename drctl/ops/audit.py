@@ -16,6 +16,7 @@ from typing import Any
 
 from drctl.context import OpsContext
 from drctl.errors import UsageError
+from drctl.kafka.clients import describe_with_retry
 from drctl.kafka.groups import committed_offsets
 from drctl.kafka.topics import TP
 from drctl.state import FailoverMarker
@@ -87,7 +88,8 @@ def applied_positions(marker: FailoverMarker) -> dict[tuple[str, str, int], dict
             for p, pos in parts.items()}
 
 
-def audit_failover(ctx: OpsContext, marker: FailoverMarker) -> FailoverAudit:
+def audit_failover(ctx: OpsContext, marker: FailoverMarker,
+                   deadline_s: float = 30.0) -> FailoverAudit:
     rep = ctx.rep
     applied = applied_positions(marker)
     audit = FailoverAudit()
@@ -106,7 +108,7 @@ def audit_failover(ctx: OpsContext, marker: FailoverMarker) -> FailoverAudit:
             positions.setdefault(group, {})[(source_topic_of[topic], partition)] = offset
     report = translate_offsets(ctx, TranslateRequest(
         rep.source, rep.target, method=TranslateMethod.EXACT, positions=positions,
-        target_ends=marker.failover_point or None))
+        target_ends=marker.failover_point or None, source_deadline_s=deadline_s))
     found = {(g.group, p.target_topic, p.partition): p for g in report.groups
              for p in g.partitions}
     for (group, topic, partition), pos in sorted(applied.items()):
@@ -152,10 +154,11 @@ def _not_placed(marker: FailoverMarker, commits: Mapping[str, Mapping[TP, int]],
     return out
 
 
-def audit_incident(ctx: OpsContext, incident: str | None
+def audit_incident(ctx: OpsContext, incident: str | None, deadline_s: float = 30.0
                    ) -> tuple[FailoverMarker, dict[str, Any]]:
     """`drctl audit`: the audit failback recorded, or — while the incident is open and the
-    source answers — a new one, recorded in the marker (failback then reuses it)."""
+    source answers — a new one, recorded in the marker (failback then reuses it). Each
+    cluster it needs is retried for `deadline_s` before it is unreachable (exit 4)."""
     rep = ctx.config.require_replication()
     store = ctx.markers(rep.target)
     marker = store.the_open_one(rep.source, rep.target, incident, "audit")
@@ -164,7 +167,10 @@ def audit_incident(ctx: OpsContext, incident: str | None
     if marker.status != "open":
         raise UsageError(f"Incident {marker.incident} was closed without an audit, and the "
                          "groups' commits on the source have been replaced since.")
-    found = audit_failover(ctx, marker).as_dict()
+    # The groups' commits are read there.
+    describe_with_retry(ctx.source, ctx.config.retry.with_deadline(deadline_s),
+                        notify=ctx.notify)
+    found = audit_failover(ctx, marker, deadline_s).as_dict()
     marker.record("failback:audit", found)
     store.save(marker)
     return marker, found

@@ -10,7 +10,7 @@ marker (ops/phases.py).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -328,18 +328,39 @@ def _marker_to_fail_back(ctx: OpsContext, incident: str | None) -> FailoverMarke
     return marker
 
 
-def preflight(ctx: OpsContext, marker: FailoverMarker, opts: FailbackOptions) -> FlowState:
+# Sees the plan before anything changes; raises (Aborted) to refuse.
+Approve = Callable[[dict[str, Any]], None]
+
+
+def preflight(ctx: OpsContext, marker: FailoverMarker, opts: FailbackOptions,
+              approve: Approve | None = None) -> FlowState:
+    """Both clusters answer; then `approve` (not in a dry run) sees the preview, before
+    anything changes (a forward stop issued again included), and raises to refuse."""
     config = ctx.config
     rep = config.require_replication()
     for name in (rep.target, rep.source):
         clients = ctx.clients(name)
         try:
-            describe_with_retry(clients, config.retry.with_deadline(opts.deadline_s))
+            describe_with_retry(clients, config.retry.with_deadline(opts.deadline_s),
+                                notify=ctx.notify)
         except Unreachable as exc:
             raise Unreachable(f"{exc.message} Failback needs both clusters.",
                               f"Bring '{name}' back first; the marker {marker.incident} waits.") \
                 from None
+    if approve is not None and not opts.dry_run:
+        approve(preview(ctx, marker, opts))
     return _forward_not_copying(ctx, marker, opts)
+
+
+def preview(ctx: OpsContext, marker: FailoverMarker, opts: FailbackOptions) -> dict[str, Any]:
+    """What failback is about to do, from its preflight: what the operator approves."""
+    rep = ctx.rep
+    return {"source": rep.source, "target": rep.target, "incident": marker.incident,
+            "phase": marker.phase.value,
+            "done": [s for s in marker.steps if s.startswith("failback:")],
+            "topics": len(marker.topics), "check_order": opts.check_order,
+            "reconcile": str(opts.reconcile), "groups": opts.groups,
+            "groups_moved_at_failover": len(marker.groups), "force": opts.force}
 
 
 def _forward_not_copying(ctx: OpsContext, marker: FailoverMarker,
@@ -386,23 +407,27 @@ def _forward_not_copying(ctx: OpsContext, marker: FailoverMarker,
     return forward
 
 
-def run_failback(ctx: OpsContext, opts: FailbackOptions,
-                 gap_finder: GapFinder) -> FailbackResult:
+def run_failback(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder, *,
+                 approve: Approve | None = None) -> FailbackResult:
     """Failback (module docstring); a cluster that drops once it is under way makes it run
-    again from the last step recorded, within `--timeout` (ops/rerun.py)."""
+    again from the last step recorded, within `--timeout` (ops/rerun.py). `approve` (not in
+    a dry run) sees the plan once the preflight passed, before anything changes."""
     rep = ctx.config.require_replication()
     under_way = [False]
     clock = PhaseClock("failback")  # one run, however often a dropped cluster restarts it
 
     def once() -> FailbackResult:
-        return _failback_once(ctx, opts, gap_finder, under_way, clock)
+        # Asked once: a run again after a dropped cluster continues what was approved.
+        return _failback_once(ctx, opts, gap_finder, under_way, clock,
+                              None if under_way[0] else approve)
 
     return rerun_while_dropped(once, ctx, (rep.source, rep.target), opts.catch_up_deadline_s,
                                "failback", started=lambda: under_way[0])
 
 
 def _failback_once(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder,
-                   under_way: list[bool], clock: PhaseClock) -> FailbackResult:
+                   under_way: list[bool], clock: PhaseClock,
+                   approve: Approve | None = None) -> FailbackResult:
     clock.phase("preflight")
     config = ctx.config
     if opts.reconcile not in set(ReconcileMode):  # library callers may pass plain text
@@ -424,7 +449,7 @@ def _failback_once(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder
     if not opts.dry_run:
         clock.keep_in(marker.timings)  # a marker read again after a drop keeps it once
     ctx.notify(f"Failback of incident {marker.incident}")
-    forward = preflight(ctx, marker, opts)
+    forward = preflight(ctx, marker, opts, approve)
     under_way[0] = True
     quiet_from = Ends.read(ctx, marker) if not marker.done("failback:reconcile") else None
     # Only now, with forward replication confirmed stopped, may the fence come off.

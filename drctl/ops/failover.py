@@ -243,9 +243,9 @@ def preflight(ctx: OpsContext, opts: FailoverOptions) -> dict[str, Any]:
     dst = ctx.clients(rep.target)
     policy = config.retry.with_deadline(opts.source_deadline_s)
     ctx.notify(f"Preflight: {rep.target} must be reachable")
-    target_info = describe_with_retry(dst, policy)
+    target_info = describe_with_retry(dst, policy, notify=ctx.notify)
     try:
-        describe_with_retry(src, policy)
+        describe_with_retry(src, policy, notify=ctx.notify)
         source_up = True
     except Unreachable:
         if opts.planned:

@@ -24,7 +24,7 @@ from confluent_kafka import Producer
 from drctl.config import Config
 from drctl.context import OpsContext
 from drctl.errors import DrctlError
-from drctl.kafka.clients import ClusterClients
+from drctl.kafka.clients import ClusterClients, describe_with_retry, reason_text
 from drctl.kafka.groups import committed_offsets, list_groups
 from drctl.kafka.topics import TP
 from drctl.metrics import (
@@ -80,6 +80,8 @@ class Guard:
     config: Config
     groups: str = ".*"
     interval_s: float = 5.0
+    deadline_s: float = 30.0  # how long a round retries a cluster before it fails
+    notify: Notify = field(default=lambda _: None, repr=False)
     watch_flow: bool = False  # read the flow's lag, protection and incidents each round
     snapshotted: dict[tuple[str, TP], int] = field(default_factory=dict)
     first_seen_ms: dict[tuple[str, TP], tuple[int, int]] = field(default_factory=dict)
@@ -88,17 +90,21 @@ class Guard:
     # dropped after a failed round: a restarted broker wants fresh metadata.
     _ctx: OpsContext | None = field(default=None, repr=False)
     _producer: Producer | None = field(default=None, repr=False)
+    # The cluster the round is talking to: a failed round's line names it and its address.
+    _at: ClusterClients | None = field(default=None, repr=False)
 
     def run_round(self) -> RoundResult:
         """One round; errors are caught and reported in the result."""
         started = time.monotonic()
         result = RoundResult()
+        self._at = None
         try:
             self._round(result)
         except DrctlError as exc:
-            result.error = exc.message
+            result.error = exc.message  # an unreachable cluster's names it and its address
         except Exception as exc:  # noqa: BLE001 - a client error must not end the guard
-            result.error = f"{type(exc).__name__}: {exc}"
+            where = f"{self._at.name} ({self._at.bootstrap}): " if self._at else ""
+            result.error = f"{where}{type(exc).__name__}: {reason_text(exc)}"
         if self.watch_flow:
             # Also after a failed round: what cannot be read now is unknown, not as before.
             result.flow = self._read_flow()
@@ -111,11 +117,20 @@ class Guard:
         config = self.config
         rep = config.require_replication()
         if self._ctx is None:
-            self._ctx = OpsContext.from_config(config)
+            # The first round, or one after a failure: both clusters must answer within the
+            # deadline, each retry said on stderr with the cluster's address.
+            ctx = OpsContext.from_config(config)
+            policy = config.retry.with_deadline(self.deadline_s)
+            for clients in (ctx.source, ctx.target):
+                self._at = clients
+                describe_with_retry(clients, policy, notify=self.notify)
+            self._ctx = ctx
         src, dst = self._ctx.source, self._ctx.target
         if not self.topic_ready:
+            self._at = dst
             ensure_snapshot_topic(dst, config.state.snapshots_topic)
             self.topic_ready = True
+        self._at = src
         admin = src.admin()
         groups = [g for g in list_groups(admin) if wanted_group(config, self.groups, g)]
         commits = committed_offsets(admin, groups)
@@ -141,10 +156,12 @@ class Guard:
         if moved:
             self._snapshot(dst, moved, now_ms, result)
         # The commits just read are the inventory's too; it reads only what they leave out.
+        self._at = src
         inventory = keep_inventory(config, src, dst, known=commits, now_ms=now_ms)
         if inventory.error:
             raise DrctlError(f"Source inventory {inventory.error}")
         # That this round happened, for `drctl check` (guard running, how old its positions).
+        self._at = dst
         if self._producer is None:
             self._producer = snapshot_producer(dst)
         write_snapshots(dst, config.state.snapshots_topic, [], producer=self._producer,
@@ -170,9 +187,10 @@ class Guard:
         snaps: list[OffsetSnapshot] = []
         done: list[tuple[tuple[str, TP], int]] = []
         assert self._ctx is not None
+        self._at = None  # both clusters; an unreachable one is named by the error
         report = translate_offsets(self._ctx, TranslateRequest(
             rep.source, rep.target, method=TranslateMethod.EXACT, positions=moved,
-            source_deadline_s=15.0))
+            source_deadline_s=self.deadline_s))
         for g in report.groups:
             for p in g.partitions:
                 if p.target_offset is None:
@@ -190,6 +208,7 @@ class Guard:
                     done.append((key, p.source_offset))
                 else:
                     result.pending += 1
+        self._at = dst
         if self._producer is None:
             self._producer = snapshot_producer(dst)
         result.written = write_snapshots(dst, config.state.snapshots_topic, snaps,
@@ -213,11 +232,14 @@ def run_guard(config: Config, *, groups: str = ".*", interval_s: float = 5.0,
               once: bool = False, stop: threading.Event | None = None,
               notify: Notify = lambda _: None,
               on_round: Callable[[RoundResult], None] | None = None,
-              metrics: Metrics | None = None) -> list[RoundResult]:
+              metrics: Metrics | None = None,
+              deadline_s: float = 30.0) -> list[RoundResult]:
     """Rounds every `interval_s` until `stop` is set (SIGTERM) — or one round with `once`.
-    Returns the rounds' results with `once`, else the last one. With `metrics`, each round
-    also reads the flow's lag, protection and open incidents, and records all of it there."""
-    guard = Guard(config, groups, interval_s, watch_flow=metrics is not None)
+    Returns the rounds' results with `once`, else the last one. A round retries a cluster
+    for `deadline_s` before it fails. With `metrics`, each round also reads the flow's lag,
+    protection and open incidents, and records all of it there."""
+    guard = Guard(config, groups, interval_s, deadline_s, notify,
+                  watch_flow=metrics is not None)
     if metrics is not None:
         rep = config.require_replication()
         flow = flow_name(rep.source, rep.target)

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -161,23 +161,43 @@ def marker_to_reprotect(ctx: OpsContext, incident: str | None) -> FailoverMarker
     return marker
 
 
+def preview(ctx: OpsContext, marker: FailoverMarker, opts: ReprotectOptions
+            ) -> dict[str, Any]:
+    """What the return to protection is about to do, once both clusters answered: what the
+    operator approves."""
+    rep = ctx.rep
+    return {"source": rep.source, "target": rep.target, "incident": marker.incident,
+            "phase": marker.phase.value,
+            "done": [s for s in marker.steps if s.startswith("reprotect:")],
+            "reverse_topics": sorted(failover_starts(rep, marker)),
+            "connectors": list(rep.connect.connectors), "settle_s": opts.settle_s,
+            "force": opts.force}
+
+
 def run_reprotect(ctx: OpsContext, opts: ReprotectOptions, *,
-                  confirm: Confirm | None = None) -> ReprotectResult:
+                  confirm: Confirm | None = None,
+                  approve: Callable[[dict[str, Any]], None] | None = None) -> ReprotectResult:
     """The return to protection (module docstring); a cluster that drops once it is under
-    way makes it run again from the last step recorded, within `--timeout`."""
+    way makes it run again from the last step recorded, within `--timeout`. `approve` (not
+    in a dry run) sees the plan once both clusters answered, before anything changes, and
+    raises to refuse."""
     rep = ctx.config.require_replication()
     under_way = [False]
     clock = PhaseClock("reprotect")  # one run, however often a dropped cluster restarts it
 
     def once() -> ReprotectResult:
-        return _reprotect_once(ctx, opts, confirm, under_way, clock)
+        # Asked once: a run again after a dropped cluster continues what was approved.
+        return _reprotect_once(ctx, opts, confirm, under_way, clock,
+                               None if under_way[0] else approve)
 
     return rerun_while_dropped(once, ctx, (rep.source, rep.target), opts.timeout_s,
                                "the return to protection", started=lambda: under_way[0])
 
 
 def _reprotect_once(ctx: OpsContext, opts: ReprotectOptions, confirm: Confirm | None,
-                    under_way: list[bool], clock: PhaseClock) -> ReprotectResult:
+                    under_way: list[bool], clock: PhaseClock,
+                    approve: Callable[[dict[str, Any]], None] | None = None
+                    ) -> ReprotectResult:
     clock.phase("preflight")
     config, notify = ctx.config, ctx.notify
     rep = config.require_replication()
@@ -196,7 +216,10 @@ def _reprotect_once(ctx: OpsContext, opts: ReprotectOptions, confirm: Confirm | 
         clock.keep_in(marker.timings)  # a marker read again after a drop keeps it once
     notify(f"Return to protection, incident {marker.incident}: {rep.source} -> {rep.target}")
     for name in (rep.source, rep.target):
-        describe_with_retry(ctx.clients(name), config.retry.with_deadline(opts.deadline_s))
+        describe_with_retry(ctx.clients(name), config.retry.with_deadline(opts.deadline_s),
+                            notify=notify)
+    if approve is not None and not opts.dry_run:
+        approve(preview(ctx, marker, opts))
     under_way[0] = True
     request = ReturnRequest(marker.incident, sorted(failover_starts(rep, marker)), {},
                             config.state.dir / "reprotect")

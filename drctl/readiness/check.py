@@ -54,7 +54,8 @@ def run_check(ctx: OpsContext, opts: CheckOptions) -> Readiness:
     policy = ctx.config.retry.with_deadline(opts.deadline_s)
     up: dict[str, bool] = {}
     with ThreadPoolExecutor(2) as pool:  # both clusters asked at once
-        asked = {name: pool.submit(describe_with_retry, ctx.clients(name), policy)
+        asked = {name: pool.submit(describe_with_retry, ctx.clients(name), policy,
+                                   notify=ctx.notify)
                  for name in (rep.source, rep.target)}
         for name, future in asked.items():
             try:

@@ -104,9 +104,9 @@ def translate_offsets(ctx: OpsContext, req: TranslateRequest) -> TranslationRepo
         raise UsageError(f"--groups is not a valid regex: {exc}") from exc
     to_topic = _topic_mapper(config, req.source, req.target)
     src, dst = ctx.clients(req.source), ctx.clients(req.target)
-    describe_with_retry(dst, config.retry.with_deadline(req.source_deadline_s))
+    describe_with_retry(dst, config.retry.with_deadline(req.source_deadline_s), notify=notify)
     source_up = _reachable(src, config.retry.with_deadline(req.source_deadline_s),
-                           required=req.method in _NEED_SOURCE)
+                           required=req.method in _NEED_SOURCE, notify=notify)
     method = TranslateMethod(req.method)
     report = TranslationReport(req.source, req.target, method.value, req.apply, source_up)
     kind = kind_for(rep)
@@ -204,11 +204,12 @@ def _capped(marks: dict[TP, tuple[int, int]], ends: dict[str, dict[int, int]] | 
     return out
 
 
-def _reachable(clients: ClusterClients, policy: RetryPolicy, *, required: bool) -> bool:
+def _reachable(clients: ClusterClients, policy: RetryPolicy, *, required: bool,
+               notify: Callable[[str], object] | None = None) -> bool:
     from drctl.errors import Unreachable
 
     try:
-        describe_with_retry(clients, policy)
+        describe_with_retry(clients, policy, notify=notify)
         return True
     except Unreachable:
         if required:

@@ -105,7 +105,7 @@ def test_secondary_restart_before_failback(lab: RunningLab, ns: str, tmp_path: P
 
     # A failover re-run re-issues the stop when it no longer holds, and only then.
     status, out = run_json("--config", str(o["config"]), "failover", "--yes", "--groups",
-                           f"{ns}-.*", "--source-deadline", "2")
+                           f"{ns}-.*", "--deadline", "2")
     assert status == 0, out
     stop_step = out["marker"]["steps"]["stop-replication"]["result"]
     if stranded:

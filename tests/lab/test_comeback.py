@@ -64,7 +64,7 @@ def test_replicator_comes_back_after_an_unconfirmed_stop(restored: RunningLab, n
 
     config = scoped_config(lab, ns, tmp_path)
     status, out = run_json("--config", str(config), "failover", "--yes", "--groups",
-                           f"{ns}-.*", "--source-deadline", "2")
+                           f"{ns}-.*", "--deadline", "2")
     assert status == 0, out
     assert out["marker"]["replication_stop"] == "pending"
     # Producers keep the plain name (failover created it on the secondary for prefixed names).

@@ -83,7 +83,7 @@ def outage(lab: RunningLab, ns: str, tmp_path: Path, gap_age_s: float = 0) -> di
 
     config = scoped_config(lab, ns, tmp_path)
     status, out = run_json("--config", str(config), "failover", "--yes", "--groups",
-                           f"{ns}-.*", "--source-deadline", "2")
+                           f"{ns}-.*", "--deadline", "2")
     assert status == 0, out
     assert out["marker"]["replication_stop"] == "stopped"
 

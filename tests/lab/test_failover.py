@@ -117,7 +117,7 @@ def test_unplanned_failover_with_primary_down(lab: RunningLab, ns: str, tmp_path
     lab.lab.fail("primary")
     config = scoped_config(lab, ns, tmp_path)
     status, out = run_json("--config", str(config), "failover", "--yes", "--groups",
-                           f"{ns}-.*", "--source-deadline", "2")
+                           f"{ns}-.*", "--deadline", "2")
     assert status == 0, out
     marker = out["marker"]
     assert marker["source_end"] is None and not marker["planned"]

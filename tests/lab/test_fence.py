@@ -59,7 +59,7 @@ def test_fence_holds_the_returning_replicator_and_failback_lifts_it(
 
     config = str(scoped_config(lab, ns, tmp_path))
     status, out = run_json("--config", config, "failover", "--yes", "--groups", f"{ns}-.*",
-                           "--source-deadline", "2")
+                           "--deadline", "2")
     assert status == 0, out
     marker = out["marker"]
     assert marker["replication_stop"] == "pending"
@@ -95,7 +95,7 @@ def test_fence_holds_the_returning_replicator_and_failback_lifts_it(
 
     # A failover re-run reaches Connect now: the stop is confirmed, the fence stays.
     status, out = run_json("--config", config, "failover", "--yes", "--groups", f"{ns}-.*",
-                           "--source-deadline", "2")
+                           "--deadline", "2")
     assert status == 0, out
     assert out["marker"]["replication_stop"] == "stopped"
     assert out["marker"]["fence"]["state"] == "fenced"
@@ -168,7 +168,7 @@ def test_failback_stops_the_replicator_held_by_the_fence_before_lifting_it(
     produce(lab.primary, topic, keyed("gap", 6))
     config = str(scoped_config(lab, ns, tmp_path))
     status, out = run_json("--config", config, "failover", "--yes", "--groups", f"{ns}-.*",
-                           "--source-deadline", "2")
+                           "--deadline", "2")
     assert status == 0, out
     assert out["marker"]["fence"]["state"] == "fenced"
     produce(lab.secondary, topic, keyed("post", 4))

@@ -134,7 +134,7 @@ def test_compacted_copy_reports_only_records_never_copied(lab: RunningLab, ns: s
         lab.lab.fail("primary")
         lab.lab.heal("replication")  # its source is gone: it copies nothing
         config = str(scoped_config(lab, ns, tmp_path))
-        status, over = run_json("--config", config, "failover", "--yes", "--source-deadline",
+        status, over = run_json("--config", config, "failover", "--yes", "--deadline",
                                 "2")
         assert status == 0, over
         lab.lab.heal("primary")

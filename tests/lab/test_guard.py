@@ -141,7 +141,7 @@ def test_failover_with_the_source_down_starts_groups_at_guards_snapshots(
     lab.lab.heal("replication")
     try:
         status, out = run_json("--config", str(config), "failover", "--yes", "--groups",
-                               f"{ns}-.*", "--source-deadline", "2")
+                               f"{ns}-.*", "--deadline", "2")
         # Nothing left silently: the unmirrored topic and its reader, named, exit 3.
         assert status == 3, out
         left = out["marker"]["left_behind"]
@@ -255,7 +255,7 @@ def test_without_guard_status_keeps_the_inventory_and_failover_names_a_young_gro
         lab.lab.fail("primary")
         lab.lab.heal("replication")
         status, out = run_json("--config", str(config), "failover", "--yes", "--groups",
-                               f"{ns}-.*", "--source-deadline", "2")
+                               f"{ns}-.*", "--deadline", "2")
         assert status == 3, out
         left = out["marker"]["left_behind"]
         assert [g["group"] for g in left["groups"]] == [young], left

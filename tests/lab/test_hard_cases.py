@@ -210,7 +210,7 @@ def test_a_partition_without_checkpoint_is_named_by_failover_and_audited(
     lab.lab.fail("primary")
     config = scoped_config(lab, ns, tmp_path)
     status, out = run_json("--config", str(config), "failover", "--yes", "--groups",
-                           f"{ns}-.*", "--source-deadline", "2")
+                           f"{ns}-.*", "--deadline", "2")
     assert status == 3, out
     [left] = [g for g in out["marker"]["left_behind"]["groups"] if g["group"] == group]
     assert f"{lab.mirror(topic)}[1] (no checkpoint or snapshot)" in left["reason"], left
@@ -339,7 +339,7 @@ def test_a_topic_never_mirrored_is_reconciled_at_failback(
     lab.lab.fail("primary")
     config = scoped_config(lab, ns, tmp_path)
     status, out = run_json("--config", str(config), "failover", "--yes",
-                           "--source-deadline", "2")
+                           "--deadline", "2")
     assert status == 0, out
     assert young not in out["marker"]["topics"]
     lab.lab.heal("primary")
@@ -375,7 +375,7 @@ def test_partitions_added_during_the_outage_are_carried_both_ways(
     lab.lab.fail("primary")
     config = scoped_config(lab, ns, tmp_path)
     status, out = run_json("--config", str(config), "failover", "--yes",
-                           "--source-deadline", "2")
+                           "--deadline", "2")
     assert status == 0, out
     for fut in lab.secondary.admin().create_partitions([NewPartitions(busy, 3)]).values():
         fut.result(30)

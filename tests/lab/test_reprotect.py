@@ -113,7 +113,7 @@ def _round(lab: RunningLab, config: Path, topic: str, group: str, r: int) -> Non
     lab.lab.fail("primary")
 
     status, out = run_json("--config", str(config), "failover", "--yes",
-                           "--source-deadline", "2")
+                           "--deadline", "2")
     assert status == 0, out
     mirror = lab.mirror(topic)
     placed = out["marker"]["groups"][group]["positions"][mirror]
@@ -250,7 +250,7 @@ def test_a_crash_at_each_step_of_the_return_then_a_rerun_ends_the_same(
         _send(fresh_clients(lab, "primary"), topic, "gap", GAP)
         lab.lab.fail("primary")
         status, out = run_json("--config", str(config), "failover", "--yes",
-                               "--source-deadline", "2")
+                               "--deadline", "2")
         assert status == 0, out
         _send(fresh_clients(lab, "secondary"), topic, "post", POST)
         lab.lab.heal("primary")

@@ -96,7 +96,7 @@ def _scenario(lab: RunningLab, ns: str, tmp_path: Path) -> None:
     lab.lab.heal("replication")
     config = scoped_config(lab, ns, tmp_path)
     status, out = run_json("--config", str(config), "failover", "--yes", "--groups",
-                           f"{ns}-.*", "--source-deadline", "2")
+                           f"{ns}-.*", "--deadline", "2")
     assert status == 0, out
     failover_topic = topic  # producers keep the plain name
     post = [(p, (f"conf-{p}-{i % 2}" if i < 2 else f"new-{p}-{i}").encode(),

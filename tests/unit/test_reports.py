@@ -340,7 +340,7 @@ def test_prefixed_failover_html_tells_consumers_to_read_both_topics() -> None:
     assert "<strong>NOT fenced</strong>: the cluster has no authorizer" in page
     assert "Open risks" in page and "enable one (authorizer.class.name)" in page
     assert "stop-replication" in page and "translate-offsets" in page  # the steps
-    assert "drctl failback --check-order" in page  # the next action
+    assert "run <code>drctl failback</code>." in page  # the next action
     assert "<title>Failover report" in page
     assert "<td>&lt;audit|team&gt;</td>" in page and "<td>active | members</td>" in page
 

@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
-import typer
-
+from drctl.cli.help import Typer
 from drctl.cli.runbook import actions, listing, plan, run, show, validate
 
-app = typer.Typer(help="Runbooks: DR procedures as data — validate, plan, run, resume.",
-                  no_args_is_help=True, pretty_exceptions_show_locals=False)
+app = Typer(help="Runbooks: DR procedures as data — validate, plan, run, resume."
+                 "\n\n\b\nExamples:"
+                 "\n  drctl runbook list"
+                 "\n  drctl runbook plan failover"
+                 "\n  drctl runbook run failover --junit failover.xml",
+            no_args_is_help=True, pretty_exceptions_show_locals=False)
 app.command("run")(run.run)
 app.command("plan")(plan.plan)
 app.command("validate")(validate.validate)

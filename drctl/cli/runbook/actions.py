@@ -11,7 +11,12 @@ from drctl.terminal import OutputFormat
 
 
 def actions(output: Annotated[OutputFormat | None, OutputOption] = None) -> None:
-    """The actions a runbook step can call, with their typed parameters."""
+    """The actions a runbook step can call, with their typed parameters.
+
+    \b
+    Examples:
+      drctl runbook actions
+      drctl runbook actions -o json | jq '.actions[].name'"""
     term = CURRENT.terminal(output)
     listed: list[tuple[Action, list[str]]] = [
         (action, [f"{p.name}: {p.type_name}" + ("" if p.required else f" = {p.default!r}")

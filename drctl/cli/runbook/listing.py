@@ -13,7 +13,12 @@ from drctl.terminal import OutputFormat
 
 
 def list_runbooks(output: Annotated[OutputFormat | None, OutputOption] = None) -> None:
-    """The runbooks drctl ships: name it instead of a file (`drctl runbook plan failover`)."""
+    """The runbooks drctl ships: name one instead of a file.
+
+    \b
+    Examples:
+      drctl runbook list
+      drctl runbook plan failover     # a shipped runbook, by name"""
     term = CURRENT.terminal(output)
     listed = [(name, load_runbook(path, builtin_registry()))
               for name, path in shipped_runbooks().items()]

@@ -29,7 +29,16 @@ def plan(
     report: ReportOption = None,
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
-    """Show every step with its resolved values; run the checks only (exit 3 if one fails)."""
+    """Show every step with its resolved values; run the checks only.
+
+    \b
+    Examples:
+      drctl runbook plan failover
+      drctl runbook plan my-drill.yaml --var target=secondary --report plan.md
+
+    \b
+    Exit status: 0 every check held; 2 the runbook or a variable is invalid;
+    3 a check did not hold."""
     execute(file=file, var=var, vars_file=vars_file, dry_run=True, yes=False,
              non_interactive=True, resume=None, journal_path=journal, junit=junit,
              report=report, output=output, time_scale=1.0)

@@ -36,7 +36,7 @@ def run(
         help="Continue the run of this journal after its last completed step.")] = None,
     journal: Annotated[Path | None, typer.Option(
         "--journal", metavar="PATH",
-        help="Where to write the journal (default: <state dir>/runbooks/).")] = None,
+        help="Where to write the journal (default: STATE_DIR/runbooks/).")] = None,
     junit: JunitOption = None,
     report: ReportOption = None,
     output: Annotated[OutputFormat | None, OutputOption] = None,
@@ -44,7 +44,18 @@ def run(
         "--time-scale", envvar="DRCTL_RUNBOOK_TIME_SCALE", hidden=True, min=0.0,
         help="Multiply pauses and retry delays (tests).")] = 1.0,
 ) -> None:
-    """Run a runbook, journaling every step; exit non-zero if anything failed."""
+    """Run a runbook, journaling every step; exit non-zero if anything failed.
+
+    \b
+    Examples:
+      drctl runbook run failover --yes
+      drctl runbook run my-drill.yaml --var target=secondary --vars-file site.yaml
+      drctl runbook run drill --resume .drctl/runbooks/drill-<time>.jsonl
+
+    \b
+    Exit status: 0 every step ok; 1 a step failed; 2 the runbook or a variable
+    is invalid; 3 a check did not hold; 5 an approval missing or declined;
+    130 interrupted (resume with --resume)."""
     execute(file=file, var=var, vars_file=vars_file, dry_run=dry_run, yes=yes,
              non_interactive=non_interactive, resume=resume, journal_path=journal,
              junit=junit, report=report, output=output, time_scale=time_scale)

@@ -16,7 +16,12 @@ from drctl.terminal import OutputFormat
 
 def show(file: RunbookArg,
          output: Annotated[OutputFormat | None, OutputOption] = None) -> None:
-    """Print a runbook's YAML (a shipped one by name): to read, or to copy and adapt."""
+    """Print a runbook's YAML (a shipped one by name): to read, or to copy and adapt.
+
+    \b
+    Examples:
+      drctl runbook show failover
+      drctl runbook show failover > my-failover.yaml"""
     term = CURRENT.terminal(output)
     path = runbook_file(file)
     try:

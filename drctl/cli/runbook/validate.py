@@ -24,7 +24,12 @@ def validate(
     vars_file: VarsFileOption = None,
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
-    """Check a runbook without running anything: exit 2 naming file, line and step."""
+    """Check a runbook without running anything: exit 2 naming file, line and step.
+
+    \b
+    Examples:
+      drctl runbook validate my-drill.yaml
+      drctl runbook validate failover -o json"""
     term = CURRENT.terminal(output)
     path = runbook_file(file)
     runbook = load_runbook(path, builtin_registry(),

@@ -5,6 +5,7 @@ choices the commands' help lists."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -119,20 +120,94 @@ def _command_paths() -> list[list[str]]:
     return paths
 
 
-@pytest.mark.parametrize("path", _command_paths(), ids=lambda p: " ".join(p) or "drctl")
-def test_help_reads_at_80_columns(path: list[str], monkeypatch: pytest.MonkeyPatch,
-                                  capsys: pytest.CaptureFixture[str]) -> None:
+# The commands that change something: their help lists every exit status.
+MUTATING = {"failover", "failback", "reprotect", "translate-offsets", "gap-analysis", "guard",
+            "lab up", "lab down", "lab fail", "lab heal", "lab load", "runbook run"}
+# A value shown in angle brackets after an option or argument (`--topic <list[str]>`).
+_ANGLE_METAVAR = re.compile(r"^\s+(?:-\w, )?(?:--[\w-]+|[a-z|]+)(?: / --[\w-]+)? <[^>]*>")
+
+
+def _help_at_80(path: list[str], monkeypatch: pytest.MonkeyPatch,
+                capsys: pytest.CaptureFixture[str]) -> str:
     monkeypatch.setenv("COLUMNS", "80")
     assert main([*path, "-h"]) == ExitStatus.SUCCESS
     text = capsys.readouterr().out
     assert "Usage: drctl" in text
-    too_wide = [line for line in text.splitlines() if len(line) > 80]
-    assert not too_wide
+    return text
+
+
+def _open_bracket_lines(text: str) -> list[str]:
+    """Lines that end inside a `[...]` still open (a default or choice list cut short)."""
+    out = []
+    for line in text.splitlines():
+        if line.count("[") > line.count("]"):
+            out.append(line)
+    return out
+
+
+@pytest.mark.parametrize("path", _command_paths(), ids=lambda p: " ".join(p) or "drctl")
+def test_help_reads_at_80_columns(path: list[str], monkeypatch: pytest.MonkeyPatch,
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    text = _help_at_80(path, monkeypatch, capsys)
+    lines = text.splitlines()
+    assert [line for line in lines if len(line) > 80] == []
     assert "<bool>" not in text and not set("│╭╰─") & set(text)
+    # Values have names (TOPIC, N, DIR) or their choices, never Typer's type names.
+    assert [line for line in lines if _ANGLE_METAVAR.match(line)] == []
+    for typer_name in ("<str>", "<int>", "<path>", "<float>", "<list[", "range>", "x>="):
+        assert typer_name not in text, typer_name
+    # A default reads `[default: 30s]`, never `[default: (30s)]`.
+    assert re.findall(r"\[default: \(", text) == []
+    # Never cut at a hyphen inside a default or a choice (`consumer-` / `timestamps]`).
+    assert [line for line in _open_bracket_lines(text) if line.rstrip().endswith("-")] == []
+    assert [line for line in lines if re.search(r"\w-$", line)] == []
+    assert "\n  Examples:\n" in text or text.startswith("Examples:")
+    if " ".join(path) in MUTATING:
+        assert "Exit status:" in text
 
 
-def test_choices_are_never_split_across_lines(monkeypatch: pytest.MonkeyPatch,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setenv("COLUMNS", "80")
-    assert main(["failback", "-h"]) == ExitStatus.SUCCESS
-    assert "<copy-safe|quarantine|none>" in capsys.readouterr().out
+def test_choices_and_defaults_are_never_split_across_lines(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    text = _help_at_80(["failback"], monkeypatch, capsys)
+    assert "--reconcile [copy-safe|quarantine|none]" in text
+    assert "[default: 30s]" in text and "[default: copy-safe]" in text
+    text = _help_at_80(["dump-consumer-timestamps"], monkeypatch, capsys)
+    assert "[default: consumer-timestamps]" in text
+    assert "--kind [consumer-timestamps|checkpoints|offset-syncs|heartbeats]" in text
+    text = _help_at_80(["lab", "fail"], monkeypatch, capsys)
+    assert "primary|secondary|replication  primary or secondary: that cluster's" in text
+
+
+def test_every_command_is_listed_once_under_its_section(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    text = _help_at_80([], monkeypatch, capsys)
+    sections: dict[str, list[str]] = {}
+    current = None
+    for line in text.splitlines():
+        if line and not line.startswith(" ") and line.endswith(":"):
+            current = line[:-1]
+            sections[current] = []
+        elif current in {"Incident", "Inspect", "Runbooks", "Lab"} and line.strip():
+            sections[current].append(line.split()[0])
+    assert sections["Incident"] == ["failover", "failback", "reprotect", "translate-offsets",
+                                    "audit", "guard"]
+    assert sections["Inspect"] == ["status", "check", "gap-analysis",
+                                   "dump-consumer-timestamps", "config"]
+    assert sections["Runbooks"] == ["runbook"] and sections["Lab"] == ["lab"]
+    assert "Commands" not in sections and "Other commands" not in sections
+    # Every command drctl has is in one section; each line fits without "...".
+    listed = [c for name in ("Incident", "Inspect", "Runbooks", "Lab") for c in sections[name]]
+    import typer
+
+    assert sorted(listed) == sorted(typer.main.get_command(app).commands)
+    assert "..." not in text.split("Incident:")[1]
+
+
+def test_a_hyphenated_word_is_never_broken() -> None:
+    from drctl.cli.help import wrap_text
+
+    text = "aaaa " * 10 + "consumer-timestamps and post-failover"
+    for width in range(20, 60):
+        for line in wrap_text(text, width).splitlines():
+            assert not line.endswith("-")
+        assert "consumer-timestamps" in wrap_text(text, width)

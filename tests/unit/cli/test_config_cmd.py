@@ -67,3 +67,62 @@ def test_config_check_says_what_mirrormaker_settings_cost(
     assert "! New topics are found every 30 s" in err
     assert "! Only groups matching 'orders-.*' are checkpointed." in err
     assert "Run `drctl guard`" in err
+
+
+def test_a_misspelt_client_property_is_exit_2_with_the_suggestion(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A typo in a property is the config's fault (exit 2, the key and the closest name),
+    found before any cluster is asked — never an outage (exit 4)."""
+    import time
+
+    cfg = tmp_path / "drctl.yaml"
+    cfg.write_text("clusters:\n  primary:\n    bootstrap.servers: 127.0.0.1:9\n"
+                   "    security.protocol: SASL_PLAINTEXT\n    sasl.mechansim: PLAIN\n")
+    started = time.monotonic()
+    assert main(["--config", str(cfg), "config", "check", "--deadline", "30"]) == 2
+    assert time.monotonic() - started < 5  # no cluster was retried
+    err = " ".join(capsys.readouterr().err.split())
+    assert "clusters.primary.sasl.mechansim: 'sasl.mechansim' is not a Kafka client property" \
+        in err
+    assert "sasl.mechanism" in err.split("not a Kafka client property", 1)[1]
+    assert "did not answer" not in err
+
+
+def test_config_check_asks_every_cluster_at_once_and_names_each_retry(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = tmp_path / "drctl.yaml"
+    cfg.write_text("clusters:\n  east: {bootstrap.servers: '127.0.0.1:9'}\n"
+                   "  west: {bootstrap.servers: 'localhost:9'}\n"
+                   "retry: {initial_s: 0.2}\n")
+    assert main(["--config", str(cfg), "config", "check", "--deadline", "1"]) == 4
+    err = capsys.readouterr().err
+    # Each retry names the cluster and its address, with librdkafka's reason.
+    assert "east (127.0.0.1:9): attempt 1 failed (" in err
+    assert "west (localhost:9): attempt 1 failed (" in err
+    assert "retrying in 0.2s" in err
+    assert "cluster 'east' at 127.0.0.1:9 did not answer" in err
+    assert "cluster 'west' at localhost:9 did not answer" in err
+
+
+def test_check_clusters_runs_the_clusters_side_by_side(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each cluster waits for the other inside its probe: done one after the other, the
+    barrier would break."""
+    import threading
+
+    from drctl.config import parse_config
+    from drctl.kafka import clients
+    from drctl.retry import RetryPolicy
+
+    both = threading.Barrier(2, timeout=5)
+
+    def describe(c: clients.ClusterClients, policy: RetryPolicy, on_retry: object = None, *,
+                 notify: object = None) -> clients.ClusterInfo:
+        both.wait()
+        return clients.ClusterInfo(c.name, c.bootstrap, f"id-{c.name}", 3, 1, 2.0)
+
+    monkeypatch.setattr(clients, "describe_with_retry", describe)
+    config = parse_config({"clusters": {"b": {"bootstrap.servers": "b:9092"},
+                                        "a": {"bootstrap.servers": "a:9092"}}})
+    results, failures = clients.check_clusters(config, RetryPolicy())
+    assert failures == []
+    assert [(r["cluster"], r["cluster_id"]) for r in results] == [("b", "id-b"), ("a", "id-a")]

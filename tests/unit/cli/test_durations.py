@@ -11,16 +11,15 @@ import pytest
 
 from drctl.cli.app import main
 
+# Every command that reaches clusters takes --deadline (drctl/cli/options.py).
+DEADLINE_COMMANDS = [["status"], ["check"], ["config", "check"], ["failover"], ["failback"],
+                     ["reprotect"], ["translate-offsets"], ["audit"], ["guard"],
+                     ["gap-analysis"], ["dump-consumer-timestamps"]]
 DURATION_OPTIONS = [
-    ["status", "--deadline"],
-    ["config", "check", "--deadline"],
-    ["failover", "--source-deadline"],
-    ["failback", "--deadline"],
+    *([*command, "--deadline"] for command in DEADLINE_COMMANDS),
     ["failback", "--lookback"],
     ["gap-analysis", "--lookback"],
     ["guard", "--interval"],
-    ["translate-offsets", "--source-deadline"],
-    ["dump-consumer-timestamps", "--deadline"],
 ]
 
 
@@ -62,3 +61,47 @@ def test_a_deadline_in_any_form_bounds_the_command(
     assert main(["--config", str(cfg), "config", "check", "--deadline", deadline]) == 4
     assert time.monotonic() - started < 10
     assert "did not answer" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", DEADLINE_COMMANDS, ids=" ".join)
+def test_one_deadline_one_meaning_one_default(
+        command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*command, "--help"]) == 0
+    help_text = _said(capsys.readouterr().out)
+    assert "--deadline DURATION How long to retry each cluster before calling it " \
+           "unreachable:" in help_text
+    default = "5s" if command == ["status"] else "30s"  # status says why it is shorter
+    assert f"[default: {default}]" in help_text.split("--deadline", 1)[1]
+    assert "--source-deadline" not in help_text
+
+
+def _flow(tmp_path: Path) -> Path:
+    cfg = tmp_path / "drctl.yaml"
+    # Port 9 on loopback: nothing listens there.
+    cfg.write_text("clusters:\n  a: {bootstrap.servers: '127.0.0.1:9'}\n"
+                   "  b: {bootstrap.servers: '127.0.0.1:9'}\n"
+                   "replication: {kind: mirrormaker2, source: a, target: b}\n"
+                   f"state: {{dir: '{tmp_path / 'state'}'}}\n"
+                   "retry: {initial_s: 0.2}\n")
+    return cfg
+
+
+@pytest.mark.parametrize("command", ["failover", "translate-offsets"])
+def test_the_old_source_deadline_still_works_for_a_release_with_a_warning(
+        command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    started = time.monotonic()
+    status = main(["--config", str(_flow(tmp_path)), command, "--source-deadline", "1",
+                   "--yes"] if command == "failover" else
+                  ["--config", str(_flow(tmp_path)), command, "--source-deadline", "1"])
+    assert status == 4  # the target does not answer
+    assert time.monotonic() - started < 10  # the old flag's value is the deadline
+    err = _said(capsys.readouterr().err)
+    assert "--source-deadline is now --deadline; the old name goes in the next release" in err
+
+
+def test_the_old_and_the_new_deadline_together_are_a_usage_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--config", str(_flow(tmp_path)), "translate-offsets", "--deadline", "1",
+                 "--source-deadline", "1"]) == 2
+    assert "--source-deadline is the old name of --deadline: give --deadline only." in \
+        _said(capsys.readouterr().err)

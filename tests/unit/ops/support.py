@@ -43,14 +43,18 @@ class FakeAdmin:
         return 0  # no librdkafka events to serve
 
     def list_topics(self, timeout: float) -> Any:
-        return SimpleNamespace(topics={
+        return SimpleNamespace(brokers={}, topics={
             t: SimpleNamespace(partitions=dict.fromkeys(range(n)), error=None)
             for t, n in self.topics.items()})
 
-    def list_offsets(self, specs: dict[Any, Any], isolation_level: Any,
+    def describe_configs(self, resources: list[Any], request_timeout: float
+                         ) -> dict[Any, Future[Any]]:
+        return {r: _done({}) for r in resources}  # every broker setting at its default
+
+    def list_offsets(self, requests: dict[Any, Any], isolation_level: Any,
                      request_timeout: float) -> dict[Any, Future[Any]]:
-        # No transaction open anywhere: the last stable offset is the end.
-        return {tp: _done(SimpleNamespace(offset=0)) for tp in specs}
+        # Empty partitions: no transaction open anywhere.
+        return {tp: _done(SimpleNamespace(offset=0)) for tp in requests}
 
     def list_consumer_groups(self, request_timeout: float) -> Future[Any]:
         return _done(SimpleNamespace(valid=[SimpleNamespace(group_id=g) for g in self.groups]))

@@ -107,7 +107,7 @@ def test_reprotect_refuses_an_incident_whose_failback_is_not_done(tmp_path: Path
     with pytest.raises(UsageError) as info:
         run_reprotect(_ctx(LocalStore(marker, root=tmp_path)), ReprotectOptions())
     assert "failed-over" in info.value.message
-    assert info.value.hint == "Run `drctl failback --check-order` first."
+    assert info.value.hint == "Run `drctl failback` first."
 
 
 def test_reprotect_of_a_closed_incident_asks_nothing(tmp_path: Path) -> None:
@@ -183,3 +183,113 @@ def test_failback_exit_status_names_skips_and_topics_left_behind() -> None:
     md = render("failback-report.md.j2", marker=asdict(result.marker), gap={}, reconcile={},
                 reverse={}, verification={}, translation=None)
     assert "**Topic `late` was never mirrored**" in md
+
+
+class _Clusters:
+    """Fake clusters that answer (or not) and log, in order, every cluster asked."""
+
+    def __init__(self, *, up: bool = True) -> None:
+        self.up = up
+        self.asked: list[str] = []
+
+    def __call__(self, name: str) -> Any:
+        from tests.unit.ops.support import FakeAdmin, FakeClients
+
+        log = self.asked
+
+        class LoggingAdmin(FakeAdmin):
+            def describe_cluster(self, request_timeout: float) -> Any:
+                log.append(name)
+                return super().describe_cluster(request_timeout)
+
+        return FakeClients(name, LoggingAdmin(self.up, {}))
+
+
+def _refuse(seen: list[dict[str, Any]]) -> Any:
+    from drctl.errors import Aborted
+
+    def refuse(preview: dict[str, Any]) -> None:
+        seen.append(preview)
+        raise Aborted("Aborted by the operator.")
+    return refuse
+
+
+def _untouched(store: MarkerStore, marker: FailoverMarker) -> None:
+    (again,) = store.load_all()
+    assert again.steps.keys() == marker.steps.keys() and again.status == "open"
+    assert again.updated_at == marker.updated_at
+
+
+def test_failback_shows_its_plan_after_the_preflight_and_a_refusal_changes_nothing(
+        tmp_path: Path) -> None:
+    """Both clusters answer first; then the plan; a refusal runs no gap analysis, asks
+    Connect nothing (no forward stop issued again) and writes no marker."""
+    from drctl.errors import Aborted
+
+    marker = _marker("failover")
+    marker.topics = {"orders": "orders"}
+    marker.groups = {"billing": {"applied": True}}
+    store = LocalStore(marker, root=tmp_path)
+    clusters, seen = _Clusters(), []
+    ctx = OpsContext(CONFIG, clusters, lambda cluster: store, kind_named("mirrormaker2"))
+    with pytest.raises(Aborted):
+        run_failback(ctx, FailbackOptions(reconcile=ReconcileMode.QUARANTINE, groups="b.*"),
+                     _no_gap, approve=_refuse(seen))
+    assert clusters.asked == ["dc2", "dc1"]  # the preflight came first
+    (preview,) = seen
+    assert preview == {"source": "dc1", "target": "dc2", "incident": marker.incident,
+                       "phase": "failed-over", "done": [], "topics": 1, "check_order": True,
+                       "reconcile": "quarantine", "groups": "b.*",
+                       "groups_moved_at_failover": 1, "force": False}
+    _untouched(store, marker)
+
+
+def test_failback_asks_nothing_when_a_cluster_does_not_answer(tmp_path: Path) -> None:
+    from drctl.errors import Unreachable
+
+    marker = _marker("failover")
+    seen: list[dict[str, Any]] = []
+    ctx = OpsContext(CONFIG, _Clusters(up=False), lambda cluster: LocalStore(
+        marker, root=tmp_path), kind_named("mirrormaker2"))
+    with pytest.raises(Unreachable, match="Failback needs both clusters"):
+        run_failback(ctx, FailbackOptions(deadline_s=0.01), _no_gap, approve=_refuse(seen))
+    assert seen == []
+
+
+def test_failback_dry_run_asks_nothing(tmp_path: Path) -> None:
+    """A dry run changes nothing, so nothing is approved: it goes on to the gap analysis."""
+    marker = _marker("failover")
+    seen: list[dict[str, Any]] = []
+
+    class Reached(Exception):
+        pass
+
+    def gap(*_: Any) -> Any:
+        raise Reached
+
+    ctx = OpsContext(CONFIG, _Clusters(), lambda cluster: LocalStore(marker, root=tmp_path),
+                     kind_named("mirrormaker2"))
+    with pytest.raises(Reached):
+        run_failback(ctx, FailbackOptions(dry_run=True, settle_s=0), gap,
+                     approve=_refuse(seen))
+    assert seen == []
+
+
+def test_reprotect_shows_its_plan_once_both_clusters_answer_and_a_refusal_changes_nothing(
+        tmp_path: Path) -> None:
+    from drctl.errors import Aborted
+
+    marker = _marker("failover", "failback:gap", "failback")
+    marker.failover_point = {"orders": {0: 5}}
+    store = LocalStore(marker, root=tmp_path)
+    clusters, seen = _Clusters(), []
+    ctx = OpsContext(CONFIG, clusters, lambda cluster: store, kind_named("mirrormaker2"))
+    with pytest.raises(Aborted):
+        run_reprotect(ctx, ReprotectOptions(incident=marker.incident, settle_s=2),
+                      approve=_refuse(seen))
+    assert clusters.asked == ["dc1", "dc2"]
+    (preview,) = seen
+    assert preview == {"source": "dc1", "target": "dc2", "incident": marker.incident,
+                       "phase": "failed-back", "done": [], "reverse_topics": ["orders"],
+                       "connectors": [], "settle_s": 2, "force": False}
+    _untouched(store, marker)

@@ -35,3 +35,53 @@ def test_guard_paces_failed_rounds_with_the_retry_policy_and_says_when_it_recove
         "attempt 3, retrying in 0.02s"]
     assert notes[3] == "guard: recovered after 3 failed round(s)"
     assert notes[4].startswith("guard: 0 positions of 1 groups")
+
+
+def test_a_failed_round_names_the_cluster_and_its_address() -> None:
+    """A cluster that does not answer: each retry and the failed round's line say which
+    cluster, at which address, and why."""
+    from drctl.config import parse_config
+    from drctl.ops.guard import run_guard
+
+    config = parse_config({
+        # Port 9 on loopback: nothing listens there.
+        "clusters": {"a": {"bootstrap.servers": "127.0.0.1:9"},
+                     "b": {"bootstrap.servers": "127.0.0.1:9"}},
+        "replication": {"kind": "mirrormaker2", "source": "a", "target": "b"},
+        "retry": {"initial_s": 0.2}})
+    notes: list[str] = []
+    (result,) = run_guard(config, once=True, notify=notes.append, deadline_s=1.0)
+    assert result.error is not None
+    assert result.error.startswith("cluster 'a' at 127.0.0.1:9 did not answer: ")
+    assert any(n.startswith("a (127.0.0.1:9): attempt 1 failed (") for n in notes)
+    assert notes[-1].startswith("guard: round failed (cluster 'a' at 127.0.0.1:9 ")
+
+
+def test_a_client_error_mid_round_names_the_cluster_it_came_from() -> None:
+    from confluent_kafka import KafkaError, KafkaException
+
+    from drctl.config import parse_config
+    from drctl.ops.guard import Guard
+
+    config = parse_config({
+        "clusters": {"a": {"bootstrap.servers": "src:9092"},
+                     "b": {"bootstrap.servers": "dst:9092"}},
+        "replication": {"kind": "mirrormaker2", "source": "a", "target": "b"}})
+
+    class Clients:
+        def __init__(self, name: str, bootstrap: str) -> None:
+            self.name, self.bootstrap = name, bootstrap
+
+        def admin(self) -> object:
+            raise KafkaException(KafkaError(KafkaError._TRANSPORT,
+                                            "src:9092/1: Disconnected"))
+
+    class Context:
+        source = Clients("a", "src:9092")
+        target = Clients("b", "dst:9092")
+
+    guard = Guard(config, topic_ready=True)
+    guard._ctx = Context()  # type: ignore[assignment]  # both clusters answered before
+    result = guard.run_round()
+    assert result.error == "a (src:9092): KafkaException: Disconnected"
+    assert guard._ctx is None  # the next round starts afresh, both clusters asked again
