@@ -111,6 +111,12 @@ class OpsContext:
         """The flow's marker store: the local directory and the state topic on the target."""
         return self.markers(self.rep.target)
 
+    def __enter__(self) -> OpsContext:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
     def close(self) -> None:
         """Forget the clients (librdkafka closes them as they are released)."""
         self._clients.clear()

@@ -175,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
             terminal.err.print("  Run again with --debug for the traceback, and please report "
                                "it.")
         return ExitStatus.FAILURE
+    finally:
+        CURRENT.close()  # the command's clients, however it ended
 
 
 def run() -> None:

@@ -9,7 +9,6 @@ import typer
 from drctl.cli.options import DEFAULT_DEADLINE_S, Deadline, Incident, OutputOption
 from drctl.cli.state import CURRENT
 from drctl.cli.views import render_audit
-from drctl.context import OpsContext
 from drctl.errors import ExitStatus
 from drctl.ops.audit import audit_incident
 from drctl.terminal import OutputFormat
@@ -33,9 +32,8 @@ def audit_command(
     \b
     Exit status: 0 no group skipped a record; 2 usage, config, or no open
     incident; 3 a group was made to skip records; 4 a cluster unreachable."""
-    config = CURRENT.config()
     term = CURRENT.terminal(output)
-    marker, found = audit_incident(OpsContext.from_config(config, term.step, deadline), incident,
+    marker, found = audit_incident(CURRENT.context(deadline), incident,
                                    deadline)
     if term.json_mode:
         term.emit_json({"incident": marker.incident, **found})

@@ -9,7 +9,6 @@ import typer
 from drctl.cli.durations import duration_option
 from drctl.cli.options import DEFAULT_DEADLINE_S, Deadline, Groups, OutputOption
 from drctl.cli.state import CURRENT
-from drctl.context import OpsContext
 from drctl.readiness.check import CheckOptions, run_check
 from drctl.readiness.model import Readiness, Severity
 from drctl.terminal import OutputFormat, Terminal
@@ -51,16 +50,10 @@ def check_command(
     \b
     Exit status: 0 ready; 3 a finding to fix; 4 a cluster or Connect did not
     answer (readiness unknown); 2 a configuration error."""
-    config = CURRENT.config()
     term = CURRENT.terminal(output)
-    ctx = OpsContext.from_config(config, term.step)
-    try:
-        result = run_check(ctx, CheckOptions(topics=topics, groups=groups,
-                                             stale_after_s=stale_after,
-                                             transaction_age_s=transaction_age,
-                                             deadline_s=deadline))
-    finally:
-        ctx.close()
+    result = run_check(CURRENT.context(), CheckOptions(
+        topics=topics, groups=groups, stale_after_s=stale_after,
+        transaction_age_s=transaction_age, deadline_s=deadline))
     if metrics:
         term.emit_text(readiness_metrics(result).rstrip("\n"))
     elif term.json_mode:

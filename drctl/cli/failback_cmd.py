@@ -25,7 +25,6 @@ from drctl.cli.views import (
     render_plan,
     render_translation,
 )
-from drctl.context import OpsContext
 from drctl.errors import ExitStatus
 from drctl.gap.plan import GapScope
 from drctl.ops.failback import FailbackOptions, run_failback
@@ -101,7 +100,7 @@ def failback_command(
                          yes=yes)
 
     finder = gap_finder(lookback, CURRENT.debug, scope, timeout_s=timeout)
-    ctx = OpsContext.from_config(config, term.step, deadline)
+    ctx = CURRENT.context(deadline)
     result = run_failback(ctx, opts, finder, approve=approve)
     paths = result.write_reports(ctx, report_dir)
     if term.json_mode:

@@ -22,7 +22,6 @@ from drctl.cli.options import (
 )
 from drctl.cli.state import CURRENT
 from drctl.cli.views import describe_preview, render_plan, render_translation
-from drctl.context import OpsContext
 from drctl.ops.failover import FailoverOptions, describe_left_behind, run_failover
 from drctl.ops.fence import open_risks
 from drctl.ops.scorecard import describe as describe_scorecard
@@ -92,7 +91,7 @@ def failover_command(
         confirm_or_abort(f"Fail over {rep.source} -> {rep.target} ({preview['mode']})?",
                          yes=yes)
 
-    ctx = OpsContext.from_config(config, term.step, deadline)
+    ctx = CURRENT.context(deadline)
     result = run_failover(ctx, opts, confirm=operator_confirms, approve=approve)
     marker = result.marker
     paths = result.write_reports(ctx, report_dir)

@@ -123,7 +123,7 @@ def gap_analysis(
     f_start = (parse_offsets(failover_start, named, "--failover-start")
                if failover_start else None)
     failover_time = None
-    ctx = OpsContext.from_config(config, term.step, deadline)
+    ctx = CURRENT.context(deadline)
     marker = None if (target_end or not use_marker) else _open_marker(ctx)
     if marker is not None:
         # The failover marker pins F and where post-failover writes begin.

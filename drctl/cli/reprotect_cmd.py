@@ -11,7 +11,6 @@ from drctl.cli.durations import duration_option
 from drctl.cli.options import DEFAULT_DEADLINE_S, Deadline, Incident, OutputOption, ReportDir, Yes
 from drctl.cli.state import CURRENT
 from drctl.cli.views import describe_reprotect_preview, render_plan
-from drctl.context import OpsContext
 from drctl.ops.reprotect import ReprotectOptions, run_reprotect
 from drctl.ops.scorecard import describe as describe_scorecard
 from drctl.terminal import OutputFormat
@@ -64,7 +63,7 @@ def reprotect_command(
         confirm_or_abort(f"Retire the reverse flow {rep.target} -> {rep.source} and restart "
                          f"forward replication {rep.source} -> {rep.target}?", yes=yes)
 
-    ctx = OpsContext.from_config(config, term.step, deadline)
+    ctx = CURRENT.context(deadline)
     result = run_reprotect(ctx, opts, confirm=operator_confirms, approve=approve)
     paths = result.write_reports(ctx, report_dir)
     for line in result.forced:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from drctl.config import Config, config_path_from, load_config
+from drctl.context import OpsContext
 from drctl.terminal import OutputFormat, Terminal
 
 
@@ -17,10 +18,25 @@ class AppState:
     quiet: bool = False
     _config: Config | None = field(default=None, repr=False)
     _terminal: Terminal | None = field(default=None, repr=False)
+    _contexts: list[OpsContext] = field(default_factory=list, repr=False)
 
     def reset(self) -> None:
         """Forget the previous invocation (tests run many commands in one process)."""
+        self.close()
         self.__init__()  # type: ignore[misc]
+
+    def context(self, deadline_s: float | None = None) -> OpsContext:
+        """The command's context (config, clients, marker stores; progress to stderr),
+        closed by the error boundary when the command ends, however it ends."""
+        ctx = OpsContext.from_config(self.config(), self.terminal().step, deadline_s)
+        self._contexts.append(ctx)
+        return ctx
+
+    def close(self) -> None:
+        """Close the contexts this command made: their clients go."""
+        for ctx in self._contexts:
+            ctx.close()
+        self._contexts.clear()
 
     @property
     def config_path(self) -> Path:

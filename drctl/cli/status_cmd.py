@@ -8,7 +8,6 @@ import typer
 
 from drctl.cli.options import OutputOption, deadline_option
 from drctl.cli.state import CURRENT
-from drctl.context import OpsContext
 from drctl.ops.status import collect_status, status_verdict
 from drctl.terminal import OutputFormat
 
@@ -37,9 +36,8 @@ def status_command(
     2 the Connect worker refuses drctl (credentials or TLS); 3 an open
     incident, a pending replication stop or an exposed flow; 4 no cluster
     answered."""
-    config = CURRENT.config()
     term = CURRENT.terminal(output)
-    st = collect_status(OpsContext.from_config(config, term.step), deadline)
+    st = collect_status(CURRENT.context(), deadline)
     verdict, why = status_verdict(st)
     if term.json_mode:
         term.emit_json(st)

@@ -16,7 +16,6 @@ from drctl.cli.options import (
 )
 from drctl.cli.state import CURRENT
 from drctl.cli.views import render_translation
-from drctl.context import OpsContext
 from drctl.errors import ExitStatus
 from drctl.terminal import OutputFormat
 from drctl.translate.engine import TranslateRequest, translate_offsets
@@ -64,7 +63,7 @@ def translate_offsets_command(
     rep = config.require_replication()
     req = TranslateRequest(source or rep.source, target or rep.target, groups, method, apply,
                            allow_rewind, max_scan, deadline)
-    ctx = OpsContext.from_config(config, term.step, deadline)
+    ctx = CURRENT.context(deadline)
     report = translate_offsets(ctx, req)
     if report.source_reachable and (req.source, req.target) == (rep.source, rep.target):
         # Both clusters answer: keep what a failover needs should the source die.

@@ -360,7 +360,8 @@ def _status(ctx: ActionContext, *, deadline: Seconds = Seconds(5.0)) -> dict[str
     from drctl.context import OpsContext
     from drctl.ops.status import collect_status
 
-    st = collect_status(OpsContext.from_config(ctx.config), deadline)
+    with OpsContext.from_config(ctx.config) as ops:
+        st = collect_status(ops, deadline)
     st["open_failover_count"] = len(st["open_failovers"])
     st["unreachable"] = [n for n, c in st["clusters"].items() if not c["reachable"]]
     return st
@@ -376,10 +377,10 @@ def _check(ctx: ActionContext, *, topics: str = ".*", groups: str = ".*",
     from drctl.readiness.check import CheckOptions, run_check
     from drctl.readiness.model import Severity
 
-    ops = OpsContext.from_config(ctx.config, ctx.notify)
-    result = run_check(ops, CheckOptions(topics=topics, groups=groups,
-                                         stale_after_s=stale_after,
-                                         transaction_age_s=transaction_age))
+    with OpsContext.from_config(ctx.config, ctx.notify) as ops:
+        result = run_check(ops, CheckOptions(topics=topics, groups=groups,
+                                             stale_after_s=stale_after,
+                                             transaction_age_s=transaction_age))
     data = result.as_dict()
     if result.exit_status:
         shown = [f for f in data["findings"] if f["severity"] != Severity.NOTE]
@@ -401,8 +402,9 @@ def _translate_offsets(ctx: ActionContext, *, source: str | None = None,
 
     config = ctx.config
     rep = config.require_replication()
-    report = translate_offsets(OpsContext.from_config(config, ctx.notify), TranslateRequest(
-        source or rep.source, target or rep.target, groups, method, apply, allow_rewind))
+    with OpsContext.from_config(config, ctx.notify) as ops:
+        report = translate_offsets(ops, TranslateRequest(
+            source or rep.source, target or rep.target, groups, method, apply, allow_rewind))
     return report.runbook_summary()
 
 
@@ -429,9 +431,9 @@ def _failover(ctx: ActionContext, *, planned: bool = False, groups: str = ".*",
     config = ctx.config
     opts = FailoverOptions(planned=planned, groups=groups, method=method,
                            source_deadline_s=source_deadline, catch_up_deadline_s=timeout)
-    ops = OpsContext.from_config(config, ctx.notify)
-    result = run_failover(ops, opts)
-    summary = result.runbook_summary(result.write_reports(ops))
+    with OpsContext.from_config(config, ctx.notify) as ops:
+        result = run_failover(ops, opts)
+        summary = result.runbook_summary(result.write_reports(ops))
     if result.exit_status:  # the verdict `drctl failover` gives, not a second opinion
         from drctl.errors import CheckFailed
 
@@ -455,9 +457,9 @@ def _failback(ctx: ActionContext, *, reconcile: ReconcileMode = ReconcileMode.CO
     config = ctx.config
     opts = FailbackOptions(reconcile=reconcile, groups=groups, incident=incident,
                            catch_up_deadline_s=timeout)
-    ops = OpsContext.from_config(config, ctx.notify)
-    result = run_failback(ops, opts, gap_finder(lookback, scope=scope, timeout_s=timeout))
-    summary = result.runbook_summary(result.write_reports(ops))
+    with OpsContext.from_config(config, ctx.notify) as ops:
+        result = run_failback(ops, opts, gap_finder(lookback, scope=scope, timeout_s=timeout))
+        summary = result.runbook_summary(result.write_reports(ops))
     if result.switch_back is not None and result.switch_back.exit_status:
         from drctl.errors import CheckFailed
 
@@ -482,9 +484,9 @@ def _reprotect(ctx: ActionContext, *, incident: str | None = None, force: bool =
 
     config = ctx.config
     opts = ReprotectOptions(incident=incident, force=force, settle_s=settle, timeout_s=timeout)
-    ops = OpsContext.from_config(config, ctx.notify)
-    result = run_reprotect(ops, opts)
-    return result.runbook_summary(result.write_reports(ops))
+    with OpsContext.from_config(config, ctx.notify) as ops:
+        result = run_reprotect(ops, opts)
+        return result.runbook_summary(result.write_reports(ops))
 
 
 def builtin_registry() -> Registry:
