@@ -159,7 +159,7 @@ def audit_incident(ctx: OpsContext, incident: str | None, deadline_s: float = 30
     """`drctl audit`: the audit failback recorded, or — while the incident is open and the
     source answers — a new one, recorded in the marker (failback then reuses it). Each
     cluster it needs is retried for `deadline_s` before it is unreachable (exit 4)."""
-    rep = ctx.config.require_replication()
+    rep = ctx.rep
     store = ctx.markers(rep.target)
     marker = store.the_open_one(rep.source, rep.target, incident, "audit")
     if "failback:audit" in marker.steps:

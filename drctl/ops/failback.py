@@ -218,7 +218,7 @@ def take_in_unmirrored(ctx: OpsContext, marker: FailoverMarker, *, dry_run: bool
     if marker.done("failback:unmirrored"):
         return dict(marker.steps["failback:unmirrored"].result.get("topics", {}))
     config = ctx.config
-    rep = config.require_replication()
+    rep = ctx.rep
     in_scope = source_topics_in_scope(config, ctx.clients(rep.source))
     missing = {t: n for t, n in sorted(in_scope.items()) if t not in marker.topics}
     if not missing:
@@ -251,7 +251,7 @@ def align_partitions(ctx: OpsContext, marker: FailoverMarker, *, dry_run: bool) 
     was replicated there). Recorded as `failback:partitions`."""
     if marker.done("failback:partitions"):
         return dict(marker.steps["failback:partitions"].result)
-    rep = ctx.config.require_replication()
+    rep = ctx.rep
     src_admin = ctx.clients(rep.source).admin()
     dst_admin = ctx.clients(rep.target).admin()
     src_meta = src_admin.list_topics(timeout=30).topics
@@ -303,7 +303,7 @@ def _target_quiet(ctx: OpsContext, marker: FailoverMarker, since: Ends, opts: Fa
     writes = Writes.between(since, now)
     if not writes:
         return now
-    rep = ctx.config.require_replication()
+    rep = ctx.rep
     what = (f"Producers write to {rep.target}'s failover topics {when}: "
             f"{writes.describe()} in {format_duration(writes.seconds)}")
     if not opts.force:
@@ -320,7 +320,7 @@ def _target_quiet(ctx: OpsContext, marker: FailoverMarker, since: Ends, opts: Fa
 def _marker_to_fail_back(ctx: OpsContext, incident: str | None) -> FailoverMarker:
     """The open marker of `incident`, or the flow's one open marker; a usage error when none
     is, or when several are and none was named."""
-    rep = ctx.config.require_replication()
+    rep = ctx.rep
     marker = ctx.markers(rep.target).the_open_one(rep.source, rep.target, incident,
                                                   "fail back")
     if marker.status != "open":
@@ -337,7 +337,7 @@ def preflight(ctx: OpsContext, marker: FailoverMarker, opts: FailbackOptions,
     """Both clusters answer; then `approve` (not in a dry run) sees the preview, before
     anything changes (a forward stop issued again included), and raises to refuse."""
     config = ctx.config
-    rep = config.require_replication()
+    rep = ctx.rep
     for name in (rep.target, rep.source):
         clients = ctx.clients(name)
         try:
@@ -368,7 +368,7 @@ def _forward_not_copying(ctx: OpsContext, marker: FailoverMarker,
     """Refuse while forward replication copies. A component that copies nothing but is not
     confirmed stopped gets its stop again; if that does not confirm it, failback says what
     is wrong and goes on (no task can copy), recording the state in the marker."""
-    rep = ctx.config.require_replication()
+    rep = ctx.rep
     kind = ctx.require_kind()
     forward = kind.forward_state(rep)
     if forward.unconfirmed and not forward.copying and not opts.dry_run:
@@ -412,7 +412,7 @@ def run_failback(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder, 
     """Failback (module docstring); a cluster that drops once it is under way makes it run
     again from the last step recorded, within `--timeout` (ops/rerun.py). `approve` (not in
     a dry run) sees the plan once the preflight passed, before anything changes."""
-    rep = ctx.config.require_replication()
+    rep = ctx.rep
     under_way = [False]
     clock = PhaseClock("failback")  # one run, however often a dropped cluster restarts it
 
@@ -434,7 +434,7 @@ def _failback_once(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder
         raise UsageError(f"Unknown reconcile mode '{opts.reconcile}'.",
                          f"Use one of {', '.join(ReconcileMode)}.")
     mode = ReconcileMode(opts.reconcile)
-    rep = config.require_replication()
+    rep = ctx.rep
     kind = ctx.require_kind()
     marker = _marker_to_fail_back(ctx, opts.incident)
     store = ctx.markers(rep.target)

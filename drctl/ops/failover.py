@@ -158,7 +158,7 @@ def left_behind(ctx: OpsContext, report: TranslationReport, source_up: bool,
     config's filter) reading topics replication covers. Another team's failover of other
     groups must not be named here."""
     config = ctx.config
-    rep = config.require_replication()
+    rep = ctx.rep
     groups: dict[str, str] = {}
     for g in report.groups:
         unplaced = [f"{p.target_topic}[{p.partition}]" for p in g.partitions
@@ -238,7 +238,7 @@ def _applied_positions(group: GroupResult) -> dict[str, dict[str, dict[str, Any]
 
 def preflight(ctx: OpsContext, opts: FailoverOptions) -> dict[str, Any]:
     config = ctx.config
-    rep = config.require_replication()
+    rep = ctx.rep
     src = ctx.clients(rep.source)
     dst = ctx.clients(rep.target)
     policy = config.retry.with_deadline(opts.source_deadline_s)
@@ -352,7 +352,7 @@ def _wait_quiet_and_caught_up(ctx: OpsContext, topics: dict[str, str], opts: Fai
                               ) -> dict[str, int]:
     """Planned switchover: producers are stopped; wait for the source to stop moving and for
     replication to copy its last record of every partition."""
-    rep = ctx.config.require_replication()
+    rep = ctx.rep
     src = ctx.clients(rep.source)
     dst = ctx.clients(rep.target)
     src_admin, dst_admin = src.admin(), dst.admin()
@@ -423,7 +423,7 @@ def _ensure_failover_topics(ctx: OpsContext, topics: dict[str, str],
                             dry_run: bool) -> list[str]:
     """With MM2's prefixed names producers switch to the plain topic on the target; it must
     exist with the mirror's partition count before they do."""
-    rep = ctx.config.require_replication()
+    rep = ctx.rep
     if rep.names_kept:
         return []
     admin = ctx.clients(rep.target).admin()
@@ -443,7 +443,7 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *,
     clock = PhaseClock("failover")
     clock.phase("preflight")
     config = ctx.config
-    rep = config.require_replication()
+    rep = ctx.rep
     kind = ctx.require_kind()
     store = ctx.markers(rep.target)
     marker, superseded = incident_to_continue(store, rep, opts)
@@ -674,7 +674,7 @@ def _stop_still_holds(ctx: OpsContext, marker: FailoverMarker, dry_run: bool,
     """A stop recorded as done can come undone (a restart of the Kafka cluster holding the
     Connect worker's topics leaves connectors UNASSIGNED; a restored worker runs them): read
     the connectors again and re-issue the stop where it no longer holds. Returns those."""
-    rep = ctx.config.require_replication()
+    rep = ctx.rep
     kind = ctx.require_kind()
     found = kind.forward_state(rep)
     loose = [*found.copying, *found.unconfirmed]

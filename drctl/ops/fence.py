@@ -82,7 +82,7 @@ def fence_unconfirmed_stop(ctx: OpsContext, marker: FailoverMarker,
     """Failover, after the stop step: fence on the target when the stop is pending (again on
     every re-run: idempotent, and it retries an earlier "unfenced"); a confirmed stop needs
     none, and a fence already set stays until failback (the replicator came back once)."""
-    rep = ctx.config.require_replication()
+    rep = ctx.rep
     if marker.replication_stop != "pending":
         if not marker.fence:
             marker.fence = {"state": NOT_NEEDED, "principal": rep.principal, "topics": [],
@@ -112,7 +112,7 @@ def stop_behind_fence(ctx: OpsContext, marker: FailoverMarker, *, dry_run: bool)
         return False
     if dry_run:
         return True
-    rep = ctx.config.require_replication()
+    rep = ctx.rep
     outcome = ctx.require_kind().stop_forward(rep)
     marker.replication_stop = outcome.state
     marker.stopped_connectors = outcome.connectors
@@ -128,7 +128,7 @@ def lift_fence_after_stop(ctx: OpsContext, marker: FailoverMarker, *,
     finds it lifted). Returns the plan entry, or None when there is no fence."""
     if marker.fence.get("state") != FENCED:
         return None
-    rep = ctx.config.require_replication()
+    rep = ctx.rep
     principal, topics = marker.fence["principal"], marker.fence["topics"]
     step = {"step": "lift-fence", "principal": principal, "topics": topics}
     if dry_run:

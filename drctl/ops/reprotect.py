@@ -150,7 +150,7 @@ class ReprotectResult:
 def marker_to_reprotect(ctx: OpsContext, incident: str | None) -> FailoverMarker:
     """The incident whose failback is done (or whose return began); a usage error naming
     what to run instead otherwise."""
-    rep = ctx.config.require_replication()
+    rep = ctx.rep
     marker = ctx.markers(rep.target).the_open_one(rep.source, rep.target, incident,
                                                   "return from")
     if marker.phase not in (IncidentPhase.FAILED_BACK, IncidentPhase.REPROTECTING,
@@ -181,7 +181,7 @@ def run_reprotect(ctx: OpsContext, opts: ReprotectOptions, *,
     way makes it run again from the last step recorded, within `--timeout`. `approve` (not
     in a dry run) sees the plan once both clusters answered, before anything changes, and
     raises to refuse."""
-    rep = ctx.config.require_replication()
+    rep = ctx.rep
     under_way = [False]
     clock = PhaseClock("reprotect")  # one run, however often a dropped cluster restarts it
 
@@ -200,7 +200,7 @@ def _reprotect_once(ctx: OpsContext, opts: ReprotectOptions, confirm: Confirm | 
                     ) -> ReprotectResult:
     clock.phase("preflight")
     config, notify = ctx.config, ctx.notify
-    rep = config.require_replication()
+    rep = ctx.rep
     kind = ctx.require_kind()
     marker = marker_to_reprotect(ctx, opts.incident)
     store = ctx.markers(rep.target)
@@ -397,8 +397,7 @@ def cut_over(ctx: OpsContext, marker: FailoverMarker) -> dict[str, Any]:
     """Per source topic partition: the first offset forward replication copies, and the
     target positions its copies will follow; with names kept also the records written on the
     source before that point that the target lacks (strays)."""
-    config = ctx.config
-    rep = config.require_replication()
+    rep = ctx.rep
     src, dst = ctx.clients(rep.source), ctx.clients(rep.target)
     compared = compared_ends(marker)
     src_admin, dst_admin = src.admin(), dst.admin()
@@ -503,7 +502,7 @@ def copy_strays(ctx: OpsContext, marker: FailoverMarker, cut: Mapping[str, Any])
     offsets = {_tp(k): set(v) for k, v in cut.get("stray_offsets", {}).items()}
     if not offsets:
         return 0
-    rep = ctx.config.require_replication()
+    rep = ctx.rep
     src, dst = ctx.clients(rep.source), ctx.clients(rep.target)
     records = sorted((r for r in stream_ranges(src, {tp: (min(v), max(v) + 1)
                                                for tp, v in offsets.items()})
