@@ -73,9 +73,9 @@ def render_readiness(term: Terminal, result: Readiness, *, notes: bool) -> None:
                      f["fix"]] for f in shown])
     rpo = data["rpo"]
     if rpo is not None:
-        term.info(f"RPO now: {rpo['seconds']:g} s of data ({rpo['behind']:,} record(s) not "
-                  "replicated)" if rpo.get("seconds") is not None
-                  else f"RPO now: unknown — {rpo.get('why')}")
+        behind = f" ({rpo['behind']:,} record(s) not replicated)" \
+            if rpo.get("behind") is not None else ""
+        term.info(f"RPO now: {rpo['text']}{behind}")
     looked = ", ".join(f"{n} {area}" for area, n in data["checked"].items())
     summary = (f"{result.source} -> {result.target}: {data['verdict'].upper()} — "
                f"{data['risks']} risk(s), {data['blind']} blind spot(s), {data['notes']} "
@@ -102,5 +102,5 @@ def readiness_metrics(result: Readiness) -> str:
     set_readiness_findings(registry, flow, result.by_area())
     rpo = result.rpo or {}
     set_replication_lag(registry, flow, result.lag,
-                        error=None if result.lag is not None else rpo.get("why", "not read"))
+                        error=None if result.lag is not None else rpo.get("reason", "not read"))
     return exposition_text(registry)

@@ -52,6 +52,8 @@ def status_command(
         protection = rep.get("protection")
         if protection:
             term.emit_text(protection_line(rep["source"], rep["target"], protection))
+        if rep.get("rpo"):
+            term.info(f"RPO now: {rep['rpo']['text']}")
         if rep.get("lag"):
             term.table("Replication lag (offsets behind)",
                        ["topic", "partitions", "behind", "oldest record missing"],

@@ -163,6 +163,27 @@ def newest_copied_heartbeat(target: ClusterClients, source_alias: str, *,
     return newest
 
 
+def flow_rpo(source: ClusterClients | None, target: ClusterClients, source_alias: str,
+             lag: list[dict[str, Any]] | None, at_ms: int, *,
+             lag_error: str | None = None) -> Rpo:
+    """The flow's RPO now: from the replicator's lag rows (per partition, the oldest record
+    the target lacks) while the source answers (`source` given), else from the newest
+    heartbeat copied from it; unknown when neither can be read — never 0."""
+    if source is not None:
+        if lag is None:
+            return unknown_rpo(at_ms, lag_error or "the replicator does not tell its position")
+        oldest: dict[TP, int | None] = {}
+        for row in lag:
+            for part in row.get("by_partition", []):
+                if part["oldest_unreplicated_ms"] is None:
+                    return unknown_rpo(at_ms, f"the oldest record {row['topic']}-"
+                                              f"{part['partition']} lacks could not be read")
+                oldest[(row["topic"], part["partition"])] = part["oldest_unreplicated_ms"]
+        return rpo_from_records(oldest, at_ms)
+    topic = heartbeats_topic(source_alias)
+    return rpo_from_heartbeat(newest_copied_heartbeat(target, source_alias), at_ms, topic)
+
+
 def _amount(seconds: float) -> str:
     text = format_duration(seconds)
     return text if seconds < 60 else f"{text} ({seconds:g} s)"

@@ -10,13 +10,17 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from confluent_kafka import KafkaException
+
 from drctl.config import Config
 from drctl.context import OpsContext
 from drctl.errors import DrctlError, ExitStatus, Unreachable
 from drctl.kafka.clients import describe_with_retry
 from drctl.kafka.connect_rest import ConnectRejected
 from drctl.kafka.groups import group_states, list_groups
+from drctl.kafka.records import ReadTimeout
 from drctl.ops.fence import open_risks
+from drctl.ops.rpo import flow_rpo
 from drctl.progress import Notify
 from drctl.state import FailoverMarker, IncidentPhase, marker_store
 from drctl.translate.inventory import inventory_on_record, keep_inventory
@@ -97,11 +101,20 @@ def collect_status(ctx: OpsContext, deadline_s: float = 5.0) -> dict[str, Any]:
         if refused is not None:
             # Credentials or TLS: the config is wrong, which only the operator can fix.
             replication["refused"] = {"message": refused.message, "hint": refused.hint}
-        if clusters[rep.source]["reachable"]:
+        source_up = clusters[rep.source]["reachable"]
+        lag_error = None
+        if source_up:
             try:
                 replication["lag"] = kind.replication_lag(rep, ctx.clients(rep.source))
-            except DrctlError:
+            except (DrctlError, ReadTimeout, KafkaException) as exc:
                 replication["lag"] = None
+                lag_error = exc.message if isinstance(exc, DrctlError) else str(exc)
+        if clusters[rep.target]["reachable"]:
+            # The RPO now, per partition; from MirrorMaker 2's heartbeats with the source gone.
+            replication["rpo"] = flow_rpo(
+                ctx.clients(rep.source) if source_up else None, ctx.clients(rep.target),
+                rep.source_alias, replication["lag"], int(time.time() * 1000),
+                lag_error=lag_error).as_dict()
         if not isinstance(states, BaseException):  # Connect answered: read its settings
             replication["translation_costs"] = kind.translation_costs(rep)
         if clusters[rep.source]["reachable"] and clusters[rep.target]["reachable"]:

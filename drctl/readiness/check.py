@@ -24,6 +24,7 @@ from drctl.kafka.groups import committed_offsets, group_states, list_groups
 from drctl.kafka.records import ReadTimeout
 from drctl.kafka.topics import TP, is_internal_topic
 from drctl.kafka.transactions import hanging, max_transaction_s, open_transactions
+from drctl.ops.rpo import flow_rpo
 from drctl.readiness.acls import acl_parity
 from drctl.readiness.model import Area, Finding, Readiness, Severity
 from drctl.readiness.positions import guard_findings, position_findings
@@ -82,8 +83,8 @@ def run_check(ctx: OpsContext, opts: CheckOptions) -> Readiness:
         else:
             _positions(ctx, out, src_topics, group_re, now_ms, opts)
     _transactions(ctx, out, up, src_topics, now_ms, opts)
-    if up[rep.source]:
-        out.rpo, out.lag = rpo_now(ctx, src_topics, now_ms)
+    if up[rep.target]:
+        out.rpo, out.lag = rpo_now(ctx, src_topics, up, now_ms)
     if up[rep.target]:
         ctx.notify("Reading MirrorMaker 2's settings and guard's last round")
         groups = [g for g in list_groups(ctx.target.admin())
@@ -186,28 +187,23 @@ def _transactions(ctx: OpsContext, out: Readiness, up: dict[str, bool],
     out.checked[Area.TRANSACTIONS.value] = looked
 
 
-def rpo_now(ctx: OpsContext, topics: dict[str, int], now_ms: int
+def rpo_now(ctx: OpsContext, topics: dict[str, int], up: dict[str, bool], now_ms: int
             ) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
-    """How much a failover now would lose, in seconds: per partition, the age of the oldest
-    source record the target lacks (0 when it lacks none), and the lag rows it came from.
-    Unknown when the replicator's position cannot be read — never 0."""
-    try:
-        lag = ctx.require_kind().replication_lag(ctx.rep, ctx.source)
-    except (DrctlError, ReadTimeout, KafkaException) as exc:
-        why = exc.message if isinstance(exc, DrctlError) else str(exc)
-        return {"seconds": None, "why": f"the replicator's position cannot be read: {why}"}, \
-            None
-    if lag is None:
-        return {"seconds": None, "why": "this replication kind (or a config without "
-                                        "replication.connect) does not tell its position"}, None
-    lag = [row for row in lag if row["topic"] in topics]
-    parts = [{"topic": row["topic"], "partition": p["partition"], "behind": p["behind"],
-              "seconds": None if p["oldest_unreplicated_ms"] is None
-              else round(max(0, now_ms - p["oldest_unreplicated_ms"]) / 1000, 1)}
-             for row in lag for p in row.get("by_partition", [])]
-    ages = [p["seconds"] for p in parts]
-    seconds = None if any(a is None for a in ages) else max(ages, default=0.0)
-    return {"seconds": seconds, "behind": sum(p["behind"] for p in parts),
-            "by_partition": parts, "method": "record timestamps at both ends",
-            **({} if seconds is not None else
-               {"why": "the oldest missing record of a partition could not be read"})}, lag
+    """How much a failover now would lose, in seconds (ops/rpo.py), with the lag rows it came
+    from: per partition of the flow's topics the age of the oldest source record the target
+    lacks; with the source gone, the newest heartbeat copied from it; unknown otherwise."""
+    rep = ctx.rep
+    lag: list[dict[str, Any]] | None = None
+    error = None
+    if up[rep.source]:
+        try:
+            lag = ctx.require_kind().replication_lag(rep, ctx.source)
+        except (DrctlError, ReadTimeout, KafkaException) as exc:
+            error = "the replicator's position cannot be read: " + (
+                exc.message if isinstance(exc, DrctlError) else str(exc))
+        if lag is not None:
+            lag = [row for row in lag if row["topic"] in topics]
+    rpo = flow_rpo(ctx.source if up[rep.source] else None, ctx.target, rep.source_alias, lag,
+                   now_ms, lag_error=error)
+    behind = sum(int(p["behind"]) for row in lag or () for p in row.get("by_partition", []))
+    return {**rpo.as_dict(), "behind": behind if lag is not None else None}, lag

@@ -181,7 +181,8 @@ def test_rpo_in_seconds_is_the_age_of_the_oldest_record_the_target_lacks(
         after = time.time()
         rpo = out["rpo"]
         assert rpo["behind"] == 2, rpo
-        by_part = {p["partition"]: p["seconds"] for p in rpo["by_partition"]}
+        assert rpo["method"] == "records", rpo
+        by_part = {p["partition"]: p["seconds"] for p in rpo["lagging"]}
         # Each partition's RPO is the age of its own oldest missing record, as written.
         assert before - first_ms / 1000 - 0.2 <= by_part[0] <= after - first_ms / 1000 + 0.2
         assert abs((by_part[0] - by_part[1]) - 0.5) <= 0.3, by_part

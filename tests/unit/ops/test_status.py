@@ -46,6 +46,10 @@ def test_status_reads_clusters_groups_and_markers_through_the_context() -> None:
     assert inventory["summary"] == ("Source inventory: never written from here; not "
                                     "refreshed: source or target unreachable")
     protection = st["replication"].pop("protection")
+    # The source is down and the target holds no heartbeat copied from it: unknown, not 0.
+    rpo = st["replication"].pop("rpo")
+    assert (rpo["method"], rpo["seconds"]) == ("unknown", None), rpo
+    assert "dc1.heartbeats on the target holds no heartbeat" in rpo["reason"]
     assert st["replication"] == {"kind": "mirrormaker2", "source": "dc1", "target": "dc2",
                                  "connectors": {}, "lag": None,
                                  # no Connect worker answered, so MM2's settings are unknown
