@@ -3,6 +3,8 @@ window start, offsets named by mirror or failover topic."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from drctl.config import ReplicationSettings
@@ -41,3 +43,35 @@ def test_rekey_names_option_offsets_by_mirror_or_failover_topic() -> None:
     assert rekey(offsets, ["orders"], rep, "failover") == {"orders": {0: 1},
                                                           "primary.pay": {0: 2}}
     assert rekey(None, ["orders"], rep, "mirror") is None
+
+
+def _sides(upto: dict[tuple[str, int], int] | None) -> Any:
+    from types import SimpleNamespace
+
+    return SimpleNamespace(replicated_upto=lambda: upto)
+
+
+def test_retention_losses_are_counted_from_the_replicators_own_position() -> None:
+    from drctl.gap.alignment import full_alignment
+    from drctl.gap.planner import _lost_to_retention
+
+    unproven = full_alignment(40, 0, "no record before F found on the source")
+    # The replicator had copied up to 30; the source's log now starts at 40: 10 lost.
+    lost = _lost_to_retention(_sides({("t", 0): 30}), "t", 0, 40, 0, 25, unproven, "mm2")
+    assert lost is not None and (lost["from"], lost["to"], lost["count"]) == (30, 40, 10)
+    assert "stored position" in lost["proof"]
+    # Retention deleted only what was copied (the replicator was past the log start): no loss
+    # is claimed, and the proof still says why.
+    fine = _lost_to_retention(_sides({("t", 0): 55}), "t", 0, 40, 0, 25, unproven, "mm2")
+    assert fine is not None and fine["count"] == 0
+    # Without the replicator's position the loss cannot be counted: named as unknown.
+    unknown = _lost_to_retention(_sides(None), "t", 0, 40, 0, 25, unproven, "mm2")
+    assert unknown is not None and unknown["count"] is None and unknown["from"] is None
+    # A source that still starts at 0, or a proven tail: nothing can have been lost.
+    assert _lost_to_retention(_sides(None), "t", 0, 0, 0, 25, unproven, "mm2") is None
+    proven = full_alignment(40, 0)
+    proven = type(proven)(**{**proven.as_dict(), "source_aligned": 41, "target_aligned": 20})
+    assert _lost_to_retention(_sides(None), "t", 0, 40, 0, 25, proven, "mm2") is None
+    # Offsets preserved: the target holds [.., F), so [F, log start) is what was lost.
+    same = _lost_to_retention(_sides(None), "t", 0, 40, 0, 25, unproven, "identity")
+    assert same is not None and (same["from"], same["to"], same["count"]) == (25, 40, 15)
