@@ -65,6 +65,8 @@ class MirrorFlow:
             # in a tight loop while every node of a cluster is down (about a thousand log
             # lines a second, a tenth of a core): without rebootstrap they back off.
             common["admin.metadata.recovery.strategy"] = "none"
+            # Records as large as a lab topic takes (max.message.bytes), not only 1 MB.
+            common["producer.override.max.request.size"] = "16777216"
         common.update({f"source.cluster.{k}": v for k, v in self.source_client.items()})
         common.update({f"target.cluster.{k}": v for k, v in self.target_client.items()})
         common.update({f"producer.override.{k}": v for k, v in self.target_client.items()})

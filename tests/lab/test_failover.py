@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -170,6 +171,11 @@ def test_crash_mid_failover_then_rerun_finishes_without_reapplying(
         producer.produce(topic, key=f"gap-{i}".encode(), value=b"gap", partition=i % 2,
                          timestamp=gap_ms + i * 1000)
     producer.flush(30)
+    # A group ahead of replication: it read the gap on the primary. A failover places it at
+    # the failover point F — also on a re-run, after post-failover writes moved the end.
+    ahead = f"{ns}-ahead"
+    commit_offsets(lab.primary, ahead, [TopicPartition(topic, p, _end(lab.primary, topic, p))
+                                        for p in (0, 1)])
     config = scoped_config(lab, ns, tmp_path)
     env = {**os.environ, "DRCTL_CRASH_AT": "failover-point"}
     crashed = subprocess.run([sys.executable, "-m", "drctl", "--config", str(config), "failover",
@@ -195,6 +201,12 @@ def test_crash_mid_failover_then_rerun_finishes_without_reapplying(
     assert done["failover_point"] == {t: {str(p): o for p, o in parts.items()}
                                       for t, parts in marker.failover_point.items()}
     assert done["groups"][f"{ns}-g"]["applied"] is True
+    placed = done["groups"][ahead]["positions"][lab.mirror(topic)]
+    assert {int(p): v["offset"] for p, v in placed.items()} == {
+        int(p): o for p, o in done["failover_point"][lab.mirror(topic)].items()}, placed
+    on_target = committed_offsets(lab.secondary.admin(), [ahead])[ahead]
+    assert {p: on_target[(lab.mirror(topic), p)] for p in (0, 1)} == {
+        int(p): o for p, o in done["failover_point"][lab.mirror(topic)].items()}
     # RPO: from the oldest record the target lacked at F, to F.
     rpo = out["rpo"]
     assert (rpo["method"], rpo["since_ms"]) == ("records", gap_ms), rpo
@@ -209,6 +221,12 @@ def test_crash_mid_failover_then_rerun_finishes_without_reapplying(
     assert len(done["timings"]) == 2 and timing["runs"] == 2 and timing["finished"]
     assert timing["busy_s"] == pytest.approx(crashed_run["total_s"]
                                              + timing["this_run"]["total_s"], abs=0.002)
+
+
+def _end(clients: Any, topic: str, partition: int) -> int:
+    from drctl.kafka.offsets import watermarks
+
+    return watermarks(clients.admin(), [(topic, partition)])[(topic, partition)][1]
 
 
 def test_bad_situations_are_clear(lab: RunningLab, ns: str, tmp_path: Path,
