@@ -9,24 +9,38 @@ import sys
 import textwrap
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
 from drctl.lab.workload import commit_offsets, create_topics
 from tests.conftest import RunningLab
 from tests.lab.support import keyed, produce, run_json, wait_replicated
+from tests.lab.test_failover import scoped_config
 
 pytestmark = pytest.mark.lab
 
 
-def check(lab: RunningLab, *args: str) -> tuple[int, dict[str, Any]]:
-    return run_json("--config", str(lab.config_file), "check", *args)
+def own_config(lab: RunningLab, ns: str, tmp_path: Path) -> Path:
+    """The lab's config for this test alone: its topics and groups, its own state and
+    snapshot topics (another test's guard rounds are not this test's guard)."""
+    path = scoped_config(lab, ns, tmp_path)
+    raw = yaml.safe_load(path.read_text())
+    raw["groups"] = {"include": [f"{ns}-.*", f"console-consumer-{ns}-.*"]}
+    raw["state"]["snapshots_topic"] = f"_drctl_snapshots_{ns}"
+    path.write_text(yaml.safe_dump(raw))
+    return path
 
 
-def check_metrics(lab: RunningLab, *args: str) -> dict[str, float]:
+def check(config: Path, *args: str) -> tuple[int, dict[str, Any]]:
+    return run_json("--config", str(config), "check", *args)
+
+
+def check_metrics(config: Path, *args: str) -> dict[str, float]:
     """`drctl check --metrics`: the exposition parsed into {series: value}."""
     import contextlib
     import io
@@ -35,7 +49,7 @@ def check_metrics(lab: RunningLab, *args: str) -> dict[str, float]:
 
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        main(["--config", str(lab.config_file), "check", "--metrics", *args])
+        main(["--config", str(config), "check", "--metrics", *args])
     return {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
             for line in buf.getvalue().splitlines() if line and not line.startswith("#")}
 
@@ -54,7 +68,7 @@ def set_topic_config(clients: Any, topic: str, key: str, value: str | None) -> N
 
 
 @pytest.fixture
-def ready_topic(lab: RunningLab, ns: str) -> Iterator[tuple[str, str]]:
+def ready_topic(lab: RunningLab, ns: str, tmp_path: Path) -> Iterator[tuple[str, str, Path]]:
     """A mirrored topic with a group checkpointed on it: what a clean check looks at."""
     topic, group = f"{ns}-ready", f"{ns}-app"
     create_topics(lab.primary, (topic,), 2)
@@ -62,13 +76,13 @@ def ready_topic(lab: RunningLab, ns: str) -> Iterator[tuple[str, str]]:
     wait_replicated(lab, topic, 20)
     commit_offsets(lab.primary, group, [TopicPartition(topic, p, 10) for p in (0, 1)])
     lab.wait_checkpointed(group, topic, {0: 10, 1: 10})
-    yield topic, group
+    yield topic, group, own_config(lab, ns, tmp_path)
 
 
 def test_a_clean_flow_is_ready_and_each_config_drift_is_a_risk_with_its_fix(
-        lab: RunningLab, ready_topic: tuple[str, str]) -> None:
-    topic, group = ready_topic
-    status, out = check(lab, "--topics", topic, "--groups", group)
+        lab: RunningLab, ready_topic: tuple[str, str, Path]) -> None:
+    topic, group, config = ready_topic
+    status, out = check(config, "--topics", topic, "--groups", group)
     assert status == 0, out["findings"]
     assert out["verdict"] == "ready" and out["risks"] == 0 and out["blind"] == 0
     assert out["checked"]["topics"] == 1 and out["checked"]["positions"] == 2
@@ -78,7 +92,7 @@ def test_a_clean_flow_is_ready_and_each_config_drift_is_a_risk_with_its_fix(
     set_topic_config(lab.primary, topic, "min.insync.replicas", "2")
     set_topic_config(lab.secondary, lab.mirror(topic), "message.timestamp.type", "LogAppendTime")
     try:
-        status, out = check(lab, "--topics", topic, "--groups", group)
+        status, out = check(config, "--topics", topic, "--groups", group)
         assert status == 3
         found = {f["difference"].split(" ")[0]: f for f in risks(out, "topics")}
         assert set(found) == {"min.insync.replicas", "message.timestamp.type"}, found
@@ -87,7 +101,7 @@ def test_a_clean_flow_is_ready_and_each_config_drift_is_a_risk_with_its_fix(
         assert found["message.timestamp.type"]["fix"].endswith(
             f"--entity-name {lab.mirror(topic)} --add-config message.timestamp.type=CreateTime")
         # The same, as metrics for alerting.
-        series = check_metrics(lab, "--topics", topic, "--groups", group)
+        series = check_metrics(config, "--topics", topic, "--groups", group)
         flow = 'flow="primary->secondary"'
         assert series[f'drctl_readiness_findings{{{flow},kind="topics"}}'] == 2
         assert series[f'drctl_readiness_findings{{{flow},kind="acls"}}'] == 0
@@ -95,12 +109,12 @@ def test_a_clean_flow_is_ready_and_each_config_drift_is_a_risk_with_its_fix(
     finally:
         set_topic_config(lab.primary, topic, "min.insync.replicas", None)
         set_topic_config(lab.secondary, lab.mirror(topic), "message.timestamp.type", None)
-    assert check(lab, "--topics", topic, "--groups", group)[0] == 0
+    assert check(config, "--topics", topic, "--groups", group)[0] == 0
 
 
 def test_a_group_mirrormaker_never_checkpoints_is_named(lab: RunningLab,
-                                                        ready_topic: tuple[str, str]) -> None:
-    topic, checkpointed = ready_topic
+                                                        ready_topic: tuple[str, str, Path]) -> None:
+    topic, checkpointed, config = ready_topic
     # MirrorMaker 2's default groups.exclude leaves console-consumer-* groups out.
     group = f"console-consumer-{checkpointed}"
     commit_offsets(lab.primary, group, [TopicPartition(topic, 0, 5)])
@@ -108,7 +122,7 @@ def test_a_group_mirrormaker_never_checkpoints_is_named(lab: RunningLab,
     later = f"{checkpointed}-later"
     commit_offsets(lab.primary, later, [TopicPartition(topic, p, 10) for p in (0, 1)])
     lab.wait_checkpointed(later, topic, {0: 10, 1: 10})
-    status, out = check(lab, "--topics", topic, "--groups", f"{group}|{checkpointed}|{later}")
+    status, out = check(config, "--topics", topic, "--groups", f"{group}|{checkpointed}|{later}")
     assert status == 3
     named = risks(out, "positions")
     assert [f["object"] for f in named] == [f"group {group}"], named
@@ -131,8 +145,8 @@ HANGING_PRODUCER = textwrap.dedent("""
 
 
 def test_a_hanging_transaction_is_found_and_failover_refuses_to_take_f_behind_it(
-        lab: RunningLab, ready_topic: tuple[str, str], tmp_path: Any) -> None:
-    topic, group = ready_topic
+        lab: RunningLab, ready_topic: tuple[str, str, Path], tmp_path: Any) -> None:
+    topic, group, config = ready_topic
     txn_id = f"{topic}-txn"
     proc = subprocess.Popen([sys.executable, "-c", HANGING_PRODUCER, lab.primary.bootstrap,
                              txn_id, topic], stdout=subprocess.PIPE, text=True)
@@ -141,7 +155,7 @@ def test_a_hanging_transaction_is_found_and_failover_refuses_to_take_f_behind_it
         proc.kill()  # dies mid-transaction: the partition's last stable offset is pinned
         proc.wait()
         time.sleep(1.5)
-        status, out = check(lab, "--topics", topic, "--groups", group, "--transaction-age", "1s")
+        status, out = check(config, "--topics", topic, "--groups", group, "--transaction-age", "1s")
         assert status == 3
         [found] = risks(out, "transactions")
         assert found["object"] == f"partition {topic}-0 on primary"
@@ -149,7 +163,7 @@ def test_a_hanging_transaction_is_found_and_failover_refuses_to_take_f_behind_it
         assert "last stable offset 10 held below the end 13" in found["difference"]
         assert f"abort --topic {topic} --partition 0 --start-offset 10" in found["fix"]
         # Failover's preflight refuses to take a failover point behind it; nothing changes.
-        status, out = run_json("--config", str(lab.config_file), "failover", "--dry-run",
+        status, out = run_json("--config", str(config), "failover", "--dry-run",
                                "--new-incident", "--transaction-age", "1s",
                                "--report-dir", str(tmp_path))
         assert status == 3, out
@@ -161,12 +175,12 @@ def test_a_hanging_transaction_is_found_and_failover_refuses_to_take_f_behind_it
         # A new producer with the same transactional.id aborts what the dead one left open.
         Producer({"bootstrap.servers": lab.primary.bootstrap, "transactional.id": txn_id,
                   "transaction.timeout.ms": 600000}).init_transactions(30)
-    assert check(lab, "--topics", topic, "--groups", group, "--transaction-age", "1s")[0] == 0
+    assert check(config, "--topics", topic, "--groups", group, "--transaction-age", "1s")[0] == 0
 
 
 def test_rpo_in_seconds_is_the_age_of_the_oldest_record_the_target_lacks(
-        lab: RunningLab, ready_topic: tuple[str, str]) -> None:
-    topic, group = ready_topic
+        lab: RunningLab, ready_topic: tuple[str, str, Path]) -> None:
+    topic, group, config = ready_topic
     connect = lab.lab.connect_client(lab.state)
     source = lab.lab.flow(lab.state).connector_names()["source"]
     connect.pause(source)
@@ -177,7 +191,7 @@ def test_rpo_in_seconds_is_the_age_of_the_oldest_record_the_target_lacks(
                                      (1, b"late-2", b"v", first_ms + 500, [])])
         time.sleep(3)
         before = time.time()
-        status, out = check(lab, "--topics", topic, "--groups", group)
+        status, out = check(config, "--topics", topic, "--groups", group)
         after = time.time()
         rpo = out["rpo"]
         assert rpo["behind"] == 2, rpo

@@ -174,7 +174,8 @@ def test_fence_on_a_cluster_without_authorizer_is_unsupported(lab: RunningLab) -
     assert fenced_topics(admin, MM2_PRINCIPAL) == set()
 
 
-def test_check_finds_a_write_acl_the_target_lacks(secure_lab: RunningLab, ns: str) -> None:
+def test_check_finds_a_write_acl_the_target_lacks(secure_lab: RunningLab, ns: str,
+                                                  tmp_path: Path) -> None:
     from confluent_kafka.admin import (
         AclBinding,
         AclBindingFilter,
@@ -190,7 +191,9 @@ def test_check_finds_a_write_acl_the_target_lacks(secure_lab: RunningLab, ns: st
     create_topics(secure_lab.primary, (topic,), 1)
     produce(secure_lab.primary, topic, keyed("k", 4, partitions=1))
     wait_count(secure_lab.secondary, topic, 4)
-    config = str(secure_lab.config_file)
+    from tests.lab.test_check import own_config
+
+    config = str(own_config(secure_lab, ns, tmp_path))
     # The producer's and consumer's grants exist on both clusters: ready.
     both = [AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, principal, "*",
                        op, AclPermissionType.ALLOW) for op in (AclOperation.READ,)]
