@@ -9,8 +9,8 @@ import typer
 from drctl.cli.durations import duration_option
 from drctl.cli.options import DEFAULT_DEADLINE_S, Deadline, Groups, OutputOption
 from drctl.cli.state import CURRENT
+from drctl.findings import Readiness, Severity
 from drctl.readiness.check import CheckOptions, run_check
-from drctl.readiness.model import Readiness, Severity
 from drctl.terminal import OutputFormat, Terminal
 
 

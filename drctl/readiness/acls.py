@@ -22,8 +22,8 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from drctl.findings import Area, Finding, Severity
 from drctl.kafka.acls import AclOutcome, AclsUnavailable, authorizer_available, read_acls
-from drctl.readiness.model import Area, Finding, Severity
 
 # What a client needs after a failover: produce (WRITE), consume (READ on topic and group).
 _NEEDED = {AclOperation.WRITE, AclOperation.READ, AclOperation.ALL}

@@ -18,6 +18,7 @@ from confluent_kafka import KafkaException
 
 from drctl.context import OpsContext
 from drctl.errors import DrctlError
+from drctl.findings import Area, Finding, Readiness, Severity
 from drctl.kafka.checkpoints import timed_checkpoints
 from drctl.kafka.clients import describe_with_retry
 from drctl.kafka.groups import committed_offsets, group_states, list_groups
@@ -26,7 +27,6 @@ from drctl.kafka.topics import TP, is_internal_topic
 from drctl.kafka.transactions import hanging, max_transaction_s, open_transactions
 from drctl.ops.rpo import flow_rpo
 from drctl.readiness.acls import acl_parity
-from drctl.readiness.model import Area, Finding, Readiness, Severity
 from drctl.readiness.positions import guard_findings, position_findings
 from drctl.readiness.topics import compare_topics, read_shapes
 from drctl.timeparse import format_duration

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 from drctl.codecs.mm2 import Checkpoint
 from drctl.config import ReplicationSettings
+from drctl.findings import Area, Finding, Severity
 from drctl.kafka.topics import TP
-from drctl.readiness.model import Area, Finding, Severity
 from drctl.timeparse import format_duration
 from drctl.translate.snapshots import GuardRound, OffsetSnapshot
 

@@ -15,7 +15,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
 from drctl.config import ReplicationSettings
-from drctl.readiness.model import Area, Finding, Severity
+from drctl.findings import Area, Finding, Severity
 
 _Alter = Callable[[str, str, str], str]  # topic, key, value -> the command that sets it
 

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from drctl.config import Config, ReplicationSettings
+from drctl.findings import Finding
 from drctl.kafka.clients import ClusterClients
 from drctl.progress import Notify
-from drctl.readiness.model import Finding
 from drctl.replication_registry import kind_entry
 
 

@@ -11,12 +11,12 @@ from typing import Any
 
 from drctl.config import Config, ReplicationSettings
 from drctl.errors import CheckFailed, DrctlError
+from drctl.findings import Area, Finding, Severity
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.connect_rest import ConnectClient, ConnectorMissing
 from drctl.kafka.lag import mm2_replication_lag
 from drctl.kafka.mm2_connectors import MirrorFlow
 from drctl.progress import Notify
-from drctl.readiness.model import Area, Finding, Severity
 from drctl.replication.base import Confirm, FlowContext, FlowState, ReturnRequest, ReverseRequest
 from drctl.replication.connect import (
     ConnectControlled,

@@ -374,8 +374,8 @@ def _check(ctx: ActionContext, *, topics: str = ".*", groups: str = ".*",
     not work now (exit 3), or when drctl could not look (exit 4)."""
     from drctl.context import OpsContext
     from drctl.errors import CheckFailed, ExitStatus, Unreachable
+    from drctl.findings import Severity
     from drctl.readiness.check import CheckOptions, run_check
-    from drctl.readiness.model import Severity
 
     with OpsContext.from_config(ctx.config, ctx.notify) as ops:
         result = run_check(ops, CheckOptions(topics=topics, groups=groups,

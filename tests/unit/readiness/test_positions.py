@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from drctl.codecs.mm2 import Checkpoint
 from drctl.config import NameFilter, ReplicationSettings
-from drctl.readiness.model import Severity
+from drctl.findings import Severity
 from drctl.readiness.positions import guard_findings, position_findings
 from drctl.translate.snapshots import GuardRound, OffsetSnapshot
 

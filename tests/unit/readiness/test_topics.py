@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from drctl.config import ReplicationSettings
-from drctl.readiness.model import Severity
+from drctl.findings import Severity
 from drctl.readiness.topics import TopicShape, compare_topics
 
 BASE = {"message.timestamp.type": "CreateTime", "min.insync.replicas": "2",

@@ -72,7 +72,7 @@ def test_mirrormaker_settings_say_what_a_source_down_failover_costs() -> None:
 
 def _lint(source: dict[str, str], checkpoint: dict[str, str],
           active: tuple[str, ...] = ()) -> dict[str, str]:
-    from drctl.readiness.model import Severity
+    from drctl.findings import Severity
     from drctl.replication.mirrormaker2 import mm2_settings_findings
 
     found = mm2_settings_findings(source, checkpoint, {"source": "src", "checkpoint": "cpt"},

@@ -1,9 +1,9 @@
-"""The readiness verdict: blind beats risk beats ready."""
+"""The readiness verdict (drctl/findings.py): blind beats risk beats ready."""
 
 from __future__ import annotations
 
 from drctl.errors import ExitStatus
-from drctl.readiness.model import Area, Finding, Readiness, Severity
+from drctl.findings import Area, Finding, Readiness, Severity
 
 
 def finding(severity: Severity, area: Area = Area.TOPICS) -> Finding:
