@@ -105,3 +105,17 @@ def hanging(open_: Iterable[OpenTransaction], max_age_s: float,
         if age is None or age > max_age_s:
             out.append(t)
     return out
+
+
+def hanging_on(clients: ClusterClients, topics: Iterable[str], max_age_s: float | None,
+               now_ms: int) -> tuple[list[OpenTransaction], int, float | None]:
+    """The hanging transactions on `topics` (those the cluster has), how many partitions were
+    looked at, and the age limit used (`max_age_s`, or the brokers' own when None; None when
+    nothing was open, so no limit was needed)."""
+    meta = clients.admin().list_topics(timeout=30).topics
+    parts = [(t, p) for t in sorted(set(topics)) if t in meta for p in meta[t].partitions]
+    still_open = open_transactions(clients, parts)
+    if not still_open:
+        return [], len(parts), None
+    limit = max_age_s if max_age_s is not None else max_transaction_s(clients)
+    return hanging(still_open, limit, now_ms), len(parts), limit

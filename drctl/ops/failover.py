@@ -24,7 +24,7 @@ from drctl.kafka.groups import group_states, list_groups
 from drctl.kafka.lag import oldest_records
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.topics import TP, ensure_topics, is_internal_topic, log_append_time_topics
-from drctl.kafka.transactions import hanging, max_transaction_s, open_transactions
+from drctl.kafka.transactions import hanging_on
 from drctl.ops.catch_up import catch_up_timed_out, describe_left, records_left
 from drctl.ops.fence import FENCED, UNFENCED, fence_topics, fence_unconfirmed_stop, open_risks
 from drctl.ops.late_copies import check_late_copies
@@ -309,14 +309,7 @@ def refuse_hanging_transactions(ctx: OpsContext, opts: FailoverOptions,
     now_ms = int(time.time() * 1000)
     for name, topics in sides.items():
         clients = ctx.clients(name)
-        meta = clients.admin().list_topics(timeout=30).topics
-        parts = [(t, p) for t in topics if t in meta for p in meta[t].partitions]
-        still_open = open_transactions(clients, parts)
-        if not still_open:
-            continue
-        limit = opts.transaction_age_s if opts.transaction_age_s is not None \
-            else max_transaction_s(clients)
-        for t in hanging(still_open, limit, now_ms):
+        for t in hanging_on(clients, topics, opts.transaction_age_s, now_ms)[0]:
             found.append({"cluster": name, "topic": t.topic, "partition": t.partition,
                           "last_stable_offset": t.stable, "end": t.end,
                           "open_s": t.age_s(now_ms),

@@ -23,8 +23,8 @@ from drctl.kafka.checkpoints import timed_checkpoints
 from drctl.kafka.clients import describe_with_retry
 from drctl.kafka.groups import committed_offsets, group_states, list_groups
 from drctl.kafka.records import ReadTimeout
-from drctl.kafka.topics import TP, is_internal_topic
-from drctl.kafka.transactions import hanging, max_transaction_s, open_transactions
+from drctl.kafka.topics import is_internal_topic
+from drctl.kafka.transactions import hanging_on
 from drctl.ops.rpo import flow_rpo
 from drctl.readiness.acls import acl_parity
 from drctl.readiness.positions import guard_findings, position_findings
@@ -157,31 +157,25 @@ def _transactions(ctx: OpsContext, out: Readiness, up: dict[str, bool],
         if not up[name]:
             continue
         clients = ctx.clients(name)
-        meta = clients.admin().list_topics(timeout=30).topics
         if name == rep.source:
             wanted = set(src_topics)
-        else:  # the mirrors and the failover topics: where F is taken
+        elif src_topics:  # the mirrors and the failover topics: where F is taken
             wanted = {rep.mirror_topic(t) for t in src_topics} \
-                | {rep.failover_topic(t) for t in src_topics} if src_topics else {
-                    t for t in meta if not is_internal_topic(t)
-                    and (rep.source_topic_of(t) or "") and rep.topics.matches(
-                        rep.source_topic_of(t) or "")}
-        parts: list[TP] = [(t, p) for t in sorted(wanted) if t in meta
-                           for p in meta[t].partitions]
-        looked += len(parts)
-        ctx.notify(f"{name}: looking for open transactions on {len(parts)} partition(s)")
-        still_open = open_transactions(clients, parts)
-        if not still_open:
-            continue
-        limit = opts.transaction_age_s if opts.transaction_age_s is not None \
-            else max_transaction_s(clients)
-        for t in hanging(still_open, limit, now_ms):
+                | {rep.failover_topic(t) for t in src_topics}
+        else:  # the source is gone: what the target mirrors of the flow
+            wanted = {t for t in clients.admin().list_topics(timeout=30).topics
+                      if not is_internal_topic(t) and (origin := rep.source_topic_of(t))
+                      and rep.topics.matches(origin)}
+        ctx.notify(f"{name}: looking for open transactions on {len(wanted)} topic(s)")
+        found, parts, limit = hanging_on(clients, wanted, opts.transaction_age_s, now_ms)
+        looked += parts
+        for t in found:
             age = t.age_s(now_ms)
             since = "of unknown age" if age is None else f"open {format_duration(round(age))}"
             out.add(Finding(
                 Area.TRANSACTIONS, f"partition {t.topic}-{t.partition} on {name}",
                 f"last stable offset {t.stable} held below the end {t.end} by a transaction "
-                f"{since} (longer than {format_duration(limit)})",
+                f"{since} (longer than {format_duration(limit or 0)})",
                 "read_committed consumers stall there, and a failover point or gap read "
                 "taken now stops at it", t.abort_commands(clients.bootstrap)))
     out.checked[Area.TRANSACTIONS.value] = looked

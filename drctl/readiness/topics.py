@@ -58,6 +58,11 @@ def _number(value: str | None) -> int | None:
         return None
 
 
+def _lower_on_target(src: Mapping[str, str], dst: Mapping[str, str], key: str) -> bool:
+    s, d = _number(src.get(key)), _number(dst.get(key))
+    return s is not None and d is not None and d < s
+
+
 def _retention_shorter(src: str | None, dst: str | None) -> bool:
     s, d = _number(src), _number(dst)
     if s is None or d is None or d < 0:
@@ -110,11 +115,10 @@ def _config_findings(rep: ReplicationSettings, mirror: str, src: Mapping[str, st
                       "copies carry the target's own timestamps: consumers see new times and "
                       "drctl can compare records by content only",
                       alter(mirror, "message.timestamp.type", src["message.timestamp.type"]))
-    s, d = _number(src.get("min.insync.replicas")), _number(dst.get("min.insync.replicas"))
-    if s is not None and d is not None and d < s:
+    if _lower_on_target(src, dst, "min.insync.replicas"):
         yield Finding(Area.TOPICS, obj, diff("min.insync.replicas"),
                       "after a failover producers with acks=all run with weaker durability",
-                      alter(mirror, "min.insync.replicas", str(s)))
+                      alter(mirror, "min.insync.replicas", src["min.insync.replicas"]))
     if differs("cleanup.policy"):
         yield Finding(Area.TOPICS, obj, diff("cleanup.policy"),
                       "the target keeps a different history of each key (compaction or "
@@ -125,11 +129,10 @@ def _config_findings(rep: ReplicationSettings, mirror: str, src: Mapping[str, st
                       "the target deletes records the source still keeps: a consumer behind "
                       "by more than that loses them after a failover",
                       alter(mirror, "retention.ms", src["retention.ms"]))
-    s, d = _number(src.get("max.message.bytes")), _number(dst.get("max.message.bytes"))
-    if s is not None and d is not None and d < s:
+    if _lower_on_target(src, dst, "max.message.bytes"):
         yield Finding(Area.TOPICS, obj, diff("max.message.bytes"),
                       "a record the source accepts is refused on the target: replication "
-                      "stops at it", alter(mirror, "max.message.bytes", str(s)))
+                      "stops at it", alter(mirror, "max.message.bytes", src["max.message.bytes"]))
     if differs("compression.type"):
         yield Finding(Area.TOPICS, obj, diff("compression.type"),
                       "records are stored with another codec on the target (CPU and disk "

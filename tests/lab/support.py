@@ -93,3 +93,19 @@ def stop_forward_quietly(lab: RunningLab) -> None:
     while ConnectorReading.read(client, name).activity is not ConnectorActivity.STOPPED:
         assert time.monotonic() < end, "the source connector did not stop"
         time.sleep(0.2)
+
+
+def checkpointed_topic(lab: RunningLab, ns: str, name: str) -> tuple[str, str]:
+    """A mirrored topic `<ns>-<name>` (20 records over 2 partitions) and a group `<ns>-app`
+    at offset 10 on each, checkpointed by MirrorMaker 2: a flow a failover would handle."""
+    from confluent_kafka import TopicPartition
+
+    from drctl.lab.workload import commit_offsets, create_topics
+
+    topic, group = f"{ns}-{name}", f"{ns}-app"
+    create_topics(lab.primary, (topic,), 2)
+    produce(lab.primary, topic, keyed("k", 20))
+    wait_replicated(lab, topic, 20)
+    commit_offsets(lab.primary, group, [TopicPartition(topic, p, 10) for p in (0, 1)])
+    lab.wait_checkpointed(group, topic, {0: 10, 1: 10})
+    return topic, group

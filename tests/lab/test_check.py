@@ -17,9 +17,9 @@ import yaml
 from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
-from drctl.lab.workload import commit_offsets, create_topics
+from drctl.lab.workload import commit_offsets
 from tests.conftest import RunningLab
-from tests.lab.support import keyed, produce, run_json, wait_replicated
+from tests.lab.support import checkpointed_topic, produce, run_json, wait_replicated
 from tests.lab.test_failover import scoped_config
 
 pytestmark = pytest.mark.lab
@@ -70,12 +70,7 @@ def set_topic_config(clients: Any, topic: str, key: str, value: str | None) -> N
 @pytest.fixture
 def ready_topic(lab: RunningLab, ns: str, tmp_path: Path) -> Iterator[tuple[str, str, Path]]:
     """A mirrored topic with a group checkpointed on it: what a clean check looks at."""
-    topic, group = f"{ns}-ready", f"{ns}-app"
-    create_topics(lab.primary, (topic,), 2)
-    produce(lab.primary, topic, keyed("k", 20))
-    wait_replicated(lab, topic, 20)
-    commit_offsets(lab.primary, group, [TopicPartition(topic, p, 10) for p in (0, 1)])
-    lab.wait_checkpointed(group, topic, {0: 10, 1: 10})
+    topic, group = checkpointed_topic(lab, ns, "ready")
     yield topic, group, own_config(lab, ns, tmp_path)
 
 

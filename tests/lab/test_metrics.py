@@ -23,9 +23,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from drctl.config import load_config
 from drctl.lab.workload import commit_offsets, create_topics
 from drctl.metrics import flow_name
-from drctl.replication.connect import ConnectorActivity, ConnectorReading
 from tests.conftest import RunningLab
-from tests.lab.support import produce, wait_replicated
+from tests.lab.support import produce, stop_forward_quietly, wait_replicated
 from tests.lab.test_guard import _guard_config
 
 pytestmark = pytest.mark.lab
@@ -48,18 +47,6 @@ def _scrape(port: int) -> Samples:
 
 def _get(samples: Samples, name: str, **labels: str) -> float | None:
     return samples.get((name, frozenset(labels.items())))
-
-
-def _stop_forward(lab: RunningLab) -> None:
-    """MirrorMaker 2's source connector stops: nothing is copied any more."""
-    client = lab.lab.connect_client(lab.state)
-    name = lab.lab.flow(lab.state).connector_names()["source"]
-    time.sleep(2.5)  # Connect flushes its source offsets
-    client.stop(name)
-    end = time.monotonic() + 60
-    while ConnectorReading.read(client, name).activity is not ConnectorActivity.STOPPED:
-        assert time.monotonic() < end, "the source connector did not stop"
-        time.sleep(0.2)
 
 
 def test_guard_serves_lag_in_records_and_seconds_protection_and_rounds(
@@ -115,7 +102,7 @@ def test_guard_serves_lag_in_records_and_seconds_protection_and_rounds(
         assert (_get(first, "drctl_guard_round_duration_seconds") or 0) > 0
 
         # The replicator stops; records are written to a topic it has never copied.
-        _stop_forward(lab)
+        stop_forward_quietly(lab)
         stopped = True
         create_topics(lab.primary, (fresh,), 2)
         count = 30

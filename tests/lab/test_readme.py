@@ -12,11 +12,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from confluent_kafka import TopicPartition
 
-from drctl.lab.workload import commit_offsets, create_topics
 from tests.conftest import RunningLab
-from tests.lab.support import keyed, produce, wait_replicated
+from tests.lab.support import checkpointed_topic
 from tests.lab.test_failover import scoped_config
 
 pytestmark = pytest.mark.lab
@@ -52,12 +50,7 @@ def test_the_readmes_operator_path_runs_verbatim_against_the_lab(lab: RunningLab
     assert yaml.safe_load(shown.stdout)["replication"]["kind"] == "mirrormaker2"
     # Steps 2-5 against the lab, with the lab's config as ./drctl.yaml (scoped to this test's
     # topics and groups, so other tests' leftovers are not what it reads).
-    topic, group = f"{ns}-orders", f"{ns}-app"
-    create_topics(lab.primary, (topic,), 2)
-    produce(lab.primary, topic, keyed("k", 20))
-    wait_replicated(lab, topic, 20)
-    commit_offsets(lab.primary, group, [TopicPartition(topic, p, 10) for p in (0, 1)])
-    lab.wait_checkpointed(group, topic, {0: 10, 1: 10})
+    checkpointed_topic(lab, ns, "orders")
     config = scoped_config(lab, ns, tmp_path / "lab")
     raw = yaml.safe_load(config.read_text())
     raw["groups"] = {"include": [f"{ns}-.*"]}
