@@ -95,3 +95,28 @@ def test_settings_that_silently_disable_what_drctl_relies_on_are_risks() -> None
         "sync.group.offsets.enabled=true with group(s) active on the target: billing"])
     # Group offset sync with nobody active on the target costs nothing to fix.
     assert _lint(safe_source, {"sync.group.offsets.enabled": "true"}) == {}
+
+
+def test_with_names_kept_no_reverse_flow_starts_while_the_forward_one_copies() -> None:
+    import pytest
+
+    from drctl.config import ReplicationSettings
+    from drctl.errors import CheckFailed, ExitStatus
+    from drctl.replication.base import FlowState
+    from drctl.replication.mirrormaker2 import MirrorMaker2
+
+    class Copying(MirrorMaker2):
+        def forward_state(self, rep: ReplicationSettings) -> FlowState:
+            return FlowState(True, {"mm2-primary-secondary-source": "RUNNING"},
+                             copying=("mm2-primary-secondary-source",))
+
+    kept = ReplicationSettings("mirrormaker2", "primary", "secondary")
+    with pytest.raises(CheckFailed) as refused:
+        Copying()._refuse_cycle(kept, "mm2-secondary-primary-source")
+    assert refused.value.exit_status == ExitStatus.CHECK_FAILED
+    assert "mm2-primary-secondary-source is RUNNING" in refused.value.message
+    assert "mm2-secondary-primary-source would copy the other way" in refused.value.message
+    # With prefixed names the replication policy tells copies apart: no cycle to refuse.
+    Copying()._refuse_cycle(ReplicationSettings("mirrormaker2", "primary", "secondary",
+                                                rename="primary.{topic}"),
+                            "mm2-secondary-primary-source")
