@@ -74,9 +74,12 @@ def test_replicator_comes_back_after_an_unconfirmed_stop(restored: RunningLab, n
             for i in range(PARTS * (REWIND + 30))]
     send(lab.primary, topic, base)
     wait_replicated(lab, topic, len(base))
-    commit_offsets(lab.primary, f"{ns}-app", [TopicPartition(topic, p, 10)
+    # Near the end: MirrorMaker 2 keeps offset syncs dense only there (it drops old ones
+    # as a partition grows), and translates nothing older than its earliest one.
+    read_to = REWIND + 20
+    commit_offsets(lab.primary, f"{ns}-app", [TopicPartition(topic, p, read_to)
                                               for p in range(PARTS)])
-    lab.wait_checkpointed(f"{ns}-app", topic, {p: 10 for p in range(PARTS)})
+    lab.wait_checkpointed(f"{ns}-app", topic, {p: read_to for p in range(PARTS)})
     time.sleep(2.5)  # Connect flushes MM2's source offsets
     lab.lab.fail("replication")  # the Connect worker dies first: replication falls behind
     gap = [(i % PARTS, b"acct-%d" % (i % 12), b"gap-%d" % i) for i in range(18)]
