@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -32,7 +33,7 @@ from drctl.readiness.topics import compare_topics, read_shapes
 from drctl.timeparse import format_duration
 from drctl.translate.engine import wanted_group
 from drctl.translate.inventory import source_topics_in_scope
-from drctl.translate.snapshots import read_snapshot_topic
+from drctl.translate.snapshots import OffsetSnapshot, read_snapshot_topic
 
 
 @dataclass(frozen=True)
@@ -74,26 +75,27 @@ def run_check(ctx: OpsContext, opts: CheckOptions) -> Readiness:
     if up[rep.source]:
         src_topics = {t: n for t, n in source_topics_in_scope(ctx.config, ctx.source).items()
                       if topic_re.fullmatch(t)}
-    if up[rep.source] and up[rep.target]:
+    # The snapshot topic, read once: guard's positions and its last round.
+    kept = read_snapshot_topic(ctx.target, ctx.config.state.snapshots_topic) \
+        if up[rep.target] else None
+    if up[rep.source] and kept is not None:
         _topics(ctx, out, src_topics)
         _acls(ctx, out, src_topics, group_re)
         if kind.offsets_preserved:
             out.add(Finding(Area.POSITIONS, "groups", "offsets are preserved by the mirror",
                             "none: groups keep their offsets", "nothing to do", Severity.NOTE))
         else:
-            _positions(ctx, out, src_topics, group_re, now_ms, opts)
+            _positions(ctx, out, src_topics, group_re, now_ms, opts, kept.snapshots)
     _transactions(ctx, out, up, src_topics, now_ms, opts)
-    if up[rep.target]:
+    if kept is not None:
         out.rpo, out.lag = rpo_now(ctx, src_topics, up, now_ms)
-    if up[rep.target]:
         ctx.notify("Reading MirrorMaker 2's settings and guard's last round")
         groups = [g for g in list_groups(ctx.target.admin())
                   if wanted_group(ctx.config, group_re, g)]
         active = sorted(g for g, st in group_states(ctx.target.admin(), groups).items()
                         if st.active)
         out.add(*kind.settings_findings(rep, active))
-        last = read_snapshot_topic(ctx.target, ctx.config.state.snapshots_topic).guard_round
-        out.add(*guard_findings(last, now_ms, opts.stale_after_s, rep.target))
+        out.add(*guard_findings(kept.guard_round, now_ms, opts.stale_after_s, rep.target))
     out.seconds = time.monotonic() - started
     return out
 
@@ -124,7 +126,8 @@ def _acls(ctx: OpsContext, out: Readiness, src_topics: dict[str, int],
 
 
 def _positions(ctx: OpsContext, out: Readiness, src_topics: dict[str, int],
-               group_re: re.Pattern[str], now_ms: int, opts: CheckOptions) -> None:
+               group_re: re.Pattern[str], now_ms: int, opts: CheckOptions,
+               snapshots: Mapping[tuple[str, str, int], OffsetSnapshot]) -> None:
     rep = ctx.rep
     admin = ctx.source.admin()
     groups = [g for g in list_groups(admin) if wanted_group(ctx.config, group_re, g)]
@@ -142,7 +145,6 @@ def _positions(ctx: OpsContext, out: Readiness, src_topics: dict[str, int],
                             f"cannot be read on {rep.target}: {exc.message}",
                             "with the source gone, no group has a checkpoint",
                             "check that MirrorMaker 2's checkpoint connector runs"))
-    snapshots = read_snapshot_topic(ctx.target, ctx.config.state.snapshots_topic).snapshots
     findings, looked = position_findings(rep, commits, checkpoints, snapshots, now_ms,
                                          opts.stale_after_s)
     out.add(*findings)

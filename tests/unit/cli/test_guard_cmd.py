@@ -13,15 +13,7 @@ import pytest
 from drctl.cli import guard_cmd
 from drctl.cli.app import main
 from drctl.metrics import Metrics, record_guard_round
-
-
-def _config(tmp_path: Path) -> Path:
-    cfg = tmp_path / "drctl.yaml"
-    cfg.write_text("clusters:\n  a: {bootstrap.servers: '127.0.0.1:9'}\n"
-                   "  b: {bootstrap.servers: '127.0.0.1:9'}\n"
-                   "replication: {kind: mirrormaker2, source: a, target: b}\n"
-                   f"state: {{dir: '{tmp_path / 'state'}'}}\n")
-    return cfg
+from tests.unit.cli.support import unreachable_config
 
 
 def _free_port() -> int:
@@ -44,7 +36,7 @@ def test_metrics_are_served_while_guard_runs_and_stop_with_it(
         return []
 
     monkeypatch.setattr(guard_cmd, "run_guard", run_guard)
-    assert main(["--config", str(_config(tmp_path)), "guard", "--metrics-port",
+    assert main(["--config", str(unreachable_config(tmp_path)), "guard", "--metrics-port",
                  str(port)]) == 0
     assert 'drctl_guard_rounds_total{result="ok"} 1.0' in scraped[0]
     assert f"metrics on http://127.0.0.1:{port}/metrics" in capsys.readouterr().err
@@ -58,7 +50,7 @@ def test_a_metrics_port_in_use_is_a_usage_error(tmp_path: Path,
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        assert main(["--config", str(_config(tmp_path)), "guard", "--once",
+        assert main(["--config", str(unreachable_config(tmp_path)), "guard", "--once",
                      "--metrics-port", str(port)]) == 2
     err = " ".join(capsys.readouterr().err.split())
     assert f"Cannot serve metrics on 127.0.0.1:{port}" in err and "--metrics-port" in err

@@ -11,16 +11,7 @@ import pytest
 
 from drctl.cli.app import main
 from drctl.errors import ExitStatus
-
-
-def _config(tmp_path: Path) -> Path:
-    cfg = tmp_path / "drctl.yaml"
-    cfg.write_text("clusters:\n  a: {bootstrap.servers: '127.0.0.1:9'}\n"
-                   "  b: {bootstrap.servers: '127.0.0.1:9'}\n"
-                   "replication: {kind: mirrormaker2, source: a, target: b}\n"
-                   f"state: {{dir: '{tmp_path / 'state'}'}}\n")
-    return cfg
-
+from tests.unit.cli.support import unreachable_config
 
 FAILBACK = {"source": "a", "target": "b", "incident": "fo-1", "phase": "failed-over",
             "done": [], "topics": 2, "check_order": True, "reconcile": "copy-safe",
@@ -49,7 +40,7 @@ def test_the_plan_comes_before_the_question(
 
     monkeypatch.setattr(f"{module}.{core}", fake_core)
     # No --yes and no terminal: the question cannot be answered, so it is refused.
-    assert main(["--config", str(_config(tmp_path)), command]) == ExitStatus.ABORTED
+    assert main(["--config", str(unreachable_config(tmp_path)), command]) == ExitStatus.ABORTED
     err = capsys.readouterr().err
     assert plan in err and "both answer" in err
     assert err.index(plan) < err.index("Not confirmed")
@@ -66,5 +57,5 @@ def test_the_plan_is_shown_with_yes_too(tmp_path: Path, monkeypatch: pytest.Monk
         raise SystemExit(0)  # what follows the approval is another test's
 
     monkeypatch.setattr("drctl.cli.reprotect_cmd.run_reprotect", fake_core)
-    assert main(["--config", str(_config(tmp_path)), "reprotect", "--yes"]) == 0
+    assert main(["--config", str(unreachable_config(tmp_path)), "reprotect", "--yes"]) == 0
     assert seen and "retire the reverse flow b -> a (1 topic(s))" in capsys.readouterr().err
