@@ -9,7 +9,7 @@ from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from drctl.kafka.inflight import windows
-from drctl.kafka.retriable import is_retriable
+from drctl.kafka.retriable import is_retriable, is_stale_metadata
 from drctl.kafka.topics import TP
 from drctl.retry import RetriesExhausted, RetryPolicy, retry_call
 
@@ -51,11 +51,22 @@ def list_offsets_many(admin: AdminClient, batches: Sequence[Mapping[TP, OffsetSp
                      for tp, fut in futures.items()} for futures in pending]
         return out
 
+    def refresh(_attempt: int, exc: BaseException, _delay: float) -> None:
+        # A restarted broker bumps leader epochs; this (maybe long-lived) admin client keeps
+        # asking with the old ones until its metadata for these topics is read again.
+        if is_stale_metadata(exc):
+            for topic in sorted({t for b in batches for t, _ in b}):
+                try:
+                    admin.list_topics(topic=topic, timeout=min(timeout_s, 10.0))
+                except KafkaException:
+                    pass  # the retry says what is wrong
+
     # Right after a broker restart leadership can lag what metadata says: retry that.
     try:
         return retry_call(ask, RetryPolicy(initial_s=0.2, max_s=2, attempts=10),
-                          retry_on=(KafkaException,),
-                          give_up=lambda exc: not is_retriable(exc))
+                          retry_on=(KafkaException,), on_retry=refresh,
+                          give_up=lambda exc: not (is_retriable(exc)
+                                                   or is_stale_metadata(exc)))
     except RetriesExhausted as exc:
         raise exc.last from None
 

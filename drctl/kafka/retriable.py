@@ -15,6 +15,21 @@ RETRIABLE_CODES = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PR
                    KafkaError.UNKNOWN_LEADER_EPOCH}
 
 
+# Answers that say the client's metadata is behind the cluster's. librdkafka's admin client
+# does not refresh its cache on them: a long-lived one asks with the old leader epoch until
+# the cache expires (15 min), so the caller refreshes before it retries. _NOENT: its lookup
+# of partition leaders found none (a broker that is still electing them).
+STALE_METADATA_CODES = {KafkaError.FENCED_LEADER_EPOCH, KafkaError.UNKNOWN_LEADER_EPOCH,
+                        KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+                        KafkaError._NOENT}
+
+
+def is_stale_metadata(exc: BaseException) -> bool:
+    """A KafkaException that a metadata refresh (not only time) makes go away."""
+    err = exc.args[0] if exc.args else None
+    return isinstance(err, KafkaError) and err.code() in STALE_METADATA_CODES
+
+
 def is_retriable(exc: BaseException) -> bool:
     """A KafkaException a broker may stop raising in a moment (coordinator or leader moving)."""
     err = exc.args[0] if exc.args else None

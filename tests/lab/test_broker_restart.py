@@ -73,10 +73,9 @@ def forward_readings(lab: RunningLab, settle_s: float = 60) -> dict[str, Connect
 def assert_end_state(lab: RunningLab, o: dict) -> None:
     """Every safe gap record once on the secondary (copy-safe), conflicts and unkeyed ones
     not copied; every post-failover write once on the primary, every original once."""
-    # Fresh clients: the session's admin client kept leader epochs from before the restart
-    # (FENCED_LEADER_EPOCH on ListOffsets).
-    fresh = lab.lab.clients(lab.state, "secondary")
-    secondary = [r.value for r in read_all(fresh, o["topic"])]
+    # The session's own clients, on purpose: their admin client cached leader epochs from
+    # before the restart, and ListOffsets must refresh them (not stay FENCED_LEADER_EPOCH).
+    secondary = [r.value for r in read_all(lab.secondary, o["topic"])]
     for _, v in o["safe"]:
         assert secondary.count(v) == 1, v
     for _, v in o["conflict"] + o["unkeyed"]:
