@@ -24,13 +24,18 @@ STALE_METADATA_CODES = {KafkaError.FENCED_LEADER_EPOCH, KafkaError.UNKNOWN_LEADE
                         KafkaError._NOENT}
 
 
+def _kafka_error(exc: BaseException) -> KafkaError | None:
+    err = exc.args[0] if exc.args else None
+    return err if isinstance(err, KafkaError) else None
+
+
 def is_stale_metadata(exc: BaseException) -> bool:
     """A KafkaException that a metadata refresh (not only time) makes go away."""
-    err = exc.args[0] if exc.args else None
-    return isinstance(err, KafkaError) and err.code() in STALE_METADATA_CODES
+    err = _kafka_error(exc)
+    return err is not None and err.code() in STALE_METADATA_CODES
 
 
 def is_retriable(exc: BaseException) -> bool:
     """A KafkaException a broker may stop raising in a moment (coordinator or leader moving)."""
-    err = exc.args[0] if exc.args else None
-    return isinstance(err, KafkaError) and (err.code() in RETRIABLE_CODES or err.retriable())
+    err = _kafka_error(exc)
+    return err is not None and (err.code() in RETRIABLE_CODES or err.retriable())
