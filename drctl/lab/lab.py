@@ -378,6 +378,9 @@ class Lab:
             "offset.storage.partitions=1",
             "status.storage.partitions=1",
             "offset.flush.interval.ms=1000",
+            # Kafka's own plugins all carry ServiceLoader manifests: reflective scanning of
+            # the classpath costs 2.5 s of a core at every worker start.
+            "plugin.discovery=service_load",
             # No rebootstrap loop while the secondary restarts (see mm2_connectors.py).
             "metadata.recovery.strategy=none",
             *([] if state.secure else [f"listeners=http://127.0.0.1:{port}"]),
