@@ -23,6 +23,10 @@ from drctl.lab.lab import CONNECT_GROUP, Lab, LabPorts, LabState
 from drctl.lab.security import mm2_source_acls, mm2_target_acls
 from drctl.replication.base import kind_for
 
+# Every gap job of the session (failbacks, gap-analysis) runs in one resident Spark driver
+# (drctl/gap/resident.py): a driver JVM per job is seconds each, dozens of times.
+os.environ.setdefault("DRCTL_SPARK_RESIDENT", "1")
+
 # Helpers running test sessions side by side give each a different base.
 # Below the ephemeral range (32768+), where a client socket could take a port first.
 # pytest-xdist's workers (gw0, gw1, …) each run their own labs, 100 ports apart.

@@ -1,7 +1,8 @@
 """The Spark job of `drctl gap-analysis`.
 
-drctl starts it in its own process (`python -m drctl.gap.job PLAN --events-fd N`), and the same
-file runs under spark-submit:
+drctl starts it in its own process (`python -m drctl.gap.job PLAN --events-fd N`), or in a
+resident driver that runs job after job (`--serve`, resident.py); the same file runs under
+spark-submit:
 
     PYSPARK_PYTHON=python3 spark-submit --jars <connector jars> drctl/gap/job.py PLAN
 
@@ -80,6 +81,10 @@ class JobEvents:
         self._since = time.monotonic()
         self.timings: dict[str, float] = {}
 
+    @property
+    def silent(self) -> bool:
+        return self._stream is None
+
     def emit(self, event: dict[str, Any]) -> None:
         if self._stream is None:
             return
@@ -151,7 +156,10 @@ def _sql_defaults(plan: GapPlan, spark: SparkSession) -> dict[str, str]:
     }
 
 
-def build_session(plan: GapPlan) -> SparkSession:
+def build_session(plan: GapPlan, home: Path | None = None) -> SparkSession:
+    """The session `plan` asks for. `home`: a resident driver's own directory for what the
+    JVM keeps from its start (log configuration, Spark's local dir), which outlive any one
+    plan's work directory."""
     builder = SparkSession.builder.appName("drctl gap-analysis")
     settings = plan.spark
     if settings is None:  # under spark-submit: its command line decides, then our defaults
@@ -162,7 +170,7 @@ def build_session(plan: GapPlan) -> SparkSession:
             if not given.contains(key):
                 spark.conf.set(key, value)
         return spark
-    work = Path(plan.out_dir) / _WORK
+    work = home or Path(plan.out_dir) / _WORK
     work.mkdir(parents=True, exist_ok=True)
     quick = _compared_rows(plan) <= _QUICK_JIT_ROWS
     log4j = work / "log4j2.properties"
@@ -187,8 +195,14 @@ def build_session(plan: GapPlan) -> SparkSession:
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("INFO" if settings.debug else "ERROR")
+    return plan_session(spark, plan)
+
+
+def plan_session(spark: SparkSession, plan: GapPlan) -> SparkSession:
+    """`spark` with the SQL settings sized for `plan` (those the plan's conf leaves open)."""
+    given = plan.spark.conf if plan.spark is not None else {}
     for key, value in _sql_defaults(plan, spark).items():
-        if key not in settings.conf:
+        if key not in given:
             spark.conf.set(key, value)
     return spark
 
@@ -552,18 +566,63 @@ def _connector_missing(exc: BaseException) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="drctl.gap.job", description=__doc__.split("\n")[0])
-    parser.add_argument("plan", help="plan file written by drctl gap-analysis")
+    parser.add_argument("plan", nargs="?", help="plan file written by drctl gap-analysis")
     parser.add_argument("--events-fd", type=int, default=None,
                         help="file descriptor for JSON progress events (drctl sets it)")
+    parser.add_argument("--serve", metavar="HOME", type=Path, default=None,
+                        help="stay up as drctl's resident driver: run the plan files named on "
+                             "stdin, one per line, in one Spark driver (resident.py)")
     args = parser.parse_args(argv)
     stream = os.fdopen(args.events_fd, "w") if args.events_fd is not None else None
-    events = JobEvents(stream)
-    plan = GapPlan.from_json(Path(args.plan).read_text())
-    poller: StatusPoller | None = None
+    if args.serve is not None:
+        return serve(args.serve, stream)
+    if args.plan is None:
+        parser.error("a plan file is required")
     spark: SparkSession | None = None
-    try:
-        events.enter("starting")
+
+    def open_session(plan: GapPlan) -> SparkSession:
+        nonlocal spark
         spark = build_session(plan)
+        return spark
+
+    try:
+        return run_plan(Path(args.plan), JobEvents(stream), open_session)
+    finally:
+        _stop_jvm(spark)
+
+
+def serve(home: Path, stream: IO[str] | None) -> int:
+    """Run each plan file named on stdin in one driver JVM, started for the first and kept
+    until stdin ends. Every job's events end with {"event": "end"}. A job's SQL settings
+    live in its own session (`newSession`); what a JVM fixes at its start (jars, master, JVM
+    options) is the same for every plan the resident driver accepts (resident.py)."""
+    base: SparkSession | None = None
+
+    def open_session(plan: GapPlan) -> SparkSession:
+        nonlocal base
+        if base is None:
+            base = build_session(plan, home)
+        return plan_session(base.newSession(), plan)
+
+    try:
+        for line in sys.stdin:
+            if line.strip():
+                events = JobEvents(stream)
+                run_plan(Path(line.strip()), events, open_session)
+                events.emit({"event": "end"})
+        return 0
+    finally:
+        _stop_jvm(base)
+
+
+def run_plan(plan_file: Path, events: JobEvents,
+             open_session: Callable[[GapPlan], SparkSession]) -> int:
+    """One job: 0 when its summary is written (a "done" event), 1 with an "error" event."""
+    poller: StatusPoller | None = None
+    try:
+        plan = GapPlan.from_json(plan_file.read_text())
+        events.enter("starting")
+        spark = open_session(plan)
         poller = StatusPoller(spark, events)
         poller.start()
         summary = GapJob(spark, plan, events).run()
@@ -576,7 +635,7 @@ def main(argv: list[str] | None = None) -> int:
             if work.is_dir() and not any(work.iterdir()):
                 work.rmdir()
         events.emit({"event": "done", "summary": str(summary_path)})
-        if stream is None:
+        if events.silent:
             print(f"summary: {summary_path}")
         return 0
     except Exception as exc:  # noqa: BLE001 - reported to the driver as an event
@@ -591,7 +650,6 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if poller is not None:
             poller.stop()
-        _stop_jvm(spark)
 
 
 def _stop_jvm(spark: SparkSession | None) -> None:

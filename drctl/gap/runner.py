@@ -15,11 +15,14 @@ import shutil
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from drctl.config import SparkSettings
 from drctl.errors import DrctlError, TimedOut
+from drctl.gap import resident
 from drctl.gap.class_archive import class_archive
 from drctl.gap.jars import (
     Connector,
@@ -171,62 +174,30 @@ def _run_job(plan: GapPlan, spark: SparkSettings, progress: Progress | None, *, 
                                   debug=debug,
                                   driver_java_options=archive.java_options() if archive else [])
     plan_file = plan.write(work / "plan.json")
-    log = work / "job.log"
-    outcome: dict[str, Any] = {}
-    timed_out = False
-    read_fd, write_fd = os.pipe()
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable,
            "PYSPARK_DRIVER_PYTHON": sys.executable}
+    followed = _Followed(log=work / "job.log")
     try:
-        with log.open("w") as log_fh:
-            sink = None if debug else log_fh
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "drctl.gap.job", str(plan_file),
-                 "--events-fd", str(write_fd)],
-                pass_fds=(write_fd,), stdin=subprocess.DEVNULL, stdout=sink, stderr=sink,
-                env=env)
-            os.close(write_fd)
-            write_fd = -1
-            # Stopping the job ends its event stream, which ends the loop below.
-            fired = threading.Event()
-
-            def expire() -> None:
-                fired.set()
-                _stop(proc)
-
-            timer = threading.Timer(timeout_s, expire) if timeout_s else None
-            if timer is not None:
-                timer.daemon = True
-                timer.start()
-            try:
-                with os.fdopen(read_fd, "r") as events:
-                    read_fd = -1
-                    for line in events:
-                        _follow(json.loads(line), progress, outcome)
-                proc.wait()
-            finally:
-                if timer is not None:
-                    timer.cancel()
-                _stop(proc)
-                # A job that finished as the timer fired keeps its result.
-                timed_out = fired.is_set() and "summary" not in outcome
+        if resident.wanted(plan.spark, recording=archive is not None
+                           and archive.recording is not None):
+            _follow_resident(followed, plan_file, plan.spark, env, progress, timeout_s)
+        else:
+            _follow_own_process(followed, plan_file, env, progress, debug, timeout_s)
     finally:
-        for fd in (read_fd, write_fd):
-            if fd >= 0:
-                os.close(fd)
         plan_file.unlink(missing_ok=True)  # it holds the clusters' credentials
         plan.spark = None
         if archive is not None:
-            if "summary" in outcome and proc.returncode == 0 and not timed_out:
+            if followed.succeeded:
                 archive.keep()
             archive.discard()
-    if timed_out:
+    outcome, log = followed.outcome, followed.log
+    if followed.timed_out:
         raise TimedOut(
             f"The gap-analysis Spark job did not finish in {format_duration(timeout_s or 0)} "
             f"(it was {outcome.get('phase', 'starting')}); drctl stopped it.",
             "Run it again with a longer --timeout; give Spark more cores or memory "
             f"(spark.master, spark.conf) for a large gap; the Spark log: {log}.")
-    if "summary" not in outcome or proc.returncode != 0:
+    if not followed.succeeded:
         raise _failure(outcome, log, debug, plan)
     keep_resolved(connector)
     if not debug:
@@ -239,6 +210,88 @@ def _run_job(plan: GapPlan, spark: SparkSettings, progress: Progress | None, *, 
         result.cleanup()  # drctl's own temporary directory; an --out the operator gave stays
         raise
     return result
+
+
+@dataclass
+class _Followed:
+    """What following a job's events found."""
+
+    log: Path  # Spark's own output
+    outcome: dict[str, Any] = field(default_factory=dict)
+    timed_out: bool = False
+    exited_ok: bool = True  # the job's own process, when it had one
+
+    @property
+    def succeeded(self) -> bool:
+        return "summary" in self.outcome and self.exited_ok and not self.timed_out
+
+
+def _expiring(timeout_s: float | None, stop: Callable[[], None]) -> tuple[threading.Event,
+                                                                          threading.Timer | None]:
+    """A timer that stops the job after `timeout_s`, and the flag it sets when it fires."""
+    fired = threading.Event()
+
+    def expire() -> None:
+        fired.set()
+        stop()
+
+    timer = threading.Timer(timeout_s, expire) if timeout_s else None
+    if timer is not None:
+        timer.daemon = True
+        timer.start()
+    return fired, timer
+
+
+def _follow_own_process(followed: _Followed, plan_file: Path, env: dict[str, str],
+                        progress: Progress | None, debug: bool,
+                        timeout_s: float | None) -> None:
+    """The job in a process of its own, which ends with it."""
+    read_fd, write_fd = os.pipe()
+    try:
+        with followed.log.open("w") as log_fh:
+            sink = None if debug else log_fh
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "drctl.gap.job", str(plan_file),
+                 "--events-fd", str(write_fd)],
+                pass_fds=(write_fd,), stdin=subprocess.DEVNULL, stdout=sink, stderr=sink,
+                env=env)
+            os.close(write_fd)
+            write_fd = -1
+            # Stopping the job ends its event stream, which ends the loop below.
+            fired, timer = _expiring(timeout_s, lambda: _stop(proc))
+            try:
+                with os.fdopen(read_fd, "r") as events:
+                    read_fd = -1
+                    for line in events:
+                        _follow(json.loads(line), progress, followed.outcome)
+                proc.wait()
+            finally:
+                if timer is not None:
+                    timer.cancel()
+                _stop(proc)
+                # A job that finished as the timer fired keeps its result.
+                followed.timed_out = fired.is_set() and "summary" not in followed.outcome
+                followed.exited_ok = proc.returncode == 0
+    finally:
+        for fd in (read_fd, write_fd):
+            if fd >= 0:
+                os.close(fd)
+
+
+def _follow_resident(followed: _Followed, plan_file: Path, settings: SparkJobSettings,
+                     env: dict[str, str], progress: Progress | None,
+                     timeout_s: float | None) -> None:
+    """The job in the resident driver (resident.py); a timeout takes the driver down."""
+    driver = resident.driver_for(settings, env)
+    followed.log = driver.log
+    fired, timer = _expiring(timeout_s, driver.kill)
+    try:
+        for event in driver.run(plan_file):
+            _follow(event, progress, followed.outcome)
+    finally:
+        if timer is not None:
+            timer.cancel()
+        followed.timed_out = fired.is_set() and "summary" not in followed.outcome
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:

@@ -21,6 +21,8 @@ from drctl.cli import gap_cmd
 from drctl.cli.state import CURRENT
 from drctl.config import Config, load_config
 from drctl.context import OpsContext
+from drctl.errors import TimedOut
+from drctl.gap import resident
 from drctl.gap.planner import plan_gap_analysis
 from drctl.gap.result import GapRecord, GapResult
 from drctl.gap.runner import run_gap_analysis
@@ -318,3 +320,38 @@ def check_identity(result: GapResult, gap: list[Sent]) -> None:
         assert got[key].classification == want, key
     # Partition 1 received a post-failover write: its unkeyed gap record is flagged.
     assert [r.flagged for r in got.values() if r.classification == "unkeyed"] == [True]
+
+
+def test_gap_jobs_share_one_resident_driver_and_a_timeout_replaces_it(
+        lab_prefixed: RunningLab, ns: str) -> None:
+    """DRCTL_SPARK_RESIDENT (set for the test session): jobs run in turn in one driver and
+    each finds exactly its gap; a job past its timeout takes the driver down, and the next
+    job starts another."""
+    lab = lab_prefixed  # its MirrorMaker prefixes names: it never touches this topic
+    topic = f"{ns}-resident"
+    for clients in (lab.primary, lab.secondary):
+        create_topics(clients, (topic,), PARTS)
+    primary = Producer(lab.primary, topic)
+    for i in range(30):
+        primary.send(i % PARTS, b"k%d" % i, b"v%d" % i, "safe")
+    primary.flush()
+    config = lab_config(lab, kind="identity", rename="{topic}")
+    want = {s.ident() for s in primary.sent}
+
+    def found(**kwargs: Any) -> set[Ident]:
+        plan = plan_gap_analysis(OpsContext.from_config(config), [topic],
+                                 target_end={topic: dict.fromkeys(range(PARTS), 0)})
+        with run_gap_analysis(plan, config.spark, **kwargs) as result:
+            return {ident(r) for r in result.iter_records()}
+
+    assert found() == want
+    driver = resident.current()
+    assert driver is not None and driver.alive()
+    assert found() == want
+    assert resident.current() is driver and driver.alive()
+    with pytest.raises(TimedOut):
+        found(timeout_s=0.2)
+    assert driver.proc.wait(timeout=30) is not None  # killed, not left running
+    assert found() == want
+    replaced = resident.current()
+    assert replaced is not None and replaced is not driver and replaced.alive()
