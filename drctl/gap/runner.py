@@ -3,7 +3,9 @@
 Its own process because a JVM's classpath is fixed when it starts: the connector jars must be
 there from the first moment, whatever Spark session the calling process may already hold, and
 a finished job gives all of its memory back. The job reports progress and its outcome as JSON
-lines on a pipe; Spark's own output goes to a log file (or to stderr with --debug).
+lines on a pipe; Spark's own output goes to a log file (or to stderr with --debug). With
+DRCTL_SPARK_RESIDENT=1 the process is a driver kept between jobs instead (resident.py); the
+events, the timeout and the failures read the same either way.
 """
 
 from __future__ import annotations
