@@ -49,6 +49,19 @@ _WIRE_CODES = {KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._
 # Of those, the ones another attempt will not cure: the certificate or the credentials.
 _FINAL_WIRE_CODES = {KafkaError._SSL, KafkaError._AUTHENTICATION,
                      KafkaError.SASL_AUTHENTICATION_FAILED}
+# librdkafka reports a refused certificate as _SSL, or as _TRANSPORT when the failure surfaces
+# on a read during the handshake (seen under load); OpenSSL's text names it either way. Other
+# "SSL routines" texts (an EOF while a broker restarts) are transient, so only this one.
+_TLS_REFUSAL = re.compile(r"certificate verify failed", re.IGNORECASE)
+
+
+def _is_tls_refusal(code: int, text: str) -> bool:
+    return code == KafkaError._SSL or bool(_TLS_REFUSAL.search(text))
+
+
+def _is_final(err: KafkaError) -> bool:
+    """Another attempt will fail the same way: a refused certificate or credentials."""
+    return err.code() in _FINAL_WIRE_CODES or _is_tls_refusal(err.code(), err.str())
 
 
 class WireLog:
@@ -81,11 +94,9 @@ class NoAnswer(Exception):
     def __init__(self, err: KafkaError) -> None:
         super().__init__(_reason_text(err))
         self.code = err.code()
-
-    @property
-    def final(self) -> bool:
-        """Another attempt will fail the same way (TLS verification, authentication)."""
-        return self.code in _FINAL_WIRE_CODES
+        # Another attempt will fail the same way (TLS verification, authentication).
+        self.final = _is_final(err)
+        self.tls = _is_tls_refusal(self.code, err.str())
 
 
 def _reason_text(err: KafkaError) -> str:
@@ -263,7 +274,7 @@ def describe(clients: ClusterClients, timeout_s: float = 5.0) -> ClusterInfo:
         wait_futures([future], timeout=0.05)
         admin.poll(0)
         errors = clients.wire.since(mark)
-        stop = next((e for e in errors if e.code() in _FINAL_WIRE_CODES), None) or (
+        stop = next((e for e in errors if _is_final(e)), None) or (
             errors[-1] if any(e.code() == KafkaError._ALL_BROKERS_DOWN for e in errors)
             else None)
         if stop is not None:
@@ -286,7 +297,7 @@ def describe(clients: ClusterClients, timeout_s: float = 5.0) -> ClusterInfo:
 def _explaining(errors: list[KafkaError], fallback: KafkaError) -> KafkaError:
     """The error that says why: "1/1 brokers are down" says less than the refusal before it."""
     telling = [e for e in errors if e.code() != KafkaError._ALL_BROKERS_DOWN]
-    final = [e for e in telling if e.code() in _FINAL_WIRE_CODES]
+    final = [e for e in telling if _is_final(e)]
     return (final or telling or [fallback])[-1]
 
 
@@ -311,7 +322,7 @@ def _hint_for(cause: BaseException) -> str:
     if code in (KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED):
         return ("The cluster refused drctl's credentials: check sasl.mechanism, sasl.username "
                 "and sasl.password (or the certificate for mTLS).")
-    if code == KafkaError._SSL:
+    if isinstance(cause, NoAnswer) and cause.tls:
         return ("The TLS handshake failed: ssl.ca.location must hold the CA that signed the "
                 "brokers' certificates, and bootstrap.servers the names in them.")
     if "refused" in text:

@@ -13,10 +13,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from confluent_kafka import KafkaError
 
 from drctl.cli.app import main
 from drctl.errors import ConfigError, ExitStatus, Unreachable
-from drctl.kafka.clients import ClusterClients, describe_with_retry
+from drctl.kafka.clients import ClusterClients, NoAnswer, describe_with_retry
 from drctl.retry import RetryPolicy
 
 
@@ -133,3 +134,16 @@ def test_tls_verification_failure_is_named_and_not_retried(tls_listener: int) ->
     assert "certificate verify failed" in info.value.message
     assert "(1 attempt(s)" in info.value.message
     assert info.value.hint and "ssl.ca.location" in info.value.hint
+
+
+def test_a_certificate_refusal_reported_as_transport_is_final() -> None:
+    # Under load librdkafka reports the failed verification as _TRANSPORT; the text names it.
+    refused = KafkaError(KafkaError._TRANSPORT,
+                         "ssl://127.0.0.1:9093/bootstrap: error:0A000086:SSL routines::"
+                         "certificate verify failed (after 9ms in state SSL_HANDSHAKE)")
+    restarting = KafkaError(KafkaError._TRANSPORT,
+                            "ssl://127.0.0.1:9093/1: SSL transport error: error:0A000126:"
+                            "SSL routines::unexpected eof while reading")
+    assert NoAnswer(refused).final and NoAnswer(refused).tls
+    assert not NoAnswer(restarting).final
+    assert NoAnswer(KafkaError(KafkaError._SSL, "handshake failed")).final
