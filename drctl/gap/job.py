@@ -610,9 +610,12 @@ def serve(home: Path, stream: IO[str] | None) -> int:
                 events = JobEvents(stream)
                 run_plan(Path(line.strip()), events, open_session)
                 events.emit({"event": "end"})
-        return 0
     finally:
         _stop_jvm(base)
+    # stdin ended: the drctl process is done with this driver, or was killed and cannot
+    # remove the home itself. A driver that failed keeps it: its log says why.
+    shutil.rmtree(home, ignore_errors=True)
+    return 0
 
 
 def run_plan(plan_file: Path, events: JobEvents,
