@@ -37,8 +37,7 @@ class ConnectRejected(UsageError):
 
 
 class _Transient(Exception):
-    """A failure worth another try: no connection, 5xx, 409 while the workers rebalance, or
-    a status not read yet;
+    """A failure worth another try: no connection, 5xx, or 409 while the workers rebalance;
     `error` is what the caller gets when the tries run out."""
 
     def __init__(self, error: ConnectError | Unreachable) -> None:
@@ -69,7 +68,7 @@ class ConnectClient:
 
     def request(self, method: str, path: str, body: Any = None) -> Any:
         """One call, retried under the policy while the failure is transient (no connection,
-        5xx, 409 during a rebalance, a status not read yet)."""
+        5xx, 409 during a rebalance)."""
         try:
             return retry_call(lambda: self._request_once(method, path, body), self.policy,
                               retry_on=(_Transient,))
@@ -105,13 +104,9 @@ class ConnectClient:
                     f"Kafka Connect at {self.url} refused drctl: {what}",
                     "Set replication.connect.username and password, or token, to credentials "
                     "this worker accepts (403: they lack the permission).") from exc
-            # 404 "No status found for connector": the connector exists but the worker has
-            # not read its status topic yet (just after a restart): neither missing nor final.
-            unread = exc.code == 404 and "no status found" in str(detail).lower()
-            cls = ConnectorMissing if exc.code == 404 and not unread else ConnectError
+            cls = ConnectorMissing if exc.code == 404 else ConnectError
             error = cls(f"Kafka Connect at {self.url} answered {what}", exc.code)
-            if exc.code >= 500 or unread or (
-                    exc.code == 409 and "rebalanc" in str(detail).lower()):
+            if exc.code >= 500 or (exc.code == 409 and "rebalanc" in str(detail).lower()):
                 raise _Transient(error) from exc
             raise error from exc
         except (urllib.error.URLError, OSError) as exc:

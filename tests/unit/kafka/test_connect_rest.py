@@ -18,12 +18,7 @@ import pytest
 
 from drctl.config import ReplicationSettings, parse_config
 from drctl.errors import ConfigError, ExitStatus, Unreachable
-from drctl.kafka.connect_rest import (
-    ConnectClient,
-    ConnectError,
-    ConnectorMissing,
-    ConnectRejected,
-)
+from drctl.kafka.connect_rest import ConnectClient, ConnectError, ConnectRejected
 from drctl.replication.base import kind_for
 from drctl.replication.connect import connect_client
 from drctl.retry import RetryPolicy
@@ -193,26 +188,6 @@ def test_transient_answers_are_retried_under_the_policy(worker: Worker, certs: C
     client.stop("src")
     assert worker.calls.count("GET /connectors/src/status") == 3
     assert worker.calls.count("PUT /connectors/src/stop") == 2
-
-
-def test_a_status_the_restarted_worker_has_not_read_yet_is_retried_not_missing(
-        worker: Worker, certs: Certs) -> None:
-    # Connect's 404 right after a worker restart: the connector exists, its status is unread.
-    unread = (404, "No status found for connector src")
-    worker.failures["GET /connectors/src/status"] = [unread, unread]
-    client = ConnectClient(worker.url, token=TOKEN, ca_file=str(certs.ca),
-                           cert_file=str(certs.client[0]), key_file=str(certs.client[1]),
-                           policy=FAST)
-    assert client.connector_state("src") == ("STOPPED", [])
-    assert worker.calls.count("GET /connectors/src/status") == 3
-    worker.failures["GET /connectors/src/status"] = [unread] * 200
-    short = ConnectClient(worker.url, token=TOKEN, ca_file=str(certs.ca),
-                          cert_file=str(certs.client[0]), key_file=str(certs.client[1]),
-                          policy=RetryPolicy(initial_s=0.05, deadline_s=0.3))
-    with pytest.raises(ConnectError) as info:
-        short.status("src")
-    assert not isinstance(info.value, ConnectorMissing)  # unknown, never "nothing there"
-    assert "No status found" in info.value.message
 
 
 def test_a_conflict_that_is_no_rebalance_is_not_retried(worker: Worker, certs: Certs) -> None:
