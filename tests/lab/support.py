@@ -95,6 +95,13 @@ def stop_forward_quietly(lab: RunningLab) -> None:
         time.sleep(0.2)
 
 
+def source_tasks(running: RunningLab) -> list[str]:
+    """MirrorMaker 2's source connector's task states; none while a restarted worker has not
+    read its status topic yet (Connect answers 404 "No status found" then)."""
+    name = running.lab.flow(running.state).connector_names()["source"]
+    return list(ConnectorReading.read(running.lab.connect_client(running.state), name).tasks)
+
+
 def checkpointed_topic(lab: RunningLab, ns: str, name: str) -> tuple[str, str]:
     """A mirrored topic `<ns>-<name>` (20 records over 2 partitions) and a group `<ns>-app`
     at offset 10 on each, checkpointed by MirrorMaker 2: a flow a failover would handle."""

@@ -22,7 +22,7 @@ from tests.conftest import (
     restore_forward_replication,
     revoke_reverse_flow,
 )
-from tests.lab.support import keyed, keys_on, produce, wait_count
+from tests.lab.support import keyed, keys_on, produce, source_tasks, wait_count
 from tests.lab.test_failover import run_json, scoped_config
 
 pytestmark = [pytest.mark.lab, pytest.mark.spark]
@@ -39,11 +39,6 @@ def fenced_lab(secure_lab: RunningLab) -> Iterator[RunningLab]:
     if topics:
         lift_fence(target, MM2_PRINCIPAL, sorted(topics))
     restore_forward_replication(secure_lab)
-
-
-def source_tasks(running: RunningLab) -> list[str]:
-    name = running.lab.flow(running.state).connector_names()["source"]
-    return running.lab.connect_client(running.state).connector_state(name)[1]
 
 
 def test_fence_holds_the_returning_replicator_and_failback_lifts_it(

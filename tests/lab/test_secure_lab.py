@@ -17,14 +17,9 @@ from drctl.kafka.records import read_all
 from drctl.lab.security import DRCTL_USER, MM2_PRINCIPAL, MM2_USER
 from drctl.lab.workload import commit_offsets, create_topics
 from tests.conftest import RunningLab
-from tests.lab.support import keyed, produce, run_json, wait_count
+from tests.lab.support import keyed, produce, run_json, source_tasks, wait_count
 
 pytestmark = pytest.mark.lab
-
-
-def source_task_states(running: RunningLab) -> list[str]:
-    name = running.lab.flow(running.state).connector_names()["source"]
-    return running.lab.connect_client(running.state).connector_state(name)[1]
 
 
 def mm2_login(running: RunningLab, cluster: str) -> dict[str, str]:
@@ -131,9 +126,9 @@ def test_fence_stops_mirrormaker_and_lifting_lets_it_copy_again(secure_lab: Runn
         produce(secure_lab.primary, topic, keyed("during", 7))
         # The copy attempt fails on authorization and fails the task; nothing arrives.
         end = time.monotonic() + 30
-        while "FAILED" not in source_task_states(secure_lab) and time.monotonic() < end:
+        while "FAILED" not in source_tasks(secure_lab) and time.monotonic() < end:
             time.sleep(0.5)
-        assert source_task_states(secure_lab) == ["FAILED"]
+        assert source_tasks(secure_lab) == ["FAILED"]
         time.sleep(3)
         assert len(read_all(secure_lab.secondary, topic)) == 10
     finally:
