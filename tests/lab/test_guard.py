@@ -70,6 +70,14 @@ def test_failover_with_the_source_down_starts_groups_at_guards_snapshots(
 
     # A long-running guard: a group created just before the outage and a group that moves
     # are snapshotted within a round or two; SIGTERM ends it cleanly.
+    def a_round_failed(before: int) -> None:
+        """Until guard's log says more rounds failed than `before` (the cluster it needs is
+        down longer than a round waits for it)."""
+        end = time.monotonic() + 90
+        while log.read_text().count("round failed") <= before:
+            assert time.monotonic() < end, log.read_text()[-2000:]
+            time.sleep(0.5)
+
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     proc = subprocess.Popen([sys.executable, "-m", "drctl", "--config", str(config), "guard",
                              "--interval", "0.5"], env=env, stderr=subprocess.PIPE, text=True)
@@ -319,6 +327,14 @@ def test_guard_survives_broker_restarts_on_both_sides_and_sigterm_mid_write(
             assert time.monotonic() < end, log.read_text()[-2000:]
             time.sleep(0.2)
 
+    def a_round_failed(before: int) -> None:
+        """Until guard's log says more rounds failed than `before` (the cluster it needs is
+        down longer than a round waits for it)."""
+        end = time.monotonic() + 90
+        while log.read_text().count("round failed") <= before:
+            assert time.monotonic() < end, log.read_text()[-2000:]
+            time.sleep(0.5)
+
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
            "PYTHONFAULTHANDLER": "1"}
     with log.open("w") as err:
@@ -330,20 +346,20 @@ def test_guard_survives_broker_restarts_on_both_sides_and_sigterm_mid_write(
         written = snapshotted(10, 0)
         idle()
         # The target's broker restarts: snapshot writes fail, are retried, then land. Down
-        # longer than a round's deadline on the target (15 s), so rounds do fail.
+        # until a round has failed (a round's deadline on the target is 15 s).
+        failures = log.read_text().count("round failed")
         lab.lab.fail("secondary")
         move(20)
-        time.sleep(20)
+        a_round_failed(failures)
         assert proc.poll() is None, log.read_text()[-2000:]
         lab.lab.heal("secondary")
         written = snapshotted(20, written)
-        assert "round failed" in log.read_text()
         # The source's broker restarts: reads fail, are retried; it moves on once back.
         failures = log.read_text().count("round failed")
         idle()
-        # Down longer than a round's group listing waits (30 s), so rounds do fail.
+        # Down until a round has failed (a round's group listing waits 30 s).
         lab.lab.fail("primary")
-        time.sleep(35)
+        a_round_failed(failures)
         assert proc.poll() is None, log.read_text()[-2000:]
         lab.lab.heal("primary")
         move(30)
