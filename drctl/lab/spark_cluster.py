@@ -167,6 +167,7 @@ class SparkCluster:
                    env={"SPARK_HOME": str(home), "JAVA_HOME": str(java_home),
                         # spark-class puts the conf dir on the classpath: our log4j2 file.
                         "SPARK_CONF_DIR": str(workdir), "SPARK_DAEMON_MEMORY": DAEMON_HEAP,
+                        "SPARK_DAEMON_JAVA_OPTS": "-XX:TieredStopAtLevel=1",  # as lab.py's JVMs
                         "SPARK_LOG_DIR": str(workdir), **(env or {})})
 
     # -- status, down -----------------------------------------------------------------------
