@@ -18,7 +18,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import NewTopic
 
 from drctl.config import Config
@@ -191,6 +191,10 @@ class MarkerStore:
         self.dir = state_dir / "markers"
         self.topic = topic
         self.cluster = cluster
+        # One producer per store: a command saves its marker after every step, and a new
+        # producer costs a connection and its metadata each time.
+        self._producer: Producer | None = None
+        self._topic_ready = False
 
     def save(self, marker: FailoverMarker) -> None:
         marker.updated_at = _now()
@@ -207,9 +211,19 @@ class MarkerStore:
 
     def _publish(self, marker: FailoverMarker) -> None:
         assert self.cluster is not None
-        self._ensure_topic()
-        producer = self.cluster.producer(**{"acks": "all", "compression.type": "zstd",
-                                            "message.max.bytes": str(MARKER_MAX_BYTES)})
+        if not self._topic_ready:
+            self._ensure_topic()
+            self._topic_ready = True
+        if self._producer is None:
+            # Not idempotent: every save waits for its acknowledgement before the next is
+            # sent, so nothing can overtake it, and a duplicate of a whole marker changes
+            # nothing. An idempotent producer first waits for a producer id (half a second
+            # on every new producer).
+            self._producer = self.cluster.producer(**{
+                "acks": "all", "compression.type": "zstd", "enable.idempotence": "false",
+                "max.in.flight.requests.per.connection": "1",
+                "message.max.bytes": str(MARKER_MAX_BYTES)})
+        producer = self._producer
         value = marker.to_json().encode()
         failed: list[str] = []
 
@@ -225,6 +239,7 @@ class MarkerStore:
             failed.append(str(exc.args[0] if exc.args else exc))
             remaining = 0
         if remaining or failed:
+            self._producer = None  # the next save starts afresh (a broker may have moved)
             why = failed[0] if failed else "not acknowledged within 30 s"
             hint = f"It is saved locally in {self.dir}; check the cluster."
             if "SIZE_TOO_LARGE" in why.upper().replace(" ", "_"):

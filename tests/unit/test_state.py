@@ -1,10 +1,12 @@
 """Failover markers (drctl/state.py): they round-trip with their steps; a newer schema
-is refused."""
+is refused; a store publishes through one producer."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -31,3 +33,60 @@ def test_marker_round_trips_and_records_steps(tmp_path: Path) -> None:
 def test_newer_marker_schema_is_refused() -> None:
     with pytest.raises(Exception, match="newer drctl"):
         FailoverMarker.from_json(json.dumps({"incident": "x", "schema": 99}))
+
+
+class _Producer:
+    def __init__(self, conf: dict[str, str]) -> None:
+        self.conf = conf
+        self.sent: list[bytes] = []
+
+    def produce(self, topic: str, key: bytes, value: bytes, on_delivery: Any) -> None:
+        self.sent.append(value)
+        on_delivery(None, None)
+
+    def flush(self, timeout: float) -> int:
+        return 0
+
+
+class _Admin:
+    def __init__(self) -> None:
+        self.listed = 0
+
+    def list_topics(self, timeout: float) -> Any:
+        self.listed += 1
+        return SimpleNamespace(topics={"_drctl_state": object()})
+
+
+class _Cluster:
+    """The state topic's cluster: counts the producers a store asks for."""
+
+    name = "secondary"
+
+    def __init__(self) -> None:
+        self.producers: list[_Producer] = []
+        self.the_admin = _Admin()
+
+    def producer(self, **conf: str) -> _Producer:
+        self.producers.append(_Producer(conf))
+        return self.producers[-1]
+
+    def admin(self) -> _Admin:
+        return self.the_admin
+
+
+def test_a_store_publishes_every_save_through_one_producer(tmp_path: Path) -> None:
+    """A command saves its marker after every step: one producer and one look at the topic
+    for all of them, not a new producer (and its wait for a producer id) per save."""
+    cluster = _Cluster()
+    store = MarkerStore(tmp_path, "_drctl_state", cluster)  # type: ignore[arg-type]
+    marker = FailoverMarker.new("primary", "secondary", "mirrormaker2", planned=False)
+    for step in ("preflight", "stop-replication", "failover-point"):
+        marker.record(step)
+        store.save(marker)
+    [producer] = cluster.producers
+    assert [json.loads(v)["steps"].keys() for v in producer.sent][-1] == {
+        "preflight", "stop-replication", "failover-point"}
+    assert len(producer.sent) == 3 and cluster.the_admin.listed == 1
+    # Each save is acknowledged before the next is sent: nothing can overtake it.
+    assert producer.conf["acks"] == "all"
+    assert producer.conf["max.in.flight.requests.per.connection"] == "1"
