@@ -554,6 +554,7 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *,
         report = translate_offsets(ctx, TranslateRequest(
             rep.source, rep.target, groups=opts.groups, method=opts.method,
             apply=not opts.dry_run, source_deadline_s=opts.source_deadline_s,
+            source_reachable=pre["source_reachable"],
             # No group read past F: records after it are post-failover writes (a re-run
             # after a crash finds some).
             target_ends=marker.failover_point or None))

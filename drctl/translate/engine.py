@@ -50,6 +50,9 @@ class TranslateRequest:
     allow_rewind: bool = False
     max_scan: int = 100_000
     source_deadline_s: float | None = 30.0  # how long to retry an unreachable source
+    # False: the caller found the source unreachable already (failover's preflight waited
+    # out the deadline); a method that can do without it is not made to wait a second time.
+    source_reachable: bool | None = None
     # Records carrying this header were written by drctl itself (reconciled gap copies): a
     # group that read one read no replicated record there, so it never anchors a position.
     own_copy_header: str | None = None
@@ -105,8 +108,7 @@ def translate_offsets(ctx: OpsContext, req: TranslateRequest) -> TranslationRepo
     to_topic = _topic_mapper(config, req.source, req.target)
     src, dst = ctx.clients(req.source), ctx.clients(req.target)
     describe_with_retry(dst, config.retry.with_deadline(req.source_deadline_s), notify=notify)
-    source_up = _reachable(src, config.retry.with_deadline(req.source_deadline_s),
-                           required=req.method in _NEED_SOURCE, notify=notify)
+    source_up = source_answers(req, src, config.retry, notify)
     method = TranslateMethod(req.method)
     report = TranslationReport(req.source, req.target, method.value, req.apply, source_up)
     kind = kind_for(rep)
@@ -202,6 +204,18 @@ def _capped(marks: dict[TP, tuple[int, int]], ends: dict[str, dict[int, int]] | 
         cap = ends.get(t, {}).get(p)
         out[(t, p)] = (low, end if cap is None else max(low, min(end, cap)))
     return out
+
+
+def source_answers(req: TranslateRequest, src: ClusterClients, policy: RetryPolicy,
+                   notify: Callable[[str], object] | None = None) -> bool:
+    """Whether the source answers within the request's deadline; a method that needs it
+    raises Unreachable. A source the caller found down already is not waited for again
+    when the method can do without it."""
+    required = req.method in _NEED_SOURCE
+    if req.source_reachable is False and not required:
+        return False
+    return _reachable(src, policy.with_deadline(req.source_deadline_s), required=required,
+                      notify=notify)
 
 
 def _reachable(clients: ClusterClients, policy: RetryPolicy, *, required: bool,
