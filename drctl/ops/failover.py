@@ -488,7 +488,8 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *,
         plan.append({"step": "stop-replication", "connectors": list(rep.connect.connectors)})
         if not opts.dry_run:
             ctx.notify("Stopping replication into the target")
-            outcome = kind.stop_forward(rep, confirm=confirm)
+            outcome = kind.stop_forward(rep, confirm=confirm,
+                                        reach_deadline_s=opts.source_deadline_s)
             marker.replication_stop = outcome.state
             marker.stopped_connectors = outcome.connectors
             if outcome.state == "pending":

@@ -113,8 +113,11 @@ class ReplicationKind(ABC):
 
     @abstractmethod
     def stop_forward(self, rep: ReplicationSettings, *, confirm: Confirm | None = None,
-                     deadline_s: float = 60.0) -> StopOutcome:
-        """Stop replication source -> target and wait until it has stopped."""
+                     deadline_s: float = 60.0,
+                     reach_deadline_s: float | None = None) -> StopOutcome:
+        """Stop replication source -> target and wait until it has stopped (`deadline_s`);
+        a controller that does not answer within `reach_deadline_s` (the command's
+        --deadline; None: the controller's own retry policy) leaves the stop pending."""
 
     @abstractmethod
     def forward_state(self, rep: ReplicationSettings) -> FlowState:

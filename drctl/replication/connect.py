@@ -12,6 +12,7 @@ from typing import Any
 from drctl.config import ReplicationSettings
 from drctl.errors import Aborted, CheckFailed, DrctlError, Unreachable
 from drctl.kafka.connect_rest import (
+    CONNECT_RETRY,
     ConnectClient,
     ConnectError,
     ConnectorMissing,
@@ -100,13 +101,16 @@ _STRANDED = ("Kafka Connect shows this after a restart of the Kafka cluster that
              "Connect worker to clear it (it comes back with the connectors STOPPED)")
 
 
-def connect_client(rep: ReplicationSettings) -> ConnectClient | None:
+def connect_client(rep: ReplicationSettings,
+                   deadline_s: float | None = None) -> ConnectClient | None:
+    """The flow's Connect client; `deadline_s` (a command's --deadline) bounds how long a
+    worker that does not answer is retried before it is called unreachable."""
     c = rep.connect
     if not c.url:
         return None
     return ConnectClient(c.url, username=c.username, password=c.password, token=c.token,
                          ca_file=c.ca_file, cert_file=c.cert_file, key_file=c.key_file,
-                         timeout_s=c.timeout_s)
+                         timeout_s=c.timeout_s, policy=CONNECT_RETRY.with_deadline(deadline_s))
 
 
 class ConnectControlled(ReplicationKind, ABC):
@@ -132,9 +136,10 @@ class ConnectControlled(ReplicationKind, ABC):
         return states
 
     def stop_forward(self, rep: ReplicationSettings, *, confirm: Confirm | None = None,
-                     deadline_s: float = 60.0) -> StopOutcome:
+                     deadline_s: float = 60.0,
+                     reach_deadline_s: float | None = None) -> StopOutcome:
         """Stop every configured connector of the flow and wait until Connect says so."""
-        client = connect_client(rep)
+        client = connect_client(rep, reach_deadline_s)
         if client is None or not rep.connect.connectors:
             text = (f"drctl cannot reach your replicator. Stop replication from {rep.source} to "
                     f"{rep.target} now (stop or pause the {rep.kind} connectors or processes), "

@@ -228,3 +228,21 @@ def test_connect_takes_url_credentials_as_basic_auth_and_names_the_bare_url() ->
     client = ConnectClient("https://operator:p%40ss@connect.example:8083/")
     assert client.url == "https://connect.example:8083"
     assert client._auth == "Basic b3BlcmF0b3I6cEBzcw=="  # operator:p@ss
+
+
+
+def test_the_command_deadline_bounds_the_connect_retries_of_a_stop() -> None:
+    """Failover's --deadline bounds how long a Connect worker that does not answer is retried
+    (the worker's own policy alone: 20 s); the stop is then left pending."""
+    rep = parse_config({
+        "clusters": {"a": {"bootstrap.servers": "x"}, "b": {"bootstrap.servers": "y"}},
+        "replication": {"kind": "mirrormaker2", "source": "a", "target": "b",
+                        # Port 9 on loopback: nothing listens there.
+                        "connect": {"url": "http://127.0.0.1:9", "source_connector": "src"}},
+    }).require_replication()
+    client = connect_client(rep, 0.5)
+    assert client is not None and client.policy.deadline_s == 0.5
+    assert connect_client(rep).policy.deadline_s == 20.0  # type: ignore[union-attr]
+    outcome = kind_for(rep).stop_forward(rep, reach_deadline_s=0.5)
+    assert outcome.state == "pending" and outcome.connectors == ["src"]
+    assert "http://127.0.0.1:9 is unreachable" in outcome.detail
