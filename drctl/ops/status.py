@@ -103,7 +103,14 @@ def collect_status(ctx: OpsContext, deadline_s: float = 5.0) -> dict[str, Any]:
             replication["refused"] = {"message": refused.message, "hint": refused.hint}
         source_up = clusters[rep.source]["reachable"]
         lag_error = None
-        if source_up:
+        # The lag is read from the replicator's stored positions: a controller that gave no
+        # answer within the deadline is not asked again after it (status never waits twice).
+        silent = isinstance(states, BaseException) or (
+            bool(states) and all(v == "UNREACHABLE" for v in states.values()))
+        if source_up and silent:
+            lag_error = (f"not read: {rep.kind}'s controller did not answer within "
+                         f"{deadline_s:g} s")
+        elif source_up:
             try:
                 replication["lag"] = kind.replication_lag(rep, ctx.clients(rep.source))
             except (DrctlError, ReadTimeout, KafkaException) as exc:

@@ -65,6 +65,7 @@ class HungKind:
     """A replication kind whose Connect worker accepts the connection and never answers."""
 
     release: threading.Event
+    lag_asked: int = 0
 
     def component_states(self, rep: Any) -> dict[str, str]:
         self.release.wait(60)
@@ -75,6 +76,7 @@ class HungKind:
         return None
 
     def replication_lag(self, rep: Any, source: Any) -> None:
+        self.lag_asked += 1
         return None
 
 
@@ -86,8 +88,9 @@ def test_status_answers_by_its_deadline_when_connect_hangs() -> None:
         "retry": {"initial_s": 0, "attempts": 1}})
     admins = {"dc1": FakeAdmin(True, {}), "dc2": FakeAdmin(True, {})}
     release = threading.Event()
+    kind = HungKind(release)
     ctx = OpsContext(config, lambda name: FakeClients(name, admins[name]), FakeMarkers,
-                     HungKind(release))  # type: ignore[arg-type]
+                     kind)  # type: ignore[arg-type]
     started = time.monotonic()
     try:
         st = collect_status(ctx, deadline_s=0.5)
@@ -95,6 +98,10 @@ def test_status_answers_by_its_deadline_when_connect_hangs() -> None:
         release.set()
     assert time.monotonic() - started < 30  # the worker hangs for 60 s: it was not waited for
     assert st["replication"]["connectors"] == {"mm2": "NO ANSWER"}
+    # The lag comes from the same worker: not asked after it gave no answer, and unknown.
+    assert kind.lag_asked == 0
+    rpo = st["replication"]["rpo"]
+    assert rpo["seconds"] is None and "did not answer within 0.5 s" in rpo["reason"], rpo
     assert all(c["reachable"] for c in st["clusters"].values())
     assert st["markers_from"] == "state topic on dc2 and the local state directory"
 
