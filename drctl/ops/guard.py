@@ -132,8 +132,11 @@ class Guard:
             self.topic_ready = True
         self._at = src
         admin = src.admin()
-        groups = [g for g in list_groups(admin) if wanted_group(config, self.groups, g)]
-        commits = committed_offsets(admin, groups)
+        # Every wait of a round on a cluster is the guard's --deadline: a cluster that does
+        # not answer fails the round then, and the next round tries again.
+        groups = [g for g in list_groups(admin, self.deadline_s)
+                  if wanted_group(config, self.groups, g)]
+        commits = committed_offsets(admin, groups, self.deadline_s)
         now_ms = int(time.time() * 1000)
         moved: dict[str, dict[TP, int]] = {}
         for group, offsets in commits.items():
@@ -165,6 +168,7 @@ class Guard:
         if self._producer is None:
             self._producer = snapshot_producer(dst)
         write_snapshots(dst, config.state.snapshots_topic, [], producer=self._producer,
+                        timeout_s=self.deadline_s,
                         guard_round=GuardRound(int(time.time() * 1000), self.interval_s,
                                                result.positions, socket.gethostname()))
 
@@ -212,7 +216,7 @@ class Guard:
         if self._producer is None:
             self._producer = snapshot_producer(dst)
         result.written = write_snapshots(dst, config.state.snapshots_topic, snaps,
-                                         producer=self._producer)
+                                         producer=self._producer, timeout_s=self.deadline_s)
         self.snapshotted.update(done)
 
 

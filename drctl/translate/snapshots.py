@@ -177,9 +177,9 @@ def write_snapshots(clients: ClusterClients, topic: str,
                     snapshots: Iterable[OffsetSnapshot],
                     inventory: SourceInventory | None = None, *,
                     producer: Producer | None = None,
-                    guard_round: GuardRound | None = None) -> int:
-    """Write snapshots (and the inventory) and wait until every one is acknowledged;
-    returns how many snapshots."""
+                    guard_round: GuardRound | None = None, timeout_s: float = 60.0) -> int:
+    """Write snapshots (and the inventory) and wait up to `timeout_s` until every one is
+    acknowledged; returns how many snapshots."""
     producer = producer or snapshot_producer(clients)
     failed: list[str] = []
     count = 0
@@ -194,7 +194,7 @@ def write_snapshots(clients: ClusterClients, topic: str,
     if guard_round is not None:
         producer.produce(topic, key=GUARD_ROUND_KEY, value=guard_round.encode(),
                          on_delivery=lambda err, _m: failed.append(str(err)) if err else None)
-    if producer.flush(60) or failed:
+    if producer.flush(timeout_s) or failed:
         raise DrctlError(f"Writing {count} offset snapshot(s) to {topic} failed"
                          + (f": {failed[0]}" if failed else "") + ".",
                          "guard retries in its next round.")

@@ -331,14 +331,15 @@ def test_guard_survives_broker_restarts_on_both_sides_and_sigterm_mid_write(
            "PYTHONFAULTHANDLER": "1"}
     with log.open("w") as err:
         proc = subprocess.Popen([sys.executable, "-m", "drctl", "--config", str(config),
-                                 "guard", "--interval", "1s"], env=env, stderr=err,
+                                 "guard", "--interval", "1s", "--deadline", "3s"],
+                                env=env, stderr=err,
                                 stdout=subprocess.DEVNULL)
     try:
         move(10)
         written = snapshotted(10, 0)
         idle()
         # The target's broker restarts: snapshot writes fail, are retried, then land. Down
-        # until a round has failed (a round's deadline on the target is 15 s).
+        # until a round has failed (each of its waits on a cluster is the 3 s --deadline).
         failures = log.read_text().count("round failed")
         lab.lab.fail("secondary")
         move(20)
@@ -349,7 +350,7 @@ def test_guard_survives_broker_restarts_on_both_sides_and_sigterm_mid_write(
         # The source's broker restarts: reads fail, are retried; it moves on once back.
         failures = log.read_text().count("round failed")
         idle()
-        # Down until a round has failed (a round's group listing waits 30 s).
+        # Down until a round has failed (its group listing waits the 3 s --deadline).
         lab.lab.fail("primary")
         a_round_failed(failures)
         assert proc.poll() is None, log.read_text()[-2000:]

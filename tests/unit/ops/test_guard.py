@@ -85,3 +85,42 @@ def test_a_client_error_mid_round_names_the_cluster_it_came_from() -> None:
     result = guard.run_round()
     assert result.error == "a (src:9092): KafkaException: Disconnected"
     assert guard._ctx is None  # the next round starts afresh, both clusters asked again
+
+
+def test_a_round_waits_on_a_cluster_no_longer_than_the_guard_deadline() -> None:
+    """A round's group listing asks with the guard's --deadline as its timeout: a source that
+    stops answering fails the round then (the next round tries again), not after 30 s."""
+    from concurrent.futures import Future
+
+    from drctl.config import parse_config
+    from drctl.ops.guard import Guard
+
+    config = parse_config({
+        "clusters": {"a": {"bootstrap.servers": "src:9092"},
+                     "b": {"bootstrap.servers": "dst:9092"}},
+        "replication": {"kind": "mirrormaker2", "source": "a", "target": "b"}})
+    asked: list[float] = []
+
+    class Admin:
+        def list_consumer_groups(self, request_timeout: float) -> Future[object]:
+            asked.append(request_timeout)
+            failed: Future[object] = Future()
+            failed.set_exception(TimeoutError("no answer"))
+            return failed
+
+    class Clients:
+        def __init__(self, name: str) -> None:
+            self.name, self.bootstrap = name, f"{name}:9092"
+
+        def admin(self) -> Admin:
+            return Admin()
+
+    class Context:
+        source = Clients("a")
+        target = Clients("b")
+
+    guard = Guard(config, deadline_s=3.0, topic_ready=True)
+    guard._ctx = Context()  # type: ignore[assignment]  # both clusters answered before
+    result = guard.run_round()
+    assert asked == [3.0]
+    assert result.error is not None and "no answer" in result.error
