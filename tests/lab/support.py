@@ -4,11 +4,12 @@ until enough did."""
 from __future__ import annotations
 
 import time
+import weakref
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError, KafkaException, Producer
 
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.records import read_all
@@ -21,14 +22,30 @@ Sent = tuple[int, bytes | None, bytes] | tuple[int, bytes | None, bytes, int,
                                                Sequence[tuple[str, bytes]]]
 
 
+# One producer per set of clients: a new idempotent producer waits half a second for its
+# producer id, and tests produce hundreds of times.
+_producers: weakref.WeakKeyDictionary[ClusterClients, Producer] = weakref.WeakKeyDictionary()
+
+
 def produce(clients: ClusterClients, topic: str, records: Iterable[Sent]) -> None:
     """Write `records` and wait until every one is acknowledged."""
-    producer = clients.producer()
+    producer = _producers.get(clients)
+    if producer is None:
+        producer = _producers[clients] = clients.producer()
     for rec in records:
         p, key, value = rec[0], rec[1], rec[2]
         timestamp, headers = (rec[3], list(rec[4])) if len(rec) == 5 else (0, [])
-        producer.produce(topic, key=key, value=value, partition=p, timestamp=timestamp,
-                         headers=headers)
+        try:
+            producer.produce(topic, key=key, value=value, partition=p, timestamp=timestamp,
+                             headers=headers)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError._UNKNOWN_PARTITION:
+                raise
+            # A partition added since the producer last read the topic's metadata.
+            producer.flush(30)
+            producer = _producers[clients] = clients.producer()
+            producer.produce(topic, key=key, value=value, partition=p, timestamp=timestamp,
+                             headers=headers)
     assert producer.flush(30) == 0
 
 
