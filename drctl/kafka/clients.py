@@ -46,6 +46,11 @@ _FILE_PROPERTIES = ("ssl.ca.location", "ssl.certificate.location", "ssl.key.loca
 _WIRE_CODES = {KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._SSL,
                KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED,
                KafkaError._RESOLVE}
+# Of those, the ones that say the client lost its brokers. librdkafka 2.16 can keep a broker
+# it decommissioned meanwhile as a group's coordinator, and every coordinator request
+# (OffsetFetch, OffsetCommit, DescribeGroups) on that client then waits out its timeout,
+# however long the cluster has been back (confluentinc/librdkafka#5511).
+_LOST_CODES = {KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN}
 # Of those, the ones another attempt will not cure: the certificate or the credentials.
 _FINAL_WIRE_CODES = {KafkaError._SSL, KafkaError._AUTHENTICATION,
                      KafkaError.SASL_AUTHENTICATION_FAILED}
@@ -125,6 +130,7 @@ class ClusterClients:
         self.config_path = config_path
         self.wire = WireLog()
         self._admin: AdminClient | None = None
+        self._admin_mark = 0  # the wire log's count when the shared admin client was made
 
     @classmethod
     def for_cluster(cls, config: Config, name: str) -> ClusterClients:
@@ -184,10 +190,17 @@ class ClusterClients:
 
     def admin(self, *, fresh: bool = False, **overrides: Any) -> AdminClient:
         """One shared admin client per cluster (connecting costs a metadata round trip);
-        `fresh` or overrides get a new one."""
+        `fresh` or overrides get a new one. A shared one that lost its brokers since it was
+        made is replaced (see _LOST_CODES): one that lived through a broker's restart can
+        hang every group request."""
         if fresh or overrides:
             return self._create(AdminClient, overrides)
+        if self._admin is not None:
+            self._admin.poll(0)  # its connection errors reach the wire log
+            if any(err.code() in _LOST_CODES for err in self.wire.since(self._admin_mark)):
+                self._admin = None
         if self._admin is None:
+            self._admin_mark = self.wire.mark()
             self._admin = self._create(AdminClient, {})
         return self._admin
 

@@ -5,6 +5,7 @@ nothing lost and nothing twice. Also when the broker dies during failback's gap 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -18,6 +19,8 @@ from pathlib import Path
 import pytest
 
 from drctl.config import load_config
+from drctl.kafka.clients import ClusterClients, describe
+from drctl.kafka.groups import committed_offsets
 from drctl.kafka.records import read_all
 from drctl.replication.connect import ConnectorActivity, ConnectorReading
 from drctl.state import marker_store
@@ -41,11 +44,18 @@ def restore_worker(lab: RunningLab, restore_lab: None) -> Iterator[None]:
     lab.lab.heal("replication")
 
 
-def restart_secondary(lab: RunningLab, down_s: float = 15) -> None:
+def restart_secondary(lab: RunningLab, asking: ClusterClients | None = None,
+                      down_s: float = 15) -> None:
     """SIGKILL the secondary's broker and start it again; down longer than the Connect
-    worker's session timeout (10 s), so the worker loses its group."""
+    worker's session timeout (10 s), so the worker loses its group. `asking` keeps asking
+    it meanwhile, as a command retrying would."""
     lab.lab.fail("secondary")
-    time.sleep(down_s)
+    end = time.monotonic() + down_s
+    while time.monotonic() < end:
+        if asking is not None:
+            with contextlib.suppress(Exception):
+                describe(asking, timeout_s=1)
+        time.sleep(1)
     lab.lab.heal("secondary")
 
 
@@ -91,7 +101,13 @@ def assert_end_state(lab: RunningLab, o: dict) -> None:
 def test_secondary_restart_before_failback(lab: RunningLab, ns: str, tmp_path: Path,
                                            restore_worker: None) -> None:
     o = outage(lab, ns, tmp_path)
-    restart_secondary(lab)
+    # Group requests through clients that lived through the restart answer at once: an admin
+    # client that knew the group's coordinator before (librdkafka#5511) was replaced.
+    group, watcher = f"{ns}-post", lab.lab.clients(lab.state, "secondary")
+    before = committed_offsets(watcher.admin(), [group], timeout_s=10)[group]
+    restart_secondary(lab, watcher)
+    describe(watcher, timeout_s=10)  # a command's preflight asks the cluster first
+    assert committed_offsets(watcher.admin(), [group], timeout_s=10)[group] == before
     readings = forward_readings(lab)
     source = readings[lab.lab.flow(lab.state).connector_names()["source"]]
     print("after the restart:", {n: r.describe() for n, r in readings.items()})
