@@ -69,8 +69,9 @@ def committed_offsets(admin: AdminClient, groups: Iterable[str],
             for group, future in futures.items():
                 try:
                     result = future.result(timeout=timeout_s)
-                except KafkaException as exc:
-                    if not _timed_out(exc):
+                except (KafkaException, TimeoutError) as exc:
+                    # librdkafka's request timeout, or ours when it has not fired yet
+                    if isinstance(exc, KafkaException) and not _timed_out(exc):
                         raise
                     timed_out += 1
                     continue

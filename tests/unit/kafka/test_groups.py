@@ -91,3 +91,18 @@ def test_unanswered_offset_reads_are_unreachable_with_the_count() -> None:
     # It stops after the window that went unanswered: no further window waits as long.
     assert out.open == 0 and out.most == IN_FLIGHT
     assert admin.sent == IN_FLIGHT
+
+
+def test_an_offset_read_our_own_wait_gave_up_on_is_unreachable_too() -> None:
+    """librdkafka's request timeout and the wait for its future are the same length; when
+    the wait ends first the read is as unanswered, not a bare TimeoutError."""
+
+    class Silent(RecordingAdmin):
+        def list_consumer_group_offsets(self, requests: list[Any], request_timeout: float
+                                        ) -> dict[str, Future[Any]]:
+            self.sent += 1
+            return {requests[0].group_id: Future()}  # never answered
+
+    with pytest.raises(Unreachable) as caught:
+        committed_offsets(Silent(Outstanding()), ["g1"], timeout_s=0.05)  # type: ignore[arg-type]
+    assert "did not answer 1 of 1 OffsetFetch" in caught.value.message
