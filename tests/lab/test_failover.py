@@ -258,7 +258,7 @@ def test_bad_situations_are_clear(lab: RunningLab, ns: str, tmp_path: Path,
     # Connect unreachable: the stop is recorded as pending and said loudly.
     config = scoped_config(lab, f"{ns}-pend", tmp_path / "p",
                            connect={"url": "http://127.0.0.1:9", "source_connector": "x"})
-    status, out = run_json("--config", str(config), "failover", "--yes")
+    status, out = run_json("--config", str(config), "failover", "--yes", "--deadline", "2")
     assert status == 0
     assert out["marker"]["replication_stop"] == "pending"
 

@@ -132,7 +132,8 @@ def test_failover_without_an_authorizer_is_unfenced_and_says_why(
     wait_count(lab.secondary, topic, 6)
     config = str(scoped_config(lab, ns, tmp_path, principal=MM2_PRINCIPAL,
                                connect={"url": "http://127.0.0.1:9", "source_connector": "x"}))
-    status, out = run_json("--config", config, "failover", "--yes", "--groups", f"{ns}-.*")
+    status, out = run_json("--config", config, "failover", "--yes", "--groups", f"{ns}-.*",
+                           "--deadline", "2")
     assert status == 0, out
     fence = out["marker"]["fence"]
     assert out["marker"]["replication_stop"] == "pending"
