@@ -36,7 +36,9 @@ KAFKA_SCHEMA = StructType([
 @functools.cache
 def spark_session() -> SparkSession:
     spark = (SparkSession.builder.master("local[1]").appName("drctl-tests")
-             .config("spark.sql.shuffle.partitions", "2")
+             .config("spark.sql.shuffle.partitions", "1")
+             .config("spark.sql.adaptive.enabled", "false")
+             .config("spark.sql.codegen.wholeStage", "false")
              .config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.session.timeZone", "UTC")

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from drctl.gap import diff
 from tests.spark_support import KAFKA_SCHEMA, spark_session
@@ -195,9 +196,14 @@ def superseded_split(spark: SparkSession, source: Sequence[Rec], target: Sequenc
     missing_df = diff.missing_offsets(diff.unmatched_groups(src, tgt), src)
     gone = diff.superseded(missing_df, diff.source_keys(src_raw, {"orders": 0}),
                            {0} if compacted else set())
+    # One query for both sides (each is a plan over the same inputs; two collects would run
+    # the whole comparison twice).
     gap = missing_df.join(gone, ["tix", "partition", "offset"], "left_anti")
-    return ([(r["partition"], r["offset"]) for r in gap.orderBy("partition", "offset").collect()],
-            [(r["partition"], r["offset"]) for r in gone.orderBy("partition", "offset").collect()])
+    both = gap.withColumn("gone", F.lit(False)).unionByName(
+        gone.select("tix", "partition", "offset").withColumn("gone", F.lit(True)))
+    rows = both.select("partition", "offset", "gone").collect()
+    return (sorted((r["partition"], r["offset"]) for r in rows if not r["gone"]),
+            sorted((r["partition"], r["offset"]) for r in rows if r["gone"]))
 
 
 # 3 versions of key a, 2 of b, in partition 0; one version of c in partition 1.
