@@ -50,8 +50,9 @@ class AppState:
 
             check_client_properties(self._config)
             from drctl.ops.status import pending_stop_warnings
+            from drctl.state import marker_store
 
-            for warning in pending_stop_warnings(self._config):
+            for warning in pending_stop_warnings(marker_store(self._config, None)):
                 self.terminal().warn(warning)
         return self._config
 

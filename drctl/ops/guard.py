@@ -21,7 +21,6 @@ from typing import Any
 
 from confluent_kafka import Producer
 
-from drctl.config import Config
 from drctl.context import OpsContext
 from drctl.errors import DrctlError
 from drctl.kafka.clients import ClusterClients, describe_with_retry, reason_text
@@ -36,7 +35,6 @@ from drctl.metrics import (
     set_replication_lag,
 )
 from drctl.ops.status import FlowReading, read_flow
-from drctl.progress import Notify
 from drctl.translate.engine import TranslateRequest, translate_offsets, wanted_group
 from drctl.translate.inventory import keep_inventory
 from drctl.translate.model import Confidence, TranslateMethod
@@ -77,18 +75,18 @@ class RoundResult:
 class Guard:
     """The state one guard keeps between rounds: the positions it has snapshotted."""
 
-    config: Config
+    # The command's context: its clients are kept between rounds, so a round does not pay
+    # for new connections (and a producer id); a failed round reconnects them, since a
+    # restarted broker wants fresh metadata.
+    ctx: OpsContext = field(repr=False)
     groups: str = ".*"
     interval_s: float = 5.0
     deadline_s: float = 30.0  # how long a round retries a cluster before it fails
-    notify: Notify = field(default=lambda _: None, repr=False)
     watch_flow: bool = False  # read the flow's lag, protection and incidents each round
     snapshotted: dict[tuple[str, TP], int] = field(default_factory=dict)
     first_seen_ms: dict[tuple[str, TP], tuple[int, int]] = field(default_factory=dict)
     topic_ready: bool = False
-    # Kept between rounds, so a round does not pay for new connections (and a producer id);
-    # dropped after a failed round: a restarted broker wants fresh metadata.
-    _ctx: OpsContext | None = field(default=None, repr=False)
+    connected: bool = False  # both clusters answered since the start or the last failure
     _producer: Producer | None = field(default=None, repr=False)
     # The cluster the round is talking to: a failed round's line names it and its address.
     _at: ClusterClients | None = field(default=None, repr=False)
@@ -109,23 +107,23 @@ class Guard:
             # Also after a failed round: what cannot be read now is unknown, not as before.
             result.flow = self._read_flow()
         if result.error:
-            self._ctx = self._producer = None
+            self.ctx.reconnect()
+            self.connected, self._producer = False, None
         result.seconds = round(time.monotonic() - started, 3)
         return result
 
     def _round(self, result: RoundResult) -> None:
-        config = self.config
-        rep = config.require_replication()
-        if self._ctx is None:
+        ctx = self.ctx
+        config, rep = ctx.config, ctx.rep
+        if not self.connected:
             # The first round, or one after a failure: both clusters must answer within the
             # deadline, each retry said on stderr with the cluster's address.
-            ctx = OpsContext.from_config(config)
             policy = config.retry.with_deadline(self.deadline_s)
             for clients in (ctx.source, ctx.target):
                 self._at = clients
-                describe_with_retry(clients, policy, notify=self.notify)
-            self._ctx = ctx
-        src, dst = self._ctx.source, self._ctx.target
+                describe_with_retry(clients, policy, notify=ctx.notify)
+            self.connected = True
+        src, dst = ctx.source, ctx.target
         if not self.topic_ready:
             self._at = dst
             ensure_snapshot_topic(dst, config.state.snapshots_topic)
@@ -175,9 +173,7 @@ class Guard:
     def _read_flow(self) -> FlowReading:
         """The flow through the round's clients; a failure here never fails the round."""
         try:
-            if self._ctx is None:
-                self._ctx = OpsContext.from_config(self.config)
-            return read_flow(self._ctx, deadline_s=_FLOW_DEADLINE_S)
+            return read_flow(self.ctx, deadline_s=_FLOW_DEADLINE_S)
         except Exception as exc:  # noqa: BLE001 - it makes the flow unknown, nothing more
             why = exc.message if isinstance(exc, DrctlError) else f"{type(exc).__name__}: {exc}"
             return FlowReading(None, why, {"state": "unknown", "why": why}, None, why,
@@ -186,13 +182,11 @@ class Guard:
     def _snapshot(self, dst: ClusterClients, moved: dict[str, dict[TP, int]], now_ms: int,
                   result: RoundResult) -> None:
         """Translate the positions that moved exactly and write their snapshots."""
-        config = self.config
-        rep = config.require_replication()
+        config, rep = self.ctx.config, self.ctx.rep
         snaps: list[OffsetSnapshot] = []
         done: list[tuple[tuple[str, TP], int]] = []
-        assert self._ctx is not None
         self._at = None  # both clusters; an unreachable one is named by the error
-        report = translate_offsets(self._ctx, TranslateRequest(
+        report = translate_offsets(self.ctx, TranslateRequest(
             rep.source, rep.target, method=TranslateMethod.EXACT, positions=moved,
             source_deadline_s=self.deadline_s))
         for g in report.groups:
@@ -232,20 +226,20 @@ def record_round(metrics: Metrics, flow: str, result: RoundResult) -> None:
     set_open_incidents(metrics, flow, reading.incident_ages_s, error=reading.incidents_error)
 
 
-def run_guard(config: Config, *, groups: str = ".*", interval_s: float = 5.0,
+def run_guard(ctx: OpsContext, *, groups: str = ".*", interval_s: float = 5.0,
               once: bool = False, stop: threading.Event | None = None,
-              notify: Notify = lambda _: None,
               on_round: Callable[[RoundResult], None] | None = None,
               metrics: Metrics | None = None,
               deadline_s: float = 30.0) -> list[RoundResult]:
     """Rounds every `interval_s` until `stop` is set (SIGTERM) — or one round with `once`.
     Returns the rounds' results with `once`, else the last one. A round retries a cluster
     for `deadline_s` before it fails. With `metrics`, each round also reads the flow's lag,
-    protection and open incidents, and records all of it there."""
-    guard = Guard(config, groups, interval_s, deadline_s, notify,
-                  watch_flow=metrics is not None)
+    protection and open incidents, and records all of it there. Rounds and their retries
+    are said through the context's notify."""
+    config, notify = ctx.config, ctx.notify
+    guard = Guard(ctx, groups, interval_s, deadline_s, watch_flow=metrics is not None)
     if metrics is not None:
-        rep = config.require_replication()
+        rep = ctx.rep
         flow = flow_name(rep.source, rep.target)
         on_round = _both(partial(record_round, metrics, flow), on_round)
     stop = stop or threading.Event()

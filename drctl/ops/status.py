@@ -12,7 +12,6 @@ from typing import Any
 
 from confluent_kafka import KafkaException
 
-from drctl.config import Config
 from drctl.context import OpsContext
 from drctl.errors import DrctlError, ExitStatus, Unreachable
 from drctl.kafka.clients import describe_with_retry
@@ -22,7 +21,7 @@ from drctl.kafka.records import ReadTimeout
 from drctl.ops.fence import open_risks
 from drctl.ops.rpo import flow_rpo
 from drctl.progress import Notify
-from drctl.state import FailoverMarker, IncidentPhase, marker_store
+from drctl.state import FailoverMarker, IncidentPhase, MarkerStore
 from drctl.translate.inventory import inventory_on_record, keep_inventory
 
 
@@ -41,10 +40,9 @@ def _late_copies_line(m: FailoverMarker) -> str | None:
             + (f"; {len(stale)} key(s) got an old value after a new one" if stale else ""))
 
 
-def pending_stop_warnings(config: Config) -> list[str]:
-    """Open incidents whose replication stop is pending (local state only: cheap enough to
-    check before every command)."""
-    store = marker_store(config, None)
+def pending_stop_warnings(store: MarkerStore) -> list[str]:
+    """Open incidents whose replication stop is pending, in `store` (the local state
+    directory: cheap enough to check before every command)."""
     try:
         markers = store.open_markers()
     except DrctlError:

@@ -410,9 +410,11 @@ def _translate_offsets(ctx: ActionContext, *, source: str | None = None,
 
 def _guard(ctx: ActionContext, *, groups: str = ".*") -> dict[str, Any]:
     """One round of `drctl guard --once`: exact offset snapshots on the target."""
+    from drctl.context import OpsContext
     from drctl.ops.guard import run_guard
 
-    [result] = run_guard(ctx.config, groups=groups, once=True, notify=ctx.notify)
+    with OpsContext.from_config(ctx.config, ctx.notify) as ops:
+        [result] = run_guard(ops, groups=groups, once=True)
     if result.error:
         from drctl.errors import Unreachable
 

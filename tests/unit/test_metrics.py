@@ -190,6 +190,7 @@ def test_metrics_are_served_over_http_until_stopped() -> None:
 
 def test_guard_records_each_round_and_the_flow_it_read(monkeypatch: pytest.MonkeyPatch) -> None:
     from drctl.config import parse_config
+    from drctl.context import OpsContext
     from drctl.ops.guard import Guard, RoundResult, run_guard
     from drctl.ops.status import FlowReading
 
@@ -216,7 +217,8 @@ def test_guard_records_each_round_and_the_flow_it_read(monkeypatch: pytest.Monke
     monkeypatch.setattr(Guard, "run_round", next_round)
     metrics = Metrics()
     seen: list[Any] = []
-    run_guard(config, interval_s=0.001, stop=stop, metrics=metrics, on_round=seen.append)
+    run_guard(OpsContext.from_config(config), interval_s=0.001, stop=stop, metrics=metrics,
+              on_round=seen.append)
     assert watched == [True, True] and len(seen) == 2
     assert value(metrics, "drctl_guard_rounds_total", result="ok") == 1
     assert value(metrics, "drctl_guard_rounds_total", result="failed") == 1

@@ -28,7 +28,7 @@ def test_metrics_are_served_while_guard_runs_and_stop_with_it(
     port = _free_port()
     scraped: list[str] = []
 
-    def run_guard(config: Any, *, metrics: Metrics | None, **_: Any) -> list[Any]:
+    def run_guard(ctx: Any, *, metrics: Metrics | None, **_: Any) -> list[Any]:
         assert metrics is not None
         record_guard_round(metrics, "a->b", seconds=0.25, ok=True)
         url = f"http://127.0.0.1:{port}/metrics"

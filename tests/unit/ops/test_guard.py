@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from drctl.context import OpsContext
+
 
 def test_guard_paces_failed_rounds_with_the_retry_policy_and_says_when_it_recovers(
         monkeypatch: pytest.MonkeyPatch) -> None:
@@ -28,7 +30,7 @@ def test_guard_paces_failed_rounds_with_the_retry_policy_and_says_when_it_recove
 
     monkeypatch.setattr(Guard, "run_round", next_round)
     notes: list[str] = []
-    run_guard(config, interval_s=0.001, stop=stop, notify=notes.append)
+    run_guard(OpsContext.from_config(config, notes.append), interval_s=0.001, stop=stop)
     # Doubling from the policy's first wait up to its cap, then back to the interval.
     assert [n.split("; ")[1] for n in notes[:3]] == [
         "attempt 1, retrying in 0.01s", "attempt 2, retrying in 0.02s",
@@ -50,7 +52,8 @@ def test_a_failed_round_names_the_cluster_and_its_address() -> None:
         "replication": {"kind": "mirrormaker2", "source": "a", "target": "b"},
         "retry": {"initial_s": 0.2}})
     notes: list[str] = []
-    (result,) = run_guard(config, once=True, notify=notes.append, deadline_s=1.0)
+    (result,) = run_guard(OpsContext.from_config(config, notes.append), once=True,
+                          deadline_s=1.0)
     assert result.error is not None
     assert result.error.startswith("cluster 'a' at 127.0.0.1:9 did not answer: ")
     assert any(n.startswith("a (127.0.0.1:9): attempt 1 failed (") for n in notes)
@@ -69,22 +72,21 @@ def test_a_client_error_mid_round_names_the_cluster_it_came_from() -> None:
         "replication": {"kind": "mirrormaker2", "source": "a", "target": "b"}})
 
     class Clients:
-        def __init__(self, name: str, bootstrap: str) -> None:
-            self.name, self.bootstrap = name, bootstrap
+        def __init__(self, name: str) -> None:
+            self.name, self.bootstrap = name, f"{'src' if name == 'a' else 'dst'}:9092"
 
         def admin(self) -> object:
             raise KafkaException(KafkaError(KafkaError._TRANSPORT,
                                             "src:9092/1: Disconnected"))
 
-    class Context:
-        source = Clients("a", "src:9092")
-        target = Clients("b", "dst:9092")
-
-    guard = Guard(config, topic_ready=True)
-    guard._ctx = Context()  # type: ignore[assignment]  # both clusters answered before
+    ctx = OpsContext(config, Clients)  # type: ignore[arg-type]
+    # Both clusters answered in an earlier round.
+    guard = Guard(ctx, topic_ready=True, connected=True)
+    first = ctx.source
     result = guard.run_round()
     assert result.error == "a (src:9092): KafkaException: Disconnected"
-    assert guard._ctx is None  # the next round starts afresh, both clusters asked again
+    # The next round starts afresh: new clients, both clusters asked again.
+    assert not guard.connected and ctx.source is not first
 
 
 def test_a_round_waits_on_a_cluster_no_longer_than_the_guard_deadline() -> None:
@@ -115,12 +117,9 @@ def test_a_round_waits_on_a_cluster_no_longer_than_the_guard_deadline() -> None:
         def admin(self) -> Admin:
             return Admin()
 
-    class Context:
-        source = Clients("a")
-        target = Clients("b")
-
-    guard = Guard(config, deadline_s=3.0, topic_ready=True)
-    guard._ctx = Context()  # type: ignore[assignment]  # both clusters answered before
+    # Both clusters answered in an earlier round.
+    guard = Guard(OpsContext(config, Clients), deadline_s=3.0,  # type: ignore[arg-type]
+                  topic_ready=True, connected=True)
     result = guard.run_round()
     assert asked == [3.0]
     assert result.error is not None and "no answer" in result.error
