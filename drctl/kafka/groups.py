@@ -4,7 +4,7 @@ and at most IN_FLIGHT of them outstanding at once."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from confluent_kafka import (
@@ -31,8 +31,7 @@ def _not_answered(what: str, timed_out: int, sent: int, timeout_s: float) -> Unr
 
 
 def _timed_out(exc: KafkaException) -> bool:
-    err = exc.args[0] if exc.args else None
-    return isinstance(err, KafkaError) and err.code() == KafkaError._TIMED_OUT
+    return _error_code(exc) == KafkaError._TIMED_OUT
 
 
 @dataclass(frozen=True)
@@ -52,8 +51,48 @@ def list_groups(admin: AdminClient, timeout_s: float = 30.0) -> list[str]:
     return sorted(g.group_id for g in result.valid)
 
 
-def committed_offsets(admin: AdminClient, groups: Iterable[str],
-                      timeout_s: float = 60.0) -> dict[str, dict[TP, int]]:
+# Answers that say a group's coordinator is not serving it (yet): still loading after a
+# broker's restart, or moved with its __consumer_offsets partition.
+_COORDINATOR_NOT_READY = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE,
+                          KafkaError.COORDINATOR_LOAD_IN_PROGRESS}
+
+
+def _error_code(exc: BaseException) -> int | None:
+    err = exc.args[0] if exc.args else None
+    return err.code() if isinstance(err, KafkaError) else None
+
+
+def _coordinators_ready(admin: AdminClient, window: Sequence[str], timeout_s: float) -> None:
+    """Return once every group of the window has had a DescribeGroups answered by its
+    coordinator. librdkafka (2.16, issue #5040) crashes the whole process when an admin
+    client's OffsetFetch is answered NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE: it asks
+    the consumer-group handle an admin client does not have to find the coordinator again.
+    DescribeGroups gets the same answer safely, so an OffsetFetch goes only to a coordinator
+    that has just served the group. A coordinator that moves between the two requests can
+    still crash it (a window of one round trip, not the seconds a restarted broker loads)."""
+    timed_out = 0
+    for future in admin.describe_consumer_groups(
+            list(window), request_timeout=timeout_s).values():
+        try:
+            future.result(timeout=timeout_s)
+        except (KafkaException, TimeoutError) as exc:
+            if isinstance(exc, TimeoutError) or _timed_out(exc):
+                timed_out += 1
+            elif _error_code(exc) in _COORDINATOR_NOT_READY:
+                raise  # retriable: committed_offsets asks again
+            # Any other answer (GROUP_ID_NOT_FOUND for a group never seen, ...) came from the
+            # coordinator serving the group: its OffsetFetch is safe and says the rest.
+    if timed_out:
+        raise _not_answered("DescribeGroups", timed_out, len(window), timeout_s)
+
+
+# A broker that just came back answers COORDINATOR_LOAD_IN_PROGRESS (or NOT_COORDINATOR)
+# until it has read __consumer_offsets (the audit runs right when the source returns).
+COORDINATOR_RETRY = RetryPolicy(initial_s=0.2, max_s=2, attempts=12)
+
+
+def committed_offsets(admin: AdminClient, groups: Iterable[str], timeout_s: float = 60.0, *,
+                      policy: RetryPolicy = COORDINATOR_RETRY) -> dict[str, dict[TP, int]]:
     """Committed offsets of many groups, IN_FLIGHT requests at a time. A coordinator that
     does not answer in `timeout_s` is Unreachable (exit 4), naming how many went unanswered."""
     groups = list(groups)
@@ -61,6 +100,7 @@ def committed_offsets(admin: AdminClient, groups: Iterable[str],
     def ask() -> dict[str, dict[TP, int]]:
         out: dict[str, dict[TP, int]] = {}
         for window in windows(groups):
+            _coordinators_ready(admin, window, timeout_s)
             futures = {}
             for group in window:
                 futures.update(admin.list_consumer_group_offsets(
@@ -81,10 +121,8 @@ def committed_offsets(admin: AdminClient, groups: Iterable[str],
                 raise _not_answered("OffsetFetch", timed_out, len(window), timeout_s)
         return out
 
-    # A broker that just came back answers COORDINATOR_LOAD_IN_PROGRESS until it has read
-    # __consumer_offsets (the audit runs right when the source returns).
     try:
-        return retry_call(ask, RetryPolicy(initial_s=0.2, max_s=2, attempts=12),
+        return retry_call(ask, policy,
                           retry_on=(KafkaException,), give_up=lambda exc: not is_retriable(exc))
     except RetriesExhausted as exc:
         raise exc.last from None

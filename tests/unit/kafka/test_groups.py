@@ -16,6 +16,7 @@ from confluent_kafka import KafkaError, KafkaException
 from drctl.errors import ExitStatus, Unreachable
 from drctl.kafka.groups import alter_offsets_many, committed_offsets, group_states
 from drctl.kafka.inflight import IN_FLIGHT
+from drctl.retry import RetryPolicy
 
 
 class Outstanding:
@@ -26,11 +27,13 @@ class Outstanding:
         self.most = 0
         self.timed_out = timed_out
 
-    def future(self, group: str, value: Any) -> Future[Any]:
+    def future(self, group: str, value: Any, error: int | None = None) -> Future[Any]:
         self.open += 1
         self.most = max(self.most, self.open)
         fut: Future[Any] = Future()
-        if group in self.timed_out:
+        if error is not None:
+            fut.set_exception(KafkaException(KafkaError(error)))
+        elif group in self.timed_out:
             fut.set_exception(KafkaException(KafkaError(KafkaError._TIMED_OUT)))
         else:
             fut.set_result(value)
@@ -44,14 +47,22 @@ class Outstanding:
 
 
 class RecordingAdmin:
-    def __init__(self, outstanding: Outstanding) -> None:
+    def __init__(self, outstanding: Outstanding,
+                 describe_errors: dict[str, list[int]] | None = None) -> None:
         self.out = outstanding
         self.sent = 0
+        self.fetched: list[str] = []
+        # per group, the errors its next DescribeGroups answers are, in turn
+        self.describe_errors = describe_errors or {}
+        self.unready_fetches: list[str] = []
 
     def list_consumer_group_offsets(self, requests: list[Any], request_timeout: float
                                     ) -> dict[str, Future[Any]]:
         self.sent += 1
         group = requests[0].group_id
+        self.fetched.append(group)
+        if self.describe_errors.get(group):  # its coordinator has not served it yet
+            self.unready_fetches.append(group)
         tp = SimpleNamespace(topic="t", partition=0, offset=7)
         return {group: self.out.future(group, SimpleNamespace(topic_partitions=[tp]))}
 
@@ -62,10 +73,15 @@ class RecordingAdmin:
 
     def describe_consumer_groups(self, groups: list[str], request_timeout: float
                                  ) -> dict[str, Future[Any]]:
-        return {g: self.out.future(g, SimpleNamespace(state="EMPTY", members=[]))
-                for g in groups}
+        answers = {}
+        for g in groups:
+            errors = self.describe_errors.get(g) or []
+            error = errors.pop(0) if errors else None
+            answers[g] = self.out.future(g, SimpleNamespace(state="EMPTY", members=[]), error)
+        return answers
 
 
+FAST = RetryPolicy(initial_s=0.001, max_s=0.001, attempts=5)
 GROUPS = [f"g{i:05d}" for i in range(3 * IN_FLIGHT + 17)]
 
 
@@ -86,11 +102,12 @@ def test_unanswered_offset_reads_are_unreachable_with_the_count() -> None:
     with pytest.raises(Unreachable) as caught:
         committed_offsets(admin, GROUPS, timeout_s=5)  # type: ignore[arg-type]
     assert caught.value.exit_status == ExitStatus.UNREACHABLE
-    assert f"did not answer 2 of {IN_FLIGHT} OffsetFetch" in caught.value.message
+    # The coordinators are asked to describe the groups first (see the next tests).
+    assert f"did not answer 2 of {IN_FLIGHT} DescribeGroups" in caught.value.message
     assert "within 5 s" in caught.value.message
     # It stops after the window that went unanswered: no further window waits as long.
     assert out.open == 0 and out.most == IN_FLIGHT
-    assert admin.sent == IN_FLIGHT
+    assert admin.sent == 0
 
 
 def test_an_offset_read_our_own_wait_gave_up_on_is_unreachable_too() -> None:
@@ -106,3 +123,27 @@ def test_an_offset_read_our_own_wait_gave_up_on_is_unreachable_too() -> None:
     with pytest.raises(Unreachable) as caught:
         committed_offsets(Silent(Outstanding()), ["g1"], timeout_s=0.05)  # type: ignore[arg-type]
     assert "did not answer 1 of 1 OffsetFetch" in caught.value.message
+
+
+def test_an_offset_read_waits_until_the_coordinator_serves_the_group() -> None:
+    """librdkafka#5040: an admin client's OffsetFetch answered NOT_COORDINATOR or
+    COORDINATOR_NOT_AVAILABLE crashes the process. A group's OffsetFetch is sent only after
+    its DescribeGroups was answered by a coordinator serving it; an answer that says the
+    group does not exist is still an answer."""
+    admin = RecordingAdmin(Outstanding(), describe_errors={
+        "g1": [KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.NOT_COORDINATOR,
+               KafkaError.COORDINATOR_NOT_AVAILABLE],
+        "g2": [KafkaError.GROUP_ID_NOT_FOUND]})
+    offsets = committed_offsets(admin, ["g1", "g2"], policy=FAST)  # type: ignore[arg-type]
+    assert offsets == {"g1": {("t", 0): 7}, "g2": {("t", 0): 7}}
+    assert admin.unready_fetches == []
+    assert admin.fetched == ["g1", "g2"]  # one OffsetFetch each, after the coordinator served
+
+
+def test_a_coordinator_that_never_serves_the_group_is_reported_not_asked() -> None:
+    admin = RecordingAdmin(Outstanding(), describe_errors={
+        "g1": [KafkaError.NOT_COORDINATOR] * 100})
+    with pytest.raises(KafkaException) as caught:
+        committed_offsets(admin, ["g1"], policy=FAST)  # type: ignore[arg-type]
+    assert caught.value.args[0].code() == KafkaError.NOT_COORDINATOR
+    assert admin.fetched == []
