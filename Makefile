@@ -40,15 +40,14 @@ typecheck: setup
 	$(BIN)/mypy
 
 ## Lint, type check and every test (lab tests start real Kafka and MirrorMaker 2).
-# TEST_WORKERS=2 runs two pytest-xdist workers, each with its own labs on its own ports, a
-# file per worker. Off by default until two races it exposed are fixed: on the 2-core CI
-# machine two fresh-clone runs took 29 min 53 s (all passed) and 26 min 47 s (2 failed: a TLS
-# refusal counted twice, a Connect status read 404 right after a worker restart), against
-# 47 min 34 s in one process.
-TEST_WORKERS ?= 0
+# Three pytest-xdist workers, each with its own labs on its own ports, a file per worker: on
+# the 2-core CI machine a fresh clone's run takes about 15 min (brokers, Spark and Connect
+# leave a core idle half the time with two; 18 min). TEST_WORKERS=0 runs in one process.
+# A worker that dies fails the run (--max-worker-restart 0): a replaced one can hang xdist.
+TEST_WORKERS ?= 3
 
 test: lint typecheck java-and-maven
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --durations=40
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --max-worker-restart 0 --durations=40
 
 unit: setup
 	$(BIN)/pytest tests/unit
