@@ -30,8 +30,14 @@ def _not_answered(what: str, timed_out: int, sent: int, timeout_s: float) -> Unr
                        "again.")
 
 
-def _timed_out(exc: KafkaException) -> bool:
-    return _error_code(exc) == KafkaError._TIMED_OUT
+def _error_code(exc: BaseException) -> int | None:
+    err = exc.args[0] if exc.args else None
+    return err.code() if isinstance(err, KafkaError) else None
+
+
+def _unanswered(exc: BaseException) -> bool:
+    """librdkafka's request timeout, or our wait for its future when that ended first."""
+    return isinstance(exc, TimeoutError) or _error_code(exc) == KafkaError._TIMED_OUT
 
 
 @dataclass(frozen=True)
@@ -57,11 +63,6 @@ _COORDINATOR_NOT_READY = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT
                           KafkaError.COORDINATOR_LOAD_IN_PROGRESS}
 
 
-def _error_code(exc: BaseException) -> int | None:
-    err = exc.args[0] if exc.args else None
-    return err.code() if isinstance(err, KafkaError) else None
-
-
 def _coordinators_ready(admin: AdminClient, window: Sequence[str], timeout_s: float) -> None:
     """Return once every group of the window has had a DescribeGroups answered by its
     coordinator. librdkafka (2.16, issue #5040) crashes the whole process when an admin
@@ -76,7 +77,7 @@ def _coordinators_ready(admin: AdminClient, window: Sequence[str], timeout_s: fl
         try:
             future.result(timeout=timeout_s)
         except (KafkaException, TimeoutError) as exc:
-            if isinstance(exc, TimeoutError) or _timed_out(exc):
+            if _unanswered(exc):
                 timed_out += 1
             elif _error_code(exc) in _COORDINATOR_NOT_READY:
                 raise  # retriable: committed_offsets asks again
@@ -110,8 +111,7 @@ def committed_offsets(admin: AdminClient, groups: Iterable[str], timeout_s: floa
                 try:
                     result = future.result(timeout=timeout_s)
                 except (KafkaException, TimeoutError) as exc:
-                    # librdkafka's request timeout, or ours when it has not fired yet
-                    if isinstance(exc, KafkaException) and not _timed_out(exc):
+                    if not _unanswered(exc):
                         raise
                     timed_out += 1
                     continue
