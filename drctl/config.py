@@ -96,6 +96,29 @@ class ReplicationSettings:
         """Where producers write on the target after failover (docs/design.md §2)."""
         return source_topic if not self.names_kept else self.mirror_topic(source_topic)
 
+    def reverse_topic(self, failover_topic: str) -> str:
+        """Where the reverse flow (target -> source) puts a failover topic's records on the
+        source: the same topic with names kept, `<target alias>.<topic>` when prefixed."""
+        return failover_topic if self.names_kept else f"{self.target_alias}.{failover_topic}"
+
+    def reverse_copy_origin(self, source_topic: str) -> str | None:
+        """The failover topic (on the target) whose reverse copies `source_topic` holds, or
+        None when it is not a reverse copy topic (names kept: there are none)."""
+        if self.names_kept:
+            return None
+        prefix = f"{self.target_alias}."
+        if source_topic.startswith(prefix) and len(source_topic) > len(prefix):
+            return source_topic[len(prefix):]
+        return None
+
+    def replicates(self, source_topic: str) -> bool:
+        """Whether forward replication copies this source-cluster topic: the filter matches
+        and it is not a reverse copy. The reverse copies hold writes that already live in the
+        target's failover topic; MirrorMaker 2 never copies a topic back to the cluster its
+        name says it came from (its cycle check), and no drctl command treats one as a
+        source topic (docs/design.md, "Prefixed names through the cycle")."""
+        return self.topics.matches(source_topic) and self.reverse_copy_origin(source_topic) is None
+
     def source_topic_of(self, target_topic: str) -> str | None:
         """The source topic a mirror topic was replicated from, or None if it is not one."""
         prefix, _, suffix = self.rename.partition("{topic}")

@@ -125,6 +125,13 @@ class FailoverMarker:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         return cls(f"fo-{stamp}-{secrets.token_hex(3)}", source, target, kind, planned)
 
+    @property
+    def ends_at_failover(self) -> Offsets:
+        """The target's ends when F was taken: the mirrors' and, with prefixed names, the
+        failover topics' (where a group reading an earlier incident's reverse copies goes).
+        No position placed for the failover goes past them."""
+        return {**self.failover_topics_end, **self.failover_point}
+
     def done(self, step: str) -> bool:
         rec = self.steps.get(step)
         return rec is not None and rec.status == "done"

@@ -59,6 +59,17 @@ def status_command(
                        ["topic", "partitions", "behind", "oldest record missing"],
                        [[r["topic"], r["partitions"], r["behind"],
                          _age(r.get("oldest_unreplicated_ms"))] for r in rep["lag"]])
+        copies = rep.get("reverse_copies")
+        if isinstance(copies, str):
+            term.warn(f"Reverse copies on {rep['source']}: {copies}")
+        elif copies:
+            term.table(f"Reverse copies on {rep['source']} (retired reverse flows: never "
+                       "replicated, kept while read)",
+                       ["topic", "copies of", "records", "readers"],
+                       [[c["topic"], c["origin"], c["records"],
+                         ", ".join(f"{g} ({n} unread)" if n else f"{g} (read all)"
+                                   for g, n in c["readers"].items()) or "-"]
+                        for c in copies])
         inventory = rep.get("inventory")
         if inventory:
             term.info(inventory["summary"])

@@ -99,7 +99,9 @@ def audit_failover(ctx: OpsContext, marker: FailoverMarker,
         return audit
     ctx.notify(f"Auditing {len(applied)} group position(s) applied at failover")
     source = ctx.source
-    source_topic_of = {t: (rep.source_topic_of(t) or t) for _, t, _ in applied}
+    # A position on a mirror came from its source topic; one on a failover topic (prefixed
+    # names) from that topic's reverse copies of an earlier incident.
+    source_topic_of = {t: (rep.source_topic_of(t) or rep.reverse_topic(t)) for _, t, _ in applied}
     commits = committed_offsets(source.admin(), sorted({g for g, _, _ in applied}))
     positions: dict[str, dict[TP, int]] = {}
     for group, topic, partition in applied:
@@ -108,7 +110,8 @@ def audit_failover(ctx: OpsContext, marker: FailoverMarker,
             positions.setdefault(group, {})[(source_topic_of[topic], partition)] = offset
     report = translate_offsets(ctx, TranslateRequest(
         rep.source, rep.target, method=TranslateMethod.EXACT, positions=positions,
-        target_ends=marker.failover_point or None, source_deadline_s=deadline_s))
+        target_ends=marker.ends_at_failover or None,
+        source_deadline_s=deadline_s))
     found = {(g.group, p.target_topic, p.partition): p for g in report.groups
              for p in g.partitions}
     for (group, topic, partition), pos in sorted(applied.items()):

@@ -192,7 +192,7 @@ def left_behind(ctx: OpsContext, report: TranslationReport, source_up: bool,
     if inventory is not None:
         translated = {g.group for g in report.groups}
         for topic in sorted(inventory.topics):
-            if topic not in topics and rep.topics.matches(topic):
+            if topic not in topics and rep.replicates(topic):
                 readers = sorted(g for g, ts in inventory.groups.items() if topic in ts)
                 missing_topics.append({"topic": topic, "groups": readers})
         seen = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(inventory.written_ms / 1000))
@@ -557,8 +557,9 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *,
             apply=not opts.dry_run, source_deadline_s=opts.source_deadline_s,
             source_reachable=pre["source_reachable"],
             # No group read past F: records after it are post-failover writes (a re-run
-            # after a crash finds some).
-            target_ends=marker.failover_point or None))
+            # after a crash finds some). With prefixed names a group reading an earlier
+            # incident's reverse copies goes to the failover topic, capped at its end.
+            target_ends=marker.ends_at_failover or None))
         result.translation = report.as_dict()
         result.translation_report = report
         plan.append({"step": "translate-offsets", "summary": report.summary()})

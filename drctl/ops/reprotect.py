@@ -53,7 +53,6 @@ from drctl.ops.reverse import (
     carry_to_source,
     failover_starts,
     late_copy_offsets,
-    reverse_topic,
     wait_reverse_caught_up,
 )
 from drctl.ops.scorecard import operation_scorecard
@@ -468,7 +467,7 @@ def _expected_back(ctx: OpsContext, marker: FailoverMarker, keep: bool
     for rec in stream_ranges(dst, ranges):
         if rec.offset in late.get((rec.topic, rec.partition), ()) or is_reconciled(rec.headers):
             continue
-        out.setdefault((reverse_topic(rep, rec.topic), rec.partition), Counter())[
+        out.setdefault((rep.reverse_topic(rec.topic), rec.partition), Counter())[
             copy_fingerprint(rec, keep)] += 1
     return out
 

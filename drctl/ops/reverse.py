@@ -85,7 +85,7 @@ def carry_to_source(ctx: OpsContext, ranges: Mapping[TP, tuple[int, int]],
     `source_start` (as many times) is not copied again."""
     rep, src, dst = ctx.rep, ctx.source, ctx.target
     already: dict[TP, Counter[bytes]] = defaultdict(Counter)
-    src_marks = watermarks(src.admin(), [(reverse_topic(rep, t), p) for t, p in ranges])
+    src_marks = watermarks(src.admin(), [(rep.reverse_topic(t), p) for t, p in ranges])
     consumer = src.consumer(**{"enable.partition.eof": "true"})
     try:
         appended = {tp: (source_start.get(tp[0], {}).get(tp[1], mark[1]), mark[1])
@@ -102,7 +102,7 @@ def carry_to_source(ctx: OpsContext, ranges: Mapping[TP, tuple[int, int]],
             if rec.offset in (skip or {}).get((rec.topic, rec.partition), ()) \
                     or is_reconciled(rec.headers):
                 continue
-            target = (reverse_topic(rep, rec.topic), rec.partition)
+            target = (rep.reverse_topic(rec.topic), rec.partition)
             fp = copy_fingerprint(rec, timestamps)
             if already[target][fp] > 0:
                 already[target][fp] -= 1
@@ -111,17 +111,12 @@ def carry_to_source(ctx: OpsContext, ranges: Mapping[TP, tuple[int, int]],
             wanted.append(rec)
     finally:
         consumer.close()
-    sent = copy_records(src, wanted, lambda r: (reverse_topic(rep, r.topic), r.partition),
-                        topics=sorted({reverse_topic(rep, t) for t, _ in ranges}),
+    sent = copy_records(src, wanted, lambda r: (rep.reverse_topic(r.topic), r.partition),
+                        topics=sorted({rep.reverse_topic(t) for t, _ in ranges}),
                         what="post-failover writes",
                         rerun_hint="Run the same command again: it copies only what is "
                                    "missing.")
     return {"copied": sum(sent.values()), "skipped": skipped}
-
-
-def reverse_topic(rep: ReplicationSettings, failover_topic: str) -> str:
-    """Where a failover topic's records land on the source cluster."""
-    return failover_topic if rep.names_kept else f"{rep.target_alias}.{failover_topic}"
 
 
 def start_reverse_replication(ctx: OpsContext, marker: FailoverMarker,
@@ -142,7 +137,7 @@ def wait_reverse_caught_up(ctx: OpsContext, marker: FailoverMarker, *,
     tps = [(t, p) for t, parts in start_points(rep, marker).items() for p in parts]
     notify("Waiting for reverse replication to catch up")
     tgt_append = log_append_time_topics(tgt_admin, {t for t, _ in tps})
-    src_append = log_append_time_topics(src_admin, {reverse_topic(rep, t) for t, _ in tps})
+    src_append = log_append_time_topics(src_admin, {rep.reverse_topic(t) for t, _ in tps})
     state: dict[str, Any] = {}
 
     def caught_up() -> dict[str, list[int]] | None:
@@ -152,7 +147,7 @@ def wait_reverse_caught_up(ctx: OpsContext, marker: FailoverMarker, *,
         # source's own records and never go back.
         tails = last_records(a, [(tp, marks[tp][1]) for tp in tps],
                              skip=lambda r: is_reconciled(r.headers))
-        queries = [MatchQuery(last, (reverse_topic(rep, tp[0]), tp[1]))
+        queries = [MatchQuery(last, (rep.reverse_topic(tp[0]), tp[1]))
                    for tp, (last, _) in zip(tps, tails, strict=True)
                    if last is not None and last.offset >= _start(marker, rep, tp)]
         existing = src_admin.list_topics(timeout=30).topics
@@ -191,12 +186,12 @@ def _carried(src_admin: Any, rep: ReplicationSettings, tps: list[TP],
              found: list[Any]) -> dict[str, list[int]]:
     copies = {(q.record.topic, q.record.partition): m.offset + 1
               for q, m in zip(queries, found, strict=True)}
-    rest = [(reverse_topic(rep, t), p) for t, p in tps if (t, p) not in copies]
+    rest = [(rep.reverse_topic(t), p) for t, p in tps if (t, p) not in copies]
     existing = src_admin.list_topics(timeout=30).topics
     src_ends = watermarks(src_admin, [tp for tp in rest if tp[0] in existing])
     return {f"{t}[{p}]": [marks[(t, p)][1],
                           copies.get((t, p),
-                                     src_ends.get((reverse_topic(rep, t), p), (0, 0))[1])]
+                                     src_ends.get((rep.reverse_topic(t), p), (0, 0))[1])]
             for t, p in tps}
 
 

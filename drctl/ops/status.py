@@ -16,13 +16,14 @@ from drctl.context import OpsContext
 from drctl.errors import DrctlError, ExitStatus, Unreachable
 from drctl.kafka.clients import describe_with_retry
 from drctl.kafka.connect_rest import ConnectRejected
-from drctl.kafka.groups import group_states, list_groups
+from drctl.kafka.groups import committed_offsets, group_states, list_groups
 from drctl.kafka.records import ReadTimeout
 from drctl.ops.fence import open_risks
+from drctl.ops.reverse_copies import read_reverse_copies, reverse_copy_topics
 from drctl.ops.rpo import flow_rpo
 from drctl.progress import Notify
 from drctl.state import FailoverMarker, IncidentPhase, MarkerStore
-from drctl.translate.inventory import inventory_on_record, keep_inventory
+from drctl.translate.inventory import groups_reading, inventory_on_record, keep_inventory
 
 
 def _late_copies_line(m: FailoverMarker) -> str | None:
@@ -129,6 +130,8 @@ def collect_status(ctx: OpsContext, deadline_s: float = 5.0) -> dict[str, Any]:
         else:
             replication["inventory"] = inventory_on_record(
                 config, "not refreshed: source or target unreachable").as_dict()
+        if source_up and not rep.names_kept:
+            replication["reverse_copies"] = _reverse_copies(ctx, deadline_s)
         # The marker topic lives on the target. With the target down the local copy is all
         # drctl sees — not all there is: another machine's incident is on the target only.
         target_up = clusters[rep.target]["reachable"]
@@ -170,6 +173,18 @@ def collect_status(ctx: OpsContext, deadline_s: float = 5.0) -> dict[str, Any]:
                         for g, st in sorted(states_of.items())}
     return {"clusters": clusters, "replication": replication, "open_failovers": markers,
             "markers_from": markers_from, "groups": groups}
+
+
+def _reverse_copies(ctx: OpsContext, deadline_s: float) -> list[dict[str, Any]] | str:
+    """The retired reverse flows' copies on the source and who reads them (the groups the
+    inventory saw there); what went wrong in words when they could not be read."""
+    rep = ctx.rep
+    try:
+        readers = groups_reading(ctx.config, reverse_copy_topics(rep, ctx.source))
+        commits = committed_offsets(ctx.source.admin(), readers, deadline_s) if readers else {}
+        return [c.as_dict() for c in read_reverse_copies(rep, ctx.source, commits)]
+    except (DrctlError, KafkaException) as exc:
+        return f"not read: {_reason(exc)}"
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from drctl.kafka.offsets import watermarks
 from drctl.kafka.records import read_ranges
 from drctl.kafka.topics import TP
 from drctl.ops.copies import copy_fingerprint, timestamps_kept
-from drctl.ops.reverse import failover_starts, late_copy_offsets, reverse_topic
+from drctl.ops.reverse import failover_starts, late_copy_offsets
 from drctl.state import FailoverMarker, Offsets
 
 
@@ -94,7 +94,7 @@ def reverse_source_start(ctx: OpsContext, marker: FailoverMarker) -> Offsets:
     out: Offsets = {}
     tps = []
     for topic, parts in failover_starts(rep, marker).items():
-        rtopic = reverse_topic(rep, topic)
+        rtopic = rep.reverse_topic(topic)
         out[rtopic] = dict.fromkeys(parts, 0)
         if rtopic in existing:
             tps += [(rtopic, p) for p in parts]
@@ -126,11 +126,11 @@ def verify_end_state(ctx: OpsContext, marker: FailoverMarker, source_start: Offs
     origin_ranges: dict[TP, tuple[int, int]] = {}
     source_of = {rep.failover_topic(s): s for s in marker.topics}
     tgt_marks = watermarks(dst.admin(), [(t, p) for t, parts in starts.items() for p in parts])
-    src_tps = [(reverse_topic(rep, t), p) for t, parts in starts.items() for p in parts]
+    src_tps = [(rep.reverse_topic(t), p) for t, parts in starts.items() for p in parts]
     existing = src.admin().list_topics(timeout=30).topics
     src_marks = watermarks(src.admin(), [tp for tp in src_tps if tp[0] in existing])
     for topic, parts in sorted(starts.items()):
-        rtopic = reverse_topic(rep, topic)
+        rtopic = rep.reverse_topic(topic)
         for p, start in sorted(parts.items()):
             check = PartitionCheck(topic, rtopic, p)
             state.partitions.append(check)

@@ -26,6 +26,7 @@ from drctl.kafka.groups import committed_offsets, group_states, list_groups
 from drctl.kafka.records import ReadTimeout
 from drctl.kafka.topics import is_internal_topic
 from drctl.kafka.transactions import hanging_on
+from drctl.ops.reverse_copies import read_reverse_copies, reverse_copy_findings
 from drctl.ops.rpo import flow_rpo
 from drctl.readiness.acls import acl_parity
 from drctl.readiness.positions import guard_findings, position_findings
@@ -132,8 +133,11 @@ def _positions(ctx: OpsContext, out: Readiness, src_topics: dict[str, int],
     admin = ctx.source.admin()
     groups = [g for g in list_groups(admin) if wanted_group(ctx.config, group_re, g)]
     ctx.notify(f"Reading the commits of {len(groups)} group(s)")
+    every_commit = committed_offsets(admin, groups)
     commits = {g: {tp: o for tp, o in offs.items() if tp[0] in src_topics}
-               for g, offs in committed_offsets(admin, groups).items()}
+               for g, offs in every_commit.items()}
+    out.add(*reverse_copy_findings(read_reverse_copies(rep, ctx.source, every_commit),
+                                   rep.source, rep.target, ctx.source.bootstrap))
     checkpoints_topic = ctx.require_kind().checkpoints_topic(rep)
     checkpoints: dict[Any, Any] = {}
     if checkpoints_topic:

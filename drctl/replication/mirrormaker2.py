@@ -55,7 +55,7 @@ class MirrorMaker2(ConnectControlled):
         if client is None or not rep.connect.source_connector:
             return None
         return mm2_replication_lag(source, client, rep.connect.source_connector,
-                                   rep.topics.matches)
+                                   rep.replicates)
 
     def replicated_upto(self, ctx: FlowContext) -> dict[tuple[str, int], int] | None:
         """Connect's stored source offsets of the forward source connector (the last copied

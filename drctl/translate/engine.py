@@ -74,6 +74,11 @@ def _topic_mapper(config: Config, source: str, target: str) -> Callable[[str], s
         def forward(topic: str) -> str | None:
             if is_internal_topic(topic) or not rep.topics.matches(topic):
                 return None
+            origin = rep.reverse_copy_origin(topic)
+            if origin is not None:
+                # A reverse copy of an earlier incident (prefixed names): its records are
+                # the failover topic's own on the target, where the group goes on reading.
+                return origin
             return rep.mirror_topic(topic)
         return forward
     if (source, target) == (rep.target, rep.source):

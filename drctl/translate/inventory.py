@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,7 +80,7 @@ def source_topics_in_scope(config: Config, clients: ClusterClients) -> dict[str,
     rep = config.require_replication()
     topics = clients.admin().list_topics(timeout=30).topics
     return {t: len(m.partitions) for t, m in topics.items()
-            if not is_internal_topic(t) and rep.topics.matches(t) and m.error is None}
+            if not is_internal_topic(t) and rep.replicates(t) and m.error is None}
 
 
 def groups_to_read(listed: list[str], read_ms: Mapping[str, int], now_ms: int,
@@ -149,6 +149,15 @@ def keep_inventory(config: Config, src: ClusterClients, dst: ClusterClients, *,
     except Exception as exc:  # noqa: BLE001 - keeping the inventory never fails a command
         result.error = f"not refreshed: {type(exc).__name__}: {exc}"
     return result
+
+
+def groups_reading(config: Config, topics: Collection[str]) -> list[str]:
+    """The groups this state directory's inventory saw committing on any of `topics` (no
+    cluster asked: what the last `keep_inventory` read)."""
+    rep = config.require_replication()
+    entries = _load(_cache_path(config, rep.source, rep.target)).get("groups", {})
+    wanted = set(topics)
+    return sorted(g for g, e in entries.items() if wanted & set(e.get("topics") or ()))
 
 
 def _cache_path(config: Config, source: str, target: str) -> Path:
