@@ -46,13 +46,19 @@ class ReadTimeout(Exception):
 
 
 def read_ranges(consumer: Consumer, ranges: Mapping[tuple[str, int], tuple[int, int]], *,
-                timeout_s: float = 60.0, batch: int = BATCH) -> Iterator[Record]:
+                timeout_s: float = 60.0, batch: int = BATCH,
+                below_log_start: dict[tuple[str, int], int] | None = None) -> Iterator[Record]:
     """Yield the visible records with start <= offset < end for each (topic, partition).
 
     Transaction markers and aborted records occupy offsets a read_committed consumer never
     sees, so a range is done when a record at or past `end - 1` arrives or the partition's
     end-of-file event reports a position at or past `end` — not when offset `end - 1` shows
     up. The consumer must have `enable.partition.eof=true`.
+
+    A range that starts below its partition's log start (retention or DeleteRecords went
+    past it) is read from the log start; `below_log_start` gets, per such partition, how many
+    of the range's offsets were gone. (drctl's consumers reset with `error`: a client that
+    silently jumped to the end would read nothing and call the range done.)
     """
     pending = {tp: (start, end) for tp, (start, end) in ranges.items() if end > start}
     if not pending:
@@ -73,6 +79,20 @@ def read_ranges(consumer: Consumer, ranges: Mapping[tuple[str, int], tuple[int, 
                 bounds = pending.get(key)
                 err = msg.error()
                 if err is not None:
+                    if err.code() == KafkaError._AUTO_OFFSET_RESET and bounds is not None:
+                        # Out of range: below the log start (or past the end).
+                        low, high = consumer.get_watermark_offsets(
+                            TopicPartition(*key), timeout=10, cached=False)
+                        start = max(bounds[0], low)
+                        if below_log_start is not None and low > bounds[0]:
+                            below_log_start[key] = min(low, bounds[1]) - bounds[0]
+                        pending[key] = (start, bounds[1])
+                        consumer.incremental_unassign([TopicPartition(*key)])
+                        if start >= min(bounds[1], high):
+                            finished.add(key)
+                        else:
+                            consumer.incremental_assign([TopicPartition(*key, start)])
+                        continue
                     if err.code() != KafkaError._PARTITION_EOF:
                         if err.fatal() or err.code() in _FATAL_READ_ERRORS:
                             raise KafkaException(err)
@@ -89,16 +109,19 @@ def read_ranges(consumer: Consumer, ranges: Mapping[tuple[str, int], tuple[int, 
                 if offset >= bounds[1] - 1:
                     finished.add(key)
             if finished:
+                assigned = {(tp.topic, tp.partition) for tp in consumer.assignment()}
                 for key in finished:
                     pending.pop(key, None)
-                if pending:
-                    consumer.incremental_unassign([TopicPartition(t, p) for t, p in finished])
+                if pending and finished & assigned:
+                    consumer.incremental_unassign([TopicPartition(t, p)
+                                                   for t, p in finished & assigned])
     finally:
         consumer.unassign()
 
 
 def stream_ranges(clients: ClusterClients, ranges: Mapping[tuple[str, int], tuple[int, int]],
-                  *, timeout_s: float = 60.0) -> Iterator[Record]:
+                  *, timeout_s: float = 60.0,
+                  below_log_start: dict[tuple[str, int], int] | None = None) -> Iterator[Record]:
     """`read_ranges` with a consumer of its own: each partition's records in offset order,
     streamed (nothing but the record at hand in memory); empty ranges are skipped."""
     todo = {tp: r for tp, r in ranges.items() if r[1] > r[0]}
@@ -106,7 +129,8 @@ def stream_ranges(clients: ClusterClients, ranges: Mapping[tuple[str, int], tupl
         return
     consumer = clients.consumer(**{"enable.partition.eof": "true"})
     try:
-        yield from read_ranges(consumer, todo, timeout_s=timeout_s)
+        yield from read_ranges(consumer, todo, timeout_s=timeout_s,
+                               below_log_start=below_log_start)
     finally:
         consumer.close()
 

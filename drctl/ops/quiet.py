@@ -15,8 +15,12 @@ from dataclasses import dataclass
 from drctl.context import OpsContext
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.topics import TP
+from drctl.kafka.transactions import OpenTransaction, open_transactions
 from drctl.ops.reverse import failover_starts
+from drctl.progress import Ticker
+from drctl.retry import WaitTimedOut, wait_for
 from drctl.state import FailoverMarker
+from drctl.timeparse import format_duration
 
 
 @dataclass(frozen=True)
@@ -65,3 +69,28 @@ class Writes:
 
     def as_dict(self) -> dict[str, int]:
         return {f"{t}[{p}]": n for (t, p), n in sorted(self.per_partition.items())}
+
+
+def wait_transactions_closed(ctx: OpsContext, marker: FailoverMarker,
+                             timeout_s: float) -> list[OpenTransaction]:
+    """Until no transaction is open on the failover topics (their writes would land after
+    whatever reads them now), at most `timeout_s`, saying what it waits for; those still
+    open then."""
+    tps = [(t, p) for t, parts in failover_starts(ctx.rep, marker).items() for p in parts]
+    found: list[OpenTransaction] = []
+    ticker = Ticker(first_s=0.0)  # said at once: the operator may need to abort it
+
+    def closed() -> bool | None:
+        found[:] = open_transactions(ctx.target, tps)
+        if found and ticker.due():
+            ctx.notify("Waiting for open transaction(s) on "
+                       + ", ".join(f"{t.topic}[{t.partition}] (stable at {t.stable}, end "
+                                   f"{t.end})" for t in found[:5])
+                       + f" to commit or abort (at most {format_duration(timeout_s)})")
+        return True if not found else None
+
+    try:
+        wait_for(closed, deadline_s=timeout_s, interval_s=1.0)
+    except WaitTimedOut:
+        pass
+    return found

@@ -7,20 +7,24 @@ outage, the gap records (already reconciled onto the target) and the reverse cop
 post-failover writes (which came from the target) a second time. So, each step recorded in
 the marker before the next:
 
-1. quiet — the producers are back on the source: the target's failover topics take no writes
-   for a settle period, and the reverse flow has caught up (`--force` goes on and says so);
+1. quiet — the producers are back on the source: no transaction is open on the target's
+   failover topics (waited for within `--timeout`), they take no writes for a settle period,
+   and the reverse flow has caught up (`--force` goes on and says so);
 2. reverse-retired — the reverse flow is stopped and deleted, its last positions recorded;
-   what it had not carried yet, drctl copies to the source itself;
-3. cut-over — per source partition, where forward copying starts: right after the source's
-   copies of the target's post-failover writes (names kept), or where failback's comparison
-   ended (prefixed names). A record written natively on the source before that point (a
-   producer that moved back early) would never be copied: drctl copies it to the target;
+3. cut-over (ops/cut_over.py) — the failover topics' ends E are read, every post-failover
+   write below E the source lacks is copied there, then per source partition: where forward
+   copying starts, right after the source's copies of the post-failover writes (names kept)
+   or where failback's comparison ended (prefixed names). A record written natively on the
+   source before that point (a producer that moved back early) would never be copied: drctl
+   copies it to the target;
 4. forward-start — the forward flow's stored positions set to the cut-over (MirrorMaker 2:
    Connect's offsets API; Replicator: its consumer group);
 5. forward-resumed — forward replication started, after checking that no reverse flow copies
-   (with names kept the two would form a cycle);
-6. verified — every source record written after the cut-over reaches the target, once;
-   then the incident is closed.
+   (with names kept the two would form a cycle) and that nobody wrote to the failover topics
+   since E (else the cut-over is taken again after the producers moved: exit 3; `--force`
+   goes on and names those writes, which stay on the target only);
+6. verified — every source record written after the cut-over reaches the target, once, and
+   nothing was written to the target alone; then the incident is closed.
 
 A re-run continues after the last recorded step; `--dry-run` prints the positions it would set.
 Each run's phases (the steps above) are timed from its start and kept in the marker
@@ -31,7 +35,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,22 +43,25 @@ from typing import Any
 from drctl.context import OpsContext
 from drctl.errors import CheckFailed, UsageError
 from drctl.faults import crash_point
-from drctl.fingerprint import RECONCILED_HEADER, is_reconciled
+from drctl.fingerprint import is_reconciled
 from drctl.kafka.clients import ClusterClients, describe_with_retry
-from drctl.kafka.copy import RerunTag, copy_records
 from drctl.kafka.offsets import watermarks
-from drctl.kafka.records import Record, header_values, stream_ranges
+from drctl.kafka.records import stream_ranges
 from drctl.kafka.topics import TP, log_append_time_topics
 from drctl.ops.copies import copy_fingerprint, timestamps_kept
-from drctl.ops.phases import PhaseClock, command_timing
-from drctl.ops.quiet import Ends, Writes
-from drctl.ops.rerun import rerun_while_dropped
-from drctl.ops.reverse import (
-    carry_to_source,
-    failover_starts,
-    late_copy_offsets,
-    wait_reverse_caught_up,
+from drctl.ops.cut_over import (
+    CUT_OVER_STEP,
+    carry_post_failover_writes,
+    copy_strays,
+    failover_topic_ends,
+    plan_cut_over,
+    tp_offsets,
+    writes_since,
 )
+from drctl.ops.phases import PhaseClock, command_timing
+from drctl.ops.quiet import Ends, Writes, wait_transactions_closed
+from drctl.ops.rerun import rerun_while_dropped
+from drctl.ops.reverse import failover_starts, wait_reverse_caught_up
 from drctl.ops.scorecard import operation_scorecard
 from drctl.progress import Ticker
 from drctl.replication.base import Confirm, ReturnRequest
@@ -108,7 +115,7 @@ class ReprotectResult:
         return {"incident": self.marker.incident, "phase": self.marker.phase.value,
                 "status": self.marker.status, "dry_run": self.dry_run,
                 "reverse_retired": self.step("reverse-retired").get("state"),
-                "carried_to_source": self.step("reverse-retired").get("carried", {}).get(
+                "carried_to_source": self.step("cut-over").get("carried", {}).get(
                     "copied", 0),
                 "strays_copied": sum(self.step("cut-over").get("strays", {}).values()),
                 "forward_copied": verified.get("copied", 0),
@@ -234,29 +241,23 @@ def _reprotect_once(ctx: OpsContext, opts: ReprotectOptions, confirm: Confirm | 
             store.save(marker)
             crash_point("reprotect:quiet")
 
-    # 2. Retire the reverse flow; carry what it had not.
+    # 2. Retire the reverse flow.
     if not marker.done("reprotect:reverse-retired"):
         clock.phase("reverse-retired")
         result.plan.append({"step": "reverse-retired", "topics": request.reverse_topics})
         if not opts.dry_run:
             retired = kind.retire_reverse(ctx, request, notify, confirm)
-            retired["carried"] = carry_rest(ctx, marker)
             marker.record("reprotect:reverse-retired", retired)
             store.save(marker)
             crash_point("reprotect:reverse-retired")
 
-    # 3. Where forward copying starts.
-    if not marker.done("reprotect:cut-over"):
+    # 3. Every post-failover write on the source, then where forward copying starts.
+    if not marker.done(CUT_OVER_STEP):
         clock.phase("cut-over")
-        cut = cut_over(ctx, marker)
+        cut = take_cut_over(ctx, marker, opts, result)
         result.plan.append({"step": "cut-over", "forward_starts": cut["forward_starts"],
                             "strays": cut["strays"]})
-        if not opts.dry_run:
-            cut["strays_copied"] = copy_strays(ctx, marker, cut)
-            marker.record("reprotect:cut-over", cut)
-            store.save(marker)
-            crash_point("reprotect:cut-over")
-        else:
+        if opts.dry_run:
             request = ReturnRequest(request.incident, request.reverse_topics,
                                     _offsets(cut["forward_starts"]), request.out_dir)
     if not opts.dry_run:
@@ -274,7 +275,8 @@ def _reprotect_once(ctx: OpsContext, opts: ReprotectOptions, confirm: Confirm | 
             store.save(marker)
             crash_point("reprotect:forward-start")
 
-    # 5. Resume it — never while a reverse flow copies with names kept.
+    # 5. Resume it — never while a reverse flow copies with names kept, never over writes
+    # the cut-over did not carry.
     if not marker.done("reprotect:forward-resumed"):
         clock.phase("forward-resumed")
         result.plan.append({"step": "forward-resumed", "connectors": list(rep.connect.connectors)})
@@ -286,16 +288,18 @@ def _reprotect_once(ctx: OpsContext, opts: ReprotectOptions, confirm: Confirm | 
                     f"resuming {', '.join(rep.connect.connectors) or 'forward replication'} "
                     "now would, with topic names kept, form a cycle.",
                     "Stop the reverse connector, then run reprotect again.")
+            late = no_writes_since_cut(ctx, marker, opts, result)
             state = kind.resume_forward(rep, notify, confirm)
             marker.record("reprotect:forward-resumed",
-                          {"components": state.components, "at_ms": int(time.time() * 1000)})
+                          {"components": state.components, "at_ms": int(time.time() * 1000),
+                           **late})
             store.save(marker)
             crash_point("reprotect:forward-resumed")
 
     # 6. Measured, not assumed: what the source received since the cut-over is on the target.
     if not opts.dry_run and not marker.done("reprotect:verified"):
         clock.phase("verified")
-        check = verify_forward(ctx, marker, opts.timeout_s)
+        check = verify_forward(ctx, marker, opts.timeout_s, forced=opts.force)
         marker.record("reprotect:verified", check,
                       status="done" if check["ok"] else "failed")
         store.save(marker)
@@ -303,9 +307,19 @@ def _reprotect_once(ctx: OpsContext, opts: ReprotectOptions, confirm: Confirm | 
             raise CheckFailed(
                 f"Forward replication resumed, but the target does not hold what the source "
                 f"received since the cut-over: {check['missing']:,} record(s) missing, "
-                f"{check['extra']:,} unexpected ({_bad_partitions(check)}).",
-                f"The incident stays open. Inspect those partitions, then run `drctl "
-                f"reprotect --incident {marker.incident}` again.")
+                f"{check['extra']:,} there twice"
+                + (f", {check['target_only']:,} written to {rep.target} only"
+                   if check["target_only"] else "")
+                + f" ({_bad_partitions(check)}).",
+                (f"Records written to {rep.target} after the cut-over stay there only: move "
+                 f"those producers to {rep.source}; `drctl reprotect --incident "
+                 f"{marker.incident} --force` then closes the incident naming them."
+                 if check["target_only"] and not (check["missing"] or check["extra"]) else
+                 f"The incident stays open. Inspect those partitions, then run `drctl "
+                 f"reprotect --incident {marker.incident}` again."))
+        if check["target_only"]:
+            result.forced.append(f"{check['target_only']:,} record(s) written to {rep.target} "
+                                 "after the cut-over stay there only")
         crash_point("reprotect:verified")
 
     clock.stop(finished=not opts.dry_run)
@@ -316,24 +330,124 @@ def _reprotect_once(ctx: OpsContext, opts: ReprotectOptions, confirm: Confirm | 
     return result
 
 
+def take_cut_over(ctx: OpsContext, marker: FailoverMarker, opts: ReprotectOptions,
+                  result: ReprotectResult) -> dict[str, Any]:
+    """Carry every post-failover write below the failover topics' ends now to the source,
+    take the cut (ops/cut_over.py) and copy the strays. The plan is recorded before the strays
+    are copied: a run killed while copying finds it and copies none twice. A dry run carries
+    and copies nothing."""
+    store = ctx.markers(ctx.rep.target)
+    pending = marker.steps.get(CUT_OVER_STEP)
+    if pending is not None and pending.status == "copying" and not opts.dry_run:
+        cut = dict(pending.result)  # taken by a run that stopped while copying: keep it
+    else:
+        ends = failover_topic_ends(ctx, marker)
+        if not opts.dry_run:
+            carried = carry_post_failover_writes(ctx, marker, ends)
+        cut = plan_cut_over(ctx, marker, ends)
+        if not opts.dry_run:
+            cut["carried"] = carried
+        _refuse_what_cannot_be_cut(ctx, marker, cut, opts, result)
+        if opts.dry_run:
+            return cut
+        marker.record(CUT_OVER_STEP, cut, status="copying")
+        store.save(marker)
+        crash_point("reprotect:cut-over-planned")
+    cut["strays_copied"] = copy_strays(ctx, marker, cut)
+    marker.record(CUT_OVER_STEP, cut)
+    store.save(marker)
+    crash_point(CUT_OVER_STEP)
+    return cut
+
+
+def _refuse_what_cannot_be_cut(ctx: OpsContext, marker: FailoverMarker, cut: dict[str, Any],
+                               opts: ReprotectOptions, result: ReprotectResult) -> None:
+    """Post-failover writes the source still lacks after they were carried, and records
+    retention may have removed from both clusters, stop the return (exit 3) — the latter
+    goes on under --force, named."""
+    rep = ctx.rep
+    missing = cut.get("missing") or {}
+    if missing and not opts.dry_run:
+        raise CheckFailed(
+            f"{sum(missing.values()):,} post-failover write(s) are not on {rep.source} although "
+            f"drctl carried what it lacked ({', '.join(f'{k}: {v}' for k, v in missing.items())})"
+            ".", "Run reprotect again: the cut-over carries what the source lacks first.")
+    lost = cut["retention"]["lost"]
+    if lost:
+        what = ", ".join(f"{k}: up to {v}" for k, v in sorted(lost.items()))
+        if not opts.force and not opts.dry_run:
+            raise CheckFailed(
+                f"Retention removed records before the return could carry them: {what} "
+                "record(s) may now exist on neither cluster.",
+                "Nothing brings them back. Run reprotect again with --force to return to "
+                "protection without them (they are named in the report).")
+        result.forced.append(f"records removed by retention before the return: {what}")
+    took = {**cut["retention"]["source"], **cut["retention"]["target"]}
+    if took:
+        ctx.notify("Retention removed offsets before the cut-over read them: "
+                   + ", ".join(f"{k} {v}" for k, v in sorted(took.items()))
+                   + " (read from the log start)")
+
+
+def no_writes_since_cut(ctx: OpsContext, marker: FailoverMarker, opts: ReprotectOptions,
+                        result: ReprotectResult) -> dict[str, Any]:
+    """Right before forward replication resumes: nobody wrote to the failover topics since
+    the cut-over's ends. Otherwise the cut-over is taken again (its record and the forward
+    start dropped) after producers move — refused, exit 3 — or, under --force, those writes
+    are named as staying on the target only."""
+    rep, store = ctx.rep, ctx.markers(ctx.rep.target)
+    ends = tp_offsets(marker.steps[CUT_OVER_STEP].result.get("failover_ends", {}))
+    late = writes_since(ctx, ends)
+    if not late:
+        return {}
+    said = ", ".join(f"{t}[{p}] +{n}" for (t, p), n in sorted(late.items()))
+    if not opts.force:
+        for step in (CUT_OVER_STEP, "reprotect:forward-start"):
+            marker.steps.pop(step, None)
+        store.save(marker)
+        raise CheckFailed(
+            f"Producers wrote to {rep.target} after the cut-over was taken ({said}): resuming "
+            f"forward replication now would leave those writes on {rep.target} only.",
+            f"Move the producers to {rep.source}, then run reprotect again: it carries them "
+            "and takes the cut-over again. --force goes on and names them.")
+    result.forced.append(f"records written to {rep.target} after the cut-over stay there "
+                         f"only: {said}")
+    return {"target_only": {f"{t}[{p}]": n for (t, p), n in sorted(late.items())}}
+
+
 def _offsets(raw: Mapping[str, Mapping[Any, Any]]) -> Offsets:
     return {t: {int(p): int(o) for p, o in parts.items()} for t, parts in raw.items()}
 
 
 def _bad_partitions(check: Mapping[str, Any]) -> str:
-    bad = [p for p in check["partitions"] if p["missing"] or p["extra"]]
+    bad = [p for p in check["partitions"] if p["missing"] or p["extra"] or p.get("target_only")]
     return "; ".join(f"{p['topic']}[{p['partition']}]: {p['missing']} missing, "
-                     f"{p['extra']} unexpected" for p in bad[:10])
+                     f"{p['extra']} twice, {p.get('target_only', 0)} target only"
+                     for p in bad[:10])
 
 
 def quiet_and_caught_up(ctx: OpsContext, marker: FailoverMarker,
                         opts: ReprotectOptions) -> dict[str, Any]:
     """The target's failover topics took no write for `settle_s` after the reverse flow
-    caught up with them. A dry run only looks once."""
+    caught up with them, and hold no open transaction (its records would land after the
+    return: waited for within `timeout_s`). A dry run only looks once."""
     rep, notify = ctx.rep, ctx.notify
     before = Ends.read(ctx, marker)
     if opts.dry_run:
         return {"target_ends": before.by_topic(), "settle_s": 0, "note": "dry run: not waited"}
+    out: dict[str, Any] = {"settle_s": opts.settle_s}
+    still_open = wait_transactions_closed(ctx, marker, opts.timeout_s)
+    if still_open:
+        said = "; ".join(f"{t.topic}[{t.partition}] stable at {t.stable}, end {t.end} (abort: "
+                         f"{t.abort_commands(ctx.target.bootstrap)})" for t in still_open)
+        if not opts.force:
+            raise CheckFailed(
+                f"A transaction is still open on {rep.target}'s failover topics after "
+                f"{format_duration(opts.timeout_s)}: {said}. Its records would land after the "
+                f"return and never reach {rep.source}.",
+                "Let its producer commit or abort it (or abort it with the command shown), "
+                "then run reprotect again; --force goes on and names it.")
+        out["forced"] = [f"open transaction on {rep.target}: {said}"]
     wait_reverse_caught_up(ctx, marker, deadline_s=opts.timeout_s)
     caught_up = Ends.read(ctx, marker)
     notify(f"Checking that {rep.target}'s failover topics stay quiet for "
@@ -341,7 +455,7 @@ def quiet_and_caught_up(ctx: OpsContext, marker: FailoverMarker,
     time.sleep(opts.settle_s)
     after = Ends.read(ctx, marker)
     writes = Writes.between(caught_up, after)
-    out: dict[str, Any] = {"target_ends": after.by_topic(), "settle_s": opts.settle_s}
+    out["target_ends"] = after.by_topic()
     if writes:
         if not opts.force:
             raise CheckFailed(
@@ -349,193 +463,22 @@ def quiet_and_caught_up(ctx: OpsContext, marker: FailoverMarker,
                 f"{format_duration(writes.seconds)}. Writes made there after the reverse flow "
                 f"is retired would never reach {rep.source}.",
                 f"Move the producers to {rep.source}, then run reprotect again; --force goes "
-                "on (drctl carries what the target holds when it retires the reverse flow, "
-                "later writes stay on the target only).")
-        out["forced"] = [f"producers still writing to {rep.target}: {writes.describe()}"]
+                "on (drctl carries what the target holds when it takes the cut-over and names "
+                "what is written there later: it stays on the target only).")
+        out["forced"] = out.get("forced", []) + [
+            f"producers still writing to {rep.target}: {writes.describe()}"]
         out["writes_during_settle"] = writes.as_dict()
     return out
 
 
-def _by_topic(ends: Mapping[TP, int]) -> dict[str, dict[str, int]]:
-    out: dict[str, dict[str, int]] = {}
-    for (t, p), end in sorted(ends.items()):
-        out.setdefault(t, {})[str(p)] = end
-    return out
-
-
-def carry_rest(ctx: OpsContext, marker: FailoverMarker) -> dict[str, Any]:
-    """With the reverse flow stopped: copy to the source every post-failover write it had
-    not carried (none, when it had caught up). Idempotent."""
-    rep = ctx.rep
-    starts = failover_starts(rep, marker)
-    admin = ctx.target.admin()
-    ends = watermarks(admin, [(t, p) for t, parts in starts.items() for p in parts])
-    ranges = {tp: (starts[tp[0]][tp[1]], end) for tp, (_, end) in ends.items()
-              if end > starts[tp[0]][tp[1]]}
-    source_start = _offsets(marker.steps["failback:reverse-source-start"].result["offsets"]) \
-        if "failback:reverse-source-start" in marker.steps else {}
-    if not ranges:
-        return {"copied": 0, "skipped": 0}
-    carried = carry_to_source(ctx, ranges, source_start, skip=late_copy_offsets(marker),
-                              timestamps=timestamps_kept(ctx, marker))
-    if carried["copied"]:
-        ctx.notify(f"Copied {carried['copied']} post-failover write(s) the reverse flow had not "
-               f"carried to {rep.source}")
-    return carried
-
-
-def compared_ends(marker: FailoverMarker) -> dict[TP, int]:
-    """Per source partition, where failback's gap analysis stopped comparing: records up to
-    there are on the target (replicated, reconciled) or deliberately held back (quarantined)."""
-    gap = marker.steps["failback:gap"].result if "failback:gap" in marker.steps else {}
-    return {(v["topic"], int(v["partition"])): int(v["source_end"])
-            for v in gap.get("verified", []) if v.get("source_end") is not None}
-
-
-def cut_over(ctx: OpsContext, marker: FailoverMarker) -> dict[str, Any]:
-    """Per source topic partition: the first offset forward replication copies, and the
-    target positions its copies will follow; with names kept also the records written on the
-    source before that point that the target lacks (strays)."""
-    rep = ctx.rep
-    src, dst = ctx.clients(rep.source), ctx.clients(rep.target)
-    compared = compared_ends(marker)
-    src_admin, dst_admin = src.admin(), dst.admin()
-    source_tps = [(t, p) for t, mirror in sorted(marker.topics.items())
-                  for p in sorted(marker.failover_point.get(mirror, {}))]
-    src_marks = watermarks(src_admin, source_tps)
-    starts: dict[TP, int] = {}
-    how: dict[str, str] = {}
-    strays: dict[TP, list[int]] = {}
-    missing_proof = [tp for tp in source_tps if tp not in compared]
-    if missing_proof:
-        raise UsageError(
-            "The failback recorded no comparison end for "
-            + ", ".join(f"{t}[{p}]" for t, p in missing_proof[:5])
-            + ": drctl cannot prove where forward copying must start.",
-            "Set the forward flow's positions by hand (the source's ends when producers "
-            "moved back), or fail back with this drctl version.")
-    if not rep.names_kept:
-        # Reverse copies land in other topics (<target alias>.<topic>): everything the
-        # source topic received after failback compared it is new to the target.
-        for tp in source_tps:
-            starts[tp] = compared[tp]
-            how[f"{tp[0]}[{tp[1]}]"] = "where failback's comparison ended"
-    else:
-        keep = timestamps_kept(ctx, marker)
-        expected = _expected_back(ctx, marker, keep)
-        scan = {tp: (compared[tp], src_marks[tp][1]) for tp in source_tps
-                if src_marks[tp][1] > compared[tp]}
-        walked = walk_copies(stream_ranges(src, scan), expected, set(scan), keep)
-        for tp in source_tps:
-            last_copy, candidates, left = walked.get(tp, (None, [], 0))
-            if left:
-                raise CheckFailed(
-                    f"{left} post-failover write(s) of {tp[0]}[{tp[1]}] are not on "
-                    f"{rep.source} although the reverse flow was retired after catching up.",
-                    "Run reprotect again: it carries them first.")
-            starts[tp] = compared[tp] if last_copy is None else max(compared[tp],
-                                                                     last_copy + 1)
-            strays[tp] = [o for o in candidates if o < starts[tp]]
-            how[f"{tp[0]}[{tp[1]}]"] = ("after the source's copy of the last post-failover "
-                                        "write" if last_copy is not None else
-                                        "where failback's comparison ended (no "
-                                        "post-failover write)")
-    mirrors = [(marker.topics[t], p) for t, p in source_tps]
-    target_ends = {tp: end for tp, (_, end) in watermarks(dst_admin, mirrors).items()}
-    if any(strays.values()):
-        ctx.notify(f"{sum(len(v) for v in strays.values())} record(s) were written on "
-               f"{rep.source} among the reverse copies (a producer moved back early): drctl "
-               f"copies them to {rep.target}, forward replication would not")
-    return {"forward_starts": _by_topic(starts), "how": how,
-            "target_ends": _by_topic(target_ends),
-            "strays": {f"{t}[{p}]": len(v) for (t, p), v in strays.items() if v},
-            "stray_offsets": {f"{t}[{p}]": v for (t, p), v in strays.items() if v}}
-
-
-def _expected_back(ctx: OpsContext, marker: FailoverMarker, keep: bool
-                   ) -> dict[TP, Counter[bytes]]:
-    """Per source (reverse) partition: the post-failover writes that belong there — the
-    failover topics from their failover point, without drctl's reconciled copies and the
-    replicator's late copies."""
-    rep, dst = ctx.rep, ctx.target
-    starts = failover_starts(rep, marker)
-    late = late_copy_offsets(marker)
-    ends = watermarks(dst.admin(), [(t, p) for t, parts in starts.items() for p in parts])
-    ranges = {tp: (starts[tp[0]][tp[1]], end) for tp, (_, end) in ends.items()
-              if end > starts[tp[0]][tp[1]]}
-    out: dict[TP, Counter[bytes]] = {}
-    for rec in stream_ranges(dst, ranges):
-        if rec.offset in late.get((rec.topic, rec.partition), ()) or is_reconciled(rec.headers):
-            continue
-        out.setdefault((rep.reverse_topic(rec.topic), rec.partition), Counter())[
-            copy_fingerprint(rec, keep)] += 1
-    return out
-
-
-def walk_copies(records: Iterable[Record], expected: Mapping[TP, Counter[bytes]],
-                partitions: Collection[TP] = (), timestamps: bool = True
-                ) -> dict[TP, tuple[int | None, list[int], int]]:
-    """Per partition, records in offset order: which are the copies of post-failover writes
-    (the offset of the last one), which are not (candidates for strays), and how many
-    expected copies were never met. Copies are counted as a multiset: of identical
-    records, the first ones met are the copies."""
-    remaining = {tp: Counter(c) for tp, c in expected.items()}
-    last: dict[TP, int | None] = {}
-    others: dict[TP, list[int]] = {}
-    for rec in records:
-        tp = (rec.topic, rec.partition)
-        fp = copy_fingerprint(rec, timestamps)
-        left = remaining.get(tp)
-        if left is not None and left[fp] > 0:
-            left[fp] -= 1
-            last[tp] = rec.offset
-        else:
-            others.setdefault(tp, []).append(rec.offset)
-    return {tp: (last.get(tp), others.get(tp, []), remaining.get(tp, Counter()).total())
-            for tp in set(partitions) | set(expected) | set(last) | set(others)}
-
-
-def copy_strays(ctx: OpsContext, marker: FailoverMarker, cut: Mapping[str, Any]) -> int:
-    """Copy the strays to their mirror topics, tagged like reconciled copies (a re-run
-    copies none twice). Returns how many were copied in this run."""
-    offsets = {_tp(k): set(v) for k, v in cut.get("stray_offsets", {}).items()}
-    if not offsets:
-        return 0
-    rep = ctx.rep
-    src, dst = ctx.clients(rep.source), ctx.clients(rep.target)
-    records = sorted((r for r in stream_ranges(src, {tp: (min(v), max(v) + 1)
-                                               for tp, v in offsets.items()})
-                      if r.offset in offsets[(r.topic, r.partition)]),
-                     key=lambda r: (r.topic, r.partition, r.offset))
-    mirrors = sorted({marker.topics[t] for t, _ in offsets})
-    ends = watermarks(dst.admin(), [(m, p) for m in mirrors
-                                    for p in marker.failover_point.get(m, {})])
-    since = _offsets(cut["target_ends"])
-    done = header_values(dst, {tp: (since.get(tp[0], {}).get(tp[1], 0), end)
-                               for tp, (_, end) in ends.items()}, RECONCILED_HEADER)
-    tag = RerunTag(RECONCILED_HEADER,
-                   lambda r: f"{marker.incident}:{r.topic}:{r.partition}:{r.offset}".encode())
-    sent = copy_records(dst, records, lambda r: (marker.topics[r.topic], r.partition),
-                        topics=mirrors, tag=tag, done=done, what="records written on the "
-                        "source among the reverse copies")
-    copied = sum(sent.values())
-    if copied:
-        ctx.notify(f"Copied {copied} record(s) written on {rep.source} before the cut-over to "
-               f"{rep.target}")
-    return copied
-
-
-def _tp(text: str) -> TP:
-    topic, _, part = text.rpartition("[")
-    return topic, int(part.rstrip("]"))
-
-
-def verify_forward(ctx: OpsContext, marker: FailoverMarker, timeout_s: float
-                   ) -> dict[str, Any]:
+def verify_forward(ctx: OpsContext, marker: FailoverMarker, timeout_s: float, *,
+                   forced: bool = False) -> dict[str, Any]:
     """Wait until the target holds the copy of the last record each source partition had
     when this check began, then compare what the source received since the cut-over with
-    what the target received since, as multisets of fingerprints (nothing missing, nothing
-    twice)."""
+    what the target received since, as multisets of fingerprints: nothing missing, nothing
+    twice, and nothing written to the target alone (a record no source record matches, or
+    with prefixed names a write to a failover topic since the cut-over) — the last allowed
+    under `forced`, and counted."""
     rep, src, dst, notify = ctx.rep, ctx.source, ctx.target, ctx.notify
     cut = marker.steps["reprotect:cut-over"].result
     starts = _offsets(cut["forward_starts"])
@@ -582,21 +525,31 @@ def verify_forward(ctx: OpsContext, marker: FailoverMarker, timeout_s: float
     keep = timestamps_kept(ctx, marker)
     got = _fingerprints(src, source_ranges, keep)
     copied = _fingerprints(dst, target_ranges, keep)
+    # Prefixed names: producers still on the target write to the failover topics, which
+    # forward replication never touches.
+    failover_ends = tp_offsets(cut.get("failover_ends", {}))
+    elsewhere = {} if rep.names_kept else writes_since(ctx, failover_ends)
     partitions: list[dict[str, Any]] = []
     for tp in source_tps:
         mirror = (marker.topics[tp[0]], tp[1])
         want, have = got.get(tp, Counter()), copied.get(mirror, Counter())
+        surplus = have - want
+        twice = sum(n for fp, n in surplus.items() if fp in want)
         partitions.append({"topic": tp[0], "partition": tp[1],
                            "from": starts[tp[0]][tp[1]], "to": src_marks[tp][1],
                            "copied": have.total(), "missing": (want - have).total(),
-                           "extra": (have - want).total(),
+                           "extra": twice,
+                           "target_only": surplus.total() - twice + elsewhere.get(
+                               (rep.failover_topic(tp[0]), tp[1]), 0),
                            "proof": ("no record since the cut-over" if tp not in queries
                                      else f"{mirror[0]}@{found[tp]}" if tp in found
                                      else "not arrived")})
     missing = sum(p["missing"] for p in partitions)
     extra = sum(p["extra"] for p in partitions)
-    return {"ok": not missing and not extra, "copied": sum(p["copied"] for p in partitions),
-            "missing": missing, "extra": extra, "partitions": partitions}
+    target_only = sum(p["target_only"] for p in partitions)
+    return {"ok": not missing and not extra and (forced or not target_only),
+            "copied": sum(p["copied"] for p in partitions), "missing": missing,
+            "extra": extra, "target_only": target_only, "partitions": partitions}
 
 
 def _fingerprints(clients: ClusterClients, ranges: Mapping[TP, tuple[int, int]], keep: bool

@@ -82,15 +82,19 @@ def carry_to_source(ctx: OpsContext, ranges: Mapping[TP, tuple[int, int]],
     """Copy the target's post-failover writes in `ranges` (failover topic partitions) to
     their reverse topics on the source, as they were — never drctl's reconciled copies nor
     the offsets in `skip`. Idempotent: a record the source already holds since
-    `source_start` (as many times) is not copied again."""
+    `source_start` (as many times) is not copied again. Where the source's retention removed
+    part of what it received since `source_start`, as many of the oldest writes not found
+    there are taken for the copies it removed (copies arrive in order), not copied again."""
     rep, src, dst = ctx.rep, ctx.source, ctx.target
     already: dict[TP, Counter[bytes]] = defaultdict(Counter)
     src_marks = watermarks(src.admin(), [(rep.reverse_topic(t), p) for t, p in ranges])
+    removed: dict[TP, int] = {}
     consumer = src.consumer(**{"enable.partition.eof": "true"})
     try:
         appended = {tp: (source_start.get(tp[0], {}).get(tp[1], mark[1]), mark[1])
                     for tp, mark in src_marks.items()}
-        for rec in read_ranges(consumer, {tp: r for tp, r in appended.items() if r[1] > r[0]}):
+        for rec in read_ranges(consumer, {tp: r for tp, r in appended.items() if r[1] > r[0]},
+                               below_log_start=removed):
             already[(rec.topic, rec.partition)][copy_fingerprint(rec, timestamps)] += 1
     finally:
         consumer.close()
@@ -106,6 +110,10 @@ def carry_to_source(ctx: OpsContext, ranges: Mapping[TP, tuple[int, int]],
             fp = copy_fingerprint(rec, timestamps)
             if already[target][fp] > 0:
                 already[target][fp] -= 1
+                skipped += 1
+                continue
+            if removed.get(target, 0) > 0:
+                removed[target] -= 1
                 skipped += 1
                 continue
             wanted.append(rec)
