@@ -354,6 +354,7 @@ def take_cut_over(ctx: OpsContext, marker: FailoverMarker, opts: ReprotectOption
         store.save(marker)
         crash_point("reprotect:cut-over-planned")
     cut["strays_copied"] = copy_strays(ctx, marker, cut)
+    crash_point("reprotect:strays-copied")  # copied, not recorded: a re-run finds the tags
     marker.record(CUT_OVER_STEP, cut)
     store.save(marker)
     crash_point(CUT_OVER_STEP)
@@ -382,11 +383,13 @@ def _refuse_what_cannot_be_cut(ctx: OpsContext, marker: FailoverMarker, cut: dic
                 "Nothing brings them back. Run reprotect again with --force to return to "
                 "protection without them (they are named in the report).")
         result.forced.append(f"records removed by retention before the return: {what}")
-    took = {**cut["retention"]["source"], **cut["retention"]["target"]}
-    if took:
-        ctx.notify("Retention removed offsets before the cut-over read them: "
-                   + ", ".join(f"{k} {v}" for k, v in sorted(took.items()))
-                   + " (read from the log start)")
+    carried = (cut.get("carried") or {}).get("retention") or {}
+    for side, cluster in (("source", rep.source), ("target", rep.target)):
+        took = {**cut["retention"][side], **carried.get(side, {})}
+        if took:
+            ctx.notify(f"Retention on {cluster} removed offsets before the cut-over read them "
+                       f"(read from the log start): "
+                       + ", ".join(f"{k} {v}" for k, v in sorted(took.items())))
 
 
 def no_writes_since_cut(ctx: OpsContext, marker: FailoverMarker, opts: ReprotectOptions,

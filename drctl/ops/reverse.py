@@ -89,6 +89,7 @@ def carry_to_source(ctx: OpsContext, ranges: Mapping[TP, tuple[int, int]],
     already: dict[TP, Counter[bytes]] = defaultdict(Counter)
     src_marks = watermarks(src.admin(), [(rep.reverse_topic(t), p) for t, p in ranges])
     removed: dict[TP, int] = {}
+    removed_on_source: dict[str, int] = {}
     consumer = src.consumer(**{"enable.partition.eof": "true"})
     try:
         appended = {tp: (source_start.get(tp[0], {}).get(tp[1], mark[1]), mark[1])
@@ -98,11 +99,13 @@ def carry_to_source(ctx: OpsContext, ranges: Mapping[TP, tuple[int, int]],
             already[(rec.topic, rec.partition)][copy_fingerprint(rec, timestamps)] += 1
     finally:
         consumer.close()
+    removed_on_source = {f"{t}[{p}]": n for (t, p), n in removed.items()}
+    removed_on_target: dict[TP, int] = {}
     skipped = 0
     wanted: list[Record] = []
     consumer = dst.consumer(**{"enable.partition.eof": "true"})
     try:
-        for rec in read_ranges(consumer, ranges):
+        for rec in read_ranges(consumer, ranges, below_log_start=removed_on_target):
             if rec.offset in (skip or {}).get((rec.topic, rec.partition), ()) \
                     or is_reconciled(rec.headers):
                 continue
@@ -124,7 +127,11 @@ def carry_to_source(ctx: OpsContext, ranges: Mapping[TP, tuple[int, int]],
                         what="post-failover writes",
                         rerun_hint="Run the same command again: it copies only what is "
                                    "missing.")
-    return {"copied": sum(sent.values()), "skipped": skipped}
+    out: dict[str, Any] = {"copied": sum(sent.values()), "skipped": skipped}
+    if removed_on_source or removed_on_target:  # what retention took before it was read
+        out["retention"] = {"source": removed_on_source,
+                            "target": {f"{t}[{p}]": n for (t, p), n in removed_on_target.items()}}
+    return out
 
 
 def start_reverse_replication(ctx: OpsContext, marker: FailoverMarker,

@@ -70,6 +70,30 @@ def test_names_kept_maps_topics_to_themselves() -> None:
     assert rep.names_kept and rep.mirror_topic("t") == "t" == rep.failover_topic("t")
 
 
+def test_the_reverse_flows_copies_are_never_source_topics_with_prefixed_names() -> None:
+    # MirrorMaker 2's default policy, the flow's filter matching everything ('.*').
+    cfg = parse_config({"clusters": {"primary": {"bootstrap.servers": "x"},
+                                     "secondary": {"bootstrap.servers": "y"}},
+                        "replication": {"kind": "mirrormaker2", "source": "primary",
+                                        "target": "secondary", "rename": "primary.{topic}",
+                                        "source_alias": "primary",
+                                        "target_alias": "secondary"}})
+    rep = cfg.require_replication()
+    assert rep.reverse_topic("orders") == "secondary.orders"
+    assert rep.reverse_copy_origin("secondary.orders") == "orders"
+    assert rep.topics.matches("secondary.orders") and not rep.replicates("secondary.orders")
+    assert rep.replicates("orders") and rep.reverse_copy_origin("orders") is None
+    assert rep.replicates("other.orders")  # another cluster's copies are source topics
+    assert rep.reverse_copy_origin("secondary.") is None
+    # Names kept: the reverse flow writes into the source topic itself; nothing is a copy.
+    kept = parse_config({"clusters": {"a": {"bootstrap.servers": "x"},
+                                      "b": {"bootstrap.servers": "y"}},
+                         "replication": {"kind": "mirrormaker2", "source": "a", "target": "b",
+                                         "target_alias": "b"}}).require_replication()
+    assert kept.reverse_topic("orders") == "orders"
+    assert kept.replicates("b.orders") and kept.reverse_copy_origin("b.orders") is None
+
+
 def test_replication_principal_is_optional_and_kept_as_written() -> None:
     base = {"clusters": {"a": {"bootstrap.servers": "x"}, "b": {"bootstrap.servers": "y"}},
             "replication": {"kind": "mirrormaker2", "source": "a", "target": "b"}}
