@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -47,6 +47,68 @@ class NameFilter:
         if self.include and not any(re.fullmatch(p, name) for p in self.include):
             return False
         return not any(re.fullmatch(p, name) for p in self.exclude)
+
+
+# The scope of an incident that covers the whole flow.
+WHOLE_FLOW = "*"
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What an incident covers (docs/design.md §6, "Incident scope"): the whole flow, or one
+    application — its topics and the groups that read them, regexes on whole names inside the
+    flow's own filters. Without `groups` an application's groups are those that commit on its
+    topics. Chosen once per command (`--app`, `--topics`/`--groups`), recorded in the
+    incident's marker, and passed down with the command's context."""
+
+    name: str = WHOLE_FLOW  # an application's name, "ad hoc" for --topics/--groups
+    topics: NameFilter = NameFilter()
+    groups: NameFilter = NameFilter()
+
+    @property
+    def whole(self) -> bool:
+        return self.name == WHOLE_FLOW
+
+    @property
+    def groups_given(self) -> bool:
+        """Whether the scope names its groups (else: the groups that read its topics)."""
+        return bool(self.groups.include or self.groups.exclude)
+
+    def covers_topic(self, source_topic: str) -> bool:
+        # A whole-flow incident's filter is empty, or leaves out what open applications'
+        # incidents hold (ops/scope.py).
+        return self.topics.matches(source_topic)
+
+    def covers_group(self, group: str) -> bool:
+        """Whether the scope's own group filter takes `group` (an application that names no
+        groups takes those that read its topics: the caller decides that)."""
+        return self.groups.matches(group)
+
+    def describe(self) -> str:
+        if self.whole:
+            return "the whole flow"
+        if self.name != ADHOC_SCOPE:
+            return f"application {self.name}"
+        return "topics " + ", ".join(self.topics.include or (".*",))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "topics": list(self.topics.include),
+                "topics_exclude": list(self.topics.exclude),
+                "groups": list(self.groups.include), "groups_exclude": list(self.groups.exclude)}
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any] | None) -> Scope:
+        """A marker's scope (none in markers written before scopes: the whole flow)."""
+        if not raw:
+            return cls()
+        return cls(str(raw.get("name", WHOLE_FLOW)),
+                   NameFilter(tuple(raw.get("topics") or ()), tuple(raw.get("topics_exclude")
+                                                                    or ())),
+                   NameFilter(tuple(raw.get("groups") or ()), tuple(raw.get("groups_exclude")
+                                                                    or ())))
+
+
+ADHOC_SCOPE = "ad hoc"
 
 
 @dataclass(frozen=True)
@@ -166,7 +228,34 @@ class Config:
     spark: SparkSettings = SparkSettings()
     retry: RetryPolicy = RetryPolicy()
     objectives: Objectives = Objectives()
+    # Named scopes for incidents of one application (`applications:`).
+    applications: Mapping[str, Scope] = field(default_factory=dict)
     redactor: Redactor = field(default_factory=Redactor, compare=False, repr=False)
+
+    def scope(self, app: str | None = None, topics: Sequence[str] = (),
+              groups: Sequence[str] = ()) -> Scope:
+        """The scope a command names: an application (`--app`), an ad hoc one
+        (`--topics`/`--groups`, regexes), or the whole flow."""
+        if app and (topics or groups):
+            raise ConfigError("--app and --topics/--groups exclude each other",
+                              path=str(self.path) if self.path else None,
+                              hint="Name an application, or its topics and groups.")
+        if app:
+            if app not in self.applications:
+                known = ", ".join(sorted(self.applications)) or "none configured"
+                raise ConfigError(f"unknown application '{app}' (applications: {known})",
+                                  path=str(self.path) if self.path else None,
+                                  key="applications", hint=did_you_mean(app, self.applications))
+            return self.applications[app]
+        if not topics and not groups:
+            return Scope()
+        for text in (*topics, *groups):
+            try:
+                re.compile(text)
+            except re.error as exc:
+                raise ConfigError(f"--topics/--groups: '{text}' is not a valid regex: {exc}",
+                                  path=str(self.path) if self.path else None) from None
+        return Scope(ADHOC_SCOPE, NameFilter(tuple(topics) or (".*",)), NameFilter(tuple(groups)))
 
     def cluster(self, name: str) -> Mapping[str, str]:
         if name not in self.clusters:
@@ -234,7 +323,9 @@ _JAAS_OPTION = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
 # Kafka's principal form, `Type:name` (User:alice, Group:ops); the name may contain ':' itself.
 _PRINCIPAL = re.compile(r"[A-Za-z][A-Za-z0-9_]*:\S.*")
 
-_TOP_KEYS = ("clusters", "replication", "groups", "state", "spark", "retry", "objectives")
+_TOP_KEYS = ("clusters", "replication", "groups", "state", "spark", "retry", "objectives",
+             "applications")
+_APPLICATION_KEYS = ("topics", "groups")
 _REPLICATION_KEYS = ("kind", "source", "target", "topics", "rename", "source_alias",
                      "target_alias", "connect", "replicator_group", "principal")
 _CONNECT_KEYS = ("url", "username", "password", "token", "ca_file", "cert_file", "key_file",
@@ -365,8 +456,29 @@ class _Parser:
             retry=self.collect(lambda: self.retry(top.get("retry")), RetryPolicy()),
             objectives=self.collect(lambda: self.objectives(top.get("objectives")),
                                     Objectives()),
+            applications=self.collect(lambda: self.applications(top.get("applications")), {}),
             redactor=self.redactor,
         )
+
+    def applications(self, value: Any) -> dict[str, Scope]:
+        """`applications: {NAME: {topics: [regex, ...], groups: [regex, ...]}}`; `topics` is
+        required, `groups` optional (default: the groups that read the topics)."""
+        out: dict[str, Scope] = {}
+        for name, spec in self.mapping(value, "applications", None).items():
+            key = f"applications.{name}"
+            if name in (WHOLE_FLOW, ADHOC_SCOPE) or not re.fullmatch(r"[\w.-]+", name):
+                self.problems.append(self.error(key, "an application's name is letters, "
+                                                     "digits, '.', '_' and '-'"))
+                continue
+            raw = self.mapping(spec, key, _APPLICATION_KEYS)
+            topics = self.string_list(raw.get("topics"), f"{key}.topics", regex=True)
+            if not topics:
+                self.problems.append(self.error(f"{key}.topics", "an application names at "
+                                                                 "least one topic regex"))
+                continue
+            groups = self.string_list(raw.get("groups"), f"{key}.groups", regex=True)
+            out[name] = Scope(name, NameFilter(topics), NameFilter(groups))
+        return out
 
     def state(self, value: Any) -> StateSettings:
         raw = self.mapping(value, "state", _STATE_KEYS)
@@ -642,6 +754,10 @@ def config_as_data(config: Config) -> dict[str, Any]:
                   "deadline_s": config.retry.deadline_s},
         "objectives": {"rpo_s": config.objectives.rpo_s, "rto_s": config.objectives.rto_s},
     }
+    if config.applications:
+        data["applications"] = {name: {"topics": list(app.topics.include),
+                                       "groups": list(app.groups.include)}
+                                for name, app in sorted(config.applications.items())}
     if rep is not None:
         data["replication"] = {
             "kind": rep.kind, "source": rep.source, "target": rep.target,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from drctl.config import Config, ReplicationSettings
+from drctl.config import Config, ReplicationSettings, Scope
 from drctl.kafka.clients import ClusterClients
 from drctl.progress import Notify
 from drctl.state import MarkerStore, marker_store
@@ -32,10 +32,13 @@ class OpsContext:
     def __init__(self, config: Config, clients: ClientsFactory | None = None,
                  markers: MarkerStoreFactory | None = None,
                  kind: ReplicationKind | None = None, notify: Notify = lambda _: None,
-                 deadline_s: float | None = None) -> None:
+                 deadline_s: float | None = None, scope: Scope | None = None) -> None:
         self.config = config
         self.notify = notify
         self.kind = kind
+        # What the command's incident covers (--app, --topics/--groups); the whole flow by
+        # default. A command that continues an incident takes the incident's own.
+        self.scope = scope or Scope()
         # The command's --deadline: the cluster holding the markers must answer within it
         # (each retry said through notify) before they are read. None: no such check.
         self.deadline_s = deadline_s
@@ -49,12 +52,16 @@ class OpsContext:
 
     @classmethod
     def from_config(cls, config: Config, notify: Notify = lambda _: None,
-                    deadline_s: float | None = None) -> OpsContext:
+                    deadline_s: float | None = None, scope: Scope | None = None) -> OpsContext:
         from drctl.replication.base import kind_for
 
         rep = config.replication
         return cls(config, kind=None if rep is None else kind_for(rep), notify=notify,
-                   deadline_s=deadline_s)
+                   deadline_s=deadline_s, scope=scope)
+
+    def in_scope(self, source_topic: str) -> bool:
+        """A source topic the flow replicates and the command's scope covers."""
+        return self.rep.replicates(source_topic) and self.scope.covers_topic(source_topic)
 
     @property
     def rep(self) -> ReplicationSettings:

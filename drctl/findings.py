@@ -19,6 +19,7 @@ class Severity(StrEnum):
 class Area(StrEnum):
     """The checks, in the order they are shown."""
 
+    SCOPE = "scope"  # an application's edge: groups reading topics on both sides
     TOPICS = "topics"
     ACLS = "acls"
     POSITIONS = "positions"
@@ -54,6 +55,8 @@ class Readiness:
     # The replicator's lag per source topic as the kind reads it (None: not read), for metrics.
     lag: list[dict[str, Any]] | None = None
     seconds: float = 0.0
+    # With --app: what the application resolves to (topics, groups, what they read beyond).
+    scope: dict[str, Any] | None = None
 
     def add(self, *findings: Finding) -> None:
         self.findings.extend(findings)
@@ -88,6 +91,7 @@ class Readiness:
         ordered = sorted(self.findings, key=lambda f: (order.index(f.area), f.severity != "risk",
                                                        f.object))
         return {"source": self.source, "target": self.target, "verdict": self.verdict,
+                **({"scope": self.scope} if self.scope is not None else {}),
                 "exit_status": int(self.exit_status), "seconds": round(self.seconds, 2),
                 "checked": self.checked, "findings_by_area": self.by_area(),
                 "risks": self.count(Severity.RISK), "blind": self.count(Severity.BLIND),

@@ -21,7 +21,7 @@ from typing import Any
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import NewTopic
 
-from drctl.config import Config
+from drctl.config import Config, Scope
 from drctl.errors import DrctlError, Unreachable, UsageError
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.records import ReadTimeout, read_all
@@ -114,6 +114,9 @@ class FailoverMarker:
     left_behind: dict[str, Any] = field(default_factory=dict)
     # The RPO measured at the failover point (ops/rpo.py `Rpo.as_dict`); empty before.
     rpo: dict[str, Any] = field(default_factory=dict)
+    # What the incident covers (`Scope.as_dict`): empty for the whole flow (and in markers
+    # written before scopes existed).
+    scope: dict[str, Any] = field(default_factory=dict)
     # One entry per run of failover, failback and reprotect: its phases from the command's
     # start (ops/phases.py `PhaseClock.as_run`). Empty in markers written before it existed.
     timings: list[dict[str, Any]] = field(default_factory=list)
@@ -124,6 +127,11 @@ class FailoverMarker:
     def new(cls, source: str, target: str, kind: str, planned: bool) -> FailoverMarker:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         return cls(f"fo-{stamp}-{secrets.token_hex(3)}", source, target, kind, planned)
+
+    @property
+    def covers(self) -> Scope:
+        """The incident's scope: the whole flow, or one application's topics and groups."""
+        return Scope.from_dict(self.scope)
 
     @property
     def ends_at_failover(self) -> Offsets:

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from drctl.cli.options import DEFAULT_DEADLINE_S, Deadline, Incident, OutputOption
+from drctl.cli.options import DEFAULT_DEADLINE_S, App, Deadline, Incident, OutputOption
 from drctl.cli.state import CURRENT
 from drctl.cli.views import render_audit
 from drctl.errors import ExitStatus
@@ -16,6 +16,7 @@ from drctl.terminal import OutputFormat
 
 def audit_command(
     incident: Incident = None,
+    app: App = None,
     deadline: Deadline = DEFAULT_DEADLINE_S,
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
@@ -33,7 +34,7 @@ def audit_command(
     Exit status: 0 no group skipped a record; 2 usage, config, or no open
     incident; 3 a group was made to skip records; 4 a cluster unreachable."""
     term = CURRENT.terminal(output)
-    marker, found = audit_incident(CURRENT.context(deadline), incident,
+    marker, found = audit_incident(CURRENT.context(deadline, app=app), incident,
                                    deadline)
     if term.json_mode:
         term.emit_json({"incident": marker.incident, **found})

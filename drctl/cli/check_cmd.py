@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from drctl.cli.durations import duration_option
-from drctl.cli.options import DEFAULT_DEADLINE_S, Deadline, Groups, OutputOption
+from drctl.cli.options import DEFAULT_DEADLINE_S, App, Deadline, Groups, OutputOption
 from drctl.cli.state import CURRENT
 from drctl.findings import Readiness, Severity
 from drctl.readiness.check import CheckOptions, run_check
@@ -15,6 +15,7 @@ from drctl.terminal import OutputFormat, Terminal
 
 
 def check_command(
+    app: App = None,
     topics: Annotated[str, typer.Option(
         metavar="REGEX", help="Only these of the flow's topics (a regex on the whole name).")]
     = ".*",
@@ -44,6 +45,7 @@ def check_command(
     Examples:
       drctl check
       drctl check --topics 'orders.*' -o json
+      drctl check --app billing    # what it resolves to; groups on its edge
       drctl check --stale-after 2m --notes
       drctl check --metrics > /var/lib/node_exporter/drctl.prom
 
@@ -51,7 +53,7 @@ def check_command(
     Exit status: 0 ready; 3 a finding to fix; 4 a cluster or Connect did not
     answer (readiness unknown); 2 a configuration error."""
     term = CURRENT.terminal(output)
-    result = run_check(CURRENT.context(), CheckOptions(
+    result = run_check(CURRENT.context(app=app), CheckOptions(
         topics=topics, groups=groups, stale_after_s=stale_after,
         transaction_age_s=transaction_age, deadline_s=deadline))
     if metrics:
@@ -65,6 +67,12 @@ def check_command(
 
 def render_readiness(term: Terminal, result: Readiness, *, notes: bool) -> None:
     data = result.as_dict()
+    scope = data.get("scope")
+    if scope is not None:
+        term.table(f"Application {scope['name']}", ["what", "resolves to"],
+                   [["topics", ", ".join(scope["topics"]) or "-"],
+                    ["groups", ", ".join(scope["groups"]) or "-"],
+                    ["read outside it", ", ".join(scope["read_outside"]) or "-"]])
     shown = [f for f in data["findings"] if notes or f["severity"] != Severity.NOTE]
     if shown:
         term.table(f"Readiness {result.source} -> {result.target}",

@@ -10,6 +10,7 @@ from drctl.cli.confirm import confirm_or_abort
 from drctl.cli.durations import duration_option
 from drctl.cli.options import (
     DEFAULT_DEADLINE_S,
+    App,
     Deadline,
     DryRun,
     Groups,
@@ -44,6 +45,7 @@ def failback_command(
         help="; ".join(f"{mode}: {mode.meaning}" for mode in ReconcileMode) + ".")]
     = ReconcileMode.COPY_SAFE,
     incident: Incident = None,
+    app: App = None,
     groups: Groups = ".*",
     dry_run: DryRun = False,
     yes: Yes = False,
@@ -100,7 +102,7 @@ def failback_command(
                          yes=yes)
 
     finder = gap_finder(lookback, CURRENT.debug, scope, timeout_s=timeout)
-    ctx = CURRENT.context(deadline)
+    ctx = CURRENT.context(deadline, app=app)
     result = run_failback(ctx, opts, finder, approve=approve)
     paths = result.write_reports(ctx, report_dir)
     if term.json_mode:
@@ -169,9 +171,11 @@ def failback_command(
                   f"problem(s) above need you (exit {int(result.exit_status)}).")
     else:
         term.success(f"Failback of {result.marker.incident} done.")
-    term.warn(f"The pair is exposed: nothing replicates {rep.source} -> {rep.target} until "
-              f"the return to protection. Move producers and consumers back to {rep.source}, "
-              "then run:")
+    covers = result.marker.covers
+    what = ("The pair is exposed: nothing replicates" if covers.whole else
+            f"{covers.describe().capitalize()} is exposed: nothing of it replicates")
+    term.warn(f"{what} {rep.source} -> {rep.target} until the return to protection. Move "
+              f"producers and consumers back to {rep.source}, then run:")
     term.emit_text(f"  {_with_config(result.next_command)}")
     if result.exit_status:
         raise typer.Exit(result.exit_status)

@@ -10,12 +10,14 @@ from drctl.cli.confirm import confirm_or_abort, operator_confirms
 from drctl.cli.durations import duration_option
 from drctl.cli.options import (
     DEFAULT_DEADLINE_S,
+    App,
     DryRun,
     Groups,
     Incident,
     OldSourceDeadline,
     OutputOption,
     ReportDir,
+    ScopeTopics,
     SourceDeadline,
     Yes,
     deadline_renamed,
@@ -35,6 +37,8 @@ def failover_command(
     = False,
     dry_run: DryRun = False,
     yes: Yes = False,
+    app: App = None,
+    topics: ScopeTopics = None,
     groups: Groups = ".*",
     method: Annotated[TranslateMethod, typer.Option(help="Offset translation method.")]
     = TranslateMethod.AUTO,
@@ -69,6 +73,8 @@ def failover_command(
       drctl failover --dry-run         # the plan and offsets; nothing changes
       drctl failover --yes             # the source is gone
       drctl failover --planned --yes   # switchover, producers stopped
+      drctl failover --app billing --planned --yes   # one application; the rest
+                                                     # keeps replicating
 
     \b
     Exit status: 0 done; 1 a wait ran out (--planned); 2 usage, config, or an
@@ -91,7 +97,8 @@ def failover_command(
         confirm_or_abort(f"Fail over {rep.source} -> {rep.target} ({preview['mode']})?",
                          yes=yes)
 
-    ctx = CURRENT.context(deadline)
+    ctx = CURRENT.context(deadline, app=app, topics=topics or (),
+                          groups=[groups] if topics and groups != ".*" else ())
     result = run_failover(ctx, opts, confirm=operator_confirms, approve=approve)
     marker = result.marker
     paths = result.write_reports(ctx, report_dir)
@@ -116,8 +123,13 @@ def failover_command(
             render_translation(result.translation_report)
         return
     summary = (result.translation or {}).get("summary", {})
-    term.success(f"Failover {marker.incident} done: {rep.target} is now primary. "
-                 f"{summary.get('applied', 0)} groups moved, replication "
+    scope = marker.covers
+    term.success(f"Failover {marker.incident} done: "
+                 + (f"{rep.target} is now primary. " if scope.whole else
+                    f"{rep.target} is now primary for {scope.describe()} "
+                    f"({len(marker.topics)} topic(s)); the rest of the flow keeps "
+                    "replicating. ")
+                 + f"{summary.get('applied', 0)} groups moved, replication "
                  f"{marker.replication_stop}.")
     for line in describe_scorecard(result.scorecard()):
         term.info(line)

@@ -22,6 +22,13 @@ Yes = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmat
 DryRun = Annotated[bool, typer.Option("--dry-run", help="Print the plan; change nothing.")]
 Groups = Annotated[str, typer.Option(
     metavar="REGEX", help="Consumer groups (a regex on the whole group id).")]
+# The incident scope (docs/operations.md, "Failing over one application").
+App = Annotated[str | None, typer.Option(
+    "--app", metavar="NAME", help="Only this application (the config's `applications:`): "
+    "its topics and the groups that read them; the rest of the flow is not touched.")]
+ScopeTopics = Annotated[list[str] | None, typer.Option(
+    "--topics", metavar="REGEX", help="Only these source topics (a regex on the whole name; "
+    "repeatable), with --groups as their groups: a one-off application.")]
 Incident = Annotated[str | None, typer.Option(
     metavar="ID", help="The incident (default: the flow's one open incident).")]
 ReportDir = Annotated[Path | None, typer.Option(

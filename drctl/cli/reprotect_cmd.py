@@ -8,7 +8,15 @@ import typer
 
 from drctl.cli.confirm import confirm_or_abort, operator_confirms
 from drctl.cli.durations import duration_option
-from drctl.cli.options import DEFAULT_DEADLINE_S, Deadline, Incident, OutputOption, ReportDir, Yes
+from drctl.cli.options import (
+    DEFAULT_DEADLINE_S,
+    App,
+    Deadline,
+    Incident,
+    OutputOption,
+    ReportDir,
+    Yes,
+)
 from drctl.cli.state import CURRENT
 from drctl.cli.views import describe_reprotect_preview, render_plan
 from drctl.ops.reprotect import ReprotectOptions, run_reprotect
@@ -18,6 +26,7 @@ from drctl.terminal import OutputFormat
 
 def reprotect_command(
     incident: Incident = None,
+    app: App = None,
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Print the positions forward replication would start from; change "
         "nothing.")] = False,
@@ -63,7 +72,7 @@ def reprotect_command(
         confirm_or_abort(f"Retire the reverse flow {rep.target} -> {rep.source} and restart "
                          f"forward replication {rep.source} -> {rep.target}?", yes=yes)
 
-    ctx = CURRENT.context(deadline)
+    ctx = CURRENT.context(deadline, app=app)
     result = run_reprotect(ctx, opts, confirm=operator_confirms, approve=approve)
     paths = result.write_reports(ctx, report_dir)
     for line in result.forced:

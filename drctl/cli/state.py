@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,10 +26,14 @@ class AppState:
         self.close()
         self.__init__()  # type: ignore[misc]
 
-    def context(self, deadline_s: float | None = None) -> OpsContext:
-        """The command's context (config, clients, marker stores; progress to stderr),
-        closed by the error boundary when the command ends, however it ends."""
-        ctx = OpsContext.from_config(self.config(), self.terminal().step, deadline_s)
+    def context(self, deadline_s: float | None = None, *, app: str | None = None,
+                topics: Sequence[str] = (), groups: Sequence[str] = ()) -> OpsContext:
+        """The command's context (config, clients, marker stores; progress to stderr; the
+        incident scope --app or --topics/--groups name), closed by the error boundary when
+        the command ends, however it ends."""
+        config = self.config()
+        ctx = OpsContext.from_config(config, self.terminal().step, deadline_s,
+                                     config.scope(app, topics, groups))
         self._contexts.append(ctx)
         return ctx
 

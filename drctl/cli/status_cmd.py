@@ -51,7 +51,9 @@ def status_command(
                    ["connector", "state"], [[n, s] for n, s in rep["connectors"].items()])
         protection = rep.get("protection")
         if protection:
-            term.emit_text(protection_line(rep["source"], rep["target"], protection))
+            term.emit_text(protection_line(f"{rep['source']} -> {rep['target']}", protection))
+        for app, state in (rep.get("applications") or {}).items():
+            term.emit_text(protection_line(f"  application {app}", state))
         if rep.get("rpo"):
             term.info(f"RPO now: {rep['rpo']['text']}")
         if rep.get("lag"):
@@ -106,7 +108,7 @@ def status_command(
     raise typer.Exit(verdict)
 
 
-def protection_line(source: str, target: str, protection: dict[str, Any]) -> str:
+def protection_line(label: str, protection: dict[str, Any]) -> str:
     """e.g. `primary -> secondary: protected (lag 12 records, 0.8 s)`."""
     lag = ""
     if protection.get("lag_records") is not None:
@@ -118,7 +120,7 @@ def protection_line(source: str, target: str, protection: dict[str, Any]) -> str
                  else ""),
               "incident": f"{protection['why']}; next: {protection.get('next_command', '')}",
               "unknown": protection["why"]}[state]
-    return f"{source} -> {target}: {state.upper()}" + (f" ({detail})" if detail else "")
+    return f"{label}: {state.upper()}" + (f" ({detail})" if detail else "")
 
 
 def _age(ms: int | None) -> str:

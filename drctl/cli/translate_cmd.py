@@ -8,9 +8,11 @@ import typer
 
 from drctl.cli.options import (
     DEFAULT_DEADLINE_S,
+    App,
     Groups,
     OldSourceDeadline,
     OutputOption,
+    ScopeTopics,
     SourceDeadline,
     deadline_renamed,
 )
@@ -31,6 +33,8 @@ def translate_offsets_command(
     target: Annotated[str | None, typer.Option(
         "--to", metavar="CLUSTER",
         help="Cluster they move to (default: the replication target).")] = None,
+    app: App = None,
+    topics: ScopeTopics = None,
     groups: Groups = ".*",
     method: Annotated[TranslateMethod, typer.Option(
         help="Offset translation method (auto: by replication kind and whether the source "
@@ -63,7 +67,7 @@ def translate_offsets_command(
     rep = config.require_replication()
     req = TranslateRequest(source or rep.source, target or rep.target, groups, method, apply,
                            allow_rewind, max_scan, deadline)
-    ctx = CURRENT.context(deadline)
+    ctx = CURRENT.context(deadline, app=app, topics=topics or ())
     report = translate_offsets(ctx, req)
     if report.source_reachable and (req.source, req.target) == (rep.source, rep.target):
         # Both clusters answer: keep what a failover needs should the source die.

@@ -69,8 +69,11 @@ def describe_preview(preview: dict[str, Any]) -> list[str]:
     incident = (f"continuing incident {preview['incident']} (done: "
                 f"{', '.join(preview['done']) or 'nothing yet'})" if preview["continuing"]
                 else f"new incident {preview['incident']}")
+    scope = preview.get("scope", "the whole flow")
     lines = [f"Plan: fail over {preview['source']} -> {preview['target']} "
-             f"({preview['mode']}), {incident}",
+             f"({preview['mode']}), {incident}"
+             + ("" if scope == "the whole flow" else f", {scope} only: the rest of the flow "
+                                                     "keeps replicating"),
              f"  source {preview['source']}: "
              f"{'answers' if preview['source_reachable'] else 'does not answer (treated as down)'}",
              f"  {preview['topics']} topic(s) switch to {preview['target']}; groups matching "

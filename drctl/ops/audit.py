@@ -19,6 +19,7 @@ from drctl.errors import UsageError
 from drctl.kafka.clients import describe_with_retry
 from drctl.kafka.groups import committed_offsets
 from drctl.kafka.topics import TP
+from drctl.ops.scope import the_open_incident
 from drctl.state import FailoverMarker
 from drctl.translate.engine import TranslateRequest, translate_offsets
 from drctl.translate.model import Confidence, TranslateMethod
@@ -162,9 +163,7 @@ def audit_incident(ctx: OpsContext, incident: str | None, deadline_s: float = 30
     """`drctl audit`: the audit failback recorded, or — while the incident is open and the
     source answers — a new one, recorded in the marker (failback then reuses it). Each
     cluster it needs is retried for `deadline_s` before it is unreachable (exit 4)."""
-    rep = ctx.rep
-    store = ctx.markers(rep.target)
-    marker = store.the_open_one(rep.source, rep.target, incident, "audit")
+    marker = the_open_incident(ctx, incident, "audit")
     if "failback:audit" in marker.steps:
         return marker, marker.steps["failback:audit"].result
     if marker.status != "open":
@@ -175,5 +174,5 @@ def audit_incident(ctx: OpsContext, incident: str | None, deadline_s: float = 30
                         notify=ctx.notify)
     found = audit_failover(ctx, marker, deadline_s).as_dict()
     marker.record("failback:audit", found)
-    store.save(marker)
+    ctx.store.save(marker)
     return marker, found

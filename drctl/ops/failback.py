@@ -29,10 +29,11 @@ from drctl.ops.quiet import Ends, Writes
 from drctl.ops.reconcile import ReconcileMode, reconcile
 from drctl.ops.rerun import rerun_while_dropped
 from drctl.ops.reverse import copy_back, start_reverse_replication, wait_reverse_caught_up
+from drctl.ops.scope import flow_part, the_open_incident
 from drctl.ops.scorecard import operation_scorecard
 from drctl.ops.switchback import SwitchBack, switch_back
 from drctl.ops.verify import reverse_source_start, verify_end_state
-from drctl.replication.base import FlowState
+from drctl.replication.base import FlowPart, FlowState
 from drctl.reports import write_report
 from drctl.state import FailoverMarker
 from drctl.timeparse import format_duration
@@ -219,7 +220,8 @@ def take_in_unmirrored(ctx: OpsContext, marker: FailoverMarker, *, dry_run: bool
         return dict(marker.steps["failback:unmirrored"].result.get("topics", {}))
     config = ctx.config
     rep = ctx.rep
-    in_scope = source_topics_in_scope(config, ctx.clients(rep.source))
+    in_scope = {t: n for t, n in source_topics_in_scope(config, ctx.source).items()
+                if ctx.scope.covers_topic(t)}
     missing = {t: n for t, n in sorted(in_scope.items()) if t not in marker.topics}
     if not missing:
         return {}
@@ -320,9 +322,7 @@ def _target_quiet(ctx: OpsContext, marker: FailoverMarker, since: Ends, opts: Fa
 def _marker_to_fail_back(ctx: OpsContext, incident: str | None) -> FailoverMarker:
     """The open marker of `incident`, or the flow's one open marker; a usage error when none
     is, or when several are and none was named."""
-    rep = ctx.rep
-    marker = ctx.markers(rep.target).the_open_one(rep.source, rep.target, incident,
-                                                  "fail back")
+    marker = the_open_incident(ctx, incident, "fail back")
     if marker.status != "open":
         raise UsageError(f"Incident {marker.incident} is already closed.")
     return marker
@@ -370,6 +370,9 @@ def _forward_not_copying(ctx: OpsContext, marker: FailoverMarker,
     is wrong and goes on (no task can copy), recording the state in the marker."""
     rep = ctx.rep
     kind = ctx.require_kind()
+    part = flow_part(marker)
+    if part is not None:
+        return _part_not_copied(ctx, marker, part, opts)
     forward = kind.forward_state(rep)
     if forward.unconfirmed and not forward.copying and not opts.dry_run:
         ctx.notify("Forward replication is not confirmed stopped "
@@ -405,6 +408,33 @@ def _forward_not_copying(ctx: OpsContext, marker: FailoverMarker,
         marker.record("failback:preflight", {"forward": forward.as_dict()})
         ctx.markers(rep.target).save(marker)
     return forward
+
+
+def _part_not_copied(ctx: OpsContext, marker: FailoverMarker, part: FlowPart,
+                     opts: FailbackOptions) -> FlowState:
+    """An application's incident: the rest of the flow copies, and must; its part must stay
+    left out. Taken back in (someone edited the connectors), it is refused like a forward
+    flow running again; with Connect silent, a stop left pending is refused."""
+    rep, kind = ctx.rep, ctx.require_kind()
+    left_out = kind.part_stopped(rep, part)
+    forward = kind.forward_state(rep)
+    if left_out is False:
+        raise CheckFailed(
+            f"Forward replication {rep.source} -> {rep.target} copies {part.name}'s topics "
+            f"again ({', '.join(part.topics[:5])}): it would copy stale source data behind the "
+            "post-failover writes.",
+            f"Run `drctl failover --app {part.name}` again: it leaves them out again and "
+            "counts what was copied after the failover point; then run failback.")
+    if left_out is None and marker.replication_stop == "pending":
+        raise CheckFailed(f"Replication of {part.name} was never confirmed stopped (pending) "
+                          "and Kafka Connect cannot be asked now.",
+                          "Confirm it is left out, fix replication.connect, and run again.")
+    if left_out and marker.replication_stop == "pending" and not opts.dry_run:
+        marker.replication_stop = "stopped"
+        marker.record("failback:preflight", {"forward": forward.as_dict(),
+                                             "part_left_out": True})
+        ctx.markers(rep.target).save(marker)
+    return FlowState(forward.readable, forward.components)
 
 
 def run_failback(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder, *,

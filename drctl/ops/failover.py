@@ -15,12 +15,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from drctl.config import Objectives, ReplicationSettings
+from drctl.config import Objectives, ReplicationSettings, Scope
 from drctl.context import OpsContext
 from drctl.errors import CheckFailed, ExitStatus, Unreachable, UsageError
 from drctl.faults import crash_point
 from drctl.kafka.clients import describe_with_retry
-from drctl.kafka.groups import group_states, list_groups
+from drctl.kafka.groups import committed_offsets, group_states, list_groups
 from drctl.kafka.lag import oldest_records
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.topics import TP, ensure_topics, is_internal_topic, log_append_time_topics
@@ -37,9 +37,10 @@ from drctl.ops.rpo import (
     rpo_from_heartbeat,
     rpo_from_records,
 )
+from drctl.ops.scope import scope_among_open, straddlers
 from drctl.ops.scorecard import failover_scorecard
 from drctl.progress import Ticker
-from drctl.replication.base import Confirm
+from drctl.replication.base import Confirm, FlowPart
 from drctl.reports import write_report
 from drctl.retry import WaitTimedOut, wait_for
 from drctl.state import FailoverMarker, MarkerStore, Offsets
@@ -192,13 +193,13 @@ def left_behind(ctx: OpsContext, report: TranslationReport, source_up: bool,
     if inventory is not None:
         translated = {g.group for g in report.groups}
         for topic in sorted(inventory.topics):
-            if topic not in topics and rep.replicates(topic):
+            if topic not in topics and ctx.in_scope(topic):
                 readers = sorted(g for g, ts in inventory.groups.items() if topic in ts)
                 missing_topics.append({"topic": topic, "groups": readers})
         seen = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(inventory.written_ms / 1000))
         unread = {g: ["?"] for g in inventory.unread}  # topics unknown: named all the same
         for group, consumed in sorted({**inventory.groups, **unread}.items()):
-            in_scope = [t for t in consumed if t == "?" or rep.topics.matches(t)]
+            in_scope = [t for t in consumed if t == "?" or ctx.in_scope(t)]
             if group in translated or group in groups or not in_scope \
                     or not wanted_group(config, groups_pattern, group):
                 continue
@@ -260,6 +261,8 @@ def preflight(ctx: OpsContext, opts: FailoverOptions) -> dict[str, Any]:
     # discovered them yet: MM2 looks every 10 minutes by default)
     if source_up:
         for topic, partitions in sorted(source_topics_in_scope(config, src).items()):
+            if not ctx.scope.covers_topic(topic):
+                continue
             mirror = rep.mirror_topic(topic)
             meta = target_topics.get(mirror)
             if meta is None:
@@ -275,7 +278,7 @@ def preflight(ctx: OpsContext, opts: FailoverOptions) -> dict[str, Any]:
         # The source is gone: what the target mirrors is all we know.
         for mirror in sorted(target_topics):
             original = rep.source_topic_of(mirror)
-            if original and not is_internal_topic(mirror) and rep.topics.matches(original):
+            if original and not is_internal_topic(mirror) and ctx.in_scope(original):
                 topics[original] = mirror
     if problems:
         # A planned switchover moves everything or nothing. An outage's failover goes on
@@ -284,14 +287,53 @@ def preflight(ctx: OpsContext, opts: FailoverOptions) -> dict[str, Any]:
         raise CheckFailed("Preflight failed: " + "; ".join(problems) + ".",
                           "Create or grow the topics on the target, then run again.")
     dst_admin = dst.admin()
-    groups = [g for g in list_groups(dst_admin) if config.groups.matches(g)]
+    groups = [g for g in list_groups(dst_admin) if config.groups.matches(g)
+              and ctx.scope.covers_group(g)]
     active = sorted(g for g, st in group_states(dst_admin, groups).items() if st.active)
     out: dict[str, Any] = {"source_reachable": source_up,
                            "target_cluster_id": target_info.cluster_id, "topics": topics,
                            "active_groups_on_target": active}
+    if not ctx.scope.whole:
+        out.update(scope_preflight(ctx, opts, topics, source_up))
     if unmirrored:
         out["unmirrored"] = unmirrored
         ctx.notify(f"Not mirrored on {rep.target}, left behind: {', '.join(unmirrored)}")
+    return out
+
+
+def scope_preflight(ctx: OpsContext, opts: FailoverOptions, topics: Mapping[str, str],
+                    source_up: bool) -> dict[str, Any]:
+    """An application's failover: its groups (when it names them), and the groups that read
+    topics on both sides of its edge — refused (exit 3) before anything moves, unless
+    --force (they stay where they are, named)."""
+    config, rep, scope = ctx.config, ctx.rep, ctx.scope
+    out: dict[str, Any] = {"scope": scope.as_dict()}
+    if not topics:
+        raise CheckFailed(f"No topic of {scope.describe()} is replicated {rep.source} -> "
+                          f"{rep.target}: nothing to fail over.",
+                          "Check the application's topics in the config "
+                          "(`drctl check --app NAME` shows what it resolves to).")
+    if not source_up:
+        return out  # the commits are on the source: what guard and the inventory kept decides
+    admin = ctx.source.admin()
+    listed = [g for g in list_groups(admin) if wanted_group(config, ".*", g)]
+    if scope.groups_given:
+        out["scope_groups"] = sorted(g for g in listed if scope.covers_group(g))
+    commits = committed_offsets(admin, listed)
+    found = straddlers(scope, commits, {t: rep.replicates(t) for offs in commits.values()
+                                        for t, _ in offs})
+    if found:
+        out["straddling_groups"] = [f.as_dict() for f in found]
+        said = "; ".join(f.describe() for f in found[:5])
+        if not opts.force:
+            raise CheckFailed(
+                f"Preflight failed: {len(found)} group(s) read topics on both sides of the "
+                f"edge of {scope.describe()}: {said}. A group follows one cluster; failing "
+                "over part of what it reads leaves it reading the rest on the other.",
+                "Widen the application to take them in (or take them out of its groups), or "
+                "run again with --force to fail over without moving them (they are named).")
+        for f in found:
+            ctx.notify(f"--force: not moving {f.describe()}")
     return out
 
 
@@ -337,7 +379,7 @@ def preview(ctx: OpsContext, opts: FailoverOptions, marker: FailoverMarker, resu
             "incident": marker.incident, "continuing": resumed,
             "done": list(marker.steps), "supersedes": [m.incident for m in superseded],
             "source_reachable": pre["source_reachable"], "topics": len(pre["topics"]),
-            "unmirrored": pre.get("unmirrored", []),
+            "unmirrored": pre.get("unmirrored", []), "scope": ctx.scope.describe(),
             "active_groups_on_target": pre["active_groups_on_target"], "groups": opts.groups}
 
 
@@ -439,7 +481,8 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *,
     rep = ctx.rep
     kind = ctx.require_kind()
     store = ctx.markers(rep.target)
-    marker, superseded = incident_to_continue(store, rep, opts)
+    marker, superseded = incident_to_continue(store, rep, opts, ctx.scope)
+    ctx.scope = marker.covers  # a continued incident keeps its own
     resumed = bool(marker.steps)
     if not opts.dry_run:
         clock.keep_in(marker.timings)  # saved with the marker's next step, not before
@@ -489,7 +532,8 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *,
         if not opts.dry_run:
             ctx.notify("Stopping replication into the target")
             outcome = kind.stop_forward(rep, confirm=confirm,
-                                        reach_deadline_s=opts.source_deadline_s)
+                                        reach_deadline_s=opts.source_deadline_s,
+                                        part=_part(ctx, topics, pre))
             marker.replication_stop = outcome.state
             marker.stopped_connectors = outcome.connectors
             if outcome.state == "pending":
@@ -500,7 +544,7 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *,
             crash_point("stop-replication")
     elif marker.replication_stop == "stopped" and marker.stopped_connectors:
         clock.phase("stop-replication")
-        reissued = _stop_still_holds(ctx, marker, opts.dry_run)
+        reissued = _stop_still_holds(ctx, marker, opts.dry_run, _part(ctx, topics, pre))
         if reissued:
             plan.append({"step": "stop-replication", "reissue": reissued})
 
@@ -597,7 +641,8 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *,
     return result
 
 
-def incident_to_continue(store: MarkerStore, rep: ReplicationSettings, opts: FailoverOptions
+def incident_to_continue(store: MarkerStore, rep: ReplicationSettings, opts: FailoverOptions,
+                         scope: Scope | None = None
                          ) -> tuple[FailoverMarker, list[FailoverMarker]]:
     """The incident this failover works on, and the open ones `--new-incident` supersedes.
 
@@ -607,13 +652,17 @@ def incident_to_continue(store: MarkerStore, rep: ReplicationSettings, opts: Fai
     incident only when it is the only one and younger than `continue_within_s`; anything
     else is a usage error naming the incidents and what to do."""
     source, target = rep.source, rep.target
-    opened = store.open_markers(source, target)
+    if opts.new_incident and opts.incident:
+        raise UsageError("--incident and --new-incident exclude each other.",
+                         "Pass --incident ID to continue that incident, or --new-incident "
+                         "to open a new one.")
+    scope = scope or Scope()
+    opened: list[FailoverMarker] = []
+    if not opts.incident:
+        # Incidents of other scopes are neither continued nor superseded (ops/scope.py).
+        scope, opened = scope_among_open(scope, store.open_markers(source, target))
     if opts.new_incident:
-        if opts.incident:
-            raise UsageError("--incident and --new-incident exclude each other.",
-                             "Pass --incident ID to continue that incident, or --new-incident "
-                             "to open a new one.")
-        return FailoverMarker.new(source, target, rep.kind, opts.planned), opened
+        return _new_marker(rep, opts, scope), opened
     if opts.incident:
         marker = store.get(opts.incident)
         if marker.status == "closed":
@@ -629,7 +678,7 @@ def incident_to_continue(store: MarkerStore, rep: ReplicationSettings, opts: Fai
             "Pass --incident ID to continue one of them, or --new-incident to close them "
             "all as superseded and open a new one.")
     if not opened:
-        return FailoverMarker.new(source, target, rep.kind, opts.planned), []
+        return _new_marker(rep, opts, scope), []
     marker = opened[0]
     _refuse_if_failing_back(marker)
     age = marker.age_s()
@@ -642,6 +691,14 @@ def incident_to_continue(store: MarkerStore, rep: ReplicationSettings, opts: Fai
             f"To continue it, pass --incident {marker.incident}; for a new outage, pass "
             "--new-incident (the old incident is closed as superseded).")
     return marker, []
+
+
+def _new_marker(rep: ReplicationSettings, opts: FailoverOptions, scope: Scope
+                ) -> FailoverMarker:
+    marker = FailoverMarker.new(rep.source, rep.target, rep.kind, opts.planned)
+    if scope != Scope():
+        marker.scope = scope.as_dict()
+    return marker
 
 
 def _refuse_if_failing_back(marker: FailoverMarker) -> None:
@@ -665,13 +722,32 @@ def settled_by_last_return(store: MarkerStore, marker: FailoverMarker) -> dict[s
             "target": cut.get("target_ends", {})}
 
 
+def _part(ctx: OpsContext, topics: Mapping[str, str], pre: Mapping[str, Any]
+          ) -> FlowPart | None:
+    """What an application's failover stops: its topics, and its groups when it names
+    them; None for the whole flow."""
+    if ctx.scope.whole:
+        return None
+    return FlowPart(ctx.scope.name, tuple(sorted(topics)), tuple(pre.get("scope_groups", ())))
+
+
 def _stop_still_holds(ctx: OpsContext, marker: FailoverMarker, dry_run: bool,
-                      ) -> list[str]:
+                      part: FlowPart | None = None) -> list[str]:
     """A stop recorded as done can come undone (a restart of the Kafka cluster holding the
     Connect worker's topics leaves connectors UNASSIGNED; a restored worker runs them): read
-    the connectors again and re-issue the stop where it no longer holds. Returns those."""
+    the connectors again and re-issue the stop where it no longer holds. Returns those. An
+    application's stop holds while its part is left out of the connectors."""
     rep = ctx.rep
     kind = ctx.require_kind()
+    if part is not None:
+        if kind.part_stopped(rep, part) is not False:
+            return []
+        ctx.notify(f"{part.name} is no longer left out of forward replication; "
+                   + ("a run would leave it out again" if dry_run else "leaving it out again"))
+        if not dry_run:
+            marker.stop_unconfirmed = True  # count what it copied meanwhile as late copies
+            kind.stop_forward(rep, part=part)
+        return list(marker.stopped_connectors)
     found = kind.forward_state(rep)
     loose = [*found.copying, *found.unconfirmed]
     if not found.readable or not loose:

@@ -62,6 +62,7 @@ from drctl.ops.phases import PhaseClock, command_timing
 from drctl.ops.quiet import Ends, Writes, wait_transactions_closed
 from drctl.ops.rerun import rerun_while_dropped
 from drctl.ops.reverse import failover_starts, wait_reverse_caught_up
+from drctl.ops.scope import flow_part, the_open_incident
 from drctl.ops.scorecard import operation_scorecard
 from drctl.progress import Ticker
 from drctl.replication.base import Confirm, ReturnRequest
@@ -156,9 +157,7 @@ class ReprotectResult:
 def marker_to_reprotect(ctx: OpsContext, incident: str | None) -> FailoverMarker:
     """The incident whose failback is done (or whose return began); a usage error naming
     what to run instead otherwise."""
-    rep = ctx.rep
-    marker = ctx.markers(rep.target).the_open_one(rep.source, rep.target, incident,
-                                                  "return from")
+    marker = the_open_incident(ctx, incident, "return from")
     if marker.phase not in (IncidentPhase.FAILED_BACK, IncidentPhase.REPROTECTING,
                             IncidentPhase.CLOSED):
         raise UsageError(f"Incident {marker.incident} is {marker.phase}: its failback is not "
@@ -228,7 +227,7 @@ def _reprotect_once(ctx: OpsContext, opts: ReprotectOptions, confirm: Confirm | 
         approve(preview(ctx, marker, opts))
     under_way[0] = True
     request = ReturnRequest(marker.incident, sorted(failover_starts(rep, marker)), {},
-                            config.state.dir / "reprotect")
+                            config.state.dir / "reprotect", flow_part(marker))
 
     # 1. The producers are back on the source; the reverse flow has carried their writes.
     if not marker.done("reprotect:quiet"):
@@ -259,10 +258,12 @@ def _reprotect_once(ctx: OpsContext, opts: ReprotectOptions, confirm: Confirm | 
                             "strays": cut["strays"]})
         if opts.dry_run:
             request = ReturnRequest(request.incident, request.reverse_topics,
-                                    _offsets(cut["forward_starts"]), request.out_dir)
+                                    _offsets(cut["forward_starts"]), request.out_dir,
+                                    request.part)
     if not opts.dry_run:
         request = ReturnRequest(request.incident, request.reverse_topics,
-                                _offsets(result.forward_starts), request.out_dir)
+                                _offsets(result.forward_starts), request.out_dir,
+                                request.part)
 
     # 4. Set the forward flow's start.
     if not marker.done("reprotect:forward-start"):
@@ -281,7 +282,7 @@ def _reprotect_once(ctx: OpsContext, opts: ReprotectOptions, confirm: Confirm | 
         clock.phase("forward-resumed")
         result.plan.append({"step": "forward-resumed", "connectors": list(rep.connect.connectors)})
         if not opts.dry_run:
-            reverse = kind.reverse_state(ctx)
+            reverse = kind.reverse_state(ctx, request.part)
             if rep.names_kept and reverse.copying:
                 raise CheckFailed(
                     f"The reverse flow still copies ({reverse.describe(reverse.copying)}): "
@@ -289,7 +290,7 @@ def _reprotect_once(ctx: OpsContext, opts: ReprotectOptions, confirm: Confirm | 
                     "now would, with topic names kept, form a cycle.",
                     "Stop the reverse connector, then run reprotect again.")
             late = no_writes_since_cut(ctx, marker, opts, result)
-            state = kind.resume_forward(rep, notify, confirm)
+            state = kind.resume_forward(rep, notify, confirm, request.part)
             marker.record("reprotect:forward-resumed",
                           {"components": state.components, "at_ms": int(time.time() * 1000),
                            **late})

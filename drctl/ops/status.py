@@ -12,6 +12,7 @@ from typing import Any
 
 from confluent_kafka import KafkaException
 
+from drctl.config import Scope
 from drctl.context import OpsContext
 from drctl.errors import DrctlError, ExitStatus, Unreachable
 from drctl.kafka.clients import describe_with_retry
@@ -156,9 +157,13 @@ def collect_status(ctx: OpsContext, deadline_s: float = 5.0) -> dict[str, Any]:
                             "fence": m.fence, "open_risks": open_risks(m),
                             "late_copies": _late_copies_line(m),
                             "steps": list(m.steps)})
+        flow_opened = [m for m in opened if (m.source, m.target) == (rep.source, rep.target)]
         replication["protection"] = flow_protection(
-            [m for m in opened if (m.source, m.target) == (rep.source, rep.target)],
-            answers["forward"], replication["lag"], rep.connect.connectors)
+            flow_opened, answers["forward"], replication["lag"], rep.connect.connectors)
+        if config.applications:
+            replication["applications"] = applications_protection(
+                config.applications, flow_opened, answers["forward"], replication["lag"],
+                rep.connect.connectors)
         if "markers_unreadable" in replication:
             replication["protection"] = {**replication["protection"], "state": "unknown",
                                          "why": "the incidents on record cannot be read"}
@@ -264,13 +269,16 @@ def flow_protection(opened: Sequence[FailoverMarker], forward: Any,
         m = opened[-1]
         incident = {"incident": m.incident, "phase": m.phase.value,
                     "next_command": f"{m.phase.next_command} --incident {m.incident}"}
+        scope = "" if m.covers.whole else f" ({m.covers.describe()})"
         if m.phase in (IncidentPhase.FAILED_BACK, IncidentPhase.REPROTECTING):
             # Failed back: the source serves again, and nothing copies it to the target.
             return {**out, **incident, "state": "exposed",
-                    "why": f"incident {m.incident} failed back: forward replication stays "
-                           "stopped until the return to protection"}
+                    "why": f"incident {m.incident}{scope} failed back: "
+                           + ("forward replication stays" if not scope else
+                              "replication of its topics stays")
+                           + " stopped until the return to protection"}
         return {**out, **incident, "state": "incident",
-                "why": f"incident {m.incident} is {m.phase}"}
+                "why": f"incident {m.incident}{scope} is {m.phase}"}
     if isinstance(forward, BaseException) or not getattr(forward, "readable", False):
         why = ("no replication.connect configured: drctl cannot see the replicator"
                if not components else "Kafka Connect did not answer")
@@ -288,6 +296,25 @@ def flow_protection(opened: Sequence[FailoverMarker], forward: Any,
     if waiting:
         why += f"; nothing to copy yet: {', '.join(waiting)} (RUNNING, no task)"
     return {**out, "state": "protected", "why": why}
+
+
+def applications_protection(applications: Mapping[str, Scope],
+                            opened: Sequence[FailoverMarker], forward: Any,
+                            lag: Sequence[Mapping[str, Any]] | None,
+                            components: Sequence[str], now_ms: int | None = None
+                            ) -> dict[str, dict[str, Any]]:
+    """Per configured application, what `flow_protection` says of the flow, told of its own
+    topics and incidents: in its own incident (or the whole flow's) it is `incident` or, once
+    failed back, `exposed`; otherwise the flow's state with the lag (and RPO, in seconds) of
+    its topics only."""
+    whole = [m for m in opened if m.covers.whole]
+    out: dict[str, dict[str, Any]] = {}
+    for name, scope in sorted(applications.items()):
+        mine = [m for m in opened if m.covers.name == name] or whole
+        rows = None if lag is None else [r for r in lag if scope.covers_topic(r["topic"])]
+        state = flow_protection(mine, forward, rows, components, now_ms)
+        out[name] = {**state, "topics": [r["topic"] for r in rows or []]}
+    return out
 
 
 def status_verdict(status: dict[str, Any]) -> tuple[ExitStatus, str | None]:

@@ -28,6 +28,7 @@ from drctl.kafka.topics import is_internal_topic
 from drctl.kafka.transactions import hanging_on
 from drctl.ops.reverse_copies import read_reverse_copies, reverse_copy_findings
 from drctl.ops.rpo import flow_rpo
+from drctl.ops.scope import straddlers
 from drctl.readiness.acls import acl_parity
 from drctl.readiness.positions import guard_findings, position_findings
 from drctl.readiness.topics import compare_topics, read_shapes
@@ -75,7 +76,7 @@ def run_check(ctx: OpsContext, opts: CheckOptions) -> Readiness:
     src_topics: dict[str, int] = {}
     if up[rep.source]:
         src_topics = {t: n for t, n in source_topics_in_scope(ctx.config, ctx.source).items()
-                      if topic_re.fullmatch(t)}
+                      if topic_re.fullmatch(t) and ctx.scope.covers_topic(t)}
     # The snapshot topic, read once: guard's positions and its last round.
     kept = read_snapshot_topic(ctx.target, ctx.config.state.snapshots_topic) \
         if up[rep.target] else None
@@ -134,8 +135,10 @@ def _positions(ctx: OpsContext, out: Readiness, src_topics: dict[str, int],
     groups = [g for g in list_groups(admin) if wanted_group(ctx.config, group_re, g)]
     ctx.notify(f"Reading the commits of {len(groups)} group(s)")
     every_commit = committed_offsets(admin, groups)
+    if not ctx.scope.whole:
+        _scope(ctx, out, src_topics, every_commit)
     commits = {g: {tp: o for tp, o in offs.items() if tp[0] in src_topics}
-               for g, offs in every_commit.items()}
+               for g, offs in every_commit.items() if ctx.scope.covers_group(g)}
     out.add(*reverse_copy_findings(read_reverse_copies(rep, ctx.source, every_commit),
                                    rep.source, rep.target, ctx.source.bootstrap))
     checkpoints_topic = ctx.require_kind().checkpoints_topic(rep)
@@ -153,6 +156,30 @@ def _positions(ctx: OpsContext, out: Readiness, src_topics: dict[str, int],
                                          opts.stale_after_s)
     out.add(*findings)
     out.checked[Area.POSITIONS.value] = looked
+
+
+def _scope(ctx: OpsContext, out: Readiness, src_topics: Mapping[str, int],
+           commits: Mapping[str, Mapping[Any, int]]) -> None:
+    """What the application resolves to — its topics, its groups, the topics those groups
+    read outside it — and a finding per group reading topics on both sides of its edge."""
+    rep, scope = ctx.rep, ctx.scope
+    in_flow = {t: rep.replicates(t) for offs in commits.values() for t, _ in offs}
+    if scope.groups_given:
+        members = sorted(g for g in commits if scope.covers_group(g))
+    else:
+        members = sorted(g for g, offs in commits.items()
+                         if any(t in src_topics for t, _ in offs))
+    found = straddlers(scope, commits, in_flow)
+    out.scope = {"name": scope.name, "topics": sorted(src_topics), "groups": members,
+                 "read_outside": sorted({t for f in found for t in f.outside}),
+                 "straddling": [f.as_dict() for f in found]}
+    for f in found:
+        out.add(Finding(Area.SCOPE, f"group {f.group}", f.describe(),
+                        f"a failover of {scope.describe()} moves the group's reading of one "
+                        "side only: it stays on one cluster while the other's records go on "
+                        "elsewhere", f"take {', '.join(f.outside or f.inside)} into the "
+                        "application, or the group out of it"))
+    out.checked[Area.SCOPE.value] = len(commits)
 
 
 def _transactions(ctx: OpsContext, out: Readiness, up: dict[str, bool],

@@ -77,6 +77,17 @@ class FlowState:
 
 
 @dataclass(frozen=True)
+class FlowPart:
+    """The part of a flow an incident of one application covers, resolved: the source topics
+    and the groups whose replication it stops and later restarts while the rest of the flow
+    goes on (docs/design.md §6, "Incident scope"). `name` tells its reverse flow apart."""
+
+    name: str
+    topics: tuple[str, ...]
+    groups: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class ReverseRequest:
     """Where reverse replication (target -> source) starts, from the failover marker."""
 
@@ -86,6 +97,7 @@ class ReverseRequest:
     # the reverse flow must never copy them back.
     skip_header: str
     out_dir: Path  # where configs and instructions for the operator are written
+    part: FlowPart | None = None  # an application's incident; None: the whole flow
 
 
 @dataclass(frozen=True)
@@ -98,6 +110,7 @@ class ReturnRequest:
     # source's position at the cut-over, so nothing the target holds is copied again.
     forward_starts: dict[str, dict[int, int]]
     out_dir: Path  # where instructions for the operator are written
+    part: FlowPart | None = None  # an application's incident; None: the whole flow
 
 
 class ReplicationKind(ABC):
@@ -113,11 +126,16 @@ class ReplicationKind(ABC):
 
     @abstractmethod
     def stop_forward(self, rep: ReplicationSettings, *, confirm: Confirm | None = None,
-                     deadline_s: float = 60.0,
-                     reach_deadline_s: float | None = None) -> StopOutcome:
+                     deadline_s: float = 60.0, reach_deadline_s: float | None = None,
+                     part: FlowPart | None = None) -> StopOutcome:
         """Stop replication source -> target and wait until it has stopped (`deadline_s`);
         a controller that does not answer within `reach_deadline_s` (the command's
-        --deadline; None: the controller's own retry policy) leaves the stop pending."""
+        --deadline; None: the controller's own retry policy) leaves the stop pending. With
+        `part`, only its topics and groups stop; the rest of the flow goes on copying."""
+
+    def part_stopped(self, rep: ReplicationSettings, part: FlowPart) -> bool | None:
+        """Whether forward replication still leaves `part` out (None: cannot be told)."""
+        return None
 
     @abstractmethod
     def forward_state(self, rep: ReplicationSettings) -> FlowState:
@@ -139,7 +157,7 @@ class ReplicationKind(ABC):
         """Start (or write instructions for) replication target -> source from the failover
         point; returns what the failback report shows under `reverse`."""
 
-    def reverse_state(self, ctx: FlowContext) -> FlowState:
+    def reverse_state(self, ctx: FlowContext, part: FlowPart | None = None) -> FlowState:
         """The reverse flow (target -> source) as its components report now; unreadable
         when drctl cannot see it (started by the operator)."""
         return FlowState(False)
@@ -159,8 +177,10 @@ class ReplicationKind(ABC):
 
     @abstractmethod
     def resume_forward(self, rep: ReplicationSettings, notify: Notify,
-                       confirm: Confirm | None = None) -> FlowState:
-        """Start forward replication again and wait until it runs; its state then."""
+                       confirm: Confirm | None = None,
+                       part: FlowPart | None = None) -> FlowState:
+        """Start forward replication again and wait until it runs; its state then. With
+        `part`, take its topics and groups back in (the rest never stopped)."""
 
     def replication_lag(self, rep: ReplicationSettings,
                         source: ClusterClients) -> list[dict[str, Any]] | None:

@@ -4,10 +4,11 @@ or a manual mode that says exactly what the operator must do."""
 from __future__ import annotations
 
 from abc import ABC
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from functools import partial
+from typing import Any, ClassVar
 
 from drctl.config import ReplicationSettings
 from drctl.errors import Aborted, CheckFailed, DrctlError, Unreachable
@@ -19,7 +20,7 @@ from drctl.kafka.connect_rest import (
     ConnectRejected,
 )
 from drctl.progress import Notify
-from drctl.replication.base import Confirm, FlowState, ReplicationKind, StopOutcome
+from drctl.replication.base import Confirm, FlowPart, FlowState, ReplicationKind, StopOutcome
 from drctl.retry import WaitTimedOut, wait_for
 
 # Task states in which a task copies now or is about to.
@@ -135,10 +136,25 @@ class ConnectControlled(ReplicationKind, ABC):
                 states[name] = "UNREACHABLE"
         return states
 
+    # What a connector's list keys hold when its config does not set them (the replicator's
+    # own defaults): leaving a part out keeps them.
+    exclusion_defaults: ClassVar[Mapping[str, str]] = {}
+
+    def exclusions(self, rep: ReplicationSettings, part: FlowPart
+                   ) -> dict[str, dict[str, list[str]]]:
+        """Per forward connector, per list-valued config key, the entries that leave `part`
+        out of it (the kind knows its keys); empty when the kind cannot leave a part out
+        through its config."""
+        return {}
+
     def stop_forward(self, rep: ReplicationSettings, *, confirm: Confirm | None = None,
-                     deadline_s: float = 60.0,
-                     reach_deadline_s: float | None = None) -> StopOutcome:
-        """Stop every configured connector of the flow and wait until Connect says so."""
+                     deadline_s: float = 60.0, reach_deadline_s: float | None = None,
+                     part: FlowPart | None = None) -> StopOutcome:
+        """Stop every configured connector of the flow and wait until Connect says so; with
+        `part`, leave its topics and groups out of the connectors instead (each stopped,
+        reconfigured and resumed: the rest of the flow pauses for seconds)."""
+        if part is not None:
+            return self._leave_out(rep, part, confirm, reach_deadline_s)
         client = connect_client(rep, reach_deadline_s)
         if client is None or not rep.connect.connectors:
             text = (f"drctl cannot reach your replicator. Stop replication from {rep.source} to "
@@ -184,9 +200,51 @@ class ConnectControlled(ReplicationKind, ABC):
             raise DrctlError(f"Connectors did not stop in time: {_detail(seen)}",
                              "Check the Connect worker's log.") from None
 
-    def resume_forward(self, rep: ReplicationSettings, notify: Notify,
-                       confirm: Confirm | None = None) -> FlowState:
+    def _leave_out(self, rep: ReplicationSettings, part: FlowPart, confirm: Confirm | None,
+                   reach_deadline_s: float | None) -> StopOutcome:
+        client = connect_client(rep, reach_deadline_s)
+        excluded = self.exclusions(rep, part)
+        if client is None or not excluded:
+            text = (f"drctl cannot leave {part.name} out of your replicator. Stop replicating "
+                    f"{', '.join(part.topics)} from {rep.source} to {rep.target} now (and "
+                    f"checkpointing groups {', '.join(part.groups) or 'of those topics'}), "
+                    "leaving the rest of the flow running, then confirm.")
+            if confirm is None or not confirm(text):
+                raise Aborted(f"Replication of {part.name} was not confirmed stopped.",
+                              "Stop it, then run the same command again.")
+            return StopOutcome("stopped", [], "confirmed by the operator (manual mode)")
+        try:
+            for name, entries in excluded.items():
+                reconfigure(client, name, partial(with_entries, entries=entries,
+                                                  defaults=self.exclusion_defaults))
+        except Unreachable:
+            return StopOutcome("pending", sorted(excluded),
+                               f"Kafka Connect at {rep.connect.url} is unreachable")
+        detail = "; ".join(f"{name}: {', '.join(f'{k} += {len(v)}' for k, v in e.items())}"
+                           for name, e in excluded.items())
+        return StopOutcome("stopped", sorted(excluded), f"{part.name} left out ({detail})")
+
+    def part_stopped(self, rep: ReplicationSettings, part: FlowPart) -> bool | None:
         client = connect_client(rep)
+        excluded = self.exclusions(rep, part)
+        if client is None or not excluded:
+            return None
+        try:
+            configs = {name: client.config(name) for name in excluded}
+            return all(with_entries(configs[name], e, self.exclusion_defaults) == configs[name]
+                       for name, e in excluded.items())
+        except (DrctlError, ConnectorMissing):
+            return None
+
+    def resume_forward(self, rep: ReplicationSettings, notify: Notify,
+                       confirm: Confirm | None = None,
+                       part: FlowPart | None = None) -> FlowState:
+        client = connect_client(rep)
+        if part is not None and client is not None and self.exclusions(rep, part):
+            for name, entries in self.exclusions(rep, part).items():
+                notify(f"Taking {part.name} back into {name}")
+                reconfigure(client, name, partial(without_entries, entries=entries))
+            return resume_connectors(client, rep.connect.connectors, notify)
         if client is None or not rep.connect.connectors:
             text = (f"drctl cannot reach your replicator. Start replication from {rep.source} "
                     f"to {rep.target} now, from the start positions drctl set or printed, "
@@ -234,6 +292,49 @@ class ConnectControlled(ReplicationKind, ABC):
             return flow_state_of(seen, names)
         except Unreachable:
             return FlowState(False, restopped=tuple(names))
+
+
+def with_entries(config: Mapping[str, Any], entries: Mapping[str, Sequence[str]],
+                 defaults: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """`config` with `entries` appended to its comma-separated list values (once each)."""
+    out = dict(config)
+    for key, add in entries.items():
+        have = _list((defaults or {}).get(key, "") if key not in out else str(out[key]))
+        out[key] = ",".join(have + [e for e in add if e not in have])
+    return out
+
+
+def without_entries(config: Mapping[str, Any], entries: Mapping[str, Sequence[str]]
+                    ) -> dict[str, Any]:
+    """`config` with `entries` taken out of its comma-separated list values."""
+    out = dict(config)
+    for key, remove in entries.items():
+        if key in out:
+            out[key] = ",".join(e for e in _list(str(out[key])) if e not in remove)
+    return out
+
+
+def _list(value: str) -> list[str]:
+    return [e.strip() for e in value.split(",") if e.strip()]
+
+
+def reconfigure(client: ConnectClient, name: str,
+                edit: Callable[[dict[str, Any]], dict[str, Any]]) -> bool:
+    """Give connector `name` the config `edit` makes of its own: stopped, reconfigured and
+    resumed in its earlier state, so no task copies with the old config after this returns.
+    False when the config was so already (nothing touched)."""
+    config = client.config(name)
+    new = edit(dict(config))
+    if new == config:
+        return False
+    was = ConnectorReading.read(client, name)
+    stop_or_pause(client, name)
+    wait_connector_state(client, name, "STOPPED")
+    client.put_config(name, {k: str(v) for k, v in new.items()})
+    if was.state not in ("STOPPED", "PAUSED"):
+        client.resume(name)
+        wait_connector_state(client, name, "RUNNING")
+    return True
 
 
 def retire_connector(client: ConnectClient, name: str, notify: Notify) -> dict[str, Any]:

@@ -17,7 +17,14 @@ from drctl.kafka.connect_rest import ConnectClient, ConnectorMissing
 from drctl.kafka.lag import mm2_replication_lag
 from drctl.kafka.mm2_connectors import MirrorFlow
 from drctl.progress import Notify
-from drctl.replication.base import Confirm, FlowContext, FlowState, ReturnRequest, ReverseRequest
+from drctl.replication.base import (
+    Confirm,
+    FlowContext,
+    FlowPart,
+    FlowState,
+    ReturnRequest,
+    ReverseRequest,
+)
 from drctl.replication.connect import (
     ConnectControlled,
     ConnectorReading,
@@ -39,6 +46,25 @@ class MirrorMaker2(ConnectControlled):
     # (measured on Kafka Connect 4.3.1): copies are known by content only.
     provenance_header = None
     reverse_started_by_drctl = True
+    # MirrorMaker 2's own defaults (DefaultTopicFilter, DefaultGroupFilter).
+    exclusion_defaults = {"topics.exclude": r".*[\-\.]internal,.*\.replica,__.*",
+                          "groups.exclude": "console-consumer-.*,connect-.*,__.*"}
+
+    def exclusions(self, rep: ReplicationSettings, part: FlowPart
+                   ) -> dict[str, dict[str, list[str]]]:
+        """An application's incident: its topics leave the source connector (nothing of
+        them is copied) and the checkpoint connector, its groups the checkpoint connector —
+        each as a literal Java regex in `topics.exclude` / `groups.exclude`."""
+        topics = [java_literal(t) for t in part.topics]
+        out: dict[str, dict[str, list[str]]] = {}
+        if rep.connect.source_connector:
+            out[rep.connect.source_connector] = {"topics.exclude": topics}
+        if rep.connect.checkpoint_connector:
+            out[rep.connect.checkpoint_connector] = {
+                "topics.exclude": topics,
+                **({"groups.exclude": [java_literal(g) for g in part.groups]}
+                   if part.groups else {})}
+        return out
 
     def auto_translate_method(self, *, source_up: bool, forward: bool) -> str | None:
         if source_up:
@@ -133,7 +159,7 @@ class MirrorMaker2(ConnectControlled):
         # Reversed: the reverse flow reads the forward target and writes the forward source.
         flow = reverse_flow(ctx.config, sorted(request.starts), source_client=forward_target,
                             target_client=forward_source)
-        name = flow.connector_names()["source"]
+        name = reverse_connector_name(rep, request.part)
         cfg = reverse_connector_config(flow, request.skip_header, request.incident)
         try:
             state, _ = client.connector_state(name)
@@ -161,7 +187,7 @@ class MirrorMaker2(ConnectControlled):
             client.alter_offsets(name, offsets)
         elif state == "STOPPED":
             client.alter_offsets(name, offsets)
-        self._refuse_cycle(rep, name)
+        self._refuse_cycle(rep, name, request.part)
         notify(f"Starting {name}: {rep.target_alias} -> {rep.source_alias}, "
                "post-failover data only")
         client.resume(name)
@@ -171,12 +197,17 @@ class MirrorMaker2(ConnectControlled):
             out["reset_from_incident"] = reset
         return out
 
-    def _refuse_cycle(self, rep: ReplicationSettings, reverse: str) -> None:
+    def _refuse_cycle(self, rep: ReplicationSettings, reverse: str,
+                      part: FlowPart | None = None) -> None:
         """With names kept, forward and reverse copying at once is a cycle that
-        IdentityReplicationPolicy cannot detect: every record would go round forever."""
+        IdentityReplicationPolicy cannot detect: every record would go round forever —
+        unless forward replication leaves out exactly what the reverse flow copies (an
+        application's incident)."""
         if not rep.names_kept:
             return
         forward = self.forward_state(rep)
+        if forward.copying and part is not None and self.part_stopped(rep, part):
+            return
         if forward.copying:
             raise CheckFailed(
                 f"Forward replication copies ({forward.describe(forward.copying)}) and "
@@ -184,12 +215,12 @@ class MirrorMaker2(ConnectControlled):
                 "cycle.", "Stop forward replication (`drctl failover` does), then run failback "
                 "again.")
 
-    def reverse_state(self, ctx: FlowContext) -> FlowState:
+    def reverse_state(self, ctx: FlowContext, part: FlowPart | None = None) -> FlowState:
         rep = ctx.rep
         client = connect_client(rep)
         if client is None:
             return FlowState(False)
-        name = reverse_connector_name(rep)
+        name = reverse_connector_name(rep, part)
         try:
             return flow_state_of([ConnectorReading.read(client, name)])
         except DrctlError:
@@ -202,7 +233,7 @@ class MirrorMaker2(ConnectControlled):
         if client is None:
             raise DrctlError("Retiring the reverse flow needs replication.connect.url.",
                              "Stop and delete the reverse MirrorMaker 2 connector yourself.")
-        return retire_connector(client, reverse_connector_name(rep), notify)
+        return retire_connector(client, reverse_connector_name(rep, request.part), notify)
 
     def set_forward_start(self, ctx: FlowContext, request: ReturnRequest, notify: Notify,
                           confirm: Confirm | None = None, *,
@@ -224,7 +255,14 @@ class MirrorMaker2(ConnectControlled):
         out = {"connector": name, "starts": request.forward_starts}
         if dry_run:
             return out
-        stopped_for_offsets(client, name)
+        if request.part is not None and self.part_stopped(rep, request.part):
+            # The rest of the flow copies: stopped for the offsets (seconds), its part left
+            # out meanwhile; resume_forward takes the part back in and resumes it.
+            notify(f"Stopping {name} for a moment to set {request.part.name}'s start")
+            stop_or_pause(client, name)
+            wait_connector_state(client, name, "STOPPED")
+        else:
+            stopped_for_offsets(client, name)
         notify(f"Setting {name}'s start to where {rep.source} stood at the cut-over")
         client.alter_offsets(name, offsets)
         return out
@@ -266,9 +304,17 @@ def forward_client_settings(client: ConnectClient,
     return sides
 
 
-def reverse_connector_name(rep: ReplicationSettings) -> str:
-    """The reverse flow's source connector, named as `reverse_flow` names it."""
-    return MirrorFlow(rep.target_alias, rep.source_alias, "", "").connector_names()["source"]
+def reverse_connector_name(rep: ReplicationSettings, part: FlowPart | None = None) -> str:
+    """The reverse flow's source connector: the flow's (as `reverse_flow` names it), with
+    the application's name for an application's incident."""
+    name = MirrorFlow(rep.target_alias, rep.source_alias, "", "").connector_names()["source"]
+    return name if part is None else f"{name}-{part.name}"
+
+
+def java_literal(name: str) -> str:
+    """A topic or group name as a Java regex matching it alone (names hold letters, digits,
+    '.', '_' and '-'; a backslash before the others is a literal in Java too)."""
+    return "".join(c if c.isalnum() or c == "_" else "\\" + c for c in name)
 
 
 def reverse_connector_config(flow: MirrorFlow, skip_header: str,

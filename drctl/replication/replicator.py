@@ -15,12 +15,14 @@ from drctl.errors import Aborted
 from drctl.kafka.connect_rest import ConnectorMissing
 from drctl.kafka.groups import alter_offsets
 from drctl.progress import Notify
-from drctl.replication.base import Confirm, FlowContext, ReturnRequest, ReverseRequest
+from drctl.replication.base import Confirm, FlowContext, FlowPart, ReturnRequest, ReverseRequest
 from drctl.replication.connect import (
     ConnectControlled,
     connect_client,
     retire_connector,
+    stop_or_pause,
     stopped_for_offsets,
+    wait_connector_state,
 )
 from drctl.reports import render
 
@@ -28,17 +30,25 @@ from drctl.reports import render
 class Replicator(ConnectControlled):
     provenance_header = PROVENANCE_HEADER
 
+    def exclusions(self, rep: ReplicationSettings, part: FlowPart
+                   ) -> dict[str, dict[str, list[str]]]:
+        """An application's incident: its topics join the connector's `topic.blacklist`
+        (names, not regexes: Replicator's own list)."""
+        if not rep.connect.source_connector:
+            return {}
+        return {rep.connect.source_connector: {"topic.blacklist": list(part.topics)}}
+
     def start_reverse(self, ctx: FlowContext, request: ReverseRequest,
                       notify: Notify) -> dict[str, Any]:
         rep = ctx.rep
         request.out_dir.mkdir(parents=True, exist_ok=True)
-        group = rep.replicator_group or reverse_connector_name(rep)
+        group = rep.replicator_group or reverse_connector_name(rep, request.part)
         admin = ctx.target.admin()
         for topic, parts in request.starts.items():
             alter_offsets(admin, group, {(topic, p): off for p, off in parts.items()})
         path = request.out_dir / f"{request.incident}-replicator-reverse.json"
         path.write_text(render("replicator-connector.json.j2", ctx.config.redactor,
-                               name=reverse_connector_name(rep),
+                               name=reverse_connector_name(rep, request.part),
                                group=group, topics=sorted(request.starts),
                                source_bootstrap=ctx.config.cluster(rep.target)["bootstrap.servers"],
                                target_bootstrap=ctx.config.cluster(rep.source)["bootstrap.servers"],
@@ -64,7 +74,7 @@ class Replicator(ConnectControlled):
         """The reverse Replicator the operator deployed from drctl's config: retired through
         Connect when it runs on the configured worker, else confirmed by the operator."""
         rep = ctx.rep
-        name = reverse_connector_name(rep)
+        name = reverse_connector_name(rep, request.part)
         client = connect_client(rep)
         if client is not None:
             retired = retire_connector(client, name, notify)
@@ -88,7 +98,14 @@ class Replicator(ConnectControlled):
             return out
         client = connect_client(rep)
         if client is not None and rep.connect.source_connector:
-            stopped_for_offsets(client, rep.connect.source_connector)
+            name = rep.connect.source_connector
+            if request.part is not None and self.part_stopped(rep, request.part):
+                # It copies the rest of the flow: stopped for the commit (its group must be
+                # empty); resume_forward takes the part back in and resumes it.
+                stop_or_pause(client, name)
+                wait_connector_state(client, name, "STOPPED")
+            else:
+                stopped_for_offsets(client, name)
         admin = ctx.source.admin()
         notify(f"Committing the forward Replicator group '{group}' on {rep.source} at the "
                "cut-over")
@@ -97,9 +114,11 @@ class Replicator(ConnectControlled):
         return out
 
 
-def reverse_connector_name(rep: ReplicationSettings) -> str:
-    """The reverse Replicator drctl renders a config for (and its default group)."""
-    return f"replicator-{rep.target_alias}-to-{rep.source_alias}"
+def reverse_connector_name(rep: ReplicationSettings, part: FlowPart | None = None) -> str:
+    """The reverse Replicator drctl renders a config for (and its default group); an
+    application's incident has its own."""
+    name = f"replicator-{rep.target_alias}-to-{rep.source_alias}"
+    return name if part is None else f"{name}-{part.name}"
 
 
 def forward_group(rep: ReplicationSettings) -> str:

@@ -368,7 +368,7 @@ def _status(ctx: ActionContext, *, deadline: Seconds = Seconds(5.0)) -> dict[str
 
 
 def _check(ctx: ActionContext, *, topics: str = ".*", groups: str = ".*",
-           stale_after: Seconds = Seconds(300.0),
+           app: str | None = None, stale_after: Seconds = Seconds(300.0),
            transaction_age: Seconds | None = None) -> dict[str, Any]:
     """Readiness of the flow (`drctl check`): fails with the findings when a failover would
     not work now (exit 3), or when drctl could not look (exit 4)."""
@@ -377,7 +377,7 @@ def _check(ctx: ActionContext, *, topics: str = ".*", groups: str = ".*",
     from drctl.findings import Severity
     from drctl.readiness.check import CheckOptions, run_check
 
-    with OpsContext.from_config(ctx.config, ctx.notify) as ops:
+    with OpsContext.from_config(ctx.config, ctx.notify, scope=ctx.config.scope(app)) as ops:
         result = run_check(ops, CheckOptions(topics=topics, groups=groups,
                                              stale_after_s=stale_after,
                                              transaction_age_s=transaction_age))
@@ -393,7 +393,7 @@ def _check(ctx: ActionContext, *, topics: str = ".*", groups: str = ".*",
 
 
 def _translate_offsets(ctx: ActionContext, *, source: str | None = None,
-                       target: str | None = None, groups: str = ".*",
+                       target: str | None = None, groups: str = ".*", app: str | None = None,
                        method: TranslateMethod = TranslateMethod.AUTO, apply: bool = False,
                        allow_rewind: bool = False) -> dict[str, Any]:
     """Translate consumer-group offsets between clusters (`drctl translate-offsets`)."""
@@ -402,7 +402,7 @@ def _translate_offsets(ctx: ActionContext, *, source: str | None = None,
 
     config = ctx.config
     rep = config.require_replication()
-    with OpsContext.from_config(config, ctx.notify) as ops:
+    with OpsContext.from_config(config, ctx.notify, scope=config.scope(app)) as ops:
         report = translate_offsets(ops, TranslateRequest(
             source or rep.source, target or rep.target, groups, method, apply, allow_rewind))
     return report.runbook_summary()
@@ -423,6 +423,7 @@ def _guard(ctx: ActionContext, *, groups: str = ".*") -> dict[str, Any]:
 
 
 def _failover(ctx: ActionContext, *, planned: bool = False, groups: str = ".*",
+              app: str | None = None, force: bool = False,
               method: TranslateMethod = TranslateMethod.AUTO,
               source_deadline: Seconds = Seconds(20.0),
               timeout: Seconds = Seconds(1800.0)) -> dict[str, Any]:
@@ -432,8 +433,9 @@ def _failover(ctx: ActionContext, *, planned: bool = False, groups: str = ".*",
 
     config = ctx.config
     opts = FailoverOptions(planned=planned, groups=groups, method=method,
-                           source_deadline_s=source_deadline, catch_up_deadline_s=timeout)
-    with OpsContext.from_config(config, ctx.notify) as ops:
+                           source_deadline_s=source_deadline, catch_up_deadline_s=timeout,
+                           force=force)
+    with OpsContext.from_config(config, ctx.notify, scope=config.scope(app)) as ops:
         result = run_failover(ops, opts)
         summary = result.runbook_summary(result.write_reports(ops))
     if result.exit_status:  # the verdict `drctl failover` gives, not a second opinion
@@ -446,7 +448,7 @@ def _failover(ctx: ActionContext, *, planned: bool = False, groups: str = ".*",
 
 
 def _failback(ctx: ActionContext, *, reconcile: ReconcileMode = ReconcileMode.COPY_SAFE,
-              groups: str = ".*", incident: str | None = None,
+              groups: str = ".*", incident: str | None = None, app: str | None = None,
               lookback: Seconds | None = None,
               scope: GapScope = GapScope.TAIL,
               timeout: Seconds = Seconds(1800.0)) -> dict[str, Any]:
@@ -459,7 +461,7 @@ def _failback(ctx: ActionContext, *, reconcile: ReconcileMode = ReconcileMode.CO
     config = ctx.config
     opts = FailbackOptions(reconcile=reconcile, groups=groups, incident=incident,
                            catch_up_deadline_s=timeout)
-    with OpsContext.from_config(config, ctx.notify) as ops:
+    with OpsContext.from_config(config, ctx.notify, scope=config.scope(app)) as ops:
         result = run_failback(ops, opts, gap_finder(lookback, scope=scope, timeout_s=timeout))
         summary = result.runbook_summary(result.write_reports(ops))
     if result.switch_back is not None and result.switch_back.exit_status:
@@ -476,7 +478,8 @@ def _failback(ctx: ActionContext, *, reconcile: ReconcileMode = ReconcileMode.CO
     return summary
 
 
-def _reprotect(ctx: ActionContext, *, incident: str | None = None, force: bool = False,
+def _reprotect(ctx: ActionContext, *, incident: str | None = None, app: str | None = None,
+               force: bool = False,
                settle: Seconds = Seconds(10.0),
                timeout: Seconds = Seconds(900.0)) -> dict[str, Any]:
     """Return to protection after failback (`drctl reprotect --yes`): retire the reverse
@@ -486,7 +489,7 @@ def _reprotect(ctx: ActionContext, *, incident: str | None = None, force: bool =
 
     config = ctx.config
     opts = ReprotectOptions(incident=incident, force=force, settle_s=settle, timeout_s=timeout)
-    with OpsContext.from_config(config, ctx.notify) as ops:
+    with OpsContext.from_config(config, ctx.notify, scope=config.scope(app)) as ops:
         result = run_reprotect(ops, opts)
         return result.runbook_summary(result.write_reports(ops))
 

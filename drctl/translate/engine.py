@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from confluent_kafka.admin import AdminClient
 
-from drctl.config import Config
+from drctl.config import Config, Scope
 from drctl.context import OpsContext
 from drctl.errors import UsageError
 from drctl.kafka.checkpoints import read_checkpoints
@@ -65,14 +65,22 @@ class TranslateRequest:
     target_ends: dict[str, dict[int, int]] | None = None
 
 
-def _topic_mapper(config: Config, source: str, target: str) -> Callable[[str], str | None]:
+def _topic_mapper(config: Config, source: str, target: str,
+                  scope: Scope | None = None) -> Callable[[str], str | None]:
     rep = config.require_replication()
+    scope = scope or Scope()
+
+    def covered(source_topic: str) -> bool:
+        # A reverse copy belongs to the scope of the topic it copies back.
+        return scope.covers_topic(rep.reverse_copy_origin(source_topic) or source_topic)
+
     # Cached: it is asked once per position (160,000 at 10,000 groups x 16 partitions), and
     # each answer runs the topic filter's regexes.
     if (source, target) == (rep.source, rep.target):
         @functools.cache
         def forward(topic: str) -> str | None:
-            if is_internal_topic(topic) or not rep.topics.matches(topic):
+            if is_internal_topic(topic) or not rep.topics.matches(topic) \
+                    or not covered(topic):
                 return None
             origin = rep.reverse_copy_origin(topic)
             if origin is not None:
@@ -88,10 +96,12 @@ def _topic_mapper(config: Config, source: str, target: str) -> Callable[[str], s
                 return None
             original = rep.source_topic_of(topic)
             if original is not None:  # a mirror topic: back to the topic it mirrors
-                return original if rep.topics.matches(original) else None
+                return original if rep.topics.matches(original) and covered(original) \
+                    else None
             # A failover topic (MM2 prefixed names): the reverse flow names its copy
             # <target alias>.<topic> on the source.
-            return f"{rep.target_alias}.{topic}" if rep.topics.matches(topic) else None
+            return rep.reverse_topic(topic) if rep.topics.matches(topic) and covered(topic) \
+                else None
         return backward
     raise UsageError(f"No replication flow between '{source}' and '{target}' in the config.",
                      f"The configured flow is {rep.source} -> {rep.target}; translate in either "
@@ -110,7 +120,11 @@ def translate_offsets(ctx: OpsContext, req: TranslateRequest) -> TranslationRepo
         group_re = re.compile(req.groups)
     except re.error as exc:
         raise UsageError(f"--groups is not a valid regex: {exc}") from exc
-    to_topic = _topic_mapper(config, req.source, req.target)
+    to_topic = _topic_mapper(config, req.source, req.target, ctx.scope)
+
+    def wanted(group: str) -> bool:
+        return wanted_group(config, group_re, group) and ctx.scope.covers_group(group)
+
     src, dst = ctx.clients(req.source), ctx.clients(req.target)
     describe_with_retry(dst, config.retry.with_deadline(req.source_deadline_s), notify=notify)
     source_up = source_answers(req, src, config.retry, notify)
@@ -156,10 +170,10 @@ def translate_offsets(ctx: OpsContext, req: TranslateRequest) -> TranslationRepo
         positions = {g: {tp: o for tp, o in offs.items() if to_topic(tp[0])}
                      for g, offs in req.positions.items()}
     elif method == TranslateMethod.SNAPSHOT:
-        positions = _snapshot_positions(snapshots or {}, checkpoints, group_re, config,
+        positions = _snapshot_positions(snapshots or {}, checkpoints, wanted, config,
                                         to_topic)
     else:
-        positions = _source_positions(src if source_up else None, checkpoints, group_re,
+        positions = _source_positions(src if source_up else None, checkpoints, wanted,
                                       config, to_topic)
     all_target_tps = {(to_topic(t) or "", p) for offs in positions.values() for (t, p) in offs}
     existing = {(t, p) for t, meta in dst_admin.list_topics(timeout=30).topics.items()
@@ -245,11 +259,8 @@ def _source_down(name: str, bootstrap: str) -> Exception:
 
 
 def _source_positions(src: ClusterClients | None, checkpoints: dict | None,
-                      group_re: re.Pattern[str], config: Config,
+                      wanted: Callable[[str], bool], config: Config,
                       to_topic: Callable[[str], str | None]) -> dict[str, dict[TP, int]]:
-    def wanted(group: str) -> bool:
-        return wanted_group(config, group_re, group)
-
     out: dict[str, dict[TP, int]] = {}
     if src is not None:
         admin = src.admin()
@@ -276,13 +287,14 @@ def wanted_group(config: Config, groups: str | re.Pattern[str], group: str) -> b
 
 
 def _snapshot_positions(snapshots: dict[tuple[str, str, int], OffsetSnapshot],
-                        checkpoints: dict | None, group_re: re.Pattern[str], config: Config,
-                        to_topic: Callable[[str], str | None]) -> dict[str, dict[TP, int]]:
+                        checkpoints: dict | None, wanted: Callable[[str], bool],
+                        config: Config, to_topic: Callable[[str], str | None]
+                        ) -> dict[str, dict[TP, int]]:
     """Each group's newest known source position: guard's snapshot or, where MirrorMaker 2
     checkpointed a later one, the checkpoint's."""
-    out = _source_positions(None, checkpoints, group_re, config, to_topic)
+    out = _source_positions(None, checkpoints, wanted, config, to_topic)
     for (group, topic, partition), snap in snapshots.items():
-        if not (wanted_group(config, group_re, group) and to_topic(topic)):
+        if not (wanted(group) and to_topic(topic)):
             continue
         have = out.setdefault(group, {})
         have[(topic, partition)] = max(have.get((topic, partition), -1), snap.source_offset)
