@@ -38,6 +38,7 @@ from drctl.lab.security import (
     write_private,
 )
 from drctl.lab.spark_cluster import SparkCluster, SparkClusterPorts, spark_config
+from drctl.lab.workload import WorkloadSpec
 from drctl.progress import Notify
 from drctl.retry import RetryPolicy, WaitTimedOut, wait_for
 
@@ -525,6 +526,8 @@ class Lab:
                 **({"principal": MM2_PRINCIPAL} if state.secure else {}),
             },
             "state": {"dir": "state", "topic": "_drctl_state"},
+            # The workload's two applications (`drctl lab load`), for `--app`.
+            "applications": {t: {"topics": [t]} for t in WorkloadSpec.topics},
             "spark": (spark_config(SparkClusterPorts(state.ports.spark_master))
                       if state.spark_workers else {"master": "local[2]"}),
         }

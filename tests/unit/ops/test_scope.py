@@ -1,0 +1,162 @@
+"""Incident scope's pure parts: the config's applications, which open incidents a new one
+meets, the groups on a scope's edge, the connector entries that leave an application out, and
+each application's protection in `status`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from drctl.config import NameFilter, Scope, parse_config
+from drctl.errors import ConfigError, UsageError
+from drctl.ops.scope import flow_part, overlaps, scope_among_open, straddlers
+from drctl.ops.status import applications_protection
+from drctl.replication.base import FlowPart, FlowState
+from drctl.replication.connect import with_entries, without_entries
+from drctl.replication.mirrormaker2 import MirrorMaker2, java_literal, reverse_connector_name
+from drctl.state import FailoverMarker
+
+BASE: dict[str, Any] = {
+    "clusters": {"a": {"bootstrap.servers": "x"}, "b": {"bootstrap.servers": "y"}},
+    "replication": {"kind": "mirrormaker2", "source": "a", "target": "b",
+                    "connect": {"url": "http://c:8083", "source_connector": "src",
+                                "checkpoint_connector": "cp"}},
+    "applications": {"billing": {"topics": ["billing\\..*", "invoices"],
+                                 "groups": ["billing-.*"]},
+                     "orders": {"topics": ["orders"]}}}
+BILLING = Scope("billing", NameFilter(("billing\\..*", "invoices")), NameFilter(("billing-.*",)))
+ORDERS = Scope("orders", NameFilter(("orders",)))
+
+
+def _open(scope: Scope, topics: list[str], groups: list[str] = (),  # type: ignore[assignment]
+          phase_steps: tuple[str, ...] = ("failover",)) -> FailoverMarker:
+    m = FailoverMarker.new("a", "b", "mirrormaker2", planned=False)
+    if not scope.whole:
+        m.scope = scope.as_dict()
+    m.topics = {t: t for t in topics}
+    m.groups = {g: {"applied": True} for g in groups}
+    for step in phase_steps:
+        m.record(step, {})
+    return m
+
+
+def test_applications_are_parsed_and_named_on_the_command_line() -> None:
+    config = parse_config(BASE)
+    assert config.scope("billing") == BILLING and config.scope("orders") == ORDERS
+    assert config.scope().whole and config.scope("orders").groups_given is False
+    adhoc = config.scope(topics=["pay.*"], groups=["pay-app"])
+    assert adhoc.covers_topic("payments") and not adhoc.covers_topic("orders")
+    with pytest.raises(ConfigError, match="unknown application 'order'.*orders"):
+        config.scope("order")
+    with pytest.raises(ConfigError, match="exclude each other"):
+        config.scope("orders", topics=["x"])
+
+
+def test_an_application_without_topics_or_with_a_bad_name_is_a_config_error() -> None:
+    bad = {**BASE, "applications": {"nothing": {"groups": ["g"]}, "bad name": {"topics": ["t"]},
+                                    "*": {"topics": ["t"]}}}
+    with pytest.raises(ConfigError) as caught:
+        parse_config(bad)
+    text = str(caught.value)
+    assert "applications.nothing.topics" in text and "applications.bad name" in text
+    assert "applications.*" in text
+
+
+def test_a_scope_survives_the_marker() -> None:
+    assert Scope.from_dict(BILLING.as_dict()) == BILLING
+    assert Scope.from_dict({}) == Scope() and Scope.from_dict(None).whole
+    whole_without = Scope("*", NameFilter((), ("orders",)))
+    assert Scope.from_dict(whole_without.as_dict()) == whole_without
+
+
+def test_an_application_overlapping_an_open_incident_is_refused_naming_both() -> None:
+    billing_open = _open(BILLING, ["billing.eu", "invoices"], ["billing-app"])
+    # Another application, disjoint: opened beside it.
+    scope, same = scope_among_open(ORDERS, [billing_open])
+    assert scope == ORDERS and same == []
+    # Sharing a topic: refused.
+    greedy = Scope("greedy", NameFilter(("invoices", "orders")))
+    assert overlaps(greedy, billing_open) == ["topic invoices"]
+    with pytest.raises(UsageError, match=f"overlaps open incident {billing_open.incident}"):
+        scope_among_open(greedy, [billing_open])
+    # A whole-flow incident open: every application overlaps it.
+    whole_open = _open(Scope(), ["orders", "invoices"])
+    with pytest.raises(UsageError, match="covers the whole flow"):
+        scope_among_open(ORDERS, [whole_open])
+    # The same application's own incident: continued, not refused.
+    assert scope_among_open(BILLING, [billing_open]) == (BILLING, [billing_open])
+
+
+def test_a_whole_flow_failover_leaves_out_what_open_applications_hold() -> None:
+    billing_open = _open(BILLING, ["billing.eu", "invoices"], ["billing-app"])
+    scope, same = scope_among_open(Scope(), [billing_open])
+    assert scope.whole and same == []
+    assert not scope.covers_topic("invoices") and not scope.covers_topic("billing.eu")
+    assert scope.covers_topic("orders") and scope.covers_topic("billing.us")
+    assert not scope.covers_group("billing-app") and scope.covers_group("orders-app")
+
+
+def test_the_part_an_application_stops_is_its_topics_and_named_groups() -> None:
+    m = _open(BILLING, ["invoices", "billing.eu"], ["billing-app"])
+    assert flow_part(m) == FlowPart("billing", ("billing.eu", "invoices"), ("billing-app",))
+    # An application that names no groups: topics only (checkpoints stop with them).
+    assert flow_part(_open(ORDERS, ["orders"], ["orders-app"])) == FlowPart(
+        "orders", ("orders",), ())
+    assert flow_part(_open(Scope(), ["orders"])) is None
+
+
+def test_groups_reading_both_sides_of_the_edge() -> None:
+    commits = {"billing-app": [("invoices", 0), ("billing.eu", 1)],
+               "billing-audit": [("invoices", 0), ("orders", 0)],  # one of its own, outside
+               "orders-app": [("orders", 0)],
+               "orders-billing": [("orders", 0), ("invoices", 0)],  # another group, inside
+               "billing-idle": [("not-replicated", 0), ("invoices", 0)]}
+    found = straddlers(BILLING, commits, {"not-replicated": False})
+    assert {f.group: (f.inside, f.outside) for f in found} == {
+        "billing-audit": (("invoices",), ("orders",)),
+        "orders-billing": (("invoices",), ("orders",))}
+    # Without named groups, a group reading the application's topics is one of its own.
+    found = straddlers(ORDERS, commits)
+    assert sorted(f.group for f in found) == ["billing-audit", "orders-billing"]
+    assert straddlers(Scope(), commits) == []
+
+
+def test_leaving_an_application_out_of_mirrormaker_2_and_taking_it_back() -> None:
+    rep = parse_config(BASE).require_replication()
+    part = FlowPart("billing", ("billing.eu", "invoices"), ("billing-app",))
+    entries = MirrorMaker2().exclusions(rep, part)
+    assert entries == {"src": {"topics.exclude": ["billing\\.eu", "invoices"]},
+                       "cp": {"topics.exclude": ["billing\\.eu", "invoices"],
+                              "groups.exclude": ["billing\\-app"]}}
+    defaults = MirrorMaker2.exclusion_defaults
+    # A connector without topics.exclude keeps MirrorMaker 2's own default beside them.
+    out = with_entries({"topics": ".*"}, entries["src"], defaults)
+    assert out["topics.exclude"] == defaults["topics.exclude"] + ",billing\\.eu,invoices"
+    assert with_entries(out, entries["src"], defaults) == out  # once each
+    back = without_entries(out, entries["src"])
+    assert back["topics.exclude"] == defaults["topics.exclude"]
+    kept = {"topics.exclude": "x.*, y"}
+    assert with_entries(kept, entries["src"])["topics.exclude"] == "x.*,y,billing\\.eu,invoices"
+    assert java_literal("a.b-c_d") == "a\\.b\\-c_d"
+    assert reverse_connector_name(rep, part) == "mm2-b-a-source-billing"
+    assert reverse_connector_name(rep) == "mm2-b-a-source"
+
+
+def test_status_tells_each_application_its_own_state_and_lag() -> None:
+    forward = FlowState(True, {"src": "RUNNING"}, copying=("src",))
+    lag = [{"topic": "invoices", "behind": 5, "oldest_unreplicated_ms": 1_000},
+           {"topic": "orders", "behind": 0, "oldest_unreplicated_ms": None}]
+    billing_open = _open(BILLING, ["invoices"], ["billing-app"])
+    apps = applications_protection({"billing": BILLING, "orders": ORDERS}, [billing_open],
+                                   forward, lag, ["src"], now_ms=11_000)
+    assert apps["billing"]["state"] == "incident"
+    assert apps["billing"]["incident"] == billing_open.incident
+    assert (apps["orders"]["state"], apps["orders"]["lag_records"]) == ("protected", 0)
+    assert apps["orders"]["topics"] == ["orders"]
+    # Failed back: exposed until its return, the others untouched.
+    billing_open.record("failback", {})
+    apps = applications_protection({"billing": BILLING, "orders": ORDERS}, [billing_open],
+                                   forward, lag, ["src"], now_ms=11_000)
+    assert apps["billing"]["state"] == "exposed" and "its topics" in apps["billing"]["why"]
+    assert apps["orders"]["state"] == "protected"
