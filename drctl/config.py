@@ -20,7 +20,13 @@ from drctl.errors import ConfigError
 from drctl.properties import read_properties
 from drctl.replication_registry import KIND_NAMES, kind_entry
 from drctl.retry import RetryPolicy
-from drctl.secrets import Redactor, UnresolvedReference, is_secret_key, resolve_references
+from drctl.secrets import (
+    Redactor,
+    UnresolvedReference,
+    is_reference,
+    is_secret_key,
+    resolve_references,
+)
 from drctl.suggest import did_you_mean
 from drctl.timeparse import parse_duration
 
@@ -144,6 +150,9 @@ class Config:
     retry: RetryPolicy = RetryPolicy()
     objectives: Objectives = Objectives()
     redactor: Redactor = field(default_factory=Redactor, compare=False, repr=False)
+    # Key path -> the `${env:...}`/`${file:...}` reference a value was written as, so that
+    # `config show` prints the reference (never the secret it names).
+    references: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def cluster(self, name: str) -> Mapping[str, str]:
         if name not in self.clusters:
@@ -232,6 +241,7 @@ class _Parser:
         self.path = path
         self.base_dir = path.parent if path else Path.cwd()
         self.redactor = Redactor()
+        self.references: dict[str, str] = {}
         self.problems: list[ConfigError] = []
         self.clusters_parsed = False  # references to clusters are checked only against a list
 
@@ -271,9 +281,17 @@ class _Parser:
             resolved = resolve_references(str(value))
         except UnresolvedReference as exc:
             raise self.error(key, f"unresolved reference: {exc}") from exc
+        self.remember(key, str(value))
         if secret or is_secret_key(key):
             self.redactor.add(resolved)
         return resolved
+
+    def remember(self, key: str, written: str) -> None:
+        """The reference `key` was written as (a later value for the key replaces it)."""
+        if is_reference(written):
+            self.references[key] = written.strip()
+        else:
+            self.references.pop(key, None)
 
     def optional_string(self, value: Any, key: str) -> str | None:
         return None if value is None else self.string(value, key)
@@ -343,6 +361,7 @@ class _Parser:
             objectives=self.collect(lambda: self.objectives(top.get("objectives")),
                                     Objectives()),
             redactor=self.redactor,
+            references=self.references,
         )
 
     def state(self, value: Any) -> StateSettings:
@@ -432,7 +451,9 @@ class _Parser:
         except UnicodeDecodeError as exc:
             raise self.error(key, f"{path} is not UTF-8 text: {exc.reason}") from exc
         resolved: dict[str, str] = {}
+        cluster_key = key.removesuffix(f".{CLIENT_PROPERTIES_KEY}")
         for prop, prop_value in props.items():
+            self.remember(f"{cluster_key}.{prop}", prop_value)
             try:
                 resolved[prop] = resolve_references(prop_value)
             except UnresolvedReference as exc:
@@ -596,12 +617,13 @@ def type_name(value: Any) -> str:
 
 
 def config_as_data(config: Config) -> dict[str, Any]:
-    """The resolved configuration as plain data with secrets masked (for `config show`)."""
+    """The resolved configuration under the file's own keys, so that `config show` output
+    is a configuration drctl reads back: secrets masked, a value written as a reference
+    (`${env:...}`, `${file:...}`) shown as that reference, relative paths resolved."""
     from drctl.secrets import mask_mapping
 
     rep = config.replication
     data: dict[str, Any] = {
-        "path": str(config.path) if config.path else None,
         "clusters": {name: {**mask_mapping(props),
                             **({JAVA_PROPERTIES_KEY: mask_mapping(java)}
                                if (java := config.java_properties(name)) else {})}
@@ -609,15 +631,18 @@ def config_as_data(config: Config) -> dict[str, Any]:
         "replication": None,
         "groups": {"include": list(config.groups.include),
                    "exclude": list(config.groups.exclude)},
-        "state": {"dir": str(config.state.dir), "topic": config.state.topic,
+        "state": {"dir": os.path.abspath(config.state.dir), "topic": config.state.topic,
                   "snapshots_topic": config.state.snapshots_topic},
-        "spark": {"master": config.spark.master, "jars": list(config.spark.jars),
+        "spark": {"master": config.spark.master,
+                  "jars": [os.path.abspath(jar) for jar in config.spark.jars],
                   "packages": list(config.spark.packages),
                   "conf": mask_mapping(config.spark.conf)},
         "retry": {"initial_s": config.retry.initial_s, "multiplier": config.retry.multiplier,
                   "max_s": config.retry.max_s, "attempts": config.retry.attempts,
                   "deadline_s": config.retry.deadline_s},
-        "objectives": {"rpo_s": config.objectives.rpo_s, "rto_s": config.objectives.rto_s},
+        "objectives": {name: None if seconds is None else f"{seconds:g}s"
+                       for name, seconds in (("rpo", config.objectives.rpo_s),
+                                             ("rto", config.objectives.rto_s))},
     }
     if rep is not None:
         data["replication"] = {
@@ -629,13 +654,33 @@ def config_as_data(config: Config) -> dict[str, Any]:
             "connect": mask_mapping({
                 "url": rep.connect.url, "username": rep.connect.username,
                 "password": rep.connect.password, "token": rep.connect.token,
-                "ca_file": rep.connect.ca_file, "cert_file": rep.connect.cert_file,
-                "key_file": rep.connect.key_file,
+                **{key: os.path.abspath(path) if path else None for key, path in (
+                    ("ca_file", rep.connect.ca_file), ("cert_file", rep.connect.cert_file),
+                    ("key_file", rep.connect.key_file))},
                 "source_connector": rep.connect.source_connector,
                 "checkpoint_connector": rep.connect.checkpoint_connector,
                 "heartbeat_connector": rep.connect.heartbeat_connector,
                 "timeout_s": rep.connect.timeout_s,
             }),
         }
+    _put_references(data, config.references)
     redacted: dict[str, Any] = config.redactor.redact_data(data)
     return redacted
+
+
+def config_context(config: Config) -> dict[str, Any]:
+    """The configuration as runbooks see it (`config.replication.source`): its data, and
+    `config.path`, the file it was read from."""
+    return {"path": str(config.path) if config.path else None, **config_as_data(config)}
+
+
+def _put_references(data: dict[str, Any], references: Mapping[str, str],
+                    prefix: str = "") -> None:
+    """Each value written as a reference back to that reference (key paths as the parser
+    names them: `clusters.primary.sasl.password`)."""
+    for key, value in data.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, dict):
+            _put_references(value, references, f"{path}.")
+        elif path in references:
+            data[key] = references[path]

@@ -201,11 +201,14 @@ def _report_written(term: Terminal, path: Path, draft: ConfigDraft) -> None:
 
 @app.command("show")
 def show(output: Annotated[OutputFormat | None, OutputOption] = None) -> None:
-    """Print the resolved configuration, secrets masked.
+    """Print the resolved configuration under the file's own keys: secrets masked, values
+    written as ${env:...} or ${file:...} shown as those references, relative paths
+    resolved. What it prints is a configuration drctl reads (fill in a masked secret).
 
     \b
     Examples:
       drctl config show
+      drctl config show > resolved.yaml && drctl -c resolved.yaml config check
       drctl config show -o json | jq .clusters"""
     config = CURRENT.config()
     term = CURRENT.terminal(output)
@@ -213,6 +216,7 @@ def show(output: Annotated[OutputFormat | None, OutputOption] = None) -> None:
     if term.json_mode:
         term.emit_json(data)
     else:
+        term.emit_text(f"# {config.path}, as drctl reads it (secrets masked)")
         term.emit_yaml(data)
 
 
