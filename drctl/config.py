@@ -190,7 +190,9 @@ def load_config(path: Path) -> Config:
         raise ConfigError(
             "no configuration file here",
             path=str(path),
-            hint="Pass --config PATH, set DRCTL_CONFIG, or run `drctl lab up` to write one.",
+            hint="Write one with `drctl config init` (it reads your replicator's connectors), "
+                 "or pass --config PATH or set DRCTL_CONFIG. To try drctl without clusters of "
+                 "your own: `drctl lab up`, then --config lab/drctl.yaml.",
         )
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))

@@ -147,7 +147,9 @@ def test_cli_bad_config_exit_2_without_traceback(tmp_path: Path,
 def test_cli_missing_config_says_what_to_do(tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--config", str(tmp_path / "nope.yaml"), "config", "show"]) == 2
-    assert "drctl lab up" in capsys.readouterr().err
+    err = " ".join(capsys.readouterr().err.split())
+    assert "Write one with `drctl config init`" in err
+    assert "To try drctl without clusters of your own: `drctl lab up`" in err
 
 
 def test_cli_config_show_json_masks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
