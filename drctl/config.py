@@ -218,7 +218,7 @@ def parse_config(raw: Any, path: Path | None = None) -> Config:
 
 
 # `name="value"` in a JAAS line (sasl.jaas.config).
-_JAAS_OPTION = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
+JAAS_OPTION = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
 # Kafka's principal form, `Type:name` (User:alice, Group:ops); the name may contain ':' itself.
 _PRINCIPAL = re.compile(r"[A-Za-z][A-Za-z0-9_]*:\S.*")
 
@@ -414,7 +414,7 @@ class _Parser:
             if text is not None:
                 props[prop] = text
                 # A JAAS line's password or client secret, should a message quote it alone.
-                for option, option_value in _JAAS_OPTION.findall(text):
+                for option, option_value in JAAS_OPTION.findall(text):
                     if is_secret_key(option):
                         self.redactor.add(option_value)
         return props

@@ -16,16 +16,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from drctl.config import JAAS_OPTION
 from drctl.errors import UsageError
 from drctl.kafka.connect_rest import CONNECT_RETRY, ConnectClient, split_userinfo
 from drctl.replication_registry import KIND_NAMES, kind_title
 
 # The cluster names `config init` writes; `--primary-bootstrap`/`--secondary-bootstrap`.
 PRIMARY, SECONDARY = "primary", "secondary"
-
-# A JAAS option, `name="value"` (sasl.jaas.config).
-_JAAS_OPTION = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
-
 
 @dataclass(frozen=True)
 class ClusterLogin:
@@ -50,7 +47,7 @@ class ClusterLogin:
             mechanism = "GSSAPI"  # the Java client's default
         username = None
         if mechanism and (mechanism.upper() == "PLAIN" or mechanism.upper().startswith("SCRAM")):
-            options = dict(_JAAS_OPTION.findall(props.get("sasl.jaas.config", "")))
+            options = dict(JAAS_OPTION.findall(props.get("sasl.jaas.config", "")))
             username = options.get("username")
         return cls(protocol=protocol.upper() if protocol else None, mechanism=mechanism,
                    username=username, truststore=props.get("ssl.truststore.location"),
@@ -87,9 +84,11 @@ class RegexList:
     source: str = ""  # where it was read, e.g. "topics '.*', topics.exclude '...'"
 
 
-def regex_list(value: str | None, problems: list[str], setting: str) -> tuple[str, ...]:
+def regex_list(value: str | None, problems: list[str], setting: str, *,
+               include: bool = False) -> tuple[str, ...]:
     """A comma-separated list of Java regexes (MirrorMaker 2's `topics`, `groups`, ...) as
-    drctl's list; one that is not a Python regex is left out and named in `problems`."""
+    drctl's list; one that is not a Python regex is left out and named in `problems`. An
+    `include` of `.*` alone is every name: drctl's empty include."""
     out = []
     for pattern in (p.strip() for p in (value or "").split(",")):
         if not pattern:
@@ -101,7 +100,7 @@ def regex_list(value: str | None, problems: list[str], setting: str) -> tuple[st
                             "write it by hand")
             continue
         out.append(pattern)
-    return () if out == [".*"] else tuple(out)  # `.*` alone: every name
+    return () if include and out == [".*"] else tuple(out)
 
 
 @dataclass(frozen=True)

@@ -449,7 +449,7 @@ def _mm2_flow(aliases: tuple[str, str],
                         "written")
     filtered = source or checkpoint
     topics = RegexList(
-        regex_list(filtered.get("topics", ".*"), problems, "topics"),
+        regex_list(filtered.get("topics", ".*"), problems, "topics", include=True),
         regex_list(filtered.get("topics.exclude", filtered.get("topics.blacklist")), problems,
                    "topics.exclude"),
         _filter_source("topics", filtered, "topics.exclude", "topics.blacklist",
@@ -457,7 +457,7 @@ def _mm2_flow(aliases: tuple[str, str],
     groups = None
     if checkpoint:
         groups = RegexList(
-            regex_list(checkpoint.get("groups", ".*"), problems, "groups"),
+            regex_list(checkpoint.get("groups", ".*"), problems, "groups", include=True),
             regex_list(checkpoint.get("groups.exclude", checkpoint.get("groups.blacklist")),
                        problems, "groups.exclude"),
             _filter_source("groups", checkpoint, "groups.exclude", "groups.blacklist",

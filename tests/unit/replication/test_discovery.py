@@ -235,3 +235,11 @@ def test_an_offset_preserving_mirror_reads_no_connectors() -> None:
     assert (rep.kind, rep.rename, rep.connect.url) == ("identity", "{topic}", None)
     assert draft.warnings == ()
     assert "# connect: " in text  # a placeholder, to let drctl stop the mirror
+
+
+def test_dot_star_is_every_name_only_as_an_include() -> None:
+    from drctl.replication.discovery import regex_list
+
+    assert regex_list(" .* ", [], "topics", include=True) == ()
+    assert regex_list(".*", [], "topics.exclude") == (".*",)  # excludes everything
+    assert regex_list("a.*, ,b", [], "topics", include=True) == ("a.*", "b")
