@@ -108,7 +108,8 @@ def init(
                                             "Bootstrap servers of the secondary cluster"),
         connect_url=None if not reads_connectors(kind) else _given_or_asked(
             connect_url, "--connect-url", "Kafka Connect REST URL (where the replicator runs)"),
-        connect_ca_file=str(connect_ca_file) if connect_ca_file else None,
+        # Absolute: the config reads relative paths from its own directory, not from here.
+        connect_ca_file=str(connect_ca_file.resolve()) if connect_ca_file else None,
         source_connector=source_connector, rename=rename, kind=kind)
     if request.connect_url:
         term.step(f"Reading the connectors on Kafka Connect at {request.connect_url}")

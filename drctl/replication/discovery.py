@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from drctl.config import JAAS_OPTION
@@ -33,6 +34,7 @@ class ClusterLogin:
     mechanism: str | None = None  # sasl.mechanism
     username: str | None = None  # the replicator's own (PLAIN, SCRAM), from its JAAS line
     truststore: str | None = None  # ssl.truststore.location (on the Connect worker's host)
+    truststore_pem: bool = False  # ssl.truststore.type PEM: a file librdkafka reads too
     client_certificate: bool = False  # ssl.keystore.location: mutual TLS
     token_endpoint: str | None = None  # sasl.oauthbearer.token.endpoint.url
     kerberos_service: str | None = None  # sasl.kerberos.service.name
@@ -51,6 +53,7 @@ class ClusterLogin:
             username = options.get("username")
         return cls(protocol=protocol.upper() if protocol else None, mechanism=mechanism,
                    username=username, truststore=props.get("ssl.truststore.location"),
+                   truststore_pem=props.get("ssl.truststore.type", "").upper() == "PEM",
                    client_certificate=bool(props.get("ssl.keystore.location")),
                    token_endpoint=props.get("sasl.oauthbearer.token.endpoint.url"),
                    kerberos_service=props.get("sasl.kerberos.service.name"),
@@ -371,8 +374,13 @@ def _cluster_draft(name: str, bootstrap: str, login: ClusterLogin, who: str,
         placeholders.extend(["sasl.kerberos.principal: drctl@EXAMPLE.COM",
                              "sasl.kerberos.keytab: /etc/drctl/drctl.keytab"])
     if login.tls:
-        trusted = f" ({who} trusts {login.truststore})" if login.truststore else ""
-        placeholders.append(f"ssl.ca.location: /etc/drctl/ca.pem   # the CA as PEM{trusted}")
+        if login.truststore and login.truststore_pem and Path(login.truststore).is_file():
+            entries.append(Entry("ssl.ca.location", login.truststore,
+                                 f"the CA {who} trusts (PEM, found on this host)"))
+        else:
+            trusted = f" ({who} trusts {login.truststore})" if login.truststore else ""
+            placeholders.append(f"ssl.ca.location: /etc/drctl/ca.pem   # the CA as PEM"
+                                f"{trusted}")
         if login.client_certificate or login.protocol == "SSL":
             key_password = _env_name(name, "SSL_KEY_PASSWORD")
             placeholders.extend([

@@ -4,6 +4,7 @@ configuration drctl writes, for several MirrorMaker 2 and Replicator shapes."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -243,3 +244,17 @@ def test_dot_star_is_every_name_only_as_an_include() -> None:
     assert regex_list(" .* ", [], "topics", include=True) == ()
     assert regex_list(".*", [], "topics.exclude") == (".*",)  # excludes everything
     assert regex_list("a.*, ,b", [], "topics", include=True) == ("a.*", "b")
+
+
+def test_a_pem_truststore_this_host_has_is_written(tmp_path: Path) -> None:
+    """MirrorMaker 2 trusting a PEM file: librdkafka reads it too, so when the same path
+    exists here it is written; a Java truststore never is."""
+    ca = tmp_path / "ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n")
+    tls = {"security.protocol": "SSL", "ssl.truststore.type": "PEM",
+           "ssl.truststore.location": str(ca)}
+    draft, _ = rendered(REQUEST, mm2_connectors(
+        source_client=tls,
+        target_client={**tls, "ssl.truststore.location": str(tmp_path / "elsewhere.pem")}))
+    assert draft.data["clusters"]["primary"]["ssl.ca.location"] == str(ca)
+    assert "ssl.ca.location" not in draft.data["clusters"]["secondary"]
