@@ -69,7 +69,7 @@ def test_the_readmes_first_screen_runs_verbatim_against_the_lab(
                 CONNECT: lab.connect_url(any_lab.state)}
     assert set(stand_in) <= set(drctl[0]), "the README's example addresses changed"
     executable = str(Path(sys.executable).with_name("drctl"))
-    env = {k: v for k, v in os.environ.items() if k not in ("DRCTL_CONFIG", "CI")}
+    env = {k: v for k, v in os.environ.items() if k != "DRCTL_CONFIG"}
     env["PYTHONPATH"] = str(README.parent)
 
     def run(argv: list[str]) -> None:
