@@ -20,7 +20,13 @@ from drctl.errors import ConfigError
 from drctl.properties import read_properties
 from drctl.replication_registry import KIND_NAMES, kind_entry
 from drctl.retry import RetryPolicy
-from drctl.secrets import Redactor, UnresolvedReference, is_secret_key, resolve_references
+from drctl.secrets import (
+    Redactor,
+    UnresolvedReference,
+    is_reference,
+    is_secret_key,
+    resolve_references,
+)
 from drctl.suggest import did_you_mean
 from drctl.timeparse import parse_duration
 
@@ -231,6 +237,9 @@ class Config:
     # Named scopes for incidents of one application (`applications:`).
     applications: Mapping[str, Scope] = field(default_factory=dict)
     redactor: Redactor = field(default_factory=Redactor, compare=False, repr=False)
+    # Key path -> the `${env:...}`/`${file:...}` reference a value was written as, so that
+    # `config show` prints the reference (never the secret it names).
+    references: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def scope(self, app: str | None = None, topics: Sequence[str] = (),
               groups: Sequence[str] = ()) -> Scope:
@@ -293,7 +302,9 @@ def load_config(path: Path) -> Config:
         raise ConfigError(
             "no configuration file here",
             path=str(path),
-            hint="Pass --config PATH, set DRCTL_CONFIG, or run `drctl lab up` to write one.",
+            hint="Write one with `drctl config init` (it reads your replicator's connectors), "
+                 "or pass --config PATH or set DRCTL_CONFIG. To try drctl without clusters of "
+                 "your own: `drctl lab up`, then --config lab/drctl.yaml.",
         )
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -319,7 +330,7 @@ def parse_config(raw: Any, path: Path | None = None) -> Config:
 
 
 # `name="value"` in a JAAS line (sasl.jaas.config).
-_JAAS_OPTION = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
+JAAS_OPTION = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
 # Kafka's principal form, `Type:name` (User:alice, Group:ops); the name may contain ':' itself.
 _PRINCIPAL = re.compile(r"[A-Za-z][A-Za-z0-9_]*:\S.*")
 
@@ -346,6 +357,7 @@ class _Parser:
         self.path = path
         self.base_dir = path.parent if path else Path.cwd()
         self.redactor = Redactor()
+        self.references: dict[str, str] = {}
         self.problems: list[ConfigError] = []
         self.clusters_parsed = False  # references to clusters are checked only against a list
 
@@ -385,9 +397,17 @@ class _Parser:
             resolved = resolve_references(str(value))
         except UnresolvedReference as exc:
             raise self.error(key, f"unresolved reference: {exc}") from exc
+        self.remember(key, str(value))
         if secret or is_secret_key(key):
             self.redactor.add(resolved)
         return resolved
+
+    def remember(self, key: str, written: str) -> None:
+        """The reference `key` was written as (a later value for the key replaces it)."""
+        if is_reference(written):
+            self.references[key] = written.strip()
+        else:
+            self.references.pop(key, None)
 
     def optional_string(self, value: Any, key: str) -> str | None:
         return None if value is None else self.string(value, key)
@@ -458,6 +478,7 @@ class _Parser:
                                     Objectives()),
             applications=self.collect(lambda: self.applications(top.get("applications")), {}),
             redactor=self.redactor,
+            references=self.references,
         )
 
     def applications(self, value: Any) -> dict[str, Scope]:
@@ -528,7 +549,7 @@ class _Parser:
             if text is not None:
                 props[prop] = text
                 # A JAAS line's password or client secret, should a message quote it alone.
-                for option, option_value in _JAAS_OPTION.findall(text):
+                for option, option_value in JAAS_OPTION.findall(text):
                     if is_secret_key(option):
                         self.redactor.add(option_value)
         return props
@@ -567,7 +588,9 @@ class _Parser:
         except UnicodeDecodeError as exc:
             raise self.error(key, f"{path} is not UTF-8 text: {exc.reason}") from exc
         resolved: dict[str, str] = {}
+        cluster_key = key.removesuffix(f".{CLIENT_PROPERTIES_KEY}")
         for prop, prop_value in props.items():
+            self.remember(f"{cluster_key}.{prop}", prop_value)
             try:
                 resolved[prop] = resolve_references(prop_value)
             except UnresolvedReference as exc:
@@ -731,12 +754,13 @@ def type_name(value: Any) -> str:
 
 
 def config_as_data(config: Config) -> dict[str, Any]:
-    """The resolved configuration as plain data with secrets masked (for `config show`)."""
+    """The resolved configuration under the file's own keys, so that `config show` output
+    is a configuration drctl reads back: secrets masked, a value written as a reference
+    (`${env:...}`, `${file:...}`) shown as that reference, relative paths resolved."""
     from drctl.secrets import mask_mapping
 
     rep = config.replication
     data: dict[str, Any] = {
-        "path": str(config.path) if config.path else None,
         "clusters": {name: {**mask_mapping(props),
                             **({JAVA_PROPERTIES_KEY: mask_mapping(java)}
                                if (java := config.java_properties(name)) else {})}
@@ -744,15 +768,18 @@ def config_as_data(config: Config) -> dict[str, Any]:
         "replication": None,
         "groups": {"include": list(config.groups.include),
                    "exclude": list(config.groups.exclude)},
-        "state": {"dir": str(config.state.dir), "topic": config.state.topic,
+        "state": {"dir": os.path.abspath(config.state.dir), "topic": config.state.topic,
                   "snapshots_topic": config.state.snapshots_topic},
-        "spark": {"master": config.spark.master, "jars": list(config.spark.jars),
+        "spark": {"master": config.spark.master,
+                  "jars": [os.path.abspath(jar) for jar in config.spark.jars],
                   "packages": list(config.spark.packages),
                   "conf": mask_mapping(config.spark.conf)},
         "retry": {"initial_s": config.retry.initial_s, "multiplier": config.retry.multiplier,
                   "max_s": config.retry.max_s, "attempts": config.retry.attempts,
                   "deadline_s": config.retry.deadline_s},
-        "objectives": {"rpo_s": config.objectives.rpo_s, "rto_s": config.objectives.rto_s},
+        "objectives": {name: None if seconds is None else f"{seconds:g}s"
+                       for name, seconds in (("rpo", config.objectives.rpo_s),
+                                             ("rto", config.objectives.rto_s))},
     }
     if config.applications:
         data["applications"] = {name: {"topics": list(app.topics.include),
@@ -768,13 +795,33 @@ def config_as_data(config: Config) -> dict[str, Any]:
             "connect": mask_mapping({
                 "url": rep.connect.url, "username": rep.connect.username,
                 "password": rep.connect.password, "token": rep.connect.token,
-                "ca_file": rep.connect.ca_file, "cert_file": rep.connect.cert_file,
-                "key_file": rep.connect.key_file,
+                **{key: os.path.abspath(path) if path else None for key, path in (
+                    ("ca_file", rep.connect.ca_file), ("cert_file", rep.connect.cert_file),
+                    ("key_file", rep.connect.key_file))},
                 "source_connector": rep.connect.source_connector,
                 "checkpoint_connector": rep.connect.checkpoint_connector,
                 "heartbeat_connector": rep.connect.heartbeat_connector,
                 "timeout_s": rep.connect.timeout_s,
             }),
         }
+    _put_references(data, config.references)
     redacted: dict[str, Any] = config.redactor.redact_data(data)
     return redacted
+
+
+def config_context(config: Config) -> dict[str, Any]:
+    """The configuration as runbooks see it (`config.replication.source`): its data, and
+    `config.path`, the file it was read from."""
+    return {"path": str(config.path) if config.path else None, **config_as_data(config)}
+
+
+def _put_references(data: dict[str, Any], references: Mapping[str, str],
+                    prefix: str = "") -> None:
+    """Each value written as a reference back to that reference (key paths as the parser
+    names them: `clusters.primary.sasl.password`)."""
+    for key, value in data.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, dict):
+            _put_references(value, references, f"{path}.")
+        elif path in references:
+            data[key] = references[path]

@@ -18,12 +18,15 @@ class KindEntry:
     implementation: str  # "module:Class", a `ReplicationKind` subclass
     # Config rule: `replication.rename` must keep topic names ('{topic}').
     keeps_topic_names: bool = False
+    # How messages and generated configs name the kind; the kind's name when not set.
+    title: str = ""
 
 
 # The order is the order error messages list the kinds in.
 _KINDS: dict[str, KindEntry] = {
-    "replicator": KindEntry("drctl.replication.replicator:Replicator"),
-    "mirrormaker2": KindEntry("drctl.replication.mirrormaker2:MirrorMaker2"),
+    "replicator": KindEntry("drctl.replication.replicator:Replicator", title="Replicator"),
+    "mirrormaker2": KindEntry("drctl.replication.mirrormaker2:MirrorMaker2",
+                              title="MirrorMaker 2"),
     "identity": KindEntry("drctl.replication.identity:Identity", keeps_topic_names=True),
 }
 
@@ -32,3 +35,7 @@ KIND_NAMES: tuple[str, ...] = tuple(_KINDS)
 
 def kind_entry(name: str) -> KindEntry:
     return _KINDS[name]
+
+
+def kind_title(name: str) -> str:
+    return _KINDS[name].title or name

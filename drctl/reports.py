@@ -18,6 +18,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import yaml
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from markdown_it import MarkdownIt
 
@@ -30,6 +31,13 @@ _TEMPLATE_FORMAT = {"md": "md", "markdown": "md", "html": "html", "htm": "html"}
 
 def _to_json(value: Any) -> str:
     return json.dumps(value, indent=2, sort_keys=True, default=str)
+
+
+def _to_yaml(value: Any) -> str:
+    """One YAML value on one line (lists in flow style), as `yaml.safe_load` reads it back
+    in a block mapping: for generated configs."""
+    text = yaml.safe_dump(value, default_flow_style=True, width=1 << 30, allow_unicode=True)
+    return text.removesuffix("\n").removesuffix("\n...").strip()
 
 
 def _md_cell(value: Any) -> str:
@@ -61,6 +69,7 @@ def environment() -> Environment:
     )
     env.filters["to_json"] = _to_json
     env.filters["md_cell"] = _md_cell
+    env.filters["to_yaml"] = _to_yaml
     env.filters["without_rows"] = _without_rows
     env.tests["rows"] = _is_rows
     return env

@@ -42,6 +42,12 @@ def is_secret_key(key: str) -> bool:
     return bool(_SECRET_KEY.search(key))
 
 
+def is_reference(value: Any) -> bool:
+    """Whether `value` is one `${env:NAME}` or `${file:...}` and nothing else: it names where
+    a secret is, not the secret, so it may be shown (and `config show` output fed back)."""
+    return isinstance(value, str) and _REFERENCE.fullmatch(value.strip()) is not None
+
+
 def resolve_references(value: str) -> str:
     """Replace every reference in `value` with what it names: `${env:NAME}` an environment
     variable, `${file:/path}` a whole file (without its last newline), `${file:/path:key}` the
@@ -78,7 +84,7 @@ def mask_mapping(values: Mapping[str, Any]) -> dict[str, Any]:
     for key, value in values.items():
         if isinstance(value, Mapping):
             masked[key] = mask_mapping(value)
-        elif is_secret_key(str(key)) and value not in (None, ""):
+        elif is_secret_key(str(key)) and value not in (None, "") and not is_reference(value):
             masked[key] = MASK
         elif isinstance(value, str):
             masked[key] = mask_url_userinfo(value)
@@ -110,8 +116,8 @@ class Redactor:
             return self.redact(data)
         if isinstance(data, Mapping):
             return {
-                k: (MASK if is_secret_key(str(k)) and isinstance(v, str) and v else
-                    self.redact_data(v))
+                k: (MASK if is_secret_key(str(k)) and isinstance(v, str) and v
+                    and not is_reference(v) else self.redact_data(v))
                 for k, v in data.items()
             }
         if isinstance(data, (list, tuple)):

@@ -37,6 +37,7 @@ app = Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
     help="Kafka disaster recovery: failover, failback, offset translation and gap analysis."
          "\n\n\b\nExamples:"
+         "\n  drctl config init -h        # a first config, read from your replicator"
          "\n  drctl config check          # every cluster answers; what the settings cost"
          "\n  drctl status                # protected, exposed, or an incident"
          "\n  drctl failover --dry-run    # the plan; nothing changes"
@@ -48,7 +49,8 @@ app = Typer(
     rich_markup_mode=None,  # plain Click help: wraps cleanly at 80 columns, no box drawing
 )
 # `drctl -h` lists each command with a line that fits 80 columns, by section (RootGroup).
-app.add_typer(config_cmd.app, name="config", short_help="Show and check the configuration.")
+app.add_typer(config_cmd.app, name="config",
+              short_help="Write, show and check the configuration.")
 app.add_typer(lab_cmd.app, name="lab", short_help="Two local Kafka clusters and MirrorMaker 2.")
 app.add_typer(runbook.app, name="runbook",
               short_help="DR procedures as data: validate, plan, run.")

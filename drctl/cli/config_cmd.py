@@ -1,33 +1,215 @@
-"""`drctl config show|check`."""
+"""`drctl config init|show|check`."""
 
 from __future__ import annotations
 
+import os
+import tempfile
+from dataclasses import replace
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from drctl.cli.confirm import interactive
 from drctl.cli.help import Typer
 from drctl.cli.options import DEFAULT_DEADLINE_S, Deadline, OutputOption
 from drctl.cli.state import CURRENT
-from drctl.config import config_as_data
-from drctl.errors import DrctlError, ExitStatus
+from drctl.config import Config, config_as_data
+from drctl.errors import Aborted, DrctlError, ExitStatus, UsageError
 from drctl.gap.kafka_options import gap_job_settings
 from drctl.kafka.clients import check_clusters
 from drctl.replication.base import kind_for
+from drctl.replication.discovery import (
+    ChosenFlow,
+    ConfigDraft,
+    FlowChoiceNeeded,
+    InitRequest,
+    choose_flow,
+    draft_config,
+    find_flows,
+    reads_connectors,
+)
+from drctl.replication_registry import KIND_NAMES
+from drctl.suggest import did_you_mean
 from drctl.terminal import OutputFormat, Terminal
 
-app = Typer(help="Show and check the configuration.\n\n\b\nExamples:"
+app = Typer(help="Write, show and check the configuration.\n\n\b\nExamples:"
+                 "\n  drctl config init --primary-bootstrap broker-a:9092 \\"
+                 "\n      --secondary-bootstrap broker-b:9092 --connect-url http://connect:8083"
                  "\n  drctl config show"
                  "\n  drctl -c prod.yaml config check", no_args_is_help=True)
 
 
+@app.command("init")
+def init(
+    primary_bootstrap: Annotated[str | None, typer.Option(
+        "--primary-bootstrap", metavar="HOST:PORT,...",
+        help="The primary cluster's bootstrap servers, as drctl reaches them.")] = None,
+    secondary_bootstrap: Annotated[str | None, typer.Option(
+        "--secondary-bootstrap", metavar="HOST:PORT,...",
+        help="The secondary cluster's bootstrap servers.")] = None,
+    connect_url: Annotated[str | None, typer.Option(
+        "--connect-url", metavar="URL",
+        help="Kafka Connect's REST URL, where the replicator's connectors run (a "
+             "user:password@ in it is used to read them, never written).")] = None,
+    connect_ca_file: Annotated[Path | None, typer.Option(
+        "--connect-ca-file", metavar="PATH",
+        help="HTTPS: the CA that signed the Connect worker's certificate.")] = None,
+    source_connector: Annotated[str | None, typer.Option(
+        "--source-connector", metavar="NAME",
+        help="The flow to write when the worker runs several: its source connector.")] = None,
+    rename: Annotated[str | None, typer.Option(
+        "--rename", metavar="TEMPLATE",
+        help="The target name of a source topic, for a replication policy drctl cannot "
+             "read: '{topic}' (names kept) or 'primary.{topic}'.")] = None,
+    kind: Annotated[str | None, typer.Option(
+        "--kind", metavar="[" + "|".join(KIND_NAMES) + "]",
+        help="Only flows of this kind; identity (Cluster Linking and the like) reads no "
+             "connectors.")] = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", metavar="PATH",
+        help="Where to write it (default: --config, DRCTL_CONFIG or ./drctl.yaml).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
+    check_it: Annotated[bool, typer.Option(
+        "--check/--no-check", help="Check what was written, as `config check` does.")] = True,
+    output: Annotated[OutputFormat | None, OutputOption] = None,
+    deadline: Deadline = DEFAULT_DEADLINE_S,
+) -> None:
+    """Write a first configuration from what the replicator says about itself: the
+    MirrorMaker 2 (or Replicator) connectors on Kafka Connect give the flow's source and
+    target, topic naming, topic and group filters, connector names and intervals. Then
+    check it as `config check` does. Secrets are never written: logins are written as
+    ${env:...} references to export, or as commented lines to fill in.
+
+    On a terminal, drctl asks for what is missing; elsewhere (CI) a missing flag is exit 2.
+
+    \b
+    Examples:
+      drctl config init --primary-bootstrap broker-a:9092 \\
+          --secondary-bootstrap broker-b:9092 --connect-url http://connect:8083
+      drctl config init ... --source-connector mm2-dc1-dc2-source --out dr.yaml
+      drctl config init --kind identity --primary-bootstrap a:9092 \\
+          --secondary-bootstrap b:9092
+
+    \b
+    Exit status: 0 written and every cluster answered; 2 a flag missing, the file
+    exists (--force), several flows (--source-connector) or a config error; 4
+    Kafka Connect or a cluster unreachable; 5 not overwritten."""
+    term = CURRENT.terminal(output)
+    path = out or CURRENT.config_path
+    _refuse_overwrite(path, force)
+    if kind is not None and kind not in KIND_NAMES:
+        raise UsageError(f"--kind must be one of {', '.join(KIND_NAMES)}, got '{kind}'.",
+                         did_you_mean(kind, KIND_NAMES))
+    request = InitRequest(
+        primary_bootstrap=_given_or_asked(primary_bootstrap, "--primary-bootstrap",
+                                          "Bootstrap servers of the primary cluster"),
+        secondary_bootstrap=_given_or_asked(secondary_bootstrap, "--secondary-bootstrap",
+                                            "Bootstrap servers of the secondary cluster"),
+        connect_url=None if not reads_connectors(kind) else _given_or_asked(
+            connect_url, "--connect-url", "Kafka Connect REST URL (where the replicator runs)"),
+        # Absolute: the config reads relative paths from its own directory, not from here.
+        connect_ca_file=str(connect_ca_file.resolve()) if connect_ca_file else None,
+        source_connector=source_connector, rename=rename, kind=kind)
+    if request.connect_url:
+        term.step(f"Reading the connectors on Kafka Connect at {request.connect_url}")
+    chosen = _chosen_flow(request, deadline)
+    if chosen.flow.rename is None and request.rename is None and interactive():
+        request = replace(request, rename=typer.prompt(
+            f"{chosen.flow.name} uses {chosen.flow.rename_source}, which drctl cannot read. "
+            "Target name of a source topic ('{topic}' keeps names)", err=True).strip())
+    draft = draft_config(request, chosen)
+    _write(path, draft.render())
+    _report_written(term, path, draft)
+    data: dict[str, Any] = {"path": str(path), "flow": draft.summary(), "check": None}
+    status = ExitStatus.SUCCESS
+    if check_it:
+        CURRENT.config_option = str(path)
+        data["check"], status = run_config_check(CURRENT.config(), term, deadline)
+    if term.json_mode:
+        term.emit_json(data)
+    if status:
+        raise typer.Exit(status)
+
+
+def _refuse_overwrite(path: Path, force: bool) -> None:
+    if force or not path.exists():
+        return
+    if not interactive():
+        raise UsageError(f"{path} exists; it was not overwritten.",
+                         "Pass --force to overwrite it, or --out PATH to write elsewhere.")
+    if not typer.confirm(f"{path} exists. Overwrite it?", default=False, err=True):
+        raise Aborted(f"{path} was not overwritten.")
+
+
+def _given_or_asked(value: str | None, flag: str, question: str) -> str:
+    """A flag's value; on a terminal, asked for when it is missing; elsewhere exit 2."""
+    if value:
+        return value
+    if not interactive():
+        raise UsageError(f"{flag} is missing.",
+                         f"Pass {flag} (drctl asks for it only on a terminal).")
+    answer: str = typer.prompt(question, err=True)
+    return answer.strip()
+
+
+def _chosen_flow(request: InitRequest, deadline_s: float) -> ChosenFlow:
+    """The flow to write; on a terminal, the operator picks one when Connect runs several."""
+    flows = find_flows(request, deadline_s)
+    try:
+        return choose_flow(flows, request)
+    except FlowChoiceNeeded as exc:
+        if not interactive():
+            raise
+        typer.echo(exc.message, err=True)
+        numbered = "\n".join(f"  {i}. {flow.describe()}" for i, flow in
+                             enumerate(exc.flows, 1))
+        typer.echo(numbered, err=True)
+        while True:
+            picked: int = typer.prompt("Which flow should drctl manage? (number)", type=int,
+                                       err=True)
+            if 1 <= picked <= len(exc.flows):
+                break
+            typer.echo(f"A number from 1 to {len(exc.flows)}, please.", err=True)
+        return choose_flow(flows, replace(request, source_connector=exc.flows[picked - 1].name))
+
+
+def _write(path: Path, text: str) -> None:
+    """All of it or nothing: a reader never sees half a config."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _report_written(term: Terminal, path: Path, draft: ConfigDraft) -> None:
+    summary = draft.summary()
+    term.success(f"Wrote {path}: {summary['kind']} {summary['source']} -> "
+                 f"{summary['target']}, topics named {summary['rename']!r}"
+                 + (f", connectors {', '.join(summary['connectors'].values())}"
+                    if summary["connectors"] else ""))
+    for warning in draft.warnings:
+        term.warn(warning)
+    if draft.env_vars:
+        term.warn(f"The file refers to {', '.join(draft.env_vars)} (secrets are never "
+                  "written): export them before drctl runs, or edit the references.")
+
+
 @app.command("show")
 def show(output: Annotated[OutputFormat | None, OutputOption] = None) -> None:
-    """Print the resolved configuration, secrets masked.
+    """Print the resolved configuration under the file's own keys: secrets masked, values
+    written as ${env:...} or ${file:...} shown as those references, relative paths
+    resolved. What it prints is a configuration drctl reads (fill in a masked secret).
 
     \b
     Examples:
       drctl config show
+      drctl config show > resolved.yaml && drctl -c resolved.yaml config check
       drctl config show -o json | jq .clusters"""
     config = CURRENT.config()
     term = CURRENT.terminal(output)
@@ -35,6 +217,7 @@ def show(output: Annotated[OutputFormat | None, OutputOption] = None) -> None:
     if term.json_mode:
         term.emit_json(data)
     else:
+        term.emit_text(f"# {config.path}, as drctl reads it (secrets masked)")
         term.emit_yaml(data)
 
 
@@ -57,8 +240,18 @@ def check(
     Exit status: 0 every cluster answered; 2 a configuration error (a misspelt
     client property, a setting the Java client cannot take); 4 a cluster
     unreachable."""
-    config = CURRENT.config()
     term = CURRENT.terminal(output)
+    data, status = run_config_check(CURRENT.config(), term, deadline)
+    if term.json_mode:
+        term.emit_json(data)
+    if status:
+        raise typer.Exit(status)
+
+
+def run_config_check(config: Config, term: Terminal,
+                     deadline: float) -> tuple[dict[str, Any], ExitStatus]:
+    """`config check` (also run by `config init` on what it wrote): its JSON data and exit
+    status; in text mode the clusters' table and every problem are printed."""
     # Reported before connecting: a cluster that fails to connect must not hide them.
     java_settings, java_problems = gap_job_settings(config) if config.replication else ({}, [])
     for settings in java_settings.values():
@@ -73,12 +266,11 @@ def check(
         if config.replication else None
     if costs:
         report_translation_costs(term, costs)
-    if term.json_mode:
-        term.emit_json({"clusters": results, "translation_costs": costs, "gap_job": {
-            "warnings": [w for s in java_settings.values() for w in s.warnings],
-            "problems": [{"key": p.key, "reason": p.reason, "hint": p.hint}
-                         for p in java_problems]}})
-    else:
+    data = {"clusters": results, "translation_costs": costs, "gap_job": {
+        "warnings": [w for s in java_settings.values() for w in s.warnings],
+        "problems": [{"key": p.key, "reason": p.reason, "hint": p.hint}
+                     for p in java_problems]}}
+    if not term.json_mode:
         term.table("Clusters", ["cluster", "bootstrap", "cluster id", "brokers", "controller",
                                 "rtt ms"],
                    [[r["cluster"], r["bootstrap"], r.get("cluster_id", "unreachable"),
@@ -86,9 +278,10 @@ def check(
     for exc in failures:
         _report(term, exc)
     if java_problems:
-        raise typer.Exit(ExitStatus.USAGE)
+        return data, ExitStatus.USAGE
     if failures:
-        raise typer.Exit(ExitStatus.UNREACHABLE)
+        return data, ExitStatus.UNREACHABLE
+    return data, ExitStatus.SUCCESS
 
 
 def report_translation_costs(term: Terminal, costs: dict[str, Any]) -> None:

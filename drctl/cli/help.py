@@ -194,11 +194,30 @@ def _format_params(command: Any, ctx: typer.Context, formatter: Any) -> None:
             formatter.write_dl(opts)
 
 
+# The root's options every command takes as well, before or after its name (app.py moves
+# them in front): each command's help lists them, so nobody has to know to ask `drctl -h`.
+GLOBAL_OPTIONS = ("config", "output", "debug", "quiet")
+
+
+def _format_global_options(command: Any, ctx: typer.Context, formatter: Any) -> None:
+    root: Any = ctx.find_root()
+    if root is ctx:
+        return  # the root lists them as its own
+    own = {name for param in command.get_params(ctx) for name in getattr(param, "opts", ())}
+    records = [help_record(param, root) for param in root.command.get_params(root)
+               if param.name in GLOBAL_OPTIONS and not own & set(getattr(param, "opts", ()))]
+    rows = [record for record in records if record is not None]
+    if rows:
+        with formatter.section("Global options (also before the command)"):
+            formatter.write_dl(rows)
+
+
 class Command(TyperCommand):
     context_class = Context
 
     def format_options(self, ctx: Any, formatter: Any) -> None:
         _format_params(self, ctx, formatter)
+        _format_global_options(self, ctx, formatter)
 
 
 class Group(TyperGroup):
@@ -210,6 +229,7 @@ class Group(TyperGroup):
     def format_options(self, ctx: Any, formatter: Any) -> None:
         _format_params(self, ctx, formatter)
         self.format_commands(ctx, formatter)
+        _format_global_options(self, ctx, formatter)
 
     def format_commands(self, ctx: Any, formatter: Any) -> None:
         shown = {name: cmd for name in self.list_commands(ctx)

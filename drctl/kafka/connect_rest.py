@@ -51,7 +51,7 @@ class ConnectClient:
                  cert_file: str | None = None, key_file: str | None = None,
                  timeout_s: float = 10.0, policy: RetryPolicy = CONNECT_RETRY,
                  config_path: str | None = None) -> None:
-        url, url_user, url_password = _split_userinfo(url.rstrip("/"))
+        url, url_user, url_password = split_userinfo(url.rstrip("/"))
         if username is None and token is None and url_user is not None:
             username, password = url_user, url_password  # http://user:pass@host/ is basic auth
         self.url = url  # without credentials: it appears in messages
@@ -127,6 +127,15 @@ class ConnectClient:
     def connectors(self) -> list[str]:
         return self.request("GET", "/connectors")
 
+    def connector_configs(self) -> dict[str, dict[str, str]]:
+        """Every connector's config by name: one call where the worker can expand
+        (`?expand=info`, Kafka 2.3+), else one per connector."""
+        listed = self.request("GET", "/connectors?expand=info")
+        if isinstance(listed, dict):
+            return {name: {k: str(v) for k, v in entry["info"]["config"].items()}
+                    for name, entry in listed.items()}
+        return {name: {k: str(v) for k, v in self.config(name).items()} for name in listed}
+
     def status(self, name: str) -> dict[str, Any]:
         return self.request("GET", f"/connectors/{name}/status")
 
@@ -171,7 +180,7 @@ class ConnectClient:
         return st["connector"]["state"], [t["state"] for t in st.get("tasks", [])]
 
 
-def _split_userinfo(url: str) -> tuple[str, str | None, str | None]:
+def split_userinfo(url: str) -> tuple[str, str | None, str | None]:
     """(url without user-info, user, password) of `scheme://user:password@host/...`."""
     parts = urllib.parse.urlsplit(url)
     if parts.username is None:

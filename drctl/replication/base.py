@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import importlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from drctl.config import Config, ReplicationSettings
 from drctl.findings import Finding
 from drctl.kafka.clients import ClusterClients
 from drctl.progress import Notify
 from drctl.replication_registry import kind_entry
+
+if TYPE_CHECKING:
+    from drctl.replication.discovery import DiscoveredFlow
 
 
 class FlowContext(Protocol):
@@ -123,6 +126,8 @@ class ReplicationKind(ABC):
     # drctl itself starts the reverse flow, so failback waits until it has caught up;
     # otherwise the operator deploys it from what `start_reverse` wrote.
     reverse_started_by_drctl: ClassVar[bool] = False
+    # Its flows are Kafka Connect connectors whose configs describe them (`discover_flows`).
+    described_by_connectors: ClassVar[bool] = False
 
     @abstractmethod
     def stop_forward(self, rep: ReplicationSettings, *, confirm: Confirm | None = None,
@@ -215,6 +220,12 @@ class ReplicationKind(ABC):
     def checkpoints_topic(self, rep: ReplicationSettings) -> str | None:
         """The target topic holding translatable checkpoints, or None without any."""
         return None
+
+    def discover_flows(self, connectors: Mapping[str, Mapping[str, str]]
+                       ) -> list[DiscoveredFlow]:
+        """The flows of this kind among Kafka Connect's connectors (name -> config, as
+        `GET /connectors?expand=info` returns them), for `drctl config init`."""
+        return []
 
 
 @cache

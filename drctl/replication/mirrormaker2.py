@@ -15,7 +15,7 @@ from drctl.findings import Area, Finding, Severity
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.connect_rest import ConnectClient, ConnectorMissing
 from drctl.kafka.lag import mm2_replication_lag
-from drctl.kafka.mm2_connectors import MirrorFlow
+from drctl.kafka.mm2_connectors import DEFAULT_POLICY, MirrorFlow
 from drctl.progress import Notify
 from drctl.replication.base import (
     Confirm,
@@ -35,6 +35,13 @@ from drctl.replication.connect import (
     stopped_for_offsets,
     wait_connector_state,
 )
+from drctl.replication.discovery import (
+    ClusterLogin,
+    DiscoveredFlow,
+    RegexList,
+    java_login_settings,
+    regex_list,
+)
 
 # The connector config key that names the incident a reverse connector was started for:
 # a reverse connector left by an earlier incident is reset, never resumed as it is.
@@ -46,6 +53,7 @@ class MirrorMaker2(ConnectControlled):
     # (measured on Kafka Connect 4.3.1): copies are known by content only.
     provenance_header = None
     reverse_started_by_drctl = True
+    described_by_connectors = True
     # MirrorMaker 2's own defaults (DefaultTopicFilter, DefaultGroupFilter).
     exclusion_defaults = {"topics.exclude": r".*[\-\.]internal,.*\.replica,__.*",
                           "groups.exclude": "console-consumer-.*,connect-.*,__.*"}
@@ -113,6 +121,10 @@ class MirrorMaker2(ConnectControlled):
         except (ConnectorMissing, DrctlError):
             return None
         return checkpoint_costs(source, checkpoint)
+
+    def discover_flows(self, connectors: Mapping[str, Mapping[str, str]]
+                       ) -> list[DiscoveredFlow]:
+        return mm2_flows(connectors)
 
     def settings_findings(self, rep: ReplicationSettings,
                           active_on_target: Sequence[str]) -> list[Finding]:
@@ -438,3 +450,100 @@ def mm2_settings_findings(source: Mapping[str, Any], checkpoint: Mapping[str, An
                        "(60 s by default); failback tells those late copies apart",
                        "nothing to do", Severity.NOTE))
     return out
+
+
+# MirrorMaker 2's connector classes (by their simple name) and the role each plays.
+_MM2_ROLES = {"MirrorSourceConnector": "source", "MirrorCheckpointConnector": "checkpoint",
+              "MirrorHeartbeatConnector": "heartbeat"}
+# What MirrorMaker 2 leaves out when `topics.exclude` is not set (MirrorSourceConfig).
+_MM2_DEFAULT_TOPICS_EXCLUDE = r".*[\-\.]internal, .*\.replica, __.*"
+_MM2_DEFAULT_GROUPS_EXCLUDE = "console-consumer-.*, connect-.*, __.*"
+
+
+def mm2_flows(connectors: Mapping[str, Mapping[str, str]]) -> list[DiscoveredFlow]:
+    """MirrorMaker 2's flows among Connect's connectors: its source, checkpoint and heartbeat
+    connectors grouped by their cluster aliases (source -> target)."""
+    grouped: dict[tuple[str, str], dict[str, list[tuple[str, Mapping[str, str]]]]] = {}
+    for name, cfg in sorted(connectors.items()):
+        role = _MM2_ROLES.get(cfg.get("connector.class", "").rpartition(".")[2])
+        if role is not None:
+            aliases = (cfg.get("source.cluster.alias", "source"),
+                       cfg.get("target.cluster.alias", "target"))
+            grouped.setdefault(aliases, {}).setdefault(role, []).append((name, cfg))
+    return [_mm2_flow(aliases, roles) for aliases, roles in grouped.items()]
+
+
+def _mm2_flow(aliases: tuple[str, str],
+              roles: Mapping[str, list[tuple[str, Mapping[str, str]]]]) -> DiscoveredFlow:
+    problems: list[str] = []
+    for role, found in roles.items():
+        if len(found) > 1:
+            problems.append(f"several {role} connectors for {aliases[0]} -> {aliases[1]} "
+                            f"({', '.join(n for n, _ in found)}): {found[0][0]} is written")
+    present = [role for role in ("source", "checkpoint", "heartbeat") if role in roles]
+    names = {role: roles[role][0][0] for role in present}
+    configs = {role: roles[role][0][1] for role in present}
+    source, checkpoint = configs.get("source", {}), configs.get("checkpoint", {})
+    # The connector that reads the source and writes the target says most about the flow.
+    main = configs[present[0]]
+    rename, rename_source = _mm2_rename(main, aliases[0])
+    policies = {cfg.get("replication.policy.class", DEFAULT_POLICY).rpartition(".")[2]
+                for cfg in configs.values()}
+    if len(policies) > 1:
+        problems.append(f"the connectors use different replication policies "
+                        f"({', '.join(sorted(policies))}): {names.get('source', '?')}'s is "
+                        "written")
+    filtered = source or checkpoint
+    topics = RegexList(
+        regex_list(filtered.get("topics", ".*"), problems, "topics", include=True),
+        regex_list(filtered.get("topics.exclude", filtered.get("topics.blacklist")), problems,
+                   "topics.exclude"),
+        _filter_source("topics", filtered, "topics.exclude", "topics.blacklist",
+                       _MM2_DEFAULT_TOPICS_EXCLUDE))
+    groups = None
+    if checkpoint:
+        groups = RegexList(
+            regex_list(checkpoint.get("groups", ".*"), problems, "groups", include=True),
+            regex_list(checkpoint.get("groups.exclude", checkpoint.get("groups.blacklist")),
+                       problems, "groups.exclude"),
+            _filter_source("groups", checkpoint, "groups.exclude", "groups.blacklist",
+                           _MM2_DEFAULT_GROUPS_EXCLUDE))
+        notes = tuple(checkpoint_costs(source, checkpoint)["lines"])
+    else:
+        notes = ("No checkpoint connector: with the source gone, a failover has no group "
+                 "positions but what `drctl guard` keeps.",)
+    return DiscoveredFlow(
+        "mirrormaker2", names,
+        source_bootstrap=main.get("source.cluster.bootstrap.servers", ""),
+        target_bootstrap=main.get("target.cluster.bootstrap.servers", ""),
+        source_alias=aliases[0], target_alias=aliases[1],
+        rename=rename, rename_source=rename_source, topics=topics, groups=groups,
+        source_login=ClusterLogin.from_java(java_login_settings(main, "source.cluster.")),
+        target_login=ClusterLogin.from_java(java_login_settings(main, "target.cluster.")),
+        notes=notes, problems=tuple(problems))
+
+
+def _mm2_rename(cfg: Mapping[str, str], source_alias: str) -> tuple[str | None, str]:
+    """The target name of a source topic under the connector's replication policy, and
+    where it comes from in words; None for a policy class drctl does not know."""
+    policy = cfg.get("replication.policy.class", DEFAULT_POLICY)
+    simple = policy.rpartition(".")[2]
+    if simple == "IdentityReplicationPolicy":
+        return "{topic}", "IdentityReplicationPolicy: topic names kept"
+    if simple == "DefaultReplicationPolicy":
+        separator = cfg.get("replication.policy.separator", ".")
+        return (f"{source_alias}{separator}{{topic}}",
+                f"DefaultReplicationPolicy, separator '{separator}': orders is mirrored to "
+                f"{source_alias}{separator}orders")
+    return None, f"replication.policy.class {policy}"
+
+
+def _filter_source(include_key: str, cfg: Mapping[str, str], exclude_key: str,
+                   old_exclude_key: str, default_exclude: str) -> str:
+    """Where a filter was read from, for the comment beside it."""
+    include = cfg.get(include_key, ".*")
+    exclude = cfg.get(exclude_key, cfg.get(old_exclude_key))
+    said = f"MirrorMaker 2's {include_key}: {include}"
+    if exclude is None:
+        return f"{said}; {exclude_key} not set (its default leaves out {default_exclude})"
+    return f"{said}; {exclude_key}: {exclude}"

@@ -7,6 +7,8 @@ connector config drctl writes.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from typing import Any
 
 from drctl.codecs.confluent import PROVENANCE_HEADER
@@ -24,11 +26,24 @@ from drctl.replication.connect import (
     stopped_for_offsets,
     wait_connector_state,
 )
+from drctl.replication.discovery import (
+    ClusterLogin,
+    DiscoveredFlow,
+    RegexList,
+    java_login_settings,
+)
 from drctl.reports import render
 
 
 class Replicator(ConnectControlled):
     provenance_header = PROVENANCE_HEADER
+    described_by_connectors = True
+
+    def discover_flows(self, connectors: Mapping[str, Mapping[str, str]]
+                       ) -> list[DiscoveredFlow]:
+        return [replicator_flow(name, cfg) for name, cfg in sorted(connectors.items())
+                if cfg.get("connector.class", "").rpartition(".")[2]
+                == "ReplicatorSourceConnector"]
 
     def exclusions(self, rep: ReplicationSettings, part: FlowPart
                    ) -> dict[str, dict[str, list[str]]]:
@@ -132,3 +147,57 @@ def forward_group(rep: ReplicationSettings) -> str:
         except ConnectorMissing:
             pass
     return name
+
+
+def _names(value: str | None) -> list[str]:
+    return [n.strip() for n in (value or "").split(",") if n.strip()]
+
+
+def replicator_flow(name: str, cfg: Mapping[str, str]) -> DiscoveredFlow:
+    """One Replicator connector's flow. Its topics: `topic.whitelist` (names) or
+    `topic.regex`, less `topic.blacklist` (names), as drctl's whole-name regexes."""
+    problems: list[str] = []
+    include = [re.escape(t) for t in _names(cfg.get("topic.whitelist"))]
+    regex = cfg.get("topic.regex") or None
+    if regex is not None:
+        try:
+            re.compile(regex)
+            include.append(regex)
+        except re.error as exc:
+            problems.append(f"topic.regex: '{regex}' is not a Python regex ({exc}); left out, "
+                            "write it by hand")
+    if not include and regex is None:
+        problems.append(f"{name} sets neither topic.whitelist nor topic.regex: it copies no "
+                        "topic, and replication.topics is left open (every topic)")
+    said = "; ".join(f"{key}: {cfg[key]}" for key in
+                     ("topic.whitelist", "topic.regex", "topic.blacklist") if cfg.get(key))
+    rename_format = cfg.get("topic.rename.format", "${topic}")
+    rename: str | None = rename_format.replace("${topic}", "{topic}")
+    if rename is not None and rename.count("{topic}") != 1:
+        rename = None
+    poll_s = _seconds(cfg.get("topic.poll.interval.ms"), 120_000)
+    notes = [f"New topics are found every {poll_s:g} s (topic.poll.interval.ms): a topic created "
+             "less than that before the outage is not mirrored."]
+    if cfg.get("provenance.header.enable", "false").strip().lower() != "true":
+        notes.append("provenance.header.enable is off: copies carry no __replicator_id header, "
+                     "so failback knows late copies by their content only.")
+    return DiscoveredFlow(
+        "replicator", {"source": name},
+        source_bootstrap=cfg.get("src.kafka.bootstrap.servers", ""),
+        target_bootstrap=cfg.get("dest.kafka.bootstrap.servers", ""),
+        rename=rename,
+        rename_source=f"Replicator's topic.rename.format: {rename_format}",
+        topics=RegexList(tuple(include), tuple(re.escape(t) for t in
+                                               _names(cfg.get("topic.blacklist"))),
+                         f"Replicator's {said}" if said else "Replicator sets no topics"),
+        replicator_group=cfg.get("src.consumer.group.id") or name,
+        source_login=ClusterLogin.from_java(java_login_settings(cfg, "src.kafka.")),
+        target_login=ClusterLogin.from_java(java_login_settings(cfg, "dest.kafka.")),
+        notes=tuple(notes), problems=tuple(problems))
+
+
+def _seconds(ms: str | None, default_ms: int) -> float:
+    try:
+        return float(ms) / 1000 if ms is not None else default_ms / 1000
+    except ValueError:
+        return default_ms / 1000

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from drctl import __version__
-from drctl.config import Config, config_as_data
+from drctl.config import Config, config_context
 from drctl.retry import RetriesExhausted, RetryPolicy, retry_call
 from drctl.runbook.actions import ActionContext, Registry
 from drctl.runbook.journal import (
@@ -77,7 +77,7 @@ class Executor:
         self.config = config
         self.observer = observer or RunObserver()
         self.redactor = redactor or variables.redactor
-        self.config_data = config_as_data(config) if config is not None else None
+        self.config_data = config_context(config) if config is not None else None
         self.digest = run_digest(runbook.source, variables.as_given,
                                  self.config_data if runbook.uses_config else None)
         self.renderer = Renderer(plan=self.options.dry_run)

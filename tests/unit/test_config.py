@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -107,7 +108,10 @@ def test_replication_principal_is_optional_and_kept_as_written() -> None:
 def test_show_masks_every_secret(tmp_path: Path) -> None:
     data = json.dumps(config_as_data(load_config(write(tmp_path, GOOD))))
     assert "s3cr3t-env" not in data and "hunter2-file-secret" not in data
-    assert "****" in data and "127.0.0.1:19092" in data
+    assert "${env:DRCTL_TEST_JAAS}" in data and "127.0.0.1:19092" in data  # references shown
+    written = GOOD.replace("${env:DRCTL_TEST_JAAS}", "'a-literal-s3cr3t'")
+    data = json.dumps(config_as_data(load_config(write(tmp_path, written))))
+    assert "a-literal-s3cr3t" not in data and '"sasl.jaas.config": "****"' in data
 
 
 @pytest.mark.parametrize(
@@ -167,7 +171,9 @@ def test_cli_bad_config_exit_2_without_traceback(tmp_path: Path,
 def test_cli_missing_config_says_what_to_do(tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--config", str(tmp_path / "nope.yaml"), "config", "show"]) == 2
-    assert "drctl lab up" in capsys.readouterr().err
+    err = " ".join(capsys.readouterr().err.split())
+    assert "Write one with `drctl config init`" in err
+    assert "To try drctl without clusters of your own: `drctl lab up`" in err
 
 
 def test_cli_config_show_json_masks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -175,7 +181,10 @@ def test_cli_config_show_json_masks(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert main(["--config", str(path), "--output", "json", "config", "show"]) == 0
     out, err = capsys.readouterr()
     data = json.loads(out)
-    assert data["clusters"]["primary"]["sasl.password"] == "****"
+    # Written as references: shown as those, never as the secrets they name.
+    assert data["clusters"]["primary"]["sasl.password"] == \
+        f"${{file:{tmp_path / 'secret.txt'}}}"
+    assert data["clusters"]["primary"]["sasl.jaas.config"] == "${env:DRCTL_TEST_JAAS}"
     assert "hunter2-file-secret" not in out + err and "s3cr3t-env" not in out + err
 
 
@@ -258,7 +267,8 @@ clusters:
     assert (primary["sasl.username"], primary["sasl.password"]) == ("dr-operator", "pw-by-key")
     assert main(["--config", str(path), "config", "show"]) == 0
     captured = capsys.readouterr()
-    assert yaml.safe_load(captured.out)["clusters"]["primary"]["sasl.password"] == "****"
+    assert yaml.safe_load(captured.out)["clusters"]["primary"]["sasl.password"] == \
+        f"${{file:{secrets}:scram.password}}"
     assert "pw-by-key" not in captured.out + captured.err
 
     path.write_text(path.read_text().replace("scram.password}", "scram.pasword}"))
@@ -366,7 +376,7 @@ def test_objectives_are_optional_durations() -> None:
     cfg = parse_config({**base, "objectives": {"rpo": "60s", "rto": "15m"}})
     assert (cfg.objectives.rpo_s, cfg.objectives.rto_s) == (60.0, 900.0)
     assert parse_config({**base, "objectives": {"rpo": 0}}).objectives.rpo_s == 0.0
-    assert config_as_data(cfg)["objectives"] == {"rpo_s": 60.0, "rto_s": 900.0}
+    assert config_as_data(cfg)["objectives"] == {"rpo": "60s", "rto": "900s"}
 
 
 def test_a_bad_objective_is_a_config_error_with_its_key_path() -> None:
@@ -378,3 +388,59 @@ def test_a_bad_objective_is_a_config_error_with_its_key_path() -> None:
     assert "expected a duration such as 5s, 500ms or 2m, got 'a minute'" in info.value.message
     assert "a duration cannot be negative" in info.value.message
     assert "Did you mean 'rto'" in info.value.message
+
+
+def test_config_show_output_is_a_config_drctl_reads_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """What `config show` prints (YAML or JSON), saved elsewhere, is the same configuration:
+    its own keys, references as written, relative paths resolved. Only a secret written in
+    clear cannot come back: it is masked."""
+    monkeypatch.setenv("DRCTL_TEST_JAAS", "s3cr3t-env")
+    (tmp_path / "client.properties").write_text(
+        f"security.protocol=SASL_SSL\nsasl.password=${{file:{tmp_path / 'secret.txt'}}}\n"
+        "sasl.username=from-file\n")
+    path = write(tmp_path, """
+clusters:
+  primary:
+    bootstrap.servers: 127.0.0.1:19092
+    sasl.jaas.config: ${env:DRCTL_TEST_JAAS}
+  secondary:
+    client_properties: client.properties
+    bootstrap.servers: 127.0.0.1:29092
+    sasl.username: from-yaml
+    java: {ssl.truststore.password: literal-pw}
+replication:
+  kind: mirrormaker2
+  source: primary
+  target: secondary
+  rename: "primary.{topic}"
+  topics: {include: ["orders.*"], exclude: ["orders-tmp"]}
+  principal: User:mirrormaker
+  connect: {url: "http://127.0.0.1:18083", source_connector: src, ca_file: ca.pem}
+groups: {exclude: ["console-.*"]}
+state: {dir: state}
+retry: {initial_s: 0.5, attempts: 3}
+objectives: {rpo: 90s, rto: 15m}
+spark: {master: "local[2]", jars: [jars/kafka.jar], conf: {spark.ui.enabled: "false"}}
+""")
+    config = load_config(path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for output in ("text", "json"):
+        assert main(["--config", str(path), "-o", output, "config", "show"]) == 0
+        shown = capsys.readouterr().out
+        assert "s3cr3t-env" not in shown and "hunter2-file-secret" not in shown
+        assert "literal-pw" not in shown
+        copy = elsewhere / f"shown-{output}.yaml"
+        copy.write_text(shown)
+        again = load_config(copy)
+        assert again.java_clusters["secondary"]["ssl.truststore.password"] == "****"
+        assert again.clusters["secondary"]["sasl.username"] == "from-yaml"
+        assert again.clusters["secondary"]["sasl.password"] == "hunter2-file-secret"
+        assert again.state.dir == tmp_path / "state"
+        assert again.spark.jars == (str(tmp_path / "jars" / "kafka.jar"),)
+        assert again.objectives == config.objectives
+        same = {**config.java_clusters, "secondary": {"ssl.truststore.password": "****"}}
+        assert replace(again, path=None, java_clusters=same) == \
+            replace(config, path=None, java_clusters=same)

@@ -20,7 +20,7 @@ from rich.prompt import Confirm
 
 from drctl.cli.confirm import interactive
 from drctl.cli.state import CURRENT
-from drctl.config import Config, config_as_data
+from drctl.config import Config, config_context
 from drctl.errors import UsageError
 from drctl.reports import report_format, write_report
 from drctl.runbook.actions import builtin_registry
@@ -146,7 +146,7 @@ def _prepare(file: str, var: list[str] | None, vars_file: list[Path] | None,
                            supplied(assignments, files))
     config = CURRENT.config() if runbook.uses_config else None
     variables = resolve_variables(runbook, files=files, assignments=assignments,
-                                  config_data=config_as_data(config) if config else None)
+                                  config_data=config_context(config) if config else None)
     redactor: Redactor = (RunRedactor(variables.redactor, config.redactor) if config
                           else variables.redactor)
     return runbook, variables, config, redactor

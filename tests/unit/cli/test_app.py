@@ -166,6 +166,19 @@ def test_help_reads_at_80_columns(path: list[str], monkeypatch: pytest.MonkeyPat
         assert "Exit status:" in text
 
 
+@pytest.mark.parametrize("path", [p for p in _command_paths() if p],
+                         ids=lambda p: " ".join(p))
+def test_every_command_help_shows_the_global_options(
+        path: list[str], monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    text = _help_at_80(path, monkeypatch, capsys)
+    globals_part = text.split("Global options (also before the command):\n")[1]
+    for option in ("-c, --config PATH", "--debug", "-q, --quiet"):
+        assert f"\n  {option} " in f"\n{globals_part}", option
+    # --output once: the command's own where it has one, else the global one.
+    assert text.count("-o, --output [text|json]") == 1
+
+
 def test_choices_and_defaults_are_never_split_across_lines(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     text = _help_at_80(["failback"], monkeypatch, capsys)
