@@ -19,9 +19,9 @@ goes before the undecided records, which the group may then read again (never sk
 
 L and U are found by content with the exact locator (translate/locate.py): L walking back from
 the group's last read record, U walking forward from its position; with no read record left on
-the target, L is the partition's start, and with no unread one, U is the target's end. An anchor
-counts only when no record identical to it lies on the far side of the position within the
-window (its copy might be that record's).
+the target, L is the partition's start, and with no unread one, U is the target's end. L
+counts only when no record identical to it lies from the position up to U (its copy might be
+that record's; see `_choose`).
 """
 
 from __future__ import annotations
@@ -210,9 +210,11 @@ def _walk(a: Side, b: Side, positions: Sequence[Position], max_scan: int,
 def _settle(a: Side, b: Side, todo: Sequence[tuple[Position, list[Copy], list[Copy]]],
             skip: Callable[[Record], bool] | None) -> list[Boundary]:
     """Read the records between the anchors once per position and split them."""
-    # From L's record (validity is checked on it) through U's.
+    # From L's record (validity is checked on it) through U's; the sentinels lie just outside
+    # the partition.
     src_reqs = [RangeRequest(pos.tp_a, max(a.marks[pos.tp_a][0], min(c.source for c in lows)),
-                             max(c.source for c in highs) + 1) for pos, lows, highs in todo]
+                             min(a.marks[pos.tp_a][1], max(c.source for c in highs) + 1))
+                for pos, lows, highs in todo]
     dst_reqs = [RangeRequest(pos.tp_b, min(c.target for c in lows) + 1,
                              max(c.target for c in highs)) for pos, lows, highs in todo]
     out = []
@@ -222,7 +224,8 @@ def _settle(a: Side, b: Side, todo: Sequence[tuple[Position, list[Copy], list[Co
         with_ts = not (pos.tp_a[0] in a.log_append or pos.tp_b[0] in b.log_append)
         kept = [r for r in src if skip is None or not skip(r)]
         out.append(_choose(pos, lows, highs, kept, dst, partial(_fingerprint, a, with_ts),
-                           partial(_fingerprint, b, with_ts)))
+                           partial(_fingerprint, b, with_ts),
+                           loose=pos.tp_b[0] in b.log_append))
     return out
 
 
@@ -232,8 +235,15 @@ def _fingerprint(side: Side, with_ts: bool, rec: Record) -> bytes:
 
 def _choose(pos: Position, lows: list[Copy], highs: list[Copy], src: list[Record],
             dst: list[Record], fp_a: Callable[[Record], bytes],
-            fp_b: Callable[[Record], bytes]) -> Boundary:
-    """The nearest valid pair of anchors and the split between them."""
+            fp_b: Callable[[Record], bytes], *, loose: bool = False) -> Boundary:
+    """The nearest valid pair of anchors and the split between them.
+
+    The locator finds the k-th identical copy on B from the timestamp anchor, and B holds a
+    subsequence of A's records: the copy it finds is the one of the record looked for or of a
+    later identical one. So U (unread) is always a copy of an unread record; L is only when
+    no record identical to it lies from the position up to U. `loose`: B stamps records on
+    append and its anchor was moved earlier, so U is checked the same way against the read
+    records."""
     by_offset = {r.offset: r for r in src}
     for low in lows:
         for high in highs:
@@ -242,13 +252,11 @@ def _choose(pos: Position, lows: list[Copy], highs: list[Copy], src: list[Record
             read = [r for r in src if low.source < r.offset < pos.offset]
             unread = [r for r in src if pos.offset <= r.offset < high.source]
             low_rec, high_rec = by_offset.get(low.source), by_offset.get(high.source)
-            # Valid anchors: no record identical to L among the unread ones up to U, none
-            # identical to U among the read ones from L (either copy could be that record's).
             if low_rec is not None and fp_a(low_rec) in {fp_a(r) for r in unread} | (
                     {fp_a(high_rec)} if high_rec is not None else set()):
                 continue
-            if high_rec is not None and fp_a(high_rec) in {fp_a(r) for r in read} | (
-                    {fp_a(low_rec)} if low_rec is not None else set()):
+            if loose and high_rec is not None and fp_a(high_rec) in {
+                    fp_a(r) for r in read} | ({fp_a(low_rec)} if low_rec is not None else set()):
                 continue
             between = [r for r in dst if low.target < r.offset < high.target]
             split = split_copies([fp_a(r) for r in read], [fp_a(r) for r in unread],
@@ -262,5 +270,6 @@ def _choose(pos: Position, lows: list[Copy], highs: list[Copy], src: list[Record
                     "compacted on the source)"))
             offset = between[split.certain - 1].offset + 1 if split.certain else low.target + 1
             return Boundary(offset, split.possible - split.certain, l_copy, u_copy)
-    return Boundary(None, reason="every record found on both sides of its position has an "
-                                 "identical twin on the other side: its copy cannot be told")
+    return Boundary(None, reason="no copy found on either side of its position can anchor it "
+                                 "(each has an identical twin across the position, or the "
+                                 "copies lie out of order)")

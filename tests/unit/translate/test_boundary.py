@@ -72,3 +72,20 @@ def test_no_read_record_left_places_at_the_start_and_none_unread_at_the_end() ->
     dst = [_rec(0, "k0", topic="u"), _rec(1, "k1", topic="u")]
     found = _choose(pos, [Copy(0, 0)], [Copy(6, 6)], src, dst, _fp, _fp)
     assert found == Boundary(2, 0, Copy(0, 0), None)
+
+
+def test_twins_both_kept_are_exact_and_a_loose_anchor_on_the_unread_side_is_checked() -> None:
+    """The copy kept both twins (0 a, 1 d, 2 d, 3 e; the group read 0-1): L on a, U on the
+    second d's copy (the locator's 2nd identical copy can only be the second d's or a later
+    one's), the first d's copy between them is surely read: exact, right after it. On a target
+    that stamps on append the locator anchors earlier, and U's twin across the position makes
+    it unusable: the next U (e) anchors, and of the two d copies between, in order, the first
+    is the read d's — the same exact position."""
+    src = [_rec(0, "a"), _rec(1, "d"), _rec(2, "d"), _rec(3, "e")]
+    dst = [_rec(r.offset, (r.key or b"").decode(), topic="u") for r in src]
+    pos = Position(("t", 0), ("u", 0), 2, src[1])
+    assert _choose(pos, [Copy(0, 0)], [Copy(2, 2)], src, dst, _fp, _fp) == \
+        Boundary(2, 0, Copy(0, 0), Copy(2, 2))
+    found = _choose(pos, [Copy(0, 0)], [Copy(2, 2), Copy(3, 3)], src, dst, _fp, _fp,
+                    loose=True)
+    assert found == Boundary(2, 0, Copy(0, 0), Copy(3, 3))
