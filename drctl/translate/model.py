@@ -157,7 +157,9 @@ class TranslationReport:
 
     def runbook_summary(self) -> dict[str, Any]:
         """The result of the `translate-offsets` runbook action: the JSON plus the groups an
-        --apply run skipped."""
+        --apply run skipped and the positions no method placed ("group topic[partition]")."""
         data = self.as_dict()
         data["not_applied"] = [g.group for g in self.groups if self.apply and g.skipped]
+        data["unplaced"] = [f"{p.group} {p.target_topic}[{p.partition}]"
+                            for p in self.unplaced()]
         return data
