@@ -135,9 +135,16 @@ def failback_command(
         for g in result.switch_back.skipping:
             term.warn(f"Group {g.group} would skip {g.totals()['not_delivered']} gap "
                       "record(s) it never read.")
-        term.warn(f"Incident {result.marker.incident} stays open. Stop those groups' "
-                  f"consumers on {rep.target} and run failback again: it moves only the "
-                  "groups left.")
+        for group, pos in result.switch_back.unplaced:
+            term.warn(f"Group {group} was not placed on {pos.topic}[{pos.partition}] "
+                      f"({pos.note}): "
+                      "its consumers start there at auto.offset.reset; set its position "
+                      "by hand before they start, then run failback again to finish (it does "
+                      "not move that group again).")
+        if result.switch_back.waiting or result.switch_back.skipping:
+            term.warn(f"Incident {result.marker.incident} stays open. Stop those groups' "
+                      f"consumers on {rep.target} and run failback again: it moves only "
+                      "the groups left.")
         raise typer.Exit(result.exit_status)
     # What still needs the operator comes before the closing line, never after a "done".
     problems = []

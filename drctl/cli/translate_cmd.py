@@ -59,8 +59,9 @@ def translate_offsets_command(
       drctl translate-offsets --groups 'billing-.*' --apply  # commit it
 
     \b
-    Exit status: 0 done; 2 usage or config; 3 a group not applied (active
-    members, or no provable position); 4 a cluster unreachable."""
+    Exit status: 0 done; 2 usage or config; 3 a position not placed (none
+    provable, or its topic missing on the target) or a group not applied
+    (active members); 4 a cluster unreachable."""
     config = CURRENT.config()
     term = CURRENT.terminal(output)
     deadline = deadline_renamed(deadline, old_source_deadline, warn=term.warn)
@@ -80,5 +81,13 @@ def translate_offsets_command(
     if apply and unapplied:
         term.warn(f"{len(unapplied)} group(s) not applied: "
                   + "; ".join(f"{g.group}: {g.skipped}" for g in unapplied[:5]))
+    unplaced = report.unplaced()
+    if unplaced:
+        # Those groups stay where they were on these partitions: never a success.
+        term.warn(f"{len(unplaced)} position(s) not placed, their groups left where they were "
+                  "there: " + "; ".join(f"{p.group} {p.target_topic}[{p.partition}]: "
+                                        f"{p.note or p.confidence}" for p in unplaced[:5])
+                  + (f" (+{len(unplaced) - 5} more)" if len(unplaced) > 5 else ""))
+    if (apply and unapplied) or unplaced:
         raise typer.Exit(ExitStatus.CHECK_FAILED)
 

@@ -35,9 +35,13 @@ def render_translation(report: TranslationReport) -> None:
                 "re-delivered", "missing", "applied"], rows)
     s = report.summary()
     verb = "applied to" if report.apply else "computed for (dry run; --apply commits)"
-    term.success(f"{s['partitions']} positions of {s['groups']} groups {verb}; "
-                 f"{s['exact']} exact, {s['redelivered']} records re-delivered, "
-                 f"{s['missing']} consumed records missing on {report.target}.")
+    line = (f"{s['partitions']} positions of {s['groups']} groups {verb}; "
+            f"{s['exact']} exact, {s['redelivered']} records re-delivered, "
+            f"{s['missing']} consumed records missing on {report.target}")
+    if s["unplaced"]:
+        term.warn(f"{line}; {s['unplaced']} not placed (left where they were).")
+    else:
+        term.success(line + ".")
 
 
 def render_audit(audit: dict[str, Any]) -> None:

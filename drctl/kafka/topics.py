@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from confluent_kafka import Consumer, TopicPartition
 
@@ -60,6 +60,22 @@ def log_append_time_topics(admin: object, topics: Iterable[str],
     """Those of `topics` whose broker stamps each record on append (message.timestamp.type
     LogAppendTime): a copy there carries a new timestamp, so a record and its copy compare
     without it. Topics that do not exist are left out."""
+    return _topics_where(admin, topics, "message.timestamp.type",
+                         lambda v: v == "LogAppendTime", timeout_s)
+
+
+def compacted_topics(admin: object, topics: Iterable[str],
+                     timeout_s: float = 30.0) -> frozenset[str]:
+    """Those of `topics` whose cleanup.policy includes compact: their cleaner removes records
+    from the middle of a partition, on each cluster on its own schedule."""
+    return _topics_where(admin, topics, "cleanup.policy",
+                         lambda v: "compact" in v.split(","), timeout_s)
+
+
+def _topics_where(admin: object, topics: Iterable[str], name: str,
+                  holds: Callable[[str], bool], timeout_s: float) -> frozenset[str]:
+    """Those of `topics` whose config `name` has a value for which `holds`; topics that do
+    not exist are left out."""
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import ConfigResource, ResourceType
 
@@ -71,10 +87,10 @@ def log_append_time_topics(admin: object, topics: Iterable[str],
     out = set()
     for resource, future in futures.items():
         try:
-            entry = future.result(timeout=timeout_s).get("message.timestamp.type")
+            entry = future.result(timeout=timeout_s).get(name)
         except KafkaException:
             continue  # no such topic (yet): nothing of it to compare
-        if entry is not None and entry.value == "LogAppendTime":
+        if entry is not None and entry.value is not None and holds(entry.value):
             out.add(resource.name)
     return frozenset(out)
 

@@ -3,12 +3,19 @@ stop was not confirmed (docs/design.md §6, the pending-stop hazard).
 
 Known by content, not by a header (MirrorMaker 2 can add none without corrupting client
 headers): a record at or after F on the mirror topic is a late copy when its fingerprint
-(partition, key, value, headers, timestamp) matches a source record of the proven tail — the
-source records from just before where replication had stopped at F (gap/alignment.py) to the
-source's end. Matching is a multiset: of `n` identical records after F, at most as many as the
-source holds are copies, the earliest first (a replicator copies in order). That covers both
-the records the target lacked at F and re-copies of records it already had (a replicator
-resuming from an older committed position). A replicator that marks its copies
+(partition, key, value, headers, timestamp) matches a source record of the range the
+replicator could copy — from just before where replication had stopped at F (gap/alignment.py)
+to the source's end. Matching is a multiset: of `n` identical records after F, at most as many
+as the source holds are copies, the earliest first (a replicator copies in order). That covers
+both the records the target lacked at F and re-copies of records it already had.
+
+How far back a returning worker re-copies is its last flushed source offset, which can lie any
+number of records — and any span of record time — before where it stopped: a worker that was
+catching up, or producers that set event times, make the re-copied records hours older than the
+last one copied. So the range is not bounded by record time: it is widened backwards, a window
+at a time, for as long as the window holds records whose copies came after F and are not yet
+matched (`RecopyWalk`). A worker copies a contiguous run of source offsets in order, so the
+first window below where it started holds none of them. A replicator that marks its copies
 (`provenance_header`, Replicator's `__replicator_id`) is also taken at its word.
 
 Late copies are never post-failover writes: failback keeps them out of the order check, of
@@ -20,8 +27,8 @@ consumers read a stale value after a new one — those keys are named.
 from __future__ import annotations
 
 import time
-from collections import defaultdict
-from collections.abc import Mapping
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -30,11 +37,10 @@ from drctl.fingerprint import is_reconciled
 from drctl.gap.alignment import DEFAULT_MARGIN, prove_tails
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.offsets import offset_runs, watermarks
-from drctl.kafka.records import Record, read_ranges, stream_ranges
+from drctl.kafka.records import Record, stream_ranges
 from drctl.kafka.topics import TP
 from drctl.ops.copies import copy_fingerprint, timestamps_kept
 from drctl.state import FailoverMarker
-from drctl.translate.locate import timestamp_offsets
 
 STALE_KEYS_SHOWN = 100
 
@@ -109,6 +115,8 @@ def find_late_copies(ctx: OpsContext, marker: FailoverMarker, *,
     source_ranges: dict[TP, tuple[int, int]] = {}
     before_ranges: dict[TP, tuple[int, int]] = {}
     after_ranges: dict[TP, tuple[int, int]] = {}
+    source_low: dict[TP, int] = {}
+    target_low: dict[TP, int] = {}
     for source_topic, mirror in sorted(marker.topics.items()):
         f_point = marker.failover_point.get(mirror, {})
         parts = sorted(f_point)
@@ -123,12 +131,11 @@ def find_late_copies(ctx: OpsContext, marker: FailoverMarker, *,
         tails = prove_tails(src, dst, src_admin, dst_admin, source_topic, mirror, moved,
                             source_marks=s_marks, target_marks=t_marks,
                             f_point={p: f_point[p] for p in moved}, margin=margin)
-        floors = recopy_floors(src, src_admin, source_topic,
-                               {p: tails[p].source_aligned for p in moved})
         for p in moved:
-            start = min(tails[p].source_start, floors.get(p, tails[p].source_start))
-            source_ranges[(source_topic, p)] = (start, s_marks[p][1])
+            source_ranges[(source_topic, p)] = (tails[p].source_start, s_marks[p][1])
+            source_low[(source_topic, p)] = s_marks[p][0]
             before_ranges[(mirror, p)] = (tails[p].target_start, f_point[p])
+            target_low[(mirror, p)] = t_marks[p][0]
             after_ranges[(mirror, p)] = (f_point[p], t_marks[p][1])
             if tails[p].reason:
                 found.notes.append(f"{mirror}[{p}]: compared from the source's start "
@@ -136,10 +143,35 @@ def find_late_copies(ctx: OpsContext, marker: FailoverMarker, *,
     if not after_ranges:
         return found
     keep = timestamps_kept(ctx, marker)
-    source_fps = _fingerprints(src, source_ranges, keep)
-    before_fps = _fingerprints(dst, before_ranges, keep)
     after = _records(dst, after_ranges)
+    source_fps = _fingerprints(src, source_ranges, keep)
     mirror_of = {s: m for s, m in marker.topics.items()}
+    # Widen each source range back to where the returning worker started copying again.
+    walks = {tp: RecopyWalk(start, source_low[tp], Counter(
+        copy_fingerprint(r, keep) for r in after[(mirror_of[tp[0]], tp[1])]
+        if not is_reconciled(r.headers)) - Counter(source_fps[tp]))
+        for tp, (start, _) in source_ranges.items()}
+    while windows := {tp: w for tp, walk in walks.items() if (w := walk.window())}:
+        read: dict[TP, list[bytes]] = {tp: [] for tp in windows}
+        for rec in stream_ranges(src, windows):
+            read[(rec.topic, rec.partition)].append(copy_fingerprint(rec, keep))
+        for tp, fps in read.items():
+            if walks[tp].feed(windows[tp][0], fps):
+                for fp in fps:
+                    source_fps[tp][fp] += 1
+    for (source_topic, p), walk in walks.items():
+        start, end = source_ranges[(source_topic, p)]
+        if walk.start < start:
+            mirror = mirror_of[source_topic]
+            source_ranges[(source_topic, p)] = (walk.start, end)
+            # The target side of the comparison widens as far (twice, for re-copies).
+            t_start, f_at = before_ranges[(mirror, p)]
+            before_ranges[(mirror, p)] = (max(target_low[(mirror, p)],
+                                              t_start - 2 * (start - walk.start)), f_at)
+            found.notes.append(f"{mirror}[{p}]: records copied after the failover point reach "
+                               f"back to source offset {walk.start} ({start - walk.start} "
+                               "record(s) before the compared tail): compared from there.")
+    before_fps = _fingerprints(dst, before_ranges, keep)
     names_kept = rep.names_kept
     for (mirror, p), recs in after.items():
         source_topic = next(s for s, m in mirror_of.items() if m == mirror)
@@ -173,31 +205,45 @@ def find_late_copies(ctx: OpsContext, marker: FailoverMarker, *,
     return found
 
 
-# How far back in time a returning replicator can start copying again: Kafka Connect resumes a
-# source connector from the offsets it last flushed (offset.flush.interval.ms, 60 s by
-# default), before the worker died — and it died no earlier than it copied the last record
-# the target holds before F. Plus a minute for clocks.
-RECOPY_WINDOW_MS = 120_000
+# Records in the first window a re-copy walk reads below the compared range (it doubles).
+RECOPY_STEP = 1_000
 
 
-def recopy_floors(src: ClusterClients, admin: Any, topic: str,
-                  aligned: Mapping[int, int | None]) -> dict[int, int]:
-    """Per partition, the earliest source offset a returning replicator may copy again: the
-    first record created within RECOPY_WINDOW_MS before the last one it had copied (the tail
-    proof). At a high rate that reaches back further than the proof's margin."""
-    proven = {p: o for p, o in aligned.items() if o is not None}
-    if not proven:
-        return {}
-    consumer = src.consumer(**{"enable.partition.eof": "true"})
-    try:
-        last = {rec.partition: rec.timestamp_ms
-                for rec in read_ranges(consumer, {(topic, p): (o, o + 1)
-                                                  for p, o in proven.items()})}
-    finally:
-        consumer.close()
-    asks = [((topic, p), ts - RECOPY_WINDOW_MS) for p, ts in last.items()]
-    offsets = timestamp_offsets(admin, asks) if asks else []
-    return {p: o for ((_, p), _), o in zip(asks, offsets, strict=True) if o >= 0}
+@dataclass
+class RecopyWalk:
+    """Where a returning replicator started copying again, found backwards from `start` (the
+    compared source range's first offset) by content: a window of source records below it is
+    taken in when it holds records whose copies came after F and are still unmatched
+    (`unexplained`, a multiset of fingerprints); the first window holding none ends the walk.
+    Pure: the caller reads the windows."""
+
+    start: int
+    low: int  # the source partition's first offset
+    unexplained: Counter[bytes]
+    step: int = RECOPY_STEP
+    done: bool = False
+
+    def window(self) -> tuple[int, int] | None:
+        """The next source offsets to read, [from, to); None when the walk is over."""
+        if self.done or self.start <= self.low or not any(
+                n > 0 for n in self.unexplained.values()):
+            return None
+        return max(self.low, self.start - self.step), self.start
+
+    def feed(self, window_start: int, fingerprints: Iterable[bytes]) -> bool:
+        """The fingerprints of the window that starts at `window_start`; True when it holds
+        re-copied records (the range now starts there)."""
+        hits = 0
+        for fp in fingerprints:
+            if self.unexplained[fp] > 0:
+                self.unexplained[fp] -= 1
+                hits += 1
+        if not hits:
+            self.done = True
+            return False
+        self.start = window_start
+        self.step *= 2
+        return True
 
 
 def _fingerprints(clients: ClusterClients, ranges: Mapping[TP, tuple[int, int]],

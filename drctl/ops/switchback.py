@@ -164,14 +164,22 @@ class SwitchBack:
         return [g for g in self.groups if g.totals()["not_delivered"]]
 
     @property
+    def unplaced(self) -> list[tuple[str, PartitionSwitchBack]]:
+        """Positions no translation could prove: the group stays where it was there."""
+        return [(g.group, p) for g in self.groups for p in g.partitions
+                if p.confidence == Confidence.UNPROVEN]
+
+    @property
     def exit_status(self) -> ExitStatus:
-        return ExitStatus.CHECK_FAILED if self.waiting or self.skipping else ExitStatus.SUCCESS
+        return ExitStatus.CHECK_FAILED if self.waiting or self.skipping or self.unplaced \
+            else ExitStatus.SUCCESS
 
     def summary(self) -> dict[str, Any]:
         totals = [g.totals() for g in self.groups]
         return {"groups": len(self.groups),
                 "applied": sum(g.applied for g in self.groups),
                 "waiting": [g.group for g in self.waiting],
+                "unplaced": [f"{g} {p.topic}[{p.partition}]" for g, p in self.unplaced],
                 "rewound": sum(p.confidence == Confidence.REWOUND for g in self.groups
                                for p in g.partitions),
                 "redelivered": sum(t["redelivered"] for t in totals),
@@ -293,8 +301,8 @@ def switch_back(ctx: OpsContext, marker: FailoverMarker, not_copied: Mapping[str
                 p.target_topic, p.partition, p.current_target_offset, was, after,
                 p.confidence, redelivered=p.redelivered or 0, note=p.note,
                 proof=None if p.proof is None else {
-                    "last_read": {"topic": p.topic, "offset": p.proof["last_read"]},
-                    "copy": {"topic": p.target_topic, "offset": p.proof["copy"]}})
+                    "last_read": {"topic": p.topic, "offset": p.proof.get("last_read")},
+                    "copy": {"topic": p.target_topic, "offset": p.proof.get("copy")}})
             if decision is not None:
                 ps.unread_gap = len(decision.unread)
                 ps.quarantined_missed = offset_runs(decision.quarantined_missed)

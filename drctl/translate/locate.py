@@ -110,6 +110,7 @@ class MatchResult:
     after: Record | None = None  # B's record right after the match, when read
     # The last copy of R seen on B when fewer than k were there (B lacks re-copies A holds).
     last_copy: int | None = None
+    occurrence: int = 0  # k: R is the k-th identical record on A from the timestamp anchor
 
 
 def timestamp_offsets(admin: AdminClient, queries: Sequence[tuple[TP, int]]) -> list[int]:
@@ -174,6 +175,7 @@ def match_records(a: Side, b: Side, queries: Sequence[MatchQuery], *,
     state = {}
     for i, q in enumerate(queries):
         results[i].anchor_b = anchors_b[i]
+        results[i].occurrence = copies_needed[i]
         low, end = b.marks[q.tp_b]
         if anchors_b[i] < 0 or anchors_b[i] >= end:
             results[i].reason = "end"  # nothing on B at or after T: R never arrived

@@ -13,12 +13,16 @@ JSON schema (stable; fields are only ever added):
           "current_target_offset": int | null, "confidence": str,
           "redelivered": int | null, "missing": int | null,
           "applied": bool, "note": str | null,
-          "proof": {"last_read": int, "copy": int, "fingerprint": str} | null,
+          "proof": {"last_read": int, "copy": int, "fingerprint": str}
+                   | {"last_read": int | null, "copy": int | null, "first_unread": int | null,
+                      "first_unread_copy": int | null} (placed between surviving copies)
+                   | null,
           "age_s": float | null, "max_redelivered": int | null
         }]
       }],
       "summary": {"groups": int, "applied": int, "skipped": int, "partitions": int,
-                  "exact": int, "redelivered": int, "missing": int}
+                  "exact": int, "redelivered": int, "missing": int,
+                  "unplaced": int (positions with no target_offset)}
     }
 confidence: one of `Confidence` (below), some with a count (`ambiguous:N`, `checkpoint-lag:N`,
 `walked-back:N`).
@@ -43,8 +47,10 @@ class Confidence(StrEnum):
     CLAMPED = "clamped"  # ahead of replication: the target's end, `missing` counted
     UNVERIFIED = "unverified"  # matched, but the next target record was already consumed
     SCAN_BOUND = "scan-bound"  # no match within the scan: positioned early, no skip
-    WALKED_BACK = "walked-back"  # :N the last N read are not on the target as they were
-    UNPROVEN = "unproven"  # not placed: no record it read is on the target as it was
+    # :N the last record read is not on the target as it was; placed before N target records
+    # that may be copies of read ones (at most N re-delivered)
+    WALKED_BACK = "walked-back"
+    UNPROVEN = "unproven"  # not placed: no position between surviving copies proven
     SNAPSHOT = "snapshot"  # drctl guard's exact position, `age_s` old
     NO_SNAPSHOT = "no-snapshot"
     NO_CHECKPOINT = "no-checkpoint"
@@ -121,6 +127,10 @@ class TranslationReport:
     def partitions(self) -> list[PartitionResult]:
         return [p for g in self.groups for p in g.partitions]
 
+    def unplaced(self) -> list[PartitionResult]:
+        """Positions given no target offset: their groups stay where they were there."""
+        return [p for p in self.partitions if p.target_offset is None]
+
     def summary(self) -> dict[str, int]:
         parts = self.partitions
         return {
@@ -131,6 +141,7 @@ class TranslationReport:
             "exact": sum(p.confidence == Confidence.EXACT for p in parts),
             "redelivered": sum(p.redelivered or 0 for p in parts),
             "missing": sum(p.missing or 0 for p in parts),
+            "unplaced": sum(p.target_offset is None for p in parts),
         }
 
     def as_dict(self) -> dict[str, Any]:
@@ -146,7 +157,9 @@ class TranslationReport:
 
     def runbook_summary(self) -> dict[str, Any]:
         """The result of the `translate-offsets` runbook action: the JSON plus the groups an
-        --apply run skipped."""
+        --apply run skipped and the positions no method placed ("group topic[partition]")."""
         data = self.as_dict()
         data["not_applied"] = [g.group for g in self.groups if self.apply and g.skipped]
+        data["unplaced"] = [f"{p.group} {p.target_topic}[{p.partition}]"
+                            for p in self.unplaced()]
         return data

@@ -3,9 +3,12 @@
 Replication falls behind, the primary dies with its Connect worker, failover records the stop
 as pending; producers write to the secondary; the primary and its Connect worker return with
 MirrorMaker 2 RUNNING and copy the records the secondary never got — after the post-failover
-writes. drctl must recognise those late copies by content, keep them out of reconcile and
-reverse replication, and end with the primary holding every record of its own once and every
-post-failover write once (multiset counts per partition), client headers byte-identical.
+writes — and, resuming from an offset it flushed long before, thousands it had copied already,
+whose CreateTimes are an hour older than the last one it copied (producers set event times).
+drctl must recognise those late copies by content, whatever their timestamps, keep them out of
+reconcile and reverse replication, and end with the primary holding every record of its own
+once and every post-failover write once (multiset counts per partition), client headers
+byte-identical.
 """
 
 from __future__ import annotations
@@ -55,9 +58,12 @@ def rewind_stored_offsets(lab: RunningLab, topic: str, last_copied: dict[int, in
             [(0, keys[p], b'{"offset":%d}' % o) for p, o in last_copied.items()])
 
 
-def send(clients: object, topic: str, records: list[tuple[int, bytes, bytes]]) -> None:
-    # Client headers ride along; they must arrive byte-identical everywhere.
-    produce(clients, topic, [(p, key, value, 0, [("trace", b"\x00\xff%d" % i), ("x", b"x")])
+def send(clients: object, topic: str, records: list[tuple[int, bytes, bytes]],
+         stamps: list[int] | None = None) -> None:
+    # Client headers ride along; they must arrive byte-identical everywhere. A stamp of 0
+    # lets the producer set the time.
+    produce(clients, topic, [(p, key, value, stamps[i] if stamps else 0,
+                              [("trace", b"\x00\xff%d" % i), ("x", b"x")])
                              for i, (p, key, value) in enumerate(records)])
 
 
@@ -72,7 +78,11 @@ def test_replicator_comes_back_after_an_unconfirmed_stop(restored: RunningLab, n
     create_topics(lab.primary, (topic,), PARTS)
     base = [(i % PARTS, b"acct-%d" % (i % 12), b"base-%d" % i)
             for i in range(PARTS * (REWIND + 30))]
-    send(lab.primary, topic, base)
+    # Event times an hour old, but for the last ten records of each partition: what the
+    # worker copies again is an hour older than the last record it had copied.
+    hour_ago = int(time.time() * 1000) - 3_600_000
+    send(lab.primary, topic, base, [hour_ago + i if i < PARTS * (REWIND + 20) else 0
+                                    for i in range(len(base))])
     wait_replicated(lab, topic, len(base))
     # Near the end: MirrorMaker 2 keeps offset syncs dense only there (it drops old ones
     # as a partition grows), and translates nothing older than its earliest one.
@@ -114,8 +124,9 @@ def test_replicator_comes_back_after_an_unconfirmed_stop(restored: RunningLab, n
     assert status == 0, out
     late = out["marker"]["late_copies"]
     assert out["marker"]["replication_stop"] == "stopped"
-    # Every re-copy is a late copy (more than 5,000 records back on each partition), none a
-    # post-failover write that reverse replication would carry to the primary.
+    # Every re-copy is a late copy (more than 5,000 records back on each partition, an hour
+    # older than the last one copied), none a post-failover write that reverse replication
+    # would carry to the primary.
     assert late["total"] == PARTS * REWIND + len(gap), late
     of_gap = sum(part["of_gap"] for parts in late["partitions"].values()
                  for part in parts.values())

@@ -22,7 +22,6 @@ from confluent_kafka import TopicPartition
 
 from drctl.config import load_config
 from drctl.context import OpsContext
-from drctl.kafka.offsets import watermarks
 from drctl.kafka.records import read_all
 from drctl.lab.workload import commit_offsets, create_topics
 from drctl.ops.failback import FailbackOptions, run_failback
@@ -273,53 +272,6 @@ def test_a_secondary_broker_restart_mid_failback_is_ridden_out(
     primary = read_all(fresh_clients(lab, "primary"), topic)
     assert sorted(r.value for r in primary if r.value and r.value.startswith(b"post")) == \
         sorted(b"post-v-%d" % i for i in range(5) for _ in (0, 1))
-
-
-def test_exact_translation_never_skips_past_a_copy_the_target_compacted_away(
-        lab: RunningLab, ns: str) -> None:
-    """The secondary's cleaner removed the copy of the record a group read last (a later
-    version of its key replicated after it). Exact translation used to place the group at
-    the target's end (skipping everything after); now it places it right after the last
-    record before that the target holds, and says at most how many it may read again."""
-    from tests.lab.test_gap_compacted import EAGER, set_configs, wait_for
-
-    topic = f"{ns}-cmp"
-    group = f"{ns}-reader"
-    create_topics(lab.primary, (topic,), 1, {"cleanup.policy": "compact"})
-    lab.wait_mirror_topic(topic)
-    set_configs(lab.secondary, topic, EAGER)
-    producer = lab.primary.producer()
-    for i in range(10):
-        producer.produce(topic, key=b"k%d" % i, value=b"v1", partition=0)
-    assert producer.flush(30) == 0
-    # The group read k0..k5 (offsets 0..5); then k5 gets a new version, and the topic rolls.
-    commit_offsets(lab.primary, group, [TopicPartition(topic, 0, 6)])
-    for _ in range(20):
-        producer.produce(topic, key=b"k5", value=b"v2", partition=0)
-        producer.produce(topic, key=b"filler", value=b"f", partition=0)
-        producer.flush(30)
-        time.sleep(0.3)
-    wait_replicated(lab, topic, 1)
-
-    def compacted() -> bool:
-        return not any(r.key == b"k5" and r.value == b"v1"
-                       for r in read_all(lab.secondary, topic))
-
-    wait_for("compaction of k5's first version on the secondary", compacted, 240)
-    on_target = read_all(lab.secondary, topic)
-    k6 = next(r for r in on_target if r.key == b"k6")
-    status, out = run_json("--config", str(lab.config_file), "translate-offsets", "--groups",
-                           group, "--method", "exact")
-    assert status == 0, out
-    [p] = [p for g in out["groups"] for p in g["partitions"]]
-    # Right after k4's copy: the first record the group has not read that survives is k6.
-    assert p["target_offset"] <= k6.offset, p
-    survivors_skipped = [r for r in on_target if p["target_offset"] > r.offset
-                         and r.key not in {b"k%d" % i for i in range(6)}]
-    assert not survivors_skipped, p
-    assert p["confidence"].startswith("walked-back") and p["max_redelivered"] >= 1, p
-    marks = watermarks(lab.secondary.admin(), [(topic, 0)])
-    assert p["target_offset"] < marks[(topic, 0)][1]  # not clamped to the end
 
 
 def test_a_topic_never_mirrored_is_reconciled_at_failback(

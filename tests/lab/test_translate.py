@@ -11,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import OFFSET_STORED, KafkaError, TopicPartition
@@ -18,17 +19,19 @@ from confluent_kafka import OFFSET_STORED, KafkaError, TopicPartition
 from drctl.cli.app import main
 from drctl.fingerprint import fingerprint
 from drctl.kafka.checkpoints import read_checkpoints
+from drctl.kafka.groups import committed_offsets
 from drctl.kafka.records import Record, read_all
 from drctl.lab.workload import (
     ProducedRecord,
     WorkloadSpec,
     commit_offsets,
+    create_topics,
     partition_for,
     run_workload,
 )
 from drctl.translate import locate
 from tests.conftest import RunningLab
-from tests.lab.support import wait_replicated
+from tests.lab.support import run_json, wait_replicated
 
 pytestmark = pytest.mark.lab
 PARTITIONS = 3
@@ -313,3 +316,92 @@ def test_active_group_on_target_is_skipped(lab: RunningLab, ns: str) -> None:
     assert groups[f"{ns}-idle"]["applied"] is True
     assert groups[f"{ns}-busy"]["applied"] is False
     assert "active" in groups[f"{ns}-busy"]["skipped"]
+
+
+KEYS, VERSIONS = 30, 10  # per partition of the compacted topic: 300 records, 30 kept
+
+
+def test_exact_translation_on_a_compacted_copy_places_every_group_or_names_it(
+        any_lab: RunningLab, ns: str) -> None:
+    """Both topics compacted: the primary keeps every version, the secondary's copy compacts
+    eagerly (about 60 of the 300 records per partition stay). A group that read 150 records
+    per partition finds none of them on partition 0's copy and only a never-updated key on
+    partition 1's: exact translation places it at the first surviving copy of a record it has
+    not read, exactly (before: "not placed", the group left where it was, and exit 0). A
+    group between two identical records (a producer's retry), whose copy of the first the
+    secondary's cleaner removed, is placed before the surviving copy — at most that one
+    re-delivered, never skipped. With a scan bound too small to prove a position, the group is
+    named and the exit status is 3."""
+    from tests.lab.test_gap_compacted import EAGER, set_configs, wait_for
+
+    lab = any_lab
+    topic, mirror = f"{ns}-cmp", lab.mirror(f"{ns}-cmp")
+    create_topics(lab.primary, (topic,), 2, {"cleanup.policy": "compact"})
+    lab.wait_mirror_topic(topic)
+    set_configs(lab.secondary, mirror, EAGER)
+    producer = lab.primary.producer()
+    # Partition 1 starts with a key that is never written again: it survives compaction.
+    producer.produce(topic, key=b"static", value=b"static", partition=1)
+    for version in range(VERSIONS + 2):
+        if version == VERSIONS:  # a producer's retry: the same record twice
+            stamp = int(time.time() * 1000)
+            for _ in (0, 1):
+                producer.produce(topic, key=b"twin", value=b"t", partition=1, timestamp=stamp)
+        else:  # the last round (5 keys) rolls the twins' segment on the copy
+            for p in (0, 1):
+                for k in range(KEYS if version < VERSIONS else 5):
+                    producer.produce(topic, key=b"k%d" % k, value=b"%d-v%d" % (k, version),
+                                     partition=p)
+        assert producer.flush(30) == 0
+        time.sleep(0.3)  # the copy rolls a segment per round (segment.ms)
+    source = {p: [r for r in read_all(lab.primary, topic) if r.partition == p] for p in (0, 1)}
+    twins = [r.offset for r in source[1] if r.key == b"twin"]
+    reader, twin_reader = f"{ns}-reader", f"{ns}-between-twins"
+    commit_offsets(lab.primary, reader, [TopicPartition(topic, p, 150) for p in (0, 1)])
+    commit_offsets(lab.primary, twin_reader, [TopicPartition(topic, 1, twins[1])])
+
+    def copy() -> dict[int, list[Any]]:
+        held = read_all(lab.secondary, mirror)
+        return {p: [r for r in held if r.partition == p] for p in (0, 1)}
+
+    def compacted() -> bool:
+        held = copy()
+        return all(source[p][-1].value in {r.value for r in held[p]} for p in (0, 1)) \
+            and not any(r.offset < 150 and r.key != b"static" for p in (0, 1) for r in held[p]) \
+            and sum(r.key == b"twin" for r in held[1]) == 1
+
+    wait_for("the secondary's compaction of the copy", compacted, 240)
+    held = copy()
+    origin = {(p, r.value): r.offset for p in (0, 1) for r in source[p] if r.key != b"twin"}
+
+    def expected(p: int, position: int) -> int:
+        """Right after the copy of the last record before `position` the copy holds."""
+        read = [r.offset for r in held[p]
+                if r.key != b"twin" and origin[(p, r.value)] < position]
+        return read[-1] + 1 if read else 0
+
+    status, out = run_json("--config", str(lab.config_file), "translate-offsets", "--groups",
+                           f"{ns}-.*", "--method", "exact", "--apply")
+    assert status == 0, out
+    placed = {(g["group"], p["partition"]): p for g in out["groups"] for p in g["partitions"]}
+    for p in (0, 1):
+        got = placed[(reader, p)]
+        assert (got["target_offset"], got["confidence"]) == (expected(p, 150), "exact"), got
+        assert got["applied"], got
+    assert placed[(reader, 0)]["proof"]["last_read"] is None  # nothing it read survives
+    # Between the twins: before the surviving copy (it may be the first one's), one at most
+    # read again; the old count of identical copies put the group after it.
+    got = placed[(twin_reader, 1)]
+    [twin_copy] = [r.offset for r in held[1] if r.key == b"twin"]
+    assert got["target_offset"] <= twin_copy, got
+    assert (got["confidence"], got["max_redelivered"]) == ("walked-back:1", 1), got
+    assert not [r for r in held[1] if got["target_offset"] <= r.offset < twin_copy], got
+    committed = committed_offsets(lab.secondary.admin(), [reader])[reader]
+    assert committed == {(mirror, p): expected(p, 150) for p in (0, 1)}
+
+    # The operator's scan bound is too small to prove where the group goes: named, exit 3.
+    status, out = run_json("--config", str(lab.config_file), "translate-offsets", "--groups",
+                           reader, "--method", "exact", "--max-scan", "1")
+    assert status == 3, out
+    assert out["summary"]["unplaced"] == 2, out["summary"]
+    assert {p["confidence"] for g in out["groups"] for p in g["partitions"]} == {"unproven"}

@@ -2,9 +2,12 @@
 target by content (docs/design.md §3, translate/locate.py), the position right after its copy.
 
 A group provably ahead of replication is placed at the target's end with what it read that
-the target lacks counted; one whose last record is not on the target as it was on the source
-(compacted away, or its timestamp rewritten) is placed after the last record before it that
-the target holds — never at the end, past records it has not read.
+the target lacks counted. One whose last record is not on the target as it was on the source
+(compacted away, or its timestamp rewritten) is placed at the first surviving copy of a record
+it has not read (translate/boundary.py) — never at the end, past records it has not read — or,
+when that cannot be proven, left unplaced and named. On a compacted copy a match among
+identical records is proven the same way: the cleaner may have removed the very copy the count
+of identical records relies on.
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ from dataclasses import dataclass
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.records import Record
-from drctl.kafka.topics import TP
+from drctl.kafka.topics import TP, compacted_topics
+from drctl.translate.boundary import Boundary, Position, find_boundaries
 from drctl.translate.locate import MatchQuery, Side, last_records, match_records
 from drctl.translate.methods import Placing
 from drctl.translate.model import Confidence, PartitionResult
@@ -65,9 +69,15 @@ def by_exact(src: ClusterClients, dst: ClusterClients, todo: list[PartitionResul
     # Not provably ahead (the target's last record is a copy of one at or after the group's
     # last read, or is not found on the source): the copy is there but does not match — the
     # target compacted it away, or rewrote its timestamp. Never clamp such a group to the
-    # end: the last record before it that the target does hold decides.
+    # end: place it between the copies that survive.
     unproven = [k for k in ahead if not _provably_ahead(missing.get(k), around[k][0])]
-    walked = _walk_back(a, b, unproven, around, target_of, max_scan)
+    twins = [] if timestamp_only else _twinned(a, b, matches, around, target_of, src_admin,
+                                               dst_admin)
+    bracketed = [(k, last) for k in unproven + twins if (last := around[k][0]) is not None]
+    boundaries = dict(zip([k for k, _ in bracketed], find_boundaries(
+        a, b, [Position((t, q), (target_of[(t, q)], q), o, last)
+               for (t, q, o), last in bracketed], max_scan=max_scan,
+        skip=own_copy if own_copy_header else None), strict=True))
     duplicates = _next_is_consumed(a, b, matches, around, max_scan)
 
     for p in todo:
@@ -81,23 +91,8 @@ def by_exact(src: ClusterClients, dst: ClusterClients, todo: list[PartitionResul
             p.confidence = Confidence.EXACT if src_marks[tp_src][0] == 0 and low == 0 else "start"
             continue
         m = matches[key]
-        if key in walked or key in unproven:
-            found = walked.get(key)
-            if found is None:
-                p.target_offset = None
-                p.confidence = Confidence.UNPROVEN
-                p.note = ("the record the group read last is not on the target as it is on "
-                          "the source (compacted away, or its timestamp rewritten) and no "
-                          f"earlier one within {max_scan} records was found: not placed")
-                continue
-            copy, unmatched = found
-            p.target_offset = copy + 1
-            p.confidence = Confidence.EXACT if unmatched == 0 else f"walked-back:{unmatched}"
-            p.max_redelivered = unmatched
-            p.note = (f"the group's last {unmatched + 1} record(s) read are not on the target "
-                      "as they are on the source (compacted away, or timestamps rewritten): "
-                      "placed after the last one it holds; at most "
-                      f"{unmatched} record(s) re-delivered")
+        if key in boundaries:
+            _place_between(p, boundaries[key])
             continue
         if m.reason == "end":
             p.target_offset = end
@@ -172,55 +167,56 @@ def _provably_ahead(lacking: _Ahead | None, last: Record | None) -> bool:
             and lacking.copy < last.offset)
 
 
-# Records looked at before the group's last read, in rounds of growing size.
-_WALK_ROUNDS = (16, 256, 4096)
+def _twinned(a: Side, b: Side, matches: dict, around: dict, target_of: dict,
+             src_admin: object, dst_admin: object) -> list:
+    """Matched positions on compacted copies whose last read record has an identical twin
+    (an identical record before it since its timestamp, or right after it, unread): the
+    cleaner may have removed one twin's copy, and the k-th copy counted is then another's."""
+    candidates = []
+    for k, m in matches.items():
+        if m.offset is None:
+            continue
+        last, successor = around[k]
+        with_ts = not (k[0] in a.log_append or target_of[(k[0], k[1])] in b.log_append)
+        if m.occurrence > 1 or (successor is not None and a.fingerprint(
+                successor, with_ts) == a.fingerprint(last, with_ts)):
+            candidates.append(k)
+    if not candidates:
+        return []
+    compacted = compacted_topics(src_admin, {k[0] for k in candidates}) | compacted_topics(
+        dst_admin, {target_of[(k[0], k[1])] for k in candidates})
+    return [k for k in candidates
+            if k[0] in compacted or target_of[(k[0], k[1])] in compacted]
 
 
-def _walk_back(a: Side, b: Side, keys: list, around: dict, target_of: dict,
-               max_scan: int) -> dict[tuple[str, int, int], tuple[int, int] | None]:
-    """For each key: the target offset of the copy of the latest source record before the
-    group's last read that the target holds, and how many source records from there to the
-    last read it does not hold (the most the group can re-read: only their copies, if any
-    survive unmatched, lie after the position). None when none is found within the bound."""
-    out: dict[tuple[str, int, int], tuple[int, int] | None] = {}
-    pending = {k: around[k][0].offset for k in keys if around[k][0] is not None}
-    for k in keys:
-        if around[k][0] is None:
-            out[k] = None
-    looked = 0
-    for size in _WALK_ROUNDS:
-        if not pending or looked >= max_scan:
-            break
-        reqs = [RangeRequest((t, q), max(a.marks[(t, q)][0], upto - size), upto)
-                for (t, q, _), upto in pending.items()]
-        batches = a.reader.read(reqs)
-        queries, owners = [], []
-        for key, recs in zip(list(pending), batches, strict=True):
-            for rec in recs:
-                queries.append(MatchQuery(rec, (target_of[(key[0], key[1])], key[1])))
-                owners.append((key, rec.offset))
-        found: dict[tuple[str, int, int], tuple[int, int]] = {}
-        for (key, offset), res in zip(owners, match_records(a, b, queries, max_scan=max_scan),
-                                      strict=True):
-            if res.offset is not None and (key not in found or offset > found[key][1]):
-                found[key] = (res.offset, offset)
-        for key in list(pending):
-            last = around[key][0]
-            if key in found:
-                copy, src_offset = found[key]
-                unmatched = sum(1 for o in range(src_offset + 1, last.offset + 1)
-                                if o < a.marks[(key[0], key[1])][1])
-                out[key] = (copy, unmatched)
-                del pending[key]
-            elif pending[key] - size <= a.marks[(key[0], key[1])][0]:
-                out[key] = None  # the source's start reached: nothing held
-                del pending[key]
-            else:
-                pending[key] -= size
-        looked += size
-    for key in pending:
-        out[key] = None
-    return out
+def _place_between(p: PartitionResult, found: Boundary) -> None:
+    """A position from translate/boundary.py, with its proof or the reason it has none."""
+    if found.offset is None:
+        p.target_offset = None
+        p.confidence = Confidence.UNPROVEN
+        p.note = ("the record the group read last is not on the target as it is on the source "
+                  f"(compacted away, or its timestamp rewritten), and {found.reason}: not "
+                  "placed")
+        return
+    p.target_offset = found.offset
+    p.max_redelivered = found.between
+    p.confidence = Confidence.EXACT if not found.between else \
+        Confidence.WALKED_BACK.of(found.between)
+    p.proof = {"last_read": None if found.read is None else found.read.source,
+               "copy": None if found.read is None else found.read.target,
+               "first_unread": None if found.unread is None else found.unread.source,
+               "first_unread_copy": None if found.unread is None else found.unread.target}
+    held = ("no record it read is on the target" if found.read is None else
+            f"the last record it read that the target holds is source offset "
+            f"{found.read.source} (target {found.read.target})")
+    unread = ("none it has not read is there" if found.unread is None else
+              f"the first it has not read is source offset {found.unread.source} (target "
+              f"{found.unread.target})")
+    p.note = ("the record the group read last is not on the target as it is on the source: "
+              f"{held}; {unread}")
+    if found.between:
+        p.note += (f"; {found.between} record(s) between could not be told read or unread: "
+                   f"placed before them, at most {found.between} re-delivered")
 
 
 def _missing_counts(a: Side, b: Side, todo: list[PartitionResult], ahead: list,

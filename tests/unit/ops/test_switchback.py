@@ -91,6 +91,11 @@ def test_switch_back_status_and_report() -> None:
     assert sb.summary()["quarantined_missed"] == 1
     sb.groups.append(waiting)
     assert sb.exit_status == 3 and sb.summary()["waiting"] == ["b"]
+    # A position no translation could prove leaves the group where it was: never exit 0.
+    lost = GroupSwitchBack("c", "Empty", True, None, [PartitionSwitchBack(
+        "orders", 1, 40, None, 40, "unproven", note="not placed")])
+    alone = SwitchBack([moved, lost], applied=True)
+    assert alone.exit_status == 3 and alone.summary()["unplaced"] == ["c orders[1]"]
     md = render("failback-report.md.j2", marker={"incident": "i", "source": "primary",
                                                  "target": "secondary", "status": "open",
                                                  "fence": {}, "steps": {}},
