@@ -306,13 +306,12 @@ def refuse_hanging_transactions(ctx: OpsContext, opts: FailoverOptions,
     if pre["source_reachable"]:
         sides[rep.source] = sorted(pre["topics"])
     found: list[dict[str, Any]] = []
-    now_ms = int(time.time() * 1000)
     for name, topics in sides.items():
         clients = ctx.clients(name)
-        for t in hanging_on(clients, topics, opts.transaction_age_s, now_ms)[0]:
+        for t in hanging_on(clients, topics, opts.transaction_age_s, ctx.pinned_sightings)[0]:
             found.append({"cluster": name, "topic": t.topic, "partition": t.partition,
                           "last_stable_offset": t.stable, "end": t.end,
-                          "open_s": t.age_s(now_ms),
+                          "open_s": t.open_s,
                           "abort": t.abort_commands(clients.bootstrap)})
     if found and not opts.force:
         lines = "; ".join(f"{f['topic']}-{f['partition']} on {f['cluster']} (stable "

@@ -86,7 +86,7 @@ def run_check(ctx: OpsContext, opts: CheckOptions) -> Readiness:
                             "none: groups keep their offsets", "nothing to do", Severity.NOTE))
         else:
             _positions(ctx, out, src_topics, group_re, now_ms, opts, kept.snapshots)
-    _transactions(ctx, out, up, src_topics, now_ms, opts)
+    _transactions(ctx, out, up, src_topics, opts)
     if kept is not None:
         out.rpo, out.lag = rpo_now(ctx, src_topics, up, now_ms)
         ctx.notify("Reading MirrorMaker 2's settings and guard's last round")
@@ -152,7 +152,7 @@ def _positions(ctx: OpsContext, out: Readiness, src_topics: dict[str, int],
 
 
 def _transactions(ctx: OpsContext, out: Readiness, up: dict[str, bool],
-                  src_topics: dict[str, int], now_ms: int, opts: CheckOptions) -> None:
+                  src_topics: dict[str, int], opts: CheckOptions) -> None:
     rep = ctx.rep
     looked = 0
     for name in (rep.source, rep.target):
@@ -169,17 +169,27 @@ def _transactions(ctx: OpsContext, out: Readiness, up: dict[str, bool],
                       if not is_internal_topic(t) and (origin := rep.source_topic_of(t))
                       and rep.topics.matches(origin)}
         ctx.notify(f"{name}: looking for open transactions on {len(wanted)} topic(s)")
-        found, parts, limit = hanging_on(clients, wanted, opts.transaction_age_s, now_ms)
+        found, young, parts, limit = hanging_on(clients, wanted, opts.transaction_age_s,
+                                                ctx.pinned_sightings)
         looked += parts
         for t in found:
-            age = t.age_s(now_ms)
-            since = "of unknown age" if age is None else f"open {format_duration(round(age))}"
             out.add(Finding(
                 Area.TRANSACTIONS, f"partition {t.topic}-{t.partition} on {name}",
                 f"last stable offset {t.stable} held below the end {t.end} by a transaction "
-                f"{since} (longer than {format_duration(limit or 0)})",
+                f"seen open for {format_duration(round(t.open_s))} (longer than "
+                f"{format_duration(limit or 0)})",
                 "read_committed consumers stall there, and a failover point or gap read "
                 "taken now stops at it", t.abort_commands(clients.bootstrap)))
+        for t in young:
+            out.add(Finding(
+                Area.TRANSACTIONS, f"partition {t.topic}-{t.partition} on {name}",
+                f"an open transaction holds the last stable offset at {t.stable}, end "
+                f"{t.end} (seen open for {format_duration(round(t.open_s))}; hanging after "
+                f"{format_duration(limit or 0)})",
+                "a planned switchover waits for it; an unplanned failover now leaves the "
+                f"{t.held_back} offset(s) behind it on {name}",
+                "let its producer commit or abort; if the producer is gone: "
+                + t.abort_commands(clients.bootstrap), Severity.NOTE))
     out.checked[Area.TRANSACTIONS.value] = looked
 
 
