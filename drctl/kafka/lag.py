@@ -1,4 +1,6 @@
-"""Replication lag of a MirrorMaker 2 flow, from Connect's stored source offsets."""
+"""Replication lag as MirrorMaker 2 itself tells it (Connect's stored source offsets: the lab's
+view), and the first records of the ranges a target lacks (for the RPO: ops/target_lag.py
+measures what the target lacks against the target itself)."""
 
 from __future__ import annotations
 

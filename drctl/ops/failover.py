@@ -587,7 +587,7 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *,
         if not opts.dry_run:
             marker.topics = topics
             marker.failover_point = failover_point
-            marker.settled = settled_by_last_return(store, marker)
+            marker.settled = settled_by_last_return(store, marker.source, marker.target)
             marker.failover_time_ms = int(time.time() * 1000)
             if not rep.names_kept:
                 marker.failover_topics_end = _ends(dst_admin,
@@ -722,10 +722,10 @@ def _refuse_if_failing_back(marker: FailoverMarker) -> None:
             "and fail over anew (a new outage).")
 
 
-def settled_by_last_return(store: MarkerStore, marker: FailoverMarker) -> dict[str, Any]:
+def settled_by_last_return(store: MarkerStore, source: str, target: str) -> dict[str, Any]:
     """Where the flow's last return to protection started forward copying, per source and
     mirror partition: below it an earlier incident settled every record."""
-    last = store.last_returned(marker.source, marker.target)
+    last = store.last_returned(source, target)
     if last is None:
         return {}
     cut = last.steps["reprotect:cut-over"].result

@@ -27,6 +27,7 @@ from drctl.kafka.records import ReadTimeout
 from drctl.kafka.topics import is_internal_topic
 from drctl.kafka.transactions import hanging_on
 from drctl.ops.rpo import flow_rpo
+from drctl.ops.target_lag import target_lag
 from drctl.readiness.acls import acl_parity
 from drctl.readiness.positions import guard_findings, position_findings
 from drctl.readiness.topics import compare_topics, read_shapes
@@ -89,6 +90,8 @@ def run_check(ctx: OpsContext, opts: CheckOptions) -> Readiness:
     _transactions(ctx, out, up, src_topics, opts)
     if kept is not None:
         out.rpo, out.lag = rpo_now(ctx, src_topics, up, now_ms)
+        out.add(*lag_findings(rep.source, rep.target, out.lag,
+                              ctx.require_kind().lag_remedy(rep)))
         ctx.notify("Reading MirrorMaker 2's settings and guard's last round")
         groups = [g for g in list_groups(ctx.target.admin())
                   if wanted_group(ctx.config, group_re, g)]
@@ -193,22 +196,59 @@ def _transactions(ctx: OpsContext, out: Readiness, up: dict[str, bool],
     out.checked[Area.TRANSACTIONS.value] = looked
 
 
+def lag_findings(source: str, target: str, lag: list[dict[str, Any]] | None,
+                 remedy: str) -> list[Finding]:
+    """Per partition whose lag rows (ops/target_lag.py) show records no waiting brings — passed
+    over by the replicator, deleted by retention before they were copied — a risk; one that
+    cannot be measured, or whose skips were not all read, a note."""
+    out = []
+    for row in lag or ():
+        for part in row.get("by_partition", []):
+            name = f"partition {row['topic']}-{part['partition']} on {source}"
+            if part.get("missing"):
+                out.append(Finding(
+                    Area.RPO, name,
+                    f"{target} lacks {part['missing']} record(s) from offset "
+                    f"{part['missing_from']} that the replicator passed without copying",
+                    "a failover loses them: the replicator will never copy them",
+                    remedy.format(topic=row["topic"], partition=part["partition"],
+                                  offset=part["missing_from"],
+                                  before=part["missing_from"] - 1)))
+            if part.get("deleted"):
+                out.append(Finding(
+                    Area.RPO, name,
+                    f"retention deleted up to {part['deleted']} offset(s) before they were "
+                    f"copied to {target}",
+                    "those records are lost on both clusters",
+                    "nothing brings them back: find who produced them; keep the source's "
+                    "retention longer than the replicator can lag"))
+            if part.get("unknown"):
+                out.append(Finding(Area.RPO, name, f"what {target} lacks cannot be measured: "
+                                   f"{part['unknown']}", "the RPO is unknown",
+                                   "check the replicator and the mirror topic", Severity.NOTE))
+            if part.get("unverified"):
+                out.append(Finding(Area.RPO, name, part["unverified"],
+                                   "records skipped there would not be seen",
+                                   "run check again (each run reads the smallest skips first)",
+                                   Severity.NOTE))
+    return out
+
+
 def rpo_now(ctx: OpsContext, topics: dict[str, int], up: dict[str, bool], now_ms: int
             ) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
     """How much a failover now would lose, in seconds (ops/rpo.py), with the lag rows it came
     from: per partition of the flow's topics the age of the oldest source record the target
-    lacks; with the source gone, the newest heartbeat copied from it; unknown otherwise."""
+    lacks, measured against the target (ops/target_lag.py); with the source gone, the newest
+    heartbeat copied from it; unknown otherwise."""
     rep = ctx.rep
     lag: list[dict[str, Any]] | None = None
     error = None
     if up[rep.source]:
         try:
-            lag = ctx.require_kind().replication_lag(rep, ctx.source)
+            lag = target_lag(ctx, topics)
         except (DrctlError, ReadTimeout, KafkaException) as exc:
-            error = "the replicator's position cannot be read: " + (
+            error = "what the target lacks cannot be read: " + (
                 exc.message if isinstance(exc, DrctlError) else str(exc))
-        if lag is not None:
-            lag = [row for row in lag if row["topic"] in topics]
     rpo = flow_rpo(ctx.source if up[rep.source] else None, ctx.target, rep.source_alias, lag,
                    now_ms, lag_error=error)
     behind = sum(int(p["behind"]) for row in lag or () for p in row.get("by_partition", []))

@@ -241,7 +241,9 @@ def test_a_guard_round_with_a_lag_read_that_fails_still_succeeds() -> None:
     from tests.unit.ops.support import _config
 
     class Kind:
-        def replication_lag(self, rep: Any, source: Any) -> None:
+        lag_measured = True
+
+        def replicated_upto(self, ctx: Any) -> None:
             raise TimeoutError("Connect did not answer")
 
         def forward_state(self, rep: Any) -> FlowState:
