@@ -28,7 +28,7 @@ from drctl.kafka.topics import is_internal_topic
 from drctl.kafka.transactions import hanging_on
 from drctl.ops.rpo import flow_rpo
 from drctl.ops.target_lag import target_lag
-from drctl.readiness.acls import acl_parity
+from drctl.readiness.acls import AclScope, acl_parity
 from drctl.readiness.positions import guard_findings, position_findings
 from drctl.readiness.topics import compare_topics, read_shapes
 from drctl.timeparse import format_duration
@@ -120,10 +120,10 @@ def _acls(ctx: OpsContext, out: Readiness, src_topics: dict[str, int],
           group_re: re.Pattern[str]) -> None:
     rep = ctx.rep
     ctx.notify("Comparing ACLs")
-    findings, compared = acl_parity(
-        rep.source, rep.target, ctx.source.admin(), ctx.target.admin(), ctx.target.bootstrap,
-        lambda t: t in src_topics, lambda g: wanted_group(ctx.config, group_re, g),
-        sorted(src_topics), rep.principal)
+    scope = AclScope(rep.source, rep.target, ctx.target.bootstrap, sorted(src_topics),
+                     lambda t: t in src_topics, lambda g: wanted_group(ctx.config, group_re, g),
+                     rep.failover_topic, rep.mirror_topic, rep.names_kept, rep.principal)
+    findings, compared = acl_parity(scope, ctx.source.admin(), ctx.target.admin())
     out.add(*findings)
     out.checked[Area.ACLS.value] = compared
 
