@@ -9,8 +9,9 @@ they are copied, the target can lose records. Per source partition of the flow:
    mirror's, the stored position S and the copy points the replicator wrote lately
    (MirrorMaker 2's offset syncs). After a copy point (u, d) the replicator copies offset for
    offset until it writes the next one, which it does whenever it skips a source offset; so
-   with the mirror ending at E its copies reach at most source offset u + (E - d). The claim
-   is the smaller of that and S; a claim at the source's end proves the tail without a read.
+   with the mirror ending at E its copies reach at least source offset u + (E - d). That is
+   the claim (S only without a copy point, or capping it when the replicator writes
+   transactions); a claim at the source's end proves the tail without a read.
 2. Only for partitions that lag (or whose newest copy point lies past the mirror's end: the
    target lost records): the target's last record and its original on the source, found by
    content as translation finds records. The copies reach just past it. If S is beyond it,
@@ -78,6 +79,9 @@ class PartitionFacts:
     stored: int | None = None  # the replicator's stored position (next offset it copies)
     points: tuple[tuple[int, int], ...] = ()  # copy points, in the order written
     settled: int = 0  # an earlier incident settled every source offset below this
+    # The replicator's copies take one target offset each (False: it writes transactions,
+    # whose markers take target offsets too).
+    points_one_for_one: bool = True
 
 
 @dataclass(frozen=True)
@@ -130,18 +134,24 @@ class PartitionLag:
 def claimed_next(f: PartitionFacts) -> tuple[int | None, bool]:
     """The cheap claim: the next source offset the target's copies reach at most, and whether
     the newest copy point contradicts the target (it lies past the mirror's end: the target
-    lost copies since)."""
-    claims: list[int] = []
+    lost copies since). From the newest copy point: past it, copies take one target offset
+    per source offset, unless source offsets were skipped (markers) — then the copies reach
+    further, never less. The stored position trails the copies (Connect flushes it now and
+    then) unless moved by hand: it only counts without a copy point, or when the target
+    holds markers of the replicator's own transactions (exactly-once), which make the copy
+    point's arithmetic overshoot."""
     suspect = False
+    from_point = None
     if f.points and f.target is not None:
         u, d = f.points[-1]
         if d < f.target.end:
-            claims.append(u + f.target.end - d)
+            from_point = u + f.target.end - d
         else:
             suspect = True
-    if f.stored is not None:
-        claims.append(f.stored)
-    return (min(claims) if claims else None), suspect
+    if from_point is None or (not f.points_one_for_one and f.stored is not None):
+        claims = [c for c in (from_point, f.stored) if c is not None]
+        return (min(claims) if claims else None), suspect
+    return from_point, suspect
 
 
 def needs_content(f: PartitionFacts) -> bool:
@@ -312,7 +322,8 @@ def measure(ctx: OpsContext, topics: Mapping[str, int] | None = None, *,
                             target_marks.get((rep.mirror_topic(tp[0]), tp[1])),
                             stored.get(tp),
                             tuple(points.pairs.get(tp, ())) if points is not None else (),
-                            settled.get(tp, 0))
+                            settled.get(tp, 0),
+                            points.one_for_one if points is not None else True)
              for tp in tps]
     copied = _copied_next(ctx, [f for f in facts if needs_content(f)])
     starts: dict[TP, int] = {}

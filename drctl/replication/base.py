@@ -84,6 +84,9 @@ class CopyPoints:
 
     pairs: dict[tuple[str, int], list[tuple[int, int]]]
     since_ms: int
+    # Each copy takes one target offset (False: the replicator writes transactions, whose
+    # markers take target offsets too).
+    one_for_one: bool = True
 
 
 @dataclass(frozen=True)

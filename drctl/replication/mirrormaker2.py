@@ -73,7 +73,8 @@ class MirrorMaker2(ConnectControlled):
     def copy_points(self, ctx: FlowContext, since_ms: int) -> CopyPoints | None:
         """The offset syncs MirrorMaker 2 wrote since `since_ms`: on the source cluster
         (offset-syncs.topic.location=source, the default), else on the target."""
-        topic = offset_syncs_topic(ctx.rep)
+        rep = ctx.rep
+        topic = offset_syncs_topic(rep)
         for clients in (ctx.source, ctx.target):
             try:
                 syncs, complete_from = recent_offset_syncs(clients, topic, since_ms)
@@ -82,7 +83,8 @@ class MirrorMaker2(ConnectControlled):
             except DrctlError:
                 return None
             return CopyPoints({tp: [(s.upstream_offset, s.downstream_offset) for s in found]
-                               for tp, found in syncs.items()}, complete_from)
+                               for tp, found in syncs.items()}, complete_from,
+                              one_for_one=not _exactly_once(rep))
         return None
 
     def replicated_upto(self, ctx: FlowContext) -> dict[tuple[str, int], int] | None:
@@ -292,6 +294,21 @@ def forward_client_settings(client: ConnectClient,
         side.update({key[len(prefix):]: str(value) for key, value in forward.items()
                      if key.startswith(prefix) and key[len(prefix):] not in _NOT_LOGIN})
     return sides
+
+
+def _exactly_once(rep: ReplicationSettings) -> bool:
+    """Whether the forward source connector declares that it writes transactions (KIP-618's
+    `exactly.once.support=required`); a config that cannot be read counts as yes. A worker
+    with exactly.once.source.support=enabled also makes a connector left at `requested`
+    transactional: that worker setting is not readable over REST (docs/design.md, limits)."""
+    client = connect_client(rep)
+    if client is None or not rep.connect.source_connector:
+        return True
+    try:
+        support = client.config(rep.connect.source_connector).get("exactly.once.support")
+    except DrctlError:
+        return True
+    return str(support or "requested").lower() == "required"
 
 
 def offset_syncs_topic(rep: ReplicationSettings) -> str:

@@ -50,6 +50,16 @@ def test_copy_points_and_stored_position_at_the_end_prove_the_tail_without_a_rea
     assert lag.how == "copy points and stored position"
 
 
+def test_a_stored_position_that_trails_the_copies_costs_no_read() -> None:
+    """Connect flushes the stored position now and then: it trails what the copy point and
+    the mirror's end prove. Only a replicator writing transactions (its markers take target
+    offsets) has its copy points capped by it."""
+    f = facts((0, 160), 110, 140, ((0, 0), (150, 100)))
+    assert claimed_next(f) == (160, False) and not needs_content(f)
+    eos = PartitionFacts(TP, TP, f.source, f.target, 140, f.points, points_one_for_one=False)
+    assert claimed_next(eos) == (140, False) and needs_content(eos)
+
+
 def test_a_stored_position_moved_past_records_never_copied_is_missing() -> None:
     """Connect's offsets moved from 100 to 150 while 50 records waited: the target's copies
     reach 100 (its last record's original is 99); the replicator resumes at 150."""
