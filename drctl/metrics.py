@@ -44,11 +44,13 @@ class MetricSpec(NamedTuple):
 # Every metric drctl exposes; docs/operations.md lists the same table, a test checks it.
 SPECS = (
     MetricSpec("drctl_replication_lag_records", "gauge", ("flow", "topic"),
-               "Offsets written to the source topic that the target lacks "
-               "(NaN: the last read failed)."),
+               "Offsets written to the source topic that the target lacks, measured against "
+               "the target (NaN: the last read failed, or a partition cannot be measured)."),
     MetricSpec("drctl_replication_lag_seconds", "gauge", ("flow", "topic"),
                "Age of the oldest source record the target lacks, in seconds; 0 when caught "
-               "up (NaN: the last read failed)."),
+               "up (NaN: the last read failed, a partition cannot be measured, or the age "
+               "cannot be told: records deleted before they were copied, or stamped in the "
+               "future)."),
     MetricSpec("drctl_replication_protection", "gauge", ("flow", "state"),
                "1 for the flow's protection state now (protected, exposed, incident, "
                "unknown), 0 for the others."),
