@@ -194,7 +194,8 @@ def tail_start(f: PartitionFacts, copied_next: int | None) -> tuple[int | None, 
     if copied_next is not None:
         return max(copied_next, f.settled), "the target's last record found on the source"
     if not needs_content(f):
-        return max(claim or 0, f.settled), "copy points and stored position"
+        return max(claim or 0, f.settled), ("the newest copy point and the mirror's end"
+                                            if f.points else "the stored position")
     if suspect or claim is None:
         return None, ""
     return max(claim, f.settled), "stored position (the target's last record is not on the source)"

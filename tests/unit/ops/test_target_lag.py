@@ -47,7 +47,7 @@ def test_copy_points_and_stored_position_at_the_end_prove_the_tail_without_a_rea
     assert not needs_content(f)
     lag = judge(f, None, None)
     assert (lag.behind, lag.lost, lag.unknown) == (0, False, None)
-    assert lag.how == "copy points and stored position"
+    assert lag.how == "the newest copy point and the mirror's end"
 
 
 def test_a_stored_position_that_trails_the_copies_costs_no_read() -> None:
