@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from drctl.config import Config, ReplicationSettings, Scope
 from drctl.kafka.clients import ClusterClients
+from drctl.kafka.transactions import PinnedSightings
 from drctl.progress import Notify
 from drctl.state import MarkerStore, marker_store
 
@@ -89,6 +90,12 @@ class OpsContext:
     @property
     def target(self) -> ClusterClients:
         return self.clients(self.rep.target)
+
+    @property
+    def pinned_sightings(self) -> PinnedSightings:
+        """When drctl first saw partitions pinned by open transactions, kept in the state
+        directory across runs (kafka/transactions.py)."""
+        return PinnedSightings(self.config.state.dir / "open-transactions.json")
 
     def markers(self, cluster: str | None) -> MarkerStore:
         """The marker store with the state topic on `cluster` (None: the local directory

@@ -3,7 +3,7 @@ open incidents, readiness findings and the guard's rounds (docs/operations.md, "
 
 Each process owns one `Metrics`, on its own `CollectorRegistry` (never prometheus_client's
 global one, so nothing else a library registers leaks into drctl's exposition). The update
-functions take data drctl already computes: the lag rows of `ReplicationKind.replication_lag`,
+functions take data drctl already computes: the lag rows of `ops.target_lag.target_lag`,
 the protection dict of `ops/status.py: flow_protection`, a guard round's duration and outcome,
 the finding counts of a readiness check.
 
@@ -44,11 +44,13 @@ class MetricSpec(NamedTuple):
 # Every metric drctl exposes; docs/operations.md lists the same table, a test checks it.
 SPECS = (
     MetricSpec("drctl_replication_lag_records", "gauge", ("flow", "topic"),
-               "Offsets written to the source topic that the target lacks "
-               "(NaN: the last read failed)."),
+               "Offsets written to the source topic that the target lacks, measured against "
+               "the target (NaN: the last read failed, or a partition cannot be measured)."),
     MetricSpec("drctl_replication_lag_seconds", "gauge", ("flow", "topic"),
                "Age of the oldest source record the target lacks, in seconds; 0 when caught "
-               "up (NaN: the last read failed)."),
+               "up (NaN: the last read failed, a partition cannot be measured, or the age "
+               "cannot be told: records deleted before they were copied, or stamped in the "
+               "future)."),
     MetricSpec("drctl_replication_protection", "gauge", ("flow", "state"),
                "1 for the flow's protection state now (protected, exposed, incident, "
                "unknown), 0 for the others."),
@@ -160,10 +162,12 @@ def _read(metrics: Metrics, flow: str, source: str, error: str | None) -> None:
 def set_replication_lag(metrics: Metrics, flow: str,
                         rows: Sequence[Mapping[str, Any]] | None, *,
                         error: str | None = None, now_ms: int | None = None) -> None:
-    """Per topic, the lag rows of `ReplicationKind.replication_lag` (`topic`, `behind`,
-    `oldest_unreplicated_ms`). With `error`, the lag is unknown: every topic of the flow reads
-    NaN and the failure is counted. Rows of None without an error (a kind that cannot measure
-    lag) leave no lag series."""
+    """Per topic, the lag rows of `ops.target_lag.target_lag` (`topic`, `behind`,
+    `oldest_unreplicated_ms`, `by_partition`). With `error`, the lag is unknown: every topic of
+    the flow reads NaN and the failure is counted. Rows of None without an error (a kind that
+    cannot measure lag) leave no lag series. A topic with a partition that cannot be measured
+    reads NaN; one whose missing records carry a future timestamp, or lost records to
+    retention before they were copied, reads NaN seconds (their age is unknown, never 0)."""
     known = metrics._topics.setdefault(flow, set())
     if error is not None:
         for topic in known:
@@ -177,9 +181,14 @@ def set_replication_lag(metrics: Metrics, flow: str,
         topic = str(row["topic"])
         seen.add(topic)
         oldest = row.get("oldest_unreplicated_ms")
+        parts = row.get("by_partition") or ()
+        unknown = any(p.get("unknown") for p in parts)
         # No visible record missing (caught up, or only transaction markers behind): 0 s.
-        age_s = 0.0 if oldest is None else max(0.0, (now_ms - int(oldest)) / 1000)
-        metrics.lag_records.labels(flow=flow, topic=topic).set(int(row["behind"]))
+        age_s = 0.0 if oldest is None else (now_ms - int(oldest)) / 1000
+        if unknown or age_s < 0 or any(p.get("deleted") for p in parts):
+            age_s = math.nan
+        metrics.lag_records.labels(flow=flow, topic=topic).set(
+            math.nan if unknown else int(row["behind"]))
         metrics.lag_seconds.labels(flow=flow, topic=topic).set(age_s)
     for topic in known - seen:  # deleted, or out of scope now
         metrics.lag_records.remove(flow, topic)

@@ -232,7 +232,7 @@ _MEASURED_S = {
     "lab/test_broker_restart.py": 275, "lab/test_guard.py": 270, "lab/test_reprotect.py": 200,
     "lab/test_drill.py": 180, "unit/gap/test_diff.py": 175, "lab/test_comeback.py": 170,
     "lab/test_switchback.py": 160, "lab/test_gap_compacted.py": 110,
-    "lab/test_failover.py": 105, "lab/test_translate.py": 130, "lab/test_secure_drill.py": 100,
+    "lab/test_failover.py": 140, "lab/test_translate.py": 130, "lab/test_secure_drill.py": 100,
 }
 
 

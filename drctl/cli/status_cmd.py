@@ -112,7 +112,9 @@ def protection_line(label: str, protection: dict[str, Any]) -> str:
     """e.g. `primary -> secondary: protected (lag 12 records, 0.8 s)`."""
     lag = ""
     if protection.get("lag_records") is not None:
-        lag = f"lag {protection['lag_records']:,} records, {protection.get('lag_s', 0):g} s"
+        seconds = protection.get("lag_s", 0)
+        age = "age unknown" if seconds is None else f"{seconds:g} s"
+        lag = f"lag {protection['lag_records']:,} records, {age}"
     state = protection["state"]
     detail = {"protected": lag,
               "exposed": f"{protection['why']}" + (f"; {lag}" if lag else "")

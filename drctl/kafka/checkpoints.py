@@ -7,9 +7,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
+from confluent_kafka.admin import OffsetSpec
+
 from drctl.codecs.mm2 import Checkpoint, OffsetSync, decode_checkpoint, decode_offset_sync
 from drctl.errors import DecodeError
 from drctl.kafka.clients import ClusterClients
+from drctl.kafka.offsets import list_offsets
 from drctl.kafka.topic_scan import read_batches, replaces, topic_ranges
 from drctl.retry import RetryPolicy
 
@@ -52,6 +55,45 @@ def read_offset_syncs(clients: ClusterClients, topic: str, *,
     for syncs in out.values():
         syncs.sort(key=lambda s: s.upstream_offset)
     return out
+
+
+# At most this many of the newest offset syncs are read to measure lag (status and check run
+# often); older ones are not looked at.
+RECENT_SYNCS_MAX = 200_000
+
+
+def recent_offset_syncs(clients: ClusterClients, topic: str, since_ms: int, *,
+                        max_records: int = RECENT_SYNCS_MAX,
+                        policy: RetryPolicy = RetryPolicy(attempts=1),
+                        ) -> tuple[dict[tuple[str, int], list[OffsetSync]], int]:
+    """The offset syncs written since `since_ms` (at most the newest `max_records`), per
+    source partition in the order MirrorMaker 2 wrote them, and the time (ms) from which
+    they are complete: `since_ms`, or later when the cap cut older ones off."""
+    ranges = topic_ranges(clients, topic, policy=policy, missing_hint=MISSING_MM2_TOPIC_HINT)
+    starts = list_offsets(clients.admin(), {(topic, p): OffsetSpec.for_timestamp(since_ms)
+                                            for p in ranges})
+    bounded: dict[int, tuple[int, int]] = {}
+    capped = False
+    for p, (low, end) in ranges.items():
+        at = starts[(topic, p)]
+        start = max(low, end if at < 0 else at)
+        if end - start > max_records:
+            start, capped = end - max_records, True
+        bounded[p] = (start, end)
+    out: dict[tuple[str, int], list[OffsetSync]] = {}
+    complete_from = since_ms
+    first = True
+    for batch in read_batches(clients, topic, bounded):
+        for msg in batch:
+            if capped and first:
+                complete_from = max(since_ms, int(msg.timestamp()[1]))
+            first = False
+            try:
+                sync = decode_offset_sync(msg.key(), msg.value())
+            except DecodeError:
+                continue
+            out.setdefault((sync.topic, sync.partition), []).append(sync)
+    return out, complete_from
 
 
 def _decoded(clients: ClusterClients, topic: str, policy: RetryPolicy,

@@ -1,4 +1,6 @@
-"""Replication lag of a MirrorMaker 2 flow, from Connect's stored source offsets."""
+"""Replication lag as MirrorMaker 2 itself tells it (Connect's stored source offsets: the lab's
+view), and the first records of the ranges a target lacks (for the RPO: ops/target_lag.py
+measures what the target lacks against the target itself)."""
 
 from __future__ import annotations
 
@@ -7,12 +9,13 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from confluent_kafka import TopicPartition
+from confluent_kafka.admin import OffsetSpec
 
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.connect_rest import ConnectClient
-from drctl.kafka.offsets import watermarks
-from drctl.kafka.records import read_ranges
-from drctl.kafka.topics import is_internal_topic, list_topic_partitions
+from drctl.kafka.offsets import list_offsets, watermarks
+from drctl.kafka.records import Record, read_ranges
+from drctl.kafka.topics import TP, is_internal_topic, list_topic_partitions
 
 
 def mm2_replication_lag(source: ClusterClients, connect: ConnectClient, connector: str,
@@ -70,29 +73,77 @@ def mm2_replication_lag(source: ClusterClients, connect: ConnectClient, connecto
     return [{"topic": t, **v} for t, v in sorted(per_topic.items())]
 
 
-# How far past the first unreplicated offset to look for a visible record (transaction
-# markers and aborted records take offsets too).
+# How far past the first offset of a range to look for a visible record at first (transaction
+# markers and aborted records take offsets too); the window grows for those not found.
 _PEEK = 64
+_PEEK_ROUNDS = 3
 
 
-def oldest_records(source: ClusterClients, ranges: Mapping[tuple[str, int], tuple[int, int]]
-                   ) -> dict[tuple[str, int], int]:
-    """Per partition, the timestamp of the first record of its range (the oldest record the
-    target lacks): how far back in time replication lags."""
-    if not ranges:
-        return {}
-    # Uncommitted too: a range that is all one open transaction has no committed record to
-    # show, and its records are what the target lacks until it commits (or aborts).
-    consumer = source.consumer(**{"enable.partition.eof": "true",
-                                  "isolation.level": "read_uncommitted"})
-    out: dict[tuple[str, int], int] = {}
+def split_at_stable(source: ClusterClients, ranges: Mapping[TP, tuple[int, int]]
+                    ) -> tuple[dict[TP, tuple[int, int]], dict[TP, tuple[int, int]]]:
+    """Each range cut at its partition's last stable offset (LSO): the part below it, which
+    read_committed readers see (aborted records and markers are not records), and the part
+    at or after it, held back by an open transaction — its records, committed or not, are
+    invisible to read_committed readers (MirrorMaker 2) until it ends, so the target lacks
+    them all. One ListOffsets for every partition."""
+    todo = {tp: r for tp, r in ranges.items() if r[1] > r[0]}
+    if not todo:
+        return {}, {}
+    stable = list_offsets(source.admin(), {tp: OffsetSpec.latest() for tp in todo},
+                          read_committed=True)
+    below = {tp: (start, min(end, stable[tp])) for tp, (start, end) in todo.items()
+             if min(end, stable[tp]) > start}
+    held = {tp: (max(start, stable[tp]), end) for tp, (start, end) in todo.items()
+            if end > max(start, stable[tp])}
+    return below, held
+
+
+def oldest_records(source: ClusterClients, ranges: Mapping[TP, tuple[int, int]]
+                   ) -> dict[TP, int]:
+    """Per partition, the timestamp of the first record of its range the target lacks: how
+    far back in time replication lags (see `first_records`)."""
+    return {tp: rec.timestamp_ms for tp, rec in first_records(source, ranges).items()}
+
+
+def first_records(source: ClusterClients, ranges: Mapping[TP, tuple[int, int]]
+                  ) -> dict[TP, Record]:
+    """Per partition, the first record of its range a reader of the source would get: the
+    first visible record below the last stable offset, else the first record held back
+    behind an open transaction (committed or not: none of it is copied yet). A range of only
+    markers and aborted records has none."""
+    below, held = split_at_stable(source, ranges)
+    out: dict[TP, Record] = {}
+    window = _PEEK
+    todo = dict(below)
+    consumer = source.consumer(**{"enable.partition.eof": "true"})
     try:
-        for rec in read_ranges(consumer, {tp: (start, min(end, start + _PEEK))
-                                          for tp, (start, end) in ranges.items()},
-                               timeout_s=30):
-            out.setdefault((rec.topic, rec.partition), rec.timestamp_ms)
+        for _ in range(_PEEK_ROUNDS):
+            if not todo:
+                break
+            for rec in read_ranges(consumer, {tp: (start, min(end, start + window))
+                                              for tp, (start, end) in todo.items()},
+                                   timeout_s=30):
+                out.setdefault((rec.topic, rec.partition), rec)
+            todo = {tp: (start + window, end) for tp, (start, end) in todo.items()
+                    if tp not in out and start + window < end}
+            window *= 64
+        if todo:
+            # Still nothing visible: read the rest whole (an aborted transaction that long).
+            for rec in read_ranges(consumer, todo, timeout_s=120):
+                out.setdefault((rec.topic, rec.partition), rec)
     finally:
         consumer.close()
+    late = {tp: (start, min(end, start + _PEEK)) for tp, (start, end) in held.items()
+            if tp not in out}
+    if late:
+        # The transaction's own records are only visible uncommitted.
+        consumer = source.consumer(**{"enable.partition.eof": "true",
+                                      "isolation.level": "read_uncommitted"})
+        try:
+            for rec in read_ranges(consumer, late, timeout_s=30):
+                out.setdefault((rec.topic, rec.partition), rec)
+        finally:
+            consumer.close()
     return out
 
 

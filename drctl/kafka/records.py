@@ -135,6 +135,24 @@ def stream_ranges(clients: ClusterClients, ranges: Mapping[tuple[str, int], tupl
         consumer.close()
 
 
+def count_records(clients: ClusterClients, ranges: Mapping[tuple[str, int], tuple[int, int]],
+                  *, isolation: str = "read_committed", timeout_s: float = 120.0
+                  ) -> dict[tuple[str, int], int]:
+    """How many records each range holds for a reader of `isolation` (read_uncommitted
+    counts an open transaction's records, and aborted ones)."""
+    todo = {tp: r for tp, r in ranges.items() if r[1] > r[0]}
+    out = dict.fromkeys(todo, 0)
+    if not todo:
+        return out
+    consumer = clients.consumer(**{"enable.partition.eof": "true", "isolation.level": isolation})
+    try:
+        for rec in read_ranges(consumer, todo, timeout_s=timeout_s):
+            out[(rec.topic, rec.partition)] += 1
+    finally:
+        consumer.close()
+    return out
+
+
 def header_values(clients: ClusterClients, ranges: Mapping[tuple[str, int], tuple[int, int]],
                   header: str, *, timeout_s: float = 120.0) -> set[bytes]:
     """The values of `header` on the records in `ranges`: how a re-run finds the tagged

@@ -5,28 +5,40 @@ the coordinator aborts it (its transaction.timeout.ms), or for ever when the coo
 lost track of it (a hanging transaction, KIP-664): `read_committed` consumers stall there,
 and a failover point or a gap read taken at the LSO misses everything after it.
 
-The Python client has no ListTransactions/DescribeTransactions, so an open transaction is
-seen from what every client can read: the LSO below the high watermark, and the timestamp of
-the record at the LSO (the transaction's first) for how long it has been open. Anything open
-longer than the brokers' `transaction.max.timeout.ms` cannot belong to a live producer.
+What a client can see: the end (high watermark) and the LSO. The end is read first, the LSO
+second: a partition written between the two reads then shows an LSO at or past the end read
+first, never a false "open". A partition whose LSO stays below that end, at the same offset,
+over a second reading is open. confluent-kafka 2.16's AdminClient has no DescribeProducers,
+ListTransactions or DescribeTransactions, so the broker's transaction start time cannot be
+asked for; the record at the LSO carries a producer-set CreateTime (an event time, often hours
+old on a healthy topic), which says nothing about when the transaction began. How long a
+transaction has been open is therefore what drctl itself saw: the first time it found the
+partition pinned at that offset (`PinnedSightings`, kept in the state directory across runs),
+a lower bound. Anything seen open longer than the brokers' `transaction.max.timeout.ms`
+cannot belong to a live producer.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import ConfigResource, OffsetSpec, ResourceType
 
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.offsets import list_offsets
-from drctl.kafka.records import read_ranges
 from drctl.kafka.topics import TP
 
 # Kafka's default transaction.max.timeout.ms: no producer may hold a transaction longer.
 DEFAULT_MAX_TRANSACTION_S = 900.0
+# How long a pinned LSO is watched before it counts as an open transaction (a transaction
+# that commits within this is not one anybody waits for).
+CONFIRM_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -35,17 +47,77 @@ class OpenTransaction:
     partition: int
     stable: int  # the last stable offset: the open transaction's first record
     end: int  # the high watermark
-    since_ms: int | None  # the timestamp of its first record (None: not readable)
     leader: int  # the partition leader's broker id (kafka-transactions.sh find-hanging)
+    # When drctl first saw this partition's LSO pinned at `stable` (epoch ms), and when it
+    # last saw it so: the transaction has been open at least that long.
+    seen_since_ms: int
+    seen_at_ms: int
 
-    def age_s(self, now_ms: int) -> float | None:
-        return None if self.since_ms is None else max(0.0, (now_ms - self.since_ms) / 1000)
+    @property
+    def open_s(self) -> float:
+        """How long drctl has seen it open, at least (not when it began: that is unknown)."""
+        return max(0.0, (self.seen_at_ms - self.seen_since_ms) / 1000)
+
+    @property
+    def held_back(self) -> int:
+        """Offsets at or after the LSO: the transaction's records, and every record written
+        after it (committed or not), which read_committed readers cannot see yet."""
+        return self.end - self.stable
 
     def abort_commands(self, bootstrap: str) -> str:
         return (f"kafka-transactions.sh --bootstrap-server {bootstrap} find-hanging "
                 f"--broker-id {self.leader}; kafka-transactions.sh --bootstrap-server "
                 f"{bootstrap} abort --topic {self.topic} --partition {self.partition} "
                 f"--start-offset {self.stable}")
+
+    def describe(self) -> str:
+        return (f"{self.topic}-{self.partition} (last stable offset {self.stable}, end "
+                f"{self.end}: {self.held_back} offset(s) held back)")
+
+
+class PinnedSightings:
+    """When drctl first saw each partition's LSO pinned at an offset, per cluster: the only
+    sound age of an open transaction a client without DescribeTransactions has. Kept in a
+    small JSON file (`path`; None keeps nothing between runs); a partition seen unpinned, or
+    pinned at another offset, starts again."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+
+    def _load(self) -> dict[str, dict[str, list[int]]]:
+        if self.path is None:
+            return {}
+        try:
+            data = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def record(self, cluster: str, looked_at: Iterable[TP], pinned: Mapping[TP, int],
+               seen_ms: int) -> dict[TP, int]:
+        """Note what a reading of `looked_at` found pinned (partition -> LSO) since `seen_ms`;
+        returns, per pinned partition, since when it has been seen pinned at that LSO."""
+        data = self._load()
+        seen = data.setdefault(cluster, {})
+        for tp in looked_at:
+            key = f"{tp[0]}:{tp[1]}"
+            lso = pinned.get(tp)
+            if lso is None:
+                seen.pop(key, None)
+            elif not (isinstance(seen.get(key), list) and seen[key][0] == lso):
+                seen[key] = [lso, seen_ms]
+        out = {tp: int(seen[f"{tp[0]}:{tp[1]}"][1]) for tp in pinned}
+        if not seen:
+            data.pop(cluster, None)
+        if self.path is not None:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = self.path.with_suffix(".tmp")
+                tmp.write_text(json.dumps(data, sort_keys=True))
+                os.replace(tmp, self.path)
+            except OSError:
+                pass  # a sighting not kept only makes the next run's age start later
+        return out
 
 
 def max_transaction_s(clients: ClusterClients, timeout_s: float = 15.0) -> float:
@@ -65,57 +137,68 @@ def max_transaction_s(clients: ClusterClients, timeout_s: float = 15.0) -> float
     return DEFAULT_MAX_TRANSACTION_S
 
 
-def open_transactions(clients: ClusterClients, partitions: Iterable[TP]
-                      ) -> list[OpenTransaction]:
-    """The partitions whose LSO is below their high watermark, with when the transaction
-    holding it began. Two ListOffsets for all partitions; one read per open one."""
+def pinned_offsets(clients: ClusterClients, partitions: Iterable[TP]
+                   ) -> dict[TP, tuple[int, int]]:
+    """The partitions whose LSO is below their end, as (LSO, end): the end read first, so a
+    write between the two reads never looks like an open transaction."""
     parts = sorted(set(partitions))
     if not parts:
-        return []
+        return {}
     admin = clients.admin()
-    stable = list_offsets(admin, {tp: OffsetSpec.latest() for tp in parts}, read_committed=True)
     ends = list_offsets(admin, {tp: OffsetSpec.latest() for tp in parts}, read_committed=False)
-    pinned = {tp: (stable[tp], ends[tp]) for tp in parts if stable[tp] < ends[tp]}
-    if not pinned:
+    stable = list_offsets(admin, {tp: OffsetSpec.latest() for tp in parts}, read_committed=True)
+    return {tp: (stable[tp], ends[tp]) for tp in parts if stable[tp] < ends[tp]}
+
+
+def open_transactions(clients: ClusterClients, partitions: Iterable[TP], *,
+                      sightings: PinnedSightings | None = None,
+                      confirm_s: float = CONFIRM_S) -> list[OpenTransaction]:
+    """The partitions an open transaction pins: LSO below the end in two readings
+    `confirm_s` apart, at the same LSO. Two ListOffsets per reading for all partitions; the
+    second reading only for those the first found pinned."""
+    parts = sorted(set(partitions))
+    first = pinned_offsets(clients, parts)
+    first_ms = _now_ms()
+    if first and confirm_s > 0:
+        time.sleep(confirm_s)
+    second_ms = _now_ms()
+    second = pinned_offsets(clients, first) if first else {}
+    still = {tp: (lso, end) for tp, (lso, end) in second.items() if first[tp][0] == lso}
+    since = (sightings or PinnedSightings(None)).record(
+        clients.bootstrap, parts, {tp: lso for tp, (lso, _) in still.items()}, first_ms)
+    if not still:
         return []
     leaders = {(t, p): meta.leader
-               for t, tmeta in admin.list_topics(timeout=30).topics.items()
-               for p, meta in tmeta.partitions.items() if (t, p) in pinned}
-    first: dict[TP, int] = {}
-    consumer = clients.consumer(**{"isolation.level": "read_uncommitted",
-                                   "enable.partition.eof": "true"})
-    try:
-        for rec in read_ranges(consumer, {tp: (lso, lso + 1) for tp, (lso, _) in pinned.items()},
-                               timeout_s=30):
-            first.setdefault((rec.topic, rec.partition), rec.timestamp_ms)
-    finally:
-        consumer.close()
-    return [OpenTransaction(t, p, lso, end, first.get((t, p)), leaders.get((t, p), -1))
-            for (t, p), (lso, end) in sorted(pinned.items())]
+               for t, tmeta in clients.admin().list_topics(timeout=30).topics.items()
+               for p, meta in tmeta.partitions.items() if (t, p) in still}
+    return [OpenTransaction(t, p, lso, end, leaders.get((t, p), -1),
+                            min(since[(t, p)], first_ms), second_ms)
+            for (t, p), (lso, end) in sorted(still.items())]
 
 
-def hanging(open_: Iterable[OpenTransaction], max_age_s: float,
-            now_ms: int | None = None) -> list[OpenTransaction]:
-    """Those open longer than `max_age_s` (or whose start cannot be read: unknown is not
-    young)."""
-    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
-    out = []
-    for t in open_:
-        age = t.age_s(now_ms)
-        if age is None or age > max_age_s:
-            out.append(t)
-    return out
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def hanging(open_: Iterable[OpenTransaction], max_age_s: float) -> list[OpenTransaction]:
+    """Those drctl has seen open for `max_age_s` or longer."""
+    return [t for t in open_ if t.open_s >= max_age_s]
 
 
 def hanging_on(clients: ClusterClients, topics: Iterable[str], max_age_s: float | None,
-               now_ms: int) -> tuple[list[OpenTransaction], int, float | None]:
-    """The hanging transactions on `topics` (those the cluster has), how many partitions were
-    looked at, and the age limit used (`max_age_s`, or the brokers' own when None; None when
-    nothing was open, so no limit was needed)."""
+               sightings: PinnedSightings | None = None
+               ) -> tuple[list[OpenTransaction], list[OpenTransaction], int, float | None]:
+    """On `topics` (those the cluster has): the hanging transactions, the other open ones,
+    how many partitions were looked at, and the age limit used (`max_age_s`, or the brokers'
+    own when None; None when nothing was open, so no limit was needed). A pinned partition
+    is watched for up to CONFIRM_S, or for `max_age_s` when shorter (an operator's limit of a
+    second is then proven within this run)."""
     meta = clients.admin().list_topics(timeout=30).topics
     parts = [(t, p) for t in sorted(set(topics)) if t in meta for p in meta[t].partitions]
-    still_open = open_transactions(clients, parts)
+    confirm = CONFIRM_S if max_age_s is None else min(CONFIRM_S, max_age_s)
+    still_open = open_transactions(clients, parts, sightings=sightings, confirm_s=confirm)
     if not still_open:
-        return [], len(parts), None
+        return [], [], len(parts), None
     limit = max_age_s if max_age_s is not None else max_transaction_s(clients)
-    return hanging(still_open, limit, now_ms), len(parts), limit
+    old = hanging(still_open, limit)
+    return old, [t for t in still_open if t not in old], len(parts), limit

@@ -19,12 +19,13 @@ from drctl.config import Objectives, ReplicationSettings, Scope
 from drctl.context import OpsContext
 from drctl.errors import CheckFailed, ExitStatus, Unreachable, UsageError
 from drctl.faults import crash_point
-from drctl.kafka.clients import describe_with_retry
+from drctl.kafka.clients import ClusterClients, describe_with_retry
 from drctl.kafka.groups import committed_offsets, group_states, list_groups
-from drctl.kafka.lag import oldest_records
+from drctl.kafka.lag import oldest_records, split_at_stable
 from drctl.kafka.offsets import watermarks
+from drctl.kafka.records import count_records
 from drctl.kafka.topics import TP, ensure_topics, is_internal_topic, log_append_time_topics
-from drctl.kafka.transactions import hanging_on
+from drctl.kafka.transactions import OpenTransaction, hanging_on, open_transactions
 from drctl.ops.catch_up import catch_up_timed_out, describe_left, records_left
 from drctl.ops.fence import FENCED, UNFENCED, fence_topics, fence_unconfirmed_stop, open_risks
 from drctl.ops.late_copies import check_late_copies
@@ -348,13 +349,12 @@ def refuse_hanging_transactions(ctx: OpsContext, opts: FailoverOptions,
     if pre["source_reachable"]:
         sides[rep.source] = sorted(pre["topics"])
     found: list[dict[str, Any]] = []
-    now_ms = int(time.time() * 1000)
     for name, topics in sides.items():
         clients = ctx.clients(name)
-        for t in hanging_on(clients, topics, opts.transaction_age_s, now_ms)[0]:
+        for t in hanging_on(clients, topics, opts.transaction_age_s, ctx.pinned_sightings)[0]:
             found.append({"cluster": name, "topic": t.topic, "partition": t.partition,
                           "last_stable_offset": t.stable, "end": t.end,
-                          "open_s": t.age_s(now_ms),
+                          "open_s": t.open_s,
                           "abort": t.abort_commands(clients.bootstrap)})
     if found and not opts.force:
         lines = "; ".join(f"{f['topic']}-{f['partition']} on {f['cluster']} (stable "
@@ -393,10 +393,12 @@ def _wait_quiet_and_caught_up(ctx: OpsContext, topics: dict[str, str], opts: Fai
     src_admin, dst_admin = src.admin(), dst.admin()
     src_tps = sorted((t, p) for t in topics for p in range(_partitions(src_admin, t)))
     ctx.notify("Waiting for the source's end offsets to stop moving (producers stopped?)")
-    seen = {"before": watermarks(src_admin, src_tps)}
+    # The high watermarks, not the last stable offsets: records written behind an open
+    # transaction move the end while the LSO stands still.
+    seen = {"before": watermarks(src_admin, src_tps, read_committed=False)}
 
     def quiet() -> dict[TP, tuple[int, int]] | None:
-        after = watermarks(src_admin, src_tps)
+        after = watermarks(src_admin, src_tps, read_committed=False)
         if after == seen["before"]:
             return after
         seen["before"] = after
@@ -409,6 +411,7 @@ def _wait_quiet_and_caught_up(ctx: OpsContext, topics: dict[str, str], opts: Fai
         raise CheckFailed("The source is still receiving writes after "
                           f"{format_duration(opts.catch_up_deadline_s)}.",
                           "Stop the producers first, or run an unplanned failover.") from None
+    after = _wait_transactions_closed(ctx, src, src_tps, after, opts)
     ctx.notify("Waiting for replication to catch up")
     dst_tps = [(topics[t], p) for t, p in src_tps]
     a = Side.of(src, src_admin, after)
@@ -442,14 +445,71 @@ def _wait_quiet_and_caught_up(ctx: OpsContext, topics: dict[str, str], opts: Fai
             "--timeout, or run an unplanned failover.") from None
 
 
+def _wait_transactions_closed(ctx: OpsContext, src: ClusterClients, src_tps: list[TP],
+                              ends: dict[TP, tuple[int, int]], opts: FailoverOptions
+                              ) -> dict[TP, tuple[int, int]]:
+    """Producers have stopped, yet a transaction still open pins a partition's last stable
+    offset below its end: its records and every record written after it are invisible to
+    read_committed readers, MirrorMaker 2 among them, so the target lacks them all. Wait
+    until each such transaction ends (its producer commits or aborts it, or an operator
+    aborts it), bounded by --timeout; refuse naming the partition and its LSO when one does
+    not. With --force, switch over without those records (the RPO counts them). Returns the
+    source's (low, end) once no transaction holds any partition back."""
+    src_admin = src.admin()
+
+    def still_open() -> list[OpenTransaction]:
+        # Producers are stopped: an LSO below the end now is a transaction, no race.
+        return open_transactions(src, src_tps, confirm_s=0)
+
+    held = still_open()
+    if not held:
+        return ends
+    if opts.force:
+        ctx.notify("--force: switching over without what open transactions hold back: "
+                   + "; ".join(t.describe() for t in held))
+        return ends
+    aborts = " | ".join(t.abort_commands(src.bootstrap) for t in held[:3])
+    ctx.notify(f"Waiting for {len(held)} open transaction(s) on {ctx.rep.source} to end "
+               f"(up to {format_duration(opts.catch_up_deadline_s)}): "
+               + "; ".join(t.describe() for t in held)
+               + ". If the producer is gone, abort it: " + aborts)
+    state = {"held": held}
+
+    def closed() -> bool | None:
+        state["held"] = still_open()
+        return True if not state["held"] else None
+
+    ticker = Ticker()
+    try:
+        wait_for(closed, deadline_s=opts.catch_up_deadline_s, interval_s=1.0,
+                 on_wait=lambda: ticker.due() and ctx.notify(
+                     "Still open: " + "; ".join(t.describe() for t in state["held"])))
+    except WaitTimedOut:
+        left = state["held"]
+        raise CheckFailed(
+            f"Open transaction(s) still hold {len(left)} partition(s) of {ctx.rep.source} "
+            f"after {format_duration(opts.catch_up_deadline_s)}: "
+            + "; ".join(t.describe() for t in left) + ". MirrorMaker 2 copies nothing at or "
+            "after a last stable offset: a switchover now leaves those records on the "
+            "source only.",
+            "Let the producer commit or abort; if it is gone, abort it: "
+            + " | ".join(t.abort_commands(src.bootstrap) for t in left[:3])
+            + " — then run failover --planned again (or with --force to switch over "
+            "without them).") from None
+    ctx.notify("No open transaction holds the source back any more")
+    return watermarks(src_admin, src_tps, read_committed=False)
+
+
 def _partitions(admin: Any, topic: str) -> int:
     return len(admin.list_topics(topic, timeout=30).topics[topic].partitions)
 
 
-def _ends(admin: Any, topics: list[str]) -> Offsets:
+def _ends(admin: Any, topics: list[str], *, read_committed: bool = True) -> Offsets:
+    """End offsets per topic and partition: the last stable offsets, or with
+    `read_committed=False` the high watermarks."""
     tps = sorted((t, p) for t in topics for p in range(_partitions(admin, t)))
     out: Offsets = {}
-    for (t, p), (_, end) in watermarks(admin, tps).items():
+    for (t, p), (_, end) in watermarks(admin, tps, read_committed=read_committed).items():
         out.setdefault(t, {})[p] = end
     return out
 
@@ -571,18 +631,27 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *,
         if not opts.dry_run:
             marker.topics = topics
             marker.failover_point = failover_point
-            marker.settled = settled_by_last_return(store, marker)
+            marker.settled = settled_by_last_return(store, marker.source, marker.target)
             marker.failover_time_ms = int(time.time() * 1000)
             if not rep.names_kept:
                 marker.failover_topics_end = _ends(dst_admin,
                                                    [rep.failover_topic(t) for t in topics])
+            held_back: dict[str, dict[str, int]] = {}  # as JSON keeps it
             if pre["source_reachable"]:
                 try:
                     src_admin = ctx.clients(rep.source).admin()
                     marker.source_end = _ends(src_admin, sorted(topics))
+                    # Ends past the last stable offsets: records an open transaction holds
+                    # back, which the replicator never copied (the RPO counts them).
+                    held_back = {t: {str(p): end for p, end in parts.items()
+                                     if end > marker.source_end[t][p]}
+                                 for t, parts in _ends(src_admin, sorted(topics),
+                                                       read_committed=False).items()}
+                    held_back = {t: parts for t, parts in held_back.items() if parts}
                 except Exception:  # noqa: BLE001 - best effort: the source may be dying
                     marker.source_end = None
-            marker.record("failover-point", {"created_failover_topics": created})
+            marker.record("failover-point", {"created_failover_topics": created,
+                                             "source_held_back": held_back})
             store.save(marker)
             crash_point("failover-point")
 
@@ -711,10 +780,10 @@ def _refuse_if_failing_back(marker: FailoverMarker) -> None:
             "and fail over anew (a new outage).")
 
 
-def settled_by_last_return(store: MarkerStore, marker: FailoverMarker) -> dict[str, Any]:
+def settled_by_last_return(store: MarkerStore, source: str, target: str) -> dict[str, Any]:
     """Where the flow's last return to protection started forward copying, per source and
     mirror partition: below it an earlier incident settled every record."""
-    last = store.last_returned(marker.source, marker.target)
+    last = store.last_returned(source, target)
     if last is None:
         return {}
     cut = last.steps["reprotect:cut-over"].result
@@ -802,11 +871,16 @@ def unreplicated_ranges(ctx: OpsContext, marker: FailoverMarker
         found = dict(zip(order, match_records(b, a, queries), strict=True))
     except Exception:  # noqa: BLE001 - the report's measures must never fail the failover
         return None
+    point = marker.steps.get("failover-point")
+    held_back = (point.result.get("source_held_back") or {}) if point is not None else {}
     ranges = {}
     for t, p in src_tps:
         m = found.get((t, p))
         start = (m.offset + 1) if m is not None and m.offset is not None else 0
-        ranges[(t, p)] = (max(start, src_marks[(t, p)][0]), marker.source_end[t][p])
+        # Up to the source's end at F, past the LSO where an open transaction held records
+        # back: the replicator copied none of them.
+        end = max(marker.source_end[t][p], int((held_back.get(t) or {}).get(str(p), 0)))
+        ranges[(t, p)] = (max(start, src_marks[(t, p)][0]), end)
     return ranges
 
 
@@ -820,16 +894,21 @@ def estimate_unreplicated(ctx: OpsContext, marker: FailoverMarker,
     src = ctx.source
     try:
         src_tps = list(ranges)
+        capped = {tp: (max(start, end - 1_000_000), end) for tp, (start, end) in ranges.items()}
+        below, held = split_at_stable(src, capped)
         a = Side.of(src, src.admin(), watermarks(src.admin(), src_tps))
         # Count visible records: transaction markers and aborted records take offsets too.
-        counts = a.reader.read([RangeRequest(tp, max(start, end - 1_000_000), end)
-                                for tp, (start, end) in ranges.items()])
+        counts = dict(zip(below, (len(r) for r in a.reader.read(
+            [RangeRequest(tp, start, end) for tp, (start, end) in below.items()])),
+            strict=True))
+        # Behind an open transaction every record counts: none of them was copied.
+        held_counts = count_records(src, held, isolation="read_uncommitted")
     except Exception:  # noqa: BLE001 - an estimate must never fail the failover report
         return None
     return [{"topic": t, "partition": p, "source_end": marker.source_end[t][p],
              "target_end": marker.failover_point[marker.topics[t]][p],
-             "estimate": len(recs)}
-            for (t, p), recs in zip(src_tps, counts, strict=True)]
+             "estimate": counts.get((t, p), 0) + held_counts.get((t, p), 0)}
+            for t, p in src_tps]
 
 
 def measure_rpo(ctx: OpsContext, marker: FailoverMarker,

@@ -109,6 +109,15 @@ def rpo_from_records(oldest_unreplicated: Mapping[TP, int | None] | Mapping[str,
                         "oldest": _iso(int(ts)),
                         "seconds": round(max(0, at_ms - int(ts)) / 1000, 3)})
     lagging.sort(key=lambda r: (r["oldest_ms"], r["topic"], r["partition"] or 0))
+    future = [r for r in lagging if r["oldest_ms"] > at_ms]
+    if future:
+        # Records are missing, but their producer-set time says nothing about their age: a
+        # record time in the future never makes the RPO 0.
+        name = future[0]["topic"] + ("" if future[0]["partition"] is None
+                                     else f"-{future[0]['partition']}")
+        return Rpo(RpoMethod.unknown, at_ms, lagging=tuple(lagging),
+                   reason=f"{name} lacks records whose timestamp ({future[0]['oldest']}) "
+                          "lies in the future: how old the missing data is cannot be told")
     since = int(lagging[0]["oldest_ms"]) if lagging else None
     return Rpo(RpoMethod.records, at_ms, since, tuple(lagging))
 
@@ -166,19 +175,30 @@ def newest_copied_heartbeat(target: ClusterClients, source_alias: str, *,
 def flow_rpo(source: ClusterClients | None, target: ClusterClients, source_alias: str,
              lag: list[dict[str, Any]] | None, at_ms: int, *,
              lag_error: str | None = None) -> Rpo:
-    """The flow's RPO now: from the replicator's lag rows (per partition, the oldest record
-    the target lacks) while the source answers (`source` given), else from the newest
-    heartbeat copied from it; unknown when neither can be read — never 0."""
+    """The flow's RPO now: from the lag rows measured against the target (ops/target_lag.py:
+    per partition, the oldest record the target lacks) while the source answers (`source`
+    given), else from the newest heartbeat copied from it; unknown when neither can be read,
+    when a partition cannot be measured or retention deleted records before they were copied
+    — never 0."""
     if source is not None:
         if lag is None:
             return unknown_rpo(at_ms, lag_error or "the replicator does not tell its position")
         oldest: dict[TP, int | None] = {}
         for row in lag:
             for part in row.get("by_partition", []):
-                if part["oldest_unreplicated_ms"] is None:
-                    return unknown_rpo(at_ms, f"the oldest record {row['topic']}-"
-                                              f"{part['partition']} lacks could not be read")
-                oldest[(row["topic"], part["partition"])] = part["oldest_unreplicated_ms"]
+                name = f"{row['topic']}-{part['partition']}"
+                if part.get("unknown"):
+                    return unknown_rpo(at_ms, f"what {name} lacks cannot be measured: "
+                                              f"{part['unknown']}")
+                if part.get("deleted"):
+                    return unknown_rpo(at_ms, f"retention deleted up to {part['deleted']} "
+                                              f"offset(s) of {name} before they were copied: "
+                                              "how old the lost records were is unknown")
+                if part.get("behind") and part["oldest_unreplicated_ms"] is None:
+                    return unknown_rpo(at_ms, f"the oldest record {name} lacks could not "
+                                              "be read")
+                if part["oldest_unreplicated_ms"] is not None:
+                    oldest[(row["topic"], part["partition"])] = part["oldest_unreplicated_ms"]
         return rpo_from_records(oldest, at_ms)
     topic = heartbeats_topic(source_alias)
     return rpo_from_heartbeat(newest_copied_heartbeat(target, source_alias), at_ms, topic)

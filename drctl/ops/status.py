@@ -22,6 +22,7 @@ from drctl.kafka.records import ReadTimeout
 from drctl.ops.fence import open_risks
 from drctl.ops.reverse_copies import read_reverse_copies, reverse_copy_topics
 from drctl.ops.rpo import flow_rpo
+from drctl.ops.target_lag import target_lag
 from drctl.progress import Notify
 from drctl.state import FailoverMarker, IncidentPhase, MarkerStore
 from drctl.translate.inventory import groups_reading, inventory_on_record, keep_inventory
@@ -112,7 +113,7 @@ def collect_status(ctx: OpsContext, deadline_s: float = 5.0) -> dict[str, Any]:
                          f"{deadline_s:g} s")
         elif source_up:
             try:
-                replication["lag"] = kind.replication_lag(rep, ctx.clients(rep.source))
+                replication["lag"] = target_lag(ctx)
             except (DrctlError, ReadTimeout, KafkaException) as exc:
                 replication["lag"] = None
                 lag_error = exc.message if isinstance(exc, DrctlError) else str(exc)
@@ -217,7 +218,7 @@ def read_flow(ctx: OpsContext, deadline_s: float = 10.0) -> FlowReading:
     each read that fails or does not answer in time is reported unknown with its error."""
     rep, kind = ctx.rep, ctx.require_kind()
     answers = _ask_in_parallel({
-        "lag": partial(kind.replication_lag, rep, ctx.source),
+        "lag": partial(target_lag, ctx),
         "forward": partial(kind.forward_state, rep),
         "incidents": partial(ctx.markers(rep.target).open_markers, rep.source, rep.target),
     }, deadline_s)
@@ -249,10 +250,13 @@ def flow_protection(opened: Sequence[FailoverMarker], forward: Any,
 
     - `incident`: an incident of this flow is open (which step, what to run next); once it
       failed back the flow is `exposed` until the return to protection closes it;
-    - `protected`: every forward component copies; the lag in records and in seconds (the
-      RPO now: the age of the oldest source record the target lacks);
-    - `exposed`: a component does not copy (stopped, paused, failed, missing); since the
-      oldest record the target lacks, when one is known;
+    - `protected`: every forward component copies and the target lacks nothing the
+      replicator has passed; the lag in records and in seconds (the RPO now: the age of the
+      oldest source record the target lacks);
+    - `exposed`: a component does not copy (stopped, paused, failed, missing), or the target
+      lacks records the replicator passed without copying or retention deleted before they
+      were copied (no waiting brings them); since the oldest record the target lacks, when
+      one is known;
     - `unknown`: drctl cannot see the replicator (Connect not configured or unreachable).
     """
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
@@ -262,7 +266,9 @@ def flow_protection(opened: Sequence[FailoverMarker], forward: Any,
         oldest = [r["oldest_unreplicated_ms"] for r in lag
                   if r.get("oldest_unreplicated_ms") is not None]
         out["lag_records"] = behind
-        out["lag_s"] = round(max(0, now_ms - min(oldest)) / 1000, 1) if oldest else 0.0
+        # A missing record stamped in the future has no age to tell: unknown, never 0.
+        out["lag_s"] = (0.0 if not oldest else None if min(oldest) > now_ms
+                        else round((now_ms - min(oldest)) / 1000, 1))
         if oldest:
             out["oldest_unreplicated_ms"] = min(oldest)
     if opened:
@@ -279,6 +285,12 @@ def flow_protection(opened: Sequence[FailoverMarker], forward: Any,
                            + " stopped until the return to protection"}
         return {**out, **incident, "state": "incident",
                 "why": f"incident {m.incident}{scope} is {m.phase}"}
+    lost = lost_partitions(lag)
+    if lost:
+        return {**out, "state": "exposed", "lost": lost,
+                "why": "the target lacks records the replicator will not copy: "
+                       + "; ".join(lost[:5]) + (f" (and {len(lost) - 5} more)"
+                                                if len(lost) > 5 else "")}
     if isinstance(forward, BaseException) or not getattr(forward, "readable", False):
         why = ("no replication.connect configured: drctl cannot see the replicator"
                if not components else "Kafka Connect did not answer")
@@ -314,6 +326,24 @@ def applications_protection(applications: Mapping[str, Scope],
         rows = None if lag is None else [r for r in lag if scope.covers_topic(r["topic"])]
         state = flow_protection(mine, forward, rows, components, now_ms)
         out[name] = {**state, "topics": [r["topic"] for r in rows or []]}
+    return out
+
+
+def lost_partitions(lag: Sequence[Mapping[str, Any]] | None) -> list[str]:
+    """Per partition of the lag rows (ops/target_lag.py) whose missing records no waiting
+    brings, one line: what the replicator passed over, what retention deleted first."""
+    out = []
+    for row in lag or ():
+        for part in row.get("by_partition", []):
+            said = []
+            if part.get("missing"):
+                said.append(f"{part['missing']} record(s) passed over from offset "
+                            f"{part['missing_from']}")
+            if part.get("deleted"):
+                said.append(f"up to {part['deleted']} offset(s) deleted by retention before "
+                            "they were copied")
+            if said:
+                out.append(f"{row['topic']}-{part['partition']}: {', '.join(said)}")
     return out
 
 

@@ -29,7 +29,8 @@ from drctl.kafka.transactions import hanging_on
 from drctl.ops.reverse_copies import read_reverse_copies, reverse_copy_findings
 from drctl.ops.rpo import flow_rpo
 from drctl.ops.scope import straddlers
-from drctl.readiness.acls import acl_parity
+from drctl.ops.target_lag import target_lag
+from drctl.readiness.acls import AclScope, acl_parity
 from drctl.readiness.positions import guard_findings, position_findings
 from drctl.readiness.topics import compare_topics, read_shapes
 from drctl.timeparse import format_duration
@@ -88,9 +89,11 @@ def run_check(ctx: OpsContext, opts: CheckOptions) -> Readiness:
                             "none: groups keep their offsets", "nothing to do", Severity.NOTE))
         else:
             _positions(ctx, out, src_topics, group_re, now_ms, opts, kept.snapshots)
-    _transactions(ctx, out, up, src_topics, now_ms, opts)
+    _transactions(ctx, out, up, src_topics, opts)
     if kept is not None:
         out.rpo, out.lag = rpo_now(ctx, src_topics, up, now_ms)
+        out.add(*lag_findings(rep.source, rep.target, out.lag,
+                              ctx.require_kind().lag_remedy(rep)))
         ctx.notify("Reading MirrorMaker 2's settings and guard's last round")
         groups = [g for g in list_groups(ctx.target.admin())
                   if wanted_group(ctx.config, group_re, g)]
@@ -119,10 +122,10 @@ def _acls(ctx: OpsContext, out: Readiness, src_topics: dict[str, int],
           group_re: re.Pattern[str]) -> None:
     rep = ctx.rep
     ctx.notify("Comparing ACLs")
-    findings, compared = acl_parity(
-        rep.source, rep.target, ctx.source.admin(), ctx.target.admin(), ctx.target.bootstrap,
-        lambda t: t in src_topics, lambda g: wanted_group(ctx.config, group_re, g),
-        sorted(src_topics), rep.principal)
+    scope = AclScope(rep.source, rep.target, ctx.target.bootstrap, sorted(src_topics),
+                     lambda t: t in src_topics, lambda g: wanted_group(ctx.config, group_re, g),
+                     rep.failover_topic, rep.mirror_topic, rep.names_kept, rep.principal)
+    findings, compared = acl_parity(scope, ctx.source.admin(), ctx.target.admin())
     out.add(*findings)
     out.checked[Area.ACLS.value] = compared
 
@@ -183,7 +186,7 @@ def _scope(ctx: OpsContext, out: Readiness, src_topics: Mapping[str, int],
 
 
 def _transactions(ctx: OpsContext, out: Readiness, up: dict[str, bool],
-                  src_topics: dict[str, int], now_ms: int, opts: CheckOptions) -> None:
+                  src_topics: dict[str, int], opts: CheckOptions) -> None:
     rep = ctx.rep
     looked = 0
     for name in (rep.source, rep.target):
@@ -200,36 +203,83 @@ def _transactions(ctx: OpsContext, out: Readiness, up: dict[str, bool],
                       if not is_internal_topic(t) and (origin := rep.source_topic_of(t))
                       and rep.topics.matches(origin)}
         ctx.notify(f"{name}: looking for open transactions on {len(wanted)} topic(s)")
-        found, parts, limit = hanging_on(clients, wanted, opts.transaction_age_s, now_ms)
+        found, young, parts, limit = hanging_on(clients, wanted, opts.transaction_age_s,
+                                                ctx.pinned_sightings)
         looked += parts
         for t in found:
-            age = t.age_s(now_ms)
-            since = "of unknown age" if age is None else f"open {format_duration(round(age))}"
             out.add(Finding(
                 Area.TRANSACTIONS, f"partition {t.topic}-{t.partition} on {name}",
                 f"last stable offset {t.stable} held below the end {t.end} by a transaction "
-                f"{since} (longer than {format_duration(limit or 0)})",
+                f"seen open for {format_duration(round(t.open_s))} (longer than "
+                f"{format_duration(limit or 0)})",
                 "read_committed consumers stall there, and a failover point or gap read "
                 "taken now stops at it", t.abort_commands(clients.bootstrap)))
+        for t in young:
+            out.add(Finding(
+                Area.TRANSACTIONS, f"partition {t.topic}-{t.partition} on {name}",
+                f"an open transaction holds the last stable offset at {t.stable}, end "
+                f"{t.end} (seen open for {format_duration(round(t.open_s))}; hanging after "
+                f"{format_duration(limit or 0)})",
+                "a planned switchover waits for it; an unplanned failover now leaves the "
+                f"{t.held_back} offset(s) behind it on {name}",
+                "let its producer commit or abort; if the producer is gone: "
+                + t.abort_commands(clients.bootstrap), Severity.NOTE))
     out.checked[Area.TRANSACTIONS.value] = looked
+
+
+def lag_findings(source: str, target: str, lag: list[dict[str, Any]] | None,
+                 remedy: str) -> list[Finding]:
+    """Per partition whose lag rows (ops/target_lag.py) show records no waiting brings — passed
+    over by the replicator, deleted by retention before they were copied — a risk; one that
+    cannot be measured, or whose skips were not all read, a note."""
+    out = []
+    for row in lag or ():
+        for part in row.get("by_partition", []):
+            name = f"partition {row['topic']}-{part['partition']} on {source}"
+            if part.get("missing"):
+                out.append(Finding(
+                    Area.RPO, name,
+                    f"{target} lacks {part['missing']} record(s) from offset "
+                    f"{part['missing_from']} that the replicator passed without copying",
+                    "a failover loses them: the replicator will never copy them",
+                    remedy.format(topic=row["topic"], partition=part["partition"],
+                                  offset=part["missing_from"],
+                                  before=part["missing_from"] - 1)))
+            if part.get("deleted"):
+                out.append(Finding(
+                    Area.RPO, name,
+                    f"retention deleted up to {part['deleted']} offset(s) before they were "
+                    f"copied to {target}",
+                    "those records are lost on both clusters",
+                    "nothing brings them back: find who produced them; keep the source's "
+                    "retention longer than the replicator can lag"))
+            if part.get("unknown"):
+                out.append(Finding(Area.RPO, name, f"what {target} lacks cannot be measured: "
+                                   f"{part['unknown']}", "the RPO is unknown",
+                                   "check the replicator and the mirror topic", Severity.NOTE))
+            if part.get("unverified"):
+                out.append(Finding(Area.RPO, name, part["unverified"],
+                                   "records skipped there would not be seen",
+                                   "run check again (each run reads the smallest skips first)",
+                                   Severity.NOTE))
+    return out
 
 
 def rpo_now(ctx: OpsContext, topics: dict[str, int], up: dict[str, bool], now_ms: int
             ) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
     """How much a failover now would lose, in seconds (ops/rpo.py), with the lag rows it came
     from: per partition of the flow's topics the age of the oldest source record the target
-    lacks; with the source gone, the newest heartbeat copied from it; unknown otherwise."""
+    lacks, measured against the target (ops/target_lag.py); with the source gone, the newest
+    heartbeat copied from it; unknown otherwise."""
     rep = ctx.rep
     lag: list[dict[str, Any]] | None = None
     error = None
     if up[rep.source]:
         try:
-            lag = ctx.require_kind().replication_lag(rep, ctx.source)
+            lag = target_lag(ctx, topics)
         except (DrctlError, ReadTimeout, KafkaException) as exc:
-            error = "the replicator's position cannot be read: " + (
+            error = "what the target lacks cannot be read: " + (
                 exc.message if isinstance(exc, DrctlError) else str(exc))
-        if lag is not None:
-            lag = [row for row in lag if row["topic"] in topics]
     rpo = flow_rpo(ctx.source if up[rep.source] else None, ctx.target, rep.source_alias, lag,
                    now_ms, lag_error=error)
     behind = sum(int(p["behind"]) for row in lag or () for p in row.get("by_partition", []))

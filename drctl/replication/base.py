@@ -91,6 +91,19 @@ class FlowPart:
 
 
 @dataclass(frozen=True)
+class CopyPoints:
+    """Per source partition, (source offset, target offset) pairs the replicator recorded as
+    it copied — the record at the source offset sits at the target offset — in the order it
+    wrote them (MirrorMaker 2's offset syncs); complete from `since_ms` (epoch ms)."""
+
+    pairs: dict[tuple[str, int], list[tuple[int, int]]]
+    since_ms: int
+    # Each copy takes one target offset (False: the replicator writes transactions, whose
+    # markers take target offsets too).
+    one_for_one: bool = True
+
+
+@dataclass(frozen=True)
 class ReverseRequest:
     """Where reverse replication (target -> source) starts, from the failover marker."""
 
@@ -123,6 +136,9 @@ class ReplicationKind(ABC):
     offsets_preserved: ClassVar[bool] = False
     # The header the replicator adds to every copy, which tells copies from originals.
     provenance_header: ClassVar[str | None] = None
+    # drctl measures this kind's lag against the target (ops/target_lag.py): it copies each
+    # partition in order and keeps a stored position (`replicated_upto`).
+    lag_measured: ClassVar[bool] = False
     # drctl itself starts the reverse flow, so failback waits until it has caught up;
     # otherwise the operator deploys it from what `start_reverse` wrote.
     reverse_started_by_drctl: ClassVar[bool] = False
@@ -187,9 +203,16 @@ class ReplicationKind(ABC):
         """Start forward replication again and wait until it runs; its state then. With
         `part`, take its topics and groups back in (the rest never stopped)."""
 
-    def replication_lag(self, rep: ReplicationSettings,
-                        source: ClusterClients) -> list[dict[str, Any]] | None:
-        """Lag per source topic, or None when this kind cannot measure it."""
+    def lag_remedy(self, rep: ReplicationSettings) -> str:
+        """How to make the replicator copy again what it passed over, as a template with
+        `{topic}`, `{partition}` and `{offset}` (the first record passed over)."""
+        return ("make the replicator copy {topic}-{partition} again from offset {offset} (it "
+                "copies what follows a second time)")
+
+    def copy_points(self, ctx: FlowContext, since_ms: int) -> CopyPoints | None:
+        """Where the replicator recorded copying source records since `since_ms` (complete
+        from `CopyPoints.since_ms`); None when this kind records none or they cannot be
+        read."""
         return None
 
     def replicated_upto(self, ctx: FlowContext) -> dict[tuple[str, int], int] | None:

@@ -12,13 +12,14 @@ from typing import Any
 from drctl.config import Config, ReplicationSettings
 from drctl.errors import CheckFailed, DrctlError
 from drctl.findings import Area, Finding, Severity
-from drctl.kafka.clients import ClusterClients
+from drctl.kafka.checkpoints import recent_offset_syncs
 from drctl.kafka.connect_rest import ConnectClient, ConnectorMissing
-from drctl.kafka.lag import mm2_replication_lag
 from drctl.kafka.mm2_connectors import DEFAULT_POLICY, MirrorFlow
+from drctl.kafka.topic_scan import TopicNotFound
 from drctl.progress import Notify
 from drctl.replication.base import (
     Confirm,
+    CopyPoints,
     FlowContext,
     FlowPart,
     FlowState,
@@ -73,6 +74,7 @@ class MirrorMaker2(ConnectControlled):
                 **({"groups.exclude": [java_literal(g) for g in part.groups]}
                    if part.groups else {})}
         return out
+    lag_measured = True
 
     def auto_translate_method(self, *, source_up: bool, forward: bool) -> str | None:
         if source_up:
@@ -83,13 +85,35 @@ class MirrorMaker2(ConnectControlled):
     def checkpoints_topic(self, rep: ReplicationSettings) -> str | None:
         return f"{rep.source_alias}.checkpoints.internal"
 
-    def replication_lag(self, rep: ReplicationSettings,
-                        source: ClusterClients) -> list[dict[str, Any]] | None:
+    def lag_remedy(self, rep: ReplicationSettings) -> str:
+        name = rep.connect.source_connector or "<source connector>"
         client = connect_client(rep)
-        if client is None or not rep.connect.source_connector:
-            return None
-        return mm2_replication_lag(source, client, rep.connect.source_connector,
-                                   rep.replicates)
+        url = client.url if client is not None else "<connect url>"  # without credentials
+        cluster = rep.source_alias
+        # Connect stores the last copied offset: the task resumes at stored + 1.
+        body = ('{{"offsets":[{{"partition":{{"cluster":"' + cluster + '","topic":"{topic}",'
+                '"partition":{partition}}},"offset":{{"offset":{before}}}}}]}}')
+        return (f"stop {name} (curl -X PUT {url}/connectors/{name}/stop), set its position "
+                f"before the first one (curl -X PATCH {url}/connectors/{name}/offsets -H "
+                f"'Content-Type: application/json' -d '{body}'), resume it: it copies them "
+                "again, and what follows them a second time")
+
+    def copy_points(self, ctx: FlowContext, since_ms: int) -> CopyPoints | None:
+        """The offset syncs MirrorMaker 2 wrote since `since_ms`: on the source cluster
+        (offset-syncs.topic.location=source, the default), else on the target."""
+        rep = ctx.rep
+        topic = offset_syncs_topic(rep)
+        for clients in (ctx.source, ctx.target):
+            try:
+                syncs, complete_from = recent_offset_syncs(clients, topic, since_ms)
+            except TopicNotFound:
+                continue
+            except DrctlError:
+                return None
+            return CopyPoints({tp: [(s.upstream_offset, s.downstream_offset) for s in found]
+                               for tp, found in syncs.items()}, complete_from,
+                              one_for_one=not _exactly_once(rep))
+        return None
 
     def replicated_upto(self, ctx: FlowContext) -> dict[tuple[str, int], int] | None:
         """Connect's stored source offsets of the forward source connector (the last copied
@@ -314,6 +338,26 @@ def forward_client_settings(client: ConnectClient,
         side.update({key[len(prefix):]: str(value) for key, value in forward.items()
                      if key.startswith(prefix) and key[len(prefix):] not in _NOT_LOGIN})
     return sides
+
+
+def _exactly_once(rep: ReplicationSettings) -> bool:
+    """Whether the forward source connector declares that it writes transactions (KIP-618's
+    `exactly.once.support=required`); a config that cannot be read counts as yes. A worker
+    with exactly.once.source.support=enabled also makes a connector left at `requested`
+    transactional: that worker setting is not readable over REST (docs/design.md, limits)."""
+    client = connect_client(rep)
+    if client is None or not rep.connect.source_connector:
+        return True
+    try:
+        support = client.config(rep.connect.source_connector).get("exactly.once.support")
+    except DrctlError:
+        return True
+    return str(support or "requested").lower() == "required"
+
+
+def offset_syncs_topic(rep: ReplicationSettings) -> str:
+    """Where MirrorMaker 2's source connector of the flow writes its offset syncs."""
+    return f"mm2-offset-syncs.{rep.target_alias}.internal"
 
 
 def reverse_connector_name(rep: ReplicationSettings, part: FlowPart | None = None) -> str:

@@ -17,9 +17,19 @@ import yaml
 from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
-from drctl.lab.workload import commit_offsets
+from drctl.kafka.checkpoints import read_offset_syncs
+from drctl.lab.workload import commit_offsets, create_topics
+from drctl.replication.connect import wait_connector_state
 from tests.conftest import RunningLab
-from tests.lab.support import checkpointed_topic, produce, run_json, wait_replicated
+from tests.lab.support import (
+    checkpointed_topic,
+    keyed,
+    produce,
+    run_json,
+    stop_forward_quietly,
+    wait_count,
+    wait_replicated,
+)
 from tests.lab.test_failover import scoped_config
 
 pytestmark = pytest.mark.lab
@@ -199,3 +209,64 @@ def test_rpo_in_seconds_is_the_age_of_the_oldest_record_the_target_lacks(
     finally:
         connect.resume(source)
     wait_replicated(lab, topic, 22)
+
+
+def test_records_mirrormaker_was_moved_past_are_lost_not_rpo_0(
+        any_lab: RunningLab, ns: str, tmp_path: Path) -> None:
+    """MirrorMaker 2's stored position of partition 0 is moved past 5 records it never
+    copied (connector stopped, Connect's offsets API, resumed). Its own offsets say "caught
+    up"; the target says otherwise: the RPO is not 0, `status` not protected, and `check`
+    names the partition — before new records are copied after them, and after."""
+    lab = any_lab
+    topic = f"{ns}-moved"
+    create_topics(lab.primary, (topic,), 2)
+    produce(lab.primary, topic, keyed("k", 20))
+    wait_replicated(lab, topic, 20)
+    config = own_config(lab, ns, tmp_path)
+    connect = lab.lab.connect_client(lab.state)
+    source = lab.lab.flow(lab.state).connector_names()["source"]
+    stop_forward_quietly(lab)
+    try:
+        written_ms = int(time.time() * 1000)
+        produce(lab.primary, topic, [(p, f"never-{p}-{i}".encode(), b"v", written_ms, [])
+                                     for p in (0, 1) for i in range(5)])
+        # Partition 0's position set to its end (Connect stores the last copied offset).
+        connect.alter_offsets(source, [{"partition": {"cluster": "primary", "topic": topic,
+                                                      "partition": 0},
+                                        "offset": {"offset": 14}}])
+    finally:
+        connect.resume(source)
+        wait_connector_state(connect, source, "RUNNING")
+    wait_count(lab.secondary, lab.mirror(topic), 25)  # partition 1 copies its 5
+    stored = {(e["partition"]["topic"], e["partition"]["partition"]): e["offset"]["offset"]
+              for e in connect.offsets(source)["offsets"]}
+    assert stored[(topic, 0)] == 14  # what the replicator claims: everything copied
+
+    def named_and_not_0(expected_behind: int) -> None:
+        status, out = check(config, "--topics", topic, "--groups", "^$")
+        assert status == 3, out
+        [found] = risks(out, "rpo")
+        assert found["object"] == f"partition {topic}-0 on primary", found
+        assert "lacks 5 record(s) from offset 10" in found["difference"], found
+        assert f"/connectors/{source}/offsets" in found["fix"] and '"offset":9' in found["fix"]
+        rpo = out["rpo"]
+        assert rpo["seconds"] is not None and rpo["seconds"] > 0, rpo
+        assert rpo["behind"] == expected_behind, rpo
+        assert [(p["topic"], p["partition"]) for p in rpo["lagging"]] == [(topic, 0)], rpo
+        status, st = run_json("--config", str(config), "status")
+        protection = st["replication"]["protection"]
+        assert status == 3 and protection["state"] == "exposed", protection
+        assert protection["lost"] == [f"{topic}-0: 5 record(s) passed over from offset 10"]
+
+    # Nothing copied after the skipped records: the target's tail tells.
+    named_and_not_0(5)
+    # New records copied after them: MirrorMaker 2's copy points skip 5 source offsets.
+    produce(lab.primary, topic, [(0, f"after-{i}".encode(), b"v") for i in range(3)])
+    wait_count(lab.secondary, lab.mirror(topic), 28)
+    syncs = "mm2-offset-syncs.secondary.internal"
+    end = time.monotonic() + 30
+    while not any(s.upstream_offset >= 15 for s in
+                  read_offset_syncs(lab.primary, syncs).get((topic, 0), [])):
+        assert time.monotonic() < end, "MirrorMaker 2 wrote no offset sync after the skip"
+        time.sleep(0.5)
+    named_and_not_0(5)

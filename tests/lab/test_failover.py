@@ -15,16 +15,17 @@ from typing import Any
 
 import pytest
 import yaml
-from confluent_kafka import TopicPartition
+from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import NewPartitions
 
 from drctl.cli.app import main
 from drctl.config import load_config
 from drctl.kafka.groups import committed_offsets
+from drctl.kafka.records import read_all
 from drctl.lab.workload import WorkloadSpec, commit_offsets, create_topics, run_workload
 from drctl.state import FailoverMarker, MarkerStore, marker_store
 from tests.conftest import RunningLab
-from tests.lab.support import run_json, stop_forward_quietly, wait_replicated
+from tests.lab.support import keyed, produce, run_json, stop_forward_quietly, wait_replicated
 from tests.lab.test_translate import busy_on_target
 
 pytestmark = pytest.mark.lab
@@ -312,3 +313,80 @@ def test_an_old_or_doubled_open_incident_is_refused_never_continued(
     client = lab.lab.connect_client(lab.state)
     name = lab.lab.flow(lab.state).connector_names()["source"]
     assert client.connector_state(name)[0] == "RUNNING"
+
+
+OPEN_TRANSACTION = """
+import sys, time
+from confluent_kafka import Producer
+p = Producer({"bootstrap.servers": sys.argv[1], "transactional.id": sys.argv[2],
+              "transaction.timeout.ms": 600000})
+p.init_transactions()
+p.begin_transaction()
+for i in range(4):
+    p.produce(sys.argv[3], key=b"t%d" % i, value=b"open", partition=0)
+p.flush(30)
+print("sent", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_switchover_waits_for_an_open_transaction_and_names_it(
+        any_lab: RunningLab, ns: str, tmp_path: Path) -> None:
+    """A producer died mid-transaction (its timeout: 10 minutes); plain records followed it
+    on the same partition. MirrorMaker 2 reads committed: it copies nothing from the
+    transaction on. A planned switchover names the partition, its last stable offset and
+    the abort command, refuses after --timeout, and completes once the transaction is
+    aborted — with every plain record on the target."""
+    lab = any_lab
+    topic = f"{ns}-txn"
+    create_topics(lab.primary, (topic,), 2)
+    produce(lab.primary, topic, keyed("k", 20))
+    wait_replicated(lab, topic, 20)
+    txn_id = f"{topic}-dead"
+    proc = subprocess.Popen([sys.executable, "-c", OPEN_TRANSACTION, lab.primary.bootstrap,
+                             txn_id, topic], stdout=subprocess.PIPE, text=True)
+    switchover: subprocess.Popen[str] | None = None
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "sent"
+        proc.kill()  # dies mid-transaction: partition 0's last stable offset stays at 10
+        proc.wait()
+        produce(lab.primary, topic, [(0, f"after-{i}".encode(), b"v") for i in range(5)])
+        config = scoped_config(lab, ns, tmp_path)
+        abort = (f"kafka-transactions.sh --bootstrap-server {lab.primary.bootstrap} abort "
+                 f"--topic {topic} --partition 0 --start-offset 10")
+        status, out = run_json("--config", str(config), "failover", "--planned", "--yes",
+                               "--groups", f"{ns}-.*", "--timeout", "3s")
+        assert status == 3, out
+        message = out["error"]["message"]
+        assert f"{topic}-0 (last stable offset 10, end 19: 9 offset(s) held back)" in message
+        assert abort in out["error"]["hint"]
+        switchover = subprocess.Popen(
+            [sys.executable, "-m", "drctl", "--config", str(config), "--output", "json",
+             "failover", "--planned", "--yes", "--groups", f"{ns}-.*", "--timeout", "120s"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert switchover.stderr is not None
+        said = []
+        for line in switchover.stderr:
+            said.append(line)
+            if "open transaction" in line:
+                break
+        assert f"{topic}-0 (last stable offset 10" in said[-1] and abort in said[-1], said
+        # The operator aborts it (a producer with the same transactional.id fences the dead
+        # one and aborts what it left open).
+        Producer({"bootstrap.servers": lab.primary.bootstrap, "transactional.id": txn_id,
+                  "transaction.timeout.ms": 600000}).init_transactions(30)
+        stdout, stderr = switchover.communicate(timeout=240)
+        assert switchover.returncode == 0, "".join(said) + stderr
+        result = json.loads(stdout)
+        assert result["rpo"]["seconds"] == 0.0, result["rpo"]
+        copied = sorted(r.key or b"" for r in read_all(lab.secondary, lab.mirror(topic)))
+        assert copied == sorted([f"after-{i}".encode() for i in range(5)]
+                                + [f"k-{i}".encode() for i in range(20)])
+    finally:
+        for running in (proc, switchover):
+            if running is not None and running.poll() is None:
+                running.kill()
+                running.wait()
+        Producer({"bootstrap.servers": lab.primary.bootstrap, "transactional.id": txn_id,
+                  "transaction.timeout.ms": 600000}).init_transactions(30)
+        lab.lab.up(ports=lab.state.ports, names_kept=lab.names_kept)

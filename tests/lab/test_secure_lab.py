@@ -210,10 +210,29 @@ def test_check_finds_a_write_acl_the_target_lacks(secure_lab: RunningLab, ns: st
         assert found["fix"].startswith(f"kafka-acls.sh --bootstrap-server "
                                        f"{secure_lab.secondary.bootstrap} --add "
                                        f"--allow-principal {principal} --operation Write")
+        # Granted on the target too, and a DENY WRITE there: the DENY wins over the ALLOW.
+        grant(secure_lab.secondary.admin(), [write])
+        assert run_json("--config", config, "check", "--topics", topic, "--groups",
+                        "^$")[0] == 0
+        grant(secure_lab.secondary.admin(), [AclBinding(
+            ResourceType.TOPIC, topic[:-2], ResourcePatternType.PREFIXED, principal, "*",
+            AclOperation.WRITE, AclPermissionType.DENY)])
+        status, out = run_json("--config", config, "check", "--topics", topic, "--groups", "^$")
+        assert status == 3
+        [found] = [f for f in out["findings"] if f["area"] == "acls"]
+        assert found["object"] == f"{principal} WRITE on topic {topic}"
+        assert found["difference"] == (
+            f"allowed on primary, denied on secondary by {principal} DENY WRITE on topic "
+            f"{topic[:-2]} (prefixed) (a DENY wins over every ALLOW)")
+        assert found["fix"] == (
+            f"kafka-acls.sh --bootstrap-server {secure_lab.secondary.bootstrap} --remove "
+            f"--deny-principal {principal} --operation Write --topic '{topic[:-2]}' "
+            "--resource-pattern-type prefixed")
     finally:
         for cluster in (secure_lab.primary, secure_lab.secondary):
             admin = cluster.admin()
             for future in admin.delete_acls([AclBindingFilter(
-                    ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, principal, "*",
-                    AclOperation.ANY, AclPermissionType.ANY)], request_timeout=10).values():
+                    ResourceType.TOPIC, None, ResourcePatternType.ANY,  # type: ignore[arg-type]
+                    principal, "*", AclOperation.ANY, AclPermissionType.ANY)],
+                    request_timeout=10).values():
                 future.result()

@@ -60,6 +60,26 @@ def filled(now: list[float] | None = None) -> Metrics:
     return metrics
 
 
+def test_a_lag_whose_age_or_count_cannot_be_told_reads_nan_never_0() -> None:
+    metrics = Metrics()
+    part = {"partition": 0, "behind": 3, "oldest_unreplicated_ms": 40_000}
+    set_replication_lag(metrics, FLOW, [
+        {"topic": "future", "behind": 3, "oldest_unreplicated_ms": 40_000,
+         "by_partition": [part]},
+        {"topic": "deleted", "behind": 0, "oldest_unreplicated_ms": None,
+         "by_partition": [{"partition": 0, "behind": 0, "oldest_unreplicated_ms": None,
+                           "deleted": 9}]},
+        {"topic": "unknown", "behind": 0, "oldest_unreplicated_ms": None,
+         "by_partition": [{"partition": 1, "behind": 0, "oldest_unreplicated_ms": None,
+                           "unknown": "why"}]}], now_ms=31_000)
+    for topic in ("future", "deleted", "unknown"):
+        seconds = value(metrics, "drctl_replication_lag_seconds", flow=FLOW, topic=topic)
+        assert seconds is not None and math.isnan(seconds), topic
+    assert value(metrics, "drctl_replication_lag_records", flow=FLOW, topic="future") == 3
+    records = value(metrics, "drctl_replication_lag_records", flow=FLOW, topic="unknown")
+    assert records is not None and math.isnan(records)
+
+
 def test_exposition_carries_every_documented_metric_with_its_help_and_values() -> None:
     metrics = filled()
     text = exposition_text(metrics)
@@ -241,7 +261,9 @@ def test_a_guard_round_with_a_lag_read_that_fails_still_succeeds() -> None:
     from tests.unit.ops.support import _config
 
     class Kind:
-        def replication_lag(self, rep: Any, source: Any) -> None:
+        lag_measured = True
+
+        def replicated_upto(self, ctx: Any) -> None:
             raise TimeoutError("Connect did not answer")
 
         def forward_state(self, rep: Any) -> FlowState:

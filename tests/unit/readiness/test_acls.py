@@ -2,17 +2,97 @@
 
 from __future__ import annotations
 
-from drctl.readiness.acls import Grant, missing_on_target, relevant
+from drctl.readiness.acls import (
+    Grant,
+    Need,
+    denied_on_target,
+    missing_on_target,
+    needs_on_target,
+    relevant,
+)
 
 
 def grant(principal: str = "User:app", op: str = "WRITE", resource: str = "TOPIC",
-          name: str = "orders", pattern: str = "LITERAL", host: str = "*") -> Grant:
-    return Grant(principal, host, op, resource, pattern, name)
+          name: str = "orders", pattern: str = "LITERAL", host: str = "*",
+          permission: str = "ALLOW") -> Grant:
+    return Grant(principal, host, op, resource, pattern, name, permission)
+
+
+def deny(**kwargs: str) -> Grant:
+    return grant(permission="DENY", **kwargs)
+
+
+def kept(needed: list[Grant], topics: list[str]) -> list[Need]:
+    """The needs with topic names kept."""
+    return needs_on_target(needed, topics, lambda t: t, lambda t: t, True)
+
+
+def prefixed(needed: list[Grant], topics: list[str]) -> list[Need]:
+    """The needs with MirrorMaker 2's prefixed names (the mirror of orders: primary.orders)."""
+    return needs_on_target(needed, topics, lambda t: t, lambda t: f"primary.{t}", False)
 
 
 def test_a_write_grant_missing_on_the_target_is_found() -> None:
-    needed = [grant(), grant(op="READ")]
-    assert missing_on_target(needed, [grant(op="READ")]) == [grant()]
+    needs = kept([grant(), grant(op="READ")], ["orders"])
+    assert [n.wanted for n in missing_on_target(needs, [grant(op="READ")])] == [grant()]
+
+
+def test_a_prefixed_source_grant_is_met_by_target_grants_covering_each_of_its_topics() -> None:
+    source = grant(name="orders", pattern="PREFIXED")
+    # The one topic in scope it covers is granted literally on the target: no false alarm.
+    assert missing_on_target(kept([source], ["orders"]), [grant()]) == []
+    # A second topic under the prefix is not: that topic is named, with a literal fix.
+    [lacking] = missing_on_target(kept([source], ["orders", "orders-eu"]), [grant()])
+    assert lacking.wanted == grant(name="orders-eu") and lacking.source == source
+
+
+def test_with_prefixed_names_consumers_need_read_on_the_mirror_their_groups_commit_on() -> None:
+    needs = prefixed([grant(op="READ"), grant(op="WRITE")], ["orders"])
+    assert sorted((n.wanted.operation, n.wanted.name) for n in needs) == [
+        ("READ", "orders"), ("READ", "primary.orders"), ("WRITE", "orders")]
+    target = [grant(op="READ"), grant(op="WRITE")]  # the plain names only
+    assert [n.wanted for n in missing_on_target(needs, target)] == [
+        grant(op="READ", name="primary.orders")]
+    # ALL on the source: READ on the mirror is what the target must give.
+    assert [n.wanted for n in prefixed([grant(op="ALL")], ["orders"])] == [
+        grant(op="ALL"), grant(op="READ", name="primary.orders")]
+    assert missing_on_target(prefixed([grant(op="READ")], ["orders"]),
+                             [grant(op="READ", name="primary.", pattern="PREFIXED"),
+                              grant(op="READ")]) == []
+
+
+def test_a_deny_on_the_target_that_refuses_what_the_source_allows_is_found() -> None:
+    needs = kept([grant()], ["orders"])
+    target = [grant(), deny(op="WRITE")]
+    [(need, by)] = denied_on_target(needs, [], target, "User:mm2")
+    assert need.wanted == grant() and by == deny(op="WRITE")
+    # Kafka's matching: a wildcard principal, ALL, DESCRIBE (the topic is invisible), a
+    # prefix or another host all refuse it too.
+    for refusing in (deny(principal="User:*"), deny(op="ALL"), deny(op="DESCRIBE"),
+                     deny(name="ord", pattern="PREFIXED"), deny(name="*"),
+                     deny(host="10.0.0.7")):
+        assert denied_on_target(needs, [], [refusing], None), refusing
+    for harmless in (deny(op="READ"), deny(name="other"), deny(principal="User:other"),
+                     deny(resource="GROUP")):
+        assert denied_on_target(needs, [], [harmless], None) == [], harmless
+    # The same DENY on the source: the source refuses it too, parity holds.
+    assert denied_on_target(needs, [deny(op="WRITE")], target, None) == []
+    # drctl's replication fence (a DENY WRITE on the replicator) is no finding.
+    assert denied_on_target(kept([grant(principal="User:*")], ["orders"]), [],
+                            [deny(principal="User:mm2")], "User:mm2") == []
+
+
+def test_transactional_ids_of_the_flows_producers_are_compared() -> None:
+    txn = grant(resource="TRANSACTIONAL_ID", name="orders-app-", pattern="PREFIXED")
+    other = grant(principal="User:batch", resource="TRANSACTIONAL_ID", name="batch")
+    kept_ = relevant([grant(), txn, other], lambda t: t == "orders", lambda g: False,
+                     ["orders"], None)
+    assert txn in kept_ and other not in kept_  # User:batch writes none of the flow's topics
+    needs = kept(kept_, ["orders"])
+    assert [n.wanted for n in missing_on_target(needs, [grant()])] == [txn]
+    assert txn.add_command("b:9092") == (
+        "kafka-acls.sh --bootstrap-server b:9092 --add --allow-principal User:app "
+        "--operation Write --transactional-id 'orders-app-' --resource-pattern-type prefixed")
 
 
 def test_kafka_matching_rules_cover_by_all_wildcards_and_prefixes() -> None:
@@ -49,3 +129,6 @@ def test_the_fix_is_a_command_that_grants_exactly_that() -> None:
     assert cmd == ("kafka-acls.sh --bootstrap-server b:9092 --add --allow-principal User:app "
                    "--allow-host 10.1.2.3 --operation Write --topic 'orders.' "
                    "--resource-pattern-type prefixed")
+    assert deny(op="WRITE").remove_command("b:9092") == (
+        "kafka-acls.sh --bootstrap-server b:9092 --remove --deny-principal User:app "
+        "--operation Write --topic 'orders'")
