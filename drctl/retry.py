@@ -45,6 +45,19 @@ class RetryPolicy:
                            None if self.deadline_s is None else self.deadline_s * factor)
 
 
+# A wait shorter than this before the deadline is not worth one more attempt.
+_LAST_WAIT_S = 0.1
+
+
+def time_left(policy: RetryPolicy, started: float, clock: Callable[[], float] = time.monotonic,
+              *, cap_s: float) -> float:
+    """How long one attempt may take: `cap_s`, or less when the policy's deadline (counted
+    from `started`) comes first — never under a second, so that an attempt can answer."""
+    if policy.deadline_s is None:
+        return cap_s
+    return max(1.0, min(cap_s, policy.deadline_s - (clock() - started)))
+
+
 class RetriesExhausted(Exception):
     def __init__(self, last: BaseException, attempts: int, elapsed_s: float) -> None:
         super().__init__(f"gave up after {attempts} attempt(s) in {elapsed_s:.1f} s: {last}")
@@ -64,7 +77,8 @@ def retry_call(
     clock: Callable[[], float] = time.monotonic,
 ) -> T:
     """Call `fn` until it succeeds; raise `RetriesExhausted` when attempts or deadline run out
-    or `give_up` says the error is not worth another try."""
+    or `give_up` says the error is not worth another try. The last wait is cut to end at the
+    deadline: something back by then is seen by one last attempt."""
     started = clock()
     delays = policy.delays()
     attempt = 0
@@ -77,8 +91,11 @@ def retry_call(
                 raise RetriesExhausted(exc, attempt, clock() - started) from exc
             delay = next(delays, None)
             elapsed = clock() - started
-            if delay is None or (policy.deadline_s is not None
-                                 and elapsed + delay > policy.deadline_s):
+            if delay is not None and policy.deadline_s is not None:
+                left = policy.deadline_s - elapsed
+                # In tenths: the line that announces the wait says "retrying in 0.8s".
+                delay = None if left < _LAST_WAIT_S else min(delay, int(left * 10) / 10)
+            if delay is None:
                 raise RetriesExhausted(exc, attempt, elapsed) from exc
             if on_retry is not None:
                 on_retry(attempt, exc, delay)

@@ -42,8 +42,25 @@ def test_retry_gives_up_at_deadline() -> None:
 
     with pytest.raises(RetriesExhausted) as info:
         retry_call(down, RetryPolicy(deadline_s=10), sleep=sleep, clock=clock)
-    # 1 + 2 + 4 = 7 s slept; the next wait (8 s) would pass the 10 s deadline.
-    assert info.value.attempts == 4 and now[0] == 7
+    # 1 + 2 + 4 = 7 s slept; the next wait (8 s) would pass the 10 s deadline: cut to the
+    # 3 s left, so that one last attempt sees what is back by the deadline.
+    assert info.value.attempts == 5 and now[0] == 10
+
+
+def test_the_wait_cut_at_the_deadline_is_in_tenths_and_none_when_too_short() -> None:
+    now, slept = [0.0], []
+
+    def sleep(s: float) -> None:
+        slept.append(s)
+        now[0] += s
+
+    def down() -> None:
+        now[0] += 0.37  # each attempt takes a while
+        raise ConnectionError("down")
+
+    with pytest.raises(RetriesExhausted):
+        retry_call(down, RetryPolicy(deadline_s=2), sleep=sleep, clock=lambda: now[0])
+    assert slept == [1.0, 0.2]  # 0.37 + 1 + 0.37 = 1.74: 0.26 left, cut to 0.2
 
 
 class Clock:
