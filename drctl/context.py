@@ -33,11 +33,12 @@ class OpsContext:
                  markers: MarkerStoreFactory | None = None,
                  kind: ReplicationKind | None = None, notify: Notify = lambda _: None,
                  deadline_s: float | None = None) -> None:
-        self.config = config
+        # The command's --deadline bounds every wait for an answer: the cluster holding the
+        # markers must answer within it (each retry said through notify) before they are
+        # read, and the flow's Connect worker is retried no longer. None: no such bound.
+        self.config = config.under_deadline(deadline_s)
         self.notify = notify
         self.kind = kind
-        # The command's --deadline: the cluster holding the markers must answer within it
-        # (each retry said through notify) before they are read. None: no such check.
         self.deadline_s = deadline_s
         self._clients_factory = clients or (lambda name: ClusterClients.for_cluster(config,
                                                                                    name))
@@ -127,3 +128,4 @@ class OpsContext:
         that lived through a broker restart can keep failing its requests; new ones ask the
         cluster afresh."""
         self.close()
+

@@ -70,8 +70,15 @@ class Terminal:
         self.err.print(f"[yellow]![/] {escape(self.redactor.redact(message))}")
 
     def error(self, message: str) -> None:
-        self.err.print(f"[bold red]error:[/] {escape(self.redactor.redact(message))}",
-                       soft_wrap=True)
+        # Wrapped between words on a terminal (as every message); whole when piped.
+        self.err.print(f"[bold red]error:[/] {escape(self.redactor.redact(message))}")
+
+    def detail(self, text: str | None) -> None:
+        """A library's own words behind an error (librdkafka's, urllib's): --debug only; the
+        message has said the cause in words."""
+        if self.debug and text:
+            self.err.print(f"  detail: {self.redactor.redact(text)}", markup=False,
+                           highlight=False)
 
     def emit_json(self, data: Any) -> None:
         """Data for scripts on stdout: secrets masked, stable key order."""

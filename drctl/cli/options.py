@@ -31,7 +31,8 @@ ReportDir = Annotated[Path | None, typer.Option(
 # unreachable. What unreachable then means is the command's: exit 4 for most; a row that says
 # so for status and check; the source treated as down for failover and translate-offsets.
 DEFAULT_DEADLINE_S = 30.0
-DEADLINE_HELP = "How long to retry each cluster before calling it unreachable"
+DEADLINE_HELP = ("How long to retry each cluster (and Kafka Connect) before calling it "
+                 "unreachable")
 
 
 def deadline_option(then: str, *, default: str = "30s") -> Any:

@@ -23,7 +23,8 @@ from confluent_kafka import Producer
 
 from drctl.context import OpsContext
 from drctl.errors import DrctlError
-from drctl.kafka.clients import ClusterClients, describe_with_retry, reason_text
+from drctl.kafka.causes import Cause
+from drctl.kafka.clients import ClusterClients, cause_of, describe_with_retry, reason_text
 from drctl.kafka.groups import committed_offsets, list_groups
 from drctl.kafka.topics import TP
 from drctl.metrics import (
@@ -102,7 +103,9 @@ class Guard:
             result.error = exc.message  # an unreachable cluster's names it and its address
         except Exception as exc:  # noqa: BLE001 - a client error must not end the guard
             where = f"{self._at.name} ({self._at.bootstrap}): " if self._at else ""
-            result.error = f"{where}{type(exc).__name__}: {reason_text(exc)}"
+            cause = cause_of(exc)  # in words; librdkafka's own text when it says more
+            result.error = f"{where}{cause}" if cause is not Cause.NO_ANSWER \
+                else f"{where}{type(exc).__name__}: {reason_text(exc)}"
         if self.watch_flow:
             # Also after a failed round: what cannot be read now is unknown, not as before.
             result.flow = self._read_flow()

@@ -65,7 +65,7 @@ class Replicator(ConnectControlled):
         Connect when it runs on the configured worker, else confirmed by the operator."""
         rep = ctx.rep
         name = reverse_connector_name(rep)
-        client = connect_client(rep)
+        client = connect_client(rep, notify=notify)
         if client is not None:
             retired = retire_connector(client, name, notify)
             if retired["state"] == "deleted":
@@ -86,7 +86,7 @@ class Replicator(ConnectControlled):
         out = {"group": group, "starts": request.forward_starts}
         if dry_run:
             return out
-        client = connect_client(rep)
+        client = connect_client(rep, notify=notify)
         if client is not None and rep.connect.source_connector:
             stopped_for_offsets(client, rep.connect.source_connector)
         admin = ctx.source.admin()
