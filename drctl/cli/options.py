@@ -42,6 +42,10 @@ def deadline_option(then: str, *, default: str = "30s") -> Any:
 
 # `deadline: Deadline = DEFAULT_DEADLINE_S`
 Deadline = Annotated[float, deadline_option("exit 4.")]
+# Failback and reprotect: also a cluster that drops mid-run (ops/rerun.py).
+RunDeadline = Annotated[float, deadline_option(
+    "exit 4. Also mid-run: a cluster that stops answering is waited for this long; back in "
+    "time, the run goes on, else run it again once it is back.")]
 SourceDeadline = Annotated[float, deadline_option(
     "a source is then treated as down, a target is exit 4.")]
 # failover and translate-offsets took --source-deadline before 0.2; hidden for one release.

@@ -8,7 +8,14 @@ import typer
 
 from drctl.cli.confirm import confirm_or_abort, operator_confirms
 from drctl.cli.durations import duration_option
-from drctl.cli.options import DEFAULT_DEADLINE_S, Deadline, Incident, OutputOption, ReportDir, Yes
+from drctl.cli.options import (
+    DEFAULT_DEADLINE_S,
+    Incident,
+    OutputOption,
+    ReportDir,
+    RunDeadline,
+    Yes,
+)
 from drctl.cli.state import CURRENT
 from drctl.cli.views import describe_reprotect_preview, render_plan
 from drctl.ops.reprotect import ReprotectOptions, run_reprotect
@@ -28,9 +35,10 @@ def reprotect_command(
     settle: Annotated[float, duration_option(
         "How long the target's failover topics must take no write (producers moved back).",
         default="10s")] = 10.0,
-    deadline: Deadline = DEFAULT_DEADLINE_S,
+    deadline: RunDeadline = DEFAULT_DEADLINE_S,
     timeout: Annotated[float, duration_option(
-        "How long the reverse catch-up and the forward check may each take.",
+        "How long the reverse catch-up and the forward check may each take while they "
+        "progress; a cluster that does not answer is --deadline's.",
         default="15m")] = 900.0,
     report_dir: ReportDir = None,
     output: Annotated[OutputFormat | None, OutputOption] = None,
