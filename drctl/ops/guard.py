@@ -36,6 +36,7 @@ from drctl.metrics import (
     set_replication_lag,
 )
 from drctl.ops.status import FlowReading, read_flow
+from drctl.timeparse import format_duration
 from drctl.translate.engine import TranslateRequest, translate_offsets, wanted_group
 from drctl.translate.inventory import keep_inventory
 from drctl.translate.model import Confidence, TranslateMethod
@@ -256,14 +257,16 @@ def run_guard(ctx: OpsContext, *, groups: str = ".*", interval_s: float = 5.0,
         # Rounds start every interval (a snapshot is at most one interval plus one round
         # old); a round longer than the interval is followed at once by the next.
         wait = max(0.0, interval_s - result.seconds)
-        if result.error:
+        if result.error and once:
+            notify(f"guard: the round failed ({result.error})")  # and nothing follows it
+        elif result.error:
             # The one retry policy paces a cluster that does not answer; past its attempts
             # guard keeps trying at its longest wait (a guard never gives up).
             failures += 1
             backoff = backoff or config.retry.delays()
             wait = max(interval_s, next(backoff, config.retry.max_s))
             notify(f"guard: round failed ({result.error}); attempt {failures}, "
-                   f"retrying in {wait:g}s")
+                   f"retrying in {format_duration(wait)}")
         else:
             if failures:
                 notify(f"guard: recovered after {failures} failed round(s)")

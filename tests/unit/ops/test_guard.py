@@ -58,7 +58,9 @@ def test_a_failed_round_names_the_cluster_and_its_address() -> None:
     assert result.error.startswith("cluster 'a' at 127.0.0.1:9 did not answer: connection "
                                    "refused (")
     assert "a (127.0.0.1:9): connection refused; attempt 1, retrying in 0.2s" in notes
-    assert notes[-1].startswith("guard: round failed (cluster 'a' at 127.0.0.1:9 ")
+    # --once: one round, and nothing follows it — no "retrying" that never happens.
+    assert notes[-1].startswith("guard: the round failed (cluster 'a' at 127.0.0.1:9 ")
+    assert "retrying" not in notes[-1]
 
 
 def test_a_client_error_mid_round_names_the_cluster_it_came_from() -> None:
