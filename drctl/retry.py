@@ -6,6 +6,7 @@ Exponential backoff with a cap, a maximum number of attempts and an optional ove
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -26,10 +27,20 @@ class RetryPolicy:
     deadline_s: float | None = None
 
     def with_deadline(self, deadline_s: float | None) -> RetryPolicy:
-        """The same policy under another overall deadline (None keeps this one's)."""
+        """The same policy under another overall deadline (None keeps this one's). The
+        deadline is what the operator chose (a command's --deadline): attempts do not end
+        the retries before it — there are as many as its waits fill."""
         if deadline_s is None:
             return self
-        return RetryPolicy(self.initial_s, self.multiplier, self.max_s, self.attempts, deadline_s)
+        attempts, waited = 1, 0.0
+        for delay in RetryPolicy(self.initial_s, self.multiplier, self.max_s,
+                                 attempts=sys.maxsize).delays():
+            if waited >= deadline_s:
+                break
+            waited += delay
+            attempts += 1
+        return RetryPolicy(self.initial_s, self.multiplier, self.max_s,
+                           max(self.attempts, attempts), deadline_s)
 
     def delays(self) -> Iterator[float]:
         """The waits between attempts: attempts - 1 of them."""

@@ -99,3 +99,21 @@ def test_wait_for_times_out_after_its_deadline_and_says_how_long() -> None:
 
 def test_a_false_answer_is_an_answer() -> None:
     assert wait_for(lambda: False, deadline_s=1) is False
+
+
+def test_under_a_deadline_attempts_do_not_end_the_retries_before_it() -> None:
+    """--deadline is how long to retry: a fast policy's 16 attempts (1 s waits) would end
+    after 15 s of a 20 s deadline, and miss a broker back at 18 s."""
+    policy = RetryPolicy(initial_s=0.2, max_s=1.0).with_deadline(20)
+    now = [0.0]
+
+    def sleep(s: float) -> None:
+        now[0] += s
+
+    def down() -> None:
+        if now[0] < 18:
+            raise ConnectionError("down")
+
+    retry_call(down, policy, sleep=sleep, clock=lambda: now[0])
+    assert 18 <= now[0] <= 19
+    assert RetryPolicy(attempts=3).with_deadline(1).attempts == 3  # never fewer
