@@ -62,6 +62,12 @@ class OpsContext:
         """The replication flow; a config error naming the missing section without one."""
         return self.config.require_replication()
 
+    @property
+    def reach_deadline_s(self) -> float:
+        """How long a step retries a cluster that does not answer: the command's --deadline
+        (30 s, its default, for a context made without one)."""
+        return 30.0 if self.deadline_s is None else self.deadline_s
+
     def require_kind(self) -> ReplicationKind:
         """The replication kind; a config error naming the missing section without one."""
         self.config.require_replication()

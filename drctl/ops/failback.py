@@ -464,7 +464,8 @@ def _failback_once(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder
     if not opts.dry_run and not marker.done("failback:audit") and marker.groups:
         # Before anything commits on the source: the groups' commits there are the truth.
         clock.phase("audit")
-        marker.record("failback:audit", audit_failover(ctx, marker).as_dict())
+        marker.record("failback:audit",
+                      audit_failover(ctx, marker, ctx.reach_deadline_s).as_dict())
         store.save(marker)
     if "failback:audit" in marker.steps:
         result.audit = marker.steps["failback:audit"].result

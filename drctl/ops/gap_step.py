@@ -83,7 +83,8 @@ def gap_finder(lookback_s: float | None = None, debug: bool = False,
         plan = plan_gap_analysis(
             ctx, sorted(marker.topics), **bounds_from_marker(marker), window=window,
             check_order=check_order, scope=scope,
-            out_dir=config.state.dir / "gap" / marker.incident)
+            out_dir=config.state.dir / "gap" / marker.incident,
+            deadline_s=ctx.reach_deadline_s)
         notify(f"Gap analysis (Spark, {config.spark.master}) of {len(marker.topics)} topic(s)")
         # A cluster lost mid-job (GapJobLostKafka) is failback's to wait out (ops/rerun.py,
         # within --deadline); --timeout bounds the job while it works.
