@@ -6,13 +6,15 @@ Exponential backoff with a cap, a maximum number of attempts and an optional ove
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
 T = TypeVar("T")
+
+# However long a deadline, a policy under it makes at most this many attempts.
+_MAX_ATTEMPTS = 10_000
 
 
 @dataclass(frozen=True)
@@ -33,9 +35,10 @@ class RetryPolicy:
         if deadline_s is None:
             return self
         attempts, waited = 1, 0.0
+        # Waits of no time (tests run policies with 0 s) fill no deadline: attempts decide.
         for delay in RetryPolicy(self.initial_s, self.multiplier, self.max_s,
-                                 attempts=sys.maxsize).delays():
-            if waited >= deadline_s:
+                                 attempts=_MAX_ATTEMPTS).delays():
+            if waited >= deadline_s or delay <= 0:
                 break
             waited += delay
             attempts += 1

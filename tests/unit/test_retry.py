@@ -117,3 +117,5 @@ def test_under_a_deadline_attempts_do_not_end_the_retries_before_it() -> None:
     retry_call(down, policy, sleep=sleep, clock=lambda: now[0])
     assert 18 <= now[0] <= 19
     assert RetryPolicy(attempts=3).with_deadline(1).attempts == 3  # never fewer
+    # Waits of no time fill no deadline: the attempts decide (and the sum ends).
+    assert RetryPolicy(initial_s=0, attempts=2).with_deadline(30).attempts == 2
