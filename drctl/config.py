@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
@@ -130,6 +130,10 @@ class ConnectSettings:
     checkpoint_connector: str | None = None
     heartbeat_connector: str | None = None
     timeout_s: float = 10.0
+    # How long a worker that does not answer is retried before it is unreachable: the
+    # command's --deadline, set by the command (OpsContext), never read from the file.
+    # None: the Connect client's own bound (kafka/connect_rest.py: CONNECT_RETRY).
+    reach_deadline_s: float | None = None
 
     @property
     def connectors(self) -> tuple[str, ...]:
@@ -278,6 +282,15 @@ class Config:
     def java_properties(self, name: str) -> Mapping[str, str | None]:
         """The cluster's `java:` map (Java client properties for the gap job), or nothing."""
         return self.java_clusters.get(name, {})
+
+    def under_deadline(self, deadline_s: float | None) -> Config:
+        """This config with a command's --deadline as its Connect worker's reach deadline
+        (None: as it is)."""
+        rep = self.replication
+        if deadline_s is None or rep is None:
+            return self
+        return replace(self, replication=replace(
+            rep, connect=replace(rep.connect, reach_deadline_s=deadline_s)))
 
     def require_replication(self) -> ReplicationSettings:
         if self.replication is None:

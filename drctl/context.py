@@ -34,14 +34,15 @@ class OpsContext:
                  markers: MarkerStoreFactory | None = None,
                  kind: ReplicationKind | None = None, notify: Notify = lambda _: None,
                  deadline_s: float | None = None, scope: Scope | None = None) -> None:
-        self.config = config
+        # The command's --deadline bounds every wait for an answer: the cluster holding the
+        # markers must answer within it (each retry said through notify) before they are
+        # read, and the flow's Connect worker is retried no longer. None: no such bound.
+        self.config = config.under_deadline(deadline_s)
         self.notify = notify
         self.kind = kind
         # What the command's incident covers (--app, --topics/--groups); the whole flow by
         # default. A command that continues an incident takes the incident's own.
         self.scope = scope or Scope()
-        # The command's --deadline: the cluster holding the markers must answer within it
-        # (each retry said through notify) before they are read. None: no such check.
         self.deadline_s = deadline_s
         self._clients_factory = clients or (lambda name: ClusterClients.for_cluster(config,
                                                                                    name))
@@ -68,6 +69,12 @@ class OpsContext:
     def rep(self) -> ReplicationSettings:
         """The replication flow; a config error naming the missing section without one."""
         return self.config.require_replication()
+
+    @property
+    def reach_deadline_s(self) -> float:
+        """How long a step retries a cluster that does not answer: the command's --deadline
+        (30 s, its default, for a context made without one)."""
+        return 30.0 if self.deadline_s is None else self.deadline_s
 
     def require_kind(self) -> ReplicationKind:
         """The replication kind; a config error naming the missing section without one."""
@@ -141,3 +148,4 @@ class OpsContext:
         that lived through a broker restart can keep failing its requests; new ones ask the
         cluster afresh."""
         self.close()
+

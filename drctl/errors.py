@@ -24,10 +24,14 @@ class DrctlError(Exception):
 
     exit_status: ExitStatus = ExitStatus.FAILURE
 
-    def __init__(self, message: str, hint: str | None = None) -> None:
+    def __init__(self, message: str, hint: str | None = None, *,
+                 detail: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
+        # The library's own words (librdkafka's, urllib's): shown with --debug only, the
+        # message says the cause once in words.
+        self.detail = detail
 
     def __str__(self) -> str:
         return self.message if not self.hint else f"{self.message} {self.hint}"

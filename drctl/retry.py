@@ -13,6 +13,9 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
+# However long a deadline, a policy under it makes at most this many attempts.
+_MAX_ATTEMPTS = 10_000
+
 
 @dataclass(frozen=True)
 class RetryPolicy:
@@ -26,10 +29,21 @@ class RetryPolicy:
     deadline_s: float | None = None
 
     def with_deadline(self, deadline_s: float | None) -> RetryPolicy:
-        """The same policy under another overall deadline (None keeps this one's)."""
+        """The same policy under another overall deadline (None keeps this one's). The
+        deadline is what the operator chose (a command's --deadline): attempts do not end
+        the retries before it — there are as many as its waits fill."""
         if deadline_s is None:
             return self
-        return RetryPolicy(self.initial_s, self.multiplier, self.max_s, self.attempts, deadline_s)
+        attempts, waited = 1, 0.0
+        # Waits of no time (tests run policies with 0 s) fill no deadline: attempts decide.
+        for delay in RetryPolicy(self.initial_s, self.multiplier, self.max_s,
+                                 attempts=_MAX_ATTEMPTS).delays():
+            if waited >= deadline_s or delay <= 0:
+                break
+            waited += delay
+            attempts += 1
+        return RetryPolicy(self.initial_s, self.multiplier, self.max_s,
+                           max(self.attempts, attempts), deadline_s)
 
     def delays(self) -> Iterator[float]:
         """The waits between attempts: attempts - 1 of them."""
@@ -43,6 +57,19 @@ class RetryPolicy:
         return RetryPolicy(self.initial_s * factor, self.multiplier, self.max_s * factor,
                            self.attempts,
                            None if self.deadline_s is None else self.deadline_s * factor)
+
+
+# A wait shorter than this before the deadline is not worth one more attempt.
+_LAST_WAIT_S = 0.1
+
+
+def time_left(policy: RetryPolicy, started: float, clock: Callable[[], float] = time.monotonic,
+              *, cap_s: float) -> float:
+    """How long one attempt may take: `cap_s`, or less when the policy's deadline (counted
+    from `started`) comes first — never under a second, so that an attempt can answer."""
+    if policy.deadline_s is None:
+        return cap_s
+    return max(1.0, min(cap_s, policy.deadline_s - (clock() - started)))
 
 
 class RetriesExhausted(Exception):
@@ -64,7 +91,8 @@ def retry_call(
     clock: Callable[[], float] = time.monotonic,
 ) -> T:
     """Call `fn` until it succeeds; raise `RetriesExhausted` when attempts or deadline run out
-    or `give_up` says the error is not worth another try."""
+    or `give_up` says the error is not worth another try. The last wait is cut to end at the
+    deadline: something back by then is seen by one last attempt."""
     started = clock()
     delays = policy.delays()
     attempt = 0
@@ -77,8 +105,11 @@ def retry_call(
                 raise RetriesExhausted(exc, attempt, clock() - started) from exc
             delay = next(delays, None)
             elapsed = clock() - started
-            if delay is None or (policy.deadline_s is not None
-                                 and elapsed + delay > policy.deadline_s):
+            if delay is not None and policy.deadline_s is not None:
+                left = policy.deadline_s - elapsed
+                # In tenths: the line that announces the wait says "retrying in 0.8s".
+                delay = None if left < _LAST_WAIT_S else min(delay, int(left * 10) / 10)
+            if delay is None:
                 raise RetriesExhausted(exc, attempt, elapsed) from exc
             if on_retry is not None:
                 on_retry(attempt, exc, delay)

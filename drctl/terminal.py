@@ -11,6 +11,7 @@ One `Terminal` per process; commands never print any other way.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -18,6 +19,7 @@ from enum import StrEnum
 from typing import IO, Any
 
 import yaml
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -70,8 +72,15 @@ class Terminal:
         self.err.print(f"[yellow]![/] {escape(self.redactor.redact(message))}")
 
     def error(self, message: str) -> None:
-        self.err.print(f"[bold red]error:[/] {escape(self.redactor.redact(message))}",
-                       soft_wrap=True)
+        # Wrapped between words on a terminal (as every message); whole when piped.
+        self.err.print(f"[bold red]error:[/] {escape(self.redactor.redact(message))}")
+
+    def detail(self, text: str | None) -> None:
+        """A library's own words behind an error (librdkafka's, urllib's): --debug only; the
+        message has said the cause in words."""
+        if self.debug and text:
+            self.err.print(f"  detail: {self.redactor.redact(text)}", markup=False,
+                           highlight=False)
 
     def emit_json(self, data: Any) -> None:
         """Data for scripts on stdout: secrets masked, stable key order."""
@@ -116,13 +125,30 @@ class Terminal:
             if console is self.out:
                 self.emitted = True
             return
-        table = Table(title=escape(self.redactor.redact(title)) if title else None,
-                      title_justify="left", header_style="bold")
-        for col in columns:
-            table.add_column(col, overflow="fold")
-        for row in rows:
-            cells = (self.redactor.redact("" if v is None else str(v)) for v in row)
-            table.add_row(*(cells if markup else (escape(c) for c in cells)))
+        cells = [[self.redactor.redact("" if v is None else str(v)) for v in row]
+                 for row in rows]
+        shown = [[Text.from_markup(c).plain for c in row] for row in cells] if markup \
+            else cells
+        if title:
+            console.print(f"[italic]{escape(self.redactor.redact(title))}[/]")
+        widths = column_widths(columns, shown, console.width)
+        if widths is None:
+            # Too narrow for whole words side by side: each row as a block of `column:
+            # value` lines, wrapped between words, never inside one.
+            console.file.write(blocks(columns, shown, console.width) + "\n")
+            console.file.flush()
+            return
+        # Columns set apart by spaces, a rule under the header: no box to draw, so a row
+        # takes only the lines its words need.
+        table = Table(header_style="bold", box=box.SIMPLE_HEAD, show_edge=False,
+                      pad_edge=False)
+        for col, width in zip(columns, widths, strict=True):
+            table.add_column(col, overflow="fold", width=width)
+        for row in cells:
+            # Rich wraps between words only: a comma-separated list gets a space after each
+            # comma, so that it breaks there rather than inside an address.
+            row = [_COMMA_LIST.sub(", ", c) for c in row]
+            table.add_row(*(row if markup else (escape(c) for c in row)))
         console.print(table)
 
     @contextmanager
@@ -145,6 +171,64 @@ def plain_columns(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     widths = [max(len(line[i]) for line in lines) for i in range(len(columns))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True))
                      .rstrip() for line in lines)
+
+
+# Between two columns of a table drawn on a terminal: their padding and the space between.
+_GUTTER = 3
+_COMMA_LIST = re.compile(r",(?=\S)")
+
+
+def _words(cell: str) -> list[str]:
+    """The tokens a cell wraps between: words, and the items of a comma-separated list
+    (bootstrap.servers) so that a long list breaks after a comma, never inside an address."""
+    return [part for word in cell.split() for part in re.split(r"(?<=,)", word) if part]
+
+
+def column_widths(columns: Sequence[str], rows: Sequence[Sequence[str]],
+                  width: int) -> list[int] | None:
+    """Widths that fit the columns side by side in `width` with every token whole — each at
+    least its longest token, the room left shared by what each needs to stay on one line —
+    or None when even their longest tokens do not fit."""
+    texts = [[column, *(row[i] for row in rows)] for i, column in enumerate(columns)]
+    least = [max((len(w) for cell in cells for w in _words(cell)), default=1)
+             for cells in texts]
+    whole = [max(max(len(" ".join(_words(cell))) for cell in cells), n)
+             for cells, n in zip(texts, least, strict=True)]
+    room = width - _GUTTER * (len(columns) - 1)
+    if sum(least) > room:
+        return None
+    if sum(whole) <= room:
+        return whole
+    # Share the room above the minimums in proportion to what each column still wants.
+    spare, wants = room - sum(least), [w - n for w, n in zip(whole, least, strict=True)]
+    given = [n + spare * want // sum(wants) for n, want in zip(least, wants, strict=True)]
+    return given
+
+
+def blocks(columns: Sequence[str], rows: Sequence[Sequence[str]], width: int) -> str:
+    """Each row as lines of `column: value`, wrapped to `width` between tokens (a token
+    longer than the width stands alone on its line); rows set apart by a blank line."""
+    label = max(len(c) for c in columns) + 2
+    out: list[str] = []
+    for row in rows:
+        if out:
+            out.append("")
+        for column, cell in zip(columns, row, strict=True):
+            lines = _wrap(_words(cell) or ["-"], max(20, width - label))
+            out.append(f"{column + ':':<{label}}{lines[0]}")
+            out.extend(" " * label + line for line in lines[1:])
+    return "\n".join(out)
+
+
+def _wrap(words: Sequence[str], width: int) -> list[str]:
+    lines = [""]
+    for word in words:
+        joined = f"{lines[-1]}{'' if lines[-1].endswith(',') or not lines[-1] else ' '}{word}"
+        if lines[-1] and len(joined) > width:
+            lines.append(word)
+        else:
+            lines[-1] = joined
+    return lines
 
 
 def _console(file: IO[str]) -> Console:

@@ -163,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         terminal = CURRENT.terminal()
         _report(terminal, exc)
         if CURRENT.debug:
+            terminal.detail(exc.detail)
             terminal.err.print(terminal.redactor.redact(traceback.format_exc()))
         return exc.exit_status
     except KeyboardInterrupt:

@@ -53,7 +53,7 @@ def check_command(
     Exit status: 0 ready; 3 a finding to fix; 4 a cluster or Connect did not
     answer (readiness unknown); 2 a configuration error."""
     term = CURRENT.terminal(output)
-    result = run_check(CURRENT.context(app=app), CheckOptions(
+    result = run_check(CURRENT.context(deadline, app=app), CheckOptions(
         topics=topics, groups=groups, stale_after_s=stale_after,
         transaction_age_s=transaction_age, deadline_s=deadline))
     if metrics:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
@@ -14,11 +15,13 @@ from drctl.cli.confirm import interactive
 from drctl.cli.help import Typer
 from drctl.cli.options import DEFAULT_DEADLINE_S, Deadline, OutputOption
 from drctl.cli.state import CURRENT
-from drctl.config import Config, config_as_data
+from drctl.config import Config, ReplicationSettings, config_as_data
 from drctl.errors import Aborted, DrctlError, ExitStatus, UsageError
 from drctl.gap.kafka_options import gap_job_settings
 from drctl.kafka.clients import check_clusters
+from drctl.progress import Notify
 from drctl.replication.base import kind_for
+from drctl.replication.connect import check_connect
 from drctl.replication.discovery import (
     ChosenFlow,
     ConfigDraft,
@@ -125,7 +128,8 @@ def init(
     status = ExitStatus.SUCCESS
     if check_it:
         CURRENT.config_option = str(path)
-        data["check"], status = run_config_check(CURRENT.config(), term, deadline)
+        data["check"], status = run_config_check(CURRENT.config().under_deadline(deadline), term,
+                                                   deadline)
     if term.json_mode:
         term.emit_json(data)
     if status:
@@ -237,11 +241,11 @@ def check(
       drctl config check --deadline 5s -o json
 
     \b
-    Exit status: 0 every cluster answered; 2 a configuration error (a misspelt
-    client property, a setting the Java client cannot take); 4 a cluster
-    unreachable."""
+    Exit status: 0 every cluster (and Connect) answered; 2 a configuration
+    error (a misspelt client property, a setting the Java client cannot take,
+    Connect refusing drctl's credentials); 4 a cluster or Connect unreachable."""
     term = CURRENT.terminal(output)
-    data, status = run_config_check(CURRENT.config(), term, deadline)
+    data, status = run_config_check(CURRENT.config().under_deadline(deadline), term, deadline)
     if term.json_mode:
         term.emit_json(data)
     if status:
@@ -260,13 +264,15 @@ def run_config_check(config: Config, term: Terminal,
     for problem in java_problems:
         _report(term, problem)
     policy = config.retry.with_deadline(deadline)
-    results, failures = check_clusters(config, policy, notify=term.warn)
-    # The same reading `status` shows: MM2's checkpoint interval, group refresh, groups filter.
-    costs = kind_for(config.replication).translation_costs(config.replication) \
-        if config.replication else None
+    rep = config.replication
+    with ThreadPoolExecutor(1, thread_name_prefix="config-check-connect") as pool:
+        # Connect is asked beside the clusters, under the same deadline.
+        asked = pool.submit(_read_connect, rep, term.warn) if rep is not None else None
+        results, failures = check_clusters(config, policy, notify=term.warn)
+        connect, connect_error, costs = asked.result() if asked else (None, None, None)
     if costs:
         report_translation_costs(term, costs)
-    data = {"clusters": results, "translation_costs": costs, "gap_job": {
+    data = {"clusters": results, "connect": connect, "translation_costs": costs, "gap_job": {
         "warnings": [w for s in java_settings.values() for w in s.warnings],
         "problems": [{"key": p.key, "reason": p.reason, "hint": p.hint}
                      for p in java_problems]}}
@@ -275,13 +281,34 @@ def run_config_check(config: Config, term: Terminal,
                                 "rtt ms"],
                    [[r["cluster"], r["bootstrap"], r.get("cluster_id", "unreachable"),
                      r.get("brokers"), r.get("controller"), r.get("rtt_ms")] for r in results])
+        if connect is not None and connect["reachable"]:
+            term.info(f"Kafka Connect at {connect['url']} answers (version "
+                      f"{connect.get('version') or 'unknown'}).")
     for exc in failures:
         _report(term, exc)
-    if java_problems:
+    if connect_error is not None:
+        _report(term, connect_error)
+    if java_problems or isinstance(connect_error, UsageError):
         return data, ExitStatus.USAGE
-    if failures:
+    if failures or connect_error is not None:
         return data, ExitStatus.UNREACHABLE
     return data, ExitStatus.SUCCESS
+
+
+def _read_connect(rep: ReplicationSettings, notify: Notify
+                  ) -> tuple[dict[str, Any] | None, DrctlError | None, dict[str, Any] | None]:
+    """The flow's Connect worker, then what the replicator's settings cost (read over it):
+    (its reading, the error when it did not answer, the costs)."""
+    connect, error = check_connect(rep, notify)
+    if error is not None:
+        return connect, error, None
+    try:
+        # The same reading `status` shows: MM2's checkpoint interval, group refresh, groups.
+        return connect, None, kind_for(rep).translation_costs(rep)
+    except DrctlError as exc:  # it stopped answering meanwhile
+        if connect is not None:
+            connect = {**connect, "reachable": False, "error": exc.message}
+        return connect, exc, None
 
 
 def report_translation_costs(term: Terminal, costs: dict[str, Any]) -> None:
@@ -297,3 +324,4 @@ def _report(term: Terminal, exc: DrctlError) -> None:
     term.error(exc.message)
     if exc.hint:
         term.err.print(f"  {term.redactor.redact(exc.hint)}", markup=False)
+    term.detail(exc.detail)

@@ -11,12 +11,12 @@ from drctl.cli.durations import duration_option
 from drctl.cli.options import (
     DEFAULT_DEADLINE_S,
     App,
-    Deadline,
     DryRun,
     Groups,
     Incident,
     OutputOption,
     ReportDir,
+    RunDeadline,
     Yes,
 )
 from drctl.cli.state import CURRENT
@@ -49,7 +49,7 @@ def failback_command(
     groups: Groups = ".*",
     dry_run: DryRun = False,
     yes: Yes = False,
-    deadline: Deadline = DEFAULT_DEADLINE_S,
+    deadline: RunDeadline = DEFAULT_DEADLINE_S,
     scope: Annotated[GapScope, typer.Option(
         help="Gap analysis scope — " + "; ".join(f"{s}: {s.meaning}" for s in GapScope)
         + ".")] = GapScope.TAIL,
@@ -58,8 +58,9 @@ def failback_command(
         "e.g. 6h (default: no window; the report says what it left out).",
         default=None)] = None,
     timeout: Annotated[float, duration_option(
-        "How long each long wait may take: the Spark gap job (its retries included) and "
-        "reverse replication's catch-up (exit 1 with what was left).", default="30m")]
+        "How long work that progresses may take: the Spark gap job and reverse "
+        "replication's catch-up (exit 1 with what was left). A cluster that does not "
+        "answer is --deadline's.", default="30m")]
     = 1800.0,
     settle: Annotated[float, duration_option(
         "How long the target's failover topics must take no write before the gap is "

@@ -63,7 +63,7 @@ def guard_command(
         server = serve(metrics, metrics_address, metrics_port)
         term.step(f"guard: metrics on http://{metrics_address}:{server.port}/metrics")
     try:
-        rounds = run_guard(CURRENT.context(), groups=groups, interval_s=interval, once=once,
+        rounds = run_guard(CURRENT.context(deadline), groups=groups, interval_s=interval, once=once,
                            stop=stop, metrics=metrics, deadline_s=deadline)
     finally:
         if server is not None:

@@ -38,7 +38,8 @@ ReportDir = Annotated[Path | None, typer.Option(
 # unreachable. What unreachable then means is the command's: exit 4 for most; a row that says
 # so for status and check; the source treated as down for failover and translate-offsets.
 DEFAULT_DEADLINE_S = 30.0
-DEADLINE_HELP = "How long to retry each cluster before calling it unreachable"
+DEADLINE_HELP = ("How long to retry each cluster (and Kafka Connect) before calling it "
+                 "unreachable")
 
 
 def deadline_option(then: str, *, default: str = "30s") -> Any:
@@ -48,6 +49,10 @@ def deadline_option(then: str, *, default: str = "30s") -> Any:
 
 # `deadline: Deadline = DEFAULT_DEADLINE_S`
 Deadline = Annotated[float, deadline_option("exit 4.")]
+# Failback and reprotect: also a cluster that drops mid-run (ops/rerun.py).
+RunDeadline = Annotated[float, deadline_option(
+    "exit 4. Also mid-run: a cluster that stops answering is waited for this long; back in "
+    "time, the run goes on, else run it again once it is back.")]
 SourceDeadline = Annotated[float, deadline_option(
     "a source is then treated as down, a target is exit 4.")]
 # failover and translate-offsets took --source-deadline before 0.2; hidden for one release.

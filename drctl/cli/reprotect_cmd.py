@@ -11,10 +11,10 @@ from drctl.cli.durations import duration_option
 from drctl.cli.options import (
     DEFAULT_DEADLINE_S,
     App,
-    Deadline,
     Incident,
     OutputOption,
     ReportDir,
+    RunDeadline,
     Yes,
 )
 from drctl.cli.state import CURRENT
@@ -37,9 +37,10 @@ def reprotect_command(
     settle: Annotated[float, duration_option(
         "How long the target's failover topics must take no write (producers moved back).",
         default="10s")] = 10.0,
-    deadline: Deadline = DEFAULT_DEADLINE_S,
+    deadline: RunDeadline = DEFAULT_DEADLINE_S,
     timeout: Annotated[float, duration_option(
-        "How long the reverse catch-up and the forward check may each take.",
+        "How long the reverse catch-up and the forward check may each take while they "
+        "progress; a cluster that does not answer is --deadline's.",
         default="15m")] = 900.0,
     report_dir: ReportDir = None,
     output: Annotated[OutputFormat | None, OutputOption] = None,

@@ -37,14 +37,14 @@ def status_command(
     incident, a pending replication stop or an exposed flow; 4 no cluster
     answered."""
     term = CURRENT.terminal(output)
-    st = collect_status(CURRENT.context(), deadline)
+    st = collect_status(CURRENT.context(deadline), deadline)
     verdict, why = status_verdict(st)
     if term.json_mode:
         term.emit_json(st)
         raise typer.Exit(verdict)
     term.table("Clusters", ["cluster", "reachable", "cluster id", "brokers", "rtt ms", "error"],
                [[n, "yes" if c["reachable"] else "NO", c.get("cluster_id"), c.get("brokers"),
-                 c.get("rtt_ms"), c.get("error")] for n, c in st["clusters"].items()])
+                 c.get("rtt_ms"), c.get("cause")] for n, c in st["clusters"].items()])
     rep = st["replication"]
     if rep:
         term.table(f"Replication {rep['source']} -> {rep['target']} ({rep['kind']})",

@@ -19,7 +19,8 @@ from confluent_kafka.admin import AdminClient
 
 from drctl.config import Config
 from drctl.errors import ConfigError, Unreachable
-from drctl.retry import RetriesExhausted, RetryPolicy, retry_call
+from drctl.kafka.causes import Cause, identity_provider_failed, kafka_cause, kafka_hint
+from drctl.retry import RetriesExhausted, RetryPolicy, retry_call, time_left
 from drctl.secrets import is_secret_key
 from drctl.suggest import did_you_mean
 from drctl.timeparse import format_duration
@@ -94,20 +95,35 @@ class WireLog:
 
 
 class NoAnswer(Exception):
-    """One attempt at a cluster ended without an answer; the reason is librdkafka's."""
+    """One attempt at a cluster ended without an answer: its cause in words (the message),
+    librdkafka's own text as `detail`."""
 
     def __init__(self, err: KafkaError) -> None:
-        super().__init__(_reason_text(err))
+        self.cause = kafka_cause(err)
+        super().__init__(str(self.cause))
         self.code = err.code()
+        self.detail = _reason_text(err)
         # Another attempt will fail the same way (TLS verification, authentication).
         self.final = _is_final(err)
         self.tls = _is_tls_refusal(self.code, err.str())
+        self.identity_provider = identity_provider_failed(err)
 
 
 def _reason_text(err: KafkaError) -> str:
     # "host:9092/bootstrap: Connect to ipv4#... failed: ..." -> the part after the broker name
     text = err.str()
     return re.sub(r"^\S+/(?:bootstrap|\d+): ", "", text)
+
+
+def cause_of(exc: BaseException) -> Cause:
+    """The cause, in words, of a failed attempt at a cluster."""
+    if isinstance(exc, NoAnswer):
+        return exc.cause
+    if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
+        return kafka_cause(exc.args[0])
+    if isinstance(exc, TimeoutError):
+        return Cause.TIMEOUT
+    return Cause.NO_ANSWER
 
 
 @dataclass(frozen=True)
@@ -317,48 +333,50 @@ def _explaining(errors: list[KafkaError], fallback: KafkaError) -> KafkaError:
     return (final or telling or [fallback])[-1]
 
 
-def unreachable(clients: ClusterClients, exc: RetriesExhausted) -> Unreachable:
-    """The error for a cluster that never answered, with librdkafka's reason and a hint that
-    fits it."""
+def unreachable(clients: ClusterClients, exc: RetriesExhausted) -> ClusterUnreachable:
+    """The error for a cluster that never answered: one line with its address and the cause
+    in words, a hint that follows the cause, librdkafka's text as the detail (--debug)."""
     last = exc.last
     if not isinstance(last, NoAnswer):
         errors = clients.connection_errors()
         if errors:
             last = NoAnswer(_explaining(errors, errors[-1]))
-    reason = str(last)
-    return Unreachable(
-        f"cluster '{clients.name}' at {clients.bootstrap} did not answer: {reason} "
+    cause = cause_of(last)
+    verb = "refused drctl" if cause in (Cause.AUTHENTICATION, Cause.AUTHORIZATION) \
+        else "did not answer"
+    return ClusterUnreachable(
+        clients.name, clients.bootstrap, cause,
+        f"cluster '{clients.name}' at {clients.bootstrap} {verb}: {cause} "
         f"({exc.attempts} attempt(s) over {exc.elapsed_s:.0f} s).",
-        _hint_for(last))
+        kafka_hint(cause, clients.properties,
+                   identity_provider=isinstance(last, NoAnswer) and last.identity_provider),
+        detail=reason_text(last))
 
 
-def _hint_for(cause: BaseException) -> str:
-    code = cause.code if isinstance(cause, NoAnswer) else None
-    text = str(cause).lower()
-    if code in (KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED):
-        return ("The cluster refused drctl's credentials: check sasl.mechanism, sasl.username "
-                "and sasl.password (or the certificate for mTLS).")
-    if isinstance(cause, NoAnswer) and cause.tls:
-        return ("The TLS handshake failed: ssl.ca.location must hold the CA that signed the "
-                "brokers' certificates, and bootstrap.servers the names in them.")
-    if "refused" in text:
-        return ("Nothing listens at that address: check the host and port in "
-                "bootstrap.servers and that the brokers run.")
-    if code == KafkaError._RESOLVE:
-        return "The host name does not resolve: check bootstrap.servers."
-    return "Check that the brokers run and that this machine can reach that address."
+class ClusterUnreachable(Unreachable):
+    """A cluster that did not answer within the deadline: which, where, and why in words (a
+    table's cell says the cause alone; the message says all three in one line)."""
+
+    def __init__(self, cluster: str, address: str, cause: Cause, message: str,
+                 hint: str | None = None, *, detail: str | None = None) -> None:
+        super().__init__(message, hint, detail=detail)
+        self.cluster = cluster
+        self.address = address
+        self.cause = cause
 
 
 def retry_line(clients: ClusterClients, attempt: int, exc: BaseException, delay: float) -> str:
     """What an operator reads on stderr when a cluster did not answer and is tried again: the
-    cluster, its address and why."""
-    return (f"{clients.name} ({clients.bootstrap}): attempt {attempt} failed "
-            f"({reason_text(exc)}); retrying in {format_duration(delay)}")
+    cluster, its address and the cause in words (librdkafka's text is --debug's)."""
+    return (f"{clients.name} ({clients.bootstrap}): {cause_of(exc)}; attempt {attempt}, "
+            f"retrying in {format_duration(delay)}")
 
 
 def reason_text(exc: BaseException) -> str:
     """librdkafka's reason for a client error (`Connect to ipv4#… failed: Connection
     refused`), not the KafkaError{code=…} wrapper; any other error's own text."""
+    if isinstance(exc, NoAnswer):
+        return exc.detail
     if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
         return _reason_text(exc.args[0])
     return str(exc) or type(exc).__name__
@@ -367,16 +385,21 @@ def reason_text(exc: BaseException) -> str:
 def describe_with_retry(clients: ClusterClients, policy: RetryPolicy,
                         on_retry: Any = None, *,
                         notify: Callable[[str], object] | None = None) -> ClusterInfo:
-    """`describe` under the retry policy; a rejected configuration (ConfigError) and a TLS or
-    authentication failure end it at once. With `notify`, each retry is a line naming the
-    cluster and its address (`retry_line`)."""
+    """`describe` under the retry policy; a rejected configuration (ConfigError) and a TLS,
+    authentication or authorization failure end it at once. With `notify`, each retry is a
+    line naming the cluster, its address and the cause (`retry_line`)."""
     if on_retry is None and notify is not None:
         def on_retry(attempt: int, exc: BaseException, delay: float) -> None:
             notify(retry_line(clients, attempt, exc, delay))
+    started = time.monotonic()
     try:
-        return retry_call(lambda: describe(clients), policy, on_retry=on_retry,
+        # An attempt waits no longer than the deadline leaves (a silent address would hold
+        # each one for its full timeout).
+        return retry_call(lambda: describe(clients, time_left(policy, started, cap_s=5.0)),
+                          policy, on_retry=on_retry,
                           retry_on=(KafkaException, TimeoutError, NoAnswer),
-                          give_up=lambda e: isinstance(e, NoAnswer) and e.final)
+                          give_up=lambda e: (isinstance(e, NoAnswer) and e.final)
+                          or cause_of(e) is Cause.AUTHORIZATION)
     except RetriesExhausted as exc:
         raise unreachable(clients, exc) from exc
 

@@ -5,13 +5,17 @@ from __future__ import annotations
 import base64
 import json
 import ssl
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from typing import Any
 
 from drctl.errors import ConfigError, DrctlError, Unreachable, UsageError
-from drctl.retry import RetriesExhausted, RetryPolicy, retry_call
+from drctl.kafka.causes import Cause, connect_cause, connect_hint
+from drctl.retry import RetriesExhausted, RetryPolicy, retry_call, time_left
+from drctl.timeparse import format_duration
 
 # The one retry policy under a deadline: a worker that restarts or rebalances answers again
 # within seconds; one that is down is reported (failover records a pending stop), not
@@ -38,11 +42,12 @@ class ConnectRejected(UsageError):
 
 class _Transient(Exception):
     """A failure worth another try: no connection, 5xx, or 409 while the workers rebalance;
-    `error` is what the caller gets when the tries run out."""
+    `error` is what the caller gets when the tries run out, `cause` why (in words)."""
 
-    def __init__(self, error: ConnectError | Unreachable) -> None:
+    def __init__(self, error: ConnectError | Unreachable, cause: str) -> None:
         super().__init__(error.message)
         self.error = error
+        self.cause = cause
 
 
 class ConnectClient:
@@ -50,13 +55,15 @@ class ConnectClient:
                  token: str | None = None, ca_file: str | None = None,
                  cert_file: str | None = None, key_file: str | None = None,
                  timeout_s: float = 10.0, policy: RetryPolicy = CONNECT_RETRY,
-                 config_path: str | None = None) -> None:
+                 config_path: str | None = None,
+                 notify: Callable[[str], object] | None = None) -> None:
         url, url_user, url_password = split_userinfo(url.rstrip("/"))
         if username is None and token is None and url_user is not None:
             username, password = url_user, url_password  # http://user:pass@host/ is basic auth
         self.url = url  # without credentials: it appears in messages
         self.timeout_s = timeout_s
         self.policy = policy
+        self.notify = notify  # hears each retry: one line naming the worker and the cause
         self._auth = None
         if username is not None:
             basic = base64.b64encode(f"{username}:{password or ''}".encode()).decode()
@@ -68,19 +75,31 @@ class ConnectClient:
 
     def request(self, method: str, path: str, body: Any = None) -> Any:
         """One call, retried under the policy while the failure is transient (no connection,
-        5xx, 409 during a rebalance)."""
+        5xx, 409 during a rebalance); each attempt waits no longer than the policy's
+        deadline leaves."""
+        started = time.monotonic()
+
+        def on_retry(attempt: int, exc: BaseException, delay: float) -> None:
+            if self.notify is not None and isinstance(exc, _Transient):
+                self.notify(f"Kafka Connect ({self.url}): {exc.cause}; attempt {attempt}, "
+                            f"retrying in {format_duration(delay)}")
+
         try:
-            return retry_call(lambda: self._request_once(method, path, body), self.policy,
-                              retry_on=(_Transient,))
+            return retry_call(
+                lambda: self._request_once(method, path, body,
+                                           time_left(self.policy, started,
+                                                     cap_s=self.timeout_s)),
+                self.policy, retry_on=(_Transient,), on_retry=on_retry)
         except RetriesExhausted as exc:
             assert isinstance(exc.last, _Transient)
             error = exc.last.error
             if isinstance(error, Unreachable):
                 raise Unreachable(f"{error.message} ({exc.attempts} attempt(s) over "
-                                  f"{exc.elapsed_s:.0f} s).", error.hint) from exc
+                                  f"{exc.elapsed_s:.0f} s).", error.hint,
+                                  detail=error.detail) from exc
             raise error from exc
 
-    def _request_once(self, method: str, path: str, body: Any) -> Any:
+    def _request_once(self, method: str, path: str, body: Any, timeout_s: float) -> Any:
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(self.url + path, data=data, method=method)
         req.add_header("Accept", "application/json")
@@ -89,8 +108,7 @@ class ConnectClient:
         if self._auth:
             req.add_header("Authorization", self._auth)
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s,
-                                        context=self._tls) as resp:
+            with urllib.request.urlopen(req, timeout=timeout_s, context=self._tls) as resp:
                 payload = resp.read()
         except urllib.error.HTTPError as exc:
             detail = exc.read().decode(errors="replace")
@@ -100,25 +118,26 @@ class ConnectClient:
                 pass
             what = f"{method} {path} with {exc.code}: {detail}"
             if exc.code in (401, 403):
-                raise ConnectRejected(
-                    f"Kafka Connect at {self.url} refused drctl: {what}",
-                    "Set replication.connect.username and password, or token, to credentials "
-                    "this worker accepts (403: they lack the permission).") from exc
+                cause = Cause.AUTHENTICATION if exc.code == 401 else Cause.AUTHORIZATION
+                raise ConnectRejected(  # the worker's own words say what it refused
+                    f"Kafka Connect at {self.url} refused drctl: {cause} ({what})",
+                    connect_hint(cause)) from exc
             cls = ConnectorMissing if exc.code == 404 else ConnectError
             error = cls(f"Kafka Connect at {self.url} answered {what}", exc.code)
             if exc.code >= 500 or (exc.code == 409 and "rebalanc" in str(detail).lower()):
-                raise _Transient(error) from exc
+                raise _Transient(error, f"answered {exc.code}") from exc
             raise error from exc
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             if isinstance(reason, ssl.SSLCertVerificationError):
                 raise ConnectRejected(
-                    f"Kafka Connect at {self.url}: the worker's certificate failed "
-                    f"verification ({reason.verify_message}).",
-                    "Set replication.connect.ca_file to the CA that signed it.") from exc
+                    f"Kafka Connect at {self.url}: {Cause.TLS} (the worker's certificate "
+                    "failed verification).", connect_hint(Cause.TLS),
+                    detail=str(reason.verify_message)) from exc
+            cause = connect_cause(exc)
             raise _Transient(Unreachable(
-                f"Kafka Connect at {self.url} is unreachable: {reason}",
-                "Check that the Connect worker runs and the URL in the config.")) from exc
+                f"Kafka Connect at {self.url} did not answer: {cause}", connect_hint(cause),
+                detail=str(reason)), str(cause)) from exc
         return json.loads(payload) if payload.strip() else None
 
     def info(self) -> dict[str, Any]:

@@ -164,9 +164,10 @@ class Lab:
 
     def connect_client(self, state: LabState) -> ConnectClient:
         # One attempt per call: the lab's own waits retry, and watch the process meanwhile.
-        auth = ({"username": CONNECT_REST_USER,
-                 "password": self.credentials.connect_password(),
-                 "ca_file": str(self.credentials.ca_file)} if state.secure else {})
+        auth: dict[str, Any] = ({"username": CONNECT_REST_USER,
+                                  "password": self.credentials.connect_password(),
+                                  "ca_file": str(self.credentials.ca_file)}
+                                 if state.secure else {})
         return ConnectClient(self.connect_url(state), timeout_s=10,
                              policy=RetryPolicy(attempts=1), **auth)
 

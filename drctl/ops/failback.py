@@ -439,9 +439,10 @@ def _part_not_copied(ctx: OpsContext, marker: FailoverMarker, part: FlowPart,
 
 def run_failback(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder, *,
                  approve: Approve | None = None) -> FailbackResult:
-    """Failback (module docstring); a cluster that drops once it is under way makes it run
-    again from the last step recorded, within `--timeout` (ops/rerun.py). `approve` (not in
-    a dry run) sees the plan once the preflight passed, before anything changes."""
+    """Failback (module docstring); a cluster that drops once it is under way is waited
+    for within `--deadline`, then failback runs again from the last step recorded
+    (ops/rerun.py); one that stays silent ends it (exit 4). `approve` (not in a dry run)
+    sees the plan once the preflight passed, before anything changes."""
     rep = ctx.rep
     under_way = [False]
     clock = PhaseClock("failback")  # one run, however often a dropped cluster restarts it
@@ -451,7 +452,7 @@ def run_failback(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder, 
         return _failback_once(ctx, opts, gap_finder, under_way, clock,
                               None if under_way[0] else approve)
 
-    return rerun_while_dropped(once, ctx, (rep.source, rep.target), opts.catch_up_deadline_s,
+    return rerun_while_dropped(once, ctx, (rep.source, rep.target), opts.deadline_s,
                                "failback", started=lambda: under_way[0])
 
 
@@ -493,7 +494,8 @@ def _failback_once(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder
     if not opts.dry_run and not marker.done("failback:audit") and marker.groups:
         # Before anything commits on the source: the groups' commits there are the truth.
         clock.phase("audit")
-        marker.record("failback:audit", audit_failover(ctx, marker).as_dict())
+        marker.record("failback:audit",
+                      audit_failover(ctx, marker, ctx.reach_deadline_s).as_dict())
         store.save(marker)
     if "failback:audit" in marker.steps:
         result.audit = marker.steps["failback:audit"].result

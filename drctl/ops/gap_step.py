@@ -1,25 +1,20 @@
 """Failback's gap step: the Spark gap analysis (with --check-order unless told not to),
-bounded by the marker and by --timeout, run again under the retry policy when a cluster drops
-mid-job, its Spark phases said as it goes."""
+bounded by the marker and by --timeout, its Spark phases said as it goes. A cluster that
+drops mid-job fails the step (GapJobLostKafka); failback waits for it within --deadline and
+runs again from the last step recorded (ops/rerun.py)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from drctl.context import OpsContext
-from drctl.errors import Unreachable
 from drctl.gap.plan import GapScope
 from drctl.gap.result import GapRecord
 from drctl.kafka.records import Record
 from drctl.progress import Notify, Ticker
-from drctl.retry import RetriesExhausted, RetryPolicy, retry_call
 from drctl.state import FailoverMarker
-from drctl.timeparse import format_duration
-
-T = TypeVar("T")
 
 
 @dataclass
@@ -45,36 +40,6 @@ GapFinder = Callable[[OpsContext, FailoverMarker, bool], GapOutcome]
 def _as_record(rec: GapRecord) -> Record:
     return Record(rec.topic, rec.partition, rec.offset, rec.key, rec.value, rec.timestamp_ms,
                   rec.timestamp_type, tuple(rec.headers))
-
-
-def run_job_with_retries(run: Callable[[float], T], policy: RetryPolicy, timeout_s: float,
-                         clusters: tuple[str, str], notify: Notify, *,
-                         sleep: Callable[[float], None] = time.sleep,
-                         clock: Callable[[], float] = time.monotonic) -> T:
-    """`run(seconds_left)` until it succeeds, again after a cluster dropped mid-job (the
-    job's GapJobLostKafka) under `policy`, everything within `timeout_s`. Any other failure
-    ends it at once; retries that run out are Unreachable (exit 4) naming the cluster."""
-    from drctl.gap.runner import GapJobLostKafka
-
-    started = clock()
-
-    def on_retry(attempt: int, exc: BaseException, delay: float) -> None:
-        notify(f"{exc} Running the gap job again in {format_duration(delay)} "
-               f"(attempt {attempt + 1} of {policy.attempts}).")
-
-    try:
-        return retry_call(lambda: run(timeout_s - (clock() - started)),
-                          policy.with_deadline(timeout_s), retry_on=(GapJobLostKafka,),
-                          on_retry=on_retry, sleep=sleep, clock=clock)
-    except RetriesExhausted as exc:
-        last = exc.last
-        named = getattr(last, "clusters", ()) or clusters
-        who = " and ".join(f"'{c}'" for c in named)
-        raise Unreachable(
-            f"The gap-analysis Spark job lost Kafka ({who}) {exc.attempts} time(s) in "
-            f"{format_duration(exc.elapsed_s)}; last: {getattr(last, 'message', last)}",
-            f"Bring {who} back and run failback again: it continues with the gap step.") \
-            from None
 
 
 class PhaseLines:
@@ -110,7 +75,7 @@ def gap_finder(lookback_s: float | None = None, debug: bool = False,
         from drctl.gap.result import lost_to_retention, scope_statement
         from drctl.gap.runner import run_gap_analysis
 
-        config, rep, notify = ctx.config, ctx.rep, ctx.notify
+        config, notify = ctx.config, ctx.notify
         window = (Window() if lookback_s is None
                   else window_from(None, int(lookback_s * 1000), marker.failover_time_ms))
         if scope == GapScope.TAIL:
@@ -118,12 +83,13 @@ def gap_finder(lookback_s: float | None = None, debug: bool = False,
         plan = plan_gap_analysis(
             ctx, sorted(marker.topics), **bounds_from_marker(marker), window=window,
             check_order=check_order, scope=scope,
-            out_dir=config.state.dir / "gap" / marker.incident)
+            out_dir=config.state.dir / "gap" / marker.incident,
+            deadline_s=ctx.reach_deadline_s)
         notify(f"Gap analysis (Spark, {config.spark.master}) of {len(marker.topics)} topic(s)")
-        result = run_job_with_retries(
-            lambda left: run_gap_analysis(plan, config.spark, PhaseLines(notify), debug=debug,
-                                          notify=notify, timeout_s=left),
-            config.retry, timeout_s, (rep.source, rep.target), notify)
+        # A cluster lost mid-job (GapJobLostKafka) is failback's to wait out (ops/rerun.py,
+        # within --deadline); --timeout bounds the job while it works.
+        result = run_gap_analysis(plan, config.spark, PhaseLines(notify), debug=debug,
+                                  notify=notify, timeout_s=timeout_s)
         by_class: dict[str, list[Record]] = {"safe": [], "conflict": [], "unkeyed": [],
                                              "unclassified": []}
         for rec in result.iter_records():

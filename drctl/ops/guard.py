@@ -23,7 +23,8 @@ from confluent_kafka import Producer
 
 from drctl.context import OpsContext
 from drctl.errors import DrctlError
-from drctl.kafka.clients import ClusterClients, describe_with_retry, reason_text
+from drctl.kafka.causes import Cause
+from drctl.kafka.clients import ClusterClients, cause_of, describe_with_retry, reason_text
 from drctl.kafka.groups import committed_offsets, list_groups
 from drctl.kafka.topics import TP
 from drctl.metrics import (
@@ -35,6 +36,7 @@ from drctl.metrics import (
     set_replication_lag,
 )
 from drctl.ops.status import FlowReading, read_flow
+from drctl.timeparse import format_duration
 from drctl.translate.engine import TranslateRequest, translate_offsets, wanted_group
 from drctl.translate.inventory import keep_inventory
 from drctl.translate.model import Confidence, TranslateMethod
@@ -102,7 +104,9 @@ class Guard:
             result.error = exc.message  # an unreachable cluster's names it and its address
         except Exception as exc:  # noqa: BLE001 - a client error must not end the guard
             where = f"{self._at.name} ({self._at.bootstrap}): " if self._at else ""
-            result.error = f"{where}{type(exc).__name__}: {reason_text(exc)}"
+            cause = cause_of(exc)  # in words; librdkafka's own text when it says more
+            result.error = f"{where}{cause}" if cause is not Cause.NO_ANSWER \
+                else f"{where}{type(exc).__name__}: {reason_text(exc)}"
         if self.watch_flow:
             # Also after a failed round: what cannot be read now is unknown, not as before.
             result.flow = self._read_flow()
@@ -253,14 +257,16 @@ def run_guard(ctx: OpsContext, *, groups: str = ".*", interval_s: float = 5.0,
         # Rounds start every interval (a snapshot is at most one interval plus one round
         # old); a round longer than the interval is followed at once by the next.
         wait = max(0.0, interval_s - result.seconds)
-        if result.error:
+        if result.error and once:
+            notify(f"guard: the round failed ({result.error})")  # and nothing follows it
+        elif result.error:
             # The one retry policy paces a cluster that does not answer; past its attempts
             # guard keeps trying at its longest wait (a guard never gives up).
             failures += 1
             backoff = backoff or config.retry.delays()
             wait = max(interval_s, next(backoff, config.retry.max_s))
             notify(f"guard: round failed ({result.error}); attempt {failures}, "
-                   f"retrying in {wait:g}s")
+                   f"retrying in {format_duration(wait)}")
         else:
             if failures:
                 notify(f"guard: recovered after {failures} failed round(s)")

@@ -183,9 +183,10 @@ def run_reprotect(ctx: OpsContext, opts: ReprotectOptions, *,
                   confirm: Confirm | None = None,
                   approve: Callable[[dict[str, Any]], None] | None = None) -> ReprotectResult:
     """The return to protection (module docstring); a cluster that drops once it is under
-    way makes it run again from the last step recorded, within `--timeout`. `approve` (not
-    in a dry run) sees the plan once both clusters answered, before anything changes, and
-    raises to refuse."""
+    way is waited for within `--deadline`, then it runs again from the last step recorded
+    (ops/rerun.py); one that stays silent ends it (exit 4). `approve` (not in a dry run)
+    sees the plan once both clusters answered, before anything changes, and raises to
+    refuse."""
     rep = ctx.rep
     under_way = [False]
     clock = PhaseClock("reprotect")  # one run, however often a dropped cluster restarts it
@@ -195,7 +196,7 @@ def run_reprotect(ctx: OpsContext, opts: ReprotectOptions, *,
         return _reprotect_once(ctx, opts, confirm, under_way, clock,
                                None if under_way[0] else approve)
 
-    return rerun_while_dropped(once, ctx, (rep.source, rep.target), opts.timeout_s,
+    return rerun_while_dropped(once, ctx, (rep.source, rep.target), opts.deadline_s,
                                "the return to protection", started=lambda: under_way[0])
 
 

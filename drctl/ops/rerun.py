@@ -3,9 +3,11 @@
 Failback and the return to protection record every step in the failover marker, so running
 them again continues where they stopped — that is how an operator recovers by hand. A broker
 restart, a leader moving, a network blip are common during an incident: instead of failing
-with a raw read timeout, the procedure is run again under the retry policy, within its
-`--timeout`, saying on stderr which cluster stopped answering. When the cluster does not come
-back in time the error names it (exit 4).
+with a raw read timeout, the procedure waits for its clusters to answer again — each retried
+within the command's `--deadline`, every retry one stderr line naming the cluster and its
+address — and runs again. A cluster that does not answer within `--deadline` ends it (exit 4)
+with what to do: bring it back, run it again. `--timeout` is not this wait's bound: it bounds
+work that progresses (the Spark job, a catch-up), never a cluster that does not answer.
 """
 
 from __future__ import annotations
@@ -17,11 +19,10 @@ from typing import TypeVar
 from confluent_kafka import KafkaError, KafkaException
 
 from drctl.context import OpsContext
-from drctl.errors import Unreachable
-from drctl.kafka.clients import NoAnswer, describe
+from drctl.errors import DrctlError, Unreachable
+from drctl.kafka.clients import ClusterUnreachable, cause_of, describe_with_retry
 from drctl.kafka.records import ReadTimeout
 from drctl.kafka.retriable import is_retriable
-from drctl.retry import RetriesExhausted, retry_call
 from drctl.timeparse import format_duration
 
 T = TypeVar("T")
@@ -31,22 +32,17 @@ T = TypeVar("T")
 # (kafka/retriable.py: a restarted broker's leader epochs among them).
 _DROPPED = {KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._TIMED_OUT,
             KafkaError.REQUEST_TIMED_OUT, KafkaError._MSG_TIMED_OUT, KafkaError._WAIT_COORD}
-
-
-class ClusterDropped(Exception):
-    """A cluster stopped answering mid-procedure; `silent` names the ones that do not answer
-    now (empty: they answer again)."""
-
-    def __init__(self, cause: BaseException, silent: Sequence[str]) -> None:
-        who = " and ".join(f"'{c}'" for c in silent) or "a cluster"
-        super().__init__(f"{who} stopped answering ({_short(cause)})")
-        self.cause = cause
-        self.silent = tuple(silent)
+# A wait for the clusters shorter than this saw no outage: they answered at once (a leader
+# moved, a read timed out), so the run again waits the retry policy's next backoff first.
+_AT_ONCE_S = 1.0
 
 
 def dropped(exc: BaseException) -> bool:
-    """Whether `exc` says a cluster did not answer (worth running the procedure again)."""
-    if isinstance(exc, ReadTimeout | Unreachable | TimeoutError):
+    """Whether `exc` says a cluster did not answer (worth running the procedure again): the
+    gap job's lost Kafka among them."""
+    from drctl.gap.runner import GapJobLostKafka  # the Spark runner, loaded when needed
+
+    if isinstance(exc, ReadTimeout | Unreachable | TimeoutError | GapJobLostKafka):
         return True
     if isinstance(exc, KafkaException) and exc.args:
         err = exc.args[0]
@@ -54,55 +50,85 @@ def dropped(exc: BaseException) -> bool:
     return False
 
 
-def silent_clusters(ctx: OpsContext, clusters: Sequence[str]) -> list[str]:
-    """The clusters among `clusters` that do not answer one metadata request now."""
-    out = []
+def await_clusters(ctx: OpsContext, clusters: Sequence[str], deadline_s: float, what: str,
+                   *, clock: Callable[[], float] = time.monotonic) -> None:
+    """Every cluster in `clusters` answering a metadata request, all within one `deadline_s`
+    from now (each retry said through the context's notify). The first that does not ends
+    `what`: Unreachable (exit 4) naming it, its address and the cause, and what to do."""
+    started = clock()
     for name in clusters:
+        left = max(0.1, deadline_s - (clock() - started))
         try:
-            describe(ctx.clients(name), timeout_s=5.0)
-        except (KafkaException, TimeoutError, NoAnswer):
-            out.append(name)
-    return out
+            describe_with_retry(ctx.clients(name), ctx.config.retry.with_deadline(left),
+                                notify=ctx.notify)
+        except Unreachable as exc:
+            raise Unreachable(f"{what.capitalize()} stopped: {exc.message}", _bring_back(name),
+                              detail=exc.detail) from None
+
+
+def _bring_back(cluster: str) -> str:
+    return (f"Bring '{cluster}' back, then run it again: it continues after the last step "
+            "recorded.")
 
 
 def rerun_while_dropped(run: Callable[[], T], ctx: OpsContext, clusters: Sequence[str],
-                        timeout_s: float, what: str, *,
+                        deadline_s: float, what: str, *,
                         started: Callable[[], bool] = lambda: True,
+                        await_back: Callable[[], None] | None = None,
                         sleep: Callable[[float], None] = time.sleep,
                         clock: Callable[[], float] = time.monotonic) -> T:
-    """`run()` until it succeeds; after a failure that says a cluster dropped, again under
-    the retry policy within `timeout_s`. Other failures end it at once, and so does any
-    failure before `started()` says the procedure got going: a cluster down when it begins
-    is the operator's to bring back, not a blip to wait out."""
-    def once() -> T:
+    """`run()` until it succeeds. After a failure that says a cluster dropped, the clusters
+    must answer again within `deadline_s` (`await_back`; by default `await_clusters`), then
+    `run()` again: a broker back within the deadline lets the same command finish. A step
+    that itself retried a cluster for the deadline (ClusterUnreachable) ends it at once. Other
+    failures end it at once, and so does any failure before `started()` says the procedure
+    got going: a cluster down when it begins is the operator's to bring back, not a blip to
+    wait out. A procedure that keeps dropping while its clusters answer is run again at most
+    the retry policy's attempts, its backoff between runs."""
+    wait_back = await_back or (lambda: await_clusters(ctx, clusters, deadline_s, what,
+                                                      clock=clock))
+    backoff = ctx.config.retry.delays()
+    runs = 1
+    while True:
         try:
             return run()
         except Exception as exc:
             if not dropped(exc) or not started():
                 raise
-            ctx.reconnect()
-            raise ClusterDropped(exc, silent_clusters(ctx, clusters)) from exc
+            failure = exc
+        ctx.reconnect()  # a client that lived through a broker restart can keep failing
+        if isinstance(failure, ClusterUnreachable):
+            # The step itself retried that cluster for the deadline: not a second time.
+            raise Unreachable(f"{what.capitalize()} stopped: {failure.message}",
+                              _bring_back(failure.cluster), detail=failure.detail) from None
+        ctx.notify(f"{what.capitalize()} stopped at a step: {_cause(failure)}; waiting up "
+                   f"to {format_duration(deadline_s)} for {' and '.join(clusters)} to answer")
+        waited_from = clock()
+        wait_back()
+        pause = next(backoff, None)
+        if pause is None:
+            raise Unreachable(
+                f"{what.capitalize()} stopped: a step failed {runs} times with the clusters "
+                f"answering again each time; last: {_cause(failure)}.",
+                "Run it again: it continues after the last step recorded (--debug shows "
+                "each failure).", detail=_detail(failure)) from None
+        if clock() - waited_from < _AT_ONCE_S:
+            sleep(pause)
+        runs += 1
+        ctx.notify(f"Running {what} again: it continues after the last step recorded "
+                   f"(run {runs})")
 
-    def on_retry(attempt: int, exc: BaseException, delay: float) -> None:
-        ctx.notify(f"{exc}; running {what} again in {format_duration(delay)} (it continues after "
-               f"the last step recorded; attempt {attempt + 1})")
 
-    try:
-        return retry_call(once, ctx.config.retry.with_deadline(timeout_s),
-                          retry_on=(ClusterDropped,), on_retry=on_retry, sleep=sleep,
-                          clock=clock)
-    except RetriesExhausted as exc:
-        last = exc.last
-        assert isinstance(last, ClusterDropped)
-        silent = last.silent or tuple(clusters)
-        who = " and ".join(f"'{c}'" for c in silent)
-        raise Unreachable(
-            f"{what.capitalize()} stopped: {who} did not answer ({_short(last.cause)}), "
-            f"{exc.attempts} attempt(s) in {format_duration(exc.elapsed_s)}.",
-            f"Bring {who} back, then run it again: it continues after the last step "
-            "recorded.") from None
+def _cause(exc: BaseException) -> str:
+    """A dropped step's failure in a few words: the error's own message when it is drctl's
+    (it names the cluster), else the cause librdkafka's error stands for."""
+    if isinstance(exc, DrctlError):
+        return exc.message.rstrip(".")
+    if isinstance(exc, ReadTimeout):
+        return f"a read timed out ({exc})"
+    return str(cause_of(exc))
 
 
-def _short(exc: BaseException) -> str:
-    text = getattr(exc, "message", None) or str(exc)
-    return text if len(text) <= 200 else text[:200] + "…"
+def _detail(exc: BaseException) -> str:
+    text = getattr(exc, "detail", None) or str(exc)
+    return text if len(text) <= 500 else text[:500] + "…"

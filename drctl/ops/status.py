@@ -15,7 +15,8 @@ from confluent_kafka import KafkaException
 from drctl.config import Scope
 from drctl.context import OpsContext
 from drctl.errors import DrctlError, ExitStatus, Unreachable
-from drctl.kafka.clients import describe_with_retry
+from drctl.kafka.causes import Cause
+from drctl.kafka.clients import ClusterUnreachable, describe_with_retry
 from drctl.kafka.connect_rest import ConnectRejected
 from drctl.kafka.groups import committed_offsets, group_states, list_groups
 from drctl.kafka.records import ReadTimeout
@@ -77,14 +78,19 @@ def collect_status(ctx: OpsContext, deadline_s: float = 5.0) -> dict[str, Any]:
     notify(f"Asking {', '.join(k.removeprefix('cluster:') for k in asks if k != 'forward')} "
            "in parallel "
            f"(deadline {deadline_s:g} s)")
-    answers = _ask_in_parallel(asks, deadline_s, notify)
+    # The forward state comes from the same Connect worker as the connectors' states:
+    # said once, by the "replication" answer.
+    answers = _ask_in_parallel(asks, deadline_s, notify, quiet=("forward",))
 
     clusters: dict[str, dict[str, Any]] = {}
     for name in config.clusters:
         info = answers[f"cluster:{name}"]
         if isinstance(info, BaseException):
             message = info.message if isinstance(info, DrctlError) else str(info)
-            clusters[name] = {"reachable": False, "error": message}
+            # The cause alone too, in words: the table's cell (the message says it all).
+            cause = info.cause if isinstance(info, ClusterUnreachable) else (
+                Cause.TIMEOUT if isinstance(info, TimeoutError) else Cause.NO_ANSWER)
+            clusters[name] = {"reachable": False, "error": message, "cause": str(cause)}
         else:
             clusters[name] = {"reachable": True, "cluster_id": info.cluster_id,
                               "brokers": info.broker_count, "rtt_ms": round(info.rtt_ms, 1)}
@@ -106,9 +112,7 @@ def collect_status(ctx: OpsContext, deadline_s: float = 5.0) -> dict[str, Any]:
         lag_error = None
         # The lag is read from the replicator's stored positions: a controller that gave no
         # answer within the deadline is not asked again after it (status never waits twice).
-        silent = isinstance(states, BaseException) or (
-            bool(states) and all(v == "UNREACHABLE" for v in states.values()))
-        if source_up and silent:
+        if source_up and isinstance(states, BaseException):
             lag_error = (f"not read: {rep.kind}'s controller did not answer within "
                          f"{deadline_s:g} s")
         elif source_up:
@@ -124,7 +128,10 @@ def collect_status(ctx: OpsContext, deadline_s: float = 5.0) -> dict[str, Any]:
                 rep.source_alias, replication["lag"], int(time.time() * 1000),
                 lag_error=lag_error).as_dict()
         if not isinstance(states, BaseException):  # Connect answered: read its settings
-            replication["translation_costs"] = kind.translation_costs(rep)
+            try:
+                replication["translation_costs"] = kind.translation_costs(rep)
+            except DrctlError as exc:  # it stopped answering meanwhile: unknown
+                replication["translation_costs"] = {"lines": [f"unknown: {exc.message}"]}
         if clusters[rep.source]["reachable"] and clusters[rep.target]["reachable"]:
             # What a failover with the source gone names if it has no position for it.
             replication["inventory"] = keep_inventory(
@@ -380,7 +387,8 @@ def status_verdict(status: dict[str, Any]) -> tuple[ExitStatus, str | None]:
 
 
 def _ask_in_parallel(asks: dict[str, Callable[[], Any]], deadline_s: float,
-                     notify: Notify = lambda _: None) -> dict[str, Any]:
+                     notify: Notify = lambda _: None, quiet: Sequence[str] = ()
+                     ) -> dict[str, Any]:
     """Each callable's result, or the exception it raised, or TimeoutError when it had not
     answered by the deadline. Daemon threads: a hung endpoint never holds the process.
     Answers are announced from the calling thread, in the order they arrive."""
@@ -406,14 +414,17 @@ def _ask_in_parallel(asks: dict[str, Callable[[], Any]], deadline_s: float,
         except queue.Empty:
             break
         results[key] = value
+        if key in quiet:
+            continue
         name = key.removeprefix("cluster:")
         took = time.monotonic() - started
-        if isinstance(value, BaseException):
-            reason = value.message if isinstance(value, DrctlError) else str(value)
-            notify(f"{name}: no answer after {took:.1f} s ({reason})")
+        if isinstance(value, DrctlError):
+            notify(value.message)  # names the cluster (or Connect), its address, the cause
+        elif isinstance(value, BaseException):
+            notify(f"{name}: no answer after {took:.1f} s ({value})")
         else:
             notify(f"{name}: answered in {took:.1f} s")
-    for key in asks.keys() - results.keys():
+    for key in asks.keys() - results.keys() - set(quiet):
         notify(f"{key.removeprefix('cluster:')}: no answer within {deadline_s:g} s")
     return {key: results.get(key, TimeoutError(f"no answer within {deadline_s:g} s"))
             for key in asks}

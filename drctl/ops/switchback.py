@@ -244,7 +244,7 @@ def switch_back(ctx: OpsContext, marker: FailoverMarker, not_copied: Mapping[str
     rep = ctx.rep
     report = translate_offsets(ctx, TranslateRequest(
         rep.target, rep.source, groups=groups, method=TranslateMethod.EXACT, apply=False,
-        own_copy_header=RECONCILED_HEADER))
+        own_copy_header=RECONCILED_HEADER, source_deadline_s=ctx.reach_deadline_s))
     report.groups = [g for g in report.groups if g.group not in done_groups]
     report.apply = apply
     placements = gap_placements(ctx, marker, not_copied)

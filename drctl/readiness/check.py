@@ -21,7 +21,7 @@ from drctl.context import OpsContext
 from drctl.errors import DrctlError
 from drctl.findings import Area, Finding, Readiness, Severity
 from drctl.kafka.checkpoints import timed_checkpoints
-from drctl.kafka.clients import describe_with_retry
+from drctl.kafka.clients import ClusterUnreachable, describe_with_retry
 from drctl.kafka.groups import committed_offsets, group_states, list_groups
 from drctl.kafka.records import ReadTimeout
 from drctl.kafka.topics import is_internal_topic
@@ -68,9 +68,13 @@ def run_check(ctx: OpsContext, opts: CheckOptions) -> Readiness:
                 up[name] = True
             except DrctlError as exc:
                 up[name] = False
-                out.add(Finding(Area.TOPICS, f"cluster {name}", f"no answer: {exc.message}",
+                # The address and the cause, once; the hint follows the cause.
+                seen = (f"{exc.cause} at {exc.address}" if isinstance(exc, ClusterUnreachable)
+                        else exc.message)
+                out.add(Finding(Area.TOPICS, f"cluster {name}", seen,
                                 "what a failover needs of it is unknown",
-                                "check the cluster, or drctl's access to it", Severity.BLIND))
+                                exc.hint or "check the cluster, or drctl's access to it",
+                                Severity.BLIND))
             ctx.notify(f"{name}: {'answered' if up[name] else 'no answer'}")
     topic_re, group_re = re.compile(opts.topics), re.compile(opts.groups)
     now_ms = int(time.time() * 1000)

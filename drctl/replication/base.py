@@ -224,7 +224,8 @@ class ReplicationKind(ABC):
     def translation_costs(self, rep: ReplicationSettings) -> dict[str, Any] | None:
         """What this kind's settings cost a failover with the source gone (how stale its
         positions can be, what it discovers late), for `drctl status`; None when nothing
-        applies or it cannot be read."""
+        applies. A controller that does not answer raises (Unreachable, ConnectRejected):
+        unknown, never "no cost"."""
         return None
 
     def settings_findings(self, rep: ReplicationSettings,

@@ -102,16 +102,34 @@ _STRANDED = ("Kafka Connect shows this after a restart of the Kafka cluster that
              "Connect worker to clear it (it comes back with the connectors STOPPED)")
 
 
-def connect_client(rep: ReplicationSettings,
-                   deadline_s: float | None = None) -> ConnectClient | None:
-    """The flow's Connect client; `deadline_s` (a command's --deadline) bounds how long a
-    worker that does not answer is retried before it is called unreachable."""
+def connect_client(rep: ReplicationSettings, deadline_s: float | None = None,
+                   notify: Notify | None = None) -> ConnectClient | None:
+    """The flow's Connect client. How long a worker that does not answer is retried before
+    it is unreachable: `deadline_s`, else the command's --deadline (the context puts it in
+    `rep.connect.reach_deadline_s`). `notify` hears each retry."""
     c = rep.connect
     if not c.url:
         return None
+    deadline = deadline_s if deadline_s is not None else c.reach_deadline_s
     return ConnectClient(c.url, username=c.username, password=c.password, token=c.token,
                          ca_file=c.ca_file, cert_file=c.cert_file, key_file=c.key_file,
-                         timeout_s=c.timeout_s, policy=CONNECT_RETRY.with_deadline(deadline_s))
+                         timeout_s=c.timeout_s, policy=CONNECT_RETRY.with_deadline(deadline),
+                         notify=notify)
+
+
+def check_connect(rep: ReplicationSettings, notify: Notify | None = None
+                  ) -> tuple[dict[str, Any] | None, DrctlError | None]:
+    """The flow's Connect worker asked once (`GET /`) within the command's deadline, each
+    retry said through `notify`: None without a URL, else its reading — and the error when
+    it did not answer (Unreachable) or refused drctl (ConnectRejected)."""
+    client = connect_client(rep, notify=notify)
+    if client is None:
+        return None, None
+    try:
+        info = client.info() or {}
+    except (Unreachable, ConnectRejected) as exc:
+        return {"url": client.url, "reachable": False, "error": exc.message}, exc
+    return {"url": client.url, "reachable": True, "version": info.get("version")}, None
 
 
 class ConnectControlled(ReplicationKind, ABC):
@@ -119,8 +137,9 @@ class ConnectControlled(ReplicationKind, ABC):
     them, drctl asks the operator to stop it by hand."""
 
     def component_states(self, rep: ReplicationSettings) -> dict[str, str]:
-        """State per configured connector; UNREACHABLE or MISSING when it cannot be read.
-        Raises ConnectRejected when the worker refuses drctl: the config is wrong, and what
+        """State per configured connector; MISSING when there is no such connector.
+        Raises Unreachable when the worker does not answer within the command's deadline
+        (asked once, not once per connector), ConnectRejected when it refuses drctl: what
         the connectors do cannot be known."""
         client = connect_client(rep)
         states: dict[str, str] = {}
@@ -132,8 +151,6 @@ class ConnectControlled(ReplicationKind, ABC):
                 states[name] = client.connector_state(name)[0]
             except ConnectorMissing:
                 states[name] = "MISSING"
-            except Unreachable:
-                states[name] = "UNREACHABLE"
         return states
 
     # What a connector's list keys hold when its config does not set them (the replicator's
@@ -239,7 +256,7 @@ class ConnectControlled(ReplicationKind, ABC):
     def resume_forward(self, rep: ReplicationSettings, notify: Notify,
                        confirm: Confirm | None = None,
                        part: FlowPart | None = None) -> FlowState:
-        client = connect_client(rep)
+        client = connect_client(rep, notify=notify)
         if part is not None and client is not None and self.exclusions(rep, part):
             for name, entries in self.exclusions(rep, part).items():
                 notify(f"Taking {part.name} back into {name}")

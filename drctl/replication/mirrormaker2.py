@@ -142,7 +142,7 @@ class MirrorMaker2(ConnectControlled):
             checkpoint = client.config(rep.connect.checkpoint_connector)
             source = client.config(rep.connect.source_connector) \
                 if rep.connect.source_connector else {}
-        except (ConnectorMissing, DrctlError):
+        except ConnectorMissing:
             return None
         return checkpoint_costs(source, checkpoint)
 
@@ -171,11 +171,10 @@ class MirrorMaker2(ConnectControlled):
                                 f"not on the Connect worker {client.url}",
                                 "forward replication (or its checkpoints) does not run",
                                 "create the connector, or fix replication.connect in the config")]
-            except DrctlError as exc:
-                return [Finding(Area.REPLICATION, f"connector {name}",
-                                f"Connect did not answer: {exc.message}",
-                                "MirrorMaker 2's settings are unknown", "check the worker",
-                                Severity.BLIND)]
+            except DrctlError as exc:  # its message names the worker and the cause
+                return [Finding(Area.REPLICATION, f"connector {name}", exc.message,
+                                "MirrorMaker 2's settings are unknown",
+                                exc.hint or "check the worker", Severity.BLIND)]
         return mm2_settings_findings(configs["source"], configs["checkpoint"], names,
                                      active_on_target)
 
@@ -186,7 +185,7 @@ class MirrorMaker2(ConnectControlled):
         incident (or of none drctl knows) is stopped and reset first: resumed as it is, it
         would start after this incident's post-failover writes, or copy an old incident's."""
         rep = ctx.rep
-        client = connect_client(rep)
+        client = connect_client(rep, notify=notify)
         if client is None:
             raise DrctlError("Reverse replication needs replication.connect.url in the config.",
                              "Or start the reverse MirrorMaker 2 flow yourself from the failover "
@@ -265,7 +264,7 @@ class MirrorMaker2(ConnectControlled):
     def retire_reverse(self, ctx: FlowContext, request: ReturnRequest, notify: Notify,
                        confirm: Confirm | None = None) -> dict[str, Any]:
         rep = ctx.rep
-        client = connect_client(rep)
+        client = connect_client(rep, notify=notify)
         if client is None:
             raise DrctlError("Retiring the reverse flow needs replication.connect.url.",
                              "Stop and delete the reverse MirrorMaker 2 connector yourself.")
@@ -277,7 +276,7 @@ class MirrorMaker2(ConnectControlled):
         """The forward source connector's stored offsets, through Connect's offsets API."""
         rep = ctx.rep
         name = rep.connect.source_connector
-        client = connect_client(rep)
+        client = connect_client(rep, notify=notify)
         if client is None or not name:
             raise DrctlError(
                 "Setting forward replication's start needs replication.connect.url and "

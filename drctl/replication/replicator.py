@@ -90,7 +90,7 @@ class Replicator(ConnectControlled):
         Connect when it runs on the configured worker, else confirmed by the operator."""
         rep = ctx.rep
         name = reverse_connector_name(rep, request.part)
-        client = connect_client(rep)
+        client = connect_client(rep, notify=notify)
         if client is not None:
             retired = retire_connector(client, name, notify)
             if retired["state"] == "deleted":
@@ -111,7 +111,7 @@ class Replicator(ConnectControlled):
         out = {"group": group, "starts": request.forward_starts}
         if dry_run:
             return out
-        client = connect_client(rep)
+        client = connect_client(rep, notify=notify)
         if client is not None and rep.connect.source_connector:
             name = rep.connect.source_connector
             if request.part is not None and self.part_stopped(rep, request.part):

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import pty
+import re
+import struct
 import subprocess
+import termios
 from pathlib import Path
 
 import pytest
@@ -117,3 +122,123 @@ def test_runbook_list_piped_is_short_plain_lines(capsys: pytest.CaptureFixture[s
     assert out.splitlines()[1].split() == ["RUNBOOK", "STEPS", "DESCRIPTION"]
     assert max(len(line) for line in out.splitlines()) <= 100
     assert not set("│┃┏━╭─") & set(out)
+
+
+# Clusters and Connect down: nothing listens on these loopback ports.
+DOWN = """
+clusters:
+  primary: {bootstrap.servers: "127.0.0.1:9"}
+  secondary: {bootstrap.servers: "localhost:9,127.0.0.1:9"}
+replication:
+  kind: mirrormaker2
+  source: primary
+  target: secondary
+  connect: {url: "http://127.0.0.1:9", source_connector: src, checkpoint_connector: cp}
+retry: {initial_s: 0.2}
+"""
+DOWN_COMMANDS = [["status", "--deadline", "1"], ["check", "--deadline", "1"],
+                 ["config", "check", "--deadline", "1"]]
+_ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r")
+
+
+def _on_terminal(args: list[str], columns: int, tmp_path: Path) -> str:
+    """What `drctl ARGS` shows on a terminal `columns` wide (a pseudo-terminal: Rich sees a
+    TTY), escape sequences removed."""
+    main_fd, tty_fd = pty.openpty()
+    fcntl.ioctl(tty_fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": str(columns), "TERM": "xterm"}
+    proc = subprocess.Popen(entry_command(*args), stdin=tty_fd, stdout=tty_fd, stderr=tty_fd,
+                            env=env, cwd=tmp_path)
+    os.close(tty_fd)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(main_fd, 65536)
+        except OSError:  # the process closed its end
+            break
+        if not chunk:
+            break
+        shown += chunk
+    proc.wait(timeout=120)
+    os.close(main_fd)
+    return _ESCAPES.sub("", shown.decode(errors="replace"))
+
+
+def _tokens(text: str) -> set[str]:
+    """Words, and the items of comma-separated lists (a terminal may break after a comma)."""
+    return {part for word in text.split() for part in re.split(r"(?<=,)", word) if part}
+
+
+@pytest.mark.parametrize("command", DOWN_COMMANDS, ids=" ".join)
+def test_on_an_80_column_terminal_no_line_is_wider_and_no_token_is_split(
+        command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = tmp_path / "drctl.yaml"
+    cfg.write_text(DOWN)
+    shown = _on_terminal(["--config", str(cfg), *command], 80, tmp_path)
+    lines = shown.splitlines()
+    assert lines, shown
+    assert max(len(line) for line in lines) <= 80, "\n".join(
+        line for line in lines if len(line) > 80)
+    # Every token of the data, as a script reads it piped, is whole on the terminal.
+    assert main(["--config", str(cfg), *command]) in (3, 4)
+    piped = capsys.readouterr()
+    words = set(shown.split())
+    # Piped, headers are in capitals and an empty cell is "-".
+    missing = {t for t in _tokens(piped.out) if t not in words
+               and t.rstrip(",") not in words and not t.isupper() and t != "-"}
+    assert not missing, (missing, shown)
+    for address in ("127.0.0.1:9", "localhost:9"):
+        # An address is never split across lines: it is inside one word.
+        assert any(address in word for word in words), shown
+    assert "ipv4#" not in shown  # librdkafka's own text is --debug's
+
+
+@pytest.mark.parametrize("command", DOWN_COMMANDS, ids=" ".join)
+def test_piped_each_row_is_one_line(command: list[str], tmp_path: Path,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = tmp_path / "drctl.yaml"
+    cfg.write_text(DOWN)
+    assert main(["--config", str(cfg), *command]) in (3, 4)
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines()
+            if re.match(r"(primary|secondary|topics) {2,}", line)]
+    # One line per cluster (status, config check) or per finding (check).
+    assert len(rows) == 2, out
+    assert all("secondary" in row for row in rows[1:]), out
+    assert not set("│┃┏━╭─") & set(out)
+
+
+def test_a_table_too_narrow_for_its_words_becomes_blocks_with_words_whole(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from io import StringIO
+
+    from rich.console import Console
+
+    term = Terminal()
+    shown = StringIO()
+    term.out = Console(file=shown, width=40, force_terminal=True, color_system=None)
+    address = "broker-1.kafka.eu-west-1.internal.example.com:9092"
+    term.table("Clusters", ["cluster", "bootstrap", "error"],
+               [["primary", f"{address},{address}", "connection refused"]])
+    lines = shown.getvalue().splitlines()
+    assert lines[0] == "Clusters"
+    assert lines[1:] == ["cluster:   primary",
+                         f"bootstrap: {address},",
+                         f"           {address}",
+                         "error:     connection refused"]
+
+
+def test_a_table_that_fits_shares_the_width_by_need_and_keeps_words_whole() -> None:
+    from io import StringIO
+
+    from rich.console import Console
+
+    term = Terminal()
+    shown = StringIO()
+    term.out = Console(file=shown, width=40, force_terminal=True, color_system=None)
+    term.table(None, ["object", "fix"],
+               [["cluster primary", "check the host and port in bootstrap.servers"]])
+    lines = [line.rstrip() for line in shown.getvalue().splitlines()]
+    assert max(len(line) for line in lines) <= 40
+    assert "bootstrap.servers" in " ".join(lines).split()
+    assert lines[0].split() == ["object", "fix"]

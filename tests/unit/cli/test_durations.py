@@ -68,8 +68,8 @@ def test_one_deadline_one_meaning_one_default(
         command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main([*command, "--help"]) == 0
     help_text = _said(capsys.readouterr().out)
-    assert "--deadline DURATION How long to retry each cluster before calling it " \
-           "unreachable:" in help_text
+    assert "--deadline DURATION How long to retry each cluster (and Kafka Connect) before " \
+           "calling it unreachable:" in help_text
     default = "5s" if command == ["status"] else "30s"  # status says why it is shorter
     assert f"[default: {default}]" in help_text.split("--deadline", 1)[1]
     assert "--source-deadline" not in help_text

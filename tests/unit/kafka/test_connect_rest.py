@@ -205,8 +205,36 @@ def test_a_worker_that_is_down_is_unreachable_after_the_policy(certs: Certs) -> 
                                                                       deadline_s=0.3))
     with pytest.raises(Unreachable) as info:
         client.info()
-    assert "https://127.0.0.1:9 is unreachable" in info.value.message
+    assert info.value.message.startswith("Kafka Connect at https://127.0.0.1:9 did not "
+                                         "answer: connection refused (")
     assert "attempt(s)" in info.value.message
+    assert info.value.hint and "replication.connect.url" in info.value.hint
+    assert "Connection refused" in (info.value.detail or "")  # urllib's words: --debug
+
+
+def test_each_attempt_waits_no_longer_than_the_deadline_leaves_and_each_retry_is_said(
+        ) -> None:
+    """A worker that accepts and never answers holds each attempt for its timeout (here 1 s):
+    retried, each retry said, until the deadline decides — never past it by more than the
+    last attempt."""
+    import socket
+    import time
+
+    said: list[str] = []
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        client = ConnectClient(url, timeout_s=1, notify=said.append,
+                               policy=RetryPolicy(initial_s=0.2, deadline_s=2.5))
+        started = time.monotonic()
+        with pytest.raises(Unreachable) as info:
+            client.info()
+        took = time.monotonic() - started
+    assert took < 2.5 + 1 + 1  # the deadline, one last attempt of at least a second, slack
+    assert ": timed out (" in info.value.message
+    assert said and said[0].startswith(f"Kafka Connect ({url}): timed out; attempt 1, "
+                                       "retrying in")
 
 
 def test_unreadable_tls_files_are_config_errors(tmp_path: Path, certs: Certs) -> None:

@@ -73,6 +73,10 @@ class FakeClients:
     bootstrap: str = "fake:9092"
     wire: WireLog = field(default_factory=WireLog)
 
+    @property
+    def properties(self) -> dict[str, str]:
+        return {"bootstrap.servers": self.bootstrap}
+
     def admin(self, *, fresh: bool = False) -> FakeAdmin:
         return self.fake_admin
 
