@@ -135,7 +135,8 @@ class TranslationReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "from": self.source, "to": self.target, "method": self.method, "apply": self.apply,
+            "source": self.source, "target": self.target, "method": self.method,
+            "dry_run": not self.apply,
             "source_reachable": self.source_reachable, "notes": self.notes,
             "groups": [{"group": g.group, "state": g.state, "active": g.active,
                         "applied": g.applied, "skipped": g.skipped,
