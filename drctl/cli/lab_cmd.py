@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from drctl.cli.help import Typer
-from drctl.cli.options import OutputOption, renamed
+from drctl.cli.options import OutputOption, old_spelling, renamed
 from drctl.cli.state import CURRENT
 from drctl.lab.lab import SECURE_LOGINS, Lab, LabPorts
 from drctl.lab.workload import WorkloadSpec, run_workload
@@ -222,7 +222,7 @@ def load(
     commit: Annotated[list[str] | None, typer.Option(
         "--commit", metavar="GROUP=POSITION",
         help="Commit GROUP at POSITION: 0, an offset, N% or end (repeatable).")] = None,
-    old_group: Annotated[list[str] | None, typer.Option("--group", hidden=True)] = None,
+    old_group: Annotated[list[str] | None, old_spelling("--group")] = None,
     cluster: Annotated[str, typer.Option(
         metavar="CLUSTER", help="primary or secondary (e.g. post-failover writes).")]
     = "primary",

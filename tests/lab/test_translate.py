@@ -3,7 +3,6 @@ last record it consumed on the source — 0 duplicated, 0 skipped."""
 
 from __future__ import annotations
 
-import json
 import random
 import subprocess
 import time
@@ -15,9 +14,9 @@ from pathlib import Path
 import pytest
 from confluent_kafka import OFFSET_STORED, KafkaError, TopicPartition
 
-from drctl.cli.app import main
 from drctl.fingerprint import fingerprint
 from drctl.kafka.checkpoints import read_checkpoints
+from drctl.kafka.groups import committed_offsets
 from drctl.kafka.records import Record, read_all
 from drctl.lab.workload import (
     ProducedRecord,
@@ -28,7 +27,7 @@ from drctl.lab.workload import (
 )
 from drctl.translate import locate
 from tests.conftest import RunningLab
-from tests.lab.support import wait_replicated
+from tests.lab.support import run_json, wait_replicated
 
 pytestmark = pytest.mark.lab
 PARTITIONS = 3
@@ -134,14 +133,10 @@ def produce_more(lab: RunningLab, topic: str, count: int) -> list[ProducedRecord
 
 
 def run_translate(lab: RunningLab, ns: str, *args: str) -> tuple[int, dict]:
-    import contextlib
-    import io
-
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        status = main(["--config", str(lab.config_file), "--output", "json", "translate-offsets",
-                       "--groups", f"{ns}-.*", *args])
-    return status, json.loads(buf.getvalue())
+    """`drctl -o json translate-offsets --groups NS-.* ARGS…`; the document checked against
+    its schema."""
+    return run_json("--config", str(lab.config_file), "translate-offsets", "--groups",
+                    f"{ns}-.*", *args)
 
 
 def test_exact_translation_resumes_every_group_exactly(any_lab: RunningLab, ns: str,
@@ -170,7 +165,7 @@ def test_exact_translation_resumes_every_group_exactly(any_lab: RunningLab, ns: 
         commit_offsets(lab.primary, f"{ns}-ahead",
                        [TopicPartition(topic, p, e) for p, e in ends.items()])
 
-        status, report = run_translate(lab, ns, "--method", "exact", "--apply")
+        status, report = run_translate(lab, ns, "--method", "exact", "--yes")
         assert status == 0, capsys.readouterr().err
         groups = {g["group"]: g for g in report["groups"]}
         assert set(groups) == {f"{ns}-{n}" for n in positions} | {f"{ns}-ahead"}
@@ -204,7 +199,7 @@ def test_exact_translation_resumes_every_group_exactly(any_lab: RunningLab, ns: 
         # ranged reads do (the path large partitions take).
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(locate, "LOAD_BUDGET", 0)
-            status, remote = run_translate(lab, ns, "--method", "exact")
+            status, remote = run_translate(lab, ns, "--method", "exact", "--dry-run")
         assert status == 0
 
         def answers(rep: dict) -> list[tuple]:
@@ -258,7 +253,7 @@ def test_checkpoint_and_timestamp_predict_redelivery(lab: RunningLab, ns: str) -
         assert [fp(r) for r in by_p[p]] == [fp(r) for r in visible[p]]
 
     for method in ("checkpoint", "timestamp"):
-        status, report = run_translate(lab, ns, "--method", method)
+        status, report = run_translate(lab, ns, "--method", method, "--dry-run")
         assert status == 0
         compared = 0
         for g in report["groups"]:
@@ -307,7 +302,13 @@ def busy_on_target(lab: RunningLab, ns: str, topic: str) -> Iterator[None]:
 
 def test_active_group_on_target_is_skipped(lab: RunningLab, ns: str) -> None:
     with busy_on_target(lab, ns, f"{ns}-act"):
-        status, report = run_translate(lab, ns, "--apply")
+        # Neither --yes nor --dry-run, and no one to ask: nothing is committed (exit 5).
+        status, refused = run_translate(lab, ns)
+        assert status == 5 and refused["error"]["kind"] == "Aborted"
+        assert "--yes" in refused["error"]["hint"]
+        assert committed_offsets(lab.secondary.admin(), [f"{ns}-idle"]).get(f"{ns}-idle",
+                                                                            {}) == {}
+        status, report = run_translate(lab, ns, "--yes")
     assert status == 3
     groups = {g["group"]: g for g in report["groups"]}
     assert groups[f"{ns}-idle"]["applied"] is True
