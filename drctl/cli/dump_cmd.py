@@ -11,7 +11,13 @@ from typing import Annotated, Any
 
 import typer
 
-from drctl.cli.options import DEFAULT_DEADLINE_S, Deadline, OutputOption, renamed
+from drctl.cli.options import (
+    DEFAULT_DEADLINE_S,
+    Deadline,
+    OutputOption,
+    old_spelling,
+    renamed,
+)
 from drctl.cli.state import CURRENT
 from drctl.codecs.confluent import LAYOUT_NOTE, ConsumerTimestamp
 from drctl.codecs.mm2 import Checkpoint, OffsetSync
@@ -38,17 +44,19 @@ def dump_consumer_timestamps(
         metavar="CLUSTER",
         help="Cluster to read (default: the replication source for consumer-timestamps and "
              "offset-syncs, the target for checkpoints and heartbeats).")] = None,
-    topic_name: Annotated[str | None, typer.Option(
-        "--topic-name", metavar="TOPIC", help="The internal topic (default: __consumer_timestamps, "
-                             "<source_alias>.checkpoints.internal, "
-                             "mm2-offset-syncs.<target_alias>.internal, heartbeats).")] = None,
+    internal_topic: Annotated[str | None, typer.Option(
+        "--internal-topic", metavar="TOPIC",
+        help="The internal topic to read (default: __consumer_timestamps, "
+             "<source_alias>.checkpoints.internal, mm2-offset-syncs.<target_alias>.internal, "
+             "heartbeats).")] = None,
     groups: Annotated[str | None, typer.Option(
         "--groups", metavar="REGEX", help="Regex on the group id (whole name).")] = None,
     topics: Annotated[str | None, typer.Option(
         "--topics", metavar="REGEX",
         help="Regex on the topic the record is about (whole name).")] = None,
-    old_group: Annotated[str | None, typer.Option("--group", hidden=True)] = None,
-    old_topic: Annotated[str | None, typer.Option("--topic", hidden=True)] = None,
+    old_group: Annotated[str | None, old_spelling("--group")] = None,
+    old_topic: Annotated[str | None, old_spelling("--topic")] = None,
+    old_topic_name: Annotated[str | None, old_spelling("--topic-name")] = None,
     since: Annotated[str | None, typer.Option(
         metavar="TIME",
         help="Only records written at or after this time (ISO 8601 or epoch ms).")] = None,
@@ -88,7 +96,9 @@ def dump_consumer_timestamps(
     term = CURRENT.terminal(output)
     # None: the one JSON document of --output json (its rows streamed, never held).
     chosen = fmt or (None if term.json_mode else Format.table)
-    where = resolve_location(kind, config.replication, cluster, topic_name)
+    internal_topic = renamed(internal_topic, old_topic_name, old="--topic-name",
+                             new="--internal-topic", warn=term.warn)
+    where = resolve_location(kind, config.replication, cluster, internal_topic)
     filt = DumpFilter(renamed(groups, old_group, old="--group", new="--groups", warn=term.warn),
                       renamed(topics, old_topic, old="--topic", new="--topics", warn=term.warn),
                       None if since is None else parse_time_ms(since, "--since"),

@@ -195,7 +195,7 @@ def test_mm2_checkpoints_offset_syncs_and_heartbeats(lab: RunningLab, ns: str) -
     assert lines[-1]["undecodable"] == 0 and lines[-1]["topic"] == checkpoints_topic
     assert lines[-1]["cluster"] == "secondary"
 
-    lines, _ = run_dump(lab, "--kind", "offset-syncs", "--format", "jsonl", "--topic", topic)
+    lines, _ = run_dump(lab, "--kind", "offset-syncs", "--format", "jsonl", "--topics", topic)
     rows = [line for line in lines if line["type"] == "offset-sync"]
     assert [(r["upstream_offset"], r["downstream_offset"]) for r in rows] == \
         [(s.upstream_offset, s.downstream_offset) for s in syncs]

@@ -217,7 +217,8 @@ def test_gap_names_kept_through_the_cli(lab: RunningLab, ns: str, tmp_path: Path
         out = tmp_path / "gap"
         target_end = json.dumps({topic: {str(p): o for p, o in f_point.items()}})
         code, stdout, stderr = gap_cli(lab, [
-            "--topic", topic, "--target-end", target_end, "--check-order", "--out", str(out),
+            "--topics", topic, "--target-end", target_end, "--check-order",
+            "--report-dir", str(out),
             "--to-topic", f"{ns}-quarantine", "--yes", "--master", "local[2]"])
         assert code == 3, stderr  # conflicts exist
         data = json.loads(stdout)
@@ -234,7 +235,7 @@ def test_gap_names_kept_through_the_cli(lab: RunningLab, ns: str, tmp_path: Path
         assert [(r.partition, r.key, r.value, r.timestamp_ms, r.headers) for r in quarantined] \
             == [(s.partition, s.key, s.value, s.timestamp_ms, s.headers) for s in want]
         # --fail-on-gap without --check-order: exit 3 because records are missing.
-        code, stdout, _ = gap_cli(lab, ["--topic", topic, "--target-end", target_end,
+        code, stdout, _ = gap_cli(lab, ["--topics", topic, "--target-end", target_end,
                                         "--fail-on-gap", "--master", "local[2]"])
         assert code == 3 and json.loads(stdout)["totals"]["unreplicated"] == len(want)
     finally:
