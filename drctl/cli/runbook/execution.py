@@ -64,6 +64,7 @@ OldReportOption = Annotated[Path | None, old_spelling("--report")]
 _STATUS_STYLE = {
     Status.ok: "green", Status.planned: "cyan", Status.skipped: "dim", Status.not_run: "dim",
     Status.deferred: "yellow", Status.check_failed: "bold red", Status.failed: "bold red",
+    Status.unreachable: "bold red",
     Status.approval_missing: "bold red", Status.declined: "bold red",
     Status.interrupted: "bold red",
 }

@@ -40,7 +40,8 @@ def plan(
 
     \b
     Exit status: 0 every check held; 2 the runbook or a variable is invalid;
-    3 a check did not hold."""
+    3 a check did not hold; 4 a cluster did not answer (a check could not
+    look)."""
     execute(file=file, var=var, vars_file=vars_file, dry_run=True, yes=False,
              non_interactive=True, resume=None, journal_path=journal, junit=junit,
              report_dir=report_dir,

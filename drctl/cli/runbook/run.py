@@ -56,8 +56,8 @@ def run(
 
     \b
     Exit status: 0 every step ok; 1 a step failed; 2 the runbook or a variable
-    is invalid; 3 a check did not hold; 5 an approval missing or declined;
-    130 interrupted (resume with --resume)."""
+    is invalid; 3 a check did not hold; 4 a cluster did not answer; 5 an
+    approval missing or declined; 130 interrupted (resume with --resume)."""
     execute(file=file, var=var, vars_file=vars_file, dry_run=dry_run, yes=yes,
              non_interactive=non_interactive, resume=resume, journal_path=journal,
              junit=junit, report_dir=report_dir,
