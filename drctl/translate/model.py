@@ -147,7 +147,7 @@ class TranslationReport:
 
     def runbook_summary(self) -> dict[str, Any]:
         """The result of the `translate-offsets` runbook action: the JSON plus the groups an
-        --apply run skipped."""
+        --yes run skipped."""
         data = self.as_dict()
         data["not_applied"] = [g.group for g in self.groups if self.apply and g.skipped]
         return data
