@@ -154,7 +154,8 @@ def hoist_global_options(argv: list[str]) -> list[str]:
             rest.extend(argv[i:])
             break
         if arg in _GLOBAL_FLAGS or (arg.startswith("--") and "=" in arg and
-                                    arg.split("=", 1)[0] in _GLOBAL_WITH_VALUE):
+                                    arg.split("=", 1)[0] in _GLOBAL_WITH_VALUE) \
+                or (len(arg) > 2 and arg[:2] in _GLOBAL_WITH_VALUE):  # -ojson, -cFILE
             front.append(arg)
         elif arg in _GLOBAL_WITH_VALUE and i + 1 < len(argv):
             front.extend(argv[i:i + 2])
@@ -176,6 +177,8 @@ def requested_output(args: list[str]) -> OutputFormat:
             value = args[i + 1]
         elif arg.startswith("--output="):
             value = arg.split("=", 1)[1]
+        elif arg.startswith("-o") and len(arg) > 2:
+            value = arg[2:]
         if value is not None and value.lower() in OutputFormat.__members__:
             return OutputFormat(value.lower())
     return OutputFormat.text
@@ -196,50 +199,54 @@ def main(argv: list[str] | None = None) -> int:
     CURRENT.reset()
     args = hoist_global_options(sys.argv[1:] if argv is None else argv)
     CURRENT.output = requested_output(args)
-    status: int = ExitStatus.SUCCESS
-    error: dict[str, Any] | None = None
     try:
-        try:
-            returned = app(args=args, prog_name="drctl", standalone_mode=False)
-            status = returned if isinstance(returned, int) else ExitStatus.SUCCESS
-        except ClickException as exc:
-            error = _usage_error(exc)
-            status = exc.exit_code
-        except Abort:  # end of input at a question
-            error = _report(CURRENT.terminal(), Aborted("Aborted: no answer (end of input)."))
-            status = ExitStatus.ABORTED
-        except SystemExit as exc:
-            status = (ExitStatus.SUCCESS if exc.code is None else
-                      exc.code if isinstance(exc.code, int) else ExitStatus.FAILURE)
-        except DrctlError as exc:
-            terminal = CURRENT.terminal()
-            error = _report(terminal, exc)
-            if CURRENT.debug:
-                terminal.err.print(terminal.redactor.redact(traceback.format_exc()))
-            status = exc.exit_status
-        except KeyboardInterrupt:
-            CURRENT.terminal().error("interrupted.")
-            error = _error("interrupted.", None, "Interrupted", ExitStatus.INTERRUPTED)
-            status = ExitStatus.INTERRUPTED
-        except Exception as exc:  # noqa: BLE001 - the boundary: nothing escapes as a traceback
-            terminal = CURRENT.terminal()
-            message = f"unexpected {type(exc).__name__}: {exc}"
-            terminal.error(message)
-            if CURRENT.debug:
-                terminal.err.print(terminal.redactor.redact(traceback.format_exc()))
-            else:
-                terminal.err.print("  Run again with --debug for the traceback, and please "
-                                   "report it.")
-            error = _error(message, "Run again with --debug for the traceback, and please "
-                           "report it.", type(exc).__name__, ExitStatus.FAILURE)
-            status = ExitStatus.FAILURE
-        if error is None and status == ExitStatus.INTERRUPTED:
-            error = _error("interrupted.", None, "Interrupted", ExitStatus.INTERRUPTED)
+        status, error = _run(args)
         if not (status == ExitStatus.SUCCESS and _asks_for_help(args)):  # help is for people
             CURRENT.terminal().finish_json(status, error)
     finally:
         CURRENT.close()  # the command's clients, however it ended
-    return int(status)
+    return status
+
+
+def _run(args: list[str]) -> tuple[int, dict[str, Any] | None]:
+    """The command's exit status, and its error as the JSON document's `error`."""
+    try:
+        returned = app(args=args, prog_name="drctl", standalone_mode=False)
+    except ClickException as exc:
+        return exc.exit_code, _usage_error(exc)
+    except Abort:  # end of input at a question
+        return ExitStatus.ABORTED, _report(CURRENT.terminal(),
+                                           Aborted("Aborted: no answer (end of input)."))
+    except SystemExit as exc:  # a broken pipe, shell completion
+        code = exc.code
+        return (code if isinstance(code, int) else
+                ExitStatus.SUCCESS if code is None else ExitStatus.FAILURE), None
+    except DrctlError as exc:
+        terminal = CURRENT.terminal()
+        error = _report(terminal, exc)
+        if CURRENT.debug:
+            terminal.err.print(terminal.redactor.redact(traceback.format_exc()))
+        return exc.exit_status, error
+    except KeyboardInterrupt:
+        CURRENT.terminal().error("interrupted.")
+        return ExitStatus.INTERRUPTED, _INTERRUPTED
+    except Exception as exc:  # noqa: BLE001 - the boundary: nothing escapes as a traceback
+        terminal = CURRENT.terminal()
+        message = f"unexpected {type(exc).__name__}: {exc}"
+        terminal.error(message)
+        if CURRENT.debug:
+            terminal.err.print(terminal.redactor.redact(traceback.format_exc()))
+        else:
+            terminal.err.print(f"  {_REPORT_IT}")
+        return ExitStatus.FAILURE, _error(message, _REPORT_IT, type(exc).__name__,
+                                          ExitStatus.FAILURE)
+    status = returned if isinstance(returned, int) else ExitStatus.SUCCESS
+    # Typer ends a command interrupted by Ctrl-C with exit 130 (a runbook says so itself).
+    return status, _INTERRUPTED if status == ExitStatus.INTERRUPTED else None
+
+
+_REPORT_IT = "Run again with --debug for the traceback, and please report it."
+_INTERRUPTED = _error("interrupted.", None, "Interrupted", ExitStatus.INTERRUPTED)
 
 
 def run() -> None:

@@ -70,8 +70,8 @@ def dump_consumer_timestamps(
         metavar="N", help="Stop after this many rows.", min=0)] = None,
     fmt: Annotated[Format | None, typer.Option(
         "--format", case_sensitive=False,
-        help="table, jsonl (JSON Lines) or csv, streamed on stdout. Default: table, or one "
-             "JSON document with --output json.")] = None,
+        help="table, jsonl (JSON Lines) or csv on stdout, the last two streamed. Default: "
+             "table, or one JSON document with --output json.")] = None,
     show_undecodable: Annotated[int, typer.Option(
         metavar="N", help="How many undecodable records to list (all are counted).",
         min=0)] = 20,

@@ -81,6 +81,7 @@ def test_a_usage_error_is_the_document_with_its_error(
     ["-o", "json", "failover", "--deadline", "3x"],  # a value that does not parse
     ["--output=json", "runbook", "plan"],            # a missing argument
     ["-o", "json", "no-such-command"],
+    ["status", "--deadline", "soon", "-ojson"],
 ])
 def test_usage_errors_before_or_after_the_subcommand(
         argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
