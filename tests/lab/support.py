@@ -104,10 +104,12 @@ def run_json(*argv: str) -> tuple[int, dict[str, Any]]:
     """`drctl -o json ARGV…` in this process: its exit status and the JSON document it
     printed, checked against the command's schema (docs/schemas/)."""
     import json
+    import sys
 
     from tests.json_schemas import command_of, validate_output
 
     status, out, err = run_drctl("--output", "json", *argv)
+    sys.stderr.write(err)  # where it went before: tests read it with capsys
     document = json.loads(out)
     assert document["exit_status"] == status, (document, err)
     validate_output(command_of(argv), document)
