@@ -117,7 +117,7 @@ def test_translation_to_a_logappendtime_target_is_exact(lab: RunningLab, ns: str
     for group, offset in positions.items():
         commit_offsets(lab.primary, group, [TopicPartition(topic, p, offset) for p in (0, 1)])
     status, out = run_json("--config", str(lab.config_file), "translate-offsets",
-                           "--groups", f"{ns}-.*", "--method", "exact")
+                           "--groups", f"{ns}-.*", "--method", "exact", "--dry-run")
     assert status == 0, out
     for g in out["groups"]:
         for p in g["partitions"]:
@@ -309,7 +309,7 @@ def test_exact_translation_never_skips_past_a_copy_the_target_compacted_away(
     on_target = read_all(lab.secondary, topic)
     k6 = next(r for r in on_target if r.key == b"k6")
     status, out = run_json("--config", str(lab.config_file), "translate-offsets", "--groups",
-                           group, "--method", "exact")
+                           group, "--method", "exact", "--dry-run")
     assert status == 0, out
     [p] = [p for g in out["groups"] for p in g["partitions"]]
     # Right after k4's copy: the first record the group has not read that survives is k6.
