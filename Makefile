@@ -28,8 +28,8 @@ demo: setup java-and-maven
 	$(BIN)/drctl lab down --dir $(LAB) --purge
 	$(BIN)/drctl lab up --dir $(LAB)
 	$(BIN)/drctl --config $(LAB)/drctl.yaml runbook run runbooks/drill.yaml --yes \
-		--report $(LAB)/drill-report.md --junit $(LAB)/drill-junit.xml
-	@echo "Drill report: $(LAB)/drill-report.md; incident reports: $(LAB)/state/reports/"
+		--report-dir $(LAB)/drill-reports --junit $(LAB)/drill-junit.xml
+	@echo "Drill report: $(LAB)/drill-reports/; incident reports: $(LAB)/state/reports/"
 	@# The cycle is done when the pair is protected again: status says so (exit 0).
 	$(BIN)/drctl --config $(LAB)/drctl.yaml status
 

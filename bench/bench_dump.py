@@ -140,7 +140,7 @@ def child(mode: str, bootstrap: str, topic: str, config: str) -> None:
 
         app.command("dump-consumer-timestamps")(dump_cmd.dump_consumer_timestamps)
         status = main(["--config", config, "-q", "dump-consumer-timestamps", "--format",
-                       "jsonl", "--topic-name", topic])
+                       "jsonl", "--internal-topic", topic])
         assert status == 0, status
         records = -1  # counted by the parent from the summary line
     else:

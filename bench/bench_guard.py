@@ -18,7 +18,7 @@ Three sub-benchmarks, chosen with --only (default: all), on one lab:
               refresh, as a group created minutes before an outage).
   guard-cost  Guard's CPU seconds per round and its RSS at --guard-groups x 16 partitions,
               moving --move-fraction of the groups between rounds (read from /proc).
-  failover    translate-offsets --method exact --apply for --fo-groups x 16 partitions, source
+  failover    translate-offsets --method exact --yes for --fo-groups x 16 partitions, source
               up (median of --repeat), then `failover` itself once, beside
               `kafka-consumer-groups --reset-offsets --to-datetime` per group (timed on a sample,
               extrapolated: one JVM per group).
@@ -493,9 +493,9 @@ def bench_failover(lab: Lab, state: LabState, root: Path, groups: int, records: 
                 "primary", "secondary", groups=f"{ns}-.*", method=TranslateMethod.EXACT,
                 apply=True))
         runs.append(time.monotonic() - started)
-        log(f"failover: translate exact --apply {runs[-1]:.1f} s")
+        log(f"failover: translate exact --yes {runs[-1]:.1f} s")
     s = report.summary()
-    rows.append([f"drctl translate-offsets --method exact --apply (median of {len(runs)})",
+    rows.append([f"drctl translate-offsets --method exact --yes (median of {len(runs)})",
                  statistics.median(runs),
                  f"{s['partitions']:,} positions, {s['exact']:,} exact, {s['applied']:,} "
                  f"groups applied; runs {', '.join(f'{r:.1f}' for r in runs)} s"])

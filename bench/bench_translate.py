@@ -1,7 +1,7 @@
 """translate-offsets at scale: 1,000 groups x 16 partitions on a bench lab.
 
 Compares, in one run on the same data:
-  - drctl translate-offsets --method exact --apply (all groups)
+  - drctl translate-offsets --method exact --yes (all groups)
   - drctl translate-offsets --method checkpoint (all groups)
   - what operators run today: kafka-consumer-groups --reset-offsets --to-datetime --execute,
     one JVM per group (timed on a sample of groups; the per-group median x groups gives the
@@ -97,7 +97,7 @@ def main() -> None:
                     apply=apply))
                 runs.append(time.monotonic() - started)
             s = report.summary()
-            rows.append((f"drctl {method}{' --apply' if apply else ''} (median of {len(runs)})",
+            rows.append((f"drctl {method}{' --yes' if apply else ''} (median of {len(runs)})",
                          statistics.median(runs),
                          f"{s['partitions']} positions, {s['exact']} exact, "
                          f"{s['applied']} groups applied; runs "
@@ -115,7 +115,7 @@ def main() -> None:
         exact_s = rows[0][1]
         for name, secs, note in rows:
             print(f"{name:58} {secs:9.2f}  {secs / exact_s:8.1f}x  {note}")
-        print(f"\nspeed-up of drctl exact --apply over the loop: {loop / exact_s:.0f}x")
+        print(f"\nspeed-up of drctl exact --yes over the loop: {loop / exact_s:.0f}x")
     finally:
         lab.down(purge=True)
 

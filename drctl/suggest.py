@@ -1,4 +1,6 @@
-"""Suggestions for mistyped names: one closeness rule for config keys, runbook keys, actions.
+"""Suggestions for names to type instead: one closeness rule for mistyped config keys, runbook
+keys and actions, and one sentence for an old spelling kept for a release (a CLI option, a
+runbook action's parameter).
 
 Two spellings of the same question, because a hint stands alone and an aside sits inside a
 message: `ConfigError(..., hint="Did you mean 'x'?")` and "unknown key 'y' (did you mean 'x'?)".
@@ -25,3 +27,8 @@ def did_you_mean_aside(word: str, choices: Iterable[object]) -> str:
     """The same as an aside to append to a message (" (did you mean 'x'?)"), or ""."""
     close = _closest(word, choices)
     return f" (did you mean '{close}'?)" if close else ""
+
+
+def renamed_note(old: str, new: str) -> str:
+    """What an old spelling says when it is used: the new one, and that the old goes."""
+    return f"{old} is now {new}; the old name goes in the next release."

@@ -5,6 +5,10 @@ nothing is folded or wrapped (`drctl config show > f` is valid YAML, piped table
 words). Progress, logs and warnings go to stderr. Reports are rendered elsewhere
 (`drctl.reports`).
 
+With `--output json` stdout carries one JSON document: what the command emitted with
+`emit_json` (and `stream_json`), completed by the error boundary with `exit_status` and, when
+the command failed, `error` (`finish_json`; docs/json.md).
+
 One `Terminal` per process; commands never print any other way.
 """
 
@@ -13,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from enum import StrEnum
 from typing import IO, Any
@@ -44,7 +48,12 @@ class Terminal:
         self.redactor = redactor or Redactor()
         self.err = _console(sys.stderr)
         self.out = _console(sys.stdout)
-        self.emitted = False  # whether stdout has received data
+        self.emitted = False  # whether stdout has received data other than the JSON document
+        # --output json: the document's members not yet written, whether its `{` is on stdout
+        # and how many members are (a long list streamed by `stream_json`).
+        self._document: dict[str, Any] = {}
+        self._opened = False
+        self._members = 0
 
     @property
     def json_mode(self) -> bool:
@@ -82,10 +91,62 @@ class Terminal:
             self.err.print(f"  detail: {self.redactor.redact(text)}", markup=False,
                            highlight=False)
 
-    def emit_json(self, data: Any) -> None:
-        """Data for scripts on stdout: secrets masked, stable key order."""
-        payload = self.redactor.redact_data(to_jsonable(data))
-        self.emit_text(json.dumps(payload, indent=2, sort_keys=False))
+    def emit_json(self, data: Mapping[str, Any]) -> None:
+        """The command's data for scripts: keys of the one JSON document on stdout, secrets
+        masked, key order kept. With --output json it is written when the command ends
+        (`finish_json` adds `exit_status`, and `error` when it failed), so it is whole even
+        when the command fails after this; otherwise at once."""
+        payload = self.redactor.redact_data(to_jsonable(dict(data)))
+        if not self.json_mode:
+            self.emit_text(json.dumps(payload, indent=2))
+            return
+        self._document.update(payload)
+
+    def stream_json(self, key: str, items: Iterable[Mapping[str, Any]]) -> None:
+        """A list too long to hold (a topic dump) as the document's `key`, written item by item,
+        one compact item per line; the keys emitted so far come before it, later ones after.
+        Items are plain data with fixed, non-secret field names: each line is masked as text
+        (masking each value of each item would cost ten times the encoding)."""
+        encode = json.JSONEncoder(separators=(",", ":")).encode
+        write = sys.stdout.write
+        write(self._members_so_far() + self._separator() + f"  {json.dumps(key)}: [")
+        self._members += 1
+        count = 0
+        try:
+            for item in items:
+                write(("\n" if count == 0 else ",\n") + self.redactor.redact(encode(item)))
+                count += 1
+        finally:
+            # Closed however the iteration ends: the document stays valid JSON.
+            write("\n  ]" if count else "]")
+            sys.stdout.flush()
+
+    def finish_json(self, exit_status: int, error: Mapping[str, Any] | None = None) -> None:
+        """End the JSON document (--output json): the data emitted, `exit_status`, and
+        `error` ({message, hint, kind, exit_status}) when the command failed. Nothing when
+        stdout carried other data (`--format csv`, `--metrics`): that is the output asked
+        for."""
+        if not self.json_mode or self.emitted:
+            return
+        self._document["exit_status"] = int(exit_status)
+        if error is not None:
+            self._document["error"] = self.redactor.redact_data(to_jsonable(dict(error)))
+        sys.stdout.write(self._members_so_far() + "\n}\n")
+        sys.stdout.flush()
+
+    def _members_so_far(self) -> str:
+        """The document's opening brace (once) and the members emitted since the last write."""
+        text = "" if self._opened else "{"
+        self._opened = True
+        for name, value in self._document.items():
+            text += self._separator() + f"  {json.dumps(name)}: " \
+                + json.dumps(value, indent=2).replace("\n", "\n  ")
+            self._members += 1
+        self._document = {}
+        return text
+
+    def _separator(self) -> str:
+        return ",\n" if self._members else "\n"
 
     def emit_yaml(self, data: Any) -> None:
         """Data as YAML on stdout, secrets masked (masked first: YAML may quote a secret)."""

@@ -5,9 +5,13 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+
+# Typer vendors Click (typer._click) since 0.29: the usage errors it raises.
+from typer._click.exceptions import ClickException, NoArgsIsHelpError
+from typer.exceptions import Abort
 
 from drctl.cli import (
     audit_cmd,
@@ -26,7 +30,7 @@ from drctl.cli import (
 )
 from drctl.cli.help import RootGroup, Typer
 from drctl.cli.state import CURRENT
-from drctl.errors import DrctlError, ExitStatus
+from drctl.errors import Aborted, DrctlError, ExitStatus, UsageError
 from drctl.terminal import OutputFormat, Terminal
 from drctl.versions import runtime_versions
 from drctl.yesno import bool_from_text
@@ -73,8 +77,12 @@ for name, function, short in [
 
 def _version(value: bool) -> None:
     if value:
-        CURRENT.terminal().emit_text("\n".join(
-            f"{name} {version}" for name, version in runtime_versions().items()))
+        versions = runtime_versions()
+        term = CURRENT.terminal()
+        if term.json_mode:
+            term.emit_json({"versions": versions})
+        else:
+            term.emit_text("\n".join(f"{name} {version}" for name, version in versions.items()))
         raise typer.Exit()
 
 
@@ -106,15 +114,30 @@ def root(
         logging.basicConfig(level=logging.DEBUG, stream=sys.stderr)
 
 
-def _report(terminal: Terminal, exc: DrctlError) -> None:
+def _report(terminal: Terminal, exc: DrctlError) -> dict[str, Any]:
+    """Say the error on stderr; return it as the JSON document's `error`."""
     terminal.error(exc.message)
     if exc.hint:
         terminal.err.print(f"  {terminal.redactor.redact(exc.hint)}")
-    if terminal.json_mode and not terminal.emitted:
-        # A script reading stdout gets a JSON document on failure too, never 0 bytes.
-        terminal.emit_json({"error": {"message": exc.message, "hint": exc.hint or None,
-                                      "kind": type(exc).__name__,
-                                      "exit_status": int(exc.exit_status)}})
+    return _error(exc.message, exc.hint, type(exc).__name__, exc.exit_status)
+
+
+def _error(message: str, hint: str | None, kind: str, exit_status: int) -> dict[str, Any]:
+    # A script reading stdout gets a JSON document on failure too, never 0 bytes.
+    return {"message": message, "hint": hint or None, "kind": kind,
+            "exit_status": int(exit_status)}
+
+
+def _usage_error(exc: ClickException) -> dict[str, Any]:
+    """Click's usage error (an unknown option, a bad value, a missing argument) as drctl's
+    UsageError: said on stderr as Click says it, with the usage line."""
+    exc.show()
+    if isinstance(exc, NoArgsIsHelpError):  # `drctl runbook`: the help, on stderr
+        return _error("No command given.", f"`{exc.ctx.command_path} -h` lists them.",
+                      UsageError.__name__, exc.exit_code)
+    ctx = getattr(exc, "ctx", None)
+    hint = f"See `{ctx.command_path} -h`." if ctx is not None else None
+    return _error(exc.format_message(), hint, UsageError.__name__, exc.exit_code)
 
 
 # The root's options, also taken after the subcommand (`drctl status --config f.yaml -q`):
@@ -133,7 +156,8 @@ def hoist_global_options(argv: list[str]) -> list[str]:
             rest.extend(argv[i:])
             break
         if arg in _GLOBAL_FLAGS or (arg.startswith("--") and "=" in arg and
-                                    arg.split("=", 1)[0] in _GLOBAL_WITH_VALUE):
+                                    arg.split("=", 1)[0] in _GLOBAL_WITH_VALUE) \
+                or (len(arg) > 2 and arg[:2] in _GLOBAL_WITH_VALUE):  # -ojson, -cFILE
             front.append(arg)
         elif arg in _GLOBAL_WITH_VALUE and i + 1 < len(argv):
             front.extend(argv[i:i + 2])
@@ -144,42 +168,88 @@ def hoist_global_options(argv: list[str]) -> list[str]:
     return front + rest
 
 
+def requested_output(args: list[str]) -> OutputFormat:
+    """The --output the line asks for, read before Typer parses it: a usage error stops
+    parsing before the root's options take effect, and must still be a JSON document."""
+    for i, arg in enumerate(args):
+        if arg == "--":
+            break
+        value = None
+        if arg in ("--output", "-o") and i + 1 < len(args):
+            value = args[i + 1]
+        elif arg.startswith("--output="):
+            value = arg.split("=", 1)[1]
+        elif arg.startswith("-o") and len(arg) > 2:
+            value = arg[2:]
+        if value is not None and value.lower() in OutputFormat.__members__:
+            return OutputFormat(value.lower())
+    return OutputFormat.text
+
+
+def _asks_for_help(args: list[str]) -> bool:
+    words = args[:args.index("--")] if "--" in args else args
+    return "-h" in words or "--help" in words
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run drctl; return the exit status instead of raising (tests call this in-process).
 
-    Typer's standalone mode handles usage errors (exit 2), --help and Ctrl-C (exit 130); drctl's
-    own errors and anything unexpected are turned into a message here.
+    The one error boundary: usage errors (Click's, exit 2), drctl's own errors, Ctrl-C (130)
+    and anything unexpected (1) become a message on stderr and, with --output json, the
+    `error` of the one JSON document on stdout, which ends with the exit status.
     """
     CURRENT.reset()
+    args = hoist_global_options(sys.argv[1:] if argv is None else argv)
+    CURRENT.output = requested_output(args)
     try:
-        app(args=hoist_global_options(sys.argv[1:] if argv is None else argv),
-            prog_name="drctl")
-        return ExitStatus.SUCCESS
-    except SystemExit as exc:
-        if exc.code is None:
-            return ExitStatus.SUCCESS
-        return exc.code if isinstance(exc.code, int) else ExitStatus.FAILURE
+        status, error = _run(args)
+        if not (status == ExitStatus.SUCCESS and _asks_for_help(args)):  # help is for people
+            CURRENT.terminal().finish_json(status, error)
+    finally:
+        CURRENT.close()  # the command's clients, however it ended
+    return status
+
+
+def _run(args: list[str]) -> tuple[int, dict[str, Any] | None]:
+    """The command's exit status, and its error as the JSON document's `error`."""
+    try:
+        returned = app(args=args, prog_name="drctl", standalone_mode=False)
+    except ClickException as exc:
+        return exc.exit_code, _usage_error(exc)
+    except Abort:  # end of input at a question
+        return ExitStatus.ABORTED, _report(CURRENT.terminal(),
+                                           Aborted("Aborted: no answer (end of input)."))
+    except SystemExit as exc:  # a broken pipe, shell completion
+        code = exc.code
+        return (code if isinstance(code, int) else
+                ExitStatus.SUCCESS if code is None else ExitStatus.FAILURE), None
     except DrctlError as exc:
         terminal = CURRENT.terminal()
-        _report(terminal, exc)
+        error = _report(terminal, exc)
         if CURRENT.debug:
             terminal.detail(exc.detail)
             terminal.err.print(terminal.redactor.redact(traceback.format_exc()))
-        return exc.exit_status
+        return exc.exit_status, error
     except KeyboardInterrupt:
         CURRENT.terminal().error("interrupted.")
-        return ExitStatus.INTERRUPTED
+        return ExitStatus.INTERRUPTED, _INTERRUPTED
     except Exception as exc:  # noqa: BLE001 - the boundary: nothing escapes as a traceback
         terminal = CURRENT.terminal()
-        terminal.error(f"unexpected {type(exc).__name__}: {exc}")
+        message = f"unexpected {type(exc).__name__}: {exc}"
+        terminal.error(message)
         if CURRENT.debug:
             terminal.err.print(terminal.redactor.redact(traceback.format_exc()))
         else:
-            terminal.err.print("  Run again with --debug for the traceback, and please report "
-                               "it.")
-        return ExitStatus.FAILURE
-    finally:
-        CURRENT.close()  # the command's clients, however it ended
+            terminal.err.print(f"  {_REPORT_IT}")
+        return ExitStatus.FAILURE, _error(message, _REPORT_IT, type(exc).__name__,
+                                          ExitStatus.FAILURE)
+    status = returned if isinstance(returned, int) else ExitStatus.SUCCESS
+    # Typer ends a command interrupted by Ctrl-C with exit 130 (a runbook says so itself).
+    return status, _INTERRUPTED if status == ExitStatus.INTERRUPTED else None
+
+
+_REPORT_IT = "Run again with --debug for the traceback, and please report it."
+_INTERRUPTED = _error("interrupted.", None, "Interrupted", ExitStatus.INTERRUPTED)
 
 
 def run() -> None:

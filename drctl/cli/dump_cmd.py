@@ -11,7 +11,13 @@ from typing import Annotated, Any
 
 import typer
 
-from drctl.cli.options import DEFAULT_DEADLINE_S, Deadline, OutputOption, renamed
+from drctl.cli.options import (
+    DEFAULT_DEADLINE_S,
+    Deadline,
+    OutputOption,
+    old_spelling,
+    renamed,
+)
 from drctl.cli.state import CURRENT
 from drctl.codecs.confluent import LAYOUT_NOTE, ConsumerTimestamp
 from drctl.codecs.mm2 import Checkpoint, OffsetSync
@@ -38,17 +44,19 @@ def dump_consumer_timestamps(
         metavar="CLUSTER",
         help="Cluster to read (default: the replication source for consumer-timestamps and "
              "offset-syncs, the target for checkpoints and heartbeats).")] = None,
-    topic_name: Annotated[str | None, typer.Option(
-        "--topic-name", metavar="TOPIC", help="The internal topic (default: __consumer_timestamps, "
-                             "<source_alias>.checkpoints.internal, "
-                             "mm2-offset-syncs.<target_alias>.internal, heartbeats).")] = None,
+    internal_topic: Annotated[str | None, typer.Option(
+        "--internal-topic", metavar="TOPIC",
+        help="The internal topic to read (default: __consumer_timestamps, "
+             "<source_alias>.checkpoints.internal, mm2-offset-syncs.<target_alias>.internal, "
+             "heartbeats).")] = None,
     groups: Annotated[str | None, typer.Option(
         "--groups", metavar="REGEX", help="Regex on the group id (whole name).")] = None,
     topics: Annotated[str | None, typer.Option(
         "--topics", metavar="REGEX",
         help="Regex on the topic the record is about (whole name).")] = None,
-    old_group: Annotated[str | None, typer.Option("--group", hidden=True)] = None,
-    old_topic: Annotated[str | None, typer.Option("--topic", hidden=True)] = None,
+    old_group: Annotated[str | None, old_spelling("--group")] = None,
+    old_topic: Annotated[str | None, old_spelling("--topic")] = None,
+    old_topic_name: Annotated[str | None, old_spelling("--topic-name")] = None,
     since: Annotated[str | None, typer.Option(
         metavar="TIME",
         help="Only records written at or after this time (ISO 8601 or epoch ms).")] = None,
@@ -62,8 +70,8 @@ def dump_consumer_timestamps(
         metavar="N", help="Stop after this many rows.", min=0)] = None,
     fmt: Annotated[Format | None, typer.Option(
         "--format", case_sensitive=False,
-        help="table (stderr), jsonl or csv (stdout). Default: table, or jsonl with "
-             "--output json.")] = None,
+        help="table, jsonl (JSON Lines) or csv on stdout, the last two streamed. Default: "
+             "table, or one JSON document with --output json.")] = None,
     show_undecodable: Annotated[int, typer.Option(
         metavar="N", help="How many undecodable records to list (all are counted).",
         min=0)] = 20,
@@ -80,13 +88,17 @@ def dump_consumer_timestamps(
       drctl dump-consumer-timestamps --groups 'billing-.*' --latest
       drctl dump-consumer-timestamps --kind checkpoints --format csv > cp.csv
       drctl dump-consumer-timestamps --since 2026-11-25T02:00Z --format jsonl
+      drctl dump-consumer-timestamps --latest -o json | jq '.rows[]'
 
     \b
     Exit status: 0 read; 2 usage or config; 4 the cluster unreachable."""
     config = CURRENT.config()
     term = CURRENT.terminal(output)
-    chosen = fmt or (Format.jsonl if term.json_mode else Format.table)
-    where = resolve_location(kind, config.replication, cluster, topic_name)
+    # None: the one JSON document of --output json (its rows streamed, never held).
+    chosen = fmt or (None if term.json_mode else Format.table)
+    internal_topic = renamed(internal_topic, old_topic_name, old="--topic-name",
+                             new="--internal-topic", warn=term.warn)
+    where = resolve_location(kind, config.replication, cluster, internal_topic)
     filt = DumpFilter(renamed(groups, old_group, old="--group", new="--groups", warn=term.warn),
                       renamed(topics, old_topic, old="--topic", new="--topics", warn=term.warn),
                       None if since is None else parse_time_ms(since, "--since"),
@@ -104,7 +116,9 @@ def dump_consumer_timestamps(
         dump.on_start = lambda total: progress.update(total=total)
         dump.on_progress = progress.advance
         try:
-            if chosen == Format.jsonl:
+            if chosen is None:
+                _document(term, dump)
+            elif chosen == Format.jsonl:
                 _jsonl(term, dump)
             elif chosen == Format.csv:
                 _csv(term, dump, kind)
@@ -116,7 +130,17 @@ def dump_consumer_timestamps(
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     if chosen == Format.table:
         _table(term, kind, shown, dump.stats)
+        if term.json_mode:  # the table went to stderr: the document has the summary
+            term.emit_json({"summary": dump.stats.as_dict()})
     _summary(term, dump.stats)
+
+
+def _document(term: Terminal, dump: TopicDump) -> None:
+    """--output json: {rows, undecodable, summary}, the shapes of the JSON Lines
+    (drctl/dump/__init__.py)."""
+    term.stream_json("rows", (row.as_dict() for row in dump))
+    term.emit_json({"undecodable": [s.as_dict() for s in dump.stats.samples],
+                    "summary": dump.stats.as_dict()})
 
 
 def _jsonl(term: Terminal, dump: TopicDump) -> None:
@@ -125,6 +149,7 @@ def _jsonl(term: Terminal, dump: TopicDump) -> None:
     encode = json.JSONEncoder(separators=(",", ":")).encode
     redact = term.redactor.redact
     write = sys.stdout.write
+    term.emitted = True  # stdout is JSON Lines, not the JSON document, however this ends
     for row in dump:
         write(redact(encode(row.as_dict())) + "\n")
     for sample in dump.stats.samples:
@@ -136,6 +161,7 @@ def _jsonl(term: Terminal, dump: TopicDump) -> None:
 def _csv(term: Terminal, dump: TopicDump, kind: DumpKind) -> None:
     columns = [*COLUMNS[kind], *RECORD_COLUMNS, "provenance_hex"]
     writer = csv.writer(sys.stdout, lineterminator="\n")
+    term.emitted = True  # stdout is CSV, not the JSON document, however this ends
     writer.writerow(columns)
     redact = term.redactor.redact
     for row in dump:

@@ -20,7 +20,7 @@ from drctl.cli.options import (
     ScopeTopics,
     SourceDeadline,
     Yes,
-    deadline_renamed,
+    renamed,
 )
 from drctl.cli.state import CURRENT
 from drctl.cli.views import describe_preview, render_plan, render_translation
@@ -83,7 +83,8 @@ def failover_command(
     unreachable; 5 not confirmed."""
     config = CURRENT.config()
     term = CURRENT.terminal(output)
-    deadline = deadline_renamed(deadline, old_source_deadline, warn=term.warn)
+    deadline = renamed(deadline, old_source_deadline, old="--source-deadline",
+                       new="--deadline", warn=term.warn)
     rep = config.require_replication()
     opts = FailoverOptions(planned=planned, dry_run=dry_run, groups=groups, method=method,
                            incident=incident, new_incident=new_incident,

@@ -13,7 +13,14 @@ import typer
 
 from drctl.cli.confirm import confirm_or_abort
 from drctl.cli.durations import duration_option
-from drctl.cli.options import DEFAULT_DEADLINE_S, Deadline, OutputOption
+from drctl.cli.options import (
+    DEFAULT_DEADLINE_S,
+    Deadline,
+    OutputOption,
+    names_regex,
+    old_spelling,
+    renamed,
+)
 from drctl.cli.state import CURRENT
 from drctl.context import OpsContext
 from drctl.errors import ExitStatus, UsageError
@@ -22,6 +29,7 @@ from drctl.gap.jars import resolve_connector
 from drctl.gap.plan import IDENTITY, GapScope
 from drctl.gap.planner import (
     bounds_from_marker,
+    flow_topics,
     parse_offsets,
     plan_gap_analysis,
     rekey,
@@ -38,13 +46,13 @@ CONFLICT_ROWS = 20
 
 
 def gap_analysis(
-    topic: Annotated[list[str] | None, typer.Option(
-        "--topic", "-t", metavar="TOPIC",
-        help="Source topic (repeatable; default: every replicated topic matching "
-             "replication.topics).")] = None,
+    topics: Annotated[str | None, typer.Option(
+        "--topics", metavar="REGEX",
+        help="Only these of the flow's topics (a regex on the whole name; default: every "
+             "topic replication.topics covers that has a mirror on the target).")] = None,
     source_end: Annotated[str | None, typer.Option(
         metavar="OFFSETS", help="Source end offsets (default: its current end). JSON "
-             '{"topic": {"0": 120}} or, for one topic, 0:120,1:98.')] = None,
+             '{"topic": {"0": 120}} or, when --topics names one topic, 0:120,1:98.')] = None,
     target_end: Annotated[str | None, typer.Option(
         metavar="OFFSETS",
         help="The failover point F: target end offsets per partition (default: the "
@@ -72,8 +80,10 @@ def gap_analysis(
     fail_on_gap: Annotated[bool, typer.Option(
         "--fail-on-gap", help="Exit 3 when any record is unreplicated (or, for identity "
                               "mirrors, any offset diverges).")] = False,
-    out: Annotated[Path | None, typer.Option(
-        metavar="DIR", help="Directory for the records (Parquet) and summary.json.")] = None,
+    report_dir: Annotated[Path | None, typer.Option(
+        "--report-dir", metavar="DIR",
+        help="Where to write the unreplicated records (Parquet) and summary.json (default: "
+             "a temporary directory, removed).")] = None,
     to_topic: Annotated[str | None, typer.Option(
         metavar="TOPIC",
         help="Produce the unreplicated records to this quarantine topic on the target "
@@ -85,11 +95,13 @@ def gap_analysis(
     plan_out: Annotated[Path | None, typer.Option(
         metavar="FILE",
         help="Only pin the bounds: write the plan here and print the spark-submit line that "
-             "runs it (needs --out).")] = None,
+             "runs it (needs --report-dir).")] = None,
     use_marker: Annotated[bool, typer.Option(
         "--marker/--no-marker",
         help="Take F from the open failover marker when there is one.")] = True,
     deadline: Deadline = DEFAULT_DEADLINE_S,
+    old_topic: Annotated[list[str] | None, old_spelling("--topic", "-t")] = None,
+    old_out: Annotated[Path | None, old_spelling("--out")] = None,
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
     """Find source records that never reached the target, with a Spark job.
@@ -99,8 +111,8 @@ def gap_analysis(
 
     \b
     Examples:
-      drctl gap-analysis --check-order --out gap/
-      drctl gap-analysis -t orders --fail-on-gap          # in CI
+      drctl gap-analysis --check-order --report-dir gap/
+      drctl gap-analysis --topics 'orders' --fail-on-gap    # in CI
       drctl gap-analysis --to-topic 'quarantine.{topic}' --yes
 
     \b
@@ -110,20 +122,25 @@ def gap_analysis(
     unreachable; 5 --to-topic not confirmed."""
     config = CURRENT.config()
     term = CURRENT.terminal(output)
+    topics = renamed(topics, names_regex(old_topic) if old_topic else None, old="--topic",
+                     new="--topics", warn=term.warn)
+    report_dir = renamed(report_dir, old_out, old="--out", new="--report-dir", warn=term.warn)
     rep = config.require_replication()
     spark = config.spark if master is None else dataclasses.replace(config.spark, master=master)
-    named = list(topic or [])
-    if (source_end or target_end or failover_start) and not named:
+    if (source_end or target_end or failover_start) and not topics:
         named_from = [o for o in (source_end, target_end, failover_start) if o]
         if not all(o.strip().startswith("{") for o in named_from):
-            raise UsageError("Offsets without topic names need --topic.",
-                             'Give --topic, or name the topics: {"orders": {"0": 120}}.')
+            raise UsageError("Offsets without topic names need --topics.",
+                             'Give --topics, or name the topics: {"orders": {"0": 120}}.')
+    if plan_out is not None and report_dir is None:
+        raise UsageError("--plan-out needs --report-dir: the job writes its results there.")
+    ctx = CURRENT.context(deadline)
+    named = flow_topics(ctx, topics, deadline) if topics else []
     s_end = parse_offsets(source_end, named, "--source-end") if source_end else None
     t_end = parse_offsets(target_end, named, "--target-end") if target_end else None
     f_start = (parse_offsets(failover_start, named, "--failover-start")
                if failover_start else None)
     failover_time = None
-    ctx = CURRENT.context(deadline)
     marker = None if (target_end or not use_marker) else _open_marker(ctx)
     if marker is not None:
         # The failover marker pins F and where post-failover writes begin.
@@ -133,8 +150,6 @@ def gap_analysis(
     window = window_from(parse_time_ms(since, "--since") if since else None,
                          None if lookback is None else int(lookback * 1000),
                          failover_time)
-    if plan_out is not None and out is None:
-        raise UsageError("--plan-out needs --out: the job writes its results there.")
     if to_topic and plan_out is None:
         confirm_or_abort(f"Produce the unreplicated records to '{to_topic}' on "
                          f"'{rep.target}'?", yes=yes)
@@ -144,8 +159,8 @@ def gap_analysis(
         "target_end": rekey(t_end, named, rep, "mirror"),
         "post_failover_start": rekey(f_start, named, rep, "failover")}
     plan = plan_gap_analysis(ctx, named or None, **bounds, source_end=s_end, window=window,
-                             check_order=check_order, out_dir=out, scope=scope, margin=margin,
-                             deadline_s=deadline)
+                             check_order=check_order, out_dir=report_dir, scope=scope,
+                             margin=margin, deadline_s=deadline)
     if plan_out is not None:
         connector = resolve_connector(spark, notify=term.step)
         note_shared_output(plan, spark.master, term.step)
@@ -154,7 +169,8 @@ def gap_analysis(
         line = f"PYSPARK_PYTHON={shlex.quote(sys.executable)} " + shlex.join(command)
         if term.json_mode:
             term.emit_json({"plan": str(plan_out), "spark_submit": command,
-                            "env": {"PYSPARK_PYTHON": sys.executable}, "out_dir": plan.out_dir})
+                            "env": {"PYSPARK_PYTHON": sys.executable},
+                            "report_dir": plan.out_dir})
         else:
             term.warn(f"{plan_out} holds the clusters' client settings (credentials "
                       "included); it is readable by you only.")

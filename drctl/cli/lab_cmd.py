@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from drctl.cli.help import Typer
-from drctl.cli.options import OutputOption, renamed
+from drctl.cli.options import OutputOption, old_spelling, renamed
 from drctl.cli.state import CURRENT
 from drctl.lab.lab import SECURE_LOGINS, Lab, LabPorts
 from drctl.lab.workload import WorkloadSpec, run_workload
@@ -133,6 +133,8 @@ def down(
     Exit status: 0 stopped, or nothing was running; 2 usage."""
     term = CURRENT.terminal()
     stopped = Lab(dir).down(purge=purge)
+    if term.json_mode:
+        term.emit_json({"stopped": stopped, "purged": purge})
     term.success(f"Stopped {', '.join(stopped)}." if stopped else "Nothing was running.")
 
 
@@ -178,8 +180,11 @@ def fail(what: WhatArg, dir: DirOption = Path("lab")) -> None:
     \b
     Exit status: 0 killed, or it was not running; 1 no lab in DIR; 2 usage."""
     component = Lab(dir).fail(what.value)
-    CURRENT.terminal().success(f"Killed {component} (SIGKILL). `drctl lab heal {what.value}` "
-                               "restarts it on the same data.")
+    term = CURRENT.terminal()
+    if term.json_mode:
+        term.emit_json({"killed": component})
+    term.success(f"Killed {component} (SIGKILL). `drctl lab heal {what.value}` restarts it "
+                 "on the same data.")
 
 
 @app.command("heal")
@@ -195,7 +200,9 @@ def heal(what: WhatArg, dir: DirOption = Path("lab")) -> None:
     Exit status: 0 running again; 1 it did not come back (the message names
     the log to read); 2 usage."""
     term = CURRENT.terminal()
-    Lab(dir).heal(what.value, notify=term.step)
+    healed = Lab(dir).heal(what.value, notify=term.step)
+    if term.json_mode:
+        term.emit_json({"healed": healed})
     term.success(f"{what.value} is running again.")
 
 
@@ -215,7 +222,7 @@ def load(
     commit: Annotated[list[str] | None, typer.Option(
         "--commit", metavar="GROUP=POSITION",
         help="Commit GROUP at POSITION: 0, an offset, N% or end (repeatable).")] = None,
-    old_group: Annotated[list[str] | None, typer.Option("--group", hidden=True)] = None,
+    old_group: Annotated[list[str] | None, old_spelling("--group")] = None,
     cluster: Annotated[str, typer.Option(
         metavar="CLUSTER", help="primary or secondary (e.g. post-failover writes).")]
     = "primary",

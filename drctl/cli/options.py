@@ -3,7 +3,8 @@ everywhere (like datasette's shared publish options)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -15,6 +16,7 @@ from typer._click.globals import get_current_context
 
 from drctl.cli.durations import duration_option
 from drctl.errors import UsageError
+from drctl.suggest import renamed_note
 
 T = TypeVar("T")
 
@@ -55,9 +57,6 @@ RunDeadline = Annotated[float, deadline_option(
     "time, the run goes on, else run it again once it is back.")]
 SourceDeadline = Annotated[float, deadline_option(
     "a source is then treated as down, a target is exit 4.")]
-# failover and translate-offsets took --source-deadline before 0.2; hidden for one release.
-OldSourceDeadline = Annotated[float | None, duration_option(
-    "", default=None, names=("--source-deadline",), hidden=True)]
 # `output: Annotated[OutputFormat | None, OutputOption] = None`: the global --output, per command.
 OutputOption = typer.Option(
     "--output", "-o", case_sensitive=False,
@@ -65,27 +64,50 @@ OutputOption = typer.Option(
          "stdout.")
 
 
-def deadline_renamed(deadline: float, old: float | None, *,
-                     warn: Callable[[str], None]) -> float:
-    """--deadline, or the old --source-deadline (hidden, kept for one release) with a
-    warning; both given is a usage error."""
-    if old is None:
-        return deadline
-    ctx = get_current_context(silent=True)
-    given = ctx is not None and \
-        ctx.get_parameter_source("deadline") == ParameterSource.COMMANDLINE
-    chosen = renamed(deadline if given else None, old, old="--source-deadline",
-                     new="--deadline", warn=warn)
-    return deadline if chosen is None else chosen
+# -- old spellings ----------------------------------------------------------------------
+# An option renamed for the one vocabulary (docs/operations.md, "One vocabulary") keeps its
+# old spelling for a release: a hidden parameter of the same type, default None, read through
+# `renamed`, which warns on stderr. E.g.
+#     old_apply: Annotated[bool | None, old_spelling("--apply")] = None
+#     yes = renamed(yes, old_apply, old="--apply", new="--yes", warn=term.warn)
 
 
-def renamed(new_value: T | None, old_value: T | None, *, old: str, new: str,
-            warn: Callable[[str], None]) -> T | None:
+def old_spelling(*names: str) -> Any:
+    """The hidden option an old spelling stays as (default None: not given)."""
+    return typer.Option(*names, hidden=True)
+
+
+# failover and translate-offsets took --source-deadline before 0.2; hidden for one release.
+OldSourceDeadline = Annotated[float | None, duration_option(
+    "", default=None, names=("--source-deadline",), hidden=True)]
+
+
+def renamed(new_value: T, old_value: T | None, *, old: str, new: str,
+            warn: Callable[[str], None], meaning: str = "") -> T:
     """An option's value under its new name, or under its old one (hidden, kept for one
-    release) with a warning on stderr."""
+    release) with a warning on stderr; both on one command line is a usage error. `meaning`
+    says what the new one takes when that changed."""
     if old_value is None:
         return new_value
-    if new_value is not None:
+    if _given(new, new_value):
         raise UsageError(f"{old} is the old name of {new}: give {new} only.")
-    warn(f"{old} is now {new}; the old name goes in the next release.")
+    warn(renamed_note(old, f"{new} ({meaning})" if meaning else new))
     return old_value
+
+
+def _given(option: str, value: object) -> bool:
+    """Whether `option` was given (on the command line or through its environment variable),
+    not left at its default; outside a command, whether it has a value."""
+    ctx = get_current_context(silent=True)
+    param = next((p for p in ctx.command.params if option in (*p.opts, *p.secondary_opts)),
+                 None) if ctx is not None else None
+    if ctx is None or param is None or param.name is None:
+        return value is not None
+    return ctx.get_parameter_source(param.name) in (ParameterSource.COMMANDLINE,
+                                                     ParameterSource.ENVIRONMENT)
+
+
+def names_regex(names: Sequence[str]) -> str:
+    """Exact names as one regex on the whole name: an old repeatable `--topic NAME` read as
+    `--topics REGEX`."""
+    return "|".join(re.escape(name) for name in names)

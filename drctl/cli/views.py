@@ -17,8 +17,9 @@ def render_plan(plan: list[dict[str, Any]]) -> None:
             f"{k}={v}" for k, v in step.items() if k != "step"))
 
 
-def render_translation(report: TranslationReport) -> None:
-    """The translation table and its one-line summary, on the current terminal."""
+def render_translation(report: TranslationReport, *, pending: bool = False) -> None:
+    """The translation table and its one-line summary, on the current terminal; `pending`:
+    positions about to be committed once the operator says yes."""
     term = CURRENT.terminal()
     for note in report.notes:
         term.warn(note)
@@ -34,7 +35,8 @@ def render_translation(report: TranslationReport) -> None:
                ["group", "partition", "source", "method", "target", "confidence",
                 "re-delivered", "missing", "applied"], rows)
     s = report.summary()
-    verb = "applied to" if report.apply else "computed for (dry run; --apply commits)"
+    verb = ("computed for (not committed yet)" if pending else "applied to" if report.apply
+            else "computed for (dry run; nothing committed)")
     line = (f"{s['partitions']} positions of {s['groups']} groups {verb}; "
             f"{s['exact']} exact, {s['redelivered']} records re-delivered, "
             f"{s['missing']} consumed records missing on {report.target}")

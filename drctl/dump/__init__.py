@@ -5,7 +5,9 @@ starts (records written meanwhile are not waited for), in batches, decoding as i
 that does not decode is counted and sampled, never fatal. Full history yields rows as they are
 read; `latest` keeps one row per key (the view Replicator and MM2 act on).
 
-JSON Lines schema of `drctl dump-consumer-timestamps` (stable; fields are only ever added).
+JSON Lines schema of `drctl dump-consumer-timestamps --format jsonl` (stable; fields are only
+ever added); `-o json` is one document with the same shapes, `{rows, undecodable, summary}`
+(docs/schemas/dump-consumer-timestamps.json).
 Every line has "type"; record lines also carry record_partition, record_offset,
 record_timestamp_ms and record_timestamp (ISO) of the internal record itself, and
 `provenance` {hex, strings, timestamps_ms} when it has a `__replicator_id` header:
@@ -17,6 +19,6 @@ record_timestamp_ms and record_timestamp (ISO) of the internal record itself, an
     undecodable: record_*, reason, key_hex, value_hex (the first N only)
     summary:     kind, cluster, topic, records, outside_window, decoded, matched, emitted,
                  undecodable, partitions, latest, stopped_at_limit, elapsed_s, note
-Undecodable records are counted whatever --group/--topic say (their group and topic are
+Undecodable records are counted whatever --groups/--topics say (their group and topic are
 unknown), but only inside the --since/--until window.
 """

@@ -35,7 +35,7 @@ def resolve_location(kind: DumpKind, rep: ReplicationSettings | None, cluster: s
     def need(what: str) -> ReplicationSettings:
         if rep is None:
             raise UsageError(f"--kind {kind.value} needs a 'replication' section in the config "
-                             f"to know {what}.", "Add one, or pass --cluster and --topic-name.")
+                             f"to know {what}.", "Add one, or pass --cluster and --internal-topic.")
         return rep
 
     if cluster is None:
@@ -186,7 +186,7 @@ class TopicDump:
 def _missing_hint(kind: DumpKind) -> str:
     if kind == DumpKind.consumer_timestamps:
         return ("No consumer with Confluent's ConsumerTimestampsInterceptor has committed on "
-                "this cluster, or the topic has another name: pass --cluster/--topic-name.")
+                "this cluster, or the topic has another name: pass --cluster/--internal-topic.")
     return MISSING_MM2_TOPIC_HINT
 
 

@@ -326,6 +326,27 @@ def _alignments(sides: _Sides, topic: str, mirror: str, partitions: list[int],
     return out
 
 
+def flow_topics(ctx: OpsContext, regex: str, deadline_s: float = 30.0) -> list[str]:
+    """`--topics REGEX`: the flow's topics (replication.topics, with a mirror on the target,
+    as when none is named) whose whole name matches; none is a usage error."""
+    try:
+        pattern = re.compile(regex)
+    except re.error as exc:
+        raise UsageError(f"--topics is not a valid regex: {exc}") from exc
+    policy = ctx.config.retry.with_deadline(deadline_s)
+    for clients in (ctx.source, ctx.target):
+        describe_with_retry(clients, policy, notify=ctx.notify)
+    rep = ctx.rep
+    chosen = [t for t in _choose_topics(rep, None, _partitions(ctx.source.admin()),
+                                        _partitions(ctx.target.admin()))
+              if pattern.fullmatch(t)]
+    if not chosen:
+        raise UsageError(f"No topic of the flow {rep.source} -> {rep.target} matches --topics "
+                         f"{regex!r}.", "The flow's topics are those replication.topics "
+                         "covers that have a mirror on the target.")
+    return chosen
+
+
 def _partitions(admin: AdminClient) -> dict[str, list[int]]:
     md = admin.list_topics(timeout=_TIMEOUT_S)
     return {name: sorted(t.partitions) for name, t in md.topics.items() if t.error is None}
@@ -334,20 +355,21 @@ def _partitions(admin: AdminClient) -> dict[str, list[int]]:
 def _choose_topics(rep: ReplicationSettings, topics: Sequence[str] | None,
                    src_parts: Mapping[str, list[int]],
                    dst_parts: Mapping[str, list[int]]) -> list[str]:
-    """--topic as given, or every source topic matching replication.topics that has a mirror
+    """The topics named, or every source topic matching replication.topics that has a mirror
     on the target."""
     if topics:
         unknown = [t for t in topics if t not in src_parts]
         if unknown:
             raise UsageError(f"No topic {', '.join(repr(t) for t in unknown)} on the source "
-                             f"cluster '{rep.source}'.", "Check --topic.")
+                             f"cluster '{rep.source}'.", "Check --topics.")
         return list(dict.fromkeys(topics))
     chosen = sorted(t for t in src_parts
                     if not is_internal_topic(t) and rep.replicates(t)
                     and rep.mirror_topic(t) in dst_parts)
     if not chosen:
         raise UsageError(f"No topic on '{rep.source}' matches replication.topics and has a "
-                         f"mirror on '{rep.target}'.", "Name topics with --topic.")
+                         f"mirror on '{rep.target}'.", "Check replication.topics in the "
+                         "config.")
     return chosen
 
 

@@ -193,7 +193,7 @@ class GapResult:
         if self.kind == IDENTITY:
             data["divergence_sample"] = self.divergence_sample
         if not self.temporary:
-            data["out_dir"] = str(self.out_dir)
+            data["report_dir"] = str(self.out_dir)
         if self.check_order:
             conflicts: list[dict[str, Any]] = []
             for rec in self.iter_records("conflict"):

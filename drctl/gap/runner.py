@@ -140,8 +140,8 @@ def check_shared_output(result: GapResult, master: str) -> None:
             f"The gap job on {master} found {counted} unreplicated record(s), but "
             f"{result.records_path} holds {here} on this machine: the output directory is not "
             "storage the executors and the driver share.",
-            "Give --out a directory on shared storage (NFS, or HDFS/S3 mounted on the driver "
-            "and every executor), or run with a local master.")
+            "Give --report-dir a directory on shared storage (NFS, or HDFS/S3 mounted on the "
+            "driver and every executor), or run with a local master.")
 
 
 def run_gap_analysis(plan: GapPlan, spark: SparkSettings, progress: Progress | None = None,
@@ -209,7 +209,7 @@ def _run_job(plan: GapPlan, spark: SparkSettings, progress: Progress | None, *, 
     try:
         check_shared_output(result, spark.master)
     except DrctlError:
-        result.cleanup()  # drctl's own temporary directory; an --out the operator gave stays
+        result.cleanup()  # drctl's own temporary directory; a --report-dir the operator gave stays
         raise
     return result
 

@@ -18,7 +18,7 @@ from drctl.retry import RetryPolicy
 
 MISSING_MM2_TOPIC_HINT = ("Is MirrorMaker 2 running with these cluster aliases "
                           "(replication.source_alias/target_alias)? Otherwise pass "
-                          "--cluster/--topic-name.")
+                          "--cluster/--internal-topic.")
 
 _Item = TypeVar("_Item")
 

@@ -14,6 +14,10 @@ values against them before a run.
 To add one:
 
     registry.register("failover", failover_action, help="...", needs_config=True)
+
+A parameter renamed to match the CLI's option keeps its old name for a release:
+`register(..., renamed={"source_deadline": "deadline"})`; a runbook that uses the old name
+runs, and the loader warns (`Runbook.warnings`).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from drctl.gap.plan import GapScope
 from drctl.ops.reconcile import ReconcileMode
 from drctl.progress import Notify
 from drctl.secrets import Redactor
+from drctl.suggest import renamed_note
 from drctl.timeparse import Seconds, parse_duration
 from drctl.translate.model import TranslateMethod
 from drctl.yesno import bool_from_text
@@ -85,15 +90,28 @@ class Action:
     help: str = ""
     read_only: bool = False
     needs_config: bool = False
+    # Old parameter names still taken, for a release: old name -> its parameter's name now.
+    renamed: Mapping[str, str] = field(default_factory=dict)
 
     def param(self, name: str) -> Param | None:
         return next((p for p in self.params if p.name == name), None)
+
+    def old_names(self, given: Mapping[str, Any]) -> dict[str, str]:
+        """The old parameter names `given` uses, each with the warning it earns."""
+        return {old: renamed_note(f"parameter '{old}'", f"'{self.renamed[old]}'")
+                for old in given if old in self.renamed}
+
+    def _current(self, given: Mapping[str, Any]) -> dict[str, Any]:
+        """`given` with old parameter names read as their new ones."""
+        return {self.renamed.get(name, name): value for name, value in given.items()}
 
     def check_params(self, given: Mapping[str, Any]) -> list[ParamIssue]:
         """Problems visible before rendering: unknown or missing names, wrong literal types."""
         from drctl.runbook.templating import is_template
 
-        issues = []
+        issues = [ParamIssue(old, f"'{old}' is the old name of '{new}': give '{new}' only")
+                  for old, new in self.renamed.items() if old in given and new in given]
+        given = self._current(given)
         for name, value in given.items():
             param = self.param(name)
             if param is None:
@@ -115,7 +133,7 @@ class Action:
 
     def call(self, ctx: ActionContext, given: Mapping[str, Any]) -> Any:
         kwargs = {}
-        for name, value in given.items():
+        for name, value in self._current(given).items():
             param = self.param(name)
             if param is None:
                 raise CoercionError(f"unknown parameter '{name}'")
@@ -234,7 +252,8 @@ class Registry:
         self._actions: dict[str, Action] = {}
 
     def register(self, name: str, func: Callable[..., Any], *, help: str = "",
-                 read_only: bool = False, needs_config: bool = False) -> Action:
+                 read_only: bool = False, needs_config: bool = False,
+                 renamed: Mapping[str, str] | None = None) -> Action:
         if name in self._actions:
             raise ValueError(f"action '{name}' is already registered")
         hints = typing.get_type_hints(func)
@@ -251,7 +270,10 @@ class Registry:
             params.append(Param(pname, hints.get(pname, Any), p.default is p.empty, default))
         action = Action(name, func, tuple(params),
                         help or (inspect.getdoc(func) or "").split("\n")[0], read_only,
-                        needs_config)
+                        needs_config, dict(renamed or {}))
+        unknown = [new for new in action.renamed.values() if action.param(new) is None]
+        if unknown:
+            raise ValueError(f"action '{name}': renamed to unknown parameters {unknown}")
         self._actions[name] = action
         return action
 
@@ -315,8 +337,9 @@ def _lab_status(ctx: ActionContext, *, dir: str = "lab") -> dict[str, Any]:
 def _lab_load(ctx: ActionContext, *, dir: str = "lab",
               topics: list[str] | None = None, partitions: int = 3, records: int = 1000,
               seed: int = 7, transactions: int = 4,
-              groups: list[str] | None = None, cluster: str = "primary") -> dict[str, Any]:
-    """Produce the deterministic DR workload to a lab cluster and commit groups."""
+              commit: list[str] | None = None, cluster: str = "primary") -> dict[str, Any]:
+    """Produce the deterministic DR workload to a lab cluster and commit groups
+    (GROUP=POSITION)."""
     from drctl.lab.lab import Lab
     from drctl.lab.workload import WorkloadSpec, run_workload
 
@@ -324,7 +347,7 @@ def _lab_load(ctx: ActionContext, *, dir: str = "lab",
     state = lab.load_state()
     spec = WorkloadSpec(topics=tuple(topics or WorkloadSpec.topics), partitions=partitions,
                         records=records, seed=seed, transactions=transactions,
-                        groups=tuple(groups) if groups is not None else WorkloadSpec.groups)
+                        groups=tuple(commit) if commit is not None else WorkloadSpec.groups)
     return run_workload(lab.clients(state, cluster), spec, notify=ctx.notify).summary()
 
 
@@ -363,6 +386,8 @@ def _status(ctx: ActionContext, *, deadline: Seconds = Seconds(5.0)) -> dict[str
     with OpsContext.from_config(ctx.config) as ops:
         st = collect_status(ops, deadline)
     st["open_failover_count"] = len(st["open_failovers"])
+    # A check on this result that does not hold while a cluster did not answer is unknown
+    # (exit 4), not "did not hold" (kinds/check.py).
     st["unreachable"] = [n for n, c in st["clusters"].items() if not c["reachable"]]
     return st
 
@@ -394,9 +419,10 @@ def _check(ctx: ActionContext, *, topics: str = ".*", groups: str = ".*",
 
 def _translate_offsets(ctx: ActionContext, *, source: str | None = None,
                        target: str | None = None, groups: str = ".*", app: str | None = None,
-                       method: TranslateMethod = TranslateMethod.AUTO, apply: bool = False,
+                       method: TranslateMethod = TranslateMethod.AUTO, yes: bool = False,
                        allow_rewind: bool = False) -> dict[str, Any]:
-    """Translate consumer-group offsets between clusters (`drctl translate-offsets`)."""
+    """Translate consumer-group offsets between clusters (`drctl translate-offsets`); with
+    yes: true, commit them (`--yes`), else only compute them (`--dry-run`)."""
     from drctl.context import OpsContext
     from drctl.translate.engine import TranslateRequest, translate_offsets
 
@@ -404,7 +430,7 @@ def _translate_offsets(ctx: ActionContext, *, source: str | None = None,
     rep = config.require_replication()
     with OpsContext.from_config(config, ctx.notify, scope=config.scope(app)) as ops:
         report = translate_offsets(ops, TranslateRequest(
-            source or rep.source, target or rep.target, groups, method, apply, allow_rewind))
+            source or rep.source, target or rep.target, groups, method, yes, allow_rewind))
     return report.runbook_summary()
 
 
@@ -425,7 +451,7 @@ def _guard(ctx: ActionContext, *, groups: str = ".*") -> dict[str, Any]:
 def _failover(ctx: ActionContext, *, planned: bool = False, groups: str = ".*",
               app: str | None = None, force: bool = False,
               method: TranslateMethod = TranslateMethod.AUTO,
-              source_deadline: Seconds = Seconds(20.0),
+              deadline: Seconds = Seconds(30.0),
               timeout: Seconds = Seconds(1800.0)) -> dict[str, Any]:
     """Fail over from the replication source to its target (`drctl failover --yes`)."""
     from drctl.context import OpsContext
@@ -433,7 +459,7 @@ def _failover(ctx: ActionContext, *, planned: bool = False, groups: str = ".*",
 
     config = ctx.config
     opts = FailoverOptions(planned=planned, groups=groups, method=method,
-                           source_deadline_s=source_deadline, catch_up_deadline_s=timeout,
+                           source_deadline_s=deadline, catch_up_deadline_s=timeout,
                            force=force)
     with OpsContext.from_config(config, ctx.notify, scope=config.scope(app)) as ops:
         result = run_failover(ops, opts)
@@ -500,15 +526,17 @@ def builtin_registry() -> Registry:
     registry.register("lab.up", _lab_up)
     registry.register("lab.down", _lab_down)
     registry.register("lab.status", _lab_status, read_only=True)
-    registry.register("lab.load", _lab_load)
+    registry.register("lab.load", _lab_load, renamed={"groups": "commit"})
     registry.register("lab.fail", _lab_fail)
     registry.register("lab.heal", _lab_heal)
     registry.register("config.check", _config_check, read_only=True, needs_config=True)
     registry.register("status", _status, read_only=True, needs_config=True)
     registry.register("check", _check, read_only=True, needs_config=True)
-    registry.register("translate-offsets", _translate_offsets, needs_config=True)
+    registry.register("translate-offsets", _translate_offsets, needs_config=True,
+                      renamed={"apply": "yes"})
     registry.register("guard", _guard, needs_config=True)
-    registry.register("failover", _failover, needs_config=True)
+    registry.register("failover", _failover, needs_config=True,
+                      renamed={"source_deadline": "deadline"})
     registry.register("failback", _failback, needs_config=True)
     registry.register("reprotect", _reprotect, needs_config=True)
     return registry

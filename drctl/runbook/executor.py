@@ -243,12 +243,18 @@ class Executor:
                 return RunStatus.aborted, reason, stop.hint
             if stop.status == Status.check_failed:
                 return RunStatus.check_failed, reason, resume_hint
+            if stop.status == Status.unreachable:
+                return RunStatus.unreachable, reason, stop.hint or resume_hint
             return RunStatus.failed, reason, stop.hint or resume_hint
         failed = [r for r in results if r.status == Status.failed]
+        unknown = [r for r in results if r.status == Status.unreachable]
         checks = [r for r in results if r.status == Status.check_failed]
         if failed:
             return RunStatus.failed, (f"{len(failed)} step(s) failed: "
                                       + ", ".join(r.name for r in failed)), None
+        if unknown:  # a check that could not look is unknown, whatever the others found
+            return RunStatus.unreachable, (f"{len(unknown)} step(s) could not reach a cluster: "
+                                           + ", ".join(r.name for r in unknown)), None
         if checks:
             return RunStatus.check_failed, (f"{len(checks)} check(s) did not hold: "
                                             + ", ".join(r.name for r in checks)), None
@@ -279,7 +285,7 @@ class Executor:
         result.ended = now_iso()
         result.duration_s = time.monotonic() - t0
         result.completed = result.status in (Status.ok, Status.skipped) or (
-            result.status in (Status.failed, Status.check_failed)
+            result.status in (Status.failed, Status.check_failed, Status.unreachable)
             and step.on_failure.mode == OnFailureMode.continue_)
         self._write({"type": "step-end", "step": step.name, "phase": step.phase.value,
                      "status": result.status.value, "completed": result.completed,
@@ -332,7 +338,8 @@ class Executor:
         except RetriesExhausted as exc:
             last = exc.last
             assert isinstance(last, AttemptFailed)
-            result.status = Status.check_failed if last.check else Status.failed
+            result.status = (Status.unreachable if last.unreachable else
+                             Status.check_failed if last.check else Status.failed)
             result.error = last.message + (f" (after {exc.attempts} attempts)"
                                            if exc.attempts > 1 else "")
             result.hint = last.hint

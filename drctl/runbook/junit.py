@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 # Statuses a CI dashboard shows as failures or as skipped test cases.
-_FAILURE = {"failed", "check-failed", "approval-missing", "declined", "interrupted"}
+_FAILURE = {"failed", "check-failed", "unreachable", "approval-missing", "declined",
+            "interrupted"}
 _SKIPPED = {"skipped", "not-run", "planned", "deferred"}
 
 # Terminal colour and cursor sequences a step's command may print (ESC [ ... letter).

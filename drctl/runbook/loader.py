@@ -409,6 +409,7 @@ class _Validator:
         self.registry = registry
         self.known_vars = set(runbook.inputs) | set(supplied) | {APPROVE_VAR}
         self.uses_config = False
+        self.warnings: list[Issue] = []
 
     def validate(self) -> Runbook:
         rb = self.runbook
@@ -429,7 +430,8 @@ class _Validator:
         rollback_names = [s.name for s in rb.rollback]
         for index, step in enumerate(rb.rollback):
             self._step(step, before=(*main_names, *rollback_names[:index]))
-        return replace(rb, uses_config=self.uses_config)
+        return replace(rb, uses_config=self.uses_config,
+                       warnings=tuple(str(w) for w in self.warnings))
 
     def _step(self, step: Step, before: tuple[str, ...]) -> None:
         raw = step.raw
@@ -476,6 +478,9 @@ class _Validator:
         for issue in action.check_params(params):
             self.p.issue(line_of(params, issue.param, params_line) if issue.param
                          else params_line, step.name, f"action '{name}': {issue.message}")
+        for old, note in action.old_names(params).items():
+            self.warnings.append(Issue(self.p.file, line_of(params, old, params_line),
+                                       step.name, f"action '{name}': {note}"))
 
     def _strings(self, value: Any, line: int) -> Iterator[tuple[int, str]]:
         if isinstance(value, Mapping):

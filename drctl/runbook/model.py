@@ -126,6 +126,8 @@ class Runbook:
     rollback: tuple[Step, ...]
     # Set by validation: templates mention `config`, or an action needs the configuration.
     uses_config: bool = False
+    # Set by validation: what runs but is spelt the old way ("file:line: step 'x': ...").
+    warnings: tuple[str, ...] = ()
 
     def step(self, name: str) -> Step | None:
         for step in (*self.steps, *self.rollback):

@@ -24,6 +24,9 @@ class Status(StrEnum):
     ok = "ok"
     failed = "failed"
     check_failed = "check-failed"
+    # A cluster or service did not answer (an action's Unreachable, or a check whose probe
+    # could not reach one): unknown, never "did not hold".
+    unreachable = "unreachable"
     skipped = "skipped"  # `when` was false
     not_run = "not-run"  # an earlier step ended the run
     planned = "planned"  # a plan shows it without running it
@@ -33,8 +36,8 @@ class Status(StrEnum):
     interrupted = "interrupted"
 
 
-FAILED = frozenset({Status.failed, Status.check_failed, Status.approval_missing,
-                    Status.declined, Status.interrupted})
+FAILED = frozenset({Status.failed, Status.check_failed, Status.unreachable,
+                    Status.approval_missing, Status.declined, Status.interrupted})
 
 
 class RunStatus(StrEnum):
@@ -42,6 +45,7 @@ class RunStatus(StrEnum):
     planned = "planned"
     failed = "failed"
     check_failed = "check-failed"
+    unreachable = "unreachable"
     aborted = "aborted"
     interrupted = "interrupted"
 
@@ -51,6 +55,7 @@ EXIT_STATUS = {
     RunStatus.planned: ExitStatus.SUCCESS,
     RunStatus.failed: ExitStatus.FAILURE,
     RunStatus.check_failed: ExitStatus.CHECK_FAILED,
+    RunStatus.unreachable: ExitStatus.UNREACHABLE,
     RunStatus.aborted: ExitStatus.ABORTED,
     RunStatus.interrupted: ExitStatus.INTERRUPTED,
 }

@@ -108,9 +108,12 @@ def _topic_mapper(config: Config, source: str, target: str,
                      "direction of it.")
 
 
-def translate_offsets(ctx: OpsContext, req: TranslateRequest) -> TranslationReport:
+def translate_offsets(ctx: OpsContext, req: TranslateRequest,
+                      approve: Callable[[TranslationReport], None] | None = None
+                      ) -> TranslationReport:
     """Translate the groups' positions of `req` (module docstring); progress goes to the
-    context's notify."""
+    context's notify. With `req.apply`, `approve` sees the positions before anything is
+    committed and may refuse by raising (drctl.errors.Aborted)."""
     config, notify = ctx.config, ctx.notify
     if req.method not in set(TranslateMethod):  # library callers may pass plain text
         raise UsageError(f"Unknown method '{req.method}'.",
@@ -209,6 +212,8 @@ def translate_offsets(ctx: OpsContext, req: TranslateRequest) -> TranslationRepo
 
     _rewind_rule(report, req.allow_rewind)
     if req.apply:
+        if approve is not None:
+            approve(report)
         apply_positions(dst_admin, report)
     return report
 

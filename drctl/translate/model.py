@@ -146,7 +146,8 @@ class TranslationReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "from": self.source, "to": self.target, "method": self.method, "apply": self.apply,
+            "source": self.source, "target": self.target, "method": self.method,
+            "dry_run": not self.apply,
             "source_reachable": self.source_reachable, "notes": self.notes,
             "groups": [{"group": g.group, "state": g.state, "active": g.active,
                         "applied": g.applied, "skipped": g.skipped,
@@ -157,7 +158,7 @@ class TranslationReport:
 
     def runbook_summary(self) -> dict[str, Any]:
         """The result of the `translate-offsets` runbook action: the JSON plus the groups an
-        --apply run skipped and the positions no method placed ("group topic[partition]")."""
+        --yes run skipped and the positions no method placed ("group topic[partition]")."""
         data = self.as_dict()
         data["not_applied"] = [g.group for g in self.groups if self.apply and g.skipped]
         data["unplaced"] = [f"{p.group} {p.target_topic}[{p.partition}]"

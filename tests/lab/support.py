@@ -86,18 +86,34 @@ def fresh_clients(lab: RunningLab, cluster: str) -> Any:
     return lab.lab.clients(lab.state, cluster)
 
 
-def run_json(*argv: str) -> tuple[int, dict[str, Any]]:
-    """`drctl -o json ARGV…` in this process: its exit status and the JSON it printed."""
+def run_drctl(*argv: str) -> tuple[int, str, str]:
+    """`drctl ARGV…` in this process, through its error boundary: exit status, stdout,
+    stderr."""
     import contextlib
     import io
-    import json
 
     from drctl.cli.app import main
 
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        status = main(["--output", "json", *argv])
-    return status, json.loads(buf.getvalue() or "{}")
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(list(argv))
+    return status, out.getvalue(), err.getvalue()
+
+
+def run_json(*argv: str) -> tuple[int, dict[str, Any]]:
+    """`drctl -o json ARGV…` in this process: its exit status and the JSON document it
+    printed, checked against the command's schema (docs/schemas/)."""
+    import json
+    import sys
+
+    from tests.json_schemas import command_of, validate_output
+
+    status, out, err = run_drctl("--output", "json", *argv)
+    sys.stderr.write(err)  # where it went before: tests read it with capsys
+    document = json.loads(out)
+    assert document["exit_status"] == status, (document, err)
+    validate_output(command_of(argv), document)
+    return status, document
 
 
 def stop_forward_quietly(lab: RunningLab) -> None:

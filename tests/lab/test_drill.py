@@ -30,11 +30,11 @@ def drill_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
 def test_drill_runbook_passes_every_check(drill_lab: Lab, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     junit = tmp_path / "drill.xml"
-    report = tmp_path / "drill.md"
     status = main(["--config", str(drill_lab.config_file), "runbook", "run",
                    str(runbooks_dir() / "drill.yaml"), "--yes", "--junit", str(junit),
-                   "--report", str(report)])
+                   "--report-dir", str(tmp_path / "reports")])
     assert status == 0, capsys.readouterr().err[-4000:]
+    (report,) = (tmp_path / "reports").glob("drill-*.md")  # beside .html and .json
     cases = ET.parse(junit).getroot().iter("testcase")
     names = {c.get("name"): c for c in cases}
     for check in ("gap_found_exactly", "gap_reconciled", "no_group_lost_or_duplicated",

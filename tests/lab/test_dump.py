@@ -19,6 +19,7 @@ from drctl.codecs import ConsumerTimestamp, encode_consumer_timestamp
 from drctl.kafka.checkpoints import read_checkpoints, read_offset_syncs
 from drctl.lab.workload import commit_offsets, create_topics
 from tests.conftest import RunningLab
+from tests.lab.support import run_json
 
 pytestmark = pytest.mark.lab
 
@@ -194,15 +195,16 @@ def test_mm2_checkpoints_offset_syncs_and_heartbeats(lab: RunningLab, ns: str) -
     assert lines[-1]["undecodable"] == 0 and lines[-1]["topic"] == checkpoints_topic
     assert lines[-1]["cluster"] == "secondary"
 
-    lines, _ = run_dump(lab, "--kind", "offset-syncs", "--format", "jsonl", "--topic", topic)
+    lines, _ = run_dump(lab, "--kind", "offset-syncs", "--format", "jsonl", "--topics", topic)
     rows = [line for line in lines if line["type"] == "offset-sync"]
     assert [(r["upstream_offset"], r["downstream_offset"]) for r in rows] == \
         [(s.upstream_offset, s.downstream_offset) for s in syncs]
     assert lines[-1]["cluster"] == "primary" and lines[-1]["undecodable"] == 0
 
     now = int(time.time() * 1000)
-    lines, _ = run_dump(lab, "--kind", "heartbeats", "--latest", "--output", "json")
-    beats = {(r["source_alias"], r["target_alias"]): r for r in lines
-             if r["type"] == "heartbeat"}
+    # --output json: one document (checked against its schema), the rows in it.
+    status, doc = run_json("--config", str(lab.config_file), "dump-consumer-timestamps",
+                           "--kind", "heartbeats", "--latest")
+    beats = {(r["source_alias"], r["target_alias"]): r for r in doc["rows"]}
+    assert status == 0 and doc["summary"]["undecodable"] == 0
     assert now - 60_000 < beats[("primary", "secondary")]["timestamp_ms"] <= now + 5_000
-    assert lines[-1]["undecodable"] == 0

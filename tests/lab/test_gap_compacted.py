@@ -110,7 +110,7 @@ def test_compacted_copy_reports_only_records_never_copied(lab: RunningLab, ns: s
         for scope, check_order in (("full", False), ("tail", True)):
             out = tmp_path / f"gap-{scope}-{check_order}"
             code, stdout, stderr = gap_cli(lab, [
-                "--topic", topic, "--target-end", target_end, "--out", str(out),
+                "--topics", topic, "--target-end", target_end, "--report-dir", str(out),
                 "--scope", scope, "--master", "local[2]",
                 *(["--check-order"] if check_order else [])])
             assert code == 0, stderr

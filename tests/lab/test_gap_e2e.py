@@ -12,13 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import typer
 from confluent_kafka import KafkaException, TopicPartition
-from typer.testing import CliRunner
 
-from drctl.cli import app as root_app
-from drctl.cli import gap_cmd
-from drctl.cli.state import CURRENT
 from drctl.config import Config, load_config
 from drctl.context import OpsContext
 from drctl.errors import TimedOut
@@ -30,7 +25,8 @@ from drctl.kafka.clients import ClusterClients
 from drctl.kafka.records import read_all
 from drctl.lab.workload import WorkloadSpec, create_topics, run_workload
 from tests.conftest import RunningLab
-from tests.lab.support import wait_replicated
+from tests.json_schemas import validate_output
+from tests.lab.support import run_drctl, wait_replicated
 
 pytestmark = [pytest.mark.lab, pytest.mark.spark]
 PARTS = 3
@@ -187,15 +183,12 @@ def lab_config(lab: RunningLab, **replication: Any) -> Config:
 
 
 def gap_cli(lab: RunningLab, args: list[str]) -> tuple[int, str, str]:
-    CURRENT.reset()
-    app = typer.Typer()
-    app.callback()(root_app.root)
-    app.command("gap-analysis")(gap_cmd.gap_analysis)
-    result = CliRunner().invoke(app, ["--config", str(lab.config_file), "--output", "json",
-                                      "gap-analysis", *args])
-    if result.exception and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result.exit_code, result.stdout, result.stderr
+    """`drctl gap-analysis -o json ARGS…` in this process; its document checked against the
+    schema."""
+    code, stdout, stderr = run_drctl("--config", str(lab.config_file), "--output", "json",
+                                     "gap-analysis", *args)
+    validate_output(["gap-analysis"], json.loads(stdout))
+    return code, stdout, stderr
 
 
 def scenario(lab: RunningLab, ns: str, failover_topic_offsets: bool
@@ -224,7 +217,8 @@ def test_gap_names_kept_through_the_cli(lab: RunningLab, ns: str, tmp_path: Path
         out = tmp_path / "gap"
         target_end = json.dumps({topic: {str(p): o for p, o in f_point.items()}})
         code, stdout, stderr = gap_cli(lab, [
-            "--topic", topic, "--target-end", target_end, "--check-order", "--out", str(out),
+            "--topics", topic, "--target-end", target_end, "--check-order",
+            "--report-dir", str(out),
             "--to-topic", f"{ns}-quarantine", "--yes", "--master", "local[2]"])
         assert code == 3, stderr  # conflicts exist
         data = json.loads(stdout)
@@ -241,7 +235,7 @@ def test_gap_names_kept_through_the_cli(lab: RunningLab, ns: str, tmp_path: Path
         assert [(r.partition, r.key, r.value, r.timestamp_ms, r.headers) for r in quarantined] \
             == [(s.partition, s.key, s.value, s.timestamp_ms, s.headers) for s in want]
         # --fail-on-gap without --check-order: exit 3 because records are missing.
-        code, stdout, _ = gap_cli(lab, ["--topic", topic, "--target-end", target_end,
+        code, stdout, _ = gap_cli(lab, ["--topics", topic, "--target-end", target_end,
                                         "--fail-on-gap", "--master", "local[2]"])
         assert code == 3 and json.loads(stdout)["totals"]["unreplicated"] == len(want)
     finally:

@@ -103,9 +103,9 @@ def test_tail_and_full_scope(lab: RunningLab, ns: str, tmp_path: Path) -> None:
     runs = {}
     for scope in ("tail", "full"):
         out = tmp_path / scope
-        code, stdout, stderr = gap_cli(lab, ["--topic", topic, "--target-end", f_point,
+        code, stdout, stderr = gap_cli(lab, ["--topics", topic, "--target-end", f_point,
                                              "--scope", scope, "--margin", MARGIN,
-                                             "--check-order", "--out", str(out),
+                                             "--check-order", "--report-dir", str(out),
                                              "--master", "local[2]"])
         assert code == 3, stderr  # order conflicts exist
         runs[scope] = (json.loads(stdout), offsets(out), classes(out))
@@ -145,7 +145,7 @@ def test_tail_and_full_scope(lab: RunningLab, ns: str, tmp_path: Path) -> None:
 
     # A window narrows either scope and says how much it left out: the old gap of p4 is not
     # compared with --lookback 1h.
-    code, stdout, stderr = gap_cli(lab, ["--topic", topic, "--target-end", f_point,
+    code, stdout, stderr = gap_cli(lab, ["--topics", topic, "--target-end", f_point,
                                          "--scope", "full", "--lookback", "1h",
                                          "--master", "local[2]"])
     assert code == 0, stderr

@@ -398,7 +398,7 @@ def test_guard_survives_broker_restarts_on_both_sides_and_sigterm_mid_write(
         last = read[(group, topic, 0)].source_offset
         assert 30 <= last <= 59
         status, out = run_json("--config", str(config), "translate-offsets", "--method",
-                               "snapshot", "--groups", group)
+                               "snapshot", "--groups", group, "--dry-run")
         assert status == 0, out
         parts = out["groups"][0]["partitions"]
         assert len(parts) == PARTITIONS

@@ -15,6 +15,8 @@ from drctl.kafka.records import Record, read_all
 from drctl.lab.lab import Lab, LabPorts
 from drctl.lab.workload import WorkloadSpec, create_topics, run_workload
 from tests.conftest import PORT_BASE, RunningLab
+from tests.json_schemas import validate_output
+from tests.lab.support import run_json
 
 pytestmark = pytest.mark.lab
 
@@ -98,11 +100,22 @@ def test_workload_is_deterministic_and_replicated(lab: RunningLab, ns: str) -> N
     assert {tp.partition: tp.offset for tp in got} == committed
 
 
+def test_load_from_the_command_line(lab: RunningLab, ns: str) -> None:
+    status, document = run_json("lab", "load", "--dir", str(lab.lab.dir), "--topic",
+                                f"{ns}-cli", "--partitions", "1", "--records", "20",
+                                "--transactions", "0", "--commit", f"{ns}-g=end")
+    assert status == 0
+    assert sum(document["topics"][f"{ns}-cli"].values()) >= 20
+    end = document["groups"][f"{ns}-g"][f"{ns}-cli"]["0"]
+    assert end == len(read_all(lab.primary, f"{ns}-cli")) > 0
+
+
 def test_status_json_reports_processes_connectors_and_lag(lab: RunningLab,
                                                           capsys: pytest.CaptureFixture[str]
                                                           ) -> None:
     assert main(["lab", "status", "--dir", str(lab.lab.dir), "--output", "json"]) == 0
     status = json.loads(capsys.readouterr().out)
+    validate_output(["lab", "status"], status)
     assert [p["name"] for p in status["processes"] if p["running"]] == \
         ["primary", "secondary", "connect"]
     assert {c["state"] for c in status["connectors"]} == {"RUNNING"}
@@ -110,14 +123,23 @@ def test_status_json_reports_processes_connectors_and_lag(lab: RunningLab,
     assert isinstance(status["replication_lag"], list)
     # `drctl status` reads MirrorMaker 2's settings over Connect: the lab's test speeds.
     assert main(["--config", str(lab.config_file), "--output", "json", "status"]) in (0, 3)
-    costs = json.loads(capsys.readouterr().out)["replication"]["translation_costs"]
+    document = json.loads(capsys.readouterr().out)
+    validate_output(["status"], document)
+    costs = document["replication"]["translation_costs"]
     assert (costs["checkpoint_interval_s"], costs["group_refresh_s"]) == (1, 2), costs
     assert "Checkpoints every 1 s" in costs["lines"][0]
 
 
 def test_up_again_is_idempotent(lab: RunningLab) -> None:
     pids = {c: lab.lab.process(c).pid() for c in ("primary", "secondary", "connect")}
-    lab.lab.up(ports=lab.state.ports, names_kept=lab.names_kept)
+    ports = lab.state.ports
+    status, document = run_json(
+        "lab", "up", "--dir", str(lab.lab.dir),
+        "--topic-naming", "kept" if lab.names_kept else "prefixed",
+        "--primary-port", str(ports.primary), "--secondary-port", str(ports.secondary),
+        "--connect-port", str(ports.connect), "--spark-port", str(ports.spark_master))
+    assert status == 0
+    assert {p["name"]: p["pid"] for p in document["processes"]} == pids
     assert {c: lab.lab.process(c).pid() for c in pids} == pids
 
 
@@ -138,13 +160,15 @@ def test_fail_and_heal_primary(lab: RunningLab, ns: str,
     producer.produce(topic, value=b"before")
     assert producer.flush(30) == 0
     try:
-        assert main(["lab", "fail", "primary", "--dir", str(lab.lab.dir)]) == 0
+        assert run_json("lab", "fail", "primary", "--dir", str(lab.lab.dir)) == \
+            (0, {"killed": "primary", "exit_status": 0})
         assert not lab.lab.process("primary").is_running()
         assert main(["--config", str(lab.config_file), "config", "check",
                      "--deadline", "2"]) == 4
         assert "did not answer" in capsys.readouterr().err
     finally:
-        assert main(["lab", "heal", "primary", "--dir", str(lab.lab.dir)]) == 0
+        assert run_json("lab", "heal", "primary", "--dir", str(lab.lab.dir)) == \
+            (0, {"healed": "primary", "exit_status": 0})
     assert lab.lab.process("primary").is_running()
     producer = lab.primary.producer()
     producer.produce(topic, value=b"after")

@@ -13,6 +13,7 @@ from drctl.errors import ExitStatus
 from drctl.lab.lab import wait_for_lab
 from drctl.resources import runbooks_dir
 from tests.conftest import RunningLab
+from tests.json_schemas import validate_output
 from tests.unit.runbook.support import drctl, write
 
 pytestmark = pytest.mark.lab
@@ -41,6 +42,7 @@ def test_smoke_runbook_passes_on_a_healthy_lab(lab: RunningLab, tmp_path: Path,
     out = capsys.readouterr().out
     assert status == ExitStatus.SUCCESS, out
     data = json.loads(out)
+    validate_output(["runbook", "run"], data)
     steps = {s["name"]: s for s in data["steps"]}
     assert all(s["status"] == "ok" for s in steps.values()), steps
     assert steps["clusters_reachable"]["outputs"]["reachable"] == ["primary", "secondary"]
@@ -58,7 +60,9 @@ def test_smoke_plan_runs_only_its_checks(lab: RunningLab,
     settle(lab)
     assert drctl("--config", str(lab.config_file), "runbook", "plan", str(smoke),
                  "-o", "json", *MARKER_SLACK) == ExitStatus.SUCCESS
-    steps = {s["name"]: s["status"] for s in json.loads(capsys.readouterr().out)["steps"]}
+    plan = json.loads(capsys.readouterr().out)
+    validate_output(["runbook", "plan"], plan)
+    steps = {s["name"]: s["status"] for s in plan["steps"]}
     assert steps == {"clusters_reachable": "planned", "lab_status": "planned",
                      "all_processes_running": "deferred", "connectors_running": "ok",
                      "replication_caught_up": "ok", "lab_files": "planned",

@@ -121,7 +121,8 @@ def test_gap_job_reads_with_mtls_pem_and_oauthbearer(secure_lab: RunningLab, ns:
     config.write_text(yaml.safe_dump(mixed))
     out_dir = tmp_path / "gap"
     status, out, err = run("--config", str(config), "--output", "json", "gap-analysis",
-                           "--topic", topic, "--target-end", target_end, "--out", str(out_dir))
+                           "--topics", topic, "--target-end", target_end,
+                           "--report-dir", str(out_dir))
     assert status == 0, err[-3000:]
     assert json.loads(out)["totals"]["unreplicated"] == len(expected)
     found = {(r.partition, (r.key or b"").decode())

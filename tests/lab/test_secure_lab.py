@@ -97,7 +97,7 @@ def test_drctl_commands_work_on_the_secured_lab(secure_lab: RunningLab, ns: str,
     commit_offsets(secure_lab.primary, group, [TopicPartition(topic, 0, 5),
                                                TopicPartition(topic, 1, 15)])
     status, report = run_json("--config", config, "translate-offsets", "--groups", group,
-                              "--method", "exact", "--apply")
+                              "--method", "exact", "--yes")
     assert status == 0, report
     (moved,) = report["groups"]
     assert moved["group"] == group and moved["applied"]

@@ -3,7 +3,6 @@ last record it consumed on the source — 0 duplicated, 0 skipped."""
 
 from __future__ import annotations
 
-import json
 import random
 import subprocess
 import time
@@ -16,7 +15,6 @@ from typing import Any
 import pytest
 from confluent_kafka import OFFSET_STORED, KafkaError, TopicPartition
 
-from drctl.cli.app import main
 from drctl.fingerprint import fingerprint
 from drctl.kafka.checkpoints import read_checkpoints
 from drctl.kafka.groups import committed_offsets
@@ -137,14 +135,10 @@ def produce_more(lab: RunningLab, topic: str, count: int) -> list[ProducedRecord
 
 
 def run_translate(lab: RunningLab, ns: str, *args: str) -> tuple[int, dict]:
-    import contextlib
-    import io
-
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        status = main(["--config", str(lab.config_file), "--output", "json", "translate-offsets",
-                       "--groups", f"{ns}-.*", *args])
-    return status, json.loads(buf.getvalue())
+    """`drctl -o json translate-offsets --groups NS-.* ARGS…`; the document checked against
+    its schema."""
+    return run_json("--config", str(lab.config_file), "translate-offsets", "--groups",
+                    f"{ns}-.*", *args)
 
 
 def test_exact_translation_resumes_every_group_exactly(any_lab: RunningLab, ns: str,
@@ -173,7 +167,7 @@ def test_exact_translation_resumes_every_group_exactly(any_lab: RunningLab, ns: 
         commit_offsets(lab.primary, f"{ns}-ahead",
                        [TopicPartition(topic, p, e) for p, e in ends.items()])
 
-        status, report = run_translate(lab, ns, "--method", "exact", "--apply")
+        status, report = run_translate(lab, ns, "--method", "exact", "--yes")
         assert status == 0, capsys.readouterr().err
         groups = {g["group"]: g for g in report["groups"]}
         assert set(groups) == {f"{ns}-{n}" for n in positions} | {f"{ns}-ahead"}
@@ -207,7 +201,7 @@ def test_exact_translation_resumes_every_group_exactly(any_lab: RunningLab, ns: 
         # ranged reads do (the path large partitions take).
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(locate, "LOAD_BUDGET", 0)
-            status, remote = run_translate(lab, ns, "--method", "exact")
+            status, remote = run_translate(lab, ns, "--method", "exact", "--dry-run")
         assert status == 0
 
         def answers(rep: dict) -> list[tuple]:
@@ -261,7 +255,7 @@ def test_checkpoint_and_timestamp_predict_redelivery(lab: RunningLab, ns: str) -
         assert [fp(r) for r in by_p[p]] == [fp(r) for r in visible[p]]
 
     for method in ("checkpoint", "timestamp"):
-        status, report = run_translate(lab, ns, "--method", method)
+        status, report = run_translate(lab, ns, "--method", method, "--dry-run")
         assert status == 0
         compared = 0
         for g in report["groups"]:
@@ -310,7 +304,13 @@ def busy_on_target(lab: RunningLab, ns: str, topic: str) -> Iterator[None]:
 
 def test_active_group_on_target_is_skipped(lab: RunningLab, ns: str) -> None:
     with busy_on_target(lab, ns, f"{ns}-act"):
-        status, report = run_translate(lab, ns, "--apply")
+        # Neither --yes nor --dry-run, and no one to ask: nothing is committed (exit 5).
+        status, refused = run_translate(lab, ns)
+        assert status == 5 and refused["error"]["kind"] == "Aborted"
+        assert "--yes" in refused["error"]["hint"]
+        assert committed_offsets(lab.secondary.admin(), [f"{ns}-idle"]).get(f"{ns}-idle",
+                                                                            {}) == {}
+        status, report = run_translate(lab, ns, "--yes")
     assert status == 3
     groups = {g["group"]: g for g in report["groups"]}
     assert groups[f"{ns}-idle"]["applied"] is True
@@ -381,7 +381,7 @@ def test_exact_translation_on_a_compacted_copy_places_every_group_or_names_it(
         return read[-1] + 1 if read else 0
 
     status, out = run_json("--config", str(lab.config_file), "translate-offsets", "--groups",
-                           f"{ns}-.*", "--method", "exact", "--apply")
+                           f"{ns}-.*", "--method", "exact", "--yes")
     assert status == 0, out
     placed = {(g["group"], p["partition"]): p for g in out["groups"] for p in g["partitions"]}
     for p in (0, 1):
@@ -401,7 +401,7 @@ def test_exact_translation_on_a_compacted_copy_places_every_group_or_names_it(
 
     # The operator's scan bound is too small to prove where the group goes: named, exit 3.
     status, out = run_json("--config", str(lab.config_file), "translate-offsets", "--groups",
-                           reader, "--method", "exact", "--max-scan", "1")
+                           reader, "--method", "exact", "--max-scan", "1", "--dry-run")
     assert status == 3, out
     assert out["summary"]["unplaced"] == 2, out["summary"]
     assert {p["confidence"] for g in out["groups"] for p in g["partitions"]} == {"unproven"}

@@ -19,6 +19,7 @@ from rich.markup import escape
 from rich.prompt import Confirm
 
 from drctl.cli.confirm import interactive
+from drctl.cli.options import old_spelling, renamed
 from drctl.cli.state import CURRENT
 from drctl.config import Config, config_context
 from drctl.errors import UsageError
@@ -54,12 +55,16 @@ VarsFileOption = Annotated[list[Path] | None, typer.Option(
     "--vars-file", metavar="FILE", help="A YAML mapping of variables (repeatable; --var wins).")]
 JunitOption = Annotated[Path | None, typer.Option(
     "--junit", metavar="PATH", help="Write a JUnit XML report: one test case per step.")]
-ReportOption = Annotated[Path | None, typer.Option(
-    "--report", metavar="PATH", help="Write a report: PATH ending in .md or .html.")]
+ReportDirOption = Annotated[Path | None, typer.Option(
+    "--report-dir", metavar="DIR",
+    help="Write the run's report in DIR: NAME-RUN_ID.md, .html and .json.")]
+# --report PATH (one file, .md or .html) before --report-dir; hidden for one release.
+OldReportOption = Annotated[Path | None, old_spelling("--report")]
 
 _STATUS_STYLE = {
     Status.ok: "green", Status.planned: "cyan", Status.skipped: "dim", Status.not_run: "dim",
     Status.deferred: "yellow", Status.check_failed: "bold red", Status.failed: "bold red",
+    Status.unreachable: "bold red",
     Status.approval_missing: "bold red", Status.declined: "bold red",
     Status.interrupted: "bold red",
 }
@@ -144,6 +149,8 @@ def _prepare(file: str, var: list[str] | None, vars_file: list[Path] | None,
     assignments, files = list(var or []), list(vars_file or [])
     runbook = load_runbook(runbook_file(file), builtin_registry(),
                            supplied(assignments, files))
+    for warning in runbook.warnings:
+        CURRENT.terminal().warn(warning)
     config = CURRENT.config() if runbook.uses_config else None
     variables = resolve_variables(runbook, files=files, assignments=assignments,
                                   config_data=config_context(config) if config else None)
@@ -160,14 +167,16 @@ def _default_journal(runbook: Runbook, config: Config | None) -> Path:
 
 def execute(*, file: str, var: list[str] | None, vars_file: list[Path] | None,
              dry_run: bool, yes: bool, non_interactive: bool, resume: Path | None,
-             journal_path: Path | None, junit: Path | None, report: Path | None,
-             output: OutputFormat | None, time_scale: float) -> None:
+             journal_path: Path | None, junit: Path | None, report_dir: Path | None,
+             old_report: Path | None, output: OutputFormat | None, time_scale: float) -> None:
     term = CURRENT.terminal(output)
-    if report is not None:
+    report = renamed(report_dir, old_report, old="--report", new="--report-dir",
+                     warn=term.warn, meaning="a directory: NAME-RUN_ID.md, .html and .json")
+    if old_report is not None:
         try:
-            report_format(report)
+            report_format(old_report)
         except ValueError as exc:
-            raise UsageError(str(exc), "Use --report run.md or --report run.html.") from exc
+            raise UsageError(str(exc), "Use --report-dir DIR.") from exc
     if resume is not None and dry_run:
         raise UsageError("--resume continues a run; a plan (--dry-run) has nothing to resume.")
     runbook, variables, config, redactor = _prepare(file, var, vars_file)
@@ -199,15 +208,20 @@ def execute(*, file: str, var: list[str] | None, vars_file: list[Path] | None,
             journal.close()
     data = result.as_dict(redactor)
     _summary(term, result)
-    if term.json_mode:
-        term.emit_json(data)
     if junit is not None:
         write_junit(data, junit)
         term.info(f"JUnit report: {junit}")
-    if report is not None:
-        write_report(report.parent, report.stem, {"run": data}, "runbook-report",
-                     extensions=(report.suffix.lstrip("."),))
-        term.info(f"Report: {report}")
+    reports: list[Path] = []
+    if old_report is not None:
+        reports = write_report(old_report.parent, old_report.stem, {"run": data},
+                               "runbook-report", extensions=(old_report.suffix.lstrip("."),))
+    elif report is not None:
+        reports = write_report(report, f"{runbook.name}-{result.run_id}", {"run": data},
+                               "runbook-report")
+    for path in reports:
+        term.info(f"Report: {path}")
+    if term.json_mode:
+        term.emit_json({**data, "reports": [str(p) for p in reports]})
     _verdict(term, result)
     if result.exit_status != 0:
         raise typer.Exit(int(result.exit_status))

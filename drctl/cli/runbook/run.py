@@ -10,7 +10,8 @@ import typer
 from drctl.cli.options import OutputOption
 from drctl.cli.runbook.execution import (
     JunitOption,
-    ReportOption,
+    OldReportOption,
+    ReportDirOption,
     RunbookArg,
     VarOption,
     VarsFileOption,
@@ -38,7 +39,8 @@ def run(
         "--journal", metavar="PATH",
         help="Where to write the journal (default: STATE_DIR/runbooks/).")] = None,
     junit: JunitOption = None,
-    report: ReportOption = None,
+    report_dir: ReportDirOption = None,
+    old_report: OldReportOption = None,
     output: Annotated[OutputFormat | None, OutputOption] = None,
     time_scale: Annotated[float, typer.Option(
         "--time-scale", envvar="DRCTL_RUNBOOK_TIME_SCALE", hidden=True, min=0.0,
@@ -54,8 +56,9 @@ def run(
 
     \b
     Exit status: 0 every step ok; 1 a step failed; 2 the runbook or a variable
-    is invalid; 3 a check did not hold; 5 an approval missing or declined;
-    130 interrupted (resume with --resume)."""
+    is invalid; 3 a check did not hold; 4 a cluster did not answer; 5 an
+    approval missing or declined; 130 interrupted (resume with --resume)."""
     execute(file=file, var=var, vars_file=vars_file, dry_run=dry_run, yes=yes,
              non_interactive=non_interactive, resume=resume, journal_path=journal,
-             junit=junit, report=report, output=output, time_scale=time_scale)
+             junit=junit, report_dir=report_dir,
+             old_report=old_report, output=output, time_scale=time_scale)

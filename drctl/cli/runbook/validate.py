@@ -39,10 +39,12 @@ def validate(
              for s in (*runbook.steps, *runbook.rollback)]
     inputs = [{"name": i.name, "required": not i.has_default, "secret": i.secret,
                "description": i.description} for i in runbook.inputs.values()]
+    for warning in runbook.warnings:
+        term.warn(warning)
     if term.json_mode:
         term.emit_json({"valid": True, "runbook": runbook.name, "path": str(path),
                         "uses_config": runbook.uses_config, "steps": steps,
-                        "inputs": inputs})
+                        "inputs": inputs, "warnings": list(runbook.warnings)})
         return
     term.success(f"{path}: runbook '{runbook.name}' is valid — {len(runbook.steps)} steps, "
                  f"{len(runbook.rollback)} rollback steps.")

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from drctl.errors import DrctlError
+from drctl.errors import DrctlError, ExitStatus
 from drctl.jsonable import to_jsonable
 from drctl.runbook.actions import Action, ActionContext, CoercionError
 from drctl.runbook.kinds.interface import (
@@ -99,7 +99,8 @@ def _outcome(call: Callable[[], Any]) -> Any:
     except CoercionError as exc:
         raise NotRetried(str(exc)) from exc
     except DrctlError as exc:
-        raise AttemptFailed(exc.message, hint=exc.hint) from exc
+        raise AttemptFailed(exc.message, hint=exc.hint,
+                            unreachable=exc.exit_status == ExitStatus.UNREACHABLE) from exc
     except Exception as exc:
         # Unexpected: keep the traceback for --debug.
         logging.getLogger("drctl.runbook").debug("action failed", exc_info=True)

@@ -105,7 +105,10 @@ class CheckStep(StepKindDefinition):
                 why = f"{why} — {'; '.join(causes[:3])}"
             seen["why"] = why
             if not holds:
-                raise AttemptFailed(why, check=True)
+                # A probe that could not reach a cluster read part of the world: the check is
+                # unknown (exit 4), not "did not hold".
+                raise AttemptFailed(why, check=True,
+                                    unreachable=bool(unreachable_in(extra.get("result"))))
 
         runner.attempts(step, result, attempt)
         if "value" in seen:
@@ -179,6 +182,13 @@ def _parse_range(value: Any, line: int | None, step: str,
     if isinstance(low, (int, float)) and isinstance(high, (int, float)) and low > high:
         parser.issue(line, step, f"check.range: min {low} is greater than max {high}")
     return (low, high)
+
+
+def unreachable_in(result: Any) -> list[str]:
+    """The clusters a probe's result says did not answer (its `unreachable` list, as the
+    `status` action gives it)."""
+    names = result.get("unreachable") if isinstance(result, dict) else None
+    return [str(n) for n in names] if isinstance(names, list) else []
 
 
 def errors_in(result: Any, where: str = "") -> list[str]:

@@ -19,13 +19,16 @@ from drctl.runbook.yaml_lines import LineDict
 
 
 class AttemptFailed(Exception):
-    """This attempt failed; another may succeed (the step's retry policy decides)."""
+    """This attempt failed; another may succeed (the step's retry policy decides). `check`:
+    a check did not hold; `unreachable`: a cluster or service did not answer."""
 
-    def __init__(self, message: str, *, check: bool = False, hint: str | None = None) -> None:
+    def __init__(self, message: str, *, check: bool = False, hint: str | None = None,
+                 unreachable: bool = False) -> None:
         super().__init__(message)
         self.message = message
         self.check = check
         self.hint = hint
+        self.unreachable = unreachable
 
 
 class NotRetried(Exception):

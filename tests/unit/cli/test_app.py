@@ -71,6 +71,7 @@ def test_help_lists_the_mode_choices() -> None:
     (["failover", "--debug", "--yes"], ["--debug", "failover", "--yes"]),
     (["-o", "json", "config", "show", "-c", "x"], ["-o", "json", "-c", "x", "config", "show"]),
     (["status", "--output=json"], ["--output=json", "status"]),
+    (["status", "-ojson", "-cf.yaml"], ["-ojson", "-cf.yaml", "status"]),
     # What follows `--` is not drctl's to read.
     (["runbook", "run", "r.yaml", "--", "-q"], ["runbook", "run", "r.yaml", "--", "-q"]),
 ])

@@ -1,11 +1,16 @@
-"""Action parameters (drctl/runbook/actions.py): coercion, durations, and the mode enums
-a runbook is checked against."""
+"""Action parameters (drctl/runbook/actions.py): coercion, durations, the mode enums a
+runbook is checked against, and old parameter names kept for a release."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
-from drctl.runbook.actions import CoercionError, builtin_registry, coerce
+from drctl.cli.app import main
+from drctl.runbook.actions import Action, ActionContext, CoercionError, builtin_registry, coerce
+from drctl.runbook.loader import load_runbook
 from drctl.timeparse import Seconds
 
 
@@ -51,3 +56,55 @@ def test_runbook_parameters_are_checked_against_the_enums() -> None:
     param = failback.param("reconcile")
     assert param is not None and param.default == "copy-safe"
     assert param.type_name == "copy-safe|quarantine|none"
+
+
+def test_a_renamed_parameter_takes_its_old_name_for_a_release_with_a_warning(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Action parameters follow the CLI's options (`failover --deadline`, `translate-offsets
+    --yes`, `lab load --commit`); a runbook written with the old names still validates and
+    runs, and says what to write now."""
+    registry = builtin_registry()
+    failover = registry.get("failover")
+    assert failover is not None and failover.param("deadline") is not None
+    assert failover.param("source_deadline") is None
+    assert failover.check_params({"source_deadline": "3"}) == []
+    assert failover.old_names({"source_deadline": 3}) == {
+        "source_deadline": "parameter 'source_deadline' is now 'deadline'; the old name goes "
+                           "in the next release."}
+    [both] = failover.check_params({"source_deadline": 3, "deadline": 3})
+    assert both.message == "'source_deadline' is the old name of 'deadline': give 'deadline' only"
+    [bad] = failover.check_params({"source_deadline": "soon"})
+    assert bad.param == "deadline" and "expected a duration" in bad.message
+    seen: dict[str, Any] = {}
+    translate = registry.get("translate-offsets")
+    yes = translate.param("yes") if translate is not None else None
+    assert yes is not None and yes.default is False  # never a write unless asked
+    called = Action("x", lambda ctx, *, yes=False: seen.update(yes=yes), (yes,),
+                    renamed={"apply": "yes"})
+    called.call(ActionContext(), {"apply": "true"})
+    assert seen == {"yes": True}  # the old name reaches the new parameter, coerced
+
+    rb = tmp_path / "old.yaml"
+    rb.write_text("steps:\n"
+                  "  - name: load\n"
+                  "    action: lab.load\n"
+                  "    with:\n"
+                  "      dir: lab\n"
+                  "      groups: [app=50%]\n"
+                  "  - name: move\n"
+                  "    action: translate-offsets\n"
+                  "    with: {apply: true}\n")
+    runbook = load_runbook(rb, registry)
+    assert runbook.warnings == (
+        f"{rb}:6: step 'load': action 'lab.load': parameter 'groups' is now 'commit'; the old "
+        "name goes in the next release.",
+        f"{rb}:9: step 'move': action 'translate-offsets': parameter 'apply' is now 'yes'; the "
+        "old name goes in the next release.")
+    assert main(["runbook", "validate", str(rb)]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert "parameter 'groups' is now 'commit'" in err and "parameter 'apply' is now 'yes'" in err
+
+
+def test_a_renamed_parameter_must_name_a_parameter() -> None:
+    with pytest.raises(ValueError, match="renamed to unknown parameters"):
+        builtin_registry().register("test.x", lambda ctx, *, a=1: None, renamed={"b": "c"})

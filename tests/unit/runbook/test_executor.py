@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from drctl.errors import ExitStatus
+from drctl.errors import ExitStatus, Unreachable
 from drctl.runbook.result import RunStatus, Status
 from tests.unit.runbook.support import gone, registry_with_test_actions, run
 
@@ -373,3 +373,51 @@ def test_a_failed_check_shows_the_error_its_probe_saw() -> None:
     step = result.steps[0]
     assert step.status == Status.check_failed
     assert "clusters.secondary: connection refused at 127.0.0.1:29092" in (step.error or "")
+
+
+def test_a_check_whose_probe_could_not_reach_a_cluster_is_unknown_exit_4() -> None:
+    """`target_reachable: expected True, got False` because the target did not answer is not
+    a check that did not hold (3) but a cluster that did not answer (4), as every command
+    says it — in a plan too."""
+    registry = registry_with_test_actions()
+
+    def status(ctx: Any) -> dict[str, Any]:
+        return {"clusters": {"secondary": {"reachable": False, "error": "connection refused"}},
+                "unreachable": ["secondary"]}
+
+    registry.register("test.status", status, read_only=True)
+    text = """
+        steps:
+          - name: target_reachable
+            check:
+              action: test.status
+              value: "{{ result.clusters.secondary.reachable }}"
+              equals: true
+          - name: later
+            shell: "true"
+    """
+    for dry_run in (True, False):
+        result = run(text, registry=registry, dry_run=dry_run)
+        assert result.steps[0].status == Status.unreachable
+        assert "connection refused" in (result.steps[0].error or "")
+        assert result.status == RunStatus.unreachable
+        assert result.exit_status == ExitStatus.UNREACHABLE
+
+
+def test_an_action_that_could_not_reach_a_cluster_ends_the_run_with_exit_4() -> None:
+    registry = registry_with_test_actions()
+
+    def down(ctx: Any) -> dict[str, Any]:
+        raise Unreachable("cluster 'secondary' at 127.0.0.1:1 did not answer")
+
+    registry.register("test.down", down)
+    result = run("""
+        steps:
+          - name: move
+            action: test.down
+          - name: never
+            shell: "true"
+    """, registry=registry)
+    assert statuses(result) == {"move": "unreachable", "never": "not-run"}
+    assert result.exit_status == ExitStatus.UNREACHABLE
+    assert "did not answer" in (result.reason or "")

@@ -95,20 +95,25 @@ def test_a_secret_by_reference_never_reaches_journal_json_junit_or_report(
     """)
     journal = tmp_path / "j.jsonl"
     junit = tmp_path / "junit.xml"
-    md, html = tmp_path / "report.md", tmp_path / "report.html"
+    reports, plan_reports = tmp_path / "reports", tmp_path / "plan-reports"
     status = drctl("--config", str(config), "runbook", "run", str(rb), "--var",
                    f"shared={literal_secret}", "--journal", str(journal), "--junit",
-                   str(junit), "--report", str(md), "-o", "json", "--yes")
+                   str(junit), "--report-dir", str(reports), "-o", "json", "--yes")
     captured = capsys.readouterr()
     assert status == ExitStatus.FAILURE
     assert drctl("--config", str(config), "runbook", "run", str(rb), "--var",
-                 f"shared={literal_secret}", "--resume", str(journal), "--report", str(html),
-                 "--yes") == ExitStatus.USAGE  # resuming a finished run is refused...
+                 f"shared={literal_secret}", "--resume", str(journal), "--report-dir",
+                 str(reports), "--yes") == ExitStatus.USAGE  # resuming a finished run is refused...
     captured_again = capsys.readouterr()
     assert drctl("--config", str(config), "runbook", "plan", str(rb), "--var",
-                 f"shared={literal_secret}", "--report", str(html)) == ExitStatus.CHECK_FAILED
+                 f"shared={literal_secret}", "--report-dir", str(plan_reports)) == \
+        ExitStatus.CHECK_FAILED
     plan = capsys.readouterr()
     data = json.loads(captured.out)
+    (md,) = reports.glob("secrets-*.md")
+    assert sorted(data["reports"]) == sorted(str(md.with_suffix(ext))
+                                             for ext in (".md", ".html", ".json"))
+    (html,) = plan_reports.glob("secrets-*.html")
     # The steps really ran with the real values...
     assert data["steps"][0]["outputs"]["line"] == "127.0.0.1:9 ****"
     assert data["steps"][1]["outputs"]["said"] == "token=**** shared=****"
@@ -117,6 +122,7 @@ def test_a_secret_by_reference_never_reaches_journal_json_junit_or_report(
     written = {
         "journal": journal.read_text(), "json": captured.out, "junit": junit.read_text(),
         "markdown": md.read_text(), "html": html.read_text(),
+        "report json": md.with_suffix(".json").read_text(),
         "stderr": captured.err + captured_again.err + plan.err, "plan stdout": plan.out,
     }
     for name, text in written.items():
@@ -162,19 +168,37 @@ def test_html_report_is_escaped_and_markdown_lists_steps(tmp_path: Path) -> None
             shell: echo '<script>alert(1)</script>'
             outputs: {said: "{{ result.stdout }}"}
     """)
-    html, md = tmp_path / "r.html", tmp_path / "r.md"
-    assert drctl("runbook", "run", str(rb), "--report", str(html), "--journal",
+    assert drctl("runbook", "run", str(rb), "--report-dir", str(tmp_path / "r"), "--journal",
                  str(tmp_path / "j")) == 0
+    (html,) = (tmp_path / "r").glob("html-*.html")
     text = html.read_text()
     assert "<script>alert" not in text and "&lt;script&gt;alert(1)" in text
     assert "&lt;b&gt;things" in text
-    assert drctl("runbook", "run", str(rb), "--report", str(md), "--journal",
-                 str(tmp_path / "j2")) == 0
-    report = md.read_text()
+    report = html.with_suffix(".md").read_text()
     assert "# Runbook `html` — succeeded" in report and "| 1 | `evil` | main | shell | ok" \
         in report
+
+
+def test_the_old_report_option_still_writes_its_one_file_with_a_warning(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--report PATH (.md or .html) before --report-dir DIR: hidden for a release."""
+    rb = write(tmp_path / "old.yaml", """
+        steps:
+          - name: hello
+            shell: echo hello
+    """)
+    md = tmp_path / "r.md"
+    assert drctl("runbook", "run", str(rb), "--report", str(md), "--journal",
+                 str(tmp_path / "j")) == 0
+    assert md.read_text().startswith("# Runbook `old` — succeeded")
+    assert [p.name for p in tmp_path.glob("r.*")] == ["r.md"]
+    err = " ".join(capsys.readouterr().err.split())
+    assert "--report is now --report-dir (a directory: NAME-RUN_ID.md, .html and .json)" in err
     assert drctl("runbook", "run", str(rb), "--report", str(tmp_path / "r.pdf")) == \
         ExitStatus.USAGE
+    assert drctl("runbook", "run", str(rb), "--report", str(md), "--report-dir",
+                 str(tmp_path)) == ExitStatus.USAGE
+    assert "--report is the old name of --report-dir" in capsys.readouterr().err
 
 
 def test_plan_prints_resolved_values_and_writes_no_journal(
