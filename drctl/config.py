@@ -469,6 +469,9 @@ class _Parser:
                           self.string_list(raw.get("exclude"), f"{key}.exclude", regex=True))
 
     def config(self, raw: Any) -> Config:
+        if isinstance(raw, dict) and isinstance(raw.get("exit_status"), int):
+            # `config show -o json` saved as is: its envelope's exit status is no setting.
+            raw = {k: v for k, v in raw.items() if k != "exit_status"}
         top = self.mapping(raw, "", _TOP_KEYS)
         no_clusters: tuple[dict[str, dict[str, str]], dict[str, dict[str, str | None]]] = ({}, {})
         clusters, java_clusters = self.collect(lambda: self.clusters(top.get("clusters")),

@@ -119,7 +119,16 @@ def _report(terminal: Terminal, exc: DrctlError) -> dict[str, Any]:
     terminal.error(exc.message)
     if exc.hint:
         terminal.err.print(f"  {terminal.redactor.redact(exc.hint)}")
-    return _error(exc.message, exc.hint, type(exc).__name__, exc.exit_status)
+    return _error(exc.message, exc.hint, _public_kind(exc), exc.exit_status)
+
+
+def _public_kind(exc: DrctlError) -> str:
+    """The error's kind as docs/json.md names it: its nearest class in drctl.errors (a
+    module's own subclass, such as ClusterUnreachable, is its base's kind)."""
+    for cls in type(exc).__mro__:
+        if cls.__module__ == "drctl.errors":
+            return cls.__name__
+    return type(exc).__name__
 
 
 def _error(message: str, hint: str | None, kind: str, exit_status: int) -> dict[str, Any]:

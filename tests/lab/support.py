@@ -3,6 +3,7 @@ until enough did."""
 
 from __future__ import annotations
 
+import os
 import time
 import weakref
 from collections import Counter
@@ -95,9 +96,23 @@ def run_drctl(*argv: str) -> tuple[int, str, str]:
     from drctl.cli.app import main
 
     out, err = io.StringIO(), io.StringIO()
+    started = time.monotonic()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         status = main(list(argv))
+    _log_command_time(argv, status, time.monotonic() - started)
     return status, out.getvalue(), err.getvalue()
+
+
+def _log_command_time(argv: tuple[str, ...], status: int, seconds: float) -> None:
+    """With DRCTL_TEST_COMMAND_LOG=FILE, one line per command a lab test ran: where a test's
+    time goes (the suite's wall time is budgeted, see tests/conftest.py)."""
+    path = os.environ.get("DRCTL_TEST_COMMAND_LOG")
+    if path:
+        shown = [a for a in argv if not a.endswith((".yaml", ".yml"))]
+        test = os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0]
+        with open(path, "a", encoding="utf-8") as log:
+            log.write(f"{time.strftime('%H:%M:%S')} {seconds:7.1f}s exit {status} {test} "
+                      f"drctl {' '.join(shown)}\n")
 
 
 def run_json(*argv: str) -> tuple[int, dict[str, Any]]:

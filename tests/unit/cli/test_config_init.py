@@ -52,6 +52,9 @@ def worker() -> Iterator[Worker]:
                                         for n, c in state.connectors.items()})
             if self.path.startswith("/connectors?") or self.path == "/connectors":
                 return self.reply(200, sorted(state.connectors))
+            if self.path == "/":  # the worker's version, as Kafka Connect answers it
+                return self.reply(200, {"version": "3.9.1", "commit": "f745dfdcee2b9851",
+                                        "kafka_cluster_id": "test"})
             name = self.path.removeprefix("/connectors/").removesuffix("/config")
             if name in state.connectors:
                 return self.reply(200, state.connectors[name])
