@@ -47,7 +47,7 @@ typecheck: setup
 TEST_WORKERS ?= 3
 
 test: lint typecheck java-and-maven
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --max-worker-restart 0 --durations=40
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup --max-worker-restart 0 --durations=40
 
 unit: setup
 	$(BIN)/pytest tests/unit

@@ -225,21 +225,44 @@ def ns(request: pytest.FixtureRequest) -> str:
     return f"t{next(_counter)}-{name}"
 
 
-# Seconds per test file on the 2-core CI machine (`pytest --durations=0`, summed). Files run
+# Seconds per test file on the 2-core CI machine (`pytest --durations=0`, summed). Groups run
 # heaviest first, so the xdist workers (`make test`) finish together; only the order matters.
 _MEASURED_S = {
-    "lab/test_failback.py": 420, "lab/test_hard_cases.py": 300, "lab/test_fence.py": 280,
-    "lab/test_broker_restart.py": 275, "lab/test_guard.py": 270, "lab/test_reprotect.py": 200,
-    "lab/test_drill.py": 180, "unit/gap/test_diff.py": 175, "lab/test_comeback.py": 170,
-    "lab/test_switchback.py": 160, "lab/test_gap_compacted.py": 110,
-    "lab/test_failover.py": 140, "lab/test_translate.py": 130, "lab/test_secure_drill.py": 100,
+    "lab/test_failback.py": 420, "lab/test_reprotect.py": 420, "lab/test_hard_cases.py": 300,
+    "lab/test_fence.py": 280, "lab/test_broker_restart.py": 275, "lab/test_guard.py": 270,
+    "lab/test_app_scope.py": 240, "lab/test_drill.py": 180, "unit/gap/test_diff.py": 175,
+    "lab/test_comeback.py": 170, "lab/test_switchback.py": 160, "lab/test_failover.py": 140,
+    "lab/test_translate.py": 130, "lab/test_gap_compacted.py": 110,
+    "lab/test_secure_drill.py": 100,
 }
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    def cost(item: pytest.Item) -> int:
-        default = 60 if item.get_closest_marker("lab") else 1
-        name = item.path.relative_to(Path(__file__).parent).as_posix()
-        return _MEASURED_S.get(name, default)
+def xdist_group(item: pytest.Item) -> str:
+    """Where `make test` (--dist loadgroup) runs a test: with the other tests of its file,
+    except that every test on the prefixed lab runs on one worker, and every test on the
+    secure lab on one. A worker starts only the labs its tests ask for, and each idle lab
+    keeps MirrorMaker 2 polling at test speed: one of each, not one per worker."""
+    fixtures = getattr(item, "fixturenames", ())
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    if "secure_lab" in fixtures:
+        return "secure-lab"
+    if params.get("any_lab") == "prefixed" or "lab_prefixed" in fixtures:
+        return "prefixed-lab"
+    return item.path.relative_to(Path(__file__).parent).as_posix()
 
-    items.sort(key=lambda item: -cost(item))  # stable: a file keeps its own order
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    per_file: dict[str, int] = {}
+    for item in items:
+        name = item.path.relative_to(Path(__file__).parent).as_posix()
+        per_file[name] = per_file.get(name, 0) + 1
+    group_cost: dict[str, float] = {}
+    for item in items:
+        name = item.path.relative_to(Path(__file__).parent).as_posix()
+        default = 60 if item.get_closest_marker("lab") else 1
+        group = xdist_group(item)
+        item.add_marker(pytest.mark.xdist_group(group))
+        group_cost[group] = group_cost.get(group, 0) + _MEASURED_S.get(name, default) / \
+            per_file[name]
+    # Stable: a group keeps its files' order.
+    items.sort(key=lambda item: -group_cost[xdist_group(item)])

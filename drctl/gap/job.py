@@ -25,6 +25,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -569,10 +570,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("plan", nargs="?", help="plan file written by drctl gap-analysis")
     parser.add_argument("--events-fd", type=int, default=None,
                         help="file descriptor for JSON progress events (drctl sets it)")
+    parser.add_argument("--record-classes", action="store_true",
+                        help="record the driver's class archive (class_archive.py) with a "
+                             "small local job, unless it exists, and exit")
     parser.add_argument("--serve", metavar="HOME", type=Path, default=None,
                         help="stay up as drctl's resident driver: run the plan files named on "
                              "stdin, one per line, in one Spark driver (resident.py)")
     args = parser.parse_args(argv)
+    if args.record_classes:
+        return record_classes()
     stream = os.fdopen(args.events_fd, "w") if args.events_fd is not None else None
     if args.serve is not None:
         return serve(args.serve, stream)
@@ -589,6 +595,45 @@ def main(argv: list[str] | None = None) -> int:
         return run_plan(Path(args.plan), JobEvents(stream), open_session)
     finally:
         _stop_jvm(spark)
+
+
+def record_classes() -> int:
+    """Record the class archive with a small local job (a shuffle, a join, Parquet written
+    and read) when there is none yet: what `make test` runs before its workers start, so
+    that they do not each record it in a slow first gap job at once. The Kafka source's
+    classes (from spark.jars) are never in an archive; the rest of what a gap job loads is."""
+    from drctl.gap.class_archive import class_archive
+
+    archive = class_archive()
+    if archive is None or archive.recording is None:
+        return 0
+    home = Path(tempfile.mkdtemp(prefix="drctl-record-classes-"))
+    log4j = home / "log4j2.properties"
+    log4j.write_text(_LOG4J2.replace("{level}", "error"))
+    spark: SparkSession | None = None
+    try:
+        spark = (SparkSession.builder.appName("drctl class archive").master("local[2]")
+                 .config("spark.ui.enabled", "false")
+                 .config("spark.ui.showConsoleProgress", "false")
+                 .config("spark.local.dir", str(home / "spark-local"))
+                 .config("spark.driver.extraJavaOptions", " ".join(
+                     [f"-Dlog4j2.configurationFile=file:{log4j}", *archive.java_options()]))
+                 .getOrCreate())
+        spark.sparkContext.setLogLevel("ERROR")
+        rows = spark.range(10_000).select((F.col("id") % 97).alias("k"),
+                                          F.sha2(F.col("id").cast("string"), 256).alias("v"))
+        counted = rows.groupBy("k").count().join(rows, "k", "left_anti")
+        counted.write.parquet(str(home / "out"))
+        spark.read.parquet(str(home / "out")).count()
+        _stop_jvm(spark)
+        spark = None
+        kept = archive.keep()
+    finally:
+        _stop_jvm(spark)
+        archive.discard()
+        shutil.rmtree(home, ignore_errors=True)
+    print(f"class archive {'recorded' if kept else 'not recorded'}: {archive.path}")
+    return 0
 
 
 def serve(home: Path, stream: IO[str] | None) -> int:
