@@ -40,13 +40,17 @@ typecheck: setup
 	$(BIN)/mypy
 
 ## Lint, type check and every test (lab tests start real Kafka and MirrorMaker 2).
-# Three pytest-xdist workers, each with its own labs on its own ports, a file per worker: on
+# Three pytest-xdist workers, each with its own labs on its own ports, a file per worker (the
+# prefixed and secure labs' tests on one worker each, tests/conftest.py `xdist_group`): on
 # the 2-core CI machine a fresh clone's run takes about 15 min (brokers, Spark and Connect
 # leave a core idle half the time with two; 18 min). TEST_WORKERS=0 runs in one process.
 # A worker that dies fails the run (--max-worker-restart 0): a replaced one can hang xdist.
 TEST_WORKERS ?= 3
 
 test: lint typecheck java-and-maven
+	@# The gap job's class archive, recorded once before the workers start (else each
+	@# worker's first gap job records it at once, slowly, under the others' load).
+	$(BIN)/python -m drctl.gap.job --record-classes
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup --max-worker-restart 0 --durations=40
 
 unit: setup
