@@ -238,17 +238,26 @@ _MEASURED_S = {
 
 
 def xdist_group(item: pytest.Item) -> str:
-    """Where `make test` (--dist loadgroup) runs a test: with the other tests of its file,
-    except that every test on the prefixed lab runs on one worker, and every test on the
-    secure lab on one. A worker starts only the labs its tests ask for, and each idle lab
-    keeps MirrorMaker 2 polling at test speed: one of each, not one per worker."""
+    """Where `make test` (--dist loadgroup) runs a test: a lab test on its own (or with its
+    file's when they share a module's setup), a unit test with its file's; every test on the
+    prefixed lab on one worker, and every test on the secure lab on one. A worker starts only
+    the labs its tests ask for, and each idle lab keeps MirrorMaker 2 polling at test speed:
+    one of each, not one per worker."""
     fixtures = getattr(item, "fixturenames", ())
     params = getattr(getattr(item, "callspec", None), "params", {})
     if "secure_lab" in fixtures:
         return "secure-lab"
     if params.get("any_lab") == "prefixed" or "lab_prefixed" in fixtures:
         return "prefixed-lab"
-    return item.path.relative_to(Path(__file__).parent).as_posix()
+    file = item.path.relative_to(Path(__file__).parent).as_posix()
+    if item.get_closest_marker("lab") and file not in _SHARED_SETUP:
+        # A lab test on its own: a file's heavy cycles run on the workers side by side.
+        return f"{file}::{getattr(item, 'originalname', item.name)}"
+    return file
+
+
+# Lab test files whose tests share a module-scoped fixture: kept on one worker together.
+_SHARED_SETUP = {"lab/test_drill.py"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
