@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import functools
 import re
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
 
 from confluent_kafka.admin import AdminClient
 
+from drctl.background import in_background
 from drctl.config import Config, Scope
 from drctl.context import OpsContext
 from drctl.errors import UsageError
@@ -188,8 +187,8 @@ def translate_offsets(ctx: OpsContext, req: TranslateRequest,
     # The groups' states on the target (a DescribeGroups per group) are read on a client of
     # their own while the offsets are read and placed: waiting for their answers overlaps the
     # placement's work. Applying needs them; placing does not.
-    states_of = _in_background(functools.partial(group_states, dst.admin(fresh=True),
-                                                 positions))
+    states_of = in_background(functools.partial(group_states, dst.admin(fresh=True),
+                                                positions), name="drctl-group-states")
     current = committed_offsets(dst_admin, positions)
     report.groups = _group_results(positions, current, dst_marks, to_topic, method, req.target)
     todo = [p for p in report.partitions if not p.confidence]
@@ -230,32 +229,6 @@ def _group_results(positions: dict[str, dict[TP, int]], current: dict[str, dict[
             gr.partitions.append(pr)
         results[group] = gr
     return list(results.values())
-
-
-T = TypeVar("T")
-
-
-def _in_background(call: Callable[[], T]) -> Callable[[], T]:
-    """Start `call` on a daemon thread (an error elsewhere never waits for it to end); the
-    function returned waits for its result, or raises what it raised."""
-    box: dict[str, T] = {}
-    failed: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            box["result"] = call()
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller, who raises it
-            failed.append(exc)
-
-    worker = threading.Thread(target=run, name="drctl-background", daemon=True)
-    worker.start()
-
-    def result() -> T:
-        worker.join()
-        if failed:
-            raise failed[0]
-        return box["result"]
-    return result
 
 
 def _capped(marks: dict[TP, tuple[int, int]], ends: dict[str, dict[int, int]] | None
