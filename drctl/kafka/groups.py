@@ -63,60 +63,17 @@ _COORDINATOR_NOT_READY = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT
                           KafkaError.COORDINATOR_LOAD_IN_PROGRESS}
 
 
-# Where a group's commits live: the broker keeps each group on one partition of this topic and
-# that partition's leader is the group's coordinator.
-OFFSETS_TOPIC = "__consumer_offsets"
-
-
-def coordinator_partition(group: str, partitions: int) -> int:
-    """The partition of OFFSETS_TOPIC holding `group`, as the broker picks it:
-    Utils.abs(groupId.hashCode()) % partitions (Java's String.hashCode over UTF-16 units; its
-    abs maps Integer.MIN_VALUE to 0)."""
-    units = group.encode("utf-16-be")
-    h = 0
-    for i in range(0, len(units), 2):
-        h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
-    signed = h - (1 << 32) if h & 0x80000000 else h
-    return (0 if signed == -(1 << 31) else abs(signed)) % partitions
-
-
-def _offsets_partitions(admin: AdminClient, timeout_s: float) -> int | None:
-    """How many partitions OFFSETS_TOPIC has; None when the metadata does not say."""
-    try:
-        meta = admin.list_topics(topic=OFFSETS_TOPIC, timeout=timeout_s).topics.get(
-            OFFSETS_TOPIC)
-    except KafkaException:
-        return None
-    if meta is None or meta.error is not None or not meta.partitions:
-        return None
-    return len(meta.partitions)
-
-
-def _probes(window: Sequence[str], partitions: int | None) -> list[str]:
-    """One group of the window per coordinator partition (every group when the partition
-    count is unknown): they share their coordinator and its loading state."""
-    if partitions is None:
-        return list(window)
-    first: dict[int, str] = {}
-    for group in window:
-        first.setdefault(coordinator_partition(group, partitions), group)
-    return list(first.values())
-
-
-def _coordinators_ready(admin: AdminClient, probes: Sequence[str], timeout_s: float) -> None:
-    """Return once every probe group has had a DescribeGroups answered by its coordinator.
-    librdkafka (2.16, issue #5040) crashes the whole process when an admin client's
-    OffsetFetch is answered NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE: it asks the
-    consumer-group handle an admin client does not have to find the coordinator again.
+def _coordinators_ready(admin: AdminClient, window: Sequence[str], timeout_s: float) -> None:
+    """Return once every group of the window has had a DescribeGroups answered by its
+    coordinator. librdkafka (2.16, issue #5040) crashes the whole process when an admin
+    client's OffsetFetch is answered NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE: it asks
+    the consumer-group handle an admin client does not have to find the coordinator again.
     DescribeGroups gets the same answer safely, so an OffsetFetch goes only to a coordinator
-    that has just served a group of its partition (`_probes`: a coordinator loads, serves and
-    moves whole partitions, so one group per partition stands for all of them, and the cost
-    stays at most one describe per partition of OFFSETS_TOPIC per window however many groups
-    there are). A coordinator that moves between the two requests can still crash it (a
-    window of one round trip, not the seconds a restarted broker loads)."""
+    that has just served the group. A coordinator that moves between the two requests can
+    still crash it (a window of one round trip, not the seconds a restarted broker loads)."""
     timed_out = 0
     for future in admin.describe_consumer_groups(
-            list(probes), request_timeout=timeout_s).values():
+            list(window), request_timeout=timeout_s).values():
         try:
             future.result(timeout=timeout_s)
         except (KafkaException, TimeoutError) as exc:
@@ -127,7 +84,7 @@ def _coordinators_ready(admin: AdminClient, probes: Sequence[str], timeout_s: fl
             # Any other answer (GROUP_ID_NOT_FOUND for a group never seen, ...) came from the
             # coordinator serving the group: its OffsetFetch is safe and says the rest.
     if timed_out:
-        raise _not_answered("DescribeGroups", timed_out, len(probes), timeout_s)
+        raise _not_answered("DescribeGroups", timed_out, len(window), timeout_s)
 
 
 # A broker that just came back answers COORDINATOR_LOAD_IN_PROGRESS (or NOT_COORDINATOR)
@@ -143,9 +100,8 @@ def committed_offsets(admin: AdminClient, groups: Iterable[str], timeout_s: floa
 
     def ask() -> dict[str, dict[TP, int]]:
         out: dict[str, dict[TP, int]] = {}
-        partitions = _offsets_partitions(admin, timeout_s) if groups else None
         for window in windows(groups):
-            _coordinators_ready(admin, _probes(window, partitions), timeout_s)
+            _coordinators_ready(admin, window, timeout_s)
             futures = {}
             for group in window:
                 futures.update(admin.list_consumer_group_offsets(

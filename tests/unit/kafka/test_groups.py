@@ -14,13 +14,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from drctl.errors import ExitStatus, Unreachable
-from drctl.kafka.groups import (
-    OFFSETS_TOPIC,
-    alter_offsets_many,
-    committed_offsets,
-    coordinator_partition,
-    group_states,
-)
+from drctl.kafka.groups import alter_offsets_many, committed_offsets, group_states
 from drctl.kafka.inflight import IN_FLIGHT
 from drctl.retry import RetryPolicy
 
@@ -54,24 +48,13 @@ class Outstanding:
 
 class RecordingAdmin:
     def __init__(self, outstanding: Outstanding,
-                 describe_errors: dict[str, list[int]] | None = None,
-                 offsets_partitions: int | None = None) -> None:
+                 describe_errors: dict[str, list[int]] | None = None) -> None:
         self.out = outstanding
         self.sent = 0
         self.fetched: list[str] = []
-        self.described: list[str] = []
-        # None: the metadata does not name __consumer_offsets (every group is described)
-        self.offsets_partitions = offsets_partitions
         # per group, the errors its next DescribeGroups answers are, in turn
         self.describe_errors = describe_errors or {}
         self.unready_fetches: list[str] = []
-
-    def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
-        if self.offsets_partitions is None:
-            return SimpleNamespace(topics={})
-        meta = SimpleNamespace(error=None, partitions=dict.fromkeys(
-            range(self.offsets_partitions)))
-        return SimpleNamespace(topics={OFFSETS_TOPIC: meta})
 
     def list_consumer_group_offsets(self, requests: list[Any], request_timeout: float
                                     ) -> dict[str, Future[Any]]:
@@ -91,7 +74,6 @@ class RecordingAdmin:
     def describe_consumer_groups(self, groups: list[str], request_timeout: float
                                  ) -> dict[str, Future[Any]]:
         answers = {}
-        self.described.extend(groups)
         for g in groups:
             errors = self.describe_errors.get(g) or []
             error = errors.pop(0) if errors else None
@@ -165,51 +147,3 @@ def test_a_coordinator_that_never_serves_the_group_is_reported_not_asked() -> No
         committed_offsets(admin, ["g1"], policy=FAST)  # type: ignore[arg-type]
     assert caught.value.args[0].code() == KafkaError.NOT_COORDINATOR
     assert admin.fetched == []
-
-
-def test_a_group_maps_to_the_offsets_partition_the_broker_keeps_it_on() -> None:
-    """Java's String.hashCode (UTF-16 units, 32-bit overflow) and Kafka's Utils.abs
-    (Integer.MIN_VALUE -> 0), checked against `java` on this machine and against where a
-    Kafka 4.3 lab broker wrote the groups' commits in __consumer_offsets."""
-    java = {"hello": 22, "polygenelubricants": 0,  # its hashCode is Integer.MIN_VALUE
-            "bench-g0001": 43, "orders-app": 5, "Ünïcødé-grüppe": 6, "g-😀-x": 6,
-            "a very long consumer group name used by payments service v2": 43}
-    assert {g: coordinator_partition(g, 50) for g in java} == java
-    assert {g: coordinator_partition(g, 10) for g in ("bc-g00007", "bc-g00042", "bench-g0777")
-            } == {"bc-g00007": 8, "bc-g00042": 9, "bench-g0777": 3}
-
-
-def test_one_group_per_coordinator_partition_is_described_not_every_group() -> None:
-    """The describe before the offset reads costs at most one request per partition of
-    __consumer_offsets per window, however many groups there are."""
-    admin = RecordingAdmin(Outstanding(), offsets_partitions=10)
-    offsets = committed_offsets(admin, GROUPS)  # type: ignore[arg-type]
-    assert set(offsets) == set(GROUPS)
-    windows = -(-len(GROUPS) // IN_FLIGHT)
-    assert len(admin.described) <= 10 * windows
-    assert {coordinator_partition(g, 10) for g in admin.described} == set(range(10))
-
-
-def test_groups_whose_partition_is_not_served_yet_are_not_asked() -> None:
-    """The probe of a partition answers 'loading', then 'not coordinator': no group of that
-    partition gets an OffsetFetch until a later probe is answered by its coordinator."""
-    groups = [f"app-{i}" for i in range(40)]
-    mates = {g for g in groups if coordinator_partition(g, 10) == 3}
-    probe = next(g for g in groups if g in mates)
-
-    class Watching(RecordingAdmin):
-        early: list[str] = []
-
-        def list_consumer_group_offsets(self, requests: list[Any], request_timeout: float
-                                        ) -> dict[str, Future[Any]]:
-            if requests[0].group_id in mates and self.describe_errors[probe]:
-                self.early.append(requests[0].group_id)
-            return super().list_consumer_group_offsets(requests, request_timeout)
-
-    admin = Watching(Outstanding(), offsets_partitions=10, describe_errors={
-        probe: [KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.NOT_COORDINATOR]})
-    offsets = committed_offsets(admin, groups, policy=FAST)  # type: ignore[arg-type]
-    assert set(offsets) == set(groups) and len(mates) > 1
-    assert admin.early == []
-    assert admin.described.count(probe) == 3  # two unready answers, then served
-    assert not (mates - {probe}) & set(admin.described)  # its partition-mates never described
