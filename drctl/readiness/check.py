@@ -8,7 +8,6 @@ findings; a cluster or worker that does not answer makes the areas that need it 
 
 from __future__ import annotations
 
-import functools
 import re
 import time
 from collections.abc import Mapping
@@ -18,7 +17,6 @@ from typing import Any
 
 from confluent_kafka import KafkaException
 
-from drctl.background import in_background
 from drctl.context import OpsContext
 from drctl.errors import DrctlError
 from drctl.findings import Area, Finding, Readiness, Severity
@@ -87,10 +85,6 @@ def run_check(ctx: OpsContext, opts: CheckOptions) -> Readiness:
     # The snapshot topic, read once: guard's positions and its last round.
     kept = read_snapshot_topic(ctx.target, ctx.config.state.snapshots_topic) \
         if up[rep.target] else None
-    # What the target lacks (the RPO) is read while the topics, ACLs and commits are: its
-    # waits (Connect's REST API, ListOffsets, reads of lagging partitions) overlap theirs.
-    rpo_and_lag = in_background(functools.partial(rpo_now, ctx, src_topics, up, now_ms),
-                                name="drctl-check-rpo") if kept is not None else None
     if up[rep.source] and kept is not None:
         _topics(ctx, out, src_topics)
         _acls(ctx, out, src_topics, group_re)
@@ -100,8 +94,8 @@ def run_check(ctx: OpsContext, opts: CheckOptions) -> Readiness:
         else:
             _positions(ctx, out, src_topics, group_re, now_ms, opts, kept.snapshots)
     _transactions(ctx, out, up, src_topics, opts)
-    if kept is not None and rpo_and_lag is not None:
-        out.rpo, out.lag = rpo_and_lag()
+    if kept is not None:
+        out.rpo, out.lag = rpo_now(ctx, src_topics, up, now_ms)
         out.add(*lag_findings(rep.source, rep.target, out.lag,
                               ctx.require_kind().lag_remedy(rep)))
         ctx.notify("Reading MirrorMaker 2's settings and guard's last round")
