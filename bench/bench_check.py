@@ -3,10 +3,12 @@ timed as an operator runs it (a new process each run, JSON to a pipe).
 
 Every topic is mirrored by the lab's MirrorMaker 2 and every group committed on the primary;
 the run waits until MirrorMaker 2 mirrored every topic, then times `drctl check` three times
-and prints each run, the median, and what it looked at.
+and prints each run, the median, and what it looked at. With --before DIR (a checkout, e.g.
+the main branch's) the runs alternate between DIR's code and this checkout's on the same lab,
+and a before/after table follows.
 
 Usage: .venv/bin/python -m bench.bench_check [--topics 1000] [--groups 10000]
-       [--partitions 2] [--runs 3] [--port-base 47100]
+       [--partitions 2] [--runs 3] [--port-base 47100] [--before /work/main]
 """
 
 from __future__ import annotations
@@ -22,7 +24,14 @@ from pathlib import Path
 
 from confluent_kafka.admin import NewTopic
 
-from bench.common import print_table, scoped_config, wait
+from bench.common import (
+    drctl_argv_env,
+    print_before_after,
+    print_table,
+    scoped_config,
+    sides,
+    wait,
+)
 from drctl.config import load_config
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.groups import alter_offsets_many
@@ -36,6 +45,8 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=2)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--port-base", type=int, default=47100)
+    ap.add_argument("--before", type=Path, default=None,
+                    help="a checkout whose code the 'before' runs use (alternating)")
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="drctl-bench-check-"))
     lab = Lab(root / "lab")
@@ -72,22 +83,27 @@ def main() -> None:
                          if t.startswith(f"{ns}-t")) >= args.topics, 900,
              "MirrorMaker 2 to mirror every topic")
         rows = []
-        walls = []
+        walls: dict[str, list[float]] = {}
         for run in range(args.runs):
-            t0 = time.monotonic()
-            proc = subprocess.run([sys.executable, "-m", "drctl", "--config", str(config_file),
-                                   "-o", "json", "check", "--stale-after", "1h"],
-                                  capture_output=True, text=True, timeout=900)
-            wall = time.monotonic() - t0
-            walls.append(wall)
-            out = json.loads(proc.stdout or "{}")
-            rows.append([f"run {run + 1}", wall, out.get("seconds"), proc.returncode,
-                         out.get("checked", {}).get("topics"),
-                         out.get("checked", {}).get("positions"),
-                         out.get("checked", {}).get("transactions"), out.get("risks")])
-        rows.append(["median", statistics.median(walls), None, None, None, None, None, None])
+            for side, tree in sides(args.before):
+                argv, env = drctl_argv_env(tree)
+                t0 = time.monotonic()
+                proc = subprocess.run([*argv, "--config", str(config_file), "-o", "json",
+                                       "check", "--stale-after", "1h"],
+                                      capture_output=True, text=True, timeout=900, env=env)
+                wall = time.monotonic() - t0
+                walls.setdefault(side, []).append(wall)
+                out = json.loads(proc.stdout or "{}")
+                rows.append([f"run {run + 1} ({side})", wall, out.get("seconds"),
+                             proc.returncode, out.get("checked", {}).get("topics"),
+                             out.get("checked", {}).get("positions"),
+                             out.get("checked", {}).get("transactions"), out.get("risks")])
+        for side, side_walls in walls.items():
+            rows.append([f"median ({side})", statistics.median(side_walls), None, None, None,
+                         None, None, None])
         print_table(["run", "wall s", "check s (in process)", "exit", "topics",
                      "positions", "partitions (transactions)", "risks"], rows)
+        print_before_after("drctl check", walls)
     finally:
         lab.down(purge=True)
 

@@ -1,7 +1,9 @@
 """translate-offsets at scale: 1,000 groups x 16 partitions on a bench lab.
 
 Compares, in one run on the same data:
-  - drctl translate-offsets --method exact --yes (all groups)
+  - drctl translate-offsets --method exact --yes (all groups), a new process per run as an
+    operator runs it; with --before DIR (a checkout, e.g. the main branch's) the runs
+    alternate between DIR's code and this checkout's, and a before/after table follows
   - drctl translate-offsets --method checkpoint (all groups)
   - what operators run today: kafka-consumer-groups --reset-offsets --to-datetime --execute,
     one JVM per group (timed on a sample of groups; the per-group median x groups gives the
@@ -9,22 +11,32 @@ Compares, in one run on the same data:
 
 Usage: .venv/bin/python -m bench.bench_translate [--groups 1000] [--partitions 16]
        [--records 200000] [--tool-sample 15] [--port-base 45100] [--repeat 3]
+       [--methods exact,checkpoint] [--before /work/main]
+--tool-sample 0 leaves the kafka-consumer-groups loop out.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import statistics
+import subprocess
 import tempfile
 import time
 from pathlib import Path
 
-from bench.common import produce_keyed, time_kafka_reset_to_datetime
+from bench.common import (
+    drctl_argv_env,
+    print_before_after,
+    produce_keyed,
+    sides,
+    time_kafka_reset_to_datetime,
+)
 from drctl.config import load_config
 from drctl.context import OpsContext
 from drctl.kafka.checkpoints import read_checkpoints
-from drctl.kafka.groups import alter_offsets
+from drctl.kafka.groups import alter_offsets_many
 from drctl.kafka.offsets import watermarks
 from drctl.lab.lab import Lab, LabPorts
 from drctl.lab.workload import create_topics
@@ -41,6 +53,8 @@ def main() -> None:
     ap.add_argument("--port-base", type=int, default=45100)
     ap.add_argument("--methods", default="exact,checkpoint")
     ap.add_argument("--repeat", type=int, default=3, help="runs per drctl method; median shown")
+    ap.add_argument("--before", type=Path, default=None,
+                    help="a checkout whose code the 'before' runs of exact --yes use")
     args = ap.parse_args()
 
     root = Path(tempfile.mkdtemp(prefix="drctl-bench-translate-"))
@@ -71,8 +85,10 @@ def main() -> None:
         rng = random.Random(1)
         admin = src.admin()
         groups = [f"bench-g{i:04d}" for i in range(args.groups)]
-        for g in groups:
-            alter_offsets(admin, g, {tp: rng.randrange(1, src_marks[tp][1]) for tp in tps})
+        failed = alter_offsets_many(admin, {g: {tp: rng.randrange(1, src_marks[tp][1])
+                                                for tp in tps} for g in groups})
+        if failed:
+            raise SystemExit(f"{len(failed)} groups could not be committed")
         print(f"committed {args.groups} groups x {args.partitions} partitions")
         # Let MirrorMaker 2 find the groups and checkpoint them.
         want = args.groups * args.partitions
@@ -86,23 +102,43 @@ def main() -> None:
         print(f"checkpoints available: {have}/{want}")
 
         rows = []
-        for method, apply in (("exact", True), ("checkpoint", False)):
-            if method not in args.methods:
-                continue
+        if "exact" in args.methods:
+            walls: dict[str, list[float]] = {}
+            summary: dict = {}
+            for _ in range(args.repeat):
+                for side, tree in sides(args.before):
+                    argv, env = drctl_argv_env(tree)
+                    started = time.monotonic()
+                    proc = subprocess.run(
+                        [*argv, "--config", str(lab.config_file), "-o", "json",
+                         "translate-offsets", "--source", "primary", "--target", "secondary",
+                         "--groups", "bench-g.*", "--method", "exact", "--yes"],
+                        capture_output=True, text=True, timeout=1800, env=env)
+                    walls.setdefault(side, []).append(time.monotonic() - started)
+                    if proc.returncode != 0:
+                        raise SystemExit(f"{side}: exit {proc.returncode}: {proc.stderr[-2000:]}")
+                    summary = json.loads(proc.stdout)["summary"]
+            print_before_after("drctl translate-offsets --method exact --yes", walls)
+            runs = walls["after"]
+            rows.append((f"drctl exact --yes (median of {len(runs)})", statistics.median(runs),
+                         f"{summary['partitions']} positions, {summary['exact']} exact, "
+                         f"{summary['applied']} groups applied; runs "
+                         f"{', '.join(f'{r:.1f}' for r in runs)} s"))
+        if "checkpoint" in args.methods:
             runs = []
             for _ in range(args.repeat):
                 started = time.monotonic()
                 report = translate_offsets(OpsContext.from_config(config), TranslateRequest(
-                    "primary", "secondary", groups="bench-g.*", method=TranslateMethod(method),
-                    apply=apply))
+                    "primary", "secondary", groups="bench-g.*",
+                    method=TranslateMethod.CHECKPOINT))
                 runs.append(time.monotonic() - started)
             s = report.summary()
-            rows.append((f"drctl {method}{' --yes' if apply else ''} (median of {len(runs)})",
-                         statistics.median(runs),
-                         f"{s['partitions']} positions, {s['exact']} exact, "
-                         f"{s['applied']} groups applied; runs "
+            rows.append((f"drctl checkpoint (median of {len(runs)})", statistics.median(runs),
+                         f"{s['partitions']} positions; runs "
                          f"{', '.join(f'{r:.1f}' for r in runs)} s"))
 
+        if not args.tool_sample:
+            return
         times = time_kafka_reset_to_datetime(lab, state, groups[: args.tool_sample])
         per_group = statistics.median(times)
         loop = per_group * args.groups

@@ -4,7 +4,10 @@ comparison."""
 
 from __future__ import annotations
 
+import os
+import statistics
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -113,3 +116,34 @@ def scoped_topic(lab: Lab, root: Path, ns: str, name: str, partitions: int, reco
     if records:
         produce_keyed(src, topic, partitions, records)
     return config_file, config, src, dst, topic
+
+
+def drctl_argv_env(tree: Path | None) -> tuple[list[str], dict[str, str]]:
+    """How to run `python -m drctl` as an operator does (a new process): with the code of
+    checkout `tree` (the "before" of a comparison, e.g. the main branch's checkout) put first
+    on the path, or this checkout's when None. Both use this venv's libraries."""
+    env = dict(os.environ)
+    if tree is not None:
+        env["PYTHONPATH"] = str(tree)
+    return [sys.executable, "-m", "drctl"], env
+
+
+def sides(before: Path | None) -> list[tuple[str, Path | None]]:
+    """The code each run uses, in turn: before and after alternate, so that load on the
+    machine falls on both alike."""
+    return [("before", before), ("after", None)] if before is not None else [("after", None)]
+
+
+def print_before_after(what: str, runs: dict[str, list[float]]) -> None:
+    """One row per side: each run, the median, and after/before of the medians; the spread
+    of each side's runs is the noise of the machine during the benchmark."""
+    rows = []
+    for side, walls in runs.items():
+        med = statistics.median(walls)
+        spread = (max(walls) - min(walls)) / med if med else 0.0
+        rows.append([f"{what} ({side})", ", ".join(f"{w:.1f}" for w in walls), med,
+                     f"±{spread / 2:.0%}"])
+    if "before" in runs and "after" in runs:
+        ratio = statistics.median(runs["after"]) / statistics.median(runs["before"])
+        rows.append(["after / before", "", ratio, ""])
+    print_table(["what", "runs (s)", "median s", "noise (half the spread)"], rows)

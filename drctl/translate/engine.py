@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from confluent_kafka.admin import AdminClient
 
+from drctl.background import in_background
 from drctl.config import Config, Scope
 from drctl.context import OpsContext
 from drctl.errors import UsageError
@@ -183,15 +184,39 @@ def translate_offsets(ctx: OpsContext, req: TranslateRequest,
                 for p in meta.partitions}
     dst_marks = _capped(watermarks(dst_admin, sorted(all_target_tps & existing)),
                         req.target_ends)
+    # The groups' states on the target (a DescribeGroups per group) are read on a client of
+    # their own while the offsets are read and placed: waiting for their answers overlaps the
+    # placement's work. Applying needs them; placing does not.
+    states_of = in_background(functools.partial(group_states, dst.admin(fresh=True),
+                                                positions), name="drctl-group-states")
     current = committed_offsets(dst_admin, positions)
-    states = group_states(dst_admin, positions)
+    report.groups = _group_results(positions, current, dst_marks, to_topic, method, req.target)
+    todo = [p for p in report.partitions if not p.confidence]
+    notify(f"Translating {len(todo)} positions of {len(report.groups)} groups ({method})")
+    method_for(method)(Placing(src, dst, dst_marks, source_up, req.max_scan,
+                               req.own_copy_header, snapshots or {}, checkpoints or {}), todo)
+    states = states_of()
+    for gr in report.groups:
+        st = states.get(gr.group)
+        if st is not None:
+            gr.state, gr.active = st.state, st.active
 
+    _rewind_rule(report, req.allow_rewind)
+    if req.apply:
+        if approve is not None:
+            approve(report)
+        apply_positions(dst_admin, report)
+    return report
+
+
+def _group_results(positions: dict[str, dict[TP, int]], current: dict[str, dict[TP, int]],
+                   dst_marks: dict[TP, tuple[int, int]], to_topic: Callable[[str], str | None],
+                   method: TranslateMethod, target: str) -> list[GroupResult]:
+    """One result per group, a partition result per position, its target still to place
+    (a missing target partition is named, not placed)."""
     results: dict[str, GroupResult] = {}
     for group, offsets in sorted(positions.items()):
         gr = GroupResult(group)
-        st = states.get(group)
-        if st is not None:
-            gr.state, gr.active = st.state, st.active
         for (topic, partition), offset in sorted(offsets.items()):
             target_topic = to_topic(topic) or ""
             pr = PartitionResult(group, topic, partition, target_topic, offset, method.value,
@@ -200,22 +225,10 @@ def translate_offsets(ctx: OpsContext, req: TranslateRequest,
                                      (target_topic, partition)))
             if (target_topic, partition) not in dst_marks:
                 pr.confidence = Confidence.MISSING_TOPIC
-                pr.note = f"{target_topic}[{partition}] does not exist on {req.target}"
+                pr.note = f"{target_topic}[{partition}] does not exist on {target}"
             gr.partitions.append(pr)
         results[group] = gr
-    report.groups = list(results.values())
-
-    todo = [p for p in report.partitions if not p.confidence]
-    notify(f"Translating {len(todo)} positions of {len(report.groups)} groups ({method})")
-    method_for(method)(Placing(src, dst, dst_marks, source_up, req.max_scan,
-                               req.own_copy_header, snapshots or {}, checkpoints or {}), todo)
-
-    _rewind_rule(report, req.allow_rewind)
-    if req.apply:
-        if approve is not None:
-            approve(report)
-        apply_positions(dst_admin, report)
-    return report
+    return list(results.values())
 
 
 def _capped(marks: dict[TP, tuple[int, int]], ends: dict[str, dict[int, int]] | None

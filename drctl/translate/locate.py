@@ -95,6 +95,13 @@ class Side:
         return [hit if hit is not None else next(answers) for hit in local]
 
 
+def same_content(x: Record, y: Record) -> bool:
+    """Whether two records' keys and values are equal: a byte comparison that settles most
+    comparisons before a fingerprint is computed (records whose key or value differ never
+    share one, and a record and its copy always have equal ones)."""
+    return x.value == y.value and x.key == y.key
+
+
 @dataclass
 class MatchQuery:
     record: Record  # on side A
@@ -164,12 +171,13 @@ def match_records(a: Side, b: Side, queries: Sequence[MatchQuery], *,
         count_reqs.append(RangeRequest(stamps[len(count_reqs)],
                                        max(start, q.record.offset - max_scan),
                                        q.record.offset + 1))
-    # A copy carries R's timestamp (it is part of the fingerprint): compare that first, and
-    # hash only the few records that share it.
+    # A copy carries R's timestamp (it is part of the fingerprint) and R's key and value:
+    # compare those first, and hash only the few records that share them.
     copies_needed = [sum(1 for r in recs
-                         if (loose or r.timestamp_ms == t) and a.fingerprint(r, not loose) == fp)
-                     for recs, fp, t, loose in zip(a.reader.read(count_reqs), fps, ts, ts_not_kept,
-                                                   strict=True)]
+                         if (loose or r.timestamp_ms == t) and same_content(r, q.record)
+                         and a.fingerprint(r, not loose) == fp)
+                     for recs, fp, t, loose, q in zip(a.reader.read(count_reqs), fps, ts,
+                                                      ts_not_kept, queries, strict=True)]
 
     # Scan B in growing chunks until the k-th copy shows up.
     state = {}
@@ -196,6 +204,7 @@ def match_records(a: Side, b: Side, queries: Sequence[MatchQuery], *,
                     break
                 res.scanned.append(rec)
                 if (ts_not_kept[i] or rec.timestamp_ms == ts[i]) and \
+                        same_content(rec, queries[i].record) and \
                         b.fingerprint(rec, not ts_not_kept[i]) == fps[i]:
                     seen += 1
                     res.last_copy = rec.offset

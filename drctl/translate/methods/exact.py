@@ -20,7 +20,7 @@ from drctl.kafka.offsets import watermarks
 from drctl.kafka.records import Record
 from drctl.kafka.topics import TP, compacted_topics
 from drctl.translate.boundary import Boundary, Position, find_boundaries
-from drctl.translate.locate import MatchQuery, Side, last_records, match_records
+from drctl.translate.locate import MatchQuery, Side, last_records, match_records, same_content
 from drctl.translate.methods import Placing
 from drctl.translate.model import Confidence, PartitionResult
 from drctl.translate.reader import RangeRequest
@@ -140,6 +140,7 @@ def _next_is_consumed(a: Side, b: Side, matches: dict, around: dict,
 
     suspects = [k for k, m in matches.items() if m.offset is not None and m.after is not None
                 and (around[k][1] is None
+                     or not same_content(around[k][1], m.after)
                      or a.fingerprint(around[k][1]) != b.fingerprint(m.after))]
     if not suspects:
         return set()
@@ -178,8 +179,9 @@ def _twinned(a: Side, b: Side, matches: dict, around: dict, target_of: dict,
             continue
         last, successor = around[k]
         with_ts = not (k[0] in a.log_append or target_of[(k[0], k[1])] in b.log_append)
-        if m.occurrence > 1 or (successor is not None and a.fingerprint(
-                successor, with_ts) == a.fingerprint(last, with_ts)):
+        if m.occurrence > 1 or (successor is not None and same_content(successor, last)
+                                and a.fingerprint(successor, with_ts)
+                                == a.fingerprint(last, with_ts)):
             candidates.append(k)
     if not candidates:
         return []
@@ -249,7 +251,7 @@ def _missing_counts(a: Side, b: Side, todo: list[PartitionResult], ahead: list,
             ts = last.timestamp_type == 1
             fp = a.fingerprint(last, ts)
             occurrence = sum(1 for r in recs if r.offset <= last.offset
-                             and a.fingerprint(r, ts) == fp)
+                             and same_content(r, last) and a.fingerprint(r, ts) == fp)
         m = located.get(key)
         out[key] = _Ahead(len(recs), occurrence,
                           is_anchored and last is not None and occurrence > 0,
