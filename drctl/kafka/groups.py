@@ -52,9 +52,35 @@ class GroupState:
                                                   "COMPLETING_REBALANCE")
 
 
-def list_groups(admin: AdminClient, timeout_s: float = 30.0) -> list[str]:
-    result = admin.list_consumer_groups(request_timeout=timeout_s).result(timeout=timeout_s)
-    return sorted(g.group_id for g in result.valid)
+# A broker that did not answer its ListGroups: asked again a few times (a busy or just
+# restarted broker answers the next one).
+LIST_RETRY = RetryPolicy(initial_s=0.5, max_s=2, attempts=4)
+
+
+def list_groups(admin: AdminClient, timeout_s: float = 30.0, *,
+                policy: RetryPolicy = LIST_RETRY) -> list[str]:
+    """Every consumer group the cluster knows. librdkafka asks each broker for its groups
+    and returns the answers it got beside the brokers that failed (`errors`): the groups of a
+    broker that failed are missing, which is not "no group there". Asked again; still
+    failing: Unreachable (exit 4), never a shorter list."""
+    def ask() -> list[str]:
+        result = admin.list_consumer_groups(request_timeout=timeout_s).result(timeout=timeout_s)
+        if result.errors:
+            first = result.errors[0]
+            raise first if isinstance(first, KafkaException) else KafkaException(first)
+        return sorted(g.group_id for g in result.valid)
+
+    try:
+        return retry_call(ask, policy, retry_on=(KafkaException,))
+    except RetriesExhausted as exc:
+        raise Unreachable(f"A broker did not list its consumer groups: {_cause(exc.last)}",
+                          "Check the brokers (load, GC pauses, network, DESCRIBE on the "
+                          "cluster) and run the command again.") from None
+
+
+def _cause(exc: BaseException) -> str:
+    err = exc.args[0] if exc.args else None
+    return err.str() if isinstance(err, KafkaError) else str(exc)
 
 
 # Answers that say a group's coordinator is not serving it (yet): still loading after a

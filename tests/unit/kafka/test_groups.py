@@ -14,7 +14,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from drctl.errors import ExitStatus, Unreachable
-from drctl.kafka.groups import alter_offsets_many, committed_offsets, group_states
+from drctl.kafka.groups import alter_offsets_many, committed_offsets, group_states, list_groups
 from drctl.kafka.inflight import IN_FLIGHT
 from drctl.retry import RetryPolicy
 
@@ -147,3 +147,41 @@ def test_a_coordinator_that_never_serves_the_group_is_reported_not_asked() -> No
         committed_offsets(admin, ["g1"], policy=FAST)  # type: ignore[arg-type]
     assert caught.value.args[0].code() == KafkaError.NOT_COORDINATOR
     assert admin.fetched == []
+
+
+class ListingAdmin:
+    """ListGroups answered per attempt: the groups listed, and the brokers that failed."""
+
+    def __init__(self, answers: list[tuple[list[str], list[KafkaException]]]) -> None:
+        self.answers = answers
+        self.asked = 0
+
+    def list_consumer_groups(self, request_timeout: float) -> Future[Any]:
+        groups, errors = self.answers[min(self.asked, len(self.answers) - 1)]
+        self.asked += 1
+        fut: Future[Any] = Future()
+        fut.set_result(SimpleNamespace(
+            valid=[SimpleNamespace(group_id=g) for g in groups], errors=errors))
+        return fut
+
+
+def _failed_broker() -> KafkaException:
+    return KafkaException(KafkaError(KafkaError._TRANSPORT, "broker 2: connection refused"))
+
+
+def test_a_broker_that_failed_its_listgroups_is_asked_again_never_left_out() -> None:
+    """librdkafka returns the groups of the brokers that answered beside those that failed:
+    a short list is not "no group there". Asked again, the whole list."""
+    admin = ListingAdmin([(["a"], [_failed_broker()]), (["a", "b"], [])])
+    assert list_groups(admin, policy=RetryPolicy(initial_s=0, max_s=0, attempts=3)) == [
+        "a", "b"]
+    assert admin.asked == 2
+
+
+def test_a_broker_that_never_lists_its_groups_is_unreachable_exit_4() -> None:
+    admin = ListingAdmin([([], [_failed_broker()])])
+    with pytest.raises(Unreachable) as caught:
+        list_groups(admin, policy=RetryPolicy(initial_s=0, max_s=0, attempts=3))
+    assert caught.value.exit_status == ExitStatus.UNREACHABLE
+    assert "did not list its consumer groups" in caught.value.message
+    assert admin.asked == 3
