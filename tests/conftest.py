@@ -260,7 +260,7 @@ def xdist_group(item: pytest.Item) -> str:
 _SHARED_SETUP = {"lab/test_drill.py"}
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     per_file: dict[str, int] = {}
     for item in items:
         name = item.path.relative_to(Path(__file__).parent).as_posix()
@@ -270,8 +270,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         name = item.path.relative_to(Path(__file__).parent).as_posix()
         default = 60 if item.get_closest_marker("lab") else 1
         group = xdist_group(item)
-        item.add_marker(pytest.mark.xdist_group(group))
         group_cost[group] = group_cost.get(group, 0) + _MEASURED_S.get(name, default) / \
             per_file[name]
     # Stable: a group keeps its files' order.
     items.sort(key=lambda item: -group_cost[xdist_group(item)])
+    if config.getoption("loadgroup", False):
+        _name_groups(items)
+
+
+def _name_groups(items: list[pytest.Item]) -> None:
+    """What pytest-xdist's worker does for xdist_group marks under --dist loadgroup: the
+    group ends the node id ("…@group"), which its scheduler splits off. xdist 3.8 writes the
+    old `_nodeid` attribute, which pytest 9 no longer reads (its tests then scatter one by
+    one, every worker starting every lab): done here on the node id pytest reads."""
+    from _pytest.nodeid import coerce_node_id
+
+    for item in items:
+        if "@" not in item.nodeid.rpartition("]")[2]:
+            group = xdist_group(item).replace("::", "--")
+            item._id = coerce_node_id(f"{item.nodeid}@{group}")
