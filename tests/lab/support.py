@@ -164,3 +164,36 @@ def checkpointed_topic(lab: RunningLab, ns: str, name: str) -> tuple[str, str]:
     commit_offsets(lab.primary, group, [TopicPartition(topic, p, 10) for p in (0, 1)])
     lab.wait_checkpointed(group, topic, {0: 10, 1: 10})
     return topic, group
+
+
+_DIES_MID_TRANSACTION = """
+import sys, time
+from confluent_kafka import Producer
+p = Producer({"bootstrap.servers": sys.argv[1], "transactional.id": sys.argv[2],
+              "transaction.timeout.ms": 600000})
+p.init_transactions()
+p.begin_transaction()
+for i in range(int(sys.argv[4])):
+    p.produce(sys.argv[3], key=b"t%d" % i, value=b"open", partition=0)
+p.flush(30)
+print("sent", flush=True)
+time.sleep(600)
+"""
+
+
+def die_mid_transaction(bootstrap: str, transactional_id: str, topic: str,
+                        records: int) -> None:
+    """A producer writes `records` records to partition 0 of `topic` in a transaction and is
+    SIGKILLed before it ends it: the partition's last stable offset stays where the
+    transaction began for its timeout (10 minutes) or until it is aborted."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", _DIES_MID_TRANSACTION, bootstrap,
+                             transactional_id, topic, str(records)],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "sent"
+    finally:
+        proc.kill()
+        proc.wait()

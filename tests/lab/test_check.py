@@ -4,9 +4,6 @@ timestamps the test wrote."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +20,7 @@ from drctl.replication.connect import wait_connector_state
 from tests.conftest import RunningLab
 from tests.lab.support import (
     checkpointed_topic,
+    die_mid_transaction,
     keyed,
     produce,
     run_json,
@@ -134,31 +132,13 @@ def test_a_group_mirrormaker_never_checkpoints_is_named(lab: RunningLab,
     assert f"{topic}-0" in named[0]["difference"] and "auto.offset.reset" in named[0]["risk"]
 
 
-HANGING_PRODUCER = textwrap.dedent("""
-    import sys, time
-    from confluent_kafka import Producer
-    p = Producer({"bootstrap.servers": sys.argv[1], "transactional.id": sys.argv[2],
-                  "transaction.timeout.ms": 600000})
-    p.init_transactions()
-    p.begin_transaction()
-    for i in range(3):
-        p.produce(sys.argv[3], key=b"t%d" % i, value=b"open", partition=0)
-    p.flush(30)
-    print("sent", flush=True)
-    time.sleep(600)
-""")
-
-
 def test_a_hanging_transaction_is_found_and_failover_refuses_to_take_f_behind_it(
         lab: RunningLab, ready_topic: tuple[str, str, Path], tmp_path: Any) -> None:
     topic, group, config = ready_topic
     txn_id = f"{topic}-txn"
-    proc = subprocess.Popen([sys.executable, "-c", HANGING_PRODUCER, lab.primary.bootstrap,
-                             txn_id, topic], stdout=subprocess.PIPE, text=True)
+    # Dies mid-transaction: the partition's last stable offset is pinned.
+    die_mid_transaction(lab.primary.bootstrap, txn_id, topic, 3)
     try:
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "sent"
-        proc.kill()  # dies mid-transaction: the partition's last stable offset is pinned
-        proc.wait()
         time.sleep(1.5)
         status, out = check(config, "--topics", topic, "--groups", group, "--transaction-age", "1s")
         assert status == 3
@@ -175,8 +155,6 @@ def test_a_hanging_transaction_is_found_and_failover_refuses_to_take_f_behind_it
         assert "hanging transaction" in out["error"]["message"]
         assert f"{topic}-0 on primary" in out["error"]["message"]
     finally:
-        if proc.poll() is None:
-            proc.kill()
         # A new producer with the same transactional.id aborts what the dead one left open.
         Producer({"bootstrap.servers": lab.primary.bootstrap, "transactional.id": txn_id,
                   "transaction.timeout.ms": 600000}).init_transactions(30)

@@ -25,7 +25,14 @@ from drctl.kafka.records import read_all
 from drctl.lab.workload import WorkloadSpec, commit_offsets, create_topics, run_workload
 from drctl.state import FailoverMarker, MarkerStore, marker_store
 from tests.conftest import RunningLab
-from tests.lab.support import keyed, produce, run_json, stop_forward_quietly, wait_replicated
+from tests.lab.support import (
+    die_mid_transaction,
+    keyed,
+    produce,
+    run_json,
+    stop_forward_quietly,
+    wait_replicated,
+)
 from tests.lab.test_translate import busy_on_target
 
 pytestmark = pytest.mark.lab
@@ -315,21 +322,6 @@ def test_an_old_or_doubled_open_incident_is_refused_never_continued(
     assert client.connector_state(name)[0] == "RUNNING"
 
 
-OPEN_TRANSACTION = """
-import sys, time
-from confluent_kafka import Producer
-p = Producer({"bootstrap.servers": sys.argv[1], "transactional.id": sys.argv[2],
-              "transaction.timeout.ms": 600000})
-p.init_transactions()
-p.begin_transaction()
-for i in range(4):
-    p.produce(sys.argv[3], key=b"t%d" % i, value=b"open", partition=0)
-p.flush(30)
-print("sent", flush=True)
-time.sleep(600)
-"""
-
-
 def test_a_switchover_waits_for_an_open_transaction_and_names_it(
         any_lab: RunningLab, ns: str, tmp_path: Path) -> None:
     """A producer died mid-transaction (its timeout: 10 minutes); plain records followed it
@@ -343,13 +335,10 @@ def test_a_switchover_waits_for_an_open_transaction_and_names_it(
     produce(lab.primary, topic, keyed("k", 20))
     wait_replicated(lab, topic, 20)
     txn_id = f"{topic}-dead"
-    proc = subprocess.Popen([sys.executable, "-c", OPEN_TRANSACTION, lab.primary.bootstrap,
-                             txn_id, topic], stdout=subprocess.PIPE, text=True)
+    # Dies mid-transaction: partition 0's last stable offset stays at 10.
+    die_mid_transaction(lab.primary.bootstrap, txn_id, topic, 4)
     switchover: subprocess.Popen[str] | None = None
     try:
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "sent"
-        proc.kill()  # dies mid-transaction: partition 0's last stable offset stays at 10
-        proc.wait()
         produce(lab.primary, topic, [(0, f"after-{i}".encode(), b"v") for i in range(5)])
         config = scoped_config(lab, ns, tmp_path)
         abort = (f"kafka-transactions.sh --bootstrap-server {lab.primary.bootstrap} abort "
@@ -383,10 +372,9 @@ def test_a_switchover_waits_for_an_open_transaction_and_names_it(
         assert copied == sorted([f"after-{i}".encode() for i in range(5)]
                                 + [f"k-{i}".encode() for i in range(20)])
     finally:
-        for running in (proc, switchover):
-            if running is not None and running.poll() is None:
-                running.kill()
-                running.wait()
+        if switchover is not None and switchover.poll() is None:
+            switchover.kill()
+            switchover.wait()
         Producer({"bootstrap.servers": lab.primary.bootstrap, "transactional.id": txn_id,
                   "transaction.timeout.ms": 600000}).init_transactions(30)
         lab.lab.up(ports=lab.state.ports, names_kept=lab.names_kept)
