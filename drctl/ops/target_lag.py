@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -394,25 +394,30 @@ def _count_skips(ctx: OpsContext, candidates: Mapping[TP, list[Skip]]
         return {}
     reader = BatchReader(ctx.source)
     budget = SKIP_READ_BUDGET
-    affordable = []
     out: dict[TP, list[tuple[Skip, list[Record] | None]]] = defaultdict(list)
-    for tp, s in sorted(todo, key=lambda x: x[1].end - x[1].start):
-        cost = s.end - s.start
-        if cost > budget:
-            out[tp].append((s, None))
-            continue
-        budget -= cost
-        affordable.append((tp, s))
-    skipped = reader.read([RangeRequest(tp, s.start, s.end) for tp, s in affordable])
-    suspicious = [(tp, s) for (tp, s), recs in zip(affordable, skipped, strict=True) if recs]
-    counts: list[tuple[TP, Skip]] = []
-    for tp, s in sorted(suspicious, key=lambda x: x[1].end - x[1].count_from):
-        cost = s.start - s.count_from
-        if cost > budget:
-            out[tp].append((s, None))
-            continue
-        budget -= cost
-        counts.append((tp, s))
+
+    def affordable(skips: list[tuple[TP, Skip]], cost: Callable[[Skip], int],
+                   order: Callable[[Skip], int]) -> list[tuple[TP, Skip]]:
+        """The skips whose read fits what is left of the budget, in `order`; the others
+        are left uncounted (None: unknown)."""
+        nonlocal budget
+        kept = []
+        for tp, s in sorted(skips, key=lambda x: order(x[1])):
+            if cost(s) > budget:
+                out[tp].append((s, None))
+                continue
+            budget -= cost(s)
+            kept.append((tp, s))
+        return kept
+
+    def skipped_span(s: Skip) -> int:
+        return s.end - s.start
+
+    checked = affordable(todo, skipped_span, skipped_span)
+    skipped = reader.read([RangeRequest(tp, s.start, s.end) for tp, s in checked])
+    suspicious = [(tp, s) for (tp, s), recs in zip(checked, skipped, strict=True) if recs]
+    counts = affordable(suspicious, lambda s: s.start - s.count_from,
+                        lambda s: s.end - s.count_from)
     for (tp, s), recs in zip(counts, reader.read([RangeRequest(tp, s.count_from, s.end)
                                                   for tp, s in counts]), strict=True):
         out[tp].append((s, recs))
