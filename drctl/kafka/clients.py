@@ -19,6 +19,7 @@ from confluent_kafka.admin import AdminClient
 
 from drctl.config import Config
 from drctl.errors import ConfigError, Unreachable
+from drctl.kafka import request_count
 from drctl.kafka.causes import Cause, identity_provider_failed, kafka_cause, kafka_hint
 from drctl.retry import RetriesExhausted, RetryPolicy, retry_call, time_left
 from drctl.secrets import is_secret_key
@@ -161,6 +162,7 @@ class ClusterClients:
         conf: dict[str, Any] = {**_OPERATOR_DEFAULTS, **self.properties, **overrides}
         conf["logger"] = _LIBRDKAFKA_LOG
         conf["error_cb"] = self.wire.record
+        conf.update(request_count.counting_properties())  # benchmarks only; {} by default
         return conf
 
     def _create(self, factory: Callable[[dict[str, Any]], ClientT],
@@ -168,9 +170,11 @@ class ClusterClients:
         """A client, or a ConfigError naming the property librdkafka rejected: building a
         client touches no network, so a failure here is the configuration's, never retried."""
         try:
-            return factory(self._conf(overrides))
+            client = factory(self._conf(overrides))
         except KafkaException as exc:
             raise self._rejected(exc.args[0] if exc.args else exc) from exc
+        request_count.watch(client)
+        return client
 
     def _rejected(self, err: Any) -> ConfigError:
         reason = err.str() if isinstance(err, KafkaError) else str(err)
