@@ -57,7 +57,8 @@ class FakeAdmin:
         return {tp: _done(SimpleNamespace(offset=0)) for tp in requests}
 
     def list_consumer_groups(self, request_timeout: float) -> Future[Any]:
-        return _done(SimpleNamespace(valid=[SimpleNamespace(group_id=g) for g in self.groups]))
+        return _done(SimpleNamespace(valid=[SimpleNamespace(group_id=g) for g in self.groups],
+                                     errors=[]))
 
     def describe_consumer_groups(self, groups: list[str],
                                  request_timeout: float) -> dict[str, Future[Any]]:
