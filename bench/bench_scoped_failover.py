@@ -36,10 +36,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
 from confluent_kafka.admin import NewTopic
 
-from bench.common import fmt, print_table, wait
+from bench.common import fmt, print_table, scoped_config, wait
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.connect_rest import CONNECT_RETRY, ConnectClient
 from drctl.kafka.groups import alter_offsets_many, list_groups
@@ -79,18 +78,9 @@ def group_name(g: int, topics: list[str]) -> str:
 def write_config(lab: Lab, root: Path, run: str) -> Path:
     """The lab's config for this flow's topics and groups, with the applications, a state
     directory and marker topic of the run's own (each run a new incident)."""
-    raw = yaml.safe_load(lab.config_file.read_text())
-    raw["replication"]["topics"] = {"include": [f"{NS}-.*"]}
-    raw["groups"] = {"include": [f"{NS}-.*"]}
-    raw["applications"] = {APP: {"topics": [f"{NS}-app-.*"], "groups": [f"{NS}-app-.*"]},
-                           f"{APP}-ungrouped": {"topics": [f"{NS}-app-.*"]}}
-    raw["state"] = {"dir": str(root / run / "state"), "topic": f"_drctl_state_{run}",
-                    "snapshots_topic": f"_drctl_snapshots_{run}"}
-    raw["retry"] = {"initial_s": 0.2, "max_s": 1}
-    (root / run).mkdir(parents=True, exist_ok=True)
-    path = root / run / "drctl.yaml"
-    path.write_text(yaml.safe_dump(raw))
-    return path
+    return scoped_config(lab, root, run, names=NS, applications={
+        APP: {"topics": [f"{NS}-app-.*"], "groups": [f"{NS}-app-.*"]},
+        f"{APP}-ungrouped": {"topics": [f"{NS}-app-.*"]}})
 
 
 def set_up(src: ClusterClients, topics: list[str], partitions: int, groups: int) -> None:

@@ -59,12 +59,15 @@ def time_kafka_reset_to_datetime(lab: Lab, state: LabState, groups: Sequence[str
     return times
 
 
-def scoped_config(lab: Lab, root: Path, ns: str) -> Path:
-    """The lab's config limited to this run's topics and groups, with its own marker store and
-    snapshot topic."""
+def scoped_config(lab: Lab, root: Path, ns: str, *, names: str | None = None,
+                  applications: dict[str, Any] | None = None) -> Path:
+    """The lab's config limited to this run's topics and groups (`names`-.*, default the
+    run's `ns`), with its own marker store and snapshot topic, and `applications` if given."""
     raw = yaml.safe_load(lab.config_file.read_text())
-    raw["replication"]["topics"] = {"include": [f"{ns}-.*"]}
-    raw["groups"] = {"include": [f"{ns}-.*"]}
+    raw["replication"]["topics"] = {"include": [f"{names or ns}-.*"]}
+    raw["groups"] = {"include": [f"{names or ns}-.*"]}
+    if applications is not None:
+        raw["applications"] = applications
     raw["state"] = {"dir": str(root / ns / "state"), "topic": f"_drctl_state_{ns}",
                     "snapshots_topic": f"_drctl_snapshots_{ns}"}
     raw["retry"] = {"initial_s": 0.2, "max_s": 1}
