@@ -18,7 +18,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, Resou
 
 from drctl.config import ReplicationSettings
 from drctl.context import OpsContext
-from drctl.errors import CheckFailed, UsageError
+from drctl.errors import CheckFailed, Unreachable, UsageError
 from drctl.gap.alignment import (
     DEFAULT_MARGIN,
     Alignment,
@@ -380,8 +380,11 @@ def _list(admin: AdminClient, topic: str, partitions: Iterable[int],
         found = list_offsets(admin, {(topic, p): spec for p in partitions},
                              timeout_s=_TIMEOUT_S)
     except KafkaException as exc:
-        raise CheckFailed(f"Listing offsets of {topic} failed: {exc}.",
-                          "Check that all its partitions have a leader.") from exc
+        # A failed read is "unknown" (exit 4), never a finding: a partition without a leader
+        # is a broker that dropped (failback waits for it within --deadline, rerun.py).
+        raise Unreachable(f"Listing offsets of {topic} failed: {exc}.",
+                          "Check that all its partitions have a leader (a broker that "
+                          "stopped answering), then run it again.") from exc
     return {p: offset for (_, p), offset in found.items()}
 
 
