@@ -12,6 +12,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
+from drctl.errors import DrctlError
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.records import read_all
 from drctl.replication.connect import ConnectorActivity, ConnectorReading
@@ -78,8 +79,29 @@ def wait_count(clients: ClusterClients, topic: str, count: int,
 
 
 def wait_replicated(lab: RunningLab, topic: str, count: int, deadline_s: float = 90) -> None:
-    """Until MirrorMaker 2 has copied at least `count` records of `topic` to the secondary."""
-    wait_count(lab.secondary, lab.mirror(topic), count, deadline_s)
+    """Until MirrorMaker 2 has copied at least `count` records of `topic` to the secondary;
+    when it has not, the failure says what Connect reported of its connectors."""
+    try:
+        wait_count(lab.secondary, lab.mirror(topic), count, deadline_s)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; Connect: {connector_report(lab)}") from None
+
+
+def connector_report(lab: RunningLab) -> str:
+    """Each connector's state, its tasks' states and the first line of a failed task's
+    trace: what a replication that stopped copying looked like to Connect."""
+    client = lab.lab.connect_client(lab.state)
+    parts = []
+    try:
+        for name in client.connectors():
+            status = client.status(name)
+            tasks = [f"{t.get('state')}"
+                     + (f" ({str(t['trace']).splitlines()[0]})" if t.get("trace") else "")
+                     for t in status.get("tasks", [])]
+            parts.append(f"{name} {status.get('connector', {}).get('state')} tasks {tasks}")
+    except (DrctlError, OSError) as exc:  # a diagnosis only: the failure is raised anyway
+        parts.append(f"unreadable ({exc})")
+    return "; ".join(parts)
 
 
 def fresh_clients(lab: RunningLab, cluster: str) -> Any:

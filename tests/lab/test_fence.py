@@ -22,7 +22,7 @@ from tests.conftest import (
     restore_forward_replication,
     revoke_reverse_flow,
 )
-from tests.lab.support import keyed, keys_on, produce, source_tasks, wait_count
+from tests.lab.support import keyed, keys_on, produce, source_tasks, wait_replicated
 from tests.lab.test_failover import run_json, scoped_config
 
 pytestmark = [pytest.mark.lab, pytest.mark.spark]
@@ -47,7 +47,7 @@ def test_fence_holds_the_returning_replicator_and_failback_lifts_it(
     topic = f"{ns}-acct"
     create_topics(lab.primary, (topic,), 2)
     produce(lab.primary, topic, keyed("base", 20))
-    wait_count(lab.secondary, topic, 20)
+    wait_replicated(lab, topic, 20)
     time.sleep(2.5)  # Connect flushes its source offsets: no re-copy after the kill
     lab.lab.fail("replication")
     produce(lab.primary, topic, keyed("gap", 12))  # never reaches the secondary before failover
@@ -129,7 +129,7 @@ def test_failover_without_an_authorizer_is_unfenced_and_says_why(
     topic = f"{ns}-plain"
     create_topics(lab.primary, (topic,), 2)
     produce(lab.primary, topic, keyed("base", 6))
-    wait_count(lab.secondary, topic, 6)
+    wait_replicated(lab, topic, 6)
     config = str(scoped_config(lab, ns, tmp_path, principal=MM2_PRINCIPAL,
                                connect={"url": "http://127.0.0.1:9", "source_connector": "x"}))
     status, out = run_json("--config", config, "failover", "--yes", "--groups", f"{ns}-.*",
@@ -158,7 +158,7 @@ def test_failback_stops_the_replicator_held_by_the_fence_before_lifting_it(
     topic = f"{ns}-ledger"
     create_topics(lab.primary, (topic,), 2)
     produce(lab.primary, topic, keyed("base", 10))
-    wait_count(lab.secondary, topic, 10)
+    wait_replicated(lab, topic, 10)
     time.sleep(2.5)
     lab.lab.fail("replication")
     produce(lab.primary, topic, keyed("gap", 6))

@@ -17,7 +17,7 @@ from drctl.kafka.records import read_all
 from drctl.lab.security import DRCTL_USER, MM2_PRINCIPAL, MM2_USER
 from drctl.lab.workload import commit_offsets, create_topics
 from tests.conftest import RunningLab
-from tests.lab.support import keyed, produce, run_json, source_tasks, wait_count
+from tests.lab.support import keyed, produce, run_json, source_tasks, wait_replicated
 
 pytestmark = pytest.mark.lab
 
@@ -36,7 +36,7 @@ def test_mirrormaker_replicates_as_its_own_principal(secure_lab: RunningLab, ns:
     topic = f"{ns}-orders"
     create_topics(secure_lab.primary, (topic,), 2)
     produce(secure_lab.primary, topic, keyed("k", 20))
-    wait_count(secure_lab.secondary, topic, 20)
+    wait_replicated(secure_lab, topic, 20)
     connect = secure_lab.lab.connect_client(secure_lab.state)
     password = secure_lab.lab.credentials.password(MM2_USER)
     for name in secure_lab.lab.flow(secure_lab.state).connectors():
@@ -92,7 +92,7 @@ def test_drctl_commands_work_on_the_secured_lab(secure_lab: RunningLab, ns: str,
     topic = f"{ns}-payments"
     create_topics(secure_lab.primary, (topic,), 2)
     produce(secure_lab.primary, topic, keyed("p", 30))
-    wait_count(secure_lab.secondary, topic, 30)
+    wait_replicated(secure_lab, topic, 30)
     group = f"{ns}-app"
     commit_offsets(secure_lab.primary, group, [TopicPartition(topic, 0, 5),
                                                TopicPartition(topic, 1, 15)])
@@ -112,7 +112,7 @@ def test_fence_stops_mirrormaker_and_lifting_lets_it_copy_again(secure_lab: Runn
     other = f"{ns}-open"
     create_topics(secure_lab.primary, (topic, other), 2)
     produce(secure_lab.primary, topic, keyed("before", 10))
-    wait_count(secure_lab.secondary, topic, 10)
+    wait_replicated(secure_lab, topic, 10)
     target = secure_lab.secondary.admin()
     assert authorizer_available(target)
 
@@ -140,9 +140,9 @@ def test_fence_stops_mirrormaker_and_lifting_lets_it_copy_again(secure_lab: Runn
     # A failed task stays failed after its cause is gone: restart it.
     name = secure_lab.lab.flow(secure_lab.state).connector_names()["source"]
     secure_lab.lab.connect_client(secure_lab.state).restart_failed(name)
-    wait_count(secure_lab.secondary, topic, 17)
+    wait_replicated(secure_lab, topic, 17)
     produce(secure_lab.primary, other, keyed("after", 4))
-    wait_count(secure_lab.secondary, other, 4)
+    wait_replicated(secure_lab, other, 4)
     keys = sorted(r.key for r in read_all(secure_lab.secondary, topic))
     assert keys == sorted([f"before-{i}".encode() for i in range(10)]
                           + [f"during-{i}".encode() for i in range(7)])
@@ -185,7 +185,7 @@ def test_check_finds_a_write_acl_the_target_lacks(secure_lab: RunningLab, ns: st
     topic, principal = f"{ns}-acl", f"User:app-{ns}"
     create_topics(secure_lab.primary, (topic,), 1)
     produce(secure_lab.primary, topic, keyed("k", 4, partitions=1))
-    wait_count(secure_lab.secondary, topic, 4)
+    wait_replicated(secure_lab, topic, 4)
     from tests.lab.test_check import own_config
 
     config = str(own_config(secure_lab, ns, tmp_path))
