@@ -93,34 +93,58 @@ class _Labs:
 
     def get(self, name: str, *, spark_workers: int = 0) -> RunningLab:
         if name not in self.started:
-            index = len(self.started)
-            base = PORT_BASE + 10 * index
             lab = Lab(self.root / f"lab-{name}")
             try:
-                # Spark: master base+5, web UIs base+6 (master), base+7.. (workers).
-                state = lab.up(ports=LabPorts(base, base + 2, base + 4, base + 5),
-                               names_kept=name != "prefixed", spark_workers=spark_workers)
+                state = lab.up(ports=_lab_ports(name), names_kept=name != "prefixed",
+                               spark_workers=spark_workers, secure=name == "secure")
             except BaseException:
                 lab.down()
                 self.keep = True  # its logs explain the failure
+                print(f"\n{name} lab files kept in {lab.dir}")
                 raise
             self.started[name] = RunningLab(lab, state)
         return self.started[name]
 
-    def down(self) -> None:
-        for running in self.started.values():
+    def stop(self, name: str) -> None:
+        """Down with a lab no test left on this worker needs: an idle lab still costs a
+        tenth of a core (MirrorMaker 2 polling at test speed), which the others' tests want."""
+        running = self.started.pop(name, None)
+        if running is not None:
             running.lab.down()
+            if not self.keep:
+                shutil.rmtree(running.lab.dir, ignore_errors=True)
+
+    def down(self) -> None:
+        for name in list(self.started):
+            self.stop(name)
+
+
+def _lab_ports(name: str) -> LabPorts:
+    """Each kind of lab on its own ports, whichever starts first (a stopped lab may start
+    again). Shared labs at + 0, + 10, + 20 (Spark: master + 5, web UIs + 6, + 7..); the
+    secure one at SECURE_BASE: primary + 0 (controller + 1, mTLS + 2), secondary + 3 (+ 4,
+    + 5), Connect + 6 (Spark runs in local mode: + 7 stays unused)."""
+    if name == "secure":
+        return LabPorts(SECURE_BASE, SECURE_BASE + 3, SECURE_BASE + 6, SECURE_BASE + 7)
+    base = PORT_BASE + 10 * ("kept", "prefixed", "spark").index(name)
+    return LabPorts(base, base + 2, base + 4, base + 5)
+
+
+# The session's labs (set while the session runs), for the hook that stops idle ones.
+_session_labs: _Labs | None = None
 
 
 @pytest.fixture(scope="session")
 def _labs() -> Iterator[_Labs]:
     # Not under pytest's basetemp: pytest prunes old basetemps, and a second pytest run on
     # the machine could delete a running lab's files.
+    global _session_labs
     root = Path(tempfile.mkdtemp(prefix="drctl-test-labs-"))
-    labs = _Labs(root)
+    labs = _session_labs = _Labs(root)
     try:
         yield labs
     finally:
+        _session_labs = None
         labs.down()
         if labs.keep:
             print(f"\nlab files kept in {root}")
@@ -134,41 +158,25 @@ def lab(_labs: _Labs) -> RunningLab:
     return _labs.get("kept")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def lab_prefixed(_labs: _Labs) -> RunningLab:
     """A second lab with MM2's default naming, primary.<topic>; started only when asked for."""
     return _labs.get("prefixed")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def lab_spark(_labs: _Labs) -> RunningLab:
     """A lab (topic names kept) with a Spark standalone master and two workers; its config's
     spark.master points at them. Started only when asked for."""
     return _labs.get("spark", spark_workers=2)
 
 
-@pytest.fixture(scope="session")
-def secure_lab() -> Iterator[RunningLab]:
+@pytest.fixture
+def secure_lab(_labs: _Labs) -> RunningLab:
     """The one secured lab (`lab up --secure`: TLS, SCRAM/PLAIN/OAUTHBEARER, mTLS, ACLs,
     Connect over HTTPS with basic auth) every secure test shares. A test that changes its
     ACLs or connectors puts them back (`revoke_reverse_flow`, `restore_forward_replication`)."""
-    root = Path(tempfile.mkdtemp(prefix="drctl-test-secure-lab-"))
-    lab = Lab(root / "lab")
-    keep = False
-    try:
-        # primary + 0 (controller + 1, mTLS + 2), secondary + 3 (+ 4, + 5), Connect + 6;
-        # Spark runs in local mode (+ 7 stays unused).
-        state = lab.up(ports=LabPorts(SECURE_BASE, SECURE_BASE + 3, SECURE_BASE + 6,
-                                      SECURE_BASE + 7), secure=True)
-        yield RunningLab(lab, state)
-    except BaseException:
-        keep = True  # its logs explain the failure
-        print(f"\nsecure lab files kept in {root}")
-        raise
-    finally:
-        lab.down()
-        if not keep:
-            shutil.rmtree(root, ignore_errors=True)
+    return _labs.get("secure")
 
 
 def _reverse_flow_acls() -> dict[str, list[AclBinding]]:
@@ -237,17 +245,36 @@ _MEASURED_S = {
 }
 
 
+def labs_needed(item: pytest.Item) -> set[str]:
+    """The labs besides the session's plain one (`lab`) a test runs on."""
+    fixtures = getattr(item, "fixturenames", ())
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    return ({"secure"} if "secure_lab" in fixtures else set()) \
+        | ({"prefixed"} if params.get("any_lab") == "prefixed" or "lab_prefixed" in fixtures
+           else set()) \
+        | ({"spark"} if "lab_spark" in fixtures else set())
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """After the last test (on this worker) of the prefixed, secure or Spark lab — their
+    tests run one after another (`xdist_group`, the sort below) — that lab stops."""
+    yield
+    if _session_labs is not None:
+        for name in labs_needed(item) - (labs_needed(nextitem) if nextitem else set()):
+            _session_labs.stop(name)
+
+
 def xdist_group(item: pytest.Item) -> str:
     """Where `make test` (--dist loadgroup) runs a test: a lab test on its own (or with its
     file's when they share a module's setup), a unit test with its file's; every test on the
     prefixed lab on one worker, and every test on the secure lab on one. A worker starts only
     the labs its tests ask for, and each idle lab keeps MirrorMaker 2 polling at test speed:
     one of each, not one per worker."""
-    fixtures = getattr(item, "fixturenames", ())
-    params = getattr(getattr(item, "callspec", None), "params", {})
-    if "secure_lab" in fixtures:
+    needs = labs_needed(item)
+    if "secure" in needs:
         return "secure-lab"
-    if params.get("any_lab") == "prefixed" or "lab_prefixed" in fixtures:
+    if "prefixed" in needs:
         return "prefixed-lab"
     file = item.path.relative_to(Path(__file__).parent).as_posix()
     if item.get_closest_marker("lab") and file not in _SHARED_SETUP:
