@@ -21,7 +21,7 @@ from drctl.progress import Notify
 from drctl.replication_registry import kind_entry
 
 if TYPE_CHECKING:
-    from drctl.replication.discovery import DiscoveredFlow
+    from drctl.replication.discovered import DiscoveredFlow
 
 
 class FlowContext(Protocol):

@@ -1,11 +1,10 @@
 """A first configuration from what the replicator itself says (`drctl config init`).
 
 Kafka Connect holds the replicator's connector configs (`GET /connectors?expand=info`).
-Each replication kind reads its own connectors into `DiscoveredFlow`s (plain data, never a
-secret: a login is kept as the facts drctl's own login must match). This module picks the
-flow between the operator's two clusters and drafts the configuration: its data (what
-`parse_config` reads) and the comments that explain each value, rendered by
-`templates/drctl-config.yaml.j2`.
+Each replication kind reads its own connectors into `DiscoveredFlow`s
+(`drctl.replication.discovered`). This module picks the flow between the operator's two
+clusters and drafts the configuration: its data (what `parse_config` reads) and the comments
+that explain each value, rendered by `templates/drctl-config.yaml.j2`.
 """
 
 from __future__ import annotations
@@ -17,126 +16,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from drctl.config import JAAS_OPTION
 from drctl.errors import UsageError
 from drctl.kafka.connect_rest import CONNECT_RETRY, ConnectClient, split_userinfo
+from drctl.replication.base import kind_named
+from drctl.replication.discovered import ClusterLogin, DiscoveredFlow
 from drctl.replication_registry import KIND_NAMES, kind_title
 
 # The cluster names `config init` writes; `--primary-bootstrap`/`--secondary-bootstrap`.
 PRIMARY, SECONDARY = "primary", "secondary"
-
-@dataclass(frozen=True)
-class ClusterLogin:
-    """How a replicator logs in to one cluster, without its secrets: the listener's facts
-    drctl's own login to that cluster has to match."""
-
-    protocol: str | None = None  # security.protocol
-    mechanism: str | None = None  # sasl.mechanism
-    username: str | None = None  # the replicator's own (PLAIN, SCRAM), from its JAAS line
-    truststore: str | None = None  # ssl.truststore.location (on the Connect worker's host)
-    truststore_pem: bool = False  # ssl.truststore.type PEM: a file librdkafka reads too
-    client_certificate: bool = False  # ssl.keystore.location: mutual TLS
-    token_endpoint: str | None = None  # sasl.oauthbearer.token.endpoint.url
-    kerberos_service: str | None = None  # sasl.kerberos.service.name
-    no_hostname_check: bool = False  # ssl.endpoint.identification.algorithm empty
-
-    @classmethod
-    def from_java(cls, props: Mapping[str, str]) -> ClusterLogin:
-        """From a Java client's settings (security.protocol, sasl.*, ssl.*)."""
-        mechanism = props.get("sasl.mechanism")
-        protocol = props.get("security.protocol")
-        if protocol is not None and "SASL" in protocol.upper() and not mechanism:
-            mechanism = "GSSAPI"  # the Java client's default
-        username = None
-        if mechanism and (mechanism.upper() == "PLAIN" or mechanism.upper().startswith("SCRAM")):
-            options = dict(JAAS_OPTION.findall(props.get("sasl.jaas.config", "")))
-            username = options.get("username")
-        return cls(protocol=protocol.upper() if protocol else None, mechanism=mechanism,
-                   username=username, truststore=props.get("ssl.truststore.location"),
-                   truststore_pem=props.get("ssl.truststore.type", "").upper() == "PEM",
-                   client_certificate=bool(props.get("ssl.keystore.location")),
-                   token_endpoint=props.get("sasl.oauthbearer.token.endpoint.url"),
-                   kerberos_service=props.get("sasl.kerberos.service.name"),
-                   no_hostname_check=props.get("ssl.endpoint.identification.algorithm",
-                                               None) == "")
-
-    @property
-    def tls(self) -> bool:
-        return self.protocol in ("SSL", "SASL_SSL")
-
-    @property
-    def sasl(self) -> bool:
-        return self.protocol in ("SASL_PLAINTEXT", "SASL_SSL")
-
-
-def java_login_settings(config: Mapping[str, str], prefix: str) -> dict[str, str]:
-    """A connector's client settings for one side: `security.protocol`, `sasl.*`, `ssl.*`
-    under `prefix` (`source.cluster.`, `src.kafka.`), without it."""
-    return {key[len(prefix):]: value for key, value in config.items()
-            if key.startswith(prefix) and (key[len(prefix):] == "security.protocol"
-                                           or key[len(prefix):].startswith(("sasl.", "ssl.")))}
-
-
-@dataclass(frozen=True)
-class RegexList:
-    """A name filter as the replicator reads it: whole-name regexes; an empty include
-    means every name."""
-
-    include: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ()
-    source: str = ""  # where it was read, e.g. "topics '.*', topics.exclude '...'"
-
-
-def regex_list(value: str | None, problems: list[str], setting: str, *,
-               include: bool = False) -> tuple[str, ...]:
-    """A comma-separated list of Java regexes (MirrorMaker 2's `topics`, `groups`, ...) as
-    drctl's list; one that is not a Python regex is left out and named in `problems`. An
-    `include` of `.*` alone is every name: drctl's empty include."""
-    out = []
-    for pattern in (p.strip() for p in (value or "").split(",")):
-        if not pattern:
-            continue
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            problems.append(f"{setting}: '{pattern}' is not a Python regex ({exc}); left out, "
-                            "write it by hand")
-            continue
-        out.append(pattern)
-    return () if include and out == [".*"] else tuple(out)
-
-
-@dataclass(frozen=True)
-class DiscoveredFlow:
-    """One replication flow as its connectors describe it."""
-
-    kind: str
-    connectors: Mapping[str, str]  # role (source, checkpoint, heartbeat) -> connector name
-    source_bootstrap: str  # how the replicator reaches each cluster ("" when not set)
-    target_bootstrap: str
-    source_alias: str | None = None  # MirrorMaker 2's cluster aliases
-    target_alias: str | None = None
-    rename: str | None = "{topic}"  # None: a replication policy drctl cannot read
-    rename_source: str = ""  # where `rename` comes from, in words
-    topics: RegexList = RegexList()
-    groups: RegexList | None = None  # None: the replicator filters no groups
-    replicator_group: str | None = None
-    source_login: ClusterLogin = ClusterLogin()
-    target_login: ClusterLogin = ClusterLogin()
-    notes: tuple[str, ...] = ()  # settings worth a comment: intervals and what they cost
-    problems: tuple[str, ...] = ()  # what could not be translated
-
-    @property
-    def name(self) -> str:
-        """The flow's name for people: its source connector, else its first one."""
-        return self.connectors.get("source") or next(iter(self.connectors.values()), "?")
-
-    def describe(self) -> str:
-        aliases = (f"{self.source_alias} -> {self.target_alias}, " if self.source_alias
-                   else "")
-        return (f"{self.name} ({kind_title(self.kind)}: {aliases}"
-                f"{self.source_bootstrap or '?'} -> {self.target_bootstrap or '?'})")
-
 
 @dataclass(frozen=True)
 class InitRequest:
@@ -187,8 +74,6 @@ def read_connector_configs(request: InitRequest,
 
 def discover_flows(configs: Mapping[str, Mapping[str, str]]) -> list[DiscoveredFlow]:
     """Every flow each replication kind finds among the connectors (name -> config)."""
-    from drctl.replication.base import kind_named
-
     return [flow for name in KIND_NAMES for flow in kind_named(name).discover_flows(configs)]
 
 
@@ -278,8 +163,6 @@ def find_flows(request: InitRequest, deadline_s: float | None = None) -> list[Di
 
 def reads_connectors(kind: str | None) -> bool:
     """Whether `config init` reads Kafka Connect for a flow of `kind` (any kind: None)."""
-    from drctl.replication.base import kind_named
-
     return kind is None or kind_named(kind).described_by_connectors
 
 

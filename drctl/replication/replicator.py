@@ -26,7 +26,7 @@ from drctl.replication.connect import (
     stopped_for_offsets,
     wait_connector_state,
 )
-from drctl.replication.discovery import (
+from drctl.replication.discovered import (
     ClusterLogin,
     DiscoveredFlow,
     RegexList,

@@ -239,7 +239,7 @@ def test_an_offset_preserving_mirror_reads_no_connectors() -> None:
 
 
 def test_dot_star_is_every_name_only_as_an_include() -> None:
-    from drctl.replication.discovery import regex_list
+    from drctl.replication.discovered import regex_list
 
     assert regex_list(" .* ", [], "topics", include=True) == ()
     assert regex_list(".*", [], "topics.exclude") == (".*",)  # excludes everything
