@@ -18,6 +18,7 @@ from confluent_kafka import OFFSET_STORED, KafkaError, TopicPartition
 from drctl.fingerprint import fingerprint
 from drctl.kafka.checkpoints import read_checkpoints
 from drctl.kafka.groups import committed_offsets
+from drctl.kafka.offsets import watermarks
 from drctl.kafka.records import Record, read_all
 from drctl.lab.workload import (
     ProducedRecord,
@@ -354,6 +355,20 @@ def test_exact_translation_on_a_compacted_copy_places_every_group_or_names_it(
                                      partition=p)
         assert producer.flush(30) == 0
         time.sleep(0.3)  # the copy rolls a segment per round (segment.ms)
+    # The copy's segment holding the twins rolls only when a record arrives after it: under
+    # load MirrorMaker 2 copies the last rounds in one batch, so once it has copied
+    # everything, one more record per partition (else the twins are never compacted).
+    ends = watermarks(lab.primary.admin(), [(topic, 0), (topic, 1)])
+
+    def copied() -> bool:
+        held = watermarks(lab.secondary.admin(), [(mirror, 0), (mirror, 1)])
+        return all(held[(mirror, p)][1] == ends[(topic, p)][1] for p in (0, 1))
+
+    wait_for("the copy of every record", copied, 120)
+    time.sleep(0.3)
+    for p in (0, 1):
+        producer.produce(topic, key=b"roll", value=b"roll-%d" % p, partition=p)
+    assert producer.flush(30) == 0
     source = {p: [r for r in read_all(lab.primary, topic) if r.partition == p] for p in (0, 1)}
     twins = [r.offset for r in source[1] if r.key == b"twin"]
     reader, twin_reader = f"{ns}-reader", f"{ns}-between-twins"
