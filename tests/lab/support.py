@@ -88,17 +88,17 @@ def wait_replicated(lab: RunningLab, topic: str, count: int, deadline_s: float =
 
 
 def connector_report(lab: RunningLab) -> str:
-    """Each connector's state, its tasks' states and the first line of a failed task's
-    trace: what a replication that stopped copying looked like to Connect."""
+    """Each connector as drctl describes it, with the first line of a failed task's trace:
+    what a replication that stopped copying looked like to Connect."""
     client = lab.lab.connect_client(lab.state)
     parts = []
     try:
         for name in client.connectors():
             status = client.status(name)
-            tasks = [f"{t.get('state')}"
-                     + (f" ({str(t['trace']).splitlines()[0]})" if t.get("trace") else "")
-                     for t in status.get("tasks", [])]
-            parts.append(f"{name} {status.get('connector', {}).get('state')} tasks {tasks}")
+            traces = [str(t["trace"]).splitlines()[0]
+                      for t in status.get("tasks") or [] if t.get("trace")]
+            parts.append(f"{name} {ConnectorReading.from_status(name, status).describe()}"
+                         + (f" ({'; '.join(traces)})" if traces else ""))
     except (DrctlError, OSError) as exc:  # a diagnosis only: the failure is raised anyway
         parts.append(f"unreadable ({exc})")
     return "; ".join(parts)
