@@ -102,6 +102,18 @@ _STRANDED = ("Kafka Connect shows this after a restart of the Kafka cluster that
              "Connect worker to clear it (it comes back with the connectors STOPPED)")
 
 
+def scoped_connector_name(base: str, part: FlowPart | None) -> str:
+    """The connector `base` of an application's incident (`part`), e.g. a reverse flow's
+    own: `<base>-<application>`. Connect puts the name in its URL paths, so every character
+    but letters, digits, '.', '_' and '-' is written as '~' and its code point in hex: no two
+    scopes share a name, and none needs escaping."""
+    if part is None:
+        return base
+    safe = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else f"~{ord(c):x}"
+                   for c in part.name)
+    return f"{base}-{safe}"
+
+
 def connect_client(rep: ReplicationSettings, deadline_s: float | None = None,
                    notify: Notify | None = None) -> ConnectClient | None:
     """The flow's Connect client. How long a worker that does not answer is retried before

@@ -32,6 +32,7 @@ from drctl.replication.connect import (
     connect_client,
     flow_state_of,
     retire_connector,
+    scoped_connector_name,
     stop_or_pause,
     stopped_for_offsets,
     wait_connector_state,
@@ -363,7 +364,7 @@ def reverse_connector_name(rep: ReplicationSettings, part: FlowPart | None = Non
     """The reverse flow's source connector: the flow's (as `reverse_flow` names it), with
     the application's name for an application's incident."""
     name = MirrorFlow(rep.target_alias, rep.source_alias, "", "").connector_names()["source"]
-    return name if part is None else f"{name}-{part.name}"
+    return scoped_connector_name(name, part)
 
 
 def java_literal(name: str) -> str:

@@ -22,6 +22,7 @@ from drctl.replication.connect import (
     ConnectControlled,
     connect_client,
     retire_connector,
+    scoped_connector_name,
     stop_or_pause,
     stopped_for_offsets,
     wait_connector_state,
@@ -133,7 +134,7 @@ def reverse_connector_name(rep: ReplicationSettings, part: FlowPart | None = Non
     """The reverse Replicator drctl renders a config for (and its default group); an
     application's incident has its own."""
     name = f"replicator-{rep.target_alias}-to-{rep.source_alias}"
-    return name if part is None else f"{name}-{part.name}"
+    return scoped_connector_name(name, part)
 
 
 def forward_group(rep: ReplicationSettings) -> str:

@@ -4,6 +4,7 @@ each application's protection in `status`."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -13,8 +14,9 @@ from drctl.errors import ConfigError, UsageError
 from drctl.ops.scope import flow_part, overlaps, scope_among_open, straddlers
 from drctl.ops.status import applications_protection
 from drctl.replication.base import FlowPart, FlowState
-from drctl.replication.connect import with_entries, without_entries
+from drctl.replication.connect import scoped_connector_name, with_entries, without_entries
 from drctl.replication.mirrormaker2 import MirrorMaker2, java_literal, reverse_connector_name
+from drctl.replication.replicator import reverse_connector_name as replicator_name
 from drctl.state import FailoverMarker
 
 BASE: dict[str, Any] = {
@@ -47,20 +49,53 @@ def test_applications_are_parsed_and_named_on_the_command_line() -> None:
     assert config.scope().whole and config.scope("orders").groups_given is False
     adhoc = config.scope(topics=["pay.*"], groups=["pay-app"])
     assert adhoc.covers_topic("payments") and not adhoc.covers_topic("orders")
+    assert adhoc.adhoc and adhoc.describe() == "topics pay.*"
     with pytest.raises(ConfigError, match="unknown application 'order'.*orders"):
         config.scope("order")
     with pytest.raises(ConfigError, match="exclude each other"):
         config.scope("orders", topics=["x"])
 
 
+def test_each_one_off_scope_is_an_identity_of_its_own() -> None:
+    """`--topics 'A.*'` and `--topics 'B.*'` are two scopes (a second failover opens its own
+    incident, never continues the first); the same regexes again are the same scope."""
+    config = parse_config(BASE)
+    a, b = config.scope(topics=["A-.*"]), config.scope(topics=["B-.*"])
+    assert a.name != b.name and a.adhoc and b.adhoc
+    assert config.scope(topics=["A-.*"]) == a
+    assert config.scope(topics=["A-.*"], groups=["g"]).name != a.name
+    assert a.name.startswith("adhoc-") and Scope.from_dict(a.as_dict()) == a
+    # Older markers called every one-off scope "ad hoc": still one-off, never an application.
+    assert Scope("ad hoc", NameFilter(("x",))).adhoc and not BILLING.adhoc
+    a_open = _open(a, ["A-1"])
+    scope, same = scope_among_open(b, [a_open])
+    assert (scope, same) == (b, [])
+    assert scope_among_open(a, [a_open]) == (a, [a_open])
+
+
+def test_connector_names_are_url_safe_whatever_the_scope() -> None:
+    rep = parse_config(BASE).require_replication()
+    adhoc = parse_config(BASE).scope(topics=["A .*"])
+    name = reverse_connector_name(rep, FlowPart(adhoc.name, ("A 1",)))
+    assert name == f"mm2-b-a-source-{adhoc.name}"
+    assert scoped_connector_name("mm2-b-a-source", FlowPart("ad hoc", ())) == \
+        "mm2-b-a-source-ad~20hoc"
+    # Letters beyond ASCII (an application's name may hold them) are written out too, and
+    # two names never meet.
+    names = {scoped_connector_name("r", FlowPart(n, ())) for n in ("é", "è", "e", "e~e9")}
+    assert len(names) == 4 and all(re.fullmatch(r"[\w.~-]+", n) and n.isascii()
+                                   for n in names)
+    assert replicator_name(rep, FlowPart("billing", ())) == "replicator-b-to-a-billing"
+
+
 def test_an_application_without_topics_or_with_a_bad_name_is_a_config_error() -> None:
     bad = {**BASE, "applications": {"nothing": {"groups": ["g"]}, "bad name": {"topics": ["t"]},
-                                    "*": {"topics": ["t"]}}}
+                                    "*": {"topics": ["t"]}, "adhoc-1": {"topics": ["t"]}}}
     with pytest.raises(ConfigError) as caught:
         parse_config(bad)
     text = str(caught.value)
     assert "applications.nothing.topics" in text and "applications.bad name" in text
-    assert "applications.*" in text
+    assert "applications.*" in text and "applications.adhoc-1" in text
 
 
 def test_a_scope_survives_the_marker() -> None:
