@@ -117,6 +117,10 @@ class FailoverMarker:
     # What the incident covers (`Scope.as_dict`): empty for the whole flow (and in markers
     # written before scopes existed).
     scope: dict[str, Any] = field(default_factory=dict)
+    # The exact entries an application's incident wrote into the shared forward connectors
+    # to leave itself out (`replication/edits.py` `ListEdit.as_dict`), recorded before they
+    # are written; its return takes out exactly these.
+    edits: list[dict[str, Any]] = field(default_factory=list)
     # One entry per run of failover, failback and reprotect: its phases from the command's
     # start (ops/phases.py `PhaseClock.as_run`). Empty in markers written before it existed.
     timings: list[dict[str, Any]] = field(default_factory=list)

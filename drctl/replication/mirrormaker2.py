@@ -31,6 +31,7 @@ from drctl.replication.connect import (
     ConnectorReading,
     connect_client,
     flow_state_of,
+    paused,
     retire_connector,
     scoped_connector_name,
     stop_or_pause,
@@ -44,6 +45,7 @@ from drctl.replication.discovered import (
     java_login_settings,
     regex_list,
 )
+from drctl.replication.edits import ListEdit
 
 # The connector config key that names the incident a reverse connector was started for:
 # a reverse connector left by an earlier incident is reset, never resumed as it is.
@@ -59,6 +61,11 @@ class MirrorMaker2(ConnectControlled):
     # MirrorMaker 2's own defaults (DefaultTopicFilter, DefaultGroupFilter).
     exclusion_defaults = {"topics.exclude": r".*[\-\.]internal,.*\.replica,__.*",
                           "groups.exclude": "console-consumer-.*,connect-.*,__.*"}
+    # Kafka 3.x still reads the old names while the new key is absent (and ignores them
+    # once it is set); Kafka 4.0 dropped them.
+    exclusion_aliases = {"topics.exclude": "topics.blacklist",
+                         "groups.exclude": "groups.blacklist"}
+    aliases_until = 4
 
     def exclusions(self, rep: ReplicationSettings, part: FlowPart
                    ) -> dict[str, dict[str, list[str]]]:
@@ -223,7 +230,7 @@ class MirrorMaker2(ConnectControlled):
             client.alter_offsets(name, offsets)
         elif state == "STOPPED":
             client.alter_offsets(name, offsets)
-        self._refuse_cycle(rep, name, request.part)
+        self._refuse_cycle(rep, name, request.edits)
         notify(f"Starting {name}: {rep.target_alias} -> {rep.source_alias}, "
                "post-failover data only")
         client.resume(name)
@@ -234,7 +241,7 @@ class MirrorMaker2(ConnectControlled):
         return out
 
     def _refuse_cycle(self, rep: ReplicationSettings, reverse: str,
-                      part: FlowPart | None = None) -> None:
+                      edits: Sequence[ListEdit] = ()) -> None:
         """With names kept, forward and reverse copying at once is a cycle that
         IdentityReplicationPolicy cannot detect: every record would go round forever —
         unless forward replication leaves out exactly what the reverse flow copies (an
@@ -242,7 +249,7 @@ class MirrorMaker2(ConnectControlled):
         if not rep.names_kept:
             return
         forward = self.forward_state(rep)
-        if forward.copying and part is not None and self.part_stopped(rep, part):
+        if forward.copying and edits and self.edits_hold(rep, edits):
             return
         if forward.copying:
             raise CheckFailed(
@@ -291,14 +298,14 @@ class MirrorMaker2(ConnectControlled):
         out = {"connector": name, "starts": request.forward_starts}
         if dry_run:
             return out
-        if request.part is not None and self.part_stopped(rep, request.part):
-            # The rest of the flow copies: stopped for the offsets (seconds), its part left
-            # out meanwhile; resume_forward takes the part back in and resumes it.
+        if request.part is not None and self.edits_hold(rep, request.edits):
+            # The rest of the flow copies, its part left out: stopped for the offsets
+            # (seconds) and resumed right after; the part's entries come out later.
             notify(f"Stopping {name} for a moment to set {request.part.name}'s start")
-            stop_or_pause(client, name)
-            wait_connector_state(client, name, "STOPPED")
-        else:
-            stopped_for_offsets(client, name)
+            with paused(client, [name]):
+                client.alter_offsets(name, offsets)
+            return out
+        stopped_for_offsets(client, name)
         notify(f"Setting {name}'s start to where {rep.source} stood at the cut-over")
         client.alter_offsets(name, offsets)
         return out
