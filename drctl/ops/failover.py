@@ -38,8 +38,15 @@ from drctl.ops.rpo import (
     rpo_from_heartbeat,
     rpo_from_records,
 )
-from drctl.ops.scope import scope_among_open, straddlers
+from drctl.ops.scope import straddlers
 from drctl.ops.scorecard import failover_scorecard
+from drctl.ops.side_by_side import (
+    copying,
+    flow_locked,
+    leave_out,
+    recorded_edits,
+    scope_among_open,
+)
 from drctl.progress import Ticker
 from drctl.replication.base import Confirm, FlowPart
 from drctl.reports import write_report
@@ -559,13 +566,9 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *,
         inventory = keep_inventory(config, ctx.source, ctx.target)
         ctx.notify(inventory.describe())
         pre["inventory"] = inventory.as_dict()
-    if superseded and not opts.dry_run:
-        for old in superseded:
-            ctx.notify(f"Incident {old.incident} ({old.phase}) is superseded by "
-                   f"{marker.incident} and closed without finishing")
-            old.record("superseded", {"by": marker.incident, "phase": old.phase.value})
-            old.status = "closed"
-            store.save(old)
+    if not opts.dry_run and not marker.topics:
+        with flow_locked(ctx, f"drctl failover, incident {marker.incident}"):
+            claim(ctx, marker, superseded, pre["topics"])
     result = FailoverResult(marker, opts.dry_run, resumed=resumed, clock=clock,
                             objectives=config.objectives)
     if result.resumed:
@@ -591,16 +594,23 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *,
         plan.append({"step": "stop-replication", "connectors": list(rep.connect.connectors)})
         if not opts.dry_run:
             ctx.notify("Stopping replication into the target")
-            outcome = kind.stop_forward(rep, confirm=confirm,
-                                        reach_deadline_s=opts.source_deadline_s,
-                                        part=_part(ctx, topics, pre))
-            marker.replication_stop = outcome.state
-            marker.stopped_connectors = outcome.connectors
-            if outcome.state == "pending":
-                marker.stop_unconfirmed = True
-            marker.record("stop-replication", {"state": outcome.state,
-                                               "detail": outcome.detail})
-            store.save(marker)
+            part = _part(ctx, topics, pre)
+            with flow_locked(ctx, f"drctl failover, incident {marker.incident}") as hold:
+                if part is None:
+                    outcome = kind.stop_forward(rep, confirm=confirm,
+                                                reach_deadline_s=opts.source_deadline_s)
+                else:
+                    with hold.pausing(copying(ctx)):
+                        outcome = leave_out(ctx, marker, part,
+                                            store.open_markers(rep.source, rep.target),
+                                            confirm)
+                marker.replication_stop = outcome.state
+                marker.stopped_connectors = outcome.connectors
+                if outcome.state == "pending":
+                    marker.stop_unconfirmed = True
+                marker.record("stop-replication", {"state": outcome.state,
+                                                   "detail": outcome.detail})
+                store.save(marker)
             crash_point("stop-replication")
     elif marker.replication_stop == "stopped" and marker.stopped_connectors:
         clock.phase("stop-replication")
@@ -762,6 +772,32 @@ def incident_to_continue(store: MarkerStore, rep: ReplicationSettings, opts: Fai
     return marker, []
 
 
+def claim(ctx: OpsContext, marker: FailoverMarker, superseded: Sequence[FailoverMarker],
+          topics: Mapping[str, str]) -> None:
+    """Under the flow's lock, before anything stops: the open incidents read again (one
+    opened since this failover began may overlap it now: refused, both named; for the whole
+    flow, its topics are left out), then this incident recorded with its topics — the next
+    failover sees them — and those it supersedes closed (the connector entries they wrote
+    become its own, taken out at its return)."""
+    store, rep = ctx.store, ctx.rep
+    gone = {old.incident for old in superseded}
+    others = [m for m in store.open_markers(rep.source, rep.target)
+              if m.incident != marker.incident and m.incident not in gone]
+    scope, _ = scope_among_open(marker.covers, others)
+    if scope != marker.covers:
+        marker.scope = scope.as_dict()
+        ctx.scope = scope
+    marker.topics = {t: m for t, m in sorted(topics.items()) if scope.covers_topic(t)}
+    for old in superseded:
+        ctx.notify(f"Incident {old.incident} ({old.phase}) is superseded by "
+                   f"{marker.incident} and closed without finishing")
+        old.record("superseded", {"by": marker.incident, "phase": old.phase.value})
+        old.status = "closed"
+        marker.edits += [e for e in old.edits if e not in marker.edits]
+        store.save(old)
+    store.save(marker)
+
+
 def _new_marker(rep: ReplicationSettings, opts: FailoverOptions, scope: Scope
                 ) -> FailoverMarker:
     marker = FailoverMarker.new(rep.source, rep.target, rep.kind, opts.planned)
@@ -809,13 +845,15 @@ def _stop_still_holds(ctx: OpsContext, marker: FailoverMarker, dry_run: bool,
     rep = ctx.rep
     kind = ctx.require_kind()
     if part is not None:
-        if kind.part_stopped(rep, part) is not False:
+        if kind.edits_hold(rep, recorded_edits(ctx, marker)) is not False:
             return []
         ctx.notify(f"{part.name} is no longer left out of forward replication; "
                    + ("a run would leave it out again" if dry_run else "leaving it out again"))
         if not dry_run:
             marker.stop_unconfirmed = True  # count what it copied meanwhile as late copies
-            kind.stop_forward(rep, part=part)
+            with flow_locked(ctx, f"drctl failover, incident {marker.incident}") as hold, \
+                    hold.pausing(copying(ctx)):
+                leave_out(ctx, marker, part, ctx.store.open_markers(rep.source, rep.target))
         return list(marker.stopped_connectors)
     found = kind.forward_state(rep)
     loose = [*found.copying, *found.unconfirmed]

@@ -1,6 +1,6 @@
-"""Incident scope's pure parts: the config's applications, which open incidents a new one
-meets, the groups on a scope's edge, the connector entries that leave an application out, and
-each application's protection in `status`."""
+"""Incident scope's pure parts: the config's applications, the groups on a scope's edge, the
+connector entries that leave an application out, and each application's protection in
+`status`. How incidents of several scopes meet is test_side_by_side.py's."""
 
 from __future__ import annotations
 
@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 
 from drctl.config import NameFilter, Scope, parse_config
-from drctl.errors import ConfigError, UsageError
-from drctl.ops.scope import flow_part, overlaps, scope_among_open, straddlers
+from drctl.errors import ConfigError
+from drctl.ops.scope import flow_part, straddlers
+from drctl.ops.side_by_side import scope_among_open
 from drctl.ops.status import applications_protection
 from drctl.replication.base import FlowPart, FlowState
-from drctl.replication.connect import scoped_connector_name, with_entries, without_entries
+from drctl.replication.connect import scoped_connector_name
 from drctl.replication.mirrormaker2 import MirrorMaker2, java_literal, reverse_connector_name
 from drctl.replication.replicator import reverse_connector_name as replicator_name
 from drctl.state import FailoverMarker
@@ -105,33 +106,6 @@ def test_a_scope_survives_the_marker() -> None:
     assert Scope.from_dict(whole_without.as_dict()) == whole_without
 
 
-def test_an_application_overlapping_an_open_incident_is_refused_naming_both() -> None:
-    billing_open = _open(BILLING, ["billing.eu", "invoices"], ["billing-app"])
-    # Another application, disjoint: opened beside it.
-    scope, same = scope_among_open(ORDERS, [billing_open])
-    assert scope == ORDERS and same == []
-    # Sharing a topic: refused.
-    greedy = Scope("greedy", NameFilter(("invoices", "orders")))
-    assert overlaps(greedy, billing_open) == ["topic invoices"]
-    with pytest.raises(UsageError, match=f"overlaps open incident {billing_open.incident}"):
-        scope_among_open(greedy, [billing_open])
-    # A whole-flow incident open: every application overlaps it.
-    whole_open = _open(Scope(), ["orders", "invoices"])
-    with pytest.raises(UsageError, match="covers the whole flow"):
-        scope_among_open(ORDERS, [whole_open])
-    # The same application's own incident: continued, not refused.
-    assert scope_among_open(BILLING, [billing_open]) == (BILLING, [billing_open])
-
-
-def test_a_whole_flow_failover_leaves_out_what_open_applications_hold() -> None:
-    billing_open = _open(BILLING, ["billing.eu", "invoices"], ["billing-app"])
-    scope, same = scope_among_open(Scope(), [billing_open])
-    assert scope.whole and same == []
-    assert not scope.covers_topic("invoices") and not scope.covers_topic("billing.eu")
-    assert scope.covers_topic("orders") and scope.covers_topic("billing.us")
-    assert not scope.covers_group("billing-app") and scope.covers_group("orders-app")
-
-
 def test_the_part_an_application_stops_is_its_topics_and_named_groups() -> None:
     m = _open(BILLING, ["invoices", "billing.eu"], ["billing-app"])
     assert flow_part(m) == FlowPart("billing", ("billing.eu", "invoices"), ("billing-app",))
@@ -157,22 +131,13 @@ def test_groups_reading_both_sides_of_the_edge() -> None:
     assert straddlers(Scope(), commits) == []
 
 
-def test_leaving_an_application_out_of_mirrormaker_2_and_taking_it_back() -> None:
+def test_the_entries_that_leave_an_application_out_of_mirrormaker_2() -> None:
     rep = parse_config(BASE).require_replication()
     part = FlowPart("billing", ("billing.eu", "invoices"), ("billing-app",))
     entries = MirrorMaker2().exclusions(rep, part)
     assert entries == {"src": {"topics.exclude": ["billing\\.eu", "invoices"]},
                        "cp": {"topics.exclude": ["billing\\.eu", "invoices"],
                               "groups.exclude": ["billing\\-app"]}}
-    defaults = MirrorMaker2.exclusion_defaults
-    # A connector without topics.exclude keeps MirrorMaker 2's own default beside them.
-    out = with_entries({"topics": ".*"}, entries["src"], defaults)
-    assert out["topics.exclude"] == defaults["topics.exclude"] + ",billing\\.eu,invoices"
-    assert with_entries(out, entries["src"], defaults) == out  # once each
-    back = without_entries(out, entries["src"])
-    assert back["topics.exclude"] == defaults["topics.exclude"]
-    kept = {"topics.exclude": "x.*, y"}
-    assert with_entries(kept, entries["src"])["topics.exclude"] == "x.*,y,billing\\.eu,invoices"
     assert java_literal("a.b-c_d") == "a\\.b\\-c_d"
     assert reverse_connector_name(rep, part) == "mm2-b-a-source-billing"
     assert reverse_connector_name(rep) == "mm2-b-a-source"

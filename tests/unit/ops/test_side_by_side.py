@@ -1,0 +1,118 @@
+"""Incidents side by side (drctl/ops/side_by_side.py): the combination table a new failover
+meets, who holds the forward flow stopped, the returns that wait for it, and the entries other
+open incidents wrote (kept at a return)."""
+
+from __future__ import annotations
+
+import pytest
+
+from drctl.config import NameFilter, Scope, adhoc_scope
+from drctl.errors import UsageError
+from drctl.ops.side_by_side import (
+    RESUMED_STEP,
+    WAITING,
+    Meeting,
+    edits_of,
+    forward_holder,
+    holds_forward,
+    meet,
+    others_edits,
+    overlaps,
+    scope_among_open,
+    waiting_for,
+)
+from drctl.replication.edits import ListEdit
+from drctl.state import FailoverMarker
+
+BILLING = Scope("billing", NameFilter(("billing\\..*", "invoices")), NameFilter(("billing-.*",)))
+ORDERS = Scope("orders", NameFilter(("orders",)))
+
+
+def _open(scope: Scope, topics: list[str], groups: tuple[str, ...] = (),
+          steps: tuple[str, ...] = ("failover",)) -> FailoverMarker:
+    m = FailoverMarker.new("a", "b", "mirrormaker2", planned=False)
+    if not scope.whole:
+        m.scope = scope.as_dict()
+    m.topics = {t: t for t in topics}
+    m.groups = {g: {"applied": True} for g in groups}
+    for step in steps:
+        m.record(step, {})
+    return m
+
+
+def test_the_combination_table() -> None:
+    billing = _open(BILLING, ["billing.eu", "invoices"], ("billing-app",))
+    whole = _open(Scope(), ["orders"])
+    greedy = Scope("greedy", NameFilter(("invoices", "orders")))
+    rows = [(BILLING, billing, Meeting.CONTINUES),  # the same scope: continued
+            (ORDERS, billing, Meeting.BESIDE),  # disjoint applications
+            (greedy, billing, Meeting.REFUSED),  # sharing a topic
+            (ORDERS, whole, Meeting.REFUSED),  # an application inside an open whole flow
+            (Scope(), billing, Meeting.NARROWED),  # the whole flow after an application
+            (Scope(), whole, Meeting.CONTINUES)]
+    assert [meet(new, other).meeting for new, other, _ in rows] == [want for *_, want in rows]
+    assert meet(greedy, billing).why == "both cover topic invoices"
+    assert "application orders is inside it" in meet(ORDERS, whole).why
+    # Named groups overlap too; a scope without named groups shares only topics.
+    named = Scope("named", NameFilter(("other",)), NameFilter(("billing-app",)))
+    assert overlaps(named, billing) == ["group billing-app"]
+
+
+def test_a_refusal_names_both_incidents_and_what_to_run() -> None:
+    billing = _open(BILLING, ["billing.eu", "invoices"], ("billing-app",))
+    with pytest.raises(UsageError) as caught:
+        scope_among_open(Scope("greedy", NameFilter(("invoices",))), [billing])
+    assert f"open incident {billing.incident} (application billing" in caught.value.message
+    assert f"--incident {billing.incident}" in (caught.value.hint or "")
+    whole = _open(Scope(), ["orders"])
+    with pytest.raises(UsageError, match=f"{whole.incident} \\(the whole flow"):
+        scope_among_open(ORDERS, [whole])
+    # Two one-off scopes of other topics: opened side by side, neither continues the other.
+    a, b = adhoc_scope(["A-.*"], []), adhoc_scope(["B-.*"], [])
+    assert scope_among_open(b, [_open(a, ["A-1"])]) == (b, [])
+    with pytest.raises(UsageError, match="both cover topic A-1"):
+        scope_among_open(adhoc_scope(["A-1"], []), [_open(a, ["A-1"])])
+
+
+def test_a_whole_flow_failover_leaves_out_what_open_applications_hold() -> None:
+    billing = _open(BILLING, ["billing.eu", "invoices"], ("billing-app",))
+    scope, same = scope_among_open(Scope(), [billing])
+    assert scope.whole and same == []
+    assert not scope.covers_topic("invoices") and not scope.covers_topic("billing.eu")
+    assert scope.covers_topic("orders") and scope.covers_topic("billing.us")
+    assert not scope.covers_group("billing-app") and scope.covers_group("orders-app")
+
+
+def test_a_whole_flow_incident_holds_the_forward_flow_until_its_return_resumes_it() -> None:
+    billing = _open(BILLING, ["invoices"])
+    whole = _open(Scope(), ["orders"])
+    assert holds_forward(whole) and not holds_forward(billing)
+    assert forward_holder([billing, whole], but=billing) is whole
+    assert forward_holder([billing, whole], but=whole) is None
+    # Its return resumed the flow: no longer held, though the incident is still open.
+    whole.record("reprotect:forward-start", {})
+    assert forward_holder([billing, whole]) is whole
+    whole.record(RESUMED_STEP, {})
+    assert forward_holder([billing, whole]) is None
+    closed = _open(Scope(), ["orders"])
+    closed.status = "closed"
+    assert not holds_forward(closed)
+
+
+def test_a_return_waits_for_the_incident_holding_the_flow() -> None:
+    billing = _open(BILLING, ["invoices"])
+    assert waiting_for(billing) is None
+    billing.record(RESUMED_STEP, {"held_by": "fo-whole"}, status=WAITING)
+    assert waiting_for(billing) == "fo-whole" and not billing.done(RESUMED_STEP)
+    billing.record(RESUMED_STEP, {"components": {}})
+    assert waiting_for(billing) is None and billing.done(RESUMED_STEP)
+
+
+def test_what_other_open_incidents_wrote_is_theirs() -> None:
+    billing, orders = _open(BILLING, ["invoices"]), _open(ORDERS, ["orders"])
+    mine = ListEdit("src", "topics.exclude", ("invoices",), ("invoices",))
+    theirs = ListEdit("src", "topics.exclude", ("orders",), ("orders",), seed=("d",))
+    billing.edits, orders.edits = [mine.as_dict()], [theirs.as_dict()]
+    assert edits_of(billing) == [mine]
+    assert others_edits([billing, orders], but=billing) == [theirs]
+    assert others_edits([billing, orders], but=orders) == [mine]
