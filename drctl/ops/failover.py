@@ -10,7 +10,7 @@ config's objectives (ops/scorecard.py).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ from drctl.config import Objectives, ReplicationSettings, Scope
 from drctl.context import OpsContext
 from drctl.errors import CheckFailed, ExitStatus, Unreachable, UsageError
 from drctl.faults import crash_point
+from drctl.kafka.checkpoints import read_checkpoints
 from drctl.kafka.clients import ClusterClients, describe_with_retry
 from drctl.kafka.groups import committed_offsets, group_states, list_groups
 from drctl.kafka.lag import oldest_records, split_at_stable
@@ -312,8 +313,11 @@ def preflight(ctx: OpsContext, opts: FailoverOptions) -> dict[str, Any]:
 def scope_preflight(ctx: OpsContext, opts: FailoverOptions, topics: Mapping[str, str],
                     source_up: bool) -> dict[str, Any]:
     """An application's failover: its groups (when it names them), and the groups that read
-    topics on both sides of its edge — refused (exit 3) before anything moves, unless
-    --force (they stay where they are, named)."""
+    topics on both sides of its edge — from their commits on the source, or with the source
+    gone from what drctl last knew (its inventory, else the replicator's checkpoints) —
+    refused (exit 3) before anything moves, unless --force: then they are named with what
+    happens to each (the application's own groups move on its topics only, the others stay
+    where they are)."""
     config, rep, scope = ctx.config, ctx.rep, ctx.scope
     out: dict[str, Any] = {"scope": scope.as_dict()}
     if not topics:
@@ -321,13 +325,30 @@ def scope_preflight(ctx: OpsContext, opts: FailoverOptions, topics: Mapping[str,
                           f"{rep.target}: nothing to fail over.",
                           "Check the application's topics in the config "
                           "(`drctl check --app NAME` shows what it resolves to).")
-    if not source_up:
-        return out  # the commits are on the source: what guard and the inventory kept decides
-    admin = ctx.source.admin()
-    listed = [g for g in list_groups(admin) if wanted_group(config, ".*", g)]
-    if scope.groups_given:
-        out["scope_groups"] = sorted(g for g in listed if scope.covers_group(g))
-    commits = committed_offsets(admin, listed)
+    if source_up:
+        admin = ctx.source.admin()
+        listed = [g for g in list_groups(admin) if wanted_group(config, ".*", g)]
+        if scope.groups_given:
+            out["scope_groups"] = sorted(g for g in listed if scope.covers_group(g))
+        commits: Mapping[str, Iterable[TP]] = committed_offsets(admin, listed)
+        seen_in = f"their commits on {rep.source}"
+    else:
+        known, seen_in = _commits_known_without_source(ctx)
+        if known is None:
+            why = (f"{rep.source} is unreachable and drctl has neither its inventory (`drctl "
+                   "guard`) nor checkpoints of the groups: which groups read topics on both "
+                   f"sides of the edge of {scope.describe()} is unknown")
+            if not opts.force:
+                raise CheckFailed(f"Preflight failed: {why}.",
+                                  "Run again with --force to fail over without knowing "
+                                  "(groups reading both sides are then not named).")
+            ctx.notify(f"--force: {why}")
+            out["edge_unknown"] = why
+            return out
+        commits = known
+        if scope.groups_given:
+            out["scope_groups"] = sorted(g for g in commits if wanted_group(config, ".*", g)
+                                         and scope.covers_group(g))
     found = straddlers(scope, commits, {t: rep.replicates(t) for offs in commits.values()
                                         for t, _ in offs})
     if found:
@@ -336,13 +357,44 @@ def scope_preflight(ctx: OpsContext, opts: FailoverOptions, topics: Mapping[str,
         if not opts.force:
             raise CheckFailed(
                 f"Preflight failed: {len(found)} group(s) read topics on both sides of the "
-                f"edge of {scope.describe()}: {said}. A group follows one cluster; failing "
-                "over part of what it reads leaves it reading the rest on the other.",
+                f"edge of {scope.describe()} ({seen_in}): {said}. A group follows one "
+                "cluster; failing over part of what it reads leaves it reading the rest on "
+                "the other.",
                 "Widen the application to take them in (or take them out of its groups), or "
-                "run again with --force to fail over without moving them (they are named).")
+                "run again with --force to fail over naming them.")
         for f in found:
-            ctx.notify(f"--force: not moving {f.describe()}")
+            if not scope.groups_given or scope.covers_group(f.group):
+                ctx.notify(f"--force: moving {f.group} on {', '.join(f.inside)} only; it "
+                           f"goes on reading {', '.join(f.outside)} on {rep.source}")
+            else:
+                ctx.notify(f"--force: not moving {f.describe()}")
     return out
+
+
+def _commits_known_without_source(ctx: OpsContext
+                                  ) -> tuple[dict[str, list[TP]] | None, str]:
+    """With the source gone: the topics each group read, from drctl's inventory of the
+    source (guard, status and failover keep it), else from the replicator's checkpoints on
+    the target; None when neither says."""
+    rep = ctx.rep
+    inventory = read_snapshot_topic(ctx.target, ctx.config.state.snapshots_topic).inventory
+    if inventory is not None and inventory.groups:
+        seen = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(inventory.written_ms / 1000))
+        return ({g: [(t, 0) for t in ts] for g, ts in inventory.groups.items()},
+                f"drctl's inventory of {seen}")
+    topic = ctx.require_kind().checkpoints_topic(rep)
+    if topic is None:
+        return None, ""
+    try:
+        checkpoints = read_checkpoints(ctx.target, topic)
+    except Exception:  # noqa: BLE001 - unknown, and said so by the caller
+        return None, ""
+    commits: dict[str, list[TP]] = {}
+    for group, mirror, partition in checkpoints:
+        source = rep.source_topic_of(mirror)
+        if source is not None:
+            commits.setdefault(group, []).append((source, partition))
+    return (commits or None), f"the checkpoints in {topic}"
 
 
 def refuse_hanging_transactions(ctx: OpsContext, opts: FailoverOptions,

@@ -236,3 +236,44 @@ def test_the_operator_sees_the_plan_and_a_refusal_changes_nothing(tmp_path: Path
     assert preview["incident"] != old.incident and preview["continuing"] is False
     assert [m.incident for m in store.open_markers()] == [old.incident]
     assert [m.incident for m in store.load_all()] == [old.incident]
+
+
+def test_the_edge_of_an_application_is_checked_with_the_source_down(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the source gone, the groups reading both sides come from drctl's inventory (or
+    MirrorMaker 2's checkpoints); unknown is refused, never "none"; --force says which group
+    moves (on the application's topics only) and which does not."""
+    from drctl.config import NameFilter, Scope
+    from drctl.ops import failover
+    from drctl.ops.failover import scope_preflight
+    from drctl.translate.snapshots import SnapshotTopic, SourceInventory
+
+    inventory = SourceInventory({"orders": 1, "invoices": 1},
+                                {"orders-app": ["orders", "invoices"],
+                                 "billing-reader": ["invoices"]}, 1_700_000_000_000)
+    found = {"topic": SnapshotTopic(inventory=inventory)}
+    monkeypatch.setattr(failover, "read_snapshot_topic", lambda *_a: found["topic"])
+    monkeypatch.setattr(failover, "read_checkpoints", lambda *_a: {})
+    notes: list[str] = []
+    ctx = _context(_config(), {"dc1": FakeAdmin(False, {}), "dc2": FakeAdmin(True, {})},
+                   notes.append)
+    ctx.scope = Scope("orders", NameFilter(("orders",)))
+    with pytest.raises(CheckFailed, match="inventory of 2023.*orders-app reads orders.*invoices"):
+        scope_preflight(ctx, FailoverOptions(), {"orders": "orders"}, source_up=False)
+    out = scope_preflight(ctx, FailoverOptions(force=True), {"orders": "orders"}, False)
+    assert [g["group"] for g in out["straddling_groups"]] == ["orders-app"]
+    assert notes == ["--force: moving orders-app on orders only; it goes on reading "
+                     "invoices on dc1"]
+    # A scope naming its groups: another group reading its topic is not moved, and says so.
+    notes.clear()
+    ctx.scope = Scope("billing", NameFilter(("invoices",)), NameFilter(("billing-.*",)))
+    out = scope_preflight(ctx, FailoverOptions(force=True), {"invoices": "invoices"}, False)
+    assert out["scope_groups"] == ["billing-reader"]
+    assert notes == ["--force: not moving group orders-app reads invoices (in the scope) and "
+                     "orders (outside it)"]
+    # Nothing known of the groups: refused, and --force says it went on not knowing.
+    found["topic"] = SnapshotTopic()
+    with pytest.raises(CheckFailed, match="neither its inventory.*nor checkpoints"):
+        scope_preflight(ctx, FailoverOptions(), {"invoices": "invoices"}, False)
+    out = scope_preflight(ctx, FailoverOptions(force=True), {"invoices": "invoices"}, False)
+    assert "is unknown" in out["edge_unknown"]
