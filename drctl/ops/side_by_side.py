@@ -218,9 +218,14 @@ def cycles(ctx: OpsContext, opened: Sequence[FailoverMarker],
     if not ctx.rep.names_kept:
         return []
     kind = ctx.require_kind()
-    return [m for m in opened if m.incident != but.incident and m.failback_started
+    return [m for m in opened if m.incident != but.incident and reverse_may_run(m)
             and not m.covers.whole and kind.edits_hold(ctx.rep, recorded_edits(ctx, m))
             is False]
+
+
+def reverse_may_run(marker: FailoverMarker) -> bool:
+    """From its failback until its return retired it, an incident's reverse flow may copy."""
+    return marker.failback_started and not marker.done("reprotect:reverse-retired")
 
 
 def resume_when_free(ctx: OpsContext, marker: FailoverMarker,

@@ -11,6 +11,7 @@ from typing import Any
 
 from drctl.config import Config, ReplicationSettings
 from drctl.errors import CheckFailed, DrctlError
+from drctl.faults import crash_point
 from drctl.findings import Area, Finding, Severity
 from drctl.kafka.checkpoints import recent_offset_syncs
 from drctl.kafka.connect_rest import ConnectClient, ConnectorMissing
@@ -304,6 +305,7 @@ class MirrorMaker2(ConnectControlled):
             notify(f"Stopping {name} for a moment to set {request.part.name}'s start")
             with paused(client, [name]):
                 client.alter_offsets(name, offsets)
+                crash_point("forward-start:paused")  # drills: a crash with it stopped
             return out
         stopped_for_offsets(client, name)
         notify(f"Setting {name}'s start to where {rep.source} stood at the cut-over")

@@ -160,3 +160,22 @@ def test_status_tells_each_application_its_own_state_and_lag() -> None:
                                    forward, lag, ["src"], now_ms=11_000)
     assert apps["billing"]["state"] == "exposed" and "its topics" in apps["billing"]["why"]
     assert apps["orders"]["state"] == "protected"
+
+
+def test_status_counts_a_one_off_incident_on_an_applications_topics_as_its_own() -> None:
+    """`failover --topics 'invoices'` leaves billing's topic out: billing is in that incident,
+    never "protected"; a return waiting for the whole flow's names that one to run."""
+    from drctl.config import adhoc_scope
+    from drctl.ops.status import next_command
+
+    forward = FlowState(True, {"src": "RUNNING"}, copying=("src",))
+    lag = [{"topic": "invoices", "behind": 0, "oldest_unreplicated_ms": None}]
+    oneoff = _open(adhoc_scope(["invoices"], []), ["invoices"])
+    apps = applications_protection({"billing": BILLING, "orders": ORDERS}, [oneoff], forward,
+                                   lag, ["src"], now_ms=11_000)
+    assert (apps["billing"]["state"], apps["billing"]["incident"]) == ("incident",
+                                                                       oneoff.incident)
+    assert apps["orders"]["state"] == "protected"
+    assert next_command(oneoff) == f"drctl failback --incident {oneoff.incident}"
+    oneoff.record("reprotect:forward-resumed", {"held_by": "fo-whole"}, status="waiting")
+    assert next_command(oneoff) == "drctl reprotect --incident fo-whole"

@@ -116,3 +116,17 @@ def test_what_other_open_incidents_wrote_is_theirs() -> None:
     assert edits_of(billing) == [mine]
     assert others_edits([billing, orders], but=billing) == [theirs]
     assert others_edits([billing, orders], but=orders) == [mine]
+
+
+def test_a_reverse_flow_may_run_from_failback_until_the_return_retires_it() -> None:
+    from drctl.ops.side_by_side import reverse_may_run
+
+    m = _open(BILLING, ["invoices"])
+    assert not reverse_may_run(m)
+    m.record("failback:reverse-replication", {})
+    assert reverse_may_run(m)
+    m.record("failback", {})
+    m.record("reprotect:quiet", {})
+    assert reverse_may_run(m)
+    m.record("reprotect:reverse-retired", {})
+    assert not reverse_may_run(m)
