@@ -336,11 +336,12 @@ class MarkerStore:
                              f"{names}.", f"Pass --incident ID to say which one to {what}.")
         return opened[0]
 
-    def last_returned(self, source: str, target: str) -> FailoverMarker | None:
-        """The flow's most recent incident closed by a return to protection."""
+    def returned(self, source: str, target: str) -> list[FailoverMarker]:
+        """The flow's incidents closed by a return to protection, in the order their
+        cut-overs were taken (incidents side by side return in any order)."""
         done = [m for m in self.load_all() if m.status == "closed" and m.source == source
                 and m.target == target and m.done("reprotect:cut-over")]
-        return done[-1] if done else None
+        return sorted(done, key=lambda m: (m.steps["reprotect:cut-over"].at, m.created_at))
 
     def get(self, incident: str) -> FailoverMarker:
         for m in self.load_all():

@@ -869,14 +869,21 @@ def _refuse_if_failing_back(marker: FailoverMarker) -> None:
 
 
 def settled_by_last_return(store: MarkerStore, source: str, target: str) -> dict[str, Any]:
-    """Where the flow's last return to protection started forward copying, per source and
-    mirror partition: below it an earlier incident settled every record."""
-    last = store.last_returned(source, target)
-    if last is None:
+    """Where the flow's returns to protection last started forward copying, per source and
+    mirror partition (each topic's from the latest return that covered it: applications
+    return apart from the whole flow): below it an earlier incident settled every record.
+    `by_topic` names the incident per source topic, `incident` the latest."""
+    returned = store.returned(source, target)
+    if not returned:
         return {}
-    cut = last.steps["reprotect:cut-over"].result
-    return {"incident": last.incident, "source": cut.get("forward_starts", {}),
-            "target": cut.get("target_ends", {})}
+    out: dict[str, Any] = {"incident": returned[-1].incident, "source": {}, "target": {},
+                           "by_topic": {}}
+    for m in returned:
+        cut = m.steps["reprotect:cut-over"].result
+        out["source"].update(cut.get("forward_starts", {}))
+        out["target"].update(cut.get("target_ends", {}))
+        out["by_topic"].update(dict.fromkeys(cut.get("forward_starts", {}), m.incident))
+    return out
 
 
 def _part(ctx: OpsContext, topics: Mapping[str, str], pre: Mapping[str, Any]

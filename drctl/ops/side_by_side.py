@@ -57,6 +57,14 @@ RESUMED_STEP = "reprotect:forward-resumed"
 WAITING = "waiting"
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """A new failover meeting one open incident: how, and why (said when it is refused)."""
+
+    meeting: Meeting
+    why: str = ""
+
+
 class Meeting(StrEnum):
     """How a new failover meets one open incident (the table in the module docstring)."""
 
@@ -64,12 +72,6 @@ class Meeting(StrEnum):
     BESIDE = "opens beside it"
     NARROWED = "leaves its topics and groups out"
     REFUSED = "is refused"
-
-
-@dataclass(frozen=True)
-class Verdict:
-    meeting: Meeting
-    why: str = ""
 
 
 def overlaps(scope: Scope, marker: FailoverMarker) -> list[str]:

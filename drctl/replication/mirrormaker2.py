@@ -302,7 +302,8 @@ class MirrorMaker2(ConnectControlled):
         if request.part is not None and self.edits_hold(rep, request.edits):
             # The rest of the flow copies, its part left out: stopped for the offsets
             # (seconds) and resumed right after; the part's entries come out later.
-            notify(f"Stopping {name} for a moment to set {request.part.name}'s start")
+            notify(f"Setting {request.part.name}'s start in {name} (stopped for a moment "
+                   "if it runs)")
             with paused(client, [name]):
                 client.alter_offsets(name, offsets)
                 crash_point("forward-start:paused")  # drills: a crash with it stopped

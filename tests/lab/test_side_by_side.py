@@ -198,7 +198,8 @@ def test_incidents_side_by_side(side_lab: RunningLab, ns: str, tmp_path: Path) -
                                                       for t in (a1, b1, c1)}
     assert grew == {k: int(k[:2] in copied) for k in grew}, grew
     status, st = run_json(*c, "status", "--deadline", "10s")
-    assert {a: v["state"] for a, v in st["replication"]["applications"].items()} == \
-        dict.fromkeys("ABC", "protected"), st["replication"]
+    apps = st["replication"]["applications"]
+    assert {a: v["state"] for a, v in apps.items()} == dict.fromkeys("ABC", "protected"), {
+        a: v.get("why") for a, v in apps.items()}
     assert status == 0, st
     assert {n: connect.config(n) for n in (src, cp)} == before

@@ -18,7 +18,7 @@ from drctl.replication.base import FlowPart, FlowState
 from drctl.replication.connect import scoped_connector_name
 from drctl.replication.mirrormaker2 import MirrorMaker2, java_literal, reverse_connector_name
 from drctl.replication.replicator import reverse_connector_name as replicator_name
-from drctl.state import FailoverMarker
+from tests.unit.ops.support import open_incident as _open
 
 BASE: dict[str, Any] = {
     "clusters": {"a": {"bootstrap.servers": "x"}, "b": {"bootstrap.servers": "y"}},
@@ -30,18 +30,6 @@ BASE: dict[str, Any] = {
                      "orders": {"topics": ["orders"]}}}
 BILLING = Scope("billing", NameFilter(("billing\\..*", "invoices")), NameFilter(("billing-.*",)))
 ORDERS = Scope("orders", NameFilter(("orders",)))
-
-
-def _open(scope: Scope, topics: list[str], groups: list[str] = (),  # type: ignore[assignment]
-          phase_steps: tuple[str, ...] = ("failover",)) -> FailoverMarker:
-    m = FailoverMarker.new("a", "b", "mirrormaker2", planned=False)
-    if not scope.whole:
-        m.scope = scope.as_dict()
-    m.topics = {t: t for t in topics}
-    m.groups = {g: {"applied": True} for g in groups}
-    for step in phase_steps:
-        m.record(step, {})
-    return m
 
 
 def test_applications_are_parsed_and_named_on_the_command_line() -> None:
@@ -107,7 +95,7 @@ def test_a_scope_survives_the_marker() -> None:
 
 
 def test_the_part_an_application_stops_is_its_topics_and_named_groups() -> None:
-    m = _open(BILLING, ["invoices", "billing.eu"], ["billing-app"])
+    m = _open(BILLING, ["invoices", "billing.eu"], ("billing-app",))
     assert flow_part(m) == FlowPart("billing", ("billing.eu", "invoices"), ("billing-app",))
     # An application that names no groups: topics only (checkpoints stop with them).
     assert flow_part(_open(ORDERS, ["orders"], ["orders-app"])) == FlowPart(
@@ -147,7 +135,7 @@ def test_status_tells_each_application_its_own_state_and_lag() -> None:
     forward = FlowState(True, {"src": "RUNNING"}, copying=("src",))
     lag = [{"topic": "invoices", "behind": 5, "oldest_unreplicated_ms": 1_000},
            {"topic": "orders", "behind": 0, "oldest_unreplicated_ms": None}]
-    billing_open = _open(BILLING, ["invoices"], ["billing-app"])
+    billing_open = _open(BILLING, ["invoices"], ("billing-app",))
     apps = applications_protection({"billing": BILLING, "orders": ORDERS}, [billing_open],
                                    forward, lag, ["src"], now_ms=11_000)
     assert apps["billing"]["state"] == "incident"

@@ -22,22 +22,10 @@ from drctl.ops.side_by_side import (
     waiting_for,
 )
 from drctl.replication.edits import ListEdit
-from drctl.state import FailoverMarker
+from tests.unit.ops.support import open_incident as _open
 
 BILLING = Scope("billing", NameFilter(("billing\\..*", "invoices")), NameFilter(("billing-.*",)))
 ORDERS = Scope("orders", NameFilter(("orders",)))
-
-
-def _open(scope: Scope, topics: list[str], groups: tuple[str, ...] = (),
-          steps: tuple[str, ...] = ("failover",)) -> FailoverMarker:
-    m = FailoverMarker.new("a", "b", "mirrormaker2", planned=False)
-    if not scope.whole:
-        m.scope = scope.as_dict()
-    m.topics = {t: t for t in topics}
-    m.groups = {g: {"applied": True} for g in groups}
-    for step in steps:
-        m.record(step, {})
-    return m
 
 
 def test_the_combination_table() -> None:

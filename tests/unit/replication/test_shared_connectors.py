@@ -7,6 +7,7 @@ named unprotected with the command that resumes it."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -137,10 +138,7 @@ def test_a_stopped_connector_stays_stopped_when_its_entries_change(worker: FakeC
 
 def test_a_connector_stopped_for_a_moment_is_resumed_whatever_happens(
         worker: FakeConnect) -> None:
-    request = ReturnRequest("fo-1", [], {"invoices": {0: 5}}, out_dir=None,  # type: ignore[arg-type]
-                            part=PART, edits=tuple(MirrorMaker2().plan_leave_out(REP, PART)
-                                                   or ()))
-    MirrorMaker2().write_edits(REP, request.edits)
+    request = _left_out()
     worker.fail_on = {"offsets src"}
     worker.calls.clear()
     with pytest.raises(Unreachable):
@@ -152,10 +150,7 @@ def test_a_connector_stopped_for_a_moment_is_resumed_whatever_happens(
 
 def test_a_resume_that_fails_names_the_unprotected_flow_and_the_fix(
         worker: FakeConnect) -> None:
-    request = ReturnRequest("fo-1", [], {"invoices": {0: 5}}, out_dir=None,  # type: ignore[arg-type]
-                            part=PART, edits=tuple(MirrorMaker2().plan_leave_out(REP, PART)
-                                                   or ()))
-    MirrorMaker2().write_edits(REP, request.edits)
+    request = _left_out()
     worker.fail_on = {"resume src"}
     with pytest.raises(LeftStopped) as caught:
         MirrorMaker2().set_forward_start(_Ctx(), request, lambda _: None)
@@ -168,3 +163,11 @@ def test_a_resume_that_fails_names_the_unprotected_flow_and_the_fix(
 
 class _Ctx:
     rep = REP
+
+
+def _left_out() -> ReturnRequest:
+    """The application left out of the connectors, and its return's request."""
+    edits = tuple(MirrorMaker2().plan_leave_out(REP, PART) or ())
+    MirrorMaker2().write_edits(REP, edits)
+    return ReturnRequest("fo-1", [], {"invoices": {0: 5}}, out_dir=Path("."), part=PART,
+                         edits=edits)
