@@ -70,6 +70,7 @@ from drctl.ops.side_by_side import (
     WAITING,
     copying,
     flow_locked,
+    forward_holder,
     recorded_edits,
     resume_when_free,
     take_back,
@@ -232,6 +233,8 @@ def _reprotect_once(ctx: OpsContext, opts: ReprotectOptions, confirm: Confirm | 
         notify(f"Incident {marker.incident} is closed: the pair was returned to protection "
                "already")
         clock.stop()
+        if not opts.dry_run:
+            result.finished = finish_waiting(ctx, marker, opts, confirm)
         return result
     if not opts.dry_run:
         clock.keep_in(marker.timings)  # a marker read again after a drop keeps it once
@@ -385,15 +388,22 @@ def _forward_steps(ctx: OpsContext, marker: FailoverMarker, opts: ReprotectOptio
 
 def finish_waiting(ctx: OpsContext, marker: FailoverMarker, opts: ReprotectOptions,
                    confirm: Confirm | None) -> list[dict[str, Any]]:
-    """The returns that waited for this (whole-flow) incident's forward flow, finished now
-    that it runs: each resumed, verified and closed; their summaries."""
-    waiting = [m for m in ctx.store.open_markers(ctx.rep.source, ctx.rep.target)
-               if waiting_for(m) == marker.incident]
-    scope, out = ctx.scope, []
+    """The returns that waited for the forward flow `marker` held stopped, finished now
+    that it runs (and any whose holder was closed otherwise): each resumed, verified and
+    closed; their summaries."""
+    scope, out, tried = ctx.scope, [], set()
     try:
-        for m in waiting:
+        while True:  # read again each time: a finished return may have finished others
+            opened = ctx.store.open_markers(ctx.rep.source, ctx.rep.target)
+            if forward_holder(opened) is not None:
+                break  # another whole-flow incident holds the flow stopped: they wait for it
+            todo = [m for m in opened if waiting_for(m) and m.incident not in tried]
+            if not todo:
+                break
+            m = todo[0]
+            tried.add(m.incident)
             ctx.notify(f"Finishing the return of incident {m.incident} "
-                       f"({m.covers.describe()}), which waited for this one")
+                       f"({m.covers.describe()}), which waited for {marker.incident}")
             done = _reprotect_once(ctx, replace(opts, incident=m.incident), confirm, [True],
                                    PhaseClock("reprotect"))
             out.append(done.summary())
