@@ -277,11 +277,15 @@ class FlowLock:
             owner = state.owner
             takes_over = None
             if owner is not None and owner.host == socket.gethostname() \
-                    and not _alive(owner.pid):
-                takes_over = owner.holder  # its process is gone: no need to wait its lease
+                    and (not _alive(owner.pid) or (owner.pid == os.getpid()
+                                                   and owner.holder not in _LIVE)):
+                # Its process is gone (or it is this one's, and no step holds it any more:
+                # its release was lost): no need to wait its lease.
+                takes_over = owner.holder
             silent_s = time.time() - state.last_ms / 1000
             if owner is None or takes_over or silent_s > owner.lease_ms / 1000:
                 claim = self._record(holder, takes_over)
+                _LIVE.add(holder)
                 self.log.append(claim)
                 state = replay(self.log.read())
                 if state.owner is not None and state.owner.holder == holder:
@@ -291,6 +295,7 @@ class FlowLock:
                         self.notify(f"Took the flow's lock over from "
                                     f"{state.taken_from.describe()}: it stopped answering")
                     return hold
+                _LIVE.discard(holder)
                 owner = state.owner
             waited = time.monotonic() - started
             if owner is not None and waited > self.wait_s:
@@ -337,13 +342,21 @@ class FlowLock:
             hold._stop.set()
             beat.join(5)
             del _HELD[key]
+            _LIVE.discard(hold.claim.holder)
             if hold.lost_to is None:
-                hold.write("release", hold.journal)
+                try:
+                    hold.write("release", hold.journal)
+                except Exception:  # noqa: BLE001 - the step's own outcome matters more
+                    self.notify(f"Could not release the flow's lock ({self.log.name}): it "
+                                f"frees itself once its lease of {self.lease_s:.0f} s ran out")
 
 
 # The holds of this process, by flow and thread: a step inside another step's hold (the
 # whole flow's return finishing the returns that waited for it) shares it.
 _HELD: dict[tuple[str, str, int], Hold] = {}
+# The claims of this process that a step may still hold: any other of its own claims in the
+# log is one whose release was lost.
+_LIVE: set[str] = set()
 
 
 def lock_topic(state_topic: str) -> str:

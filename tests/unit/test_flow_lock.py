@@ -168,3 +168,26 @@ def test_a_holder_whose_lock_was_taken_over_stops(tmp_path: Path) -> None:
     # It never released what it no longer held.
     assert [r.op for r in log.read() if r.holder == hold.claim.holder][-1] == "beat"
     assert replay(log.read()).owner.holder == "thief"  # type: ignore[union-attr]
+
+
+def test_a_release_that_was_lost_does_not_hold_up_this_process(tmp_path: Path) -> None:
+    """A cluster that dropped as a step ended loses its release; the next step of the same
+    process (a run again after the drop) takes the lock at once, not after the lease."""
+
+    class Dropping(FileLog):
+        def append(self, record: LockRecord) -> None:
+            if record.op == "release" and not getattr(self, "dropped", False):
+                self.dropped = True
+                raise OSError("the cluster dropped")
+            super().append(record)
+
+    log = Dropping(tmp_path / "locks" / "a-b.jsonl")
+    heard: list[str] = []
+    with FlowLock(log, "a->b", "drctl failback", lease_s=600, notify=heard.append
+                  ).held() as first:
+        pass
+    assert heard and "Could not release the flow's lock" in heard[0]
+    started = time.monotonic()
+    with FlowLock(log, "a->b", "drctl failback").held() as again:
+        assert time.monotonic() - started < 5
+        assert again.taken_from is not None and again.taken_from.holder == first.claim.holder
