@@ -485,6 +485,17 @@ class Lab:
         wait_until(settled, deadline_s=90, what="connectors after restart",
                    log_file=proc.log_file, alive=proc.is_running)
 
+    def _wait_herder(self, state: LabState) -> None:
+        """Until the worker's herder answers: a config read waits behind it. Right after a
+        restart with the source cluster gone, MirrorMaker 2's source connector keeps the
+        herder busy while it fails to reach the source (measured: config reads and stops
+        waited 2-6 s after the connectors settled, 0.03 s once a read came back)."""
+        client = self.connect_client(state)
+        proc = self.process("connect")
+        wait_until(lambda: all(client.config(n) is not None for n in client.connectors()),
+                   deadline_s=90, what="the Connect worker's herder after restart",
+                   log_file=proc.log_file, alive=proc.is_running)
+
     def secure_config_file(self, login: str) -> Path:
         """The secure lab's config with drctl logging in another way (SECURE_LOGINS)."""
         return self.dir / f"drctl-{login}.yaml"
@@ -580,6 +591,7 @@ class Lab:
             self._start_connect(state, dist)
             self._wait_connect(state)
             self._wait_connectors_settled(state)
+            self._wait_herder(state)
         else:
             self._start_broker(state, dist, component)
             self._wait_broker(state, component)
