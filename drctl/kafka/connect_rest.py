@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import ssl
 import time
 import urllib.error
-import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from typing import Any
 
-from drctl.errors import ConfigError, DrctlError, Unreachable, UsageError
+from drctl.errors import DrctlError, Unreachable, UsageError
+from drctl.https import authorization, split_userinfo, tls_context
 from drctl.kafka.causes import Cause, connect_cause, connect_hint
 from drctl.retry import RetriesExhausted, RetryPolicy, retry_call, time_left
 from drctl.timeparse import format_duration
@@ -64,13 +63,8 @@ class ConnectClient:
         self.timeout_s = timeout_s
         self.policy = policy
         self.notify = notify  # hears each retry: one line naming the worker and the cause
-        self._auth = None
-        if username is not None:
-            basic = base64.b64encode(f"{username}:{password or ''}".encode()).decode()
-            self._auth = f"Basic {basic}"
-        elif token is not None:
-            self._auth = f"Bearer {token}"
-        self._tls = _tls_context(ca_file, cert_file, key_file, config_path) \
+        self._auth = authorization(username, password, token)
+        self._tls = tls_context(ca_file, cert_file, key_file, config_path) \
             if self.url.startswith("https:") else None
 
     def request(self, method: str, path: str, body: Any = None) -> Any:
@@ -197,34 +191,3 @@ class ConnectClient:
         """(connector state, task states) — e.g. ('RUNNING', ['RUNNING'])."""
         st = self.status(name)
         return st["connector"]["state"], [t["state"] for t in st.get("tasks", [])]
-
-
-def split_userinfo(url: str) -> tuple[str, str | None, str | None]:
-    """(url without user-info, user, password) of `scheme://user:password@host/...`."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.username is None:
-        return url, None, None
-    host = parts.hostname or ""
-    netloc = f"[{host}]" if ":" in host else host
-    if parts.port is not None:
-        netloc += f":{parts.port}"
-    bare = urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, parts.query,
-                                    parts.fragment))
-    return bare, urllib.parse.unquote(parts.username), (
-        urllib.parse.unquote(parts.password) if parts.password is not None else None)
-
-
-def _tls_context(ca_file: str | None, cert_file: str | None, key_file: str | None,
-                 config_path: str | None) -> ssl.SSLContext:
-    """Verification against the system CAs, or `ca_file`'s; a client certificate when set."""
-    key = "replication.connect.ca_file"
-    try:
-        context = ssl.create_default_context(cafile=ca_file)
-        if cert_file is not None:
-            key = "replication.connect.cert_file"
-            context.load_cert_chain(cert_file, key_file)
-    except (OSError, ssl.SSLError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ConfigError(f"cannot use it for Kafka Connect's TLS: {reason}", path=config_path,
-                          key=key, hint="Point it at a readable PEM file.") from exc
-    return context
