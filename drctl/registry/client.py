@@ -252,3 +252,27 @@ def registry_hint(cluster: str, cause: Cause) -> str:
         Cause.TIMEOUT: "The registry did not answer in time: check that this machine reaches "
                        "it, or give a longer --deadline.",
     }.get(cause, f"Check that the registry runs and {key}.url.")
+
+
+def check_registries(config: Config, deadline_s: float | None,
+                     notify: Callable[[str], object] | None = None
+                     ) -> tuple[list[dict[str, Any]], list[DrctlError]]:
+    """Every configured registry asked once (`config check`): per cluster its URL, whether
+    it answers, its version and how many subjects it has; and the errors of those that did
+    not answer or refused drctl."""
+    rows: list[dict[str, Any]] = []
+    errors: list[DrctlError] = []
+    for cluster in sorted(config.schema_registries):
+        registry = RegistryClient.for_cluster(config, cluster, deadline_s, notify)
+        assert registry is not None
+        row: dict[str, Any] = {"cluster": cluster, "url": registry.url, "reachable": False,
+                               "version": None, "subjects": None}
+        try:
+            row["subjects"] = len(registry.subjects())
+            row["version"] = registry.server_version()
+            row["reachable"] = True
+        except DrctlError as exc:
+            row["error"] = exc.message
+            errors.append(exc)
+        rows.append(row)
+    return rows, errors

@@ -41,6 +41,9 @@ from drctl.registry.client import RegistryClient, SubjectVersion, apicurio_root
 SAMPLE_PER_PARTITION = 20
 _SIGHTINGS_KEPT = 3  # per id, where it was seen: enough to find the records again
 Ranges = dict[tuple[str, int], tuple[int, int]]
+# What to sample on one cluster: its clients, the ranges, and topic names as findings say
+# them (a mirror by its source topic).
+Read = tuple[ClusterClients, Ranges, Mapping[str, str]]
 
 
 class IssueKind(StrEnum):
@@ -123,6 +126,8 @@ class Issue:
     topics: tuple[str, ...]
     detail: str  # what was seen, in words
     example: str | None = None  # one record that carries the id, to find it again
+    # Every (subject, version) the writer's registry files the id under.
+    versions: tuple[tuple[str, int], ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {"kind": str(self.kind), "id": self.schema_id, "subject": self.subject,
@@ -157,7 +162,8 @@ def compare(sample: Sample, lookups: Mapping[int, Lookup],
                      if writer_known else f"{writer}'s registry did not answer")
             issues.append(Issue(IssueKind.MISSING, schema_id, first[0], first[1], topics,
                                 f"schema id {schema_id} ({named}) is missing on {reader}'s "
-                                f"registry; records in {where} carry it", example))
+                                f"registry; records in {where} carry it", example,
+                                found.writer_versions))
         elif found.reader is None and found.writer is None:
             issues.append(Issue(IssueKind.UNKNOWN_ID, schema_id, None, None, topics,
                                 f"records in {where} start like a registry encoding with id "
@@ -230,6 +236,7 @@ class Parity:
 
     def summary(self) -> str:
         """One line, e.g. "schemas in parity (3 ids sampled)"."""
+        sampled = f"{len(self.ids)} id{'' if len(self.ids) == 1 else 's'} sampled"
         if self.risks:
             parts = []
             if n := self.count(IssueKind.MISSING):
@@ -238,31 +245,34 @@ class Parity:
                 parts.append(f"{n} id(s) resolving to a different schema")
             if n := self.count(IssueKind.LATEST):
                 parts.append(f"{n} subject(s) whose latest version differs")
-            text = "schemas NOT in parity: " + ", ".join(parts)
-        elif self.unknown:
+            return f"schemas NOT in parity: {', '.join(parts)} ({sampled})"
+        if self.unknown:
             return f"schemas unknown: {self.unknown}"
-        elif not self.ids:
-            text = f"no registry-encoded records among {self.records} sampled"
-        else:
-            text = "schemas in parity"
-        return f"{text} ({len(self.ids)} id(s) sampled in {self.what})"
+        if not self.ids:
+            return f"schemas: no registry-encoded records among {self.records} sampled"
+        return f"schemas in parity ({sampled})"
+
+    def describe(self) -> str:
+        """The summary with what was read: "mirrored records (primary -> secondary): ..."."""
+        return f"{self.what} ({self.writer} -> {self.reader}): {self.summary()}"
 
     def fix(self) -> str:
         """What makes the ids mean the same on both: copy the registry keeping ids, or (ids
         only missing) register the subjects in id order."""
         copy = copy_keeping_ids(self.writer, self.reader, self.writer_url, self.reader_url)
-        missing = sorted((i.schema_id, i.subject, i.version) for i in self.issues
+        missing = sorted((i.schema_id, i.versions) for i in self.issues
                          if i.kind == IssueKind.MISSING and i.schema_id is not None)
-        if self.count(IssueKind.DIFFERENT) or not missing or any(s is None
-                                                                 for _, s, _ in missing):
-            return copy
-        order = ", ".join(f"{s} v{v} (id {i})" for i, s, v in missing)
+        if self.count(IssueKind.DIFFERENT) or not missing or not all(v for _, v in missing):
+            return copy  # a taken id, or ids whose subjects are unknown: only a copy
+        # Registering the same schema under each of its subjects gives it one id.
+        order = ", ".join(f"{_versions(v)} (id {i})" for i, v in missing)
         return (f"register on {self.reader}'s registry, in this order, while its next id is "
                 f"{missing[0][0]}: {order} — or {copy}")
 
     def as_dict(self) -> dict[str, Any]:
         return {"what": self.what, "writer": self.writer, "reader": self.reader,
-                "state": self.state, "summary": self.summary(), "records": self.records,
+                "state": self.state, "summary": self.summary(),
+                "description": self.describe(), "records": self.records,
                 "encoded": self.encoded, "ids": self.ids,
                 "missing": self.count(IssueKind.MISSING),
                 "different": self.count(IssueKind.DIFFERENT),
@@ -330,8 +340,7 @@ def resolve(sample: Sample, writer: RegistryClient | None, reader: RegistryClien
 
 def check_parity(what: str, writer: str, reader: str, writer_registry: RegistryClient | None,
                  reader_registry: RegistryClient | None,
-                 reads: Sequence[tuple[ClusterClients, Ranges, Mapping[str, str]]]
-                 ) -> Parity:
+                 reads: Sequence[Read]) -> Parity:
     """Sample `reads` (clients, ranges, topic names as findings say them), then compare
     what the ids mean on the two registries."""
     out = Parity(what, writer, reader,

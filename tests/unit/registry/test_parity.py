@@ -39,8 +39,7 @@ def test_plain_records_are_no_finding() -> None:
     assert compare(sample, {}, {}, "primary", "secondary") == []
     parity = Parity("mirrored records", "primary", "secondary", records=2)
     assert parity.state == "in parity"
-    assert parity.summary() == ("no registry-encoded records among 2 sampled (0 id(s) sampled "
-                                "in mirrored records)")
+    assert parity.summary() == "schemas: no registry-encoded records among 2 sampled"
 
 
 def test_same_schemas_under_the_same_ids_are_in_parity() -> None:
@@ -50,7 +49,9 @@ def test_same_schemas_under_the_same_ids_are_in_parity() -> None:
                                SubjectVersion("orders-value", 1, 1, A))}
     assert compare(sample, lookups, latest, "primary", "secondary") == []
     parity = Parity("mirrored records", "primary", "secondary", ids=[1])
-    assert parity.summary() == "schemas in parity (1 id(s) sampled in mirrored records)"
+    assert parity.summary() == "schemas in parity (1 id sampled)"
+    assert parity.describe() == ("mirrored records (primary -> secondary): schemas in parity "
+                                 "(1 id sampled)")
     assert parity.as_dict()["fix"] is None
 
 
@@ -76,8 +77,8 @@ def test_ids_numbered_in_opposite_orders_each_resolve_to_a_different_schema() ->
            "primary's (a-value v1)" in issues[0].detail
     parity = Parity("mirrored records", "primary", "secondary", ids=[1, 2], issues=issues)
     assert parity.state == "not in parity"
-    assert parity.summary().startswith("schemas NOT in parity: 2 id(s) resolving to a "
-                                       "different schema")
+    assert parity.summary() == ("schemas NOT in parity: 2 id(s) resolving to a different "
+                                "schema (2 ids sampled)")
     # Registering cannot give a taken id another schema: only a copy into an empty registry.
     assert parity.fix().startswith("copy primary's registry into an empty registry for "
                                    "secondary, keeping ids")
@@ -121,14 +122,15 @@ def test_with_the_writers_registry_silent_missing_ids_are_still_named_as_unknown
 
 def test_ids_only_missing_are_fixed_by_registering_the_subjects_in_id_order() -> None:
     sample = sample_of(record("a", wire.encode(4, b"x")), record("b", wire.encode(3, b"y")))
-    lookups = {3: Lookup(A, None, (("a-value", 1),)), 4: Lookup(B, None, (("b-value", 2),))}
+    lookups = {3: Lookup(A, None, (("a-value", 1),)),
+               4: Lookup(B, None, (("b-value", 2), ("c-value", 1)))}
     parity = Parity("mirrored records", "primary", "secondary", ids=[3, 4],
                     issues=compare(sample, lookups, {}, "primary", "secondary"),
                     writer_url="http://a:8080/apis/ccompat/v7",
                     reader_url="http://b:8080/apis/ccompat/v7")
     fix = parity.fix()
     assert fix.startswith("register on secondary's registry, in this order, while its next id "
-                          "is 3: a-value v1 (id 3), b-value v2 (id 4) — or copy")
+                          "is 3: a-value v1 (id 3), b-value v2, c-value v1 (id 4) — or copy")
     assert "http://a:8080/apis/registry/v2/admin/export" in fix
     assert "http://b:8080/apis/registry/v2/admin/import" in fix
 
