@@ -95,8 +95,9 @@ def failback_parity(ctx: OpsContext, marker: FailoverMarker) -> list[Parity]:
     source_registry, target_registry = _registry(ctx, rep.source), _registry(ctx, rep.target)
     return [check_parity(POST_FAILOVER, rep.target, rep.source, target_registry,
                          source_registry, target_reads),
+            # Reconcile copies these to the target; no producer moves there now.
             check_parity(GAP, rep.source, rep.target, source_registry, target_registry,
-                         source_reads)]
+                         source_reads, producers_move=False)]
 
 
 def refuse_unless_forced(results: Sequence[Parity], *, force: bool, operation: str,

@@ -318,11 +318,13 @@ def read_sample(sample: Sample, clients: ClusterClients, ranges: Ranges,
         sample.add(clients.name, record, (topic_as or {}).get(record.topic))
 
 
-def resolve(sample: Sample, writer: RegistryClient | None, reader: RegistryClient
+def resolve(sample: Sample, writer: RegistryClient | None, reader: RegistryClient, *,
+            latest_too: bool = True
             ) -> tuple[dict[int, Lookup],
                        dict[str, tuple[SubjectVersion | None, SubjectVersion | None]]]:
     """Each sampled id on both registries (on the reader's alone when `writer` is None),
-    and the latest version of each subject the writer's registry files those ids under."""
+    and (`latest_too`) the latest version of each subject the writer's registry files those
+    ids under."""
     lookups: dict[int, Lookup] = {}
     subjects: set[str] = set()
     for schema_id in sample.ids:
@@ -334,15 +336,17 @@ def resolve(sample: Sample, writer: RegistryClient | None, reader: RegistryClien
                                     tuple(reader.versions_of(schema_id)) if differs else ())
         subjects.update(s for s, _ in mine_versions)
     latest = {s: (writer.latest(s), reader.latest(s)) for s in sorted(subjects)
-              if writer is not None}
+              if writer is not None and latest_too}
     return lookups, latest
 
 
 def check_parity(what: str, writer: str, reader: str, writer_registry: RegistryClient | None,
-                 reader_registry: RegistryClient | None,
-                 reads: Sequence[Read]) -> Parity:
+                 reader_registry: RegistryClient | None, reads: Sequence[Read], *,
+                 producers_move: bool = True) -> Parity:
     """Sample `reads` (clients, ranges, topic names as findings say them), then compare
-    what the ids mean on the two registries."""
+    what the ids mean on the two registries; `producers_move` (the writer's producers go
+    to the reader next: failover, or failback for the post-failover writes) compares the
+    subjects' latest versions too."""
     out = Parity(what, writer, reader,
                  writer_registry.url if writer_registry else None,
                  reader_registry.url if reader_registry else None)
@@ -384,7 +388,7 @@ def check_parity(what: str, writer: str, reader: str, writer_registry: RegistryC
             out.unknown_hint = exc.hint
     try:
         lookups, latest = resolve(sample, writer_registry if writer_known else None,
-                                  reader_registry)
+                                  reader_registry, latest_too=producers_move)
     except DrctlError as exc:
         out.unknown, out.unknown_hint = exc.message, exc.hint
         return out
