@@ -12,10 +12,9 @@ import typer
 from drctl.cli.help import Typer
 from drctl.cli.options import OutputOption, old_spelling, renamed
 from drctl.cli.state import CURRENT
-from drctl.errors import LabError
 from drctl.lab.lab import SECURE_LOGINS, Lab, LabPorts
 from drctl.lab.registry import DEFAULT_PORT as DEFAULT_REGISTRY_PORT
-from drctl.lab.registry import avro_values, registry_url
+from drctl.lab.registry import lab_values, registry_url
 from drctl.lab.workload import WorkloadSpec, run_workload
 from drctl.terminal import OutputFormat, human_bytes
 
@@ -96,7 +95,7 @@ def up(
       drctl lab up
       drctl lab up --topic-naming prefixed --dir lab-prefixed
       drctl lab up --secure --spark-workers 2
-      drctl lab up --schema-registry   # and `lab load --schema-registry`: Avro values
+      drctl lab up --schema-registry   # a registry per cluster
 
     \b
     Exit status: 0 up; 1 the lab could not start (the message names the log to
@@ -254,7 +253,7 @@ def load(
       drctl lab load
       drctl lab load --topic orders --records 10000 --commit billing=50%
       drctl lab load --cluster secondary --seed 8   # post-failover writes
-      drctl lab load --schema-registry              # registry-encoded (Avro) values
+      drctl lab load --schema-registry              # Avro through the registry
 
     \b
     Exit status: 0 produced and committed; 1 the lab could not (no lab, a
@@ -267,13 +266,7 @@ def load(
         topics=tuple(topic or WorkloadSpec.topics), partitions=partitions, records=records,
         seed=seed, transactions=transactions,
         groups=tuple(group) if group is not None else WorkloadSpec.groups)
-    encode = None
-    if schema_registry:
-        port = state.registry_ports.get(cluster)
-        if port is None:
-            raise LabError(f"The lab in {lab.dir} runs no schema registry for {cluster}.",
-                           "Run `drctl lab up --schema-registry` first.")
-        encode = avro_values(registry_url(port))
+    encode = lab_values(state.registry_ports, cluster, lab.dir) if schema_registry else None
     result = run_workload(lab.clients(state, cluster), spec, notify=term.step, encode=encode)
     summary = result.summary()
     if term.json_mode:

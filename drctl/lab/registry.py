@@ -189,9 +189,32 @@ def import_registry(port: int, export: bytes) -> None:
         pass
 
 
+def copy_registry(ports: Mapping[str, int], source: str, target: str,
+                  lab_dir: Path) -> dict[str, Any]:
+    """`source`'s registry exported and imported into `target`'s, ids kept: the fix a
+    drill applies before it checks parity."""
+    missing = [c for c in (source, target) if c not in ports]
+    if missing:
+        raise LabError(f"The lab in {lab_dir} runs no schema registry for "
+                       f"{' and '.join(missing)}.", "Run `drctl lab up --schema-registry` first.")
+    export = export_registry(ports[source])
+    import_registry(ports[target], export)
+    return {"source": source, "target": target, "bytes": len(export)}
+
+
 # The record every `lab load --schema-registry` value is: the plain workload text, in Avro.
 LOAD_SCHEMA = ('{"type": "record", "name": "LoadRecord", "namespace": "drctl.lab", '
                '"fields": [{"name": "text", "type": "string"}]}')
+
+
+def lab_values(ports: Mapping[str, int], cluster: str,
+               lab_dir: Path) -> Callable[[str, bytes], bytes]:
+    """`lab load --schema-registry`'s encoder for `cluster`'s records."""
+    port = ports.get(cluster)
+    if port is None:
+        raise LabError(f"The lab in {lab_dir} runs no schema registry for {cluster}.",
+                       "Run `drctl lab up --schema-registry` first.")
+    return avro_values(registry_url(port))
 
 
 def avro_values(url: str) -> Callable[[str, bytes], bytes]:
