@@ -66,6 +66,14 @@ def init(
         "--rename", metavar="TEMPLATE",
         help="The target name of a source topic, for a replication policy drctl cannot "
              "read: '{topic}' (names kept) or 'primary.{topic}'.")] = None,
+    primary_registry: Annotated[str | None, typer.Option(
+        "--primary-registry", metavar="URL",
+        help="The primary's schema registry (Confluent's API; Apicurio: "
+             "https://host/apis/ccompat/v7), for schema-id parity; a user:password@ in it "
+             "writes the user, the password as a reference.")] = None,
+    secondary_registry: Annotated[str | None, typer.Option(
+        "--secondary-registry", metavar="URL",
+        help="The secondary's schema registry.")] = None,
     kind: Annotated[str | None, typer.Option(
         "--kind", metavar="[" + "|".join(KIND_NAMES) + "]",
         help="Only flows of this kind; identity (Cluster Linking and the like) reads no "
@@ -92,6 +100,8 @@ def init(
       drctl config init --primary-bootstrap broker-a:9092 \\
           --secondary-bootstrap broker-b:9092 --connect-url http://connect:8083
       drctl config init ... --source-connector mm2-dc1-dc2-source --out dr.yaml
+      drctl config init ... --primary-registry https://sr-a:8081 \\
+          --secondary-registry https://sr-b:8081
       drctl config init --kind identity --primary-bootstrap a:9092 \\
           --secondary-bootstrap b:9092
 
@@ -114,7 +124,8 @@ def init(
             connect_url, "--connect-url", "Kafka Connect REST URL (where the replicator runs)"),
         # Absolute: the config reads relative paths from its own directory, not from here.
         connect_ca_file=str(connect_ca_file.resolve()) if connect_ca_file else None,
-        source_connector=source_connector, rename=rename, kind=kind)
+        source_connector=source_connector, rename=rename, kind=kind,
+        primary_registry=primary_registry, secondary_registry=secondary_registry)
     if request.connect_url:
         term.step(f"Reading the connectors on Kafka Connect at {request.connect_url}")
     chosen = _chosen_flow(request, deadline)
