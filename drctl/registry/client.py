@@ -10,28 +10,21 @@ registry, so what one command looked up is asked once.
 
 from __future__ import annotations
 
-import json
-import ssl
-import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from drctl.config import Config, HttpSettings
-from drctl.errors import DrctlError, Unreachable, UsageError
-from drctl.https import authorization, split_userinfo, tls_context
-from drctl.kafka.causes import Cause, connect_cause
+from drctl.errors import DrctlError, UsageError
+from drctl.https import JsonEndpoint, Transient
+from drctl.kafka.causes import Cause
 from drctl.registry.canonical import Schema
-from drctl.retry import RetriesExhausted, RetryPolicy, retry_call, time_left
-from drctl.timeparse import format_duration
+from drctl.retry import RetryPolicy
 
 # A registry that restarts answers within seconds; one that is down is reported as unknown
 # rather than waited on for the policy's half hour. The command's --deadline replaces it.
 REGISTRY_RETRY = RetryPolicy(deadline_s=20.0)
-_CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 
 
 class RegistryError(DrctlError):
@@ -43,13 +36,6 @@ class RegistryRejected(UsageError):
     configuration is wrong, and no retry changes that."""
 
 
-class _Transient(Exception):
-    def __init__(self, error: DrctlError, cause: str) -> None:
-        super().__init__(error.message)
-        self.error = error
-        self.cause = cause
-
-
 @dataclass(frozen=True)
 class SubjectVersion:
     subject: str
@@ -58,27 +44,21 @@ class SubjectVersion:
     schema: Schema
 
 
-class RegistryClient:
+class RegistryClient(JsonEndpoint):
+    content_type = "application/vnd.schemaregistry.v1+json"
+    accept = f"{content_type}, application/json"
+
     def __init__(self, cluster: str, settings: HttpSettings, *,
                  policy: RetryPolicy = REGISTRY_RETRY, config_path: str | None = None,
                  notify: Callable[[str], object] | None = None) -> None:
         assert settings.url, "a registry's settings always have a URL (config.py)"
-        url, user, password = split_userinfo(settings.url.rstrip("/"))
-        username = settings.username
-        if username is None and settings.token is None and user is not None:
-            username, password = user, password  # https://user:pass@host/ is basic auth
-        else:
-            password = settings.password
+        super().__init__(settings.url, username=settings.username, password=settings.password,
+                         token=settings.token, ca_file=settings.ca_file,
+                         cert_file=settings.cert_file, key_file=settings.key_file,
+                         timeout_s=settings.timeout_s, policy=policy, config_path=config_path,
+                         notify=notify, keys=f"clusters.{cluster}.schema_registry",
+                         what="the schema registry")
         self.cluster = cluster
-        self.url = url  # without credentials: it appears in messages
-        self.timeout_s = settings.timeout_s
-        self.policy = policy
-        self.notify = notify
-        self._auth = authorization(username, password, settings.token)
-        key = f"clusters.{cluster}.schema_registry"
-        self._tls = tls_context(settings.ca_file, settings.cert_file, settings.key_file,
-                                config_path, keys=key, what="the schema registry") \
-            if url.startswith("https:") else None
         self._schemas: dict[int, Schema | None] = {}
         self._versions: dict[int, list[tuple[str, int]]] = {}
 
@@ -149,76 +129,22 @@ class RegistryClient:
         """GET `path`: the JSON answer, None when the registry has no such thing (404)."""
         return self.request("GET", path)
 
-    def request(self, method: str, path: str, body: Any = None) -> Any:
-        started = time.monotonic()
+    def hint(self, cause: Cause) -> str:
+        return registry_hint(self.cluster, cause)
 
-        def on_retry(attempt: int, exc: BaseException, delay: float) -> None:
-            if self.notify is not None and isinstance(exc, _Transient):
-                self.notify(f"{self.name}: {exc.cause}; attempt {attempt}, retrying in "
-                            f"{format_duration(delay)}")
+    def rejected(self, message: str, hint: str, detail: str | None = None) -> DrctlError:
+        return RegistryRejected(message, hint, detail=detail)
 
-        try:
-            return retry_call(
-                lambda: self._once(method, path, body,
-                                   time_left(self.policy, started, cap_s=self.timeout_s)),
-                self.policy, retry_on=(_Transient,), on_retry=on_retry)
-        except RetriesExhausted as exc:
-            assert isinstance(exc.last, _Transient)
-            error = exc.last.error
-            if isinstance(error, Unreachable):
-                raise Unreachable(f"{error.message} ({exc.attempts} attempt(s) over "
-                                  f"{exc.elapsed_s:.0f} s).", error.hint,
-                                  detail=error.detail) from exc
-            raise error from exc
+    def on_status(self, code: int, what: str, detail: str) -> Any:
+        """404: nothing of that id or subject (an answer); 5xx and 408: worth another try."""
+        if code == 404:
+            return None
+        error = RegistryError(f"{self.name} answered {what}")
+        if code >= 500 or code == 408:
+            raise Transient(error, f"answered {code}")
+        raise error
 
-    def _once(self, method: str, path: str, body: Any, timeout_s: float) -> Any:
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self._url_of(path), data=data, method=method)
-        req.add_header("Accept", f"{_CONTENT_TYPE}, application/json")
-        if data is not None:
-            req.add_header("Content-Type", _CONTENT_TYPE)
-        if self._auth:
-            req.add_header("Authorization", self._auth)
-        try:
-            with urllib.request.urlopen(req, timeout=timeout_s, context=self._tls) as resp:
-                payload = resp.read()
-        except urllib.error.HTTPError as exc:
-            text = exc.read().decode(errors="replace")
-            try:
-                detail = str(json.loads(text).get("message", text))
-            except (ValueError, AttributeError):
-                detail = text
-            if exc.code == 404:
-                return None
-            what = f"{method} {path} with {exc.code}: {detail}"
-            if exc.code in (401, 403):
-                cause = Cause.AUTHENTICATION if exc.code == 401 else Cause.AUTHORIZATION
-                raise RegistryRejected(f"{self.name} refused drctl: {cause} ({what})",
-                                       registry_hint(self.cluster, cause)) from exc
-            error = RegistryError(f"{self.name} answered {what}")
-            if exc.code >= 500 or exc.code == 408:
-                raise _Transient(error, f"answered {exc.code}") from exc
-            raise error from exc
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            if isinstance(reason, ssl.SSLCertVerificationError):
-                raise RegistryRejected(
-                    f"{self.name}: {Cause.TLS} (its certificate failed verification).",
-                    registry_hint(self.cluster, Cause.TLS),
-                    detail=str(reason.verify_message)) from exc
-            cause = connect_cause(exc)
-            raise _Transient(Unreachable(f"{self.name} did not answer: {cause}",
-                                         registry_hint(self.cluster, cause),
-                                         detail=str(reason)), str(cause)) from exc
-        try:
-            return json.loads(payload) if payload.strip() else None
-        except ValueError as exc:
-            raise RegistryError(f"{self.name} answered {method} {path} with something that "
-                                "is not JSON: is the URL its Confluent API?",
-                                f"Check clusters.{self.cluster}.schema_registry.url (Apicurio: "
-                                "https://host/apis/ccompat/v7).") from exc
-
-    def _url_of(self, path: str) -> str:
+    def url_of(self, path: str) -> str:
         root = apicurio_root(self.url)
         if path.startswith("/apis/") and root is not None:
             return root + path  # Apicurio's own API, beside its Confluent one

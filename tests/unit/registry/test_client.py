@@ -7,10 +7,9 @@ from __future__ import annotations
 import base64
 import json
 import socket
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
@@ -19,6 +18,7 @@ from drctl.errors import ConfigError, ExitStatus, Unreachable
 from drctl.registry.canonical import AVRO, Schema
 from drctl.registry.client import RegistryClient, RegistryRejected
 from drctl.retry import RetryPolicy
+from tests.unit.support import http_server
 
 FAST = RetryPolicy(initial_s=0.05, deadline_s=3)
 SCHEMA = '{"type": "record", "name": "A", "fields": []}'
@@ -67,13 +67,9 @@ def registry() -> Iterator[FakeRegistry]:
                 return self.answer(200, routes[self.path])
             return self.answer(404, {"error_code": 40403, "message": "not found"})
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/apis/ccompat/v7"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield state
-    server.shutdown()
-    server.server_close()
+    with http_server(Handler) as url:
+        state.url = url + "/apis/ccompat/v7"
+        yield state
 
 
 def client(url: str, **settings: object) -> RegistryClient:
