@@ -21,7 +21,13 @@ from drctl.errors import CheckFailed, Unreachable
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.topics import is_internal_topic
 from drctl.registry.client import RegistryClient
-from drctl.registry.parity import Parity, Read, check_parity, newest_ranges
+from drctl.registry.parity import (
+    SAMPLE_PER_PARTITION,
+    Parity,
+    Read,
+    check_parity,
+    newest_ranges,
+)
 from drctl.state import FailoverMarker
 from drctl.translate.inventory import source_topics_in_scope
 
@@ -58,21 +64,23 @@ def mirrored_topics(ctx: OpsContext, source_up: bool) -> dict[str, str]:
 
 
 def flow_parity(ctx: OpsContext, topics: Mapping[str, str], *, source_up: bool,
-                target_up: bool = True) -> Parity | None:
-    """`topics` (source topic -> mirror) as the target's consumers will read them; None
-    when neither cluster has a registry."""
+                target_up: bool = True,
+                per_partition: int = SAMPLE_PER_PARTITION) -> Parity | None:
+    """`topics` (source topic -> mirror) as the target's consumers will read them: the
+    newest `per_partition` records of each partition, on the source when `source_up` and on
+    the target's mirrors when `target_up`; None when neither cluster has a registry."""
     if not registries_configured(ctx):
         return None
     rep = ctx.rep
     reads: list[Read] = []
     if source_up and topics:
         ctx.notify(f"Sampling schema ids of {len(topics)} topic(s) on {rep.source}")
-        reads.append((ctx.source, newest_ranges(ctx.source, _partitions(ctx.source, topics)),
-                      {}))
+        reads.append((ctx.source, newest_ranges(ctx.source, _partitions(ctx.source, topics),
+                                                per_partition), {}))
     if target_up and topics:
         mirrors = {mirror: source for source, mirror in topics.items()}
-        reads.append((ctx.target, newest_ranges(ctx.target, _partitions(ctx.target, mirrors)),
-                      mirrors))
+        reads.append((ctx.target, newest_ranges(ctx.target, _partitions(ctx.target, mirrors),
+                                                per_partition), mirrors))
     return check_parity(MIRRORED, rep.source, rep.target, _registry(ctx, rep.source),
                         _registry(ctx, rep.target), reads)
 

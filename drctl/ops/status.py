@@ -167,8 +167,11 @@ def collect_status(ctx: OpsContext, deadline_s: float = 5.0) -> dict[str, Any]:
                             "late_copies": _late_copies_line(m),
                             "steps": list(m.steps)})
         if target_up and registries_configured(ctx):
-            # Whether the ids in the mirrored records mean the same on the target's registry.
-            parity = flow_parity(ctx, mirrored_topics(ctx, source_up), source_up=source_up)
+            # Whether the ids in the mirrored records mean the same on the target's registry:
+            # the newest record of each mirror partition (status is asked again and again;
+            # check reads more).
+            parity = flow_parity(ctx, mirrored_topics(ctx, source_up), source_up=False,
+                                 per_partition=1)
             replication["schemas"] = None if parity is None else parity.as_dict()
         flow_opened = [m for m in opened if (m.source, m.target) == (rep.source, rep.target)]
         replication["protection"] = flow_protection(
