@@ -6,8 +6,8 @@ from collections.abc import Callable
 from typing import Any
 
 from drctl.errors import DrctlError, UsageError
-from drctl.https import JsonEndpoint, Transient
 from drctl.kafka.causes import Cause, connect_hint
+from drctl.kafka.http import JsonEndpoint, Transient
 from drctl.retry import RetryPolicy
 
 # The one retry policy under a deadline: a worker that restarts or rebalances answers again

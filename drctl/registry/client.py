@@ -17,8 +17,8 @@ from typing import Any
 
 from drctl.config import Config, HttpSettings
 from drctl.errors import DrctlError, UsageError
-from drctl.https import JsonEndpoint, Transient
 from drctl.kafka.causes import Cause
+from drctl.kafka.http import JsonEndpoint, Transient
 from drctl.registry.canonical import Schema
 from drctl.retry import RetryPolicy
 

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from drctl.errors import UsageError
-from drctl.https import split_userinfo
 from drctl.kafka.connect_rest import CONNECT_RETRY, ConnectClient
+from drctl.kafka.http import split_userinfo
 from drctl.replication.base import kind_named
 from drctl.replication.discovered import ClusterLogin, DiscoveredFlow
 from drctl.replication_registry import KIND_NAMES, kind_title
