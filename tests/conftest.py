@@ -253,6 +253,15 @@ class RunningRegistries:
     def empty(self, cluster: str) -> None:
         self.registries.empty(cluster, self.ports[cluster])
 
+    def in_step(self) -> None:
+        """The secondary's registry emptied and given the primary's, ids kept: both number
+        the next schema alike, whatever earlier tests registered."""
+        from drctl.lab.registry import export_registry, import_registry
+
+        copy = export_registry(self.ports["primary"])
+        self.empty("secondary")
+        import_registry(self.ports["secondary"], copy)
+
 
 @pytest.fixture(scope="session")
 def registries(_labs: _Labs) -> Iterator[RunningRegistries]:
