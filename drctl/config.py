@@ -42,6 +42,8 @@ CLIENT_PROPERTIES_KEY = "client_properties"
 # In a cluster section: Java client properties for the Spark gap job only (librdkafka never sees
 # them); they override what drctl maps from the section's librdkafka properties.
 JAVA_PROPERTIES_KEY = "java"
+# In a cluster section: the schema registry its producers and consumers use (drctl's key).
+SCHEMA_REGISTRY_KEY = "schema_registry"
 
 
 @dataclass(frozen=True)
@@ -138,18 +140,25 @@ def adhoc_scope(topics: Sequence[str], groups: Sequence[str]) -> Scope:
 
 
 @dataclass(frozen=True)
-class ConnectSettings:
+class HttpSettings:
+    """An HTTP endpoint drctl calls (Kafka Connect, a schema registry): its URL, a login
+    (basic or bearer) and TLS, configured the same way for each."""
+
     url: str | None = None
     username: str | None = None
     password: str | None = None
     token: str | None = None  # a bearer token, instead of username and password
-    ca_file: str | None = None  # the CA that signed the worker's certificate (HTTPS)
+    ca_file: str | None = None  # the CA that signed the server's certificate (HTTPS)
     cert_file: str | None = None  # drctl's client certificate (mutual TLS), PEM
     key_file: str | None = None  # its private key, PEM (may sit in cert_file instead)
+    timeout_s: float = 10.0  # per request
+
+
+@dataclass(frozen=True)
+class ConnectSettings(HttpSettings):
     source_connector: str | None = None
     checkpoint_connector: str | None = None
     heartbeat_connector: str | None = None
-    timeout_s: float = 10.0
     # How long a worker that does not answer is retried before it is unreachable: the
     # command's --deadline, set by the command (OpsContext), never read from the file.
     # None: the Connect client's own bound (kafka/connect_rest.py: CONNECT_RETRY).
@@ -253,6 +262,8 @@ class Config:
     replication: ReplicationSettings | None = None
     # Per cluster, its `java:` map; None as a value leaves that property out of the Java client.
     java_clusters: Mapping[str, Mapping[str, str | None]] = field(default_factory=dict)
+    # Per cluster, the schema registry its consumers decode with (`schema_registry:`).
+    schema_registries: Mapping[str, HttpSettings] = field(default_factory=dict)
     groups: NameFilter = NameFilter()
     state: StateSettings = StateSettings()
     spark: SparkSettings = SparkSettings()
@@ -372,9 +383,11 @@ _TOP_KEYS = ("clusters", "replication", "groups", "state", "spark", "retry", "ob
 _APPLICATION_KEYS = ("topics", "groups")
 _REPLICATION_KEYS = ("kind", "source", "target", "topics", "rename", "source_alias",
                      "target_alias", "connect", "replicator_group", "principal")
-_CONNECT_KEYS = ("url", "username", "password", "token", "ca_file", "cert_file", "key_file",
-                 "source_connector", "checkpoint_connector", "heartbeat_connector", "timeout_s")
-_CONNECT_FILE_KEYS = ("ca_file", "cert_file", "key_file")
+_HTTP_KEYS = ("url", "username", "password", "token", "ca_file", "cert_file", "key_file",
+              "timeout_s")
+_HTTP_FILE_KEYS = ("ca_file", "cert_file", "key_file")
+_CONNECT_KEYS = (*_HTTP_KEYS, "source_connector", "checkpoint_connector",
+                 "heartbeat_connector")
 _FILTER_KEYS = ("include", "exclude")
 _STATE_KEYS = ("dir", "topic", "snapshots_topic")
 _SPARK_KEYS = ("master", "jars", "packages", "conf")
@@ -393,6 +406,7 @@ class _Parser:
         self.references: dict[str, str] = {}
         self.problems: list[ConfigError] = []
         self.clusters_parsed = False  # references to clusters are checked only against a list
+        self.registries: dict[str, HttpSettings] = {}  # filled by clusters()
 
     def error(self, key: str, message: str, hint: str | None = None) -> ConfigError:
         return ConfigError(message, path=str(self.path) if self.path else None, key=key,
@@ -505,6 +519,7 @@ class _Parser:
             clusters=clusters,
             replication=replication,
             java_clusters=java_clusters,
+            schema_registries=self.registries,
             groups=self.collect(lambda: self.name_filter(top.get("groups"), "groups"),
                                 NameFilter()),
             state=self.collect(lambda: self.state(top.get("state")), StateSettings()),
@@ -558,7 +573,8 @@ class _Parser:
 
     def clusters(self, value: Any) -> tuple[dict[str, dict[str, str]],
                                             dict[str, dict[str, str | None]]]:
-        """Each cluster's librdkafka properties, and its `java:` map where it has one."""
+        """Each cluster's librdkafka properties, and its `java:` map where it has one (its
+        `schema_registry:` goes to `self.registries`)."""
         raw = self.mapping(value, "clusters", None)
         if not raw:
             raise self.error("clusters", "at least one cluster is required")
@@ -567,6 +583,13 @@ class _Parser:
         java_clusters: dict[str, dict[str, str | None]] = {}
         for name, props in raw.items():
             key = f"clusters.{name}"
+            if isinstance(props, Mapping) and SCHEMA_REGISTRY_KEY in props:
+                registry = self.collect(partial(self.schema_registry,
+                                                props[SCHEMA_REGISTRY_KEY],
+                                                f"{key}.{SCHEMA_REGISTRY_KEY}"), None)
+                if registry is not None:
+                    self.registries[name] = registry
+                props = {k: v for k, v in props.items() if k != SCHEMA_REGISTRY_KEY}
             if isinstance(props, Mapping) and JAVA_PROPERTIES_KEY in props:
                 java_key = f"{key}.{JAVA_PROPERTIES_KEY}"
                 java_clusters[name] = self.collect(
@@ -706,24 +729,42 @@ class _Parser:
 
     def connect(self, value: Any) -> ConnectSettings:
         connect_raw = self.mapping(value, "replication.connect", _CONNECT_KEYS)
+        names: dict[str, Any] = {
+            name: self.collect(partial(self.optional_string, connect_raw.get(name),
+                                       f"replication.connect.{name}"), None)
+            for name in _CONNECT_KEYS if name not in _HTTP_KEYS}
+        return ConnectSettings(**self.http_fields(connect_raw, "replication.connect"), **names)
+
+    def schema_registry(self, value: Any, key: str) -> HttpSettings:
+        """A cluster's `schema_registry:` — where its consumers look schema ids up."""
+        raw = self.mapping(value, key, _HTTP_KEYS)
+        fields = self.http_fields(raw, key)
+        if fields["url"] is None:
+            raise self.error(f"{key}.url", "required key is missing",
+                             "The registry's URL, e.g. https://registry:8081 (Apicurio: "
+                             "https://host/apis/ccompat/v7).")
+        return HttpSettings(**fields)
+
+    def http_fields(self, raw: Mapping[str, Any], key: str) -> dict[str, Any]:
+        """An HTTP endpoint's URL, login and TLS files (paths from this file's directory),
+        each problem recorded under `key`."""
         fields: dict[str, Any] = {}
-        for name in _CONNECT_KEYS:
-            key = f"replication.connect.{name}"
+        for name in _HTTP_KEYS:
             if name == "timeout_s":
                 fields[name] = self.collect(
-                    partial(self.number, connect_raw.get(name, 10.0), key), 10.0)
+                    partial(self.number, raw.get(name, 10.0), f"{key}.{name}"), 10.0)
             else:
                 fields[name] = self.collect(
-                    partial(self.optional_string, connect_raw.get(name), key), None)
-                if name in _CONNECT_FILE_KEYS and fields[name] is not None:
+                    partial(self.optional_string, raw.get(name), f"{key}.{name}"), None)
+                if name in _HTTP_FILE_KEYS and fields[name] is not None:
                     fields[name] = str(self.resolve_path(fields[name]))
         if fields["token"] is not None and fields["username"] is not None:
-            self.problems.append(self.error("replication.connect.token",
+            self.problems.append(self.error(f"{key}.token",
                                             "set a token or a username, not both"))
         if fields["key_file"] is not None and fields["cert_file"] is None:
-            self.problems.append(self.error("replication.connect.key_file",
+            self.problems.append(self.error(f"{key}.key_file",
                                             "a key without cert_file is never used"))
-        return ConnectSettings(**fields)
+        return fields
 
     def principal(self, value: Any, key: str) -> str | None:
         if value is None:
@@ -801,7 +842,9 @@ def config_as_data(config: Config) -> dict[str, Any]:
     data: dict[str, Any] = {
         "clusters": {name: {**mask_mapping(props),
                             **({JAVA_PROPERTIES_KEY: mask_mapping(java)}
-                               if (java := config.java_properties(name)) else {})}
+                               if (java := config.java_properties(name)) else {}),
+                            **({SCHEMA_REGISTRY_KEY: http_data(registry)}
+                               if (registry := config.schema_registries.get(name)) else {})}
                      for name, props in config.clusters.items()},
         "replication": None,
         "groups": {"include": list(config.groups.include),
@@ -830,21 +873,29 @@ def config_as_data(config: Config) -> dict[str, Any]:
             "rename": rep.rename, "source_alias": rep.source_alias,
             "target_alias": rep.target_alias, "replicator_group": rep.replicator_group,
             "principal": rep.principal,
-            "connect": mask_mapping({
-                "url": rep.connect.url, "username": rep.connect.username,
-                "password": rep.connect.password, "token": rep.connect.token,
-                **{key: os.path.abspath(path) if path else None for key, path in (
-                    ("ca_file", rep.connect.ca_file), ("cert_file", rep.connect.cert_file),
-                    ("key_file", rep.connect.key_file))},
+            "connect": {
+                **http_data(rep.connect),
                 "source_connector": rep.connect.source_connector,
                 "checkpoint_connector": rep.connect.checkpoint_connector,
                 "heartbeat_connector": rep.connect.heartbeat_connector,
-                "timeout_s": rep.connect.timeout_s,
-            }),
+            },
         }
     _put_references(data, config.references)
     redacted: dict[str, Any] = config.redactor.redact_data(data)
     return redacted
+
+
+def http_data(endpoint: HttpSettings) -> dict[str, Any]:
+    """An HTTP endpoint's settings under the file's keys, secrets masked."""
+    from drctl.secrets import mask_mapping
+
+    return mask_mapping({
+        "url": endpoint.url, "username": endpoint.username, "password": endpoint.password,
+        "token": endpoint.token,
+        **{key: os.path.abspath(path) if path else None for key, path in (
+            ("ca_file", endpoint.ca_file), ("cert_file", endpoint.cert_file),
+            ("key_file", endpoint.key_file))},
+        "timeout_s": endpoint.timeout_s})
 
 
 def config_context(config: Config) -> dict[str, Any]:

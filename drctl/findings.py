@@ -21,6 +21,7 @@ class Area(StrEnum):
 
     SCOPE = "scope"  # an application's edge: groups reading topics on both sides
     TOPICS = "topics"
+    SCHEMAS = "schemas"  # schema ids in the records: the same schema on both registries
     ACLS = "acls"
     POSITIONS = "positions"
     TRANSACTIONS = "transactions"
@@ -57,6 +58,8 @@ class Readiness:
     seconds: float = 0.0
     # With --app: what the application resolves to (topics, groups, what they read beyond).
     scope: dict[str, Any] | None = None
+    # Schema-id parity (registry/parity.py `Parity.as_dict`); None: no registry configured.
+    schemas: dict[str, Any] | None = None
 
     def add(self, *findings: Finding) -> None:
         self.findings.extend(findings)
@@ -92,6 +95,7 @@ class Readiness:
                                                        f.object))
         return {"source": self.source, "target": self.target, "verdict": self.verdict,
                 **({"scope": self.scope} if self.scope is not None else {}),
+                **({"schemas": self.schemas} if self.schemas is not None else {}),
                 "exit_status": int(self.exit_status), "seconds": round(self.seconds, 2),
                 "checked": self.checked, "findings_by_area": self.by_area(),
                 "risks": self.count(Severity.RISK), "blind": self.count(Severity.BLIND),

@@ -114,6 +114,9 @@ class FailoverMarker:
     left_behind: dict[str, Any] = field(default_factory=dict)
     # The RPO measured at the failover point (ops/rpo.py `Rpo.as_dict`); empty before.
     rpo: dict[str, Any] = field(default_factory=dict)
+    # Schema-id parity as each operation's preflight found it (ops/schemas.py): {"failover":
+    # [Parity.as_dict()], "failback": [...]}; empty when no registry is configured.
+    schemas: dict[str, Any] = field(default_factory=dict)
     # What the incident covers (`Scope.as_dict`): empty for the whole flow (and in markers
     # written before scopes existed).
     scope: dict[str, Any] = field(default_factory=dict)

@@ -20,7 +20,9 @@ from drctl.kafka.acls import grant
 from drctl.kafka.checkpoints import read_checkpoints
 from drctl.kafka.clients import ClusterClients
 from drctl.lab.lab import CONNECT_GROUP, Lab, LabPorts, LabState
+from drctl.lab.registry import LabRegistries, registry_ports, registry_url
 from drctl.lab.security import mm2_source_acls, mm2_target_acls
+from drctl.registry.client import RegistryClient
 from drctl.replication.base import kind_for
 
 # Every gap job of the session (failbacks, gap-analysis) runs in one resident Spark driver
@@ -35,6 +37,8 @@ PORT_BASE = int(os.environ.get("DRCTL_TEST_PORT_BASE", "23100")) + 100 * _WORKER
 # The secure lab's: clear of the shared labs (+ 0, + 10, + 20), test_lab.py's (+ 50) and the
 # drill's (+ 60).
 SECURE_BASE = PORT_BASE + 70
+# The schema registries' (primary + 0, secondary + 1), past the secure lab's.
+REGISTRY_BASE = PORT_BASE + 80
 
 
 class RunningLab:
@@ -218,6 +222,59 @@ def restore_forward_replication(running: RunningLab) -> None:
                    secure=running.state.secure)
 
 
+class RunningRegistries:
+    """The session's schema registry per cluster, as `lab up --schema-registry` runs them.
+    Tests register subjects of their own (their namespace in the name); a test that empties
+    one (`empty`) leaves the two in parity again."""
+
+    def __init__(self, registries: LabRegistries, ports: dict[str, int]) -> None:
+        self.registries = registries
+        self.ports = ports
+
+    def url(self, cluster: str) -> str:
+        return registry_url(self.ports[cluster])
+
+    def client(self, cluster: str) -> RegistryClient:
+        from drctl.config import HttpSettings
+
+        return RegistryClient(cluster, HttpSettings(self.url(cluster)))
+
+    def configure(self, config_file: Path, **urls: str) -> Path:
+        """`config_file` with each cluster's schema_registry (a URL in `urls` instead)."""
+        import yaml
+
+        raw = yaml.safe_load(config_file.read_text())
+        for cluster in self.ports:
+            raw["clusters"][cluster]["schema_registry"] = {
+                "url": urls.get(cluster, self.url(cluster))}
+        config_file.write_text(yaml.safe_dump(raw))
+        return config_file
+
+    def empty(self, cluster: str) -> None:
+        self.registries.empty(cluster, self.ports[cluster])
+
+    def in_step(self) -> None:
+        """The secondary's registry emptied and given the primary's, ids kept: both number
+        the next schema alike, whatever earlier tests registered."""
+        from drctl.lab.registry import export_registry, import_registry
+
+        copy = export_registry(self.ports["primary"])
+        self.empty("secondary")
+        import_registry(self.ports["secondary"], copy)
+
+
+@pytest.fixture(scope="session")
+def registries(_labs: _Labs) -> Iterator[RunningRegistries]:
+    """A schema registry per cluster for the session (started when a test asks for them)."""
+    running = LabRegistries(_labs.root / "registries")
+    ports = registry_ports(REGISTRY_BASE)
+    try:
+        running.up(ports)
+        yield RunningRegistries(running, ports)
+    finally:
+        running.down()
+
+
 @pytest.fixture(params=["kept", "prefixed"])
 def any_lab(request: pytest.FixtureRequest, _labs: _Labs) -> RunningLab:
     return _labs.get(request.param)
@@ -242,7 +299,7 @@ _MEASURED_S = {
     "unit/gap/test_diff.py": 175,
     "lab/test_comeback.py": 170, "lab/test_switchback.py": 160, "lab/test_failover.py": 140,
     "lab/test_translate.py": 130, "lab/test_gap_compacted.py": 110,
-    "lab/test_secure_drill.py": 100,
+    "lab/test_secure_drill.py": 100, "lab/test_schema_parity.py": 120,
 }
 
 
@@ -285,7 +342,7 @@ def xdist_group(item: pytest.Item) -> str:
 
 
 # Lab test files whose tests share a module-scoped fixture: kept on one worker together.
-_SHARED_SETUP = {"lab/test_drill.py"}
+_SHARED_SETUP = {"lab/test_drill.py", "lab/test_schema_parity.py"}
 
 # Files whose tests run whole incidents (failover, failback, return) on the shared secure lab.
 # They hand it on restored, yet MirrorMaker 2 once stopped copying a new topic half-way right

@@ -39,19 +39,22 @@ def check_command(
 
     Topic parity (mirror, partitions, timestamp type, min.insync.replicas, cleanup,
     retention, max.message.bytes), ACL parity, group positions on the target, hanging
-    transactions on either side, MirrorMaker 2's settings, and guard.
+    transactions on either side, MirrorMaker 2's settings, guard, and — with a
+    schema_registry per cluster — schema-id parity: the ids in the newest records of
+    every mirrored topic mean the same schema on the target's registry.
 
     \b
     Examples:
       drctl check
       drctl check --topics 'orders.*' -o json
-      drctl check --app billing    # what it resolves to; groups on its edge
+      drctl check --app billing    # what it resolves to; groups on its edge;
+                                   # only its topics' schema ids
       drctl check --stale-after 2m --notes
       drctl check --metrics > /var/lib/node_exporter/drctl.prom
 
     \b
-    Exit status: 0 ready; 3 a finding to fix; 4 a cluster or Connect did not
-    answer (readiness unknown); 2 a configuration error."""
+    Exit status: 0 ready; 3 a finding to fix; 4 a cluster, Connect or a schema
+    registry did not answer (readiness unknown); 2 a configuration error."""
     term = CURRENT.terminal(output)
     result = run_check(CURRENT.context(deadline, app=app), CheckOptions(
         topics=topics, groups=groups, stale_after_s=stale_after,
@@ -79,6 +82,8 @@ def render_readiness(term: Terminal, result: Readiness, *, notes: bool) -> None:
                    ["area", "severity", "object", "difference", "risk", "fix"],
                    [[f["area"], f["severity"], f["object"], f["difference"], f["risk"],
                      f["fix"]] for f in shown])
+    if result.schemas is not None:
+        term.info(f"Schemas: {result.schemas['description']}")
     rpo = data["rpo"]
     if rpo is not None:
         behind = f" ({rpo['behind']:,} record(s) not replicated)" \

@@ -20,6 +20,7 @@ from drctl.errors import Aborted, DrctlError, ExitStatus, UsageError
 from drctl.gap.kafka_options import gap_job_settings
 from drctl.kafka.clients import check_clusters
 from drctl.progress import Notify
+from drctl.registry.client import check_registries
 from drctl.replication.base import kind_for
 from drctl.replication.connect import check_connect
 from drctl.replication.discovery import (
@@ -65,6 +66,14 @@ def init(
         "--rename", metavar="TEMPLATE",
         help="The target name of a source topic, for a replication policy drctl cannot "
              "read: '{topic}' (names kept) or 'primary.{topic}'.")] = None,
+    primary_registry: Annotated[str | None, typer.Option(
+        "--primary-registry", metavar="URL",
+        help="The primary's schema registry (Confluent's API; Apicurio: "
+             "https://host/apis/ccompat/v7), for schema-id parity; a user:password@ in it "
+             "writes the user, the password as a reference.")] = None,
+    secondary_registry: Annotated[str | None, typer.Option(
+        "--secondary-registry", metavar="URL",
+        help="The secondary's schema registry.")] = None,
     kind: Annotated[str | None, typer.Option(
         "--kind", metavar="[" + "|".join(KIND_NAMES) + "]",
         help="Only flows of this kind; identity (Cluster Linking and the like) reads no "
@@ -91,6 +100,8 @@ def init(
       drctl config init --primary-bootstrap broker-a:9092 \\
           --secondary-bootstrap broker-b:9092 --connect-url http://connect:8083
       drctl config init ... --source-connector mm2-dc1-dc2-source --out dr.yaml
+      drctl config init ... --primary-registry https://sr-a:8081 \\
+          --secondary-registry https://sr-b:8081
       drctl config init --kind identity --primary-bootstrap a:9092 \\
           --secondary-bootstrap b:9092
 
@@ -113,7 +124,8 @@ def init(
             connect_url, "--connect-url", "Kafka Connect REST URL (where the replicator runs)"),
         # Absolute: the config reads relative paths from its own directory, not from here.
         connect_ca_file=str(connect_ca_file.resolve()) if connect_ca_file else None,
-        source_connector=source_connector, rename=rename, kind=kind)
+        source_connector=source_connector, rename=rename, kind=kind,
+        primary_registry=primary_registry, secondary_registry=secondary_registry)
     if request.connect_url:
         term.step(f"Reading the connectors on Kafka Connect at {request.connect_url}")
     chosen = _chosen_flow(request, deadline)
@@ -265,14 +277,18 @@ def run_config_check(config: Config, term: Terminal,
         _report(term, problem)
     policy = config.retry.with_deadline(deadline)
     rep = config.replication
-    with ThreadPoolExecutor(1, thread_name_prefix="config-check-connect") as pool:
-        # Connect is asked beside the clusters, under the same deadline.
+    with ThreadPoolExecutor(2, thread_name_prefix="config-check-http") as pool:
+        # Connect and the schema registries are asked beside the clusters, under the same
+        # deadline.
         asked = pool.submit(_read_connect, rep, term.warn) if rep is not None else None
+        registries = pool.submit(check_registries, config, deadline, term.warn)
         results, failures = check_clusters(config, policy, notify=term.warn)
         connect, connect_error, costs = asked.result() if asked else (None, None, None)
+        registry_rows, registry_errors = registries.result()
     if costs:
         report_translation_costs(term, costs)
-    data = {"clusters": results, "connect": connect, "translation_costs": costs, "gap_job": {
+    data = {"clusters": results, "connect": connect, "schema_registries": registry_rows,
+            "translation_costs": costs, "gap_job": {
         "warnings": [w for s in java_settings.values() for w in s.warnings],
         "problems": [{"key": p.key, "reason": p.reason, "hint": p.hint}
                      for p in java_problems]}}
@@ -284,13 +300,19 @@ def run_config_check(config: Config, term: Terminal,
         if connect is not None and connect["reachable"]:
             term.info(f"Kafka Connect at {connect['url']} answers (version "
                       f"{connect.get('version') or 'unknown'}).")
-    for exc in failures:
+        for row in registry_rows:
+            if row["reachable"]:
+                term.info(f"{row['cluster']}'s schema registry at {row['url']} answers "
+                          f"({row['version'] or 'version unknown'}, {row['subjects']} "
+                          "subject(s)).")
+    for exc in (*failures, *registry_errors):
         _report(term, exc)
     if connect_error is not None:
         _report(term, connect_error)
-    if java_problems or isinstance(connect_error, UsageError):
+    if (java_problems or isinstance(connect_error, UsageError)
+            or any(isinstance(e, UsageError) for e in registry_errors)):
         return data, ExitStatus.USAGE
-    if failures or connect_error is not None:
+    if failures or connect_error is not None or registry_errors:
         return data, ExitStatus.UNREACHABLE
     return data, ExitStatus.SUCCESS
 

@@ -66,8 +66,10 @@ def failback_command(
         "How long the target's failover topics must take no write before the gap is "
         "classified (producers stopped there).", default="3s")] = 3.0,
     force: Annotated[bool, typer.Option(
-        "--force", help="Go on while producers write to the target; writes after the order "
-        "check are not classified (said on stderr).")] = False,
+        "--force", help="Go on while producers write to the target (writes after the order "
+        "check are not classified), and with schema ids the other registry lacks, reads as "
+        "another schema or cannot be asked about (said on stderr, named in the report).")] \
+        = False,
     report_dir: ReportDir = None,
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
@@ -86,7 +88,8 @@ def failback_command(
     \b
     Exit status: 0 failed back; 1 a wait ran out (--timeout); 2 usage, config,
     or no incident to fail back; 3 order conflicts, lost records, writes on the
-    target, or an end-state check failed; 4 a cluster unreachable; 5 not
+    target, schema ids the other registry lacks or reads otherwise, or an
+    end-state check failed; 4 a cluster or a schema registry unreachable; 5 not
     confirmed."""
     config = CURRENT.config()
     term = CURRENT.terminal(output)

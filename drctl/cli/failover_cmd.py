@@ -56,7 +56,8 @@ def failover_command(
         "(exit 1 with the records left per partition).", default="30m")] = 1800.0,
     force: Annotated[bool, typer.Option(
         "--force", help="Take the failover point even behind a hanging transaction (its "
-        "records stay unread by read_committed consumers).")] = False,
+        "records stay unread by read_committed consumers), and with schema ids the target's "
+        "registry lacks or reads as another schema (named in the report).")] = False,
     transaction_age: Annotated[float | None, duration_option(
         "An open transaction older than this is hanging (default: the brokers' "
         "transaction.max.timeout.ms).", default=None)] = None,
@@ -79,8 +80,8 @@ def failover_command(
     \b
     Exit status: 0 done; 1 a wait ran out (--planned); 2 usage, config, or an
     open incident it must not continue; 3 preflight failed (a hanging
-    transaction too) or a group or topic was left behind; 4 the target
-    unreachable; 5 not confirmed."""
+    transaction, schema ids the target's registry lacks or reads otherwise) or a
+    group or topic was left behind; 4 the target unreachable; 5 not confirmed."""
     config = CURRENT.config()
     term = CURRENT.terminal(output)
     deadline = renamed(deadline, old_source_deadline, old="--source-deadline",

@@ -13,6 +13,8 @@ from drctl.cli.help import Typer
 from drctl.cli.options import OutputOption, old_spelling, renamed
 from drctl.cli.state import CURRENT
 from drctl.lab.lab import SECURE_LOGINS, Lab, LabPorts
+from drctl.lab.registry import DEFAULT_PORT as DEFAULT_REGISTRY_PORT
+from drctl.lab.registry import lab_values, registry_url
 from drctl.lab.workload import WorkloadSpec, run_workload
 from drctl.terminal import OutputFormat, human_bytes
 
@@ -75,6 +77,15 @@ def up(
                          "OAUTHBEARER) and mTLS listeners; ACLs: drctl as a super user, "
                          "MirrorMaker 2 as 'mirrormaker' with only the ACLs it needs; Connect "
                          "REST over HTTPS with basic auth.")] = False,
+    schema_registry: Annotated[bool | None, typer.Option(
+        "--schema-registry/--no-schema-registry",
+        help="Also run a schema registry per cluster (Apicurio Registry 2.4.2, Confluent's "
+             "API; built with Maven on first use) and name them in the config; "
+             "--no-schema-registry stops them (default: keep the lab's, none for a new "
+             "lab).")] = None,
+    registry_port: Annotated[int, typer.Option(
+        metavar="PORT", help="primary's schema registry port (secondary's: +1).")]
+    = DEFAULT_REGISTRY_PORT,
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
     """Start the lab (idempotent) and write DIR/drctl.yaml.
@@ -84,6 +95,7 @@ def up(
       drctl lab up
       drctl lab up --topic-naming prefixed --dir lab-prefixed
       drctl lab up --secure --spark-workers 2
+      drctl lab up --schema-registry   # a registry per cluster
 
     \b
     Exit status: 0 up; 1 the lab could not start (the message names the log to
@@ -94,8 +106,8 @@ def up(
     state = lab.up(ports=LabPorts(primary_port, secondary_port, connect_port, spark_port),
                    kafka_version=kafka_version,
                    names_kept=topic_naming == TopicNaming.kept, spark_workers=spark_workers,
-                   secure=secure,
-                   notify=term.step)
+                   secure=secure, schema_registry=schema_registry,
+                   registry_port=registry_port, notify=term.step)
     elapsed = time.monotonic() - started
     status = lab.status()
     if term.json_mode:
@@ -110,9 +122,11 @@ def up(
         else (lambda port: "")
     configs = "".join(f"\n  config    {lab.secure_config_file(login)}  ({login})"
                       for login in SECURE_LOGINS) if state.secure else ""
+    registries = "".join(f"  registry  {registry_url(port)}  ({cluster})\n"
+                         for cluster, port in state.registry_ports.items())
     term.info(f"  primary   127.0.0.1:{state.ports.primary}{mtls(state.ports.primary)}\n"
               f"  secondary 127.0.0.1:{state.ports.secondary}{mtls(state.ports.secondary)}\n"
-              f"  connect   {lab.connect_url(state)}\n{spark}"
+              f"  connect   {lab.connect_url(state)}\n{spark}{registries}"
               f"  config    {lab.config_file}  (export DRCTL_CONFIG={lab.config_file})"
               f"{configs}")
 
@@ -226,6 +240,10 @@ def load(
     cluster: Annotated[str, typer.Option(
         metavar="CLUSTER", help="primary or secondary (e.g. post-failover writes).")]
     = "primary",
+    schema_registry: Annotated[bool, typer.Option(
+        "--schema-registry", help="Write values as Avro with Confluent's serializer through "
+        "the cluster's schema registry (subject <topic>-value; the lab needs `lab up "
+        "--schema-registry`).")] = False,
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
     """Produce a deterministic DR workload to a lab cluster and commit consumer groups.
@@ -235,6 +253,7 @@ def load(
       drctl lab load
       drctl lab load --topic orders --records 10000 --commit billing=50%
       drctl lab load --cluster secondary --seed 8   # post-failover writes
+      drctl lab load --schema-registry              # Avro through the registry
 
     \b
     Exit status: 0 produced and committed; 1 the lab could not (no lab, a
@@ -247,7 +266,8 @@ def load(
         topics=tuple(topic or WorkloadSpec.topics), partitions=partitions, records=records,
         seed=seed, transactions=transactions,
         groups=tuple(group) if group is not None else WorkloadSpec.groups)
-    result = run_workload(lab.clients(state, cluster), spec, notify=term.step)
+    encode = lab_values(state.registry_ports, cluster, lab.dir) if schema_registry else None
+    result = run_workload(lab.clients(state, cluster), spec, notify=term.step, encode=encode)
     summary = result.summary()
     if term.json_mode:
         term.emit_json(summary)

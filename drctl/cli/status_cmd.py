@@ -23,7 +23,8 @@ def status_command(
     consumer groups.
 
     Per flow: PROTECTED (forward copying; lag in records and seconds), EXPOSED (forward
-    stopped or failing) or INCIDENT (which step, what to run next).
+    stopped or failing) or INCIDENT (which step, what to run next); with a schema registry
+    per cluster, schema-id parity: in parity, N ids missing, or unknown.
 
     \b
     Examples:
@@ -56,6 +57,10 @@ def status_command(
             term.emit_text(protection_line(f"  application {app}", state))
         if rep.get("rpo"):
             term.info(f"RPO now: {rep['rpo']['text']}")
+        if rep.get("schemas"):
+            line = rep["schemas"]["summary"].removeprefix("schemas").lstrip(": ")
+            say = term.info if rep["schemas"]["state"] == "in parity" else term.warn
+            say(f"Schemas: {line}")
         if rep.get("lag"):
             term.table("Replication lag (offsets behind)",
                        ["topic", "partitions", "behind", "oldest record missing"],

@@ -20,6 +20,7 @@ from drctl.kafka.connect_rest import ConnectClient, ConnectError
 from drctl.kafka.mm2_connectors import MirrorFlow
 from drctl.lab.jars import KafkaDistribution, java_major, require_java, resolve_kafka
 from drctl.lab.processes import ManagedProcess, port_in_use, wait_until
+from drctl.lab.registry import DEFAULT_PORT, LabRegistries, registry_ports, registry_url
 from drctl.lab.security import (
     CONNECT_REST_USER,
     MM2_PRINCIPAL,
@@ -87,6 +88,8 @@ class LabState:
     cluster_ids: dict[str, str] = field(default_factory=dict)
     spark_workers: int = 0  # a Spark standalone cluster with this many workers; 0: none
     secure: bool = False  # TLS, SASL, mTLS + authorizer (drctl/lab/security.py)
+    # A schema registry per cluster (drctl/lab/registry.py), cluster -> port; empty: none.
+    registry_ports: dict[str, int] = field(default_factory=dict)
 
     @property
     def topic_naming(self) -> str:
@@ -174,13 +177,18 @@ class Lab:
     def spark_cluster(self, ports: LabPorts) -> SparkCluster:
         return SparkCluster(self.dir, SparkClusterPorts(ports.spark_master))
 
+    @property
+    def registries(self) -> LabRegistries:
+        return LabRegistries(self.dir)
+
     # -- up -------------------------------------------------------------------------------
 
     def up(self, *, ports: LabPorts = LabPorts(), kafka_version: str | None = None,
            names_kept: bool = True, spark_workers: int | None = None, secure: bool = False,
+           schema_registry: bool | None = None, registry_port: int = DEFAULT_PORT,
            notify: Notify = lambda _: None) -> LabState:
         """Start what is not running; `spark_workers` None keeps the lab's Spark cluster as
-        it was (none for a new lab)."""
+        it was (none for a new lab), and `schema_registry` None its schema registries."""
         existing = self._existing_state()
         if existing is not None:
             if existing.names_kept != names_kept:
@@ -228,6 +236,10 @@ class Lab:
             state.spark_workers = spark_workers
             self.save_state(state)  # first, so `lab down` finds the daemons if a start fails
         self.spark_cluster(state.ports).up(state.spark_workers, notify)
+        if schema_registry is not None:
+            state.registry_ports = registry_ports(registry_port) if schema_registry else {}
+            self.save_state(state)  # first, so `lab down` finds them if a start fails
+        self.registries.up(state.registry_ports, notify)
         self.write_config(state)
         return state
 
@@ -544,7 +556,9 @@ class Lab:
                       if state.spark_workers else {"master": "local[2]"}),
         }
         for login in ("scram", *(SECURE_LOGINS if state.secure else ())):
-            config["clusters"] = {c: self._cluster_section(state, c, login)
+            config["clusters"] = {c: {**self._cluster_section(state, c, login),
+                                      **({"schema_registry": {"url": registry_url(port)}}
+                                         if (port := state.registry_ports.get(c)) else {})}
                                   for c in ("primary", "secondary")}
             how = {"scram": "SASL_SSL/SCRAM-SHA-512", "mtls": "mTLS (PEM client certificate)",
                    "oauthbearer": "SASL_SSL/OAUTHBEARER (unsecured JWT)"}[login]
@@ -562,7 +576,7 @@ class Lab:
         """Stop everything this lab started."""
         # Spark first, then Connect, so nothing logs the loss of what it depends on. Stopping
         # goes by pid files, whatever the ports.
-        stopped = self.spark_cluster(LabPorts()).down()
+        stopped = [*self.spark_cluster(LabPorts()).down(), *self.registries.down()]
         for component in ("connect", "secondary", "primary"):
             proc = self.process(component)
             if proc.is_running():
@@ -613,6 +627,7 @@ class Lab:
                               "rss_bytes": proc.rss_bytes(), "log": str(proc.log_file)})
         if state.spark_workers:
             processes += self.spark_cluster(state.ports).rows(state.spark_workers)
+        processes += self.registries.rows(state.registry_ports)
         connectors: list[dict[str, Any]] = []
         lag: list[dict[str, Any]] = []
         flow = self.flow(state)

@@ -43,6 +43,11 @@ class WorkloadSpec:
     base_timestamp_ms: int | None = None
 
 
+# How values are written: (topic, the plain value) -> the bytes produced; `lab load
+# --schema-registry` encodes them with a registry (drctl/lab/registry.py `avro_values`).
+ValueEncoder = Callable[[str, bytes], bytes]
+
+
 @dataclass(frozen=True)
 class ProducedRecord:
     topic: str
@@ -98,9 +103,11 @@ def create_topics(clients: ClusterClients, topics: tuple[str, ...], partitions: 
 
 
 class _Generator:
-    def __init__(self, spec: WorkloadSpec, topic: str, base_ts: int) -> None:
+    def __init__(self, spec: WorkloadSpec, topic: str, base_ts: int,
+                 encode: ValueEncoder | None = None) -> None:
         self.spec = spec
         self.topic = topic
+        self.encode = encode
         self.rng = random.Random(spec.seed)
         self.base_ts = base_ts
         self.i = 0
@@ -123,6 +130,8 @@ class _Generator:
         if spec.null_key_every and i % spec.null_key_every == 0:
             key, kind = None, "unkeyed"
         value = f"{self.topic}:{i}:{self.rng.getrandbits(48):012x}".encode()
+        if self.encode is not None:
+            value = self.encode(self.topic, value)
         if key is not None and spec.tombstone_every and i % spec.tombstone_every == 0:
             value, kind = None, "tombstone"
         headers = ()
@@ -133,7 +142,8 @@ class _Generator:
 
 
 def run_workload(clients: ClusterClients, spec: WorkloadSpec,
-                 notify: Notify = lambda _: None) -> WorkloadResult:
+                 notify: Notify = lambda _: None,
+                 encode: ValueEncoder | None = None) -> WorkloadResult:
     group_specs = [_parse_group(g) for g in spec.groups]
     create_topics(clients, spec.topics, spec.partitions)
     base_ts = spec.base_timestamp_ms or int(time.time() * 1000) - spec.records - 10_000
@@ -150,7 +160,7 @@ def run_workload(clients: ClusterClients, spec: WorkloadSpec,
 
     for topic in spec.topics:
         notify(f"Producing {spec.records} records to {topic} ({spec.partitions} partitions)")
-        gen = _Generator(spec, topic, base_ts)
+        gen = _Generator(spec, topic, base_ts, encode)
         txn_points = {int(spec.records * (k + 1) / (spec.transactions + 1))
                       for k in range(spec.transactions)}
         txn_index = 0

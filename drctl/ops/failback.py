@@ -29,6 +29,7 @@ from drctl.ops.quiet import Ends, Writes
 from drctl.ops.reconcile import ReconcileMode, reconcile
 from drctl.ops.rerun import rerun_while_dropped
 from drctl.ops.reverse import copy_back, start_reverse_replication, wait_reverse_caught_up
+from drctl.ops.schemas import failback_parity, refuse_unless_forced
 from drctl.ops.scope import flow_part, the_open_incident
 from drctl.ops.scorecard import operation_scorecard
 from drctl.ops.side_by_side import flow_locked, recorded_edits
@@ -348,6 +349,14 @@ def preflight(ctx: OpsContext, marker: FailoverMarker, opts: FailbackOptions,
             raise Unreachable(f"{exc.message} Failback needs both clusters.",
                               f"Bring '{name}' back first; the marker {marker.incident} waits.") \
                 from None
+    if not marker.done("failback:reverse-replication"):
+        # Before reconcile or the reverse flow copies a record to where another registry
+        # decodes it.
+        parity = failback_parity(ctx, marker)
+        refuse_unless_forced(parity, force=opts.force, operation="fail back", ctx=ctx,
+                             unknown_refuses=True)
+        if parity and not opts.dry_run:
+            marker.schemas["failback"] = [p.as_dict() for p in parity]
     if approve is not None and not opts.dry_run:
         approve(preview(ctx, marker, opts))
     return _forward_not_copying(ctx, marker, opts)

@@ -39,6 +39,7 @@ from drctl.ops.rpo import (
     rpo_from_heartbeat,
     rpo_from_records,
 )
+from drctl.ops.schemas import flow_parity, refuse_unless_forced
 from drctl.ops.scope import straddlers
 from drctl.ops.scorecard import failover_scorecard
 from drctl.ops.side_by_side import (
@@ -608,6 +609,13 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *,
     pre = preflight(ctx, opts)
     if not marker.done("failover-point"):
         pre["hanging_transactions"] = refuse_hanging_transactions(ctx, opts, pre)
+        parity = flow_parity(ctx, pre["topics"], source_up=pre["source_reachable"])
+        if parity is not None:
+            refuse_unless_forced([parity], force=opts.force, operation="fail over", ctx=ctx,
+                                 unknown_refuses=False)
+            pre["schemas"] = parity.as_dict()
+            if not opts.dry_run:
+                marker.schemas["failover"] = [pre["schemas"]]  # saved with the next step
     if approve is not None and not opts.dry_run:
         clock.phase("approval")
         approve(preview(ctx, opts, marker, resumed, superseded, pre))

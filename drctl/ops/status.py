@@ -23,6 +23,7 @@ from drctl.kafka.records import ReadTimeout
 from drctl.ops.fence import open_risks
 from drctl.ops.reverse_copies import read_reverse_copies, reverse_copy_topics
 from drctl.ops.rpo import flow_rpo
+from drctl.ops.schemas import flow_parity, mirrored_topics, registries_configured
 from drctl.ops.side_by_side import waiting_for
 from drctl.ops.target_lag import target_lag
 from drctl.progress import Notify
@@ -165,6 +166,13 @@ def collect_status(ctx: OpsContext, deadline_s: float = 5.0) -> dict[str, Any]:
                             "fence": m.fence, "open_risks": open_risks(m),
                             "late_copies": _late_copies_line(m),
                             "steps": list(m.steps)})
+        if target_up and registries_configured(ctx):
+            # Whether the ids in the mirrored records mean the same on the target's registry:
+            # the newest record of each mirror partition (status is asked again and again;
+            # check reads more).
+            parity = flow_parity(ctx, mirrored_topics(ctx, source_up), source_up=False,
+                                 per_partition=1)
+            replication["schemas"] = None if parity is None else parity.as_dict()
         flow_opened = [m for m in opened if (m.source, m.target) == (rep.source, rep.target)]
         replication["protection"] = flow_protection(
             flow_opened, answers["forward"], replication["lag"], rep.connect.connectors)

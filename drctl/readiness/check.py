@@ -28,10 +28,12 @@ from drctl.kafka.topics import is_internal_topic
 from drctl.kafka.transactions import hanging_on
 from drctl.ops.reverse_copies import read_reverse_copies, reverse_copy_findings
 from drctl.ops.rpo import flow_rpo
+from drctl.ops.schemas import flow_parity, mirrored_topics
 from drctl.ops.scope import straddlers
 from drctl.ops.target_lag import target_lag
 from drctl.readiness.acls import AclScope, acl_parity
 from drctl.readiness.positions import guard_findings, position_findings
+from drctl.readiness.schemas import parity_findings
 from drctl.readiness.topics import compare_topics, read_shapes
 from drctl.timeparse import format_duration
 from drctl.translate.engine import wanted_group
@@ -94,6 +96,7 @@ def run_check(ctx: OpsContext, opts: CheckOptions) -> Readiness:
         else:
             _positions(ctx, out, src_topics, group_re, now_ms, opts, kept.snapshots)
     _transactions(ctx, out, up, src_topics, opts)
+    _schemas(ctx, out, up, src_topics)
     if kept is not None:
         out.rpo, out.lag = rpo_now(ctx, src_topics, up, now_ms)
         out.add(*lag_findings(rep.source, rep.target, out.lag,
@@ -187,6 +190,23 @@ def _scope(ctx: OpsContext, out: Readiness, src_topics: Mapping[str, int],
                         "elsewhere", f"take {', '.join(f.outside or f.inside)} into the "
                         "application, or the group out of it"))
     out.checked[Area.SCOPE.value] = len(commits)
+
+
+def _schemas(ctx: OpsContext, out: Readiness, up: dict[str, bool],
+             src_topics: dict[str, int]) -> None:
+    """Whether the schema ids in the mirrored records mean the same schema on the target's
+    registry (nothing to check without a registry in the config)."""
+    rep = ctx.rep
+    if up[rep.source]:
+        topics = {t: rep.mirror_topic(t) for t in src_topics}
+    else:  # the source is gone: what the target mirrors of the flow
+        topics = mirrored_topics(ctx, False) if up[rep.target] else {}
+    parity = flow_parity(ctx, topics, source_up=up[rep.source], target_up=up[rep.target])
+    if parity is None:
+        return
+    out.add(*parity_findings(parity))
+    out.schemas = parity.as_dict()
+    out.checked[Area.SCHEMAS.value] = len(parity.ids)
 
 
 def _transactions(ctx: OpsContext, out: Readiness, up: dict[str, bool],

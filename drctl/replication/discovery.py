@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from drctl.errors import UsageError
-from drctl.kafka.connect_rest import CONNECT_RETRY, ConnectClient, split_userinfo
+from drctl.kafka.connect_rest import CONNECT_RETRY, ConnectClient
+from drctl.kafka.http import split_userinfo
 from drctl.replication.base import kind_named
 from drctl.replication.discovered import ClusterLogin, DiscoveredFlow
 from drctl.replication_registry import KIND_NAMES, kind_title
@@ -36,6 +37,10 @@ class InitRequest:
     source_connector: str | None = None  # the flow to write, when Connect runs several
     rename: str | None = None  # for a replication policy drctl cannot read
     kind: str | None = None  # only flows of this kind; `identity` reads no connectors
+    # Each cluster's schema registry URL (a user:password@ in it: the user is written, the
+    # password as a reference).
+    primary_registry: str | None = None
+    secondary_registry: str | None = None
 
 
 class FlowChoiceNeeded(UsageError):
@@ -339,6 +344,10 @@ def draft_config(request: InitRequest, chosen: ChosenFlow, *,
         "clusters": {c.name: {e.key: e.value for e in c.entries} for c in clusters},
         "replication": rep,
     }
+    for name, url in ((PRIMARY, request.primary_registry),
+                      (SECONDARY, request.secondary_registry)):
+        if url:
+            data["clusters"][name]["schema_registry"] = _registry_draft(name, url, env_vars)
     if flow.groups is not None:
         data["groups"] = {"include": list(flow.groups.include),
                           "exclude": list(flow.groups.exclude)}
@@ -356,6 +365,17 @@ def draft_config(request: InitRequest, chosen: ChosenFlow, *,
     }
     return ConfigDraft(data, context, chosen, tuple(env_vars),
                        tuple([*chosen.warnings, *flow.problems]))
+
+
+def _registry_draft(cluster: str, url: str, env_vars: list[str]) -> dict[str, str]:
+    """A cluster's `schema_registry:` for `url`; its password by reference."""
+    registry = {"url": _without_userinfo(url)}
+    user = _userinfo_user(url)
+    if user is not None:
+        password = _env_name(cluster, "REGISTRY_PASSWORD")
+        env_vars.append(password)
+        registry.update({"username": user, "password": f"${{env:{password}}}"})
+    return registry
 
 
 def _without_userinfo(url: str) -> str:

@@ -300,8 +300,10 @@ class Registry:
 
 def _lab_up(ctx: ActionContext, *, dir: str = "lab", topic_naming: str = "kept",
             kafka_version: str | None = None, primary_port: int = 19092,
-            secondary_port: int = 29092, connect_port: int = 18083) -> dict[str, Any]:
-    """Start the lab (idempotent) and write DIR/drctl.yaml."""
+            secondary_port: int = 29092, connect_port: int = 18083,
+            schema_registry: bool | None = None) -> dict[str, Any]:
+    """Start the lab (idempotent) and write DIR/drctl.yaml; schema_registry: true adds a
+    schema registry per cluster (false stops them; unset keeps the lab's)."""
     from drctl.errors import UsageError
     from drctl.lab.lab import Lab, LabPorts
 
@@ -309,7 +311,8 @@ def _lab_up(ctx: ActionContext, *, dir: str = "lab", topic_naming: str = "kept",
         raise UsageError(f"topic_naming must be kept or prefixed, got '{topic_naming}'")
     lab = Lab(Path(dir))
     lab.up(ports=LabPorts(primary_port, secondary_port, connect_port),
-           kafka_version=kafka_version, names_kept=topic_naming == "kept", notify=ctx.notify)
+           kafka_version=kafka_version, names_kept=topic_naming == "kept",
+           schema_registry=schema_registry, notify=ctx.notify)
     return _lab_status(ctx, dir=dir)
 
 
@@ -337,10 +340,13 @@ def _lab_status(ctx: ActionContext, *, dir: str = "lab") -> dict[str, Any]:
 def _lab_load(ctx: ActionContext, *, dir: str = "lab",
               topics: list[str] | None = None, partitions: int = 3, records: int = 1000,
               seed: int = 7, transactions: int = 4,
-              commit: list[str] | None = None, cluster: str = "primary") -> dict[str, Any]:
+              commit: list[str] | None = None, cluster: str = "primary",
+              schema_registry: bool = False) -> dict[str, Any]:
     """Produce the deterministic DR workload to a lab cluster and commit groups
-    (GROUP=POSITION)."""
+    (GROUP=POSITION); schema_registry: true writes Avro values through the cluster's
+    registry."""
     from drctl.lab.lab import Lab
+    from drctl.lab.registry import lab_values
     from drctl.lab.workload import WorkloadSpec, run_workload
 
     lab = Lab(Path(dir))
@@ -348,7 +354,20 @@ def _lab_load(ctx: ActionContext, *, dir: str = "lab",
     spec = WorkloadSpec(topics=tuple(topics or WorkloadSpec.topics), partitions=partitions,
                         records=records, seed=seed, transactions=transactions,
                         groups=tuple(commit) if commit is not None else WorkloadSpec.groups)
-    return run_workload(lab.clients(state, cluster), spec, notify=ctx.notify).summary()
+    encode = lab_values(state.registry_ports, cluster, lab.dir) if schema_registry else None
+    return run_workload(lab.clients(state, cluster), spec, notify=ctx.notify,
+                        encode=encode).summary()
+
+
+def _lab_copy_registry(ctx: ActionContext, *, dir: str = "lab", source: str = "primary",
+                       target: str = "secondary") -> dict[str, Any]:
+    """Copy a lab cluster's schema registry into another's with its ids (Apicurio's export
+    and import: what a registry that is empty, or already holds the same ids, takes whole)."""
+    from drctl.lab.lab import Lab
+    from drctl.lab.registry import copy_registry
+
+    lab = Lab(Path(dir))
+    return copy_registry(lab.load_state().registry_ports, source, target, lab.dir)
 
 
 def _lab_fail(ctx: ActionContext, *, what: str, dir: str = "lab") -> dict[str, Any]:
@@ -529,6 +548,7 @@ def builtin_registry() -> Registry:
     registry.register("lab.load", _lab_load, renamed={"groups": "commit"})
     registry.register("lab.fail", _lab_fail)
     registry.register("lab.heal", _lab_heal)
+    registry.register("lab.copy_registry", _lab_copy_registry)
     registry.register("config.check", _config_check, read_only=True, needs_config=True)
     registry.register("status", _status, read_only=True, needs_config=True)
     registry.register("check", _check, read_only=True, needs_config=True)

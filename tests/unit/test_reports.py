@@ -398,3 +398,30 @@ def test_a_return_that_waits_for_the_whole_flow_says_so_in_its_report() -> None:
     md = render("reprotect-report.md.j2", steps={"forward-resumed": {
         "components": {"src": "RUNNING"}}}, **common)
     assert "Resumed: `src` RUNNING." in md
+
+
+def test_the_reports_say_whether_schemas_were_checked_with_the_ids_and_the_result() -> None:
+    from drctl.registry.parity import Issue, IssueKind, Parity
+
+    marker = FailoverMarker.new("primary", "secondary", "mirrormaker2", planned=False)
+    ctx = {"marker": asdict(marker), "failover_time": "now", "unreplicated": None,
+           "source_bootstrap": "a:1", "target_bootstrap": "b:1", "failover_topics": {},
+           "open_risks": []}
+    assert "Not checked: no `schema_registry`" in render("failover-report.md.j2", **ctx)
+    forced = Parity("mirrored records", "primary", "secondary", records=40, encoded=40,
+                    ids=[1, 3], issues=[Issue(IssueKind.MISSING, 3, "pay-value", 1, ("pay",),
+                                              "schema id 3 (pay-value v1 on primary's "
+                                              "registry) is missing on secondary's registry",
+                                              versions=(("pay-value", 1),))])
+    marker.schemas["failover"] = [forced.as_dict()]
+    md = render("failover-report.md.j2", **{**ctx, "marker": asdict(marker)})
+    assert ("| mirrored records | primary -> secondary | 40 | 40 | 1, 3 | **not in parity**: "
+            "schemas NOT in parity: 1 id(s) missing on secondary's registry (2 ids sampled) |"
+            in md)
+    assert "passed with --force" in md and "schema id 3 (pay-value v1" in md
+    assert "Fix: register on secondary's registry, in this order" in md
+    back = Parity("post-failover writes", "secondary", "primary", records=5, encoded=5, ids=[2])
+    marker.schemas["failback"] = [back.as_dict()]
+    md = render("failback-report.md.j2", marker=asdict(marker), gap={}, reconcile={},
+                reverse={}, translation=None)
+    assert "| post-failover writes | secondary -> primary | 5 | 5 | 2 | **in parity** |" in md

@@ -258,3 +258,21 @@ def test_a_pem_truststore_this_host_has_is_written(tmp_path: Path) -> None:
         target_client={**tls, "ssl.truststore.location": str(tmp_path / "elsewhere.pem")}))
     assert draft.data["clusters"]["primary"]["ssl.ca.location"] == str(ca)
     assert "ssl.ca.location" not in draft.data["clusters"]["secondary"]
+
+
+def test_each_clusters_schema_registry_is_written_its_password_by_reference() -> None:
+    request = InitRequest(A, B, REQUEST.connect_url,
+                          primary_registry="https://sr-a:8081",
+                          secondary_registry="https://drctl:pw@sr-b:8081/apis/ccompat/v7")
+    draft, text = rendered(request, mm2_connectors(names_kept=True))
+    assert draft.data["clusters"]["primary"]["schema_registry"] == {"url": "https://sr-a:8081"}
+    assert draft.data["clusters"]["secondary"]["schema_registry"] == {
+        "url": "https://sr-b:8081/apis/ccompat/v7", "username": "drctl",
+        "password": "${env:SECONDARY_REGISTRY_PASSWORD}"}
+    assert "pw@" not in text and "SECONDARY_REGISTRY_PASSWORD" in draft.env_vars
+    config = parse_config({**draft.data, "clusters": {
+        name: {k: v for k, v in props.items() if k != "schema_registry"}
+        for name, props in draft.data["clusters"].items()}})
+    assert config.schema_registries == {}  # without them, the placeholder says where they go
+    _, plain = rendered(REQUEST, mm2_connectors(names_kept=True))
+    assert plain.count('# schema_registry: {url: "https://registry:8081"}') == 2
