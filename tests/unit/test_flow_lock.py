@@ -72,8 +72,8 @@ def test_a_record_survives_the_log() -> None:
     assert LockRecord.from_json(r.to_json(), r.at_ms) == r
 
 
-def _lock(tmp_path: Path, who: str, **kw: float) -> FlowLock:
-    return FlowLock(FileLog(tmp_path / "locks" / "a-b.jsonl"), "a->b", who, **kw)
+def _lock(tmp_path: Path, who: str, wait_s: float = flow_lock.WAIT_S) -> FlowLock:
+    return FlowLock(FileLog(tmp_path / "locks" / "a-b.jsonl"), "a->b", who, wait_s=wait_s)
 
 
 def test_two_commands_at_once_take_turns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -4,24 +4,36 @@ open incidents wrote (kept at a return)."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, cast
+
 import pytest
 
 from drctl.config import NameFilter, Scope, adhoc_scope
-from drctl.errors import UsageError
+from drctl.context import OpsContext
+from drctl.errors import CheckFailed, UsageError
+from drctl.flow_lock import FileLog, LockRecord, replay
 from drctl.ops.side_by_side import (
     RESUMED_STEP,
     WAITING,
     Meeting,
     edits_of,
+    flow_locked,
     forward_holder,
     holds_forward,
     meet,
     others_edits,
     overlaps,
+    resume_when_free,
     scope_among_open,
     waiting_for,
 )
+from drctl.replication.base import ReplicationKind
 from drctl.replication.edits import ListEdit
+from drctl.state import MarkerStore
+from tests.unit.ops.support import _config
 from tests.unit.ops.support import open_incident as _open
 
 BILLING = Scope("billing", NameFilter(("billing\\..*", "invoices")), NameFilter(("billing-.*",)))
@@ -118,3 +130,78 @@ def test_a_reverse_flow_may_run_from_failback_until_the_return_retires_it() -> N
     assert reverse_may_run(m)
     m.record("reprotect:reverse-retired", {})
     assert not reverse_may_run(m)
+
+
+class _Kind:
+    """The few things side_by_side asks of a replication kind, from memory."""
+
+    def __init__(self, holds: bool | None = True) -> None:
+        self.holds = holds
+        self.resumed: list[list[str]] = []
+
+    def edits_hold(self, rep: object, edits: object) -> bool | None:
+        return self.holds
+
+    def resume_components(self, rep: object, names: Sequence[str], notify: object) -> None:
+        self.resumed.append(list(names))
+
+    def resume_forward(self, *_: object) -> str:
+        return "resumed"
+
+    def exclusions(self, *_: object) -> dict[str, dict[str, list[str]]]:
+        return {}
+
+
+def _ctx(store: MarkerStore, kind: _Kind) -> OpsContext:
+    return OpsContext(_config(), _no_cluster, lambda cluster: store,
+                      cast(ReplicationKind, kind))
+
+
+def _no_cluster(name: str) -> Any:
+    raise AssertionError(f"no cluster may be asked ({name})")
+
+
+def _died_holding(log: FileLog, holder: str, journal: tuple[str, ...]) -> None:
+    """A holder on another host that stopped `journal` for a moment and was never heard of
+    again (a 1 ms lease: run out by the next claim)."""
+    log.append(LockRecord("claim", holder, "drctl reprotect", "elsewhere", 1, 1))
+    log.append(LockRecord("beat", holder, "drctl reprotect", "elsewhere", 1, 1, journal))
+    time.sleep(0.01)
+
+
+def test_a_step_under_the_lock_first_resumes_what_a_dead_holder_left_stopped(
+        tmp_path: Path) -> None:
+    """A holder that died between a stop and its resume left its journal; the next step
+    resumes those connectors first — unless a whole-flow incident holds the flow stopped."""
+    store = MarkerStore(tmp_path, "_drctl_state", None)
+    kind = _Kind()
+    ctx = _ctx(store, kind)
+    log = FileLog(tmp_path / "locks" / "dc1-dc2.jsonl")
+    _died_holding(log, "dead", ("src",))
+    with flow_locked(ctx, "drctl failover"):
+        assert kind.resumed == [["src"]]
+    assert replay(log.read()).journal == ()
+    # Left again, while a whole-flow incident holds the flow: not resumed, and forgotten.
+    whole = _open(Scope(), ["orders"])
+    whole.source, whole.target = "dc1", "dc2"
+    store.save(whole)
+    _died_holding(log, "dead2", ("src",))
+    with flow_locked(ctx, "drctl failover"):
+        assert kind.resumed == [["src"]]
+    assert replay(log.read()).journal == ()
+
+
+def test_resuming_is_refused_while_another_reverse_flow_would_loop(tmp_path: Path) -> None:
+    store = MarkerStore(tmp_path, "_drctl_state", None)
+    mine = _open(ORDERS, ["orders"])
+    other = _open(BILLING, ["invoices"], steps=("failover", "failback:reverse-replication"))
+    other.edits = [ListEdit("src", "topics.exclude", ("invoices",), ("invoices",)).as_dict()]
+    # Its topics no longer left out while its reverse flow may run: a loop, both named.
+    ctx = _ctx(store, _Kind(holds=False))
+    with pytest.raises(CheckFailed, match=f"{mine.incident}.*{other.incident}"):
+        resume_when_free(ctx, mine, [mine, other])
+    # Still left out: resumed.
+    assert resume_when_free(_ctx(store, _Kind(holds=True)), mine, [mine, other]) == "resumed"
+    # Held by a whole-flow incident: that incident, not a resume.
+    whole = _open(Scope(), ["orders"])
+    assert resume_when_free(ctx, mine, [mine, whole]) is whole

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -16,7 +16,7 @@ from drctl.config import parse_config
 from drctl.errors import ExitStatus, Unreachable
 from drctl.kafka.connect_rest import ConnectorMissing
 from drctl.replication import connect, mirrormaker2
-from drctl.replication.base import FlowPart, ReturnRequest
+from drctl.replication.base import FlowContext, FlowPart, ReturnRequest
 from drctl.replication.connect import LeftStopped
 from drctl.replication.mirrormaker2 import MirrorMaker2
 
@@ -142,7 +142,7 @@ def test_a_connector_stopped_for_a_moment_is_resumed_whatever_happens(
     worker.fail_on = {"offsets src"}
     worker.calls.clear()
     with pytest.raises(Unreachable):
-        MirrorMaker2().set_forward_start(_Ctx(), request, lambda _: None)
+        MirrorMaker2().set_forward_start(cast(FlowContext, _Ctx()), request, lambda _: None)
     # The offsets could not be set; the rest of the flow copies again all the same.
     assert worker.calls == ["stop src", "offsets src", "resume src"]
     assert worker.states["src"] == "RUNNING"
@@ -153,7 +153,7 @@ def test_a_resume_that_fails_names_the_unprotected_flow_and_the_fix(
     request = _left_out()
     worker.fail_on = {"resume src"}
     with pytest.raises(LeftStopped) as caught:
-        MirrorMaker2().set_forward_start(_Ctx(), request, lambda _: None)
+        MirrorMaker2().set_forward_start(cast(FlowContext, _Ctx()), request, lambda _: None)
     err = caught.value
     assert "src stayed stopped" in err.message and "unprotected" in err.message
     assert "curl -X PUT http://c:8083/connectors/src/resume" in (err.hint or "")
