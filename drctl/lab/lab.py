@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -416,11 +417,24 @@ class Lab:
             create_scram_users(self.clients(state, cluster).admin(), self.credentials)
 
     def _wait_connect(self, state: LabState) -> None:
+        """Until the worker has joined its group and started its share of the connectors.
+        Its REST API answers seconds before that (the wait for a killed worker's session
+        to expire), with the last incarnation's statuses from the status topic, and holds a
+        stop or a config change until then."""
         proc = self.process("connect")
         client = self.connect_client(state)
-        wait_until(lambda: "version" in client.info() and client.connectors() is not None,
-                   deadline_s=120, what="Kafka Connect worker", log_file=proc.log_file,
-                   alive=proc.is_running)
+
+        def started() -> bool:
+            version = str(client.info().get("version", ""))
+            if not version or client.connectors() is None:
+                return False
+            if _release(version) >= (3, 9):
+                # GET /health (KIP-1017, Kafka 3.9) answers 200 only once the herder runs.
+                client.request("GET", "/health")
+            return True
+
+        wait_until(started, deadline_s=120, what="Kafka Connect worker",
+                   log_file=proc.log_file, alive=proc.is_running)
 
     def _ensure_connectors(self, state: LabState) -> None:
         client = self.connect_client(state)
@@ -641,6 +655,12 @@ def _component(what: str) -> str:
         raise LabError(f"'{what}' is not part of the lab.",
                        "Use one of: primary, secondary, replication.")
     return FAILABLE[what]
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """(major, minor) of a version string such as '4.3.1' or '3.9.0-SNAPSHOT'."""
+    parts = [int(p) for p in re.findall(r"\d+", version)[:2]]
+    return tuple(parts)
 
 
 def _running(client: ConnectClient, name: str) -> bool:
