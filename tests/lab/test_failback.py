@@ -23,7 +23,7 @@ from drctl.lab.workload import commit_offsets, create_topics, partition_for
 from drctl.state import marker_store
 from tests.conftest import RunningLab
 from tests.lab import support
-from tests.lab.support import wait_replicated
+from tests.lab.support import wait_offsets_stored, wait_replicated
 from tests.lab.test_failover import run_json, scoped_config
 
 pytestmark = [pytest.mark.lab, pytest.mark.spark]
@@ -71,7 +71,7 @@ def outage(lab: RunningLab, ns: str, tmp_path: Path, gap_age_s: float = 0) -> di
     # Failover with the source down moves the groups MirrorMaker 2 checkpointed: wait until
     # it discovered this new group (a group refresh) and checkpointed its commits.
     lab.wait_checkpointed(f"{ns}-pre", topic, {p: 100 + p for p in range(PARTITIONS)})
-    time.sleep(2.5)  # Connect flushes its source offsets: no re-copy after the kill
+    wait_offsets_stored(lab, topic)  # no re-copy after the kill
     lab.lab.fail("replication")
     safe = [(f"safe-{i}".encode(), f"gap-safe-{i}".encode()) for i in range(6)]
     conflict = [(f"conf-{i}".encode(), f"gap-old-{i}".encode()) for i in range(4)]
