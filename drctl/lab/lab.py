@@ -6,6 +6,7 @@ process), so any later drctl process can find, stop, fail or heal what an earlie
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import os
 import re
@@ -39,11 +40,13 @@ from drctl.lab.security import (
     write_private,
 )
 from drctl.lab.spark_cluster import SparkCluster, SparkClusterPorts, spark_config
+from drctl.lab.spark_connect import SparkConnectServer, remote_url
 from drctl.lab.workload import WorkloadSpec
 from drctl.progress import Notify
 from drctl.retry import RetryPolicy, WaitTimedOut, wait_for
 
 COMPONENTS = ("primary", "secondary", "connect")
+OWN_SERVER, NO_SERVER = "own", "none"
 FAILABLE = {"primary": "primary", "secondary": "secondary", "replication": "connect",
             "connect": "connect"}
 
@@ -67,6 +70,7 @@ class LabPorts:
     secondary: int = 29092
     connect: int = 18083
     spark_master: int = 17077  # with --spark-workers; web UIs on the next ports
+    spark_connect: int = 17002  # the lab's Spark Connect server (gRPC)
 
     def controller(self, broker_port: int) -> int:
         return broker_port + 1
@@ -88,6 +92,11 @@ class LabState:
     cluster_ids: dict[str, str] = field(default_factory=dict)
     spark_workers: int = 0  # a Spark standalone cluster with this many workers; 0: none
     secure: bool = False  # TLS, SASL, mTLS + authorizer (drctl/lab/security.py)
+    # Where the config's gap jobs run (spark.remote): OWN_SERVER, the lab's Spark Connect
+    # server (`drctl lab up`); NO_SERVER, a local job of their own (a lab from before); or an
+    # sc:// URL, a server the lab shares (a test worker's). A Spark cluster (spark_workers)
+    # takes them instead.
+    spark_connect: str = "none"
 
     @property
     def topic_naming(self) -> str:
@@ -175,13 +184,26 @@ class Lab:
     def spark_cluster(self, ports: LabPorts) -> SparkCluster:
         return SparkCluster(self.dir, SparkClusterPorts(ports.spark_master))
 
+    def spark_server(self, ports: LabPorts) -> SparkConnectServer:
+        return SparkConnectServer(self.dir, ports.spark_connect)
+
+    def spark_remote(self, state: LabState) -> str | None:
+        """The `spark.remote` the lab's config gets, None for a local job (or a cluster)."""
+        if state.spark_workers or state.spark_connect == NO_SERVER:
+            return None
+        if state.spark_connect == OWN_SERVER:
+            return remote_url(state.ports.spark_connect)
+        return state.spark_connect
+
     # -- up -------------------------------------------------------------------------------
 
     def up(self, *, ports: LabPorts = LabPorts(), kafka_version: str | None = None,
            names_kept: bool = True, spark_workers: int | None = None, secure: bool = False,
+           spark_connect: str | None = None,
            notify: Notify = lambda _: None) -> LabState:
         """Start what is not running; `spark_workers` None keeps the lab's Spark cluster as
-        it was (none for a new lab)."""
+        it was (none for a new lab), `spark_connect` None its Spark Connect server (the
+        lab's: none for a new lab; LabState.spark_connect)."""
         existing = self._existing_state()
         if existing is not None:
             if existing.names_kept != names_kept:
@@ -204,7 +226,7 @@ class Lab:
             dist = resolve_kafka(kafka_version, log_dir=self.dir)
             state = LabState(ports, dist.version, str(dist.lib_dir), dist.source, names_kept,
                              {c: _new_cluster_id() for c in ("primary", "secondary")},
-                             secure=secure)
+                             secure=secure, spark_connect=spark_connect or NO_SERVER)
             self.save_state(state)
         if state.secure:
             LabCredentials.ensure(self.credentials.directory)
@@ -225,10 +247,23 @@ class Lab:
         self._wait_connect(state)
         notify("Configuring MirrorMaker 2 connectors (primary -> secondary)")
         self._ensure_connectors(state)
-        if spark_workers is not None and spark_workers != state.spark_workers:
-            state.spark_workers = spark_workers
+        if (spark_workers is not None and spark_workers != state.spark_workers) or (
+                spark_connect is not None and spark_connect != state.spark_connect):
+            state.spark_workers = state.spark_workers if spark_workers is None \
+                else spark_workers
+            state.spark_connect = spark_connect or state.spark_connect
             self.save_state(state)  # first, so `lab down` finds the daemons if a start fails
         self.spark_cluster(state.ports).up(state.spark_workers, notify)
+        if not self.spark_server(state.ports).process().is_running() and \
+                ports.spark_connect != state.ports.spark_connect:
+            # A server that is not running starts where asked (a lab from before it had one).
+            state.ports = dataclasses.replace(state.ports, spark_connect=ports.spark_connect)
+            self.save_state(state)
+        server = self.spark_server(state.ports)
+        if self.spark_remote(state) == server.url:
+            server.up(notify)
+        else:
+            server.down()
         self.write_config(state)
         return state
 
@@ -544,7 +579,9 @@ class Lab:
             # The workload's two applications (`drctl lab load`), for `--app`.
             "applications": {t: {"topics": [t]} for t in WorkloadSpec.topics},
             "spark": (spark_config(SparkClusterPorts(state.ports.spark_master))
-                      if state.spark_workers else {"master": "local[2]"}),
+                      if state.spark_workers else {"master": "local[2]"}
+                      if self.spark_remote(state) is None
+                      else {"remote": self.spark_remote(state)}),
         }
         for login in ("scram", *(SECURE_LOGINS if state.secure else ())):
             config["clusters"] = {c: self._cluster_section(state, c, login)
@@ -565,7 +602,7 @@ class Lab:
         """Stop everything this lab started."""
         # Spark first, then Connect, so nothing logs the loss of what it depends on. Stopping
         # goes by pid files, whatever the ports.
-        stopped = self.spark_cluster(LabPorts()).down()
+        stopped = self.spark_cluster(LabPorts()).down() + self.spark_server(LabPorts()).down()
         for component in ("connect", "secondary", "primary"):
             proc = self.process(component)
             if proc.is_running():
@@ -615,6 +652,9 @@ class Lab:
                               "rss_bytes": proc.rss_bytes(), "log": str(proc.log_file)})
         if state.spark_workers:
             processes += self.spark_cluster(state.ports).rows(state.spark_workers)
+        server = self.spark_server(state.ports)
+        if self.spark_remote(state) == server.url:
+            processes.append(server.row())
         connectors: list[dict[str, Any]] = []
         lag: list[dict[str, Any]] = []
         flow = self.flow(state)
@@ -637,6 +677,7 @@ class Lab:
             "secure": state.secure,
             "config": str(self.config_file),
             "spark_workers": state.spark_workers,
+            "spark_remote": self.spark_remote(state),
             "processes": processes,
             "total_rss_bytes": sum(p["rss_bytes"] for p in processes),
             "connectors": connectors,

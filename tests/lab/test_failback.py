@@ -95,10 +95,14 @@ def outage(lab: RunningLab, ns: str, tmp_path: Path, gap_age_s: float = 0) -> di
     # A consumer on the secondary reads some post-failover records, then commits.
     marker = out["marker"]
     fpoint = {int(p): o for p, o in marker["failover_point"][lab.mirror(topic)].items()}
+    # Where the post-failover writes begin: F in the mirror itself when names are kept, the
+    # failover topic's end at failover when they are prefixed.
+    post_start = fpoint if lab.names_kept else {
+        int(p): o for p, o in marker["failover_topics_end"][topic].items()}
     written = {r.partition for r in read_all(lab.secondary, topic)
-               if r.offset >= fpoint[r.partition]}
+               if r.offset >= post_start[r.partition]}
     commit_offsets(lab.secondary, f"{ns}-post",
-                   [TopicPartition(topic, p, fpoint[p] + 1) for p in sorted(written)])
+                   [TopicPartition(topic, p, post_start[p] + 1) for p in sorted(written)])
     lab.lab.heal("primary")
     return {"topic": topic, "config": config, "safe": safe, "conflict": conflict,
             "unkeyed": unkeyed, "post": post + nokey_post, "fpoint": fpoint, "base": base,
