@@ -183,9 +183,14 @@ class ConnectControlled(ReplicationKind, ABC):
             return StopOutcome("stopped", [], "confirmed by the operator (manual mode)")
         try:
             client.info()
+            # It answered: the replicator is reachable, and pending is for one that is not
+            # (DESIGN §6 step 2). A worker holds a stop while its herder joins its group (a
+            # restart: seconds) or finishes a rebalance; that is the stop taking effect,
+            # bounded like the wait for STOPPED below, not by the reach deadline.
+            held = connect_client(rep, max(deadline_s, reach_deadline_s or 0.0)) or client
             for name in rep.connect.connectors:
                 try:
-                    stop_or_pause(client, name)
+                    stop_or_pause(held, name)
                 except ConnectorMissing as exc:
                     raise DrctlError(f"Connector '{name}' does not exist on "
                                      f"{rep.connect.url}.",
