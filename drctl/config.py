@@ -27,7 +27,9 @@ from drctl.secrets import (
     UnresolvedReference,
     is_reference,
     is_secret_key,
+    mask_url_userinfo,
     resolve_references,
+    url_token,
 )
 from drctl.suggest import did_you_mean
 from drctl.timeparse import parse_duration
@@ -239,10 +241,19 @@ class StateSettings:
 
 @dataclass(frozen=True)
 class SparkSettings:
+    """Where the gap job runs: a Spark Connect server (`remote`, sc://HOST:PORT) that takes
+    every gap job of the process, or a job of its own on `master` (local, or a cluster)."""
+
     master: str = "local[*]"
     jars: tuple[str, ...] = ()
     packages: tuple[str, ...] = ()
     conf: Mapping[str, str] = field(default_factory=dict)
+    remote: str | None = None  # its token resolved: never print it (mask_url_userinfo)
+
+    @property
+    def where(self) -> str:
+        """Where a gap job runs, for messages (a token masked)."""
+        return f"Spark Connect {mask_url_userinfo(self.remote)}" if self.remote else self.master
 
 
 @dataclass(frozen=True)
@@ -390,7 +401,7 @@ _CONNECT_KEYS = (*_HTTP_KEYS, "source_connector", "checkpoint_connector",
                  "heartbeat_connector")
 _FILTER_KEYS = ("include", "exclude")
 _STATE_KEYS = ("dir", "topic", "snapshots_topic")
-_SPARK_KEYS = ("master", "jars", "packages", "conf")
+_SPARK_KEYS = ("master", "jars", "packages", "conf", "remote")
 _RETRY_KEYS = ("initial_s", "multiplier", "max_s", "attempts", "deadline_s")
 _OBJECTIVE_KEYS = ("rpo", "rto")
 
@@ -786,13 +797,42 @@ class _Parser:
             lambda: self.string_list(raw.get("packages"), "spark.packages"), ())
         conf = {k: self.collect(partial(self.string, v, f"spark.conf.{k}"), "")
                 for k, v in conf_raw.items()}
+        remote = self.collect(lambda: self.spark_remote(raw), None)
         return SparkSettings(
             master=self.collect(lambda: self.string(raw.get("master", "local[*]"),
                                                     "spark.master"), "local[*]"),
             jars=jars,
             packages=packages,
             conf=conf,
+            remote=remote,
         )
+
+    def spark_remote(self, raw: Mapping[str, Any]) -> str | None:
+        """`spark.remote`: a Spark Connect URL, as Spark Connect takes it
+        (sc://host:port/;use_ssl=true;token=...). Where the job runs is one setting: the
+        server's own classpath and master replace spark.master, spark.jars, spark.packages."""
+        if raw.get("remote") is None:
+            return None
+        url = self.string(raw["remote"], "spark.remote")
+        written = str(raw["remote"]).strip()
+        if "${" in written:  # `config show` prints the references, never what they name
+            self.references["spark.remote"] = written
+        token = url_token(url)
+        if token:
+            self.redactor.add(token)
+        if not re.fullmatch(r"sc://[^/;:\s]+(:\d+)?/?(;[^;=\s]+=[^;\s]*)*", url):
+            raise self.error("spark.remote", f"'{mask_url_userinfo(url)}' is not a Spark "
+                             "Connect URL",
+                             "Write it as sc://HOST:PORT, with parameters after '/;', e.g. "
+                             "sc://spark:15002/;use_ssl=true;token=${env:SPARK_TOKEN}.")
+        both = [k for k in ("master", "jars", "packages") if raw.get(k)]
+        if both:
+            raise self.error("spark.remote", f"set together with spark.{both[0]}: a gap job "
+                             "runs on the Spark Connect server, with its master and "
+                             "classpath",
+                             f"Remove spark.{both[0]} (it is for a job drctl starts itself), "
+                             "or spark.remote.")
+        return url
 
     def retry(self, value: Any) -> RetryPolicy:
         raw = self.mapping(value, "retry", _RETRY_KEYS)
@@ -851,10 +891,13 @@ def config_as_data(config: Config) -> dict[str, Any]:
                    "exclude": list(config.groups.exclude)},
         "state": {"dir": os.path.abspath(config.state.dir), "topic": config.state.topic,
                   "snapshots_topic": config.state.snapshots_topic},
-        "spark": {"master": config.spark.master,
-                  "jars": [os.path.abspath(jar) for jar in config.spark.jars],
-                  "packages": list(config.spark.packages),
-                  "conf": mask_mapping(config.spark.conf)},
+        "spark": ({"remote": config.references.get("spark.remote")
+                   or mask_url_userinfo(config.spark.remote),
+                   "conf": mask_mapping(config.spark.conf)} if config.spark.remote else
+                  {"master": config.spark.master,
+                   "jars": [os.path.abspath(jar) for jar in config.spark.jars],
+                   "packages": list(config.spark.packages),
+                   "conf": mask_mapping(config.spark.conf)}),
         "retry": {"initial_s": config.retry.initial_s, "multiplier": config.retry.multiplier,
                   "max_s": config.retry.max_s, "attempts": config.retry.attempts,
                   "deadline_s": config.retry.deadline_s},

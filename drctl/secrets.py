@@ -27,11 +27,22 @@ _REFERENCE = re.compile(r"\$\{(env|file):([^}]+)\}")
 # The user-info of a URL (`https://user:pass@host/`): the password never shows, the user does.
 _URL_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^/@\s:]*):"
                            r"(?P<password>[^/@\s]+)@")
+# A Spark Connect URL's bearer token (`sc://host:15002/;use_ssl=true;token=...`); one
+# written as a reference names where the secret is, and shows.
+_URL_TOKEN = re.compile(r"(?P<name>;token=)(?P<token>(?!\$\{)[^;\s]+)", re.IGNORECASE)
 
 
 def mask_url_userinfo(text: str) -> str:
-    """Every `scheme://user:password@` in `text` as `scheme://user:****@`."""
-    return _URL_USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:{MASK}@", text)
+    """Every `scheme://user:password@` in `text` as `scheme://user:****@`, and a Spark Connect
+    URL's `;token=...` as `;token=****`."""
+    text = _URL_USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:{MASK}@", text)
+    return _URL_TOKEN.sub(lambda m: f"{m['name']}{MASK}", text)
+
+
+def url_token(url: str) -> str | None:
+    """The `;token=` of a Spark Connect URL, if it has one."""
+    found = _URL_TOKEN.search(url)
+    return found["token"] if found else None
 
 
 class UnresolvedReference(ValueError):

@@ -22,7 +22,7 @@ def runtime_versions() -> dict[str, str]:
         "python": platform.python_version(),
         "confluent-kafka": metadata.version("confluent-kafka"),
         "librdkafka": confluent_kafka.libversion()[0],
-        "pyspark": _package_version("pyspark"),
+        "pyspark": _pyspark(),
         "java": _java(java) if java else "not found (JAVA_HOME or PATH)",
     }
 
@@ -32,6 +32,15 @@ def _package_version(name: str) -> str:
         return metadata.version(name)
     except metadata.PackageNotFoundError:
         return "not installed"
+
+
+def _pyspark() -> str:
+    """PySpark's version; the thin Spark Connect client (pyspark-client) says so: it runs gap
+    jobs on a server only (spark.remote)."""
+    version = _package_version("pyspark")
+    if version == "not installed" and _package_version("pyspark-client") != "not installed":
+        return f"pyspark-client {_package_version('pyspark-client')} (Spark Connect only)"
+    return version
 
 
 def _java(java: str) -> str:

@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,12 +23,9 @@ from drctl.kafka.clients import ClusterClients
 from drctl.lab.lab import CONNECT_GROUP, Lab, LabPorts, LabState
 from drctl.lab.registry import LabRegistries, registry_ports, registry_url
 from drctl.lab.security import mm2_source_acls, mm2_target_acls
+from drctl.lab.spark_connect import SparkConnectServer
 from drctl.registry.client import RegistryClient
 from drctl.replication.base import kind_for
-
-# Every gap job of the session (failbacks, gap-analysis) runs in one resident Spark driver
-# (drctl/gap/resident.py): a driver JVM per job is seconds each, dozens of times.
-os.environ.setdefault("DRCTL_SPARK_RESIDENT", "1")
 
 # Helpers running test sessions side by side give each a different base.
 # Below the ephemeral range (32768+), where a client socket could take a port first.
@@ -39,6 +37,8 @@ PORT_BASE = int(os.environ.get("DRCTL_TEST_PORT_BASE", "23100")) + 100 * _WORKER
 SECURE_BASE = PORT_BASE + 70
 # The schema registries' (primary + 0, secondary + 1), past the secure lab's.
 REGISTRY_BASE = PORT_BASE + 80
+# The worker's one Spark Connect server, which every lab's gap jobs run on (spark.remote).
+SPARK_CONNECT_PORT = PORT_BASE + 90
 
 
 class RunningLab:
@@ -94,13 +94,45 @@ class _Labs:
         self.root = root
         self.started: dict[str, RunningLab] = {}
         self.keep = bool(os.environ.get("DRCTL_KEEP_TEST_LABS"))
+        self.spark = SparkConnectServer(root, SPARK_CONNECT_PORT)
+        self._spark_up: threading.Thread | None = None
+        self._spark_failed: BaseException | None = None
+
+    def start_spark(self) -> None:
+        """Start the worker's Spark Connect server, in the background: a lab starts
+        meanwhile (`spark_remote` waits for it)."""
+        if self._spark_up is not None:
+            return
+
+        def up() -> None:
+            try:
+                self.spark.up()
+            except BaseException as exc:  # noqa: BLE001 - raised in the test's thread
+                self._spark_failed = exc
+
+        self._spark_up = threading.Thread(target=up, name="spark-connect-up", daemon=True)
+        self._spark_up.start()
+
+    def spark_remote(self) -> str:
+        """The worker's Spark Connect server, once it answers (a test fails, never skips,
+        when it cannot start: its log is named)."""
+        self.start_spark()
+        assert self._spark_up is not None
+        self._spark_up.join()
+        if self._spark_failed is not None:
+            self.keep = True
+            raise self._spark_failed
+        return self.spark.url
 
     def get(self, name: str, *, spark_workers: int = 0) -> RunningLab:
         if name not in self.started:
             lab = Lab(self.root / f"lab-{name}")
+            self.start_spark()
             try:
                 state = lab.up(ports=_lab_ports(name), names_kept=name != "prefixed",
-                               spark_workers=spark_workers, secure=name == "secure")
+                               spark_workers=spark_workers, secure=name == "secure",
+                               spark_connect=self.spark.url)
+                self.spark_remote()  # up before any of the lab's gap jobs
             except BaseException:
                 lab.down()
                 self.keep = True  # its logs explain the failure
@@ -121,6 +153,9 @@ class _Labs:
     def down(self) -> None:
         for name in list(self.started):
             self.stop(name)
+        if self._spark_up is not None:
+            self._spark_up.join()
+        self.spark.down()
 
 
 def _lab_ports(name: str) -> LabPorts:
@@ -154,6 +189,12 @@ def _labs() -> Iterator[_Labs]:
             print(f"\nlab files kept in {root}")
         else:
             shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def spark_remote(_labs: _Labs) -> str:
+    """The worker's Spark Connect server (sc://…), for a lab a test starts itself."""
+    return _labs.spark_remote()
 
 
 @pytest.fixture(scope="session")

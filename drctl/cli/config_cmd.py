@@ -17,6 +17,7 @@ from drctl.cli.options import DEFAULT_DEADLINE_S, Deadline, OutputOption
 from drctl.cli.state import CURRENT
 from drctl.config import Config, ReplicationSettings, config_as_data
 from drctl.errors import Aborted, DrctlError, ExitStatus, UsageError
+from drctl.gap import remote
 from drctl.gap.kafka_options import gap_job_settings
 from drctl.kafka.clients import check_clusters
 from drctl.progress import Notify
@@ -277,21 +278,25 @@ def run_config_check(config: Config, term: Terminal,
         _report(term, problem)
     policy = config.retry.with_deadline(deadline)
     rep = config.replication
-    with ThreadPoolExecutor(2, thread_name_prefix="config-check-http") as pool:
-        # Connect and the schema registries are asked beside the clusters, under the same
-        # deadline.
+    with ThreadPoolExecutor(3, thread_name_prefix="config-check") as pool:
+        # Connect, the schema registries and the Spark Connect server are asked beside the
+        # clusters, under the same deadline.
         asked = pool.submit(_read_connect, rep, term.warn) if rep is not None else None
         registries = pool.submit(check_registries, config, deadline, term.warn)
+        spark_asked = pool.submit(remote.check, config.spark, deadline) \
+            if config.spark.remote else None
         results, failures = check_clusters(config, policy, notify=term.warn)
         connect, connect_error, costs = asked.result() if asked else (None, None, None)
         registry_rows, registry_errors = registries.result()
+        spark, spark_error = spark_asked.result() if spark_asked else (None, None)
     if costs:
         report_translation_costs(term, costs)
     data = {"clusters": results, "connect": connect, "schema_registries": registry_rows,
             "translation_costs": costs, "gap_job": {
         "warnings": [w for s in java_settings.values() for w in s.warnings],
         "problems": [{"key": p.key, "reason": p.reason, "hint": p.hint}
-                     for p in java_problems]}}
+                     for p in java_problems],
+        "spark_connect": spark}}
     if not term.json_mode:
         term.table("Clusters", ["cluster", "bootstrap", "cluster id", "brokers", "controller",
                                 "rtt ms"],
@@ -305,14 +310,16 @@ def run_config_check(config: Config, term: Terminal,
                 term.info(f"{row['cluster']}'s schema registry at {row['url']} answers "
                           f"({row['version'] or 'version unknown'}, {row['subjects']} "
                           "subject(s)).")
-    for exc in (*failures, *registry_errors):
+        if spark is not None and spark["reachable"]:
+            term.info(f"Gap jobs run on Spark Connect {spark['remote']}: Spark "
+                      f"{spark['version']}, Kafka source "
+                      f"{'on it' if spark['kafka_connector'] else 'MISSING'}.")
+    errors = [e for e in (connect_error, spark_error, *registry_errors) if e is not None]
+    for exc in [*failures, *errors]:
         _report(term, exc)
-    if connect_error is not None:
-        _report(term, connect_error)
-    if (java_problems or isinstance(connect_error, UsageError)
-            or any(isinstance(e, UsageError) for e in registry_errors)):
+    if java_problems or any(e.exit_status == ExitStatus.USAGE for e in errors):
         return data, ExitStatus.USAGE
-    if failures or connect_error is not None or registry_errors:
+    if failures or errors:
         return data, ExitStatus.UNREACHABLE
     return data, ExitStatus.SUCCESS
 

@@ -91,7 +91,8 @@ def gap_analysis(
     yes: Annotated[bool, typer.Option("--yes", "-y",
                                       help="Write to --to-topic without asking.")] = False,
     master: Annotated[str | None, typer.Option(
-        metavar="URL", help="Spark master (default: the config's spark.master, local[*]).")] = None,
+        metavar="URL", help="Spark master for a job of its own (default: the config's "
+                            "spark.remote, else spark.master, local[*]).")] = None,
     plan_out: Annotated[Path | None, typer.Option(
         metavar="FILE",
         help="Only pin the bounds: write the plan here and print the spark-submit line that "
@@ -126,7 +127,9 @@ def gap_analysis(
                      new="--topics", warn=term.warn)
     report_dir = renamed(report_dir, old_out, old="--out", new="--report-dir", warn=term.warn)
     rep = config.require_replication()
-    spark = config.spark if master is None else dataclasses.replace(config.spark, master=master)
+    # --master runs this job of its own on that master, whatever spark.remote says.
+    spark = config.spark if master is None else dataclasses.replace(config.spark, master=master,
+                                                                    remote=None)
     if (source_end or target_end or failover_start) and not topics:
         named_from = [o for o in (source_end, target_end, failover_start) if o]
         if not all(o.strip().startswith("{") for o in named_from):
@@ -180,7 +183,7 @@ def gap_analysis(
 
     with term.progress("Gap analysis") as progress:
         result = run_gap_analysis(plan, spark, progress, debug=CURRENT.debug,
-                                  notify=term.step)
+                                  notify=term.step, deadline_s=deadline)
     with result:
         sent: dict[str, int] = {}
         if to_topic and result.has_gap:

@@ -12,7 +12,7 @@ import typer
 from drctl.cli.help import Typer
 from drctl.cli.options import OutputOption, old_spelling, renamed
 from drctl.cli.state import CURRENT
-from drctl.lab.lab import SECURE_LOGINS, Lab, LabPorts
+from drctl.lab.lab import NO_SERVER, OWN_SERVER, SECURE_LOGINS, Lab, LabPorts
 from drctl.lab.registry import DEFAULT_PORT as DEFAULT_REGISTRY_PORT
 from drctl.lab.registry import lab_values, registry_url
 from drctl.lab.workload import WorkloadSpec, run_workload
@@ -72,6 +72,13 @@ def up(
     spark_port: Annotated[int, typer.Option(
         metavar="PORT", help="Spark master port (web UIs: the next ports, one per worker after the "
              "master's).")] = 17077,
+    spark_connect: Annotated[bool | None, typer.Option(
+        "--spark-connect/--no-spark-connect",
+        help="Run a Spark Connect server for the gap jobs and point the config's "
+             "spark.remote at it; --no-spark-connect: each gap job a local Spark job "
+             "(default: keep the lab's, a server for a new lab).", show_default=False)] = None,
+    spark_connect_port: Annotated[int, typer.Option(
+        metavar="PORT", help="The Spark Connect server's port (gRPC).")] = 17002,
     secure: Annotated[bool, typer.Option(
         "--secure", help="TLS from a CA the lab makes; SASL_SSL (SCRAM-SHA-512, PLAIN, "
                          "OAUTHBEARER) and mTLS listeners; ACLs: drctl as a super user, "
@@ -103,11 +110,16 @@ def up(
     term = CURRENT.terminal(output)
     lab = Lab(dir)
     started = time.monotonic()
-    state = lab.up(ports=LabPorts(primary_port, secondary_port, connect_port, spark_port),
+    state = lab.up(ports=LabPorts(primary_port, secondary_port, connect_port, spark_port,
+                                  spark_connect_port),
                    kafka_version=kafka_version,
                    names_kept=topic_naming == TopicNaming.kept, spark_workers=spark_workers,
                    secure=secure, schema_registry=schema_registry,
-                   registry_port=registry_port, notify=term.step)
+                   registry_port=registry_port,
+                   spark_connect=(OWN_SERVER if spark_connect or (
+                       spark_connect is None and not lab.state_file.exists()) else
+                       None if spark_connect is None else NO_SERVER),
+                   notify=term.step)
     elapsed = time.monotonic() - started
     status = lab.status()
     if term.json_mode:
@@ -116,8 +128,10 @@ def up(
     term.success(f"Lab up in {elapsed:.1f} s: Kafka {state.kafka_version}, topic naming "
                  f"{state.topic_naming}{', TLS + SASL + ACLs' if state.secure else ''}, "
                  f"{human_bytes(status['total_rss_bytes'])} resident.")
+    remote = lab.spark_remote(state)
     spark = (f"  spark     spark://127.0.0.1:{state.ports.spark_master}, "
-             f"{state.spark_workers} worker(s)\n" if state.spark_workers else "")
+             f"{state.spark_workers} worker(s)\n" if state.spark_workers
+             else f"  spark     {remote} (Spark Connect)\n" if remote else "")
     mtls = (lambda port: f" (mTLS 127.0.0.1:{state.ports.mtls(port)})") if state.secure \
         else (lambda port: "")
     configs = "".join(f"\n  config    {lab.secure_config_file(login)}  ({login})"
@@ -167,7 +181,9 @@ def status(dir: DirOption = Path("lab"),
         term.emit_json(st)
         return
     term.info(f"Lab {st['dir']} — Kafka {st['kafka_version']}, topic naming "
-              f"{st['topic_naming']}, {human_bytes(st['total_rss_bytes'])} resident")
+              f"{st['topic_naming']}, {human_bytes(st['total_rss_bytes'])} resident"
+              + (f"; gap jobs on Spark Connect {st['spark_remote']}" if st["spark_remote"]
+                 else ""))
     term.table("Processes", ["name", "running", "pid", "port", "memory", "log"],
                [[p["name"], "yes" if p["running"] else "NO", p["pid"], p["port"],
                  human_bytes(p["rss_bytes"]), p["log"]] for p in st["processes"]])

@@ -46,11 +46,13 @@ class Connector:
 
     jars: tuple[str, ...] = ()
     packages: tuple[str, ...] = ()
-    source: str = "config"  # config | cache | spark-packages
+    source: str = "config"  # config | cache | spark-packages | server (Spark Connect's own)
     versions: tuple[tuple[str, str], ...] = ()  # (artifact, version) resolved
     ivy: str | None = None  # Spark's spark.jars.ivy, when Spark resolves the packages
 
     def describe(self) -> str:
+        if self.source == "server":
+            return "the Spark Connect server's classpath"
         if self.versions:
             return ", ".join(f"{a} {v}" for a, v in self.versions) + f" ({self.source})"
         return f"{len(self.jars)} jar(s), {len(self.packages)} package(s) from the config"

@@ -1,8 +1,8 @@
 """The Spark job of `drctl gap-analysis`.
 
-drctl starts it in its own process (`python -m drctl.gap.job PLAN --events-fd N`), or in a
-resident driver that runs job after job (`--serve`, resident.py); the same file runs under
-spark-submit:
+drctl starts it in its own process (`python -m drctl.gap.job PLAN --events-fd N`), or runs
+`GapJob` in its own process on a Spark Connect session (runner.py, remote.py: no JVM here);
+the same file runs under spark-submit:
 
     PYSPARK_PYTHON=python3 spark-submit --jars <connector jars> drctl/gap/job.py PLAN
 
@@ -29,11 +29,11 @@ import tempfile
 import threading
 import time
 import traceback
+import weakref
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from pyspark import SparkContext
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
@@ -72,26 +72,35 @@ rootLogger.appenderRef.console.ref = console
 
 
 class JobEvents:
-    """JSON lines to the driver process (progress, then done or error); silent when the job
-    runs under spark-submit without --events-fd."""
+    """Progress, then done or error, to drctl: `send` takes each event (JSON lines on a pipe
+    from the job's own process, or drctl's own follower on a Spark Connect session); silent
+    when the job runs under spark-submit without --events-fd."""
 
-    def __init__(self, stream: IO[str] | None) -> None:
-        self._stream = stream
+    def __init__(self, send: Emit | None) -> None:
+        self._send = send
         self._lock = threading.Lock()
         self.phase = "starting"
         self._since = time.monotonic()
         self.timings: dict[str, float] = {}
 
+    @classmethod
+    def to_stream(cls, stream: IO[str] | None) -> JobEvents:
+        def write(event: dict[str, Any]) -> None:
+            assert stream is not None
+            stream.write(json.dumps(event) + "\n")
+            stream.flush()
+
+        return cls(write if stream is not None else None)
+
     @property
     def silent(self) -> bool:
-        return self._stream is None
+        return self._send is None
 
     def emit(self, event: dict[str, Any]) -> None:
-        if self._stream is None:
+        if self._send is None:
             return
         with self._lock:
-            self._stream.write(json.dumps(event) + "\n")
-            self._stream.flush()
+            self._send(event)
 
     def enter(self, phase: str) -> None:
         now = time.monotonic()
@@ -99,6 +108,50 @@ class JobEvents:
         self._since = now
         self.phase = phase
         self.emit({"event": "phase", "phase": phase})
+
+
+def is_connect(spark: SparkSession) -> bool:
+    """Whether `spark` is a Spark Connect session (no SparkContext, no JVM in this process)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def default_parallelism(spark: SparkSession) -> int:
+    """The cores Spark schedules tasks on. A Spark Connect session has no SparkContext to ask:
+    a range without a partition count is split into exactly that many partitions (asked once
+    per session)."""
+    if not is_connect(spark):
+        return int(spark.sparkContext.defaultParallelism)
+    if spark not in _CONNECT_PARALLELISM:
+        parts = spark.range(0, 1 << 16).select(F.spark_partition_id().alias("p"))
+        _CONNECT_PARALLELISM[spark] = int(parts.agg(F.max("p")).first()[0]) + 1  # type: ignore[index]
+    return _CONNECT_PARALLELISM[spark]
+
+
+_CONNECT_PARALLELISM: weakref.WeakKeyDictionary[SparkSession, int] = \
+    weakref.WeakKeyDictionary()
+
+
+def follow_progress(spark: SparkSession, events: JobEvents) -> Callable[[], None]:
+    """Report the tasks of Spark's running stages as progress events; returns what stops it.
+    A SparkContext's status tracker is polled; a Spark Connect session reports each
+    operation's stages itself."""
+    if not is_connect(spark):
+        poller = StatusPoller(spark, events)
+        poller.start()
+        return poller.stop
+    last: list[tuple[str, int, int]] = []
+
+    def handler(**info: Any) -> None:
+        stages = info.get("stages") or []
+        now = (events.phase, sum(s.num_completed_tasks for s in stages),
+               sum(s.num_tasks for s in stages))
+        if now[2] and now not in last:
+            last[:] = [now]
+            events.emit({"event": "progress", "phase": now[0], "done": now[1],
+                         "total": now[2]})
+
+    spark.registerProgressHandler(handler)  # type: ignore[arg-type]
+    return lambda: spark.removeProgressHandler(handler)  # type: ignore[arg-type]
 
 
 class StatusPoller(threading.Thread):
@@ -142,7 +195,7 @@ _QUICK_JIT_ROWS = 1_000_000
 _QUICK_JIT = "-XX:TieredStopAtLevel=1"
 
 
-def _sql_defaults(plan: GapPlan, spark: SparkSession) -> dict[str, str]:
+def _sql_defaults(plan: GapPlan, parallelism: int) -> dict[str, str]:
     # Spark's 200 shuffle partitions suit a cluster. A few per core keep small shuffles and
     # writes cheap, and about a million narrow rows per partition keep each hash map in
     # memory.
@@ -151,27 +204,24 @@ def _sql_defaults(plan: GapPlan, spark: SparkSession) -> dict[str, str]:
         # Fingerprints are unique per record: a map-side partial aggregation would only copy
         # every row into a hash map before the shuffle.
         "spark.sql.execution.bypassPartialAggregation": "true",
-        "spark.sql.shuffle.partitions": str(max(4 * spark.sparkContext.defaultParallelism,
-                                                rows // 1_000_000)),
+        "spark.sql.shuffle.partitions": str(max(4 * parallelism, rows // 1_000_000)),
         "spark.sql.session.timeZone": "UTC",
     }
 
 
-def build_session(plan: GapPlan, home: Path | None = None) -> SparkSession:
-    """The session `plan` asks for. `home`: a resident driver's own directory for what the
-    JVM keeps from its start (log configuration, Spark's local dir), which outlive any one
-    plan's work directory."""
+def build_session(plan: GapPlan) -> SparkSession:
+    """The session `plan` asks for, in this process's own JVM."""
     builder = SparkSession.builder.appName("drctl gap-analysis")
     settings = plan.spark
     if settings is None:  # under spark-submit: its command line decides, then our defaults
         spark = builder.getOrCreate()
         spark.sparkContext.setLogLevel("WARN")
         given = spark.sparkContext.getConf()
-        for key, value in _sql_defaults(plan, spark).items():
+        for key, value in _sql_defaults(plan, default_parallelism(spark)).items():
             if not given.contains(key):
                 spark.conf.set(key, value)
         return spark
-    work = home or Path(plan.out_dir) / _WORK
+    work = Path(plan.out_dir) / _WORK
     work.mkdir(parents=True, exist_ok=True)
     quick = _compared_rows(plan) <= _QUICK_JIT_ROWS
     log4j = work / "log4j2.properties"
@@ -196,13 +246,14 @@ def build_session(plan: GapPlan, home: Path | None = None) -> SparkSession:
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("INFO" if settings.debug else "ERROR")
-    return plan_session(spark, plan)
+    return plan_session(spark, plan, settings.conf, default_parallelism(spark))
 
 
-def plan_session(spark: SparkSession, plan: GapPlan) -> SparkSession:
-    """`spark` with the SQL settings sized for `plan` (those the plan's conf leaves open)."""
-    given = plan.spark.conf if plan.spark is not None else {}
-    for key, value in _sql_defaults(plan, spark).items():
+def plan_session(spark: SparkSession, plan: GapPlan, given: Mapping[str, str],
+                 parallelism: int) -> SparkSession:
+    """`spark` with the SQL settings sized for `plan` (those the config's `given` leaves
+    open)."""
+    for key, value in _sql_defaults(plan, parallelism).items():
         if key not in given:
             spark.conf.set(key, value)
     return spark
@@ -216,8 +267,10 @@ class GapJob:
         self.tix = plan.topic_index()
         self.out = Path(plan.out_dir)
         self.work = self.out / _WORK
-        self.parallelism = max(2, spark.sparkContext.defaultParallelism)
+        self.connect = is_connect(spark)
+        self.parallelism = max(2, default_parallelism(spark))
         self.gap_rows = 0  # how many unreplicated records the analysis expects
+        self._cached: list[DataFrame] = []
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -303,9 +356,23 @@ class GapJob:
             [], f"tix int, partition int, fp {FP_TYPE}, sign tinyint, offset bigint")
 
     def materialize(self, df: DataFrame, name: str) -> DataFrame:
+        """`df` computed once (and its observations gathered). Its own process writes it to
+        the work directory; a Spark Connect server shares no file system with drctl, and
+        keeps it cached in its executors until the job ends (`release`)."""
+        if self.connect:
+            df = df.cache()
+            df.count()
+            self._cached.append(df)
+            return df
         path = str(self.work / name)
         df.write.mode("overwrite").parquet(path)
         return self.spark.read.parquet(path)
+
+    def release(self) -> None:
+        """What `materialize` cached on a Spark Connect server."""
+        for df in self._cached:
+            df.unpersist()
+        self._cached.clear()
 
     # -- the analysis -------------------------------------------------------------------------
 
@@ -329,21 +396,40 @@ class GapJob:
             columns += [F.col("classification"), F.col("conflicts"), F.col("partition_writes")]
         records_path = self.out / RECORDS_DIR
         ordered = gap.select(F.col("tix"), *columns)
-        if self.gap_rows <= SORT_IN_ONE_TASK:
-            # One sorted file in one pass: no sampling job, no second read of Kafka.
-            ordered = ordered.repartition(1).sortWithinPartitions("tix", "partition", "offset")
+        if self.connect:
+            written = self.fetch(ordered, records_path)
         else:
-            # Materialized first: a global sort samples its input, and that must not be a
-            # Kafka read.
-            ordered = self.materialize(ordered, "gap").orderBy("tix", "partition", "offset")
-        ordered.drop("tix").write.mode("overwrite").parquet(str(records_path))
-        written = self.spark.read.parquet(str(records_path))
+            if self.gap_rows <= SORT_IN_ONE_TASK:
+                # One sorted file in one pass: no sampling job, no second read of Kafka.
+                ordered = ordered.repartition(1).sortWithinPartitions("tix", "partition",
+                                                                       "offset")
+            else:
+                # Materialized first: a global sort samples its input, and that must not be a
+                # Kafka read.
+                ordered = self.materialize(ordered, "gap").orderBy("tix", "partition",
+                                                                   "offset")
+            ordered.drop("tix").write.mode("overwrite").parquet(str(records_path))
+            written = self.spark.read.parquet(str(records_path))
         summary = self.summarize(written, counts, post_counts, divergence)
         summary["records_path"] = str(records_path)
         self.events.enter("done")
         summary["elapsed_s"] = round(time.monotonic() - started, 3)
         summary["phases_s"] = dict(self.events.timings)
         return summary
+
+    def fetch(self, ordered: DataFrame, records_path: Path) -> DataFrame:
+        """The unreplicated records over the Spark Connect session (Arrow), written here as
+        the Parquet file its own process would write: the failback host needs no storage
+        shared with the server. Returns them as the server holds them, for the summary."""
+        import pyarrow.parquet as pq
+
+        kept = self.materialize(ordered.orderBy("tix", "partition", "offset").drop("tix"),
+                                "gap")
+        table = kept.toArrow()
+        shutil.rmtree(records_path, ignore_errors=True)
+        records_path.mkdir(parents=True)
+        pq.write_table(table, records_path / "part-00000.parquet")
+        return kept
 
     def multiset(self) -> tuple[DataFrame, dict[str, dict[tuple[int, int], int]]]:
         self.events.enter("diff")
@@ -573,15 +659,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--record-classes", action="store_true",
                         help="record the driver's class archive (class_archive.py) with a "
                              "small local job, unless it exists, and exit")
-    parser.add_argument("--serve", metavar="HOME", type=Path, default=None,
-                        help="stay up as drctl's resident driver: run the plan files named on "
-                             "stdin, one per line, in one Spark driver (resident.py)")
     args = parser.parse_args(argv)
     if args.record_classes:
         return record_classes()
     stream = os.fdopen(args.events_fd, "w") if args.events_fd is not None else None
-    if args.serve is not None:
-        return serve(args.serve, stream)
     if args.plan is None:
         parser.error("a plan file is required")
     spark: SparkSession | None = None
@@ -592,7 +673,7 @@ def main(argv: list[str] | None = None) -> int:
         return spark
 
     try:
-        return run_plan(Path(args.plan), JobEvents(stream), open_session)
+        return run_plan(Path(args.plan), JobEvents.to_stream(stream), open_session)
     finally:
         _stop_jvm(spark)
 
@@ -636,68 +717,53 @@ def record_classes() -> int:
     return 0
 
 
-def serve(home: Path, stream: IO[str] | None) -> int:
-    """Run each plan file named on stdin in one driver JVM, started for the first and kept
-    until stdin ends. Every job's events end with {"event": "end"}. A job's SQL settings
-    live in its own session (`newSession`); what a JVM fixes at its start (jars, master, JVM
-    options) is the same for every plan the resident driver accepts (resident.py)."""
-    base: SparkSession | None = None
-
-    def open_session(plan: GapPlan) -> SparkSession:
-        nonlocal base
-        if base is None:
-            base = build_session(plan, home)
-        return plan_session(base.newSession(), plan)
-
-    try:
-        for line in sys.stdin:
-            if line.strip():
-                events = JobEvents(stream)
-                run_plan(Path(line.strip()), events, open_session)
-                events.emit({"event": "end"})
-    finally:
-        _stop_jvm(base)
-    # stdin ended: the drctl process is done with this driver, or was killed and cannot
-    # remove the home itself. A driver that failed keeps it: its log says why.
-    shutil.rmtree(home, ignore_errors=True)
-    return 0
-
-
 def run_plan(plan_file: Path, events: JobEvents,
              open_session: Callable[[GapPlan], SparkSession]) -> int:
     """One job: 0 when its summary is written (a "done" event), 1 with an "error" event."""
-    poller: StatusPoller | None = None
     try:
-        plan = GapPlan.from_json(plan_file.read_text())
-        events.enter("starting")
-        spark = open_session(plan)
-        poller = StatusPoller(spark, events)
-        poller.start()
-        summary = GapJob(spark, plan, events).run()
-        summary_path = Path(plan.out_dir) / SUMMARY_FILE
-        summary_path.write_text(json.dumps(summary, indent=2))
-        if plan.spark is None or not plan.spark.debug:
-            work = Path(plan.out_dir) / _WORK
-            for name in _INTERMEDIATE:
-                shutil.rmtree(work / name, ignore_errors=True)
-            if work.is_dir() and not any(work.iterdir()):
-                work.rmdir()
+        summary_path = run_job(GapPlan.from_json(plan_file.read_text()), events, open_session)
         events.emit({"event": "done", "summary": str(summary_path)})
         if events.silent:
             print(f"summary: {summary_path}")
         return 0
     except Exception as exc:  # noqa: BLE001 - reported to the driver as an event
         traceback.print_exc(file=sys.stderr)
-        kind = "connector-missing" if _connector_missing(exc) else "failed"
-        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        # The first line of a Py4J error names only the Java call ("... o465.parquet"); the
-        # cause (a Kafka timeout, a disconnect) is further down: the driver classifies it.
-        events.emit({"event": "error", "kind": kind, "message": message[:2000],
-                     "detail": str(exc)[:50_000]})
+        events.emit(error_event(exc))
         return 1
+
+
+def run_job(plan: GapPlan, events: JobEvents,
+            open_session: Callable[[GapPlan], SparkSession]) -> Path:
+    """One job on the session `open_session` gives: its summary written (the path), or the
+    exception that ended it."""
+    events.enter("starting")
+    spark = open_session(plan)
+    stop_progress = follow_progress(spark, events)
+    job = GapJob(spark, plan, events)
+    try:
+        summary = job.run()
     finally:
-        if poller is not None:
-            poller.stop()
+        stop_progress()
+        job.release()
+    summary_path = Path(plan.out_dir) / SUMMARY_FILE
+    summary_path.write_text(json.dumps(summary, indent=2))
+    if plan.spark is None or not plan.spark.debug:
+        work = Path(plan.out_dir) / _WORK
+        for name in _INTERMEDIATE:
+            shutil.rmtree(work / name, ignore_errors=True)
+        if work.is_dir() and not any(work.iterdir()):
+            work.rmdir()
+    return summary_path
+
+
+def error_event(exc: BaseException) -> dict[str, Any]:
+    """The "error" event of a job that raised `exc`."""
+    kind = "connector-missing" if _connector_missing(exc) else "failed"
+    message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    # The first line of a Py4J error names only the Java call ("... o465.parquet"); the
+    # cause (a Kafka timeout, a disconnect) is further down: the driver classifies it.
+    return {"event": "error", "kind": kind, "message": message[:2000],
+            "detail": str(exc)[:50_000]}
 
 
 def _stop_jvm(spark: SparkSession | None) -> None:
@@ -706,6 +772,8 @@ def _stop_jvm(spark: SparkSession | None) -> None:
     exits: it must be whole before drctl keeps it."""
     if spark is None:
         return
+    from pyspark import SparkContext  # not in a Spark Connect client (pyspark-client)
+
     try:
         spark.stop()
     except Exception:  # noqa: BLE001 - the JVM may be gone already

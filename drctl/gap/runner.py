@@ -1,11 +1,12 @@
-"""Runs the gap-analysis Spark job in its own process and follows it.
+"""Runs the gap-analysis Spark job where the config says (`SparkSettings`) and follows it.
 
-Its own process because a JVM's classpath is fixed when it starts: the connector jars must be
-there from the first moment, whatever Spark session the calling process may already hold, and
-a finished job gives all of its memory back. The job reports progress and its outcome as JSON
-lines on a pipe; Spark's own output goes to a log file (or to stderr with --debug). With
-DRCTL_SPARK_RESIDENT=1 the process is a driver kept between jobs instead (resident.py); the
-events, the timeout and the failures read the same either way.
+On a Spark Connect server (`spark.remote`): in this process, on a session of its own
+(remote.py); the results come back over the session. Otherwise in a process of its own,
+because a JVM's classpath is fixed when it starts: the connector jars must be there from the
+first moment, whatever Spark session the calling process may already hold, and a finished job
+gives all of its memory back. That job reports progress and its outcome as JSON lines on a
+pipe; Spark's own output goes to a log file (or to stderr with --debug). The events, the
+timeout and the failures read the same either way.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +26,6 @@ from typing import Any, Protocol
 
 from drctl.config import SparkSettings
 from drctl.errors import DrctlError, TimedOut
-from drctl.gap import resident
 from drctl.gap.class_archive import class_archive
 from drctl.gap.jars import (
     Connector,
@@ -147,13 +148,20 @@ def check_shared_output(result: GapResult, master: str) -> None:
 def run_gap_analysis(plan: GapPlan, spark: SparkSettings, progress: Progress | None = None,
                      *, debug: bool = False, notify: Notify = lambda _: None,
                      connector: Connector | None = None,
-                     timeout_s: float | None = None) -> GapResult:
+                     timeout_s: float | None = None,
+                     deadline_s: float | None = None) -> GapResult:
     """Run the job on `plan` and load what it found. The plan's out_dir receives
     `records/` (Parquet) and `summary.json`; a temporary out_dir (`plan_gap_analysis` without
     one) is removed by `GapResult.cleanup()`.
 
-    A job still running after `timeout_s` is stopped (SIGTERM, then SIGKILL after 15 s) and
-    is a TimedOut error naming the phase it was in."""
+    A job still running after `timeout_s` is stopped (its process: SIGTERM, then SIGKILL
+    after 15 s; on a Spark Connect server: interrupted) and is a TimedOut error naming the
+    phase it was in. A Spark Connect server that does not answer within `deadline_s` is
+    SparkServerUnreachable (exit 4)."""
+    if spark.remote:
+        return _run_job(plan, spark, progress, debug=debug, notify=notify,
+                        connector=Connector(source="server"), timeout_s=timeout_s,
+                        deadline_s=deadline_s)
     connector = connector or resolve_connector(spark, notify=notify)
     with first_resolution(connector) as resolved:
         return _run_job(plan, spark, progress, debug=debug, notify=notify, connector=resolved,
@@ -161,37 +169,17 @@ def run_gap_analysis(plan: GapPlan, spark: SparkSettings, progress: Progress | N
 
 
 def _run_job(plan: GapPlan, spark: SparkSettings, progress: Progress | None, *, debug: bool,
-             notify: Notify, connector: Connector, timeout_s: float | None) -> GapResult:
-    note_shared_output(plan, spark.master, notify)
+             notify: Notify, connector: Connector, timeout_s: float | None,
+             deadline_s: float | None = None) -> GapResult:
     out = Path(plan.out_dir)
     work = out / WORK_DIR
     work.mkdir(parents=True, exist_ok=True)
-    archive = class_archive()
-    if archive is not None and archive.recording is not None:
-        notify("Recording the classes Spark loads, so later gap jobs start sooner (this "
-               "first run on the machine takes longer)")
-    plan.spark = SparkJobSettings(master=spark.master, jars=list(connector.jars),
-                                  packages=list(connector.packages),
-                                  conf={**connector.spark_conf(), **spark.conf},
-                                  debug=debug,
-                                  driver_java_options=archive.java_options() if archive else [])
-    plan_file = plan.write(work / "plan.json")
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable,
-           "PYSPARK_DRIVER_PYTHON": sys.executable}
     followed = _Followed(log=work / "job.log")
-    try:
-        if resident.wanted(plan.spark, recording=archive is not None
-                           and archive.recording is not None):
-            _follow_resident(followed, plan_file, plan.spark, env, progress, timeout_s)
-        else:
-            _follow_own_process(followed, plan_file, env, progress, debug, timeout_s)
-    finally:
-        plan_file.unlink(missing_ok=True)  # it holds the clusters' credentials
-        plan.spark = None
-        if archive is not None:
-            if followed.succeeded:
-                archive.keep()
-            archive.discard()
+    if spark.remote:
+        _follow_in_session(followed, plan, spark, progress, timeout_s, deadline_s)
+    else:
+        _follow_own_process(followed, plan, spark, connector, progress, debug, timeout_s,
+                            notify)
     outcome, log = followed.outcome, followed.log
     if followed.timed_out:
         raise TimedOut(
@@ -201,13 +189,15 @@ def _run_job(plan: GapPlan, spark: SparkSettings, progress: Progress | None, *, 
             f"(spark.master, spark.conf) for a large gap; the Spark log: {log}.")
     if not followed.succeeded:
         raise _failure(outcome, log, debug, plan)
-    keep_resolved(connector)
+    if not spark.remote:
+        keep_resolved(connector)
     if not debug:
         shutil.rmtree(work, ignore_errors=True)
     result = GapResult.load(out, plan=plan.public(), connector=connector.describe(),
                             temporary=plan.temporary_out)
     try:
-        check_shared_output(result, spark.master)
+        if not spark.remote:  # the records came over the session
+            check_shared_output(result, spark.master)
     except DrctlError:
         result.cleanup()  # drctl's own temporary directory; a --report-dir the operator gave stays
         raise
@@ -244,10 +234,81 @@ def _expiring(timeout_s: float | None, stop: Callable[[], None]) -> tuple[thread
     return fired, timer
 
 
-def _follow_own_process(followed: _Followed, plan_file: Path, env: dict[str, str],
-                        progress: Progress | None, debug: bool,
-                        timeout_s: float | None) -> None:
+def _follow_in_session(followed: _Followed, plan: GapPlan, spark: SparkSettings,
+                       progress: Progress | None, timeout_s: float | None,
+                       deadline_s: float | None) -> None:
+    """The job in this process, on a Spark Connect session of its own; a timeout interrupts
+    what the session runs, and what it would run next does not start. A server that does not
+    answer (at the start, or mid-job) is SparkServerUnreachable; one without the Kafka
+    source, ServerLacksKafka."""
+    from drctl.gap import job, remote
+
+    with remote.connected(spark, deadline_s) as session:
+        def interrupt() -> None:
+            session.interruptAll()
+
+        fired, timer = _expiring(timeout_s, interrupt)
+
+        def follow(event: dict[str, Any]) -> None:
+            if fired.is_set():
+                raise TimedOut("the gap job ran out of time")
+            _follow(event, progress, followed.outcome)
+
+        try:
+            remote.require_kafka(session, spark)
+            given = dict(spark.conf)
+            summary = job.run_job(plan, job.JobEvents(follow), lambda p: job.plan_session(
+                session, p, given, job.default_parallelism(session)))
+            follow({"event": "done", "summary": str(summary)})
+        except TimedOut:
+            if not fired.is_set():
+                raise
+        except (DrctlError, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # classified here, as the job's own process does
+            if remote.server_gone(exc):
+                raise remote.unreachable(spark, exc, deadline_s or 0) from exc
+            followed.log.write_text("".join(traceback.format_exception(exc)))
+            if not fired.is_set():
+                followed.outcome["error"] = job.error_event(exc)
+        finally:
+            if timer is not None:
+                timer.cancel()
+            followed.timed_out = fired.is_set() and "summary" not in followed.outcome
+
+
+def _follow_own_process(followed: _Followed, plan: GapPlan, spark: SparkSettings,
+                        connector: Connector, progress: Progress | None, debug: bool,
+                        timeout_s: float | None, notify: Notify) -> None:
     """The job in a process of its own, which ends with it."""
+    note_shared_output(plan, spark.master, notify)
+    archive = class_archive()
+    if archive is not None and archive.recording is not None:
+        notify("Recording the classes Spark loads, so later gap jobs start sooner (this "
+               "first run on the machine takes longer)")
+    plan.spark = SparkJobSettings(master=spark.master, jars=list(connector.jars),
+                                  packages=list(connector.packages),
+                                  conf={**connector.spark_conf(), **spark.conf},
+                                  debug=debug,
+                                  driver_java_options=archive.java_options() if archive else [])
+    plan_file = plan.write(Path(plan.out_dir) / WORK_DIR / "plan.json")
+    try:
+        _follow_job_process(followed, plan_file, progress, debug, timeout_s)
+    finally:
+        plan_file.unlink(missing_ok=True)  # it holds the clusters' credentials
+        plan.spark = None
+        if archive is not None:
+            if followed.succeeded:
+                archive.keep()
+            archive.discard()
+
+
+def _follow_job_process(followed: _Followed, plan_file: Path, progress: Progress | None,
+                        debug: bool, timeout_s: float | None) -> None:
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable,
+           "PYSPARK_DRIVER_PYTHON": sys.executable}
+    for name in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE"):
+        env.pop(name, None)  # a JVM of its own, whatever the calling process set
     read_fd, write_fd = os.pipe()
     try:
         with followed.log.open("w") as log_fh:
@@ -278,22 +339,6 @@ def _follow_own_process(followed: _Followed, plan_file: Path, env: dict[str, str
         for fd in (read_fd, write_fd):
             if fd >= 0:
                 os.close(fd)
-
-
-def _follow_resident(followed: _Followed, plan_file: Path, settings: SparkJobSettings,
-                     env: dict[str, str], progress: Progress | None,
-                     timeout_s: float | None) -> None:
-    """The job in the resident driver (resident.py); a timeout takes the driver down."""
-    driver = resident.driver_for(settings, env)
-    followed.log = driver.log
-    fired, timer = _expiring(timeout_s, driver.kill)
-    try:
-        for event in driver.run(plan_file):
-            _follow(event, progress, followed.outcome)
-    finally:
-        if timer is not None:
-            timer.cancel()
-        followed.timed_out = fired.is_set() and "summary" not in followed.outcome
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:

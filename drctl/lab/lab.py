@@ -6,8 +6,10 @@ process), so any later drctl process can find, stop, fail or heal what an earlie
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import os
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,11 +41,13 @@ from drctl.lab.security import (
     write_private,
 )
 from drctl.lab.spark_cluster import SparkCluster, SparkClusterPorts, spark_config
+from drctl.lab.spark_connect import SparkConnectServer, remote_url
 from drctl.lab.workload import WorkloadSpec
 from drctl.progress import Notify
 from drctl.retry import RetryPolicy, WaitTimedOut, wait_for
 
 COMPONENTS = ("primary", "secondary", "connect")
+OWN_SERVER, NO_SERVER = "own", "none"
 FAILABLE = {"primary": "primary", "secondary": "secondary", "replication": "connect",
             "connect": "connect"}
 
@@ -67,6 +71,7 @@ class LabPorts:
     secondary: int = 29092
     connect: int = 18083
     spark_master: int = 17077  # with --spark-workers; web UIs on the next ports
+    spark_connect: int = 17002  # the lab's Spark Connect server (gRPC)
 
     def controller(self, broker_port: int) -> int:
         return broker_port + 1
@@ -90,6 +95,11 @@ class LabState:
     secure: bool = False  # TLS, SASL, mTLS + authorizer (drctl/lab/security.py)
     # A schema registry per cluster (drctl/lab/registry.py), cluster -> port; empty: none.
     registry_ports: dict[str, int] = field(default_factory=dict)
+    # Where the config's gap jobs run (spark.remote): OWN_SERVER, the lab's Spark Connect
+    # server (`drctl lab up`); NO_SERVER, a local job of their own (a lab from before); or an
+    # sc:// URL, a server the lab shares (a test worker's). A Spark cluster (spark_workers)
+    # takes them instead.
+    spark_connect: str = "none"
 
     @property
     def topic_naming(self) -> str:
@@ -181,14 +191,28 @@ class Lab:
     def registries(self) -> LabRegistries:
         return LabRegistries(self.dir)
 
+    def spark_server(self, ports: LabPorts) -> SparkConnectServer:
+        return SparkConnectServer(self.dir, ports.spark_connect)
+
+    def spark_remote(self, state: LabState) -> str | None:
+        """The `spark.remote` the lab's config gets, None for a local job (or a cluster)."""
+        if state.spark_workers or state.spark_connect == NO_SERVER:
+            return None
+        if state.spark_connect == OWN_SERVER:
+            return remote_url(state.ports.spark_connect)
+        return state.spark_connect
+
     # -- up -------------------------------------------------------------------------------
 
     def up(self, *, ports: LabPorts = LabPorts(), kafka_version: str | None = None,
            names_kept: bool = True, spark_workers: int | None = None, secure: bool = False,
            schema_registry: bool | None = None, registry_port: int = DEFAULT_PORT,
+           spark_connect: str | None = None,
            notify: Notify = lambda _: None) -> LabState:
         """Start what is not running; `spark_workers` None keeps the lab's Spark cluster as
-        it was (none for a new lab), and `schema_registry` None its schema registries."""
+        it was (none for a new lab), `schema_registry` None its schema registries, and
+        `spark_connect` None its Spark Connect server (the lab's: none for a new lab;
+        LabState.spark_connect)."""
         existing = self._existing_state()
         if existing is not None:
             if existing.names_kept != names_kept:
@@ -211,7 +235,7 @@ class Lab:
             dist = resolve_kafka(kafka_version, log_dir=self.dir)
             state = LabState(ports, dist.version, str(dist.lib_dir), dist.source, names_kept,
                              {c: _new_cluster_id() for c in ("primary", "secondary")},
-                             secure=secure)
+                             secure=secure, spark_connect=spark_connect or NO_SERVER)
             self.save_state(state)
         if state.secure:
             LabCredentials.ensure(self.credentials.directory)
@@ -232,14 +256,27 @@ class Lab:
         self._wait_connect(state)
         notify("Configuring MirrorMaker 2 connectors (primary -> secondary)")
         self._ensure_connectors(state)
-        if spark_workers is not None and spark_workers != state.spark_workers:
-            state.spark_workers = spark_workers
+        if (spark_workers is not None and spark_workers != state.spark_workers) or (
+                spark_connect is not None and spark_connect != state.spark_connect):
+            state.spark_workers = state.spark_workers if spark_workers is None \
+                else spark_workers
+            state.spark_connect = spark_connect or state.spark_connect
             self.save_state(state)  # first, so `lab down` finds the daemons if a start fails
         self.spark_cluster(state.ports).up(state.spark_workers, notify)
         if schema_registry is not None:
             state.registry_ports = registry_ports(registry_port) if schema_registry else {}
             self.save_state(state)  # first, so `lab down` finds them if a start fails
         self.registries.up(state.registry_ports, notify)
+        if not self.spark_server(state.ports).process().is_running() and \
+                ports.spark_connect != state.ports.spark_connect:
+            # A server that is not running starts where asked (a lab from before it had one).
+            state.ports = dataclasses.replace(state.ports, spark_connect=ports.spark_connect)
+            self.save_state(state)
+        server = self.spark_server(state.ports)
+        if self.spark_remote(state) == server.url:
+            server.up(notify)
+        else:
+            server.down()
         self.write_config(state)
         return state
 
@@ -428,11 +465,24 @@ class Lab:
             create_scram_users(self.clients(state, cluster).admin(), self.credentials)
 
     def _wait_connect(self, state: LabState) -> None:
+        """Until the worker has joined its group and started its share of the connectors.
+        Its REST API answers seconds before that (the wait for a killed worker's session
+        to expire), with the last incarnation's statuses from the status topic, and holds a
+        stop or a config change until then."""
         proc = self.process("connect")
         client = self.connect_client(state)
-        wait_until(lambda: "version" in client.info() and client.connectors() is not None,
-                   deadline_s=120, what="Kafka Connect worker", log_file=proc.log_file,
-                   alive=proc.is_running)
+
+        def started() -> bool:
+            version = str(client.info().get("version", ""))
+            if not version or client.connectors() is None:
+                return False
+            if _release(version) >= (3, 9):
+                # GET /health (KIP-1017, Kafka 3.9) answers 200 only once the herder runs.
+                client.request("GET", "/health")
+            return True
+
+        wait_until(started, deadline_s=120, what="Kafka Connect worker",
+                   log_file=proc.log_file, alive=proc.is_running)
 
     def _ensure_connectors(self, state: LabState) -> None:
         client = self.connect_client(state)
@@ -497,17 +547,6 @@ class Lab:
         wait_until(settled, deadline_s=90, what="connectors after restart",
                    log_file=proc.log_file, alive=proc.is_running)
 
-    def _wait_herder(self, state: LabState) -> None:
-        """Until the worker's herder answers: a config read waits behind it. Right after a
-        restart with the source cluster gone, MirrorMaker 2's source connector keeps the
-        herder busy while it fails to reach the source (measured: config reads and stops
-        waited 2-6 s after the connectors settled, 0.03 s once a read came back)."""
-        client = self.connect_client(state)
-        proc = self.process("connect")
-        wait_until(lambda: all(client.config(n) is not None for n in client.connectors()),
-                   deadline_s=90, what="the Connect worker's herder after restart",
-                   log_file=proc.log_file, alive=proc.is_running)
-
     def secure_config_file(self, login: str) -> Path:
         """The secure lab's config with drctl logging in another way (SECURE_LOGINS)."""
         return self.dir / f"drctl-{login}.yaml"
@@ -553,7 +592,9 @@ class Lab:
             # The workload's two applications (`drctl lab load`), for `--app`.
             "applications": {t: {"topics": [t]} for t in WorkloadSpec.topics},
             "spark": (spark_config(SparkClusterPorts(state.ports.spark_master))
-                      if state.spark_workers else {"master": "local[2]"}),
+                      if state.spark_workers else {"master": "local[2]"}
+                      if self.spark_remote(state) is None
+                      else {"remote": self.spark_remote(state)}),
         }
         for login in ("scram", *(SECURE_LOGINS if state.secure else ())):
             config["clusters"] = {c: {**self._cluster_section(state, c, login),
@@ -576,7 +617,8 @@ class Lab:
         """Stop everything this lab started."""
         # Spark first, then Connect, so nothing logs the loss of what it depends on. Stopping
         # goes by pid files, whatever the ports.
-        stopped = [*self.spark_cluster(LabPorts()).down(), *self.registries.down()]
+        stopped = [*self.spark_cluster(LabPorts()).down(), *self.spark_server(LabPorts()).down(),
+                   *self.registries.down()]
         for component in ("connect", "secondary", "primary"):
             proc = self.process(component)
             if proc.is_running():
@@ -605,7 +647,6 @@ class Lab:
             self._start_connect(state, dist)
             self._wait_connect(state)
             self._wait_connectors_settled(state)
-            self._wait_herder(state)
         else:
             self._start_broker(state, dist, component)
             self._wait_broker(state, component)
@@ -628,6 +669,9 @@ class Lab:
         if state.spark_workers:
             processes += self.spark_cluster(state.ports).rows(state.spark_workers)
         processes += self.registries.rows(state.registry_ports)
+        server = self.spark_server(state.ports)
+        if self.spark_remote(state) == server.url:
+            processes.append(server.row())
         connectors: list[dict[str, Any]] = []
         lag: list[dict[str, Any]] = []
         flow = self.flow(state)
@@ -650,6 +694,7 @@ class Lab:
             "secure": state.secure,
             "config": str(self.config_file),
             "spark_workers": state.spark_workers,
+            "spark_remote": self.spark_remote(state),
             "processes": processes,
             "total_rss_bytes": sum(p["rss_bytes"] for p in processes),
             "connectors": connectors,
@@ -668,6 +713,12 @@ def _component(what: str) -> str:
         raise LabError(f"'{what}' is not part of the lab.",
                        "Use one of: primary, secondary, replication.")
     return FAILABLE[what]
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """(major, minor) of a version string such as '4.3.1' or '3.9.0-SNAPSHOT'."""
+    parts = [int(p) for p in re.findall(r"\d+", version)[:2]]
+    return tuple(parts)
 
 
 def _running(client: ConnectClient, name: str) -> bool:

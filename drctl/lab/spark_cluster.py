@@ -76,6 +76,28 @@ def spark_home() -> Path:
     return Path(pyspark.__file__).resolve().parent
 
 
+def start_spark(proc: ManagedProcess, main_class: str, args: list[str],
+                env: Mapping[str, str] | None = None) -> None:
+    """`main_class` of the installed PySpark's jars as a lab process (`bin/spark-class`, its
+    log in the process's directory); nothing when it runs already."""
+    if proc.is_running():
+        return
+    workdir = proc.workdir
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "log4j2.properties").write_text(_LOG4J2.replace("{log}", str(proc.log_file)))
+    properties = workdir / "spark.properties"
+    properties.write_text("spark.ui.showConsoleProgress=false\n")
+    home = spark_home()
+    java_home = Path(require_java()).resolve().parent.parent
+    proc.start([str(home / "bin" / "spark-class"), main_class, *args,
+                "--properties-file", str(properties)],
+               env={"SPARK_HOME": str(home), "JAVA_HOME": str(java_home),
+                    # spark-class puts the conf dir on the classpath: our log4j2 file.
+                    "SPARK_CONF_DIR": str(workdir), "SPARK_DAEMON_MEMORY": DAEMON_HEAP,
+                    "SPARK_DAEMON_JAVA_OPTS": "-XX:TieredStopAtLevel=1",  # as lab.py's JVMs
+                    "SPARK_LOG_DIR": str(workdir), **(env or {})})
+
+
 class SparkCluster:
     """The master and workers of one lab, known by their directories under the lab dir."""
 
@@ -115,7 +137,7 @@ class SparkCluster:
             return
         self._check_ports(workers)
         notify(f"Starting a Spark master on {master_url(self.ports)} and {workers} worker(s)")
-        self._start(self.master(), "org.apache.spark.deploy.master.Master",
+        start_spark(self.master(), "org.apache.spark.deploy.master.Master",
                     ["--host", "127.0.0.1", "--port", str(self.ports.master),
                      "--webui-port", str(self.ports.master_ui)])
         master = self.master()
@@ -123,7 +145,7 @@ class SparkCluster:
                    log_file=master.log_file, alive=master.is_running)
         for index in range(1, workers + 1):
             worker = self.worker(index)
-            self._start(worker, "org.apache.spark.deploy.worker.Worker",
+            start_spark(worker, "org.apache.spark.deploy.worker.Worker",
                         [master_url(self.ports), "--host", "127.0.0.1", "--cores", "1",
                          "--memory", WORKER_MEMORY, "--webui-port",
                          str(self.ports.worker_ui(index)),
@@ -150,25 +172,6 @@ class SparkCluster:
                 raise LabError(f"Port {port} on 127.0.0.1 (for the lab's Spark cluster) is in use "
                                "by another process.",
                                "Stop that process or choose another port with --spark-port.")
-
-    def _start(self, proc: ManagedProcess, main_class: str, args: list[str],
-               env: Mapping[str, str] | None = None) -> None:
-        if proc.is_running():
-            return
-        workdir = proc.workdir
-        workdir.mkdir(parents=True, exist_ok=True)
-        (workdir / "log4j2.properties").write_text(_LOG4J2.replace("{log}", str(proc.log_file)))
-        properties = workdir / "spark.properties"
-        properties.write_text("spark.ui.showConsoleProgress=false\n")
-        home = spark_home()
-        java_home = Path(require_java()).resolve().parent.parent
-        proc.start([str(home / "bin" / "spark-class"), main_class, *args,
-                    "--properties-file", str(properties)],
-                   env={"SPARK_HOME": str(home), "JAVA_HOME": str(java_home),
-                        # spark-class puts the conf dir on the classpath: our log4j2 file.
-                        "SPARK_CONF_DIR": str(workdir), "SPARK_DAEMON_MEMORY": DAEMON_HEAP,
-                        "SPARK_DAEMON_JAVA_OPTS": "-XX:TieredStopAtLevel=1",  # as lab.py's JVMs
-                        "SPARK_LOG_DIR": str(workdir), **(env or {})})
 
     # -- status, down -----------------------------------------------------------------------
 

@@ -85,11 +85,12 @@ def gap_finder(lookback_s: float | None = None, debug: bool = False,
             check_order=check_order, scope=scope,
             out_dir=config.state.dir / "gap" / marker.incident,
             deadline_s=ctx.reach_deadline_s)
-        notify(f"Gap analysis (Spark, {config.spark.master}) of {len(marker.topics)} topic(s)")
+        notify(f"Gap analysis (Spark, {config.spark.where}) of {len(marker.topics)} topic(s)")
         # A cluster lost mid-job (GapJobLostKafka) is failback's to wait out (ops/rerun.py,
         # within --deadline); --timeout bounds the job while it works.
         result = run_gap_analysis(plan, config.spark, PhaseLines(notify), debug=debug,
-                                  notify=notify, timeout_s=timeout_s)
+                                  notify=notify, timeout_s=timeout_s,
+                                  deadline_s=ctx.reach_deadline_s)
         by_class: dict[str, list[Record]] = {"safe": [], "conflict": [], "unkeyed": [],
                                              "unclassified": []}
         for rec in result.iter_records():

@@ -40,8 +40,11 @@ _AT_ONCE_S = 1.0
 def dropped(exc: BaseException) -> bool:
     """Whether `exc` says a cluster did not answer (worth running the procedure again): the
     gap job's lost Kafka among them."""
-    from drctl.gap.runner import GapJobLostKafka  # the Spark runner, loaded when needed
+    from drctl.gap.remote import SparkServerUnreachable  # loaded when needed
+    from drctl.gap.runner import GapJobLostKafka
 
+    if isinstance(exc, SparkServerUnreachable):
+        return False  # retried for the deadline already; no cluster to wait for
     if isinstance(exc, ReadTimeout | Unreachable | TimeoutError | GapJobLostKafka):
         return True
     if isinstance(exc, KafkaException) and exc.args:

@@ -218,6 +218,12 @@ class ConnectControlled(ReplicationKind, ABC):
         client = connect_client(rep, notify=notify)
         if client is None:
             return []
+        client.info()
+        # It answered: reachable. A worker holds a stop or a config change while its herder
+        # rejoins its group; that is the change taking effect, bounded like a stop's wait
+        # (as `stop_forward` does), not by the reach deadline.
+        client = connect_client(rep, max(60.0, rep.connect.reach_deadline_s or 0.0),
+                                notify) or client
         changed = []
         for name, mine in by_connector(edits).items():
             edit = (partial(undo_edits, edits=mine, others=others) if undo
@@ -257,9 +263,14 @@ class ConnectControlled(ReplicationKind, ABC):
             return StopOutcome("stopped", [], "confirmed by the operator (manual mode)")
         try:
             client.info()
+            # It answered: the replicator is reachable, and pending is for one that is not
+            # (DESIGN §6 step 2). A worker holds a stop while its herder joins its group (a
+            # restart: seconds) or finishes a rebalance; that is the stop taking effect,
+            # bounded like the wait for STOPPED below, not by the reach deadline.
+            held = connect_client(rep, max(deadline_s, reach_deadline_s or 0.0)) or client
             for name in rep.connect.connectors:
                 try:
-                    stop_or_pause(client, name)
+                    stop_or_pause(held, name)
                 except ConnectorMissing as exc:
                     raise DrctlError(f"Connector '{name}' does not exist on "
                                      f"{rep.connect.url}.",

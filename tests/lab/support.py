@@ -153,15 +153,60 @@ def run_json(*argv: str) -> tuple[int, dict[str, Any]]:
     return status, document
 
 
-def stop_forward_quietly(lab: RunningLab) -> None:
-    """MirrorMaker 2's source connector stops, and nothing copies any more."""
+def wait_offsets_stored(lab: RunningLab, *topics: str, deadline_s: float = 60) -> None:
+    """Until Connect has stored MirrorMaker 2's source offsets up to the last record of every
+    partition of `topics` on the primary (it flushes them every second in the lab): a worker
+    killed or stopped after this copies none of them again."""
     client = lab.lab.connect_client(lab.state)
     name = lab.lab.flow(lab.state).connector_names()["source"]
-    time.sleep(2.5)  # Connect flushes its source offsets
+    last: dict[tuple[str, int], int] = {}
+    for topic in topics:
+        for rec in read_all(lab.primary, topic):
+            last[(topic, rec.partition)] = max(last.get((topic, rec.partition), -1), rec.offset)
+    end = time.monotonic() + deadline_s
+    while True:
+        # MirrorMaker 2 stores the offset of the last record it copied, not the next one.
+        stored = {(str(e["partition"]["topic"]), int(e["partition"]["partition"])):
+                  int(e["offset"]["offset"])
+                  for e in client.offsets(name).get("offsets", [])
+                  if "topic" in e.get("partition", {}) and "offset" in (e.get("offset") or {})}
+        behind = {tp: o for tp, o in last.items() if stored.get(tp, -1) < o}
+        if not behind:
+            return
+        assert time.monotonic() < end, f"source offsets not stored up to {behind}: {stored}"
+        time.sleep(0.2)
+
+
+def stop_forward_quietly(lab: RunningLab, topic: str, *more: str) -> None:
+    """MirrorMaker 2's source connector stops once it stored its offsets of the topics, and
+    nothing copies any more."""
+    client = lab.lab.connect_client(lab.state)
+    name = lab.lab.flow(lab.state).connector_names()["source"]
+    wait_offsets_stored(lab, topic, *more)
     client.stop(name)
     end = time.monotonic() + 60
     while ConnectorReading.read(client, name).activity is not ConnectorActivity.STOPPED:
         assert time.monotonic() < end, "the source connector did not stop"
+        time.sleep(0.2)
+
+
+def wait_tasks_assigned(lab: RunningLab, *topics: str, deadline_s: float = 90) -> None:
+    """Until MirrorMaker 2's source tasks were given every partition of `topics` (it finds a
+    new topic, then reconfigures and restarts its tasks) and run: records sent after this
+    are copied by the tasks that keep them, not by one that restarts half-way."""
+    client = lab.lab.connect_client(lab.state)
+    name = lab.lab.flow(lab.state).connector_names()["source"]
+    wanted = {f"{t}-{p}" for t in topics
+              for p in lab.primary.admin().list_topics(t, timeout=10).topics[t].partitions}
+    end = time.monotonic() + deadline_s
+    while True:
+        configs = client.request("GET", f"/connectors/{name}/tasks") or []
+        assigned = {tp for task in configs
+                    for tp in str(task["config"].get("task.assigned.partitions", "")).split(",")}
+        if wanted <= assigned and source_tasks(lab) and \
+                all(t == "RUNNING" for t in source_tasks(lab)):
+            return
+        assert time.monotonic() < end, f"{sorted(wanted - assigned)} not assigned to a task"
         time.sleep(0.2)
 
 

@@ -23,7 +23,13 @@ from confluent_kafka import TopicPartition
 from drctl.kafka.groups import committed_offsets
 from drctl.lab.workload import commit_offsets, create_topics
 from tests.conftest import RunningLab
-from tests.lab.support import fresh_clients, produce, run_json, stop_forward_quietly
+from tests.lab.support import (
+    fresh_clients,
+    produce,
+    run_json,
+    stop_forward_quietly,
+    wait_tasks_assigned,
+)
 from tests.lab.test_failback import restore
 from tests.lab.test_failover import scoped_config
 from tests.lab.test_reprotect import PARTS, _end, _send, _wait_same
@@ -111,7 +117,7 @@ def test_one_application_fails_over_back_and_returns_while_the_other_replicates(
     create_topics(lab.primary, (a1, a2, b1), PARTS)
     for t in (a1, a2, b1):
         lab.wait_mirror_topic(t)
-    time.sleep(5)  # MirrorMaker 2's tasks restarted with the new topics: no copy twice
+    wait_tasks_assigned(lab, a1, a2, b1)  # no copy twice by a task restarting
     for t in (a1, a2, b1):
         _send(fresh_clients(lab, "primary"), t, "base", BASE)
     for t in (a1, a2, b1):
@@ -187,7 +193,7 @@ def test_one_application_fails_over_back_and_returns_while_the_other_replicates(
         _commit_at_end(lab, "primary", group, topics)
     status, out = run_json(*c, "guard", "--once")
     assert status == 0, out
-    stop_forward_quietly(lab)
+    stop_forward_quietly(lab, a1, a2, b1)
     lab.lab.fail("primary")
     status, out = run_json(*c, "failover", "--yes", "--deadline", "2")
     assert status == 0, out

@@ -168,7 +168,10 @@ def test_rpo_in_seconds_is_the_age_of_the_oldest_record_the_target_lacks(
     source = lab.lab.flow(lab.state).connector_names()["source"]
     connect.pause(source)
     try:
-        time.sleep(2)  # paused: nothing more is copied
+        end = time.monotonic() + 60
+        while connect.connector_state(source) != ("PAUSED", ["PAUSED"]):  # nothing copies
+            assert time.monotonic() < end, connect.connector_state(source)
+            time.sleep(0.2)
         first_ms = int(time.time() * 1000)
         produce(lab.primary, topic, [(0, b"late-1", b"v", first_ms, []),
                                      (1, b"late-2", b"v", first_ms + 500, [])])
@@ -203,7 +206,7 @@ def test_records_mirrormaker_was_moved_past_are_lost_not_rpo_0(
     config = own_config(lab, ns, tmp_path)
     connect = lab.lab.connect_client(lab.state)
     source = lab.lab.flow(lab.state).connector_names()["source"]
-    stop_forward_quietly(lab)
+    stop_forward_quietly(lab, topic)
     try:
         written_ms = int(time.time() * 1000)
         produce(lab.primary, topic, [(p, f"never-{p}-{i}".encode(), b"v", written_ms, [])

@@ -24,7 +24,7 @@ from confluent_kafka import TopicPartition
 from drctl.kafka.records import Record, read_all
 from drctl.lab.workload import commit_offsets, create_topics
 from tests.conftest import RunningLab
-from tests.lab.support import produce, wait_replicated
+from tests.lab.support import produce, wait_offsets_stored, wait_replicated
 from tests.lab.test_failback import restore
 from tests.lab.test_failover import run_json, scoped_config
 
@@ -90,7 +90,7 @@ def test_replicator_comes_back_after_an_unconfirmed_stop(restored: RunningLab, n
     commit_offsets(lab.primary, f"{ns}-app", [TopicPartition(topic, p, read_to)
                                               for p in range(PARTS)])
     lab.wait_checkpointed(f"{ns}-app", topic, {p: read_to for p in range(PARTS)})
-    time.sleep(2.5)  # Connect flushes MM2's source offsets
+    wait_offsets_stored(lab, topic)
     lab.lab.fail("replication")  # the Connect worker dies first: replication falls behind
     gap = [(i % PARTS, b"acct-%d" % (i % 12), b"gap-%d" % i) for i in range(18)]
     send(lab.primary, topic, gap)

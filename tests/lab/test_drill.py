@@ -17,11 +17,11 @@ pytestmark = [pytest.mark.lab, pytest.mark.spark]
 
 
 @pytest.fixture(scope="module")
-def drill_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+def drill_lab(tmp_path_factory: pytest.TempPathFactory, spark_remote: str) -> Iterator[Lab]:
     lab = Lab(tmp_path_factory.mktemp("drill") / "lab")
     base = PORT_BASE + 60
     try:
-        lab.up(ports=LabPorts(base, base + 2, base + 4))
+        lab.up(ports=LabPorts(base, base + 2, base + 4), spark_connect=spark_remote)
         yield lab
     finally:
         lab.down()

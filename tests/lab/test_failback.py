@@ -23,7 +23,7 @@ from drctl.lab.workload import commit_offsets, create_topics, partition_for
 from drctl.state import marker_store
 from tests.conftest import RunningLab
 from tests.lab import support
-from tests.lab.support import wait_replicated
+from tests.lab.support import wait_offsets_stored, wait_replicated
 from tests.lab.test_failover import run_json, scoped_config
 
 pytestmark = [pytest.mark.lab, pytest.mark.spark]
@@ -71,7 +71,7 @@ def outage(lab: RunningLab, ns: str, tmp_path: Path, gap_age_s: float = 0) -> di
     # Failover with the source down moves the groups MirrorMaker 2 checkpointed: wait until
     # it discovered this new group (a group refresh) and checkpointed its commits.
     lab.wait_checkpointed(f"{ns}-pre", topic, {p: 100 + p for p in range(PARTITIONS)})
-    time.sleep(2.5)  # Connect flushes its source offsets: no re-copy after the kill
+    wait_offsets_stored(lab, topic)  # no re-copy after the kill
     lab.lab.fail("replication")
     safe = [(f"safe-{i}".encode(), f"gap-safe-{i}".encode()) for i in range(6)]
     conflict = [(f"conf-{i}".encode(), f"gap-old-{i}".encode()) for i in range(4)]
@@ -95,10 +95,14 @@ def outage(lab: RunningLab, ns: str, tmp_path: Path, gap_age_s: float = 0) -> di
     # A consumer on the secondary reads some post-failover records, then commits.
     marker = out["marker"]
     fpoint = {int(p): o for p, o in marker["failover_point"][lab.mirror(topic)].items()}
+    # Where the post-failover writes begin: F in the mirror itself when names are kept, the
+    # failover topic's end at failover when they are prefixed.
+    post_start = fpoint if lab.names_kept else {
+        int(p): o for p, o in marker["failover_topics_end"][topic].items()}
     written = {r.partition for r in read_all(lab.secondary, topic)
-               if r.offset >= fpoint[r.partition]}
+               if r.offset >= post_start[r.partition]}
     commit_offsets(lab.secondary, f"{ns}-post",
-                   [TopicPartition(topic, p, fpoint[p] + 1) for p in sorted(written)])
+                   [TopicPartition(topic, p, post_start[p] + 1) for p in sorted(written)])
     lab.lab.heal("primary")
     return {"topic": topic, "config": config, "safe": safe, "conflict": conflict,
             "unkeyed": unkeyed, "post": post + nokey_post, "fpoint": fpoint, "base": base,

@@ -172,7 +172,7 @@ def test_crash_mid_failover_then_rerun_finishes_without_reapplying(
     wait_replicated(lab, topic, 300)
     # Replication stops; the primary then gets records stamped 40 s ago and later: the gap,
     # whose oldest record the RPO measured at the failover point must name.
-    stop_forward_quietly(lab)
+    stop_forward_quietly(lab, topic)
     gap_ms = int(time.time() * 1000) - 40_000
     producer = lab.primary.producer()
     for i in range(4):

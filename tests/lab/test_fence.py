@@ -22,7 +22,14 @@ from tests.conftest import (
     restore_forward_replication,
     revoke_reverse_flow,
 )
-from tests.lab.support import keyed, keys_on, produce, source_tasks, wait_replicated
+from tests.lab.support import (
+    keyed,
+    keys_on,
+    produce,
+    source_tasks,
+    wait_offsets_stored,
+    wait_replicated,
+)
 from tests.lab.test_failover import run_json, scoped_config
 
 pytestmark = [pytest.mark.lab, pytest.mark.spark]
@@ -48,7 +55,7 @@ def test_fence_holds_the_returning_replicator_and_failback_lifts_it(
     create_topics(lab.primary, (topic,), 2)
     produce(lab.primary, topic, keyed("base", 20))
     wait_replicated(lab, topic, 20)
-    time.sleep(2.5)  # Connect flushes its source offsets: no re-copy after the kill
+    wait_offsets_stored(lab, topic)  # no re-copy after the kill
     lab.lab.fail("replication")
     produce(lab.primary, topic, keyed("gap", 12))  # never reaches the secondary before failover
 
@@ -159,7 +166,7 @@ def test_failback_stops_the_replicator_held_by_the_fence_before_lifting_it(
     create_topics(lab.primary, (topic,), 2)
     produce(lab.primary, topic, keyed("base", 10))
     wait_replicated(lab, topic, 10)
-    time.sleep(2.5)
+    wait_offsets_stored(lab, topic)
     lab.lab.fail("replication")
     produce(lab.primary, topic, keyed("gap", 6))
     config = str(scoped_config(lab, ns, tmp_path))

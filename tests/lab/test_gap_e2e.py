@@ -14,10 +14,9 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaException, TopicPartition
 
-from drctl.config import Config, load_config
+from drctl.config import Config, SparkSettings, load_config
 from drctl.context import OpsContext
 from drctl.errors import TimedOut
-from drctl.gap import resident
 from drctl.gap.planner import plan_gap_analysis
 from drctl.gap.result import GapRecord, GapResult
 from drctl.gap.runner import run_gap_analysis
@@ -177,9 +176,7 @@ def check(result: GapResult, gap: list[Sent]) -> None:
 def lab_config(lab: RunningLab, **replication: Any) -> Config:
     config = load_config(lab.config_file)
     rep = config.require_replication()
-    return dataclasses.replace(
-        config, replication=dataclasses.replace(rep, **replication),
-        spark=dataclasses.replace(config.spark, master="local[2]"))
+    return dataclasses.replace(config, replication=dataclasses.replace(rep, **replication))
 
 
 def gap_cli(lab: RunningLab, args: list[str]) -> tuple[int, str, str]:
@@ -316,13 +313,13 @@ def check_identity(result: GapResult, gap: list[Sent]) -> None:
     assert [r.flagged for r in got.values() if r.classification == "unkeyed"] == [True]
 
 
-def test_gap_jobs_share_one_resident_driver_and_a_timeout_replaces_it(
+def test_gap_jobs_in_turn_on_the_spark_connect_server_and_a_timeout_interrupts_one(
         lab_prefixed: RunningLab, ns: str) -> None:
-    """DRCTL_SPARK_RESIDENT (set for the test session): jobs run in turn in one driver and
-    each finds exactly its gap; a job past its timeout takes the driver down, and the next
-    job starts another."""
+    """spark.remote (the test worker's server): jobs run in turn on it, each finds exactly its
+    gap; a job past its timeout is interrupted (TimedOut) and leaves the server to the next;
+    a job of its own (spark.master) finds the same."""
     lab = lab_prefixed  # its MirrorMaker prefixes names: it never touches this topic
-    topic = f"{ns}-resident"
+    topic = f"{ns}-remote"
     for clients in (lab.primary, lab.secondary):
         create_topics(clients, (topic,), PARTS)
     primary = Producer(lab.primary, topic)
@@ -330,22 +327,20 @@ def test_gap_jobs_share_one_resident_driver_and_a_timeout_replaces_it(
         primary.send(i % PARTS, b"k%d" % i, b"v%d" % i, "safe")
     primary.flush()
     config = lab_config(lab, kind="identity", rename="{topic}")
+    assert config.spark.remote
     want = {s.ident() for s in primary.sent}
 
-    def found(**kwargs: Any) -> set[Ident]:
+    def found(spark: SparkSettings = config.spark, **kwargs: Any) -> set[Ident]:
         plan = plan_gap_analysis(OpsContext.from_config(config), [topic],
                                  target_end={topic: dict.fromkeys(range(PARTS), 0)})
-        with run_gap_analysis(plan, config.spark, **kwargs) as result:
+        with run_gap_analysis(plan, spark, **kwargs) as result:
+            assert result.connector == "the Spark Connect server's classpath" or \
+                not spark.remote
             return {ident(r) for r in result.iter_records()}
 
     assert found() == want
-    driver = resident.current()
-    assert driver is not None and driver.alive()
     assert found() == want
-    assert resident.current() is driver and driver.alive()
     with pytest.raises(TimedOut):
         found(timeout_s=0.2)
-    assert driver.proc.wait(timeout=30) is not None  # killed, not left running
     assert found() == want
-    replaced = resident.current()
-    assert replaced is not None and replaced is not driver and replaced.alive()
+    assert found(SparkSettings(master="local[2]")) == want

@@ -29,7 +29,7 @@ from drctl.translate.snapshots import (
     read_snapshots,
 )
 from tests.conftest import RunningLab
-from tests.lab.support import wait_replicated
+from tests.lab.support import wait_offsets_stored, wait_replicated
 from tests.lab.test_failover import run_json, scoped_config
 
 pytestmark = pytest.mark.lab
@@ -127,7 +127,7 @@ def test_failover_with_the_source_down_starts_groups_at_guards_snapshots(
     wait_replicated(lab, topic, 250 * PARTITIONS)
 
     # Replication breaks; a topic created now is never mirrored. Guard's inventory knows it.
-    time.sleep(2.5)  # Connect flushes its source offsets
+    wait_offsets_stored(lab, topic)
     lab.lab.fail("replication")
     late = f"{ns}-late"
     create_topics(lab.primary, (late,), 1)

@@ -27,7 +27,13 @@ from drctl.lab.workload import commit_offsets, create_topics
 from drctl.ops.failback import FailbackOptions, run_failback
 from drctl.ops.gap_step import gap_finder
 from tests.conftest import RunningLab
-from tests.lab.support import fresh_clients, produce, stop_forward_quietly, wait_replicated
+from tests.lab.support import (
+    fresh_clients,
+    produce,
+    stop_forward_quietly,
+    wait_offsets_stored,
+    wait_replicated,
+)
 from tests.lab.test_failback import restore
 from tests.lab.test_failover import run_json, scoped_config
 
@@ -64,7 +70,7 @@ def test_retention_before_failback_is_named_as_loss_and_only_then(
     for p in (0, 1):
         _send(lab.primary, topic, p, "base", 100)
     wait_replicated(lab, topic, 200)
-    stop_forward_quietly(lab)
+    stop_forward_quietly(lab, topic)
     for p in (0, 1):
         _send(lab.primary, topic, p, "gap", 20)
     # Retention runs on the primary: every replicated record is gone from both partitions,
@@ -206,7 +212,7 @@ def test_a_partition_without_checkpoint_is_named_by_failover_and_audited(
     commit_offsets(lab.primary, group, [TopicPartition(topic, 0, 30),
                                         TopicPartition(topic, 1, 0)])
     lab.wait_checkpointed(group, topic, {0: 30})
-    time.sleep(2.5)
+    wait_offsets_stored(lab, topic)
     lab.lab.fail("primary")
     config = scoped_config(lab, ns, tmp_path)
     status, out = run_json("--config", str(config), "failover", "--yes", "--groups",
@@ -234,7 +240,7 @@ def test_a_secondary_broker_restart_mid_failback_is_ridden_out(
     for p in (0, 1):
         _send(lab.primary, topic, p, "base", 50)
     wait_replicated(lab, topic, 100)
-    stop_forward_quietly(lab)
+    stop_forward_quietly(lab, topic)
     for p in (0, 1):
         _send(lab.primary, topic, p, "gap", 5)
     config = scoped_config(lab, ns, tmp_path)
@@ -285,7 +291,7 @@ def test_a_topic_never_mirrored_is_reconciled_at_failback(
     create_topics(lab.primary, (kept,), 1)
     _send(lab.primary, kept, 0, "k", 10)
     wait_replicated(lab, kept, 10)
-    stop_forward_quietly(lab)
+    stop_forward_quietly(lab, kept)
     create_topics(lab.primary, (young,), 2)
     for p in (0, 1):
         _send(lab.primary, young, p, "y", 50)
@@ -321,7 +327,7 @@ def test_partitions_added_during_the_outage_are_carried_both_ways(
         for p in (0, 1):
             _send(lab.primary, topic, p, "base", 10)
         wait_replicated(lab, topic, 20)
-    stop_forward_quietly(lab)
+    stop_forward_quietly(lab, grown, busy)
     for fut in lab.primary.admin().create_partitions([NewPartitions(grown, 3)]).values():
         fut.result(30)
     _send(lab.primary, grown, 2, "gap", 5)
@@ -371,7 +377,7 @@ def test_failback_is_exact_with_logappendtime_on_either_side_a_big_record_and_re
     for topic in (src_lat, dst_lat):
         wait_replicated(lab, topic, 50)
     assert {r.timestamp_type for r in read_all(lab.secondary, dst_lat)} == {2}
-    stop_forward_quietly(lab)
+    stop_forward_quietly(lab, src_lat, dst_lat)
     for topic in (src_lat, dst_lat):
         _send(lab.primary, topic, 0, "gap", 8)
     producer = lab.primary.producer(**{"message.max.bytes": "3200000"})

@@ -16,7 +16,7 @@ from drctl.lab.lab import Lab, LabPorts
 from drctl.lab.workload import WorkloadSpec, create_topics, run_workload
 from tests.conftest import PORT_BASE, RunningLab
 from tests.json_schemas import validate_output
-from tests.lab.support import run_json
+from tests.lab.support import run_json, wait_offsets_stored
 
 pytestmark = pytest.mark.lab
 
@@ -187,7 +187,7 @@ def test_fail_and_heal_replication(lab: RunningLab, ns: str) -> None:
     wait_for_records(lab, lab.mirror(topic), 1)
     # MM2 is at-least-once: a kill before Connect flushes its source offsets (every second in
     # the lab) copies "one" again after the restart. Let the flush happen first.
-    time.sleep(2.5)
+    wait_offsets_stored(lab, topic)
     lab.lab.fail("replication")
     try:
         producer.produce(topic, value=b"two")

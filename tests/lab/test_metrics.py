@@ -102,7 +102,7 @@ def test_guard_serves_lag_in_records_and_seconds_protection_and_rounds(
         assert (_get(first, "drctl_guard_round_duration_seconds") or 0) > 0
 
         # The replicator stops; records are written to a topic it has never copied.
-        stop_forward_quietly(lab)
+        stop_forward_quietly(lab, base)
         stopped = True
         create_topics(lab.primary, (fresh,), 2)
         count = 30

@@ -140,7 +140,7 @@ def _round(lab: RunningLab, config: Path, topics: _Topics, group: str, r: int) -
                    [TopicPartition(topic, p, e) for p, e in ends.items()])
     status, out = run_json("--config", str(config), "guard", "--once")
     assert status == 0, out
-    stop_forward_quietly(lab)
+    stop_forward_quietly(lab, *topics.all)
     for t in topics.all:
         _send(fresh_clients(lab, "primary"), t, f"gap{r}", GAP)
     lab.lab.fail("primary")

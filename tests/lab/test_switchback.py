@@ -18,7 +18,7 @@ from drctl.kafka.groups import committed_offsets
 from drctl.kafka.records import Record, read_all
 from drctl.lab.workload import commit_offsets, create_topics
 from tests.conftest import RunningLab
-from tests.lab.support import produce, wait_replicated
+from tests.lab.support import produce, wait_offsets_stored, wait_replicated
 from tests.lab.test_failback import restore
 from tests.lab.test_failover import run_json, scoped_config
 
@@ -83,7 +83,7 @@ def _scenario(lab: RunningLab, ns: str, tmp_path: Path) -> None:
         commit_offsets(lab.primary, g, [TopicPartition(topic, p, BASE) for p in range(PARTITIONS)])
     for g in groups.values():  # failover with the source down moves checkpointed groups
         lab.wait_checkpointed(g, topic, {p: BASE for p in range(PARTITIONS)})
-    time.sleep(2.5)  # Connect flushes its source offsets: no re-copy after the kill
+    wait_offsets_stored(lab, topic)  # no re-copy after the kill
     lab.lab.fail("replication")
     # The gap: per partition two records of keys written again after the failover
     # (conflicts, quarantined) first, then eight of keys never written again (safe).
@@ -95,9 +95,8 @@ def _scenario(lab: RunningLab, ns: str, tmp_path: Path) -> None:
     lab.lab.fail("primary")
     lab.lab.heal("replication")
     config = scoped_config(lab, ns, tmp_path)
-    # The Connect worker has just restarted: on a loaded machine its stop takes seconds.
     status, out = run_json("--config", str(config), "failover", "--yes", "--groups",
-                           f"{ns}-.*", "--deadline", "10")
+                           f"{ns}-.*", "--deadline", "2")
     assert status == 0, out
     assert out["marker"]["replication_stop"] == "stopped", out["marker"]
     failover_topic = topic  # producers keep the plain name

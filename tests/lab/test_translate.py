@@ -30,7 +30,7 @@ from drctl.lab.workload import (
 )
 from drctl.translate import locate
 from tests.conftest import RunningLab
-from tests.lab.support import run_json, wait_replicated
+from tests.lab.support import run_json, wait_offsets_stored, wait_replicated
 
 pytestmark = pytest.mark.lab
 PARTITIONS = 3
@@ -158,7 +158,7 @@ def test_exact_translation_resumes_every_group_exactly(any_lab: RunningLab, ns: 
                        [TopicPartition(topic, p, o) for p, o in pos.items()])
 
     # Replication stops; the primary takes more writes; one group reads them all.
-    time.sleep(2.5)  # let Connect flush its source offsets first (MM2 is at-least-once)
+    wait_offsets_stored(lab, topic)  # MM2 is at-least-once: no re-copy after the kill
     lab.lab.fail("replication")
     try:
         extra = produce_more(lab, topic, 40)

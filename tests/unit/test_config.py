@@ -444,3 +444,33 @@ spark: {master: "local[2]", jars: [jars/kafka.jar], conf: {spark.ui.enabled: "fa
         same = {**config.java_clusters, "secondary": {"ssl.truststore.password": "****"}}
         assert replace(again, path=None, java_clusters=same) == \
             replace(config, path=None, java_clusters=same)
+
+
+def test_spark_remote_is_where_every_gap_job_runs_its_token_never_shown(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPARK_TOKEN", "s3cret-token")
+    clusters = {"a": {"bootstrap.servers": "x"}}
+    config = parse_config({"clusters": clusters, "spark": {
+        "remote": "sc://spark:15002/;use_ssl=true;token=${env:SPARK_TOKEN}",
+        "conf": {"spark.sql.shuffle.partitions": "8"}}})
+    assert config.spark.remote == "sc://spark:15002/;use_ssl=true;token=s3cret-token"
+    assert config.spark.where == "Spark Connect sc://spark:15002/;use_ssl=true;token=****"
+    shown = config_as_data(config)["spark"]
+    assert shown == {"remote": "sc://spark:15002/;use_ssl=true;token=${env:SPARK_TOKEN}",
+                     "conf": {"spark.sql.shuffle.partitions": "8"}}
+    written = parse_config({"clusters": clusters,
+                            "spark": {"remote": "sc://spark:15002/;token=literal-token"}})
+    assert config_as_data(written)["spark"]["remote"] == "sc://spark:15002/;token=****"
+    assert written.redactor.redact("failed with literal-token") == "failed with ****"
+
+
+@pytest.mark.parametrize(("spark", "said"), [
+    ({"remote": "http://spark:15002"}, "is not a Spark Connect URL"),
+    ({"remote": "sc://spark:15002", "master": "local[2]"}, "set together with spark.master"),
+    ({"remote": "sc://spark:15002", "jars": ["x.jar"]}, "set together with spark.jars"),
+])
+def test_spark_remote_alone_and_well_formed(spark: dict[str, object], said: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config({"clusters": {"a": {"bootstrap.servers": "x"}}, "spark": spark})
+    assert info.value.key == "spark.remote" and said in info.value.message
+    assert info.value.exit_status == ExitStatus.USAGE

@@ -9,6 +9,7 @@ import shutil
 import ssl
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -67,6 +68,8 @@ class Worker:
     url: str
     calls: list[str] = field(default_factory=list)
     failures: dict[str, list[tuple[int, str]]] = field(default_factory=dict)
+    # Seconds the worker holds a call before it answers, once (a herder still joining).
+    held: dict[str, float] = field(default_factory=dict)
 
 
 @pytest.fixture
@@ -89,6 +92,7 @@ def worker(certs: Certs) -> Iterator[Worker]:
             self.rfile.read(int(self.headers.get("Content-Length") or 0))
             if self.headers.get("Authorization") != f"Bearer {TOKEN}":
                 return self.reply(401, {"message": "Unauthorized"})
+            time.sleep(state.held.pop(call, 0.0))
             pending = state.failures.get(call)
             if pending:
                 return self.reply(*pending.pop(0))
@@ -274,3 +278,15 @@ def test_the_command_deadline_bounds_the_connect_retries_of_a_stop() -> None:
     outcome = kind_for(rep).stop_forward(rep, reach_deadline_s=0.5)
     assert outcome.state == "pending" and outcome.connectors == ["src"]
     assert "http://127.0.0.1:9 is unreachable" in outcome.detail
+
+
+def test_a_worker_that_answers_but_holds_the_stop_is_waited_for_not_left_pending(
+        worker: Worker, certs: Certs) -> None:
+    """A restarted worker answers `GET /` before its herder has joined the group, and holds
+    a stop until then: reachable, so the stop is waited for (within the stop's own bound),
+    however short the command's --deadline."""
+    worker.held["PUT /connectors/src/stop"] = 1.5
+    outcome = kind_for(_rep(worker, certs)).stop_forward(_rep(worker, certs),
+                                                         reach_deadline_s=0.5)
+    assert outcome.state == "stopped", outcome
+    assert worker.calls.count("PUT /connectors/src/stop") == 1

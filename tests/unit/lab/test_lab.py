@@ -5,11 +5,11 @@ when it has one."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from drctl.config import load_config
-from drctl.lab.lab import Lab, LabPorts, LabState
+from drctl.lab.lab import NO_SERVER, OWN_SERVER, Lab, LabPorts, LabState
 
 
 def test_old_lab_json_loads_as_not_secure(tmp_path: Path) -> None:
@@ -43,12 +43,26 @@ def test_config_without_a_cluster_is_local(tmp_path: Path) -> None:
     assert not config.spark.conf
 
 
-def test_lab_json_from_before_spark_still_loads(tmp_path: Path) -> None:
+def test_lab_json_from_before_spark_still_loads_and_keeps_local_jobs(tmp_path: Path) -> None:
     lab = Lab(tmp_path)
     old = asdict(_state(tmp_path, 0))
-    del old["spark_workers"]
-    del old["ports"]["spark_master"]
+    for key in ("spark_workers", "spark_connect"):
+        del old[key]
+        del old["ports"][key.replace("workers", "master")]
     lab.state_file.write_text(json.dumps(old))
     state = lab.load_state()
-    assert state.spark_workers == 0
+    assert (state.spark_workers, state.spark_connect) == (0, NO_SERVER)
     assert state.ports.spark_master == LabPorts().spark_master
+    assert load_config(lab.write_config(state)).spark.remote is None
+
+
+def test_config_points_at_the_labs_spark_connect_server_or_a_shared_one(
+        tmp_path: Path) -> None:
+    lab = Lab(tmp_path)
+    own = replace(_state(tmp_path, 0), ports=LabPorts(1, 3, 5, 7, 9), spark_connect=OWN_SERVER)
+    assert load_config(lab.write_config(own)).spark.remote == "sc://127.0.0.1:9"
+    shared = replace(own, spark_connect="sc://127.0.0.1:23190")
+    assert load_config(lab.write_config(shared)).spark.remote == "sc://127.0.0.1:23190"
+    # A Spark cluster takes the gap jobs instead.
+    config = load_config(lab.write_config(replace(own, spark_workers=2)))
+    assert (config.spark.remote, config.spark.master) == (None, "spark://127.0.0.1:7")
