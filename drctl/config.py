@@ -6,6 +6,8 @@ can fix the file without reading code.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -71,13 +73,20 @@ class Scope:
     topics. Chosen once per command (`--app`, `--topics`/`--groups`), recorded in the
     incident's marker, and passed down with the command's context."""
 
-    name: str = WHOLE_FLOW  # an application's name, "ad hoc" for --topics/--groups
+    # An application's name; for --topics/--groups `adhoc-` and a digest of the regexes
+    # (`adhoc_scope`): each one-off scope is an identity of its own.
+    name: str = WHOLE_FLOW
     topics: NameFilter = NameFilter()
     groups: NameFilter = NameFilter()
 
     @property
     def whole(self) -> bool:
         return self.name == WHOLE_FLOW
+
+    @property
+    def adhoc(self) -> bool:
+        """A one-off scope (--topics/--groups), not a configured application."""
+        return self.name == LEGACY_ADHOC_SCOPE or self.name.startswith(ADHOC_PREFIX)
 
     @property
     def groups_given(self) -> bool:
@@ -97,7 +106,7 @@ class Scope:
     def describe(self) -> str:
         if self.whole:
             return "the whole flow"
-        if self.name != ADHOC_SCOPE:
+        if not self.adhoc:
             return f"application {self.name}"
         return "topics " + ", ".join(self.topics.include or (".*",))
 
@@ -118,7 +127,18 @@ class Scope:
                                                                     or ())))
 
 
-ADHOC_SCOPE = "ad hoc"
+# A one-off scope's name starts so; no application's name may.
+ADHOC_PREFIX = "adhoc-"
+# What every one-off scope was called before each had its own identity (older markers).
+LEGACY_ADHOC_SCOPE = "ad hoc"
+
+
+def adhoc_scope(topics: Sequence[str], groups: Sequence[str]) -> Scope:
+    """The one-off scope of `--topics`/`--groups`: named by a digest of its regexes, so the
+    same regexes continue their incident and other ones open another."""
+    include = tuple(topics) or (".*",)
+    digest = hashlib.sha256(json.dumps([include, list(groups)]).encode()).hexdigest()[:8]
+    return Scope(ADHOC_PREFIX + digest, NameFilter(include), NameFilter(tuple(groups)))
 
 
 @dataclass(frozen=True)
@@ -290,7 +310,7 @@ class Config:
             except re.error as exc:
                 raise ConfigError(f"--topics/--groups: '{text}' is not a valid regex: {exc}",
                                   path=str(self.path) if self.path else None) from None
-        return Scope(ADHOC_SCOPE, NameFilter(tuple(topics) or (".*",)), NameFilter(tuple(groups)))
+        return adhoc_scope(topics, groups)
 
     def cluster(self, name: str) -> Mapping[str, str]:
         if name not in self.clusters:
@@ -529,9 +549,11 @@ class _Parser:
         out: dict[str, Scope] = {}
         for name, spec in self.mapping(value, "applications", None).items():
             key = f"applications.{name}"
-            if name in (WHOLE_FLOW, ADHOC_SCOPE) or not re.fullmatch(r"[\w.-]+", name):
+            if name in (WHOLE_FLOW, LEGACY_ADHOC_SCOPE) or name.startswith(ADHOC_PREFIX) \
+                    or not re.fullmatch(r"[\w.-]+", name):
                 self.problems.append(self.error(key, "an application's name is letters, "
-                                                     "digits, '.', '_' and '-'"))
+                                                     "digits, '.', '_' and '-', and does not "
+                                                     f"start with '{ADHOC_PREFIX}'"))
                 continue
             raw = self.mapping(spec, key, _APPLICATION_KEYS)
             topics = self.string_list(raw.get("topics"), f"{key}.topics", regex=True)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from drctl.config import Config, ReplicationSettings, Scope
+from drctl.flow_lock import FileLog, FlowLock, LockLog, TopicLog, lock_topic
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.transactions import PinnedSightings
 from drctl.progress import Notify
@@ -50,6 +51,7 @@ class OpsContext:
             config, cluster, self.clients(cluster) if cluster else None))
         self._clients: dict[str, ClusterClients] = {}
         self._stores: dict[str | None, MarkerStore] = {}
+        self._lock_logs: dict[str, LockLog] = {}
         self.clients_built = 0  # how many ClusterClients this command made (tests count them)
 
     @classmethod
@@ -127,6 +129,19 @@ class OpsContext:
             found = self._stores[cluster] = self._markers_factory(cluster)
         return found
 
+    def flow_lock(self, what: str) -> FlowLock:
+        """The flow's lock (drctl/flow_lock.py) beside its markers: in a topic on the cluster
+        holding them, else in the state directory. `what`: the step, in words."""
+        rep, store = self.rep, self.store
+        key = f"{rep.source}->{rep.target}"
+        log = self._lock_logs.get(key)
+        if log is None:
+            log = self._lock_logs[key] = (
+                TopicLog(store.cluster, lock_topic(store.topic), key)
+                if store.cluster is not None
+                else FileLog(store.dir.parent / "locks" / f"{rep.source}-{rep.target}.jsonl"))
+        return FlowLock(log, key, what, notify=self.notify)
+
     @property
     def store(self) -> MarkerStore:
         """The flow's marker store: the local directory and the state topic on the target."""
@@ -142,6 +157,7 @@ class OpsContext:
         """Forget the clients (librdkafka closes them as they are released)."""
         self._clients.clear()
         self._stores.clear()
+        self._lock_logs.clear()
 
     def reconnect(self) -> None:
         """After a cluster dropped mid-procedure: the next step builds new clients. A client

@@ -120,6 +120,10 @@ class FailoverMarker:
     # What the incident covers (`Scope.as_dict`): empty for the whole flow (and in markers
     # written before scopes existed).
     scope: dict[str, Any] = field(default_factory=dict)
+    # The exact entries an application's incident wrote into the shared forward connectors
+    # to leave itself out (`replication/edits.py` `ListEdit.as_dict`), recorded before they
+    # are written; its return takes out exactly these.
+    edits: list[dict[str, Any]] = field(default_factory=list)
     # One entry per run of failover, failback and reprotect: its phases from the command's
     # start (ops/phases.py `PhaseClock.as_run`). Empty in markers written before it existed.
     timings: list[dict[str, Any]] = field(default_factory=list)
@@ -335,11 +339,12 @@ class MarkerStore:
                              f"{names}.", f"Pass --incident ID to say which one to {what}.")
         return opened[0]
 
-    def last_returned(self, source: str, target: str) -> FailoverMarker | None:
-        """The flow's most recent incident closed by a return to protection."""
+    def returned(self, source: str, target: str) -> list[FailoverMarker]:
+        """The flow's incidents closed by a return to protection, in the order their
+        cut-overs were taken (incidents side by side return in any order)."""
         done = [m for m in self.load_all() if m.status == "closed" and m.source == source
                 and m.target == target and m.done("reprotect:cut-over")]
-        return done[-1] if done else None
+        return sorted(done, key=lambda m: (m.steps["reprotect:cut-over"].at, m.created_at))
 
     def get(self, incident: str) -> FailoverMarker:
         for m in self.load_all():

@@ -336,7 +336,8 @@ def ns(request: pytest.FixtureRequest) -> str:
 _MEASURED_S = {
     "lab/test_failback.py": 420, "lab/test_reprotect.py": 420, "lab/test_hard_cases.py": 300,
     "lab/test_fence.py": 280, "lab/test_broker_restart.py": 275, "lab/test_guard.py": 270,
-    "lab/test_app_scope.py": 240, "lab/test_drill.py": 180, "unit/gap/test_diff.py": 175,
+    "lab/test_app_scope.py": 240, "lab/test_side_by_side.py": 200, "lab/test_drill.py": 180,
+    "unit/gap/test_diff.py": 175,
     "lab/test_comeback.py": 170, "lab/test_switchback.py": 160, "lab/test_failover.py": 140,
     "lab/test_translate.py": 130, "lab/test_gap_compacted.py": 110,
     "lab/test_secure_drill.py": 100, "lab/test_schema_parity.py": 120,

@@ -93,6 +93,17 @@ def reprotect_command(
         term.info(line)
     for p in paths:
         term.info(f"  report: {p}")
+    if result.waiting_for:
+        term.warn(f"Incident {result.marker.incident} waits for incident "
+                  f"{result.waiting_for}: its topics are back in forward replication from "
+                  f"its cut-over, which stays stopped — the whole flow {rep.source} -> "
+                  f"{rep.target} unprotected — until that incident returns.")
+        term.info(f"Next: `drctl reprotect --incident {result.waiting_for}` resumes it, "
+                  f"checks this incident's topics and closes both.")
+        return
     term.success(f"Incident {result.marker.incident} closed: {rep.source} -> {rep.target} is "
                  f"protected again ({s['forward_copied']} record(s) written since the "
                  f"cut-over checked on {rep.target}).")
+    for done in result.finished:
+        term.success(f"Incident {done['incident']}, which waited for it, closed too "
+                     f"({done['forward_copied']} record(s) since its cut-over checked).")

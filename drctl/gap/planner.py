@@ -148,7 +148,7 @@ class _Floors:
 def _floors(settled: Mapping[str, Any] | None, topic: str, mirror: str) -> _Floors | None:
     if not settled:
         return None
-    return _Floors(str(settled.get("incident", "")),
+    return _Floors(str(settled.get("by_topic", {}).get(topic, settled.get("incident", ""))),
                    {int(p): int(o) for p, o in settled.get("source", {}).get(topic, {}).items()},
                    {int(p): int(o) for p, o in settled.get("target", {}).get(mirror, {}).items()})
 

@@ -32,6 +32,7 @@ from drctl.ops.reverse import copy_back, start_reverse_replication, wait_reverse
 from drctl.ops.schemas import failback_parity, refuse_unless_forced
 from drctl.ops.scope import flow_part, the_open_incident
 from drctl.ops.scorecard import operation_scorecard
+from drctl.ops.side_by_side import flow_locked, recorded_edits
 from drctl.ops.switchback import SwitchBack, switch_back
 from drctl.ops.verify import reverse_source_start, verify_end_state
 from drctl.replication.base import FlowPart, FlowState
@@ -425,7 +426,7 @@ def _part_not_copied(ctx: OpsContext, marker: FailoverMarker, part: FlowPart,
     left out. Taken back in (someone edited the connectors), it is refused like a forward
     flow running again; with Connect silent, a stop left pending is refused."""
     rep, kind = ctx.rep, ctx.require_kind()
-    left_out = kind.part_stopped(rep, part)
+    left_out = kind.edits_hold(rep, recorded_edits(ctx, marker))
     forward = kind.forward_state(rep)
     if left_out is False:
         raise CheckFailed(
@@ -561,7 +562,8 @@ def _failback_once(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder
             source_start = _offsets(
                 marker.steps["failback:reverse-source-start"].result["offsets"])
             copied_back = copy_back(ctx, marker, source_start)
-            result.reverse = start_reverse_replication(ctx, marker, out_dir)
+            with flow_locked(ctx, f"drctl failback, incident {marker.incident}"):
+                result.reverse = start_reverse_replication(ctx, marker, out_dir)
             result.reverse["source_start"] = source_start
             result.reverse["copied_back"] = copied_back
             marker.record("failback:reverse-replication", result.reverse)

@@ -10,7 +10,7 @@ config's objectives (ops/scorecard.py).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ from drctl.config import Objectives, ReplicationSettings, Scope
 from drctl.context import OpsContext
 from drctl.errors import CheckFailed, ExitStatus, Unreachable, UsageError
 from drctl.faults import crash_point
+from drctl.kafka.checkpoints import read_checkpoints
 from drctl.kafka.clients import ClusterClients, describe_with_retry
 from drctl.kafka.groups import committed_offsets, group_states, list_groups
 from drctl.kafka.lag import oldest_records, split_at_stable
@@ -39,8 +40,15 @@ from drctl.ops.rpo import (
     rpo_from_records,
 )
 from drctl.ops.schemas import flow_parity, refuse_unless_forced
-from drctl.ops.scope import scope_among_open, straddlers
+from drctl.ops.scope import straddlers
 from drctl.ops.scorecard import failover_scorecard
+from drctl.ops.side_by_side import (
+    copying,
+    flow_locked,
+    leave_out,
+    recorded_edits,
+    scope_among_open,
+)
 from drctl.progress import Ticker
 from drctl.replication.base import Confirm, FlowPart
 from drctl.reports import write_report
@@ -306,8 +314,11 @@ def preflight(ctx: OpsContext, opts: FailoverOptions) -> dict[str, Any]:
 def scope_preflight(ctx: OpsContext, opts: FailoverOptions, topics: Mapping[str, str],
                     source_up: bool) -> dict[str, Any]:
     """An application's failover: its groups (when it names them), and the groups that read
-    topics on both sides of its edge — refused (exit 3) before anything moves, unless
-    --force (they stay where they are, named)."""
+    topics on both sides of its edge — from their commits on the source, or with the source
+    gone from what drctl last knew (its inventory, else the replicator's checkpoints) —
+    refused (exit 3) before anything moves, unless --force: then they are named with what
+    happens to each (the application's own groups move on its topics only, the others stay
+    where they are)."""
     config, rep, scope = ctx.config, ctx.rep, ctx.scope
     out: dict[str, Any] = {"scope": scope.as_dict()}
     if not topics:
@@ -315,13 +326,30 @@ def scope_preflight(ctx: OpsContext, opts: FailoverOptions, topics: Mapping[str,
                           f"{rep.target}: nothing to fail over.",
                           "Check the application's topics in the config "
                           "(`drctl check --app NAME` shows what it resolves to).")
-    if not source_up:
-        return out  # the commits are on the source: what guard and the inventory kept decides
-    admin = ctx.source.admin()
-    listed = [g for g in list_groups(admin) if wanted_group(config, ".*", g)]
-    if scope.groups_given:
-        out["scope_groups"] = sorted(g for g in listed if scope.covers_group(g))
-    commits = committed_offsets(admin, listed)
+    if source_up:
+        admin = ctx.source.admin()
+        listed = [g for g in list_groups(admin) if wanted_group(config, ".*", g)]
+        if scope.groups_given:
+            out["scope_groups"] = sorted(g for g in listed if scope.covers_group(g))
+        commits: Mapping[str, Iterable[TP]] = committed_offsets(admin, listed)
+        seen_in = f"their commits on {rep.source}"
+    else:
+        known, seen_in = _commits_known_without_source(ctx)
+        if known is None:
+            why = (f"{rep.source} is unreachable and drctl has neither its inventory (`drctl "
+                   "guard`) nor checkpoints of the groups: which groups read topics on both "
+                   f"sides of the edge of {scope.describe()} is unknown")
+            if not opts.force:
+                raise CheckFailed(f"Preflight failed: {why}.",
+                                  "Run again with --force to fail over without knowing "
+                                  "(groups reading both sides are then not named).")
+            ctx.notify(f"--force: {why}")
+            out["edge_unknown"] = why
+            return out
+        commits = known
+        if scope.groups_given:
+            out["scope_groups"] = sorted(g for g in commits if wanted_group(config, ".*", g)
+                                         and scope.covers_group(g))
     found = straddlers(scope, commits, {t: rep.replicates(t) for offs in commits.values()
                                         for t, _ in offs})
     if found:
@@ -330,13 +358,44 @@ def scope_preflight(ctx: OpsContext, opts: FailoverOptions, topics: Mapping[str,
         if not opts.force:
             raise CheckFailed(
                 f"Preflight failed: {len(found)} group(s) read topics on both sides of the "
-                f"edge of {scope.describe()}: {said}. A group follows one cluster; failing "
-                "over part of what it reads leaves it reading the rest on the other.",
+                f"edge of {scope.describe()} ({seen_in}): {said}. A group follows one "
+                "cluster; failing over part of what it reads leaves it reading the rest on "
+                "the other.",
                 "Widen the application to take them in (or take them out of its groups), or "
-                "run again with --force to fail over without moving them (they are named).")
+                "run again with --force to fail over naming them.")
         for f in found:
-            ctx.notify(f"--force: not moving {f.describe()}")
+            if not scope.groups_given or scope.covers_group(f.group):
+                ctx.notify(f"--force: moving {f.group} on {', '.join(f.inside)} only; it "
+                           f"goes on reading {', '.join(f.outside)} on {rep.source}")
+            else:
+                ctx.notify(f"--force: not moving {f.describe()}")
     return out
+
+
+def _commits_known_without_source(ctx: OpsContext
+                                  ) -> tuple[dict[str, list[TP]] | None, str]:
+    """With the source gone: the topics each group read, from drctl's inventory of the
+    source (guard, status and failover keep it), else from the replicator's checkpoints on
+    the target; None when neither says."""
+    rep = ctx.rep
+    inventory = read_snapshot_topic(ctx.target, ctx.config.state.snapshots_topic).inventory
+    if inventory is not None and inventory.groups:
+        seen = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(inventory.written_ms / 1000))
+        return ({g: [(t, 0) for t in ts] for g, ts in inventory.groups.items()},
+                f"drctl's inventory of {seen}")
+    topic = ctx.require_kind().checkpoints_topic(rep)
+    if topic is None:
+        return None, ""
+    try:
+        checkpoints = read_checkpoints(ctx.target, topic)
+    except Exception:  # noqa: BLE001 - unknown, and said so by the caller
+        return None, ""
+    commits: dict[str, list[TP]] = {}
+    for group, mirror, partition in checkpoints:
+        source = rep.source_topic_of(mirror)
+        if source is not None:
+            commits.setdefault(group, []).append((source, partition))
+    return (commits or None), f"the checkpoints in {topic}"
 
 
 def refuse_hanging_transactions(ctx: OpsContext, opts: FailoverOptions,
@@ -567,13 +626,9 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *,
         inventory = keep_inventory(config, ctx.source, ctx.target)
         ctx.notify(inventory.describe())
         pre["inventory"] = inventory.as_dict()
-    if superseded and not opts.dry_run:
-        for old in superseded:
-            ctx.notify(f"Incident {old.incident} ({old.phase}) is superseded by "
-                   f"{marker.incident} and closed without finishing")
-            old.record("superseded", {"by": marker.incident, "phase": old.phase.value})
-            old.status = "closed"
-            store.save(old)
+    if not opts.dry_run and not marker.topics:
+        with flow_locked(ctx, f"drctl failover, incident {marker.incident}"):
+            claim(ctx, marker, superseded, pre["topics"])
     result = FailoverResult(marker, opts.dry_run, resumed=resumed, clock=clock,
                             objectives=config.objectives)
     if result.resumed:
@@ -599,16 +654,23 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *,
         plan.append({"step": "stop-replication", "connectors": list(rep.connect.connectors)})
         if not opts.dry_run:
             ctx.notify("Stopping replication into the target")
-            outcome = kind.stop_forward(rep, confirm=confirm,
-                                        reach_deadline_s=opts.source_deadline_s,
-                                        part=_part(ctx, topics, pre))
-            marker.replication_stop = outcome.state
-            marker.stopped_connectors = outcome.connectors
-            if outcome.state == "pending":
-                marker.stop_unconfirmed = True
-            marker.record("stop-replication", {"state": outcome.state,
-                                               "detail": outcome.detail})
-            store.save(marker)
+            part = _part(ctx, topics, pre)
+            with flow_locked(ctx, f"drctl failover, incident {marker.incident}") as hold:
+                if part is None:
+                    outcome = kind.stop_forward(rep, confirm=confirm,
+                                                reach_deadline_s=opts.source_deadline_s)
+                else:
+                    with hold.pausing(copying(ctx)):
+                        outcome = leave_out(ctx, marker, part,
+                                            store.open_markers(rep.source, rep.target),
+                                            confirm)
+                marker.replication_stop = outcome.state
+                marker.stopped_connectors = outcome.connectors
+                if outcome.state == "pending":
+                    marker.stop_unconfirmed = True
+                marker.record("stop-replication", {"state": outcome.state,
+                                                   "detail": outcome.detail})
+                store.save(marker)
             crash_point("stop-replication")
     elif marker.replication_stop == "stopped" and marker.stopped_connectors:
         clock.phase("stop-replication")
@@ -770,6 +832,32 @@ def incident_to_continue(store: MarkerStore, rep: ReplicationSettings, opts: Fai
     return marker, []
 
 
+def claim(ctx: OpsContext, marker: FailoverMarker, superseded: Sequence[FailoverMarker],
+          topics: Mapping[str, str]) -> None:
+    """Under the flow's lock, before anything stops: the open incidents read again (one
+    opened since this failover began may overlap it now: refused, both named; for the whole
+    flow, its topics are left out), then this incident recorded with its topics — the next
+    failover sees them — and those it supersedes closed (the connector entries they wrote
+    become its own, taken out at its return)."""
+    store, rep = ctx.store, ctx.rep
+    gone = {old.incident for old in superseded}
+    others = [m for m in store.open_markers(rep.source, rep.target)
+              if m.incident != marker.incident and m.incident not in gone]
+    scope, _ = scope_among_open(marker.covers, others)
+    if scope != marker.covers:
+        marker.scope = scope.as_dict()
+        ctx.scope = scope
+    marker.topics = {t: m for t, m in sorted(topics.items()) if scope.covers_topic(t)}
+    for old in superseded:
+        ctx.notify(f"Incident {old.incident} ({old.phase}) is superseded by "
+                   f"{marker.incident} and closed without finishing")
+        old.record("superseded", {"by": marker.incident, "phase": old.phase.value})
+        old.status = "closed"
+        marker.edits += [e for e in old.edits if e not in marker.edits]
+        store.save(old)
+    store.save(marker)
+
+
 def _new_marker(rep: ReplicationSettings, opts: FailoverOptions, scope: Scope
                 ) -> FailoverMarker:
     marker = FailoverMarker.new(rep.source, rep.target, rep.kind, opts.planned)
@@ -789,14 +877,21 @@ def _refuse_if_failing_back(marker: FailoverMarker) -> None:
 
 
 def settled_by_last_return(store: MarkerStore, source: str, target: str) -> dict[str, Any]:
-    """Where the flow's last return to protection started forward copying, per source and
-    mirror partition: below it an earlier incident settled every record."""
-    last = store.last_returned(source, target)
-    if last is None:
+    """Where the flow's returns to protection last started forward copying, per source and
+    mirror partition (each topic's from the latest return that covered it: applications
+    return apart from the whole flow): below it an earlier incident settled every record.
+    `by_topic` names the incident per source topic, `incident` the latest."""
+    returned = store.returned(source, target)
+    if not returned:
         return {}
-    cut = last.steps["reprotect:cut-over"].result
-    return {"incident": last.incident, "source": cut.get("forward_starts", {}),
-            "target": cut.get("target_ends", {})}
+    out: dict[str, Any] = {"incident": returned[-1].incident, "source": {}, "target": {},
+                           "by_topic": {}}
+    for m in returned:
+        cut = m.steps["reprotect:cut-over"].result
+        out["source"].update(cut.get("forward_starts", {}))
+        out["target"].update(cut.get("target_ends", {}))
+        out["by_topic"].update(dict.fromkeys(cut.get("forward_starts", {}), m.incident))
+    return out
 
 
 def _part(ctx: OpsContext, topics: Mapping[str, str], pre: Mapping[str, Any]
@@ -817,13 +912,15 @@ def _stop_still_holds(ctx: OpsContext, marker: FailoverMarker, dry_run: bool,
     rep = ctx.rep
     kind = ctx.require_kind()
     if part is not None:
-        if kind.part_stopped(rep, part) is not False:
+        if kind.edits_hold(rep, recorded_edits(ctx, marker)) is not False:
             return []
         ctx.notify(f"{part.name} is no longer left out of forward replication; "
                    + ("a run would leave it out again" if dry_run else "leaving it out again"))
         if not dry_run:
             marker.stop_unconfirmed = True  # count what it copied meanwhile as late copies
-            kind.stop_forward(rep, part=part)
+            with flow_locked(ctx, f"drctl failover, incident {marker.incident}") as hold, \
+                    hold.pausing(copying(ctx)):
+                leave_out(ctx, marker, part, ctx.store.open_markers(rep.source, rep.target))
         return list(marker.stopped_connectors)
     found = kind.forward_state(rep)
     loose = [*found.copying, *found.unconfirmed]

@@ -36,7 +36,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,7 @@ from drctl.context import OpsContext
 from drctl.errors import CheckFailed, UsageError
 from drctl.faults import crash_point
 from drctl.fingerprint import is_reconciled
+from drctl.flow_lock import Hold
 from drctl.kafka.clients import ClusterClients, describe_with_retry
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.records import stream_ranges
@@ -64,6 +65,17 @@ from drctl.ops.rerun import rerun_while_dropped
 from drctl.ops.reverse import failover_starts, wait_reverse_caught_up
 from drctl.ops.scope import flow_part, the_open_incident
 from drctl.ops.scorecard import operation_scorecard
+from drctl.ops.side_by_side import (
+    RESUMED_STEP,
+    WAITING,
+    copying,
+    flow_locked,
+    forward_holder,
+    recorded_edits,
+    resume_when_free,
+    take_back,
+    waiting_for,
+)
 from drctl.progress import Ticker
 from drctl.replication.base import Confirm, ReturnRequest
 from drctl.reports import write_report
@@ -90,6 +102,9 @@ class ReprotectResult:
     resumed: bool = False
     plan: list[dict[str, Any]] = field(default_factory=list)
     forced: list[str] = field(default_factory=list)  # what --force went past, in words
+    # The open incident holding the forward flow stopped, which this return waits for.
+    waiting_for: str | None = None
+    finished: list[dict[str, Any]] = field(default_factory=list)  # returns that waited
     clock: PhaseClock | None = None  # this run's phases (None: a result not from a run)
 
     @property
@@ -121,7 +136,8 @@ class ReprotectResult:
                 "strays_copied": sum(self.step("cut-over").get("strays", {}).values()),
                 "forward_copied": verified.get("copied", 0),
                 "verified_ok": verified.get("ok"),
-                "forced": self.forced or self.step("quiet").get("forced", [])}
+                "forced": self.forced or self.step("quiet").get("forced", []),
+                "waiting_for": self.waiting_for, "finished": self.finished}
 
     def as_dict(self, reports: Sequence[Path] = ()) -> dict[str, Any]:
         """The JSON of `drctl reprotect`."""
@@ -217,6 +233,8 @@ def _reprotect_once(ctx: OpsContext, opts: ReprotectOptions, confirm: Confirm | 
         notify(f"Incident {marker.incident} is closed: the pair was returned to protection "
                "already")
         clock.stop()
+        if not opts.dry_run:
+            result.finished = finish_waiting(ctx, marker, opts, confirm)
         return result
     if not opts.dry_run:
         clock.keep_in(marker.timings)  # a marker read again after a drop keeps it once
@@ -228,7 +246,8 @@ def _reprotect_once(ctx: OpsContext, opts: ReprotectOptions, confirm: Confirm | 
         approve(preview(ctx, marker, opts))
     under_way[0] = True
     request = ReturnRequest(marker.incident, sorted(failover_starts(rep, marker)), {},
-                            config.state.dir / "reprotect", flow_part(marker))
+                            config.state.dir / "reprotect", flow_part(marker),
+                            tuple(recorded_edits(ctx, marker)))
 
     # 1. The producers are back on the source; the reverse flow has carried their writes.
     if not marker.done("reprotect:quiet"):
@@ -258,45 +277,32 @@ def _reprotect_once(ctx: OpsContext, opts: ReprotectOptions, confirm: Confirm | 
         result.plan.append({"step": "cut-over", "forward_starts": cut["forward_starts"],
                             "strays": cut["strays"]})
         if opts.dry_run:
-            request = ReturnRequest(request.incident, request.reverse_topics,
-                                    _offsets(cut["forward_starts"]), request.out_dir,
-                                    request.part)
+            request = replace(request, forward_starts=_offsets(cut["forward_starts"]))
     if not opts.dry_run:
-        request = ReturnRequest(request.incident, request.reverse_topics,
-                                _offsets(result.forward_starts), request.out_dir,
-                                request.part)
+        request = replace(request, forward_starts=_offsets(result.forward_starts))
 
-    # 4. Set the forward flow's start.
-    if not marker.done("reprotect:forward-start"):
-        clock.phase("forward-start")
-        applied = kind.set_forward_start(ctx, request, notify, confirm,
-                                         dry_run=opts.dry_run)
-        result.plan.append({"step": "forward-start", **applied})
-        if not opts.dry_run:
-            marker.record("reprotect:forward-start", applied)
-            store.save(marker)
-            crash_point("reprotect:forward-start")
-
-    # 5. Resume it — never while a reverse flow copies with names kept, never over writes
-    # the cut-over did not carry.
-    if not marker.done("reprotect:forward-resumed"):
-        clock.phase("forward-resumed")
-        result.plan.append({"step": "forward-resumed", "connectors": list(rep.connect.connectors)})
-        if not opts.dry_run:
-            reverse = kind.reverse_state(ctx, request.part)
-            if rep.names_kept and reverse.copying:
-                raise CheckFailed(
-                    f"The reverse flow still copies ({reverse.describe(reverse.copying)}): "
-                    f"resuming {', '.join(rep.connect.connectors) or 'forward replication'} "
-                    "now would, with topic names kept, form a cycle.",
-                    "Stop the reverse connector, then run reprotect again.")
-            late = no_writes_since_cut(ctx, marker, opts, result)
-            state = kind.resume_forward(rep, notify, confirm, request.part)
-            marker.record("reprotect:forward-resumed",
-                          {"components": state.components, "at_ms": int(time.time() * 1000),
-                           **late})
-            store.save(marker)
-            crash_point("reprotect:forward-resumed")
+    # 4. and 5., under the flow's lock: they edit and resume connectors other incidents share.
+    if opts.dry_run:
+        if not marker.done("reprotect:forward-start"):
+            result.plan.append({"step": "forward-start", **kind.set_forward_start(
+                ctx, request, notify, confirm, dry_run=True)})
+        if not marker.done(RESUMED_STEP):
+            result.plan.append({"step": "forward-resumed",
+                                "connectors": list(rep.connect.connectors)})
+    elif not marker.done(RESUMED_STEP):
+        with flow_locked(ctx, f"drctl reprotect, incident {marker.incident}") as hold:
+            holder = _forward_steps(ctx, marker, opts, request, result, hold, confirm)
+        if holder is not None:
+            # Held stopped by a whole-flow incident: its return resumes the forward flow
+            # and finishes this one (the rest of this return waits for it).
+            result.waiting_for = holder.incident
+            notify(f"{marker.covers.describe().capitalize()} is taken back into forward "
+                   f"replication from its cut-over, which stays stopped while incident "
+                   f"{holder.incident} ({holder.covers.describe()}, {holder.phase}) is open: "
+                   f"its return (`drctl reprotect --incident {holder.incident}`) resumes it "
+                   "and finishes this incident")
+            clock.stop()
+            return result
 
     # 6. Measured, not assumed: what the source received since the cut-over is on the target.
     if not opts.dry_run and not marker.done("reprotect:verified"):
@@ -329,7 +335,81 @@ def _reprotect_once(ctx: OpsContext, opts: ReprotectOptions, confirm: Confirm | 
         marker.status = "closed"
         marker.record("reprotect", {"phases_s": result.phases_s})
         store.save(marker)
+        result.finished = finish_waiting(ctx, marker, opts, confirm)
     return result
+
+
+def _forward_steps(ctx: OpsContext, marker: FailoverMarker, opts: ReprotectOptions,
+                   request: ReturnRequest, result: ReprotectResult, hold: Hold,
+                   confirm: Confirm | None) -> FailoverMarker | None:
+    """4. The forward flow's start set, then 5. the flow resumed — never while this
+    incident's reverse flow copies with names kept, never over writes the cut-over did not
+    carry, never while another open incident holds it stopped (that one is returned, and
+    this incident waits for it). A shared connector stopped for a moment is resumed before
+    any check can refuse."""
+    rep, kind, notify, store = ctx.rep, ctx.require_kind(), ctx.notify, ctx.store
+    clock = result.clock
+    if not marker.done("reprotect:forward-start"):
+        if clock is not None:
+            clock.phase("forward-start")
+        with hold.pausing(copying(ctx)):
+            applied = kind.set_forward_start(ctx, request, notify, confirm)
+        result.plan.append({"step": "forward-start", **applied})
+        marker.record("reprotect:forward-start", applied)
+        store.save(marker)
+        crash_point("reprotect:forward-start")
+    if clock is not None:
+        clock.phase("forward-resumed")
+    result.plan.append({"step": "forward-resumed", "connectors": list(rep.connect.connectors)})
+    reverse = kind.reverse_state(ctx, request.part)
+    if rep.names_kept and reverse.copying:
+        raise CheckFailed(
+            f"The reverse flow still copies ({reverse.describe(reverse.copying)}): "
+            f"resuming {', '.join(rep.connect.connectors) or 'forward replication'} "
+            "now would, with topic names kept, form a cycle.",
+            "Stop the reverse connector, then run reprotect again.")
+    late = no_writes_since_cut(ctx, marker, opts, result)
+    opened = store.open_markers(rep.source, rep.target)
+    with hold.pausing(copying(ctx)):
+        taken = take_back(ctx, marker, opened)
+    resumed = resume_when_free(ctx, marker, opened, confirm)
+    if isinstance(resumed, FailoverMarker):
+        marker.record(RESUMED_STEP, {"held_by": resumed.incident, "taken_back": taken},
+                      status=WAITING)
+        store.save(marker)
+        return resumed
+    marker.record(RESUMED_STEP, {"components": resumed.components,
+                                 "at_ms": int(time.time() * 1000), "taken_back": taken,
+                                 **late})
+    store.save(marker)
+    crash_point(RESUMED_STEP)
+    return None
+
+
+def finish_waiting(ctx: OpsContext, marker: FailoverMarker, opts: ReprotectOptions,
+                   confirm: Confirm | None) -> list[dict[str, Any]]:
+    """The returns that waited for the forward flow `marker` held stopped, finished now
+    that it runs (and any whose holder was closed otherwise): each resumed, verified and
+    closed; their summaries."""
+    scope, out, tried = ctx.scope, [], set()
+    try:
+        while True:  # read again each time: a finished return may have finished others
+            opened = ctx.store.open_markers(ctx.rep.source, ctx.rep.target)
+            if forward_holder(opened) is not None:
+                break  # another whole-flow incident holds the flow stopped: they wait for it
+            todo = [m for m in opened if waiting_for(m) and m.incident not in tried]
+            if not todo:
+                break
+            m = todo[0]
+            tried.add(m.incident)
+            ctx.notify(f"Finishing the return of incident {m.incident} "
+                       f"({m.covers.describe()}), which waited for {marker.incident}")
+            done = _reprotect_once(ctx, replace(opts, incident=m.incident), confirm, [True],
+                                   PhaseClock("reprotect"))
+            out.append(done.summary())
+    finally:
+        ctx.scope = scope
+    return out
 
 
 def take_cut_over(ctx: OpsContext, marker: FailoverMarker, opts: ReprotectOptions,

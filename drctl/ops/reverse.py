@@ -19,6 +19,7 @@ from drctl.kafka.topics import TP, log_append_time_topics
 from drctl.ops.catch_up import catch_up_timed_out, describe_left, records_left
 from drctl.ops.copies import copy_fingerprint, timestamps_kept
 from drctl.ops.scope import flow_part
+from drctl.ops.side_by_side import recorded_edits
 from drctl.progress import Ticker
 from drctl.replication.base import ReverseRequest
 from drctl.retry import WaitTimedOut, wait_for
@@ -138,7 +139,7 @@ def carry_to_source(ctx: OpsContext, ranges: Mapping[TP, tuple[int, int]],
 def start_reverse_replication(ctx: OpsContext, marker: FailoverMarker,
                               out_dir: Path) -> dict[str, Any]:
     request = ReverseRequest(marker.incident, start_points(ctx.rep, marker), RECONCILED_HEADER,
-                             out_dir, flow_part(marker))
+                             out_dir, flow_part(marker), tuple(recorded_edits(ctx, marker)))
     return ctx.require_kind().start_reverse(ctx, request, ctx.notify)
 
 

@@ -1,20 +1,18 @@
 """Incident scope (docs/design.md §6): an incident covers the whole flow or one application —
 a set of topics and the groups that read them — and changes nothing outside it.
 
-Decided here, in one place: which open incidents a new one meets (the same scope continues,
-an overlapping one is refused with both named, a whole-flow failover leaves out what open
-applications' incidents hold); the part of the flow an application's incident stops and
-restarts (`FlowPart`, resolved from its marker); and the groups that read topics on both sides
-of a scope's edge, named before anything moves.
+Decided here, in one place: the part of the flow an application's incident stops and restarts
+(`FlowPart`, resolved from its marker); the groups that read topics on both sides of a scope's
+edge, named before anything moves; and the open incident a command works on. How incidents of
+several scopes meet is ops/side_by_side.py's.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from drctl.config import NameFilter, Scope
+from drctl.config import Scope
 from drctl.context import OpsContext
 from drctl.errors import UsageError
 from drctl.kafka.topics import TP
@@ -25,44 +23,6 @@ from drctl.state import FailoverMarker
 def marker_groups(marker: FailoverMarker) -> list[str]:
     """The groups an incident moved (or, for an application that names them, covers)."""
     return sorted(marker.groups)
-
-
-def overlaps(scope: Scope, marker: FailoverMarker) -> list[str]:
-    """What of an open incident's topics and groups `scope` covers too (empty: disjoint)."""
-    other = marker.covers
-    if scope.whole or other.whole:
-        return [f"{'it' if other.whole else 'this failover'} covers the whole flow"]
-    shared = [f"topic {t}" for t in sorted(marker.topics) if scope.covers_topic(t)]
-    if scope.groups_given:
-        shared += [f"group {g}" for g in marker_groups(marker) if scope.groups.matches(g)]
-    return shared
-
-
-def scope_among_open(scope: Scope, opened: Sequence[FailoverMarker]
-                     ) -> tuple[Scope, list[FailoverMarker]]:
-    """The scope a new incident takes among the flow's open ones, and the open ones of the
-    same scope (which it may continue). An application's incident that overlaps another open
-    one is refused, both named; a whole-flow incident leaves out the topics and groups open
-    applications' incidents hold (they return through their own failback)."""
-    same = [m for m in opened if m.covers.name == scope.name]
-    others = [m for m in opened if m.covers.name != scope.name]
-    if scope.whole:
-        held = [m for m in others if not m.covers.whole]
-        if not held:
-            return scope, same
-        topics = tuple(re.escape(t) for m in held for t in sorted(m.topics))
-        groups = tuple(re.escape(g) for m in held for g in marker_groups(m))
-        return Scope(scope.name, NameFilter(scope.topics.include, scope.topics.exclude + topics),
-                     NameFilter(scope.groups.include, scope.groups.exclude + groups)), same
-    for m in others:
-        shared = overlaps(scope, m)
-        if shared:
-            raise UsageError(
-                f"{scope.describe().capitalize()} overlaps open incident {m.incident} "
-                f"({m.covers.describe()}, {m.phase}): {', '.join(shared[:5])}.",
-                "Scopes of open incidents never overlap: finish that incident first, or "
-                "narrow the application's topics and groups.")
-    return scope, same
 
 
 def flow_part(marker: FailoverMarker) -> FlowPart | None:

@@ -24,6 +24,7 @@ from drctl.ops.fence import open_risks
 from drctl.ops.reverse_copies import read_reverse_copies, reverse_copy_topics
 from drctl.ops.rpo import flow_rpo
 from drctl.ops.schemas import flow_parity, mirrored_topics, registries_configured
+from drctl.ops.side_by_side import waiting_for
 from drctl.ops.target_lag import target_lag
 from drctl.progress import Notify
 from drctl.state import FailoverMarker, IncidentPhase, MarkerStore
@@ -161,8 +162,7 @@ def collect_status(ctx: OpsContext, deadline_s: float = 5.0) -> dict[str, Any]:
             markers.append({"incident": m.incident, "source": m.source, "target": m.target,
                             "created_at": m.created_at, "replication_stop": m.replication_stop,
                             "phase": m.phase.value,
-                            "next_command": (f"{m.phase.next_command} --incident "
-                                             f"{m.incident}"),
+                            "next_command": next_command(m),
                             "fence": m.fence, "open_risks": open_risks(m),
                             "late_copies": _late_copies_line(m),
                             "steps": list(m.steps)})
@@ -258,6 +258,15 @@ def _reason(exc: BaseException) -> str:
     return exc.message if isinstance(exc, DrctlError) else f"{type(exc).__name__}: {exc}"
 
 
+def next_command(marker: FailoverMarker) -> str:
+    """What to run next for an open incident: its own next step, or the return of the
+    incident its return waits for (ops/side_by_side.py)."""
+    held_by = waiting_for(marker)
+    if held_by:
+        return f"drctl reprotect --incident {held_by}"
+    return f"{marker.phase.next_command} --incident {marker.incident}"
+
+
 def flow_protection(opened: Sequence[FailoverMarker], forward: Any,
                     lag: Sequence[Mapping[str, Any]] | None,
                     components: Sequence[str], now_ms: int | None = None) -> dict[str, Any]:
@@ -287,9 +296,10 @@ def flow_protection(opened: Sequence[FailoverMarker], forward: Any,
         if oldest:
             out["oldest_unreplicated_ms"] = min(oldest)
     if opened:
-        m = opened[-1]
+        # A whole-flow incident says most of the flow (it holds the forward flow stopped).
+        m = next((o for o in reversed(opened) if o.covers.whole), opened[-1])
         incident = {"incident": m.incident, "phase": m.phase.value,
-                    "next_command": f"{m.phase.next_command} --incident {m.incident}"}
+                    "next_command": next_command(m)}
         scope = "" if m.covers.whole else f" ({m.covers.describe()})"
         if m.phase in (IncidentPhase.FAILED_BACK, IncidentPhase.REPROTECTING):
             # Failed back: the source serves again, and nothing copies it to the target.
@@ -337,7 +347,11 @@ def applications_protection(applications: Mapping[str, Scope],
     whole = [m for m in opened if m.covers.whole]
     out: dict[str, dict[str, Any]] = {}
     for name, scope in sorted(applications.items()):
-        mine = [m for m in opened if m.covers.name == name] or whole
+        # Its own incidents, and any other whose topics are its (a one-off scope, the
+        # whole flow); a whole-flow incident whose topics are not known yet covers all.
+        mine = [m for m in opened if m.covers.name == name
+                or any(scope.covers_topic(t) for t in m.topics)] \
+            or [m for m in whole if not m.topics]
         rows = None if lag is None else [r for r in lag if scope.covers_topic(r["topic"])]
         state = flow_protection(mine, forward, rows, components, now_ms)
         out[name] = {**state, "topics": [r["topic"] for r in rows or []]}

@@ -18,6 +18,7 @@ from drctl.config import Config, ReplicationSettings
 from drctl.findings import Finding
 from drctl.kafka.clients import ClusterClients
 from drctl.progress import Notify
+from drctl.replication.edits import ListEdit
 from drctl.replication_registry import kind_entry
 
 if TYPE_CHECKING:
@@ -114,6 +115,8 @@ class ReverseRequest:
     skip_header: str
     out_dir: Path  # where configs and instructions for the operator are written
     part: FlowPart | None = None  # an application's incident; None: the whole flow
+    # The entries that leave the part out of forward replication (its marker's `edits`).
+    edits: tuple[ListEdit, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,7 @@ class ReturnRequest:
     forward_starts: dict[str, dict[int, int]]
     out_dir: Path  # where instructions for the operator are written
     part: FlowPart | None = None  # an application's incident; None: the whole flow
+    edits: tuple[ListEdit, ...] = ()  # as in ReverseRequest
 
 
 class ReplicationKind(ABC):
@@ -154,9 +158,36 @@ class ReplicationKind(ABC):
         --deadline; None: the controller's own retry policy) leaves the stop pending. With
         `part`, only its topics and groups stop; the rest of the flow goes on copying."""
 
-    def part_stopped(self, rep: ReplicationSettings, part: FlowPart) -> bool | None:
-        """Whether forward replication still leaves `part` out (None: cannot be told)."""
+    def exclusions(self, rep: ReplicationSettings, part: FlowPart
+                   ) -> dict[str, dict[str, list[str]]]:
+        """Per forward component, per list-valued config key, the entries that leave `part`
+        out of it (the kind knows its keys); empty when the kind cannot leave a part out
+        through its config."""
+        return {}
+
+    def plan_leave_out(self, rep: ReplicationSettings, part: FlowPart,
+                       others: Sequence[ListEdit] = ()) -> list[ListEdit] | None:
+        """The exact config entries that leave `part` out of forward replication, read
+        against the replicator now (`others`: what other open incidents wrote); None when
+        drctl cannot write them (the operator leaves it out: `stop_forward(part=...)`)."""
         return None
+
+    def write_edits(self, rep: ReplicationSettings, edits: Sequence[ListEdit], *,
+                    undo: bool = False, others: Sequence[ListEdit] = (),
+                    notify: Notify | None = None) -> list[str]:
+        """Write `edits` (or take them out, keeping what `others` need), each component
+        left as it ran; the components changed."""
+        return []
+
+    def edits_hold(self, rep: ReplicationSettings, edits: Sequence[ListEdit]) -> bool | None:
+        """Whether forward replication still holds every entry of `edits` (None: cannot be
+        told)."""
+        return None
+
+    def resume_components(self, rep: ReplicationSettings, names: Sequence[str],
+                          notify: Notify) -> FlowState:
+        """Resume these forward components (idempotent) and wait until they run."""
+        return FlowState(False)
 
     @abstractmethod
     def forward_state(self, rep: ReplicationSettings) -> FlowState:

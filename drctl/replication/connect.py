@@ -4,14 +4,15 @@ or a manual mode that says exactly what the operator must do."""
 from __future__ import annotations
 
 from abc import ABC
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import partial
 from typing import Any, ClassVar
 
 from drctl.config import ReplicationSettings
-from drctl.errors import Aborted, CheckFailed, DrctlError, Unreachable
+from drctl.errors import Aborted, CheckFailed, DrctlError, ExitStatus, Unreachable
 from drctl.kafka.connect_rest import (
     CONNECT_RETRY,
     ConnectClient,
@@ -21,6 +22,15 @@ from drctl.kafka.connect_rest import (
 )
 from drctl.progress import Notify
 from drctl.replication.base import Confirm, FlowPart, FlowState, ReplicationKind, StopOutcome
+from drctl.replication.edits import (
+    ListEdit,
+    apply_edits,
+    by_connector,
+    edits_hold,
+    entries_of,
+    plan_edit,
+    undo_edits,
+)
 from drctl.retry import WaitTimedOut, wait_for
 
 # Task states in which a task copies now or is about to.
@@ -102,6 +112,18 @@ _STRANDED = ("Kafka Connect shows this after a restart of the Kafka cluster that
              "Connect worker to clear it (it comes back with the connectors STOPPED)")
 
 
+def scoped_connector_name(base: str, part: FlowPart | None) -> str:
+    """The connector `base` of an application's incident (`part`), e.g. a reverse flow's
+    own: `<base>-<application>`. Connect puts the name in its URL paths, so every character
+    but letters, digits, '.', '_' and '-' is written as '~' and its code point in hex: no two
+    scopes share a name, and none needs escaping."""
+    if part is None:
+        return base
+    safe = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else f"~{ord(c):x}"
+                   for c in part.name)
+    return f"{base}-{safe}"
+
+
 def connect_client(rep: ReplicationSettings, deadline_s: float | None = None,
                    notify: Notify | None = None) -> ConnectClient | None:
     """The flow's Connect client. How long a worker that does not answer is retried before
@@ -156,22 +178,80 @@ class ConnectControlled(ReplicationKind, ABC):
     # What a connector's list keys hold when its config does not set them (the replicator's
     # own defaults): leaving a part out keeps them.
     exclusion_defaults: ClassVar[Mapping[str, str]] = {}
+    # Older names of those keys (MirrorMaker 2's `topics.blacklist`), which the replicator
+    # honours while the key itself is absent — on Connect before `aliases_until` (its major
+    # version). Never edited: the key is written with their entries instead.
+    exclusion_aliases: ClassVar[Mapping[str, str]] = {}
+    aliases_until: ClassVar[int] = 0
 
-    def exclusions(self, rep: ReplicationSettings, part: FlowPart
-                   ) -> dict[str, dict[str, list[str]]]:
-        """Per forward connector, per list-valued config key, the entries that leave `part`
-        out of it (the kind knows its keys); empty when the kind cannot leave a part out
-        through its config."""
-        return {}
+    def plan_leave_out(self, rep: ReplicationSettings, part: FlowPart,
+                       others: Sequence[ListEdit] = ()) -> list[ListEdit] | None:
+        """The exact entries that leave `part` out of the connectors, read against their
+        configs now (`others`: the other open incidents' edits); None when drctl cannot
+        (no Connect, or a kind without such keys): the operator does it."""
+        client = connect_client(rep)
+        wanted = self.exclusions(rep, part)
+        if client is None or not wanted:
+            return None
+        major: list[int] = []  # asked once, and only when an alias matters
+        out = []
+        for name, keys in wanted.items():
+            config = client.config(name)
+            for key, entries in keys.items():
+                effective = entries_of(self.exclusion_defaults.get(key))
+                alias = self.exclusion_aliases.get(key)
+                if key not in config and alias and alias in config:
+                    if not major:
+                        major.append(_major_version(client))
+                    if major[0] < self.aliases_until:
+                        effective = entries_of(str(config[alias]))
+                out.append(plan_edit(config, name, key, entries, effective, others))
+        return out
+
+    def write_edits(self, rep: ReplicationSettings, edits: Sequence[ListEdit], *,
+                    undo: bool = False, others: Sequence[ListEdit] = (),
+                    notify: Notify | None = None) -> list[str]:
+        """Write `edits` into their connectors (or, with `undo`, take them out, keeping what
+        `others` need), each connector left in the state it was in: a running one is stopped,
+        reconfigured and resumed — resumed whatever happens in between. Returns the
+        connectors whose config changed."""
+        client = connect_client(rep, notify=notify)
+        if client is None:
+            return []
+        client.info()
+        # It answered: reachable. A worker holds a stop or a config change while its herder
+        # rejoins its group; that is the change taking effect, bounded like a stop's wait
+        # (as `stop_forward` does), not by the reach deadline.
+        client = connect_client(rep, max(60.0, rep.connect.reach_deadline_s or 0.0),
+                                notify) or client
+        changed = []
+        for name, mine in by_connector(edits).items():
+            edit = (partial(undo_edits, edits=mine, others=others) if undo
+                    else partial(apply_edits, edits=mine))
+            if reconfigure(client, name, edit):
+                changed.append(name)
+        return changed
+
+    def edits_hold(self, rep: ReplicationSettings, edits: Sequence[ListEdit]) -> bool | None:
+        """Whether every entry of `edits` is in its connector's config (None: cannot be
+        told, or nothing was edited)."""
+        client = connect_client(rep)
+        if client is None or not edits:
+            return None
+        try:
+            return all(edits_hold(client.config(name), mine)
+                       for name, mine in by_connector(edits).items())
+        except (DrctlError, ConnectorMissing):
+            return None
 
     def stop_forward(self, rep: ReplicationSettings, *, confirm: Confirm | None = None,
                      deadline_s: float = 60.0, reach_deadline_s: float | None = None,
                      part: FlowPart | None = None) -> StopOutcome:
-        """Stop every configured connector of the flow and wait until Connect says so; with
-        `part`, leave its topics and groups out of the connectors instead (each stopped,
-        reconfigured and resumed: the rest of the flow pauses for seconds)."""
+        """Stop every configured connector of the flow and wait until Connect says so. With
+        `part`, the operator leaves it out by hand (drctl writes the entries itself when it
+        can: `plan_leave_out`, `write_edits`)."""
         if part is not None:
-            return self._leave_out(rep, part, confirm, reach_deadline_s)
+            return self._leave_out_by_hand(rep, part, confirm)
         client = connect_client(rep, reach_deadline_s)
         if client is None or not rep.connect.connectors:
             text = (f"drctl cannot reach your replicator. Stop replication from {rep.source} to "
@@ -222,51 +302,31 @@ class ConnectControlled(ReplicationKind, ABC):
             raise DrctlError(f"Connectors did not stop in time: {_detail(seen)}",
                              "Check the Connect worker's log.") from None
 
-    def _leave_out(self, rep: ReplicationSettings, part: FlowPart, confirm: Confirm | None,
-                   reach_deadline_s: float | None) -> StopOutcome:
-        client = connect_client(rep, reach_deadline_s)
-        excluded = self.exclusions(rep, part)
-        if client is None or not excluded:
-            text = (f"drctl cannot leave {part.name} out of your replicator. Stop replicating "
-                    f"{', '.join(part.topics)} from {rep.source} to {rep.target} now (and "
-                    f"checkpointing groups {', '.join(part.groups) or 'of those topics'}), "
-                    "leaving the rest of the flow running, then confirm.")
-            if confirm is None or not confirm(text):
-                raise Aborted(f"Replication of {part.name} was not confirmed stopped.",
-                              "Stop it, then run the same command again.")
-            return StopOutcome("stopped", [], "confirmed by the operator (manual mode)")
-        try:
-            for name, entries in excluded.items():
-                reconfigure(client, name, partial(with_entries, entries=entries,
-                                                  defaults=self.exclusion_defaults))
-        except Unreachable:
-            return StopOutcome("pending", sorted(excluded),
-                               f"Kafka Connect at {rep.connect.url} is unreachable")
-        detail = "; ".join(f"{name}: {', '.join(f'{k} += {len(v)}' for k, v in e.items())}"
-                           for name, e in excluded.items())
-        return StopOutcome("stopped", sorted(excluded), f"{part.name} left out ({detail})")
-
-    def part_stopped(self, rep: ReplicationSettings, part: FlowPart) -> bool | None:
-        client = connect_client(rep)
-        excluded = self.exclusions(rep, part)
-        if client is None or not excluded:
-            return None
-        try:
-            configs = {name: client.config(name) for name in excluded}
-            return all(with_entries(configs[name], e, self.exclusion_defaults) == configs[name]
-                       for name, e in excluded.items())
-        except (DrctlError, ConnectorMissing):
-            return None
+    def _leave_out_by_hand(self, rep: ReplicationSettings, part: FlowPart,
+                           confirm: Confirm | None) -> StopOutcome:
+        text = (f"drctl cannot leave {part.name} out of your replicator. Stop replicating "
+                f"{', '.join(part.topics)} from {rep.source} to {rep.target} now (and "
+                f"checkpointing groups {', '.join(part.groups) or 'of those topics'}), "
+                "leaving the rest of the flow running, then confirm.")
+        if confirm is None or not confirm(text):
+            raise Aborted(f"Replication of {part.name} was not confirmed stopped.",
+                          "Stop it, then run the same command again.")
+        return StopOutcome("stopped", [], "confirmed by the operator (manual mode)")
 
     def resume_forward(self, rep: ReplicationSettings, notify: Notify,
                        confirm: Confirm | None = None,
                        part: FlowPart | None = None) -> FlowState:
+        """Resume every forward connector (idempotent) and wait until each runs. With `part`
+        and no way to edit the connectors, the operator takes it back in by hand."""
         client = connect_client(rep, notify=notify)
-        if part is not None and client is not None and self.exclusions(rep, part):
-            for name, entries in self.exclusions(rep, part).items():
-                notify(f"Taking {part.name} back into {name}")
-                reconfigure(client, name, partial(without_entries, entries=entries))
-            return resume_connectors(client, rep.connect.connectors, notify)
+        if part is not None and (client is None or not self.exclusions(rep, part)):
+            text = (f"Take {part.name} back into replication from {rep.source} to "
+                    f"{rep.target} now ({', '.join(part.topics)}), from the start positions "
+                    "drctl set or printed, then confirm.")
+            if confirm is None or not confirm(text):
+                raise Aborted(f"Replication of {part.name} was not confirmed started.",
+                              "Start it, then run the same command again.")
+            return FlowState(False)
         if client is None or not rep.connect.connectors:
             text = (f"drctl cannot reach your replicator. Start replication from {rep.source} "
                     f"to {rep.target} now, from the start positions drctl set or printed, "
@@ -276,6 +336,13 @@ class ConnectControlled(ReplicationKind, ABC):
                               "Start it, then run the same command again.")
             return FlowState(False)
         return resume_connectors(client, rep.connect.connectors, notify)
+
+    def resume_components(self, rep: ReplicationSettings, names: Sequence[str],
+                          notify: Notify) -> FlowState:
+        client = connect_client(rep, notify=notify)
+        if client is None or not names:
+            return FlowState(False)
+        return resume_connectors(client, names, notify)
 
     def forward_state(self, rep: ReplicationSettings) -> FlowState:
         client = connect_client(rep)
@@ -316,47 +383,61 @@ class ConnectControlled(ReplicationKind, ABC):
             return FlowState(False, restopped=tuple(names))
 
 
-def with_entries(config: Mapping[str, Any], entries: Mapping[str, Sequence[str]],
-                 defaults: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """`config` with `entries` appended to its comma-separated list values (once each)."""
-    out = dict(config)
-    for key, add in entries.items():
-        have = _list((defaults or {}).get(key, "") if key not in out else str(out[key]))
-        out[key] = ",".join(have + [e for e in add if e not in have])
-    return out
-
-
-def without_entries(config: Mapping[str, Any], entries: Mapping[str, Sequence[str]]
-                    ) -> dict[str, Any]:
-    """`config` with `entries` taken out of its comma-separated list values."""
-    out = dict(config)
-    for key, remove in entries.items():
-        if key in out:
-            out[key] = ",".join(e for e in _list(str(out[key])) if e not in remove)
-    return out
-
-
-def _list(value: str) -> list[str]:
-    return [e.strip() for e in value.split(",") if e.strip()]
-
-
 def reconfigure(client: ConnectClient, name: str,
                 edit: Callable[[dict[str, Any]], dict[str, Any]]) -> bool:
-    """Give connector `name` the config `edit` makes of its own: stopped, reconfigured and
-    resumed in its earlier state, so no task copies with the old config after this returns.
-    False when the config was so already (nothing touched)."""
+    """Give connector `name` the config `edit` makes of its own, in its earlier state: a
+    running one is stopped, reconfigured and resumed (`paused`), so no task copies with the
+    old config after this returns. False when the config was so already (nothing touched)."""
     config = client.config(name)
     new = edit(dict(config))
     if new == config:
         return False
-    was = ConnectorReading.read(client, name)
-    stop_or_pause(client, name)
-    wait_connector_state(client, name, "STOPPED")
-    client.put_config(name, {k: str(v) for k, v in new.items()})
-    if was.state not in ("STOPPED", "PAUSED"):
-        client.resume(name)
-        wait_connector_state(client, name, "RUNNING")
+    with paused(client, [name]):
+        client.put_config(name, {k: str(v) for k, v in new.items()})
     return True
+
+
+class LeftStopped(DrctlError):
+    """Shared connectors drctl stopped for a moment could not be resumed: the flow they copy
+    is not replicated, every application in it unprotected, until they run again."""
+
+    def __init__(self, message: str, hint: str, exit_status: ExitStatus) -> None:
+        super().__init__(message, hint)
+        self.exit_status = exit_status
+
+
+def resume_command(client: ConnectClient, name: str) -> str:
+    """The command that resumes `name` (the worker's URL without credentials)."""
+    return f"curl -X PUT {client.url}/connectors/{name}/resume"
+
+
+@contextmanager
+def paused(client: ConnectClient, names: Sequence[str]) -> Iterator[list[str]]:
+    """Those of `names` that run, stopped for the step inside (Connect alters a config or
+    stored offsets of a stopped connector) and resumed when it ends, whatever happens in it.
+    A resume that fails says the flow is unprotected and how to resume it (LeftStopped)."""
+    running = [n for n in names
+               if ConnectorReading.read(client, n).state not in ("STOPPED", "PAUSED", "MISSING")]
+    try:
+        for name in running:
+            stop_or_pause(client, name)
+        for name in running:
+            wait_connector_state(client, name, "STOPPED")
+        yield running
+    finally:
+        try:
+            for name in running:
+                client.resume(name)
+            for name in running:
+                wait_connector_state(client, name, "RUNNING")
+        except DrctlError as exc:
+            raise LeftStopped(
+                f"{', '.join(running)} stayed stopped after drctl stopped it for a moment "
+                f"({exc.message}): the flow it copies is not replicated — every application "
+                "in it is unprotected.",
+                "Resume it: " + "; ".join(resume_command(client, n) for n in running)
+                + " — or run the same drctl command again: it resumes it first.",
+                exc.exit_status) from exc
 
 
 def retire_connector(client: ConnectClient, name: str, notify: Notify) -> dict[str, Any]:
@@ -390,6 +471,14 @@ def stopped_for_offsets(client: ConnectClient, name: str) -> None:
     if reading.state != "STOPPED":
         stop_or_pause(client, name)
         wait_connector_state(client, name, "STOPPED")
+
+
+def _major_version(client: ConnectClient) -> int:
+    """Kafka Connect's major version (`GET /`); 0 when it does not say (as the oldest)."""
+    try:
+        return int(str((client.info() or {}).get("version", "0")).split(".")[0])
+    except ValueError:
+        return 0
 
 
 def resume_connectors(client: ConnectClient, names: Sequence[str],

@@ -11,6 +11,7 @@ from typing import Any
 
 from drctl.config import Config, ReplicationSettings
 from drctl.errors import CheckFailed, DrctlError
+from drctl.faults import crash_point
 from drctl.findings import Area, Finding, Severity
 from drctl.kafka.checkpoints import recent_offset_syncs
 from drctl.kafka.connect_rest import ConnectClient, ConnectorMissing
@@ -31,7 +32,9 @@ from drctl.replication.connect import (
     ConnectorReading,
     connect_client,
     flow_state_of,
+    paused,
     retire_connector,
+    scoped_connector_name,
     stop_or_pause,
     stopped_for_offsets,
     wait_connector_state,
@@ -43,6 +46,7 @@ from drctl.replication.discovered import (
     java_login_settings,
     regex_list,
 )
+from drctl.replication.edits import ListEdit
 
 # The connector config key that names the incident a reverse connector was started for:
 # a reverse connector left by an earlier incident is reset, never resumed as it is.
@@ -58,6 +62,11 @@ class MirrorMaker2(ConnectControlled):
     # MirrorMaker 2's own defaults (DefaultTopicFilter, DefaultGroupFilter).
     exclusion_defaults = {"topics.exclude": r".*[\-\.]internal,.*\.replica,__.*",
                           "groups.exclude": "console-consumer-.*,connect-.*,__.*"}
+    # Kafka 3.x still reads the old names while the new key is absent (and ignores them
+    # once it is set); Kafka 4.0 dropped them.
+    exclusion_aliases = {"topics.exclude": "topics.blacklist",
+                         "groups.exclude": "groups.blacklist"}
+    aliases_until = 4
 
     def exclusions(self, rep: ReplicationSettings, part: FlowPart
                    ) -> dict[str, dict[str, list[str]]]:
@@ -222,7 +231,7 @@ class MirrorMaker2(ConnectControlled):
             client.alter_offsets(name, offsets)
         elif state == "STOPPED":
             client.alter_offsets(name, offsets)
-        self._refuse_cycle(rep, name, request.part)
+        self._refuse_cycle(rep, name, request.edits)
         notify(f"Starting {name}: {rep.target_alias} -> {rep.source_alias}, "
                "post-failover data only")
         client.resume(name)
@@ -233,7 +242,7 @@ class MirrorMaker2(ConnectControlled):
         return out
 
     def _refuse_cycle(self, rep: ReplicationSettings, reverse: str,
-                      part: FlowPart | None = None) -> None:
+                      edits: Sequence[ListEdit] = ()) -> None:
         """With names kept, forward and reverse copying at once is a cycle that
         IdentityReplicationPolicy cannot detect: every record would go round forever —
         unless forward replication leaves out exactly what the reverse flow copies (an
@@ -241,7 +250,7 @@ class MirrorMaker2(ConnectControlled):
         if not rep.names_kept:
             return
         forward = self.forward_state(rep)
-        if forward.copying and part is not None and self.part_stopped(rep, part):
+        if forward.copying and edits and self.edits_hold(rep, edits):
             return
         if forward.copying:
             raise CheckFailed(
@@ -290,14 +299,16 @@ class MirrorMaker2(ConnectControlled):
         out = {"connector": name, "starts": request.forward_starts}
         if dry_run:
             return out
-        if request.part is not None and self.part_stopped(rep, request.part):
-            # The rest of the flow copies: stopped for the offsets (seconds), its part left
-            # out meanwhile; resume_forward takes the part back in and resumes it.
-            notify(f"Stopping {name} for a moment to set {request.part.name}'s start")
-            stop_or_pause(client, name)
-            wait_connector_state(client, name, "STOPPED")
-        else:
-            stopped_for_offsets(client, name)
+        if request.part is not None and self.edits_hold(rep, request.edits):
+            # The rest of the flow copies, its part left out: stopped for the offsets
+            # (seconds) and resumed right after; the part's entries come out later.
+            notify(f"Setting {request.part.name}'s start in {name} (stopped for a moment "
+                   "if it runs)")
+            with paused(client, [name]):
+                client.alter_offsets(name, offsets)
+                crash_point("forward-start:paused")  # drills: a crash with it stopped
+            return out
+        stopped_for_offsets(client, name)
         notify(f"Setting {name}'s start to where {rep.source} stood at the cut-over")
         client.alter_offsets(name, offsets)
         return out
@@ -363,7 +374,7 @@ def reverse_connector_name(rep: ReplicationSettings, part: FlowPart | None = Non
     """The reverse flow's source connector: the flow's (as `reverse_flow` names it), with
     the application's name for an application's incident."""
     name = MirrorFlow(rep.target_alias, rep.source_alias, "", "").connector_names()["source"]
-    return name if part is None else f"{name}-{part.name}"
+    return scoped_connector_name(name, part)
 
 
 def java_literal(name: str) -> str:

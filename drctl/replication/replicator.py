@@ -21,10 +21,10 @@ from drctl.replication.base import Confirm, FlowContext, FlowPart, ReturnRequest
 from drctl.replication.connect import (
     ConnectControlled,
     connect_client,
+    paused,
     retire_connector,
-    stop_or_pause,
+    scoped_connector_name,
     stopped_for_offsets,
-    wait_connector_state,
 )
 from drctl.replication.discovered import (
     ClusterLogin,
@@ -114,26 +114,31 @@ class Replicator(ConnectControlled):
         client = connect_client(rep, notify=notify)
         if client is not None and rep.connect.source_connector:
             name = rep.connect.source_connector
-            if request.part is not None and self.part_stopped(rep, request.part):
+            if request.part is not None and self.edits_hold(rep, request.edits):
                 # It copies the rest of the flow: stopped for the commit (its group must be
-                # empty); resume_forward takes the part back in and resumes it.
-                stop_or_pause(client, name)
-                wait_connector_state(client, name, "STOPPED")
-            else:
-                stopped_for_offsets(client, name)
-        admin = ctx.source.admin()
-        notify(f"Committing the forward Replicator group '{group}' on {rep.source} at the "
-               "cut-over")
-        alter_offsets(admin, group, {(t, p): off for t, parts in request.forward_starts.items()
-                                     for p, off in parts.items()})
+                # empty) and resumed right after; the part's entries come out later.
+                with paused(client, [name]):
+                    self._commit_forward(ctx, group, request, notify)
+                return out
+            stopped_for_offsets(client, name)
+        self._commit_forward(ctx, group, request, notify)
         return out
+
+    @staticmethod
+    def _commit_forward(ctx: FlowContext, group: str, request: ReturnRequest,
+                        notify: Notify) -> None:
+        notify(f"Committing the forward Replicator group '{group}' on {ctx.rep.source} at the "
+               "cut-over")
+        alter_offsets(ctx.source.admin(), group,
+                      {(t, p): off for t, parts in request.forward_starts.items()
+                       for p, off in parts.items()})
 
 
 def reverse_connector_name(rep: ReplicationSettings, part: FlowPart | None = None) -> str:
     """The reverse Replicator drctl renders a config for (and its default group); an
     application's incident has its own."""
     name = f"replicator-{rep.target_alias}-to-{rep.source_alias}"
-    return name if part is None else f"{name}-{part.name}"
+    return scoped_connector_name(name, part)
 
 
 def forward_group(rep: ReplicationSettings) -> str:

@@ -388,6 +388,18 @@ def test_reports_show_the_rpo_and_the_time_by_phase() -> None:
     assert "## Time by phase" in md and "| preflight | 0.0 s | 2.0 s |" in md
 
 
+def test_a_return_that_waits_for_the_whole_flow_says_so_in_its_report() -> None:
+    marker = FailoverMarker.new("primary", "secondary", "mirrormaker2", planned=False)
+    common = {"marker": asdict(marker), "phases_s": {}, "scorecard": None,
+              "summary": {"phase": "reprotecting", "forced": []}}
+    md = render("reprotect-report.md.j2", steps={"forward-resumed": {
+        "held_by": "fo-whole", "taken_back": ["src"]}}, **common)
+    assert "stays stopped while\nincident fo-whole is open" in md
+    md = render("reprotect-report.md.j2", steps={"forward-resumed": {
+        "components": {"src": "RUNNING"}}}, **common)
+    assert "Resumed: `src` RUNNING." in md
+
+
 def test_the_reports_say_whether_schemas_were_checked_with_the_ids_and_the_result() -> None:
     from drctl.registry.parity import Issue, IssueKind, Parity
 

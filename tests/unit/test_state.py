@@ -90,3 +90,27 @@ def test_a_store_publishes_every_save_through_one_producer(tmp_path: Path) -> No
     # Each save is acknowledged before the next is sent: nothing can overtake it.
     assert producer.conf["acks"] == "all"
     assert producer.conf["max.in.flight.requests.per.connection"] == "1"
+
+
+def test_what_the_returns_settled_is_each_topics_latest(tmp_path: Path) -> None:
+    """Applications return apart from the whole flow: each topic's settled point comes from
+    the latest return that covered it, named per topic."""
+    from drctl.ops.failover import settled_by_last_return
+
+    store = MarkerStore(tmp_path, "_drctl_state", None)
+    for incident, at, starts in (("fo-a", "2026-01-01T00:00:02+00:00", {"a1": {"0": 5}}),
+                                 ("fo-w", "2026-01-01T00:00:03+00:00", {"c1": {"0": 7}}),
+                                 ("fo-old", "2026-01-01T00:00:01+00:00",
+                                  {"a1": {"0": 1}, "c1": {"0": 1}})):
+        m = FailoverMarker.new("p", "s", "mirrormaker2", planned=False)
+        m.incident, m.status = incident, "closed"
+        m.record("reprotect:cut-over", {"forward_starts": starts,
+                                        "target_ends": {f"m.{t}": v for t, v in starts.items()}})
+        m.steps["reprotect:cut-over"].at = at
+        store.save(m)
+    settled = settled_by_last_return(store, "p", "s")
+    assert settled["source"] == {"a1": {"0": 5}, "c1": {"0": 7}}
+    assert settled["target"] == {"m.a1": {"0": 5}, "m.c1": {"0": 7}}
+    assert settled["by_topic"] == {"a1": "fo-a", "c1": "fo-w"}
+    assert settled["incident"] == "fo-w"
+    assert settled_by_last_return(store, "p", "other") == {}

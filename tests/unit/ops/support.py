@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
-from drctl.config import Config, parse_config
+from drctl.config import Config, Scope, parse_config
 from drctl.context import OpsContext
 from drctl.kafka.clients import WireLog
 from drctl.replication.base import kind_named
@@ -123,3 +123,16 @@ def _translation(apply: bool = True) -> TranslationReport:
         GroupResult("g2", skipped="active members", partitions=[
             PartitionResult("g2", "t", 0, "t", 3, "exact", 3, "exact")])]
     return report
+
+
+def open_incident(scope: Scope, topics: list[str], groups: tuple[str, ...] = (),
+                  steps: tuple[str, ...] = ("failover",)) -> FailoverMarker:
+    """An open incident of `scope` on `topics`, its `groups` moved, `steps` recorded."""
+    m = FailoverMarker.new("a", "b", "mirrormaker2", planned=False)
+    if not scope.whole:
+        m.scope = scope.as_dict()
+    m.topics = {t: t for t in topics}
+    m.groups = {g: {"applied": True} for g in groups}
+    for step in steps:
+        m.record(step, {})
+    return m

@@ -236,3 +236,87 @@ def test_the_operator_sees_the_plan_and_a_refusal_changes_nothing(tmp_path: Path
     assert preview["incident"] != old.incident and preview["continuing"] is False
     assert [m.incident for m in store.open_markers()] == [old.incident]
     assert [m.incident for m in store.load_all()] == [old.incident]
+
+
+def test_the_edge_of_an_application_is_checked_with_the_source_down(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the source gone, the groups reading both sides come from drctl's inventory (or
+    MirrorMaker 2's checkpoints); unknown is refused, never "none"; --force says which group
+    moves (on the application's topics only) and which does not."""
+    from drctl.config import NameFilter, Scope
+    from drctl.ops import failover
+    from drctl.ops.failover import scope_preflight
+    from drctl.translate.snapshots import SnapshotTopic, SourceInventory
+
+    inventory = SourceInventory({"orders": 1, "invoices": 1},
+                                {"orders-app": ["orders", "invoices"],
+                                 "billing-reader": ["invoices"]}, 1_700_000_000_000)
+    found = {"topic": SnapshotTopic(inventory=inventory)}
+    monkeypatch.setattr(failover, "read_snapshot_topic", lambda *_a: found["topic"])
+    monkeypatch.setattr(failover, "read_checkpoints", lambda *_a: {})
+    notes: list[str] = []
+    ctx = _context(_config(), {"dc1": FakeAdmin(False, {}), "dc2": FakeAdmin(True, {})},
+                   notes.append)
+    ctx.scope = Scope("orders", NameFilter(("orders",)))
+    with pytest.raises(CheckFailed, match="inventory of 2023.*orders-app reads orders.*invoices"):
+        scope_preflight(ctx, FailoverOptions(), {"orders": "orders"}, source_up=False)
+    out = scope_preflight(ctx, FailoverOptions(force=True), {"orders": "orders"}, False)
+    assert [g["group"] for g in out["straddling_groups"]] == ["orders-app"]
+    assert notes == ["--force: moving orders-app on orders only; it goes on reading "
+                     "invoices on dc1"]
+    # A scope naming its groups: another group reading its topic is not moved, and says so.
+    notes.clear()
+    ctx.scope = Scope("billing", NameFilter(("invoices",)), NameFilter(("billing-.*",)))
+    out = scope_preflight(ctx, FailoverOptions(force=True), {"invoices": "invoices"}, False)
+    assert out["scope_groups"] == ["billing-reader"]
+    assert notes == ["--force: not moving group orders-app reads invoices (in the scope) and "
+                     "orders (outside it)"]
+    # Nothing known of the groups: refused, and --force says it went on not knowing.
+    found["topic"] = SnapshotTopic()
+    with pytest.raises(CheckFailed, match="neither its inventory.*nor checkpoints"):
+        scope_preflight(ctx, FailoverOptions(), {"invoices": "invoices"}, False)
+    out = scope_preflight(ctx, FailoverOptions(force=True), {"invoices": "invoices"}, False)
+    assert "is unknown" in out["edge_unknown"]
+
+
+def test_a_failover_claims_its_topics_under_the_lock_before_anything_stops(
+        tmp_path: Path) -> None:
+    """Two failovers that began together: the second reads the open incidents again under
+    the flow's lock — overlapping now, it is refused naming the first; the whole flow leaves
+    out what the first holds; one it supersedes hands its connector entries on."""
+    from drctl.config import NameFilter, Scope
+    from drctl.ops.failover import claim
+    from drctl.ops.side_by_side import scope_among_open
+
+    store = MarkerStore(tmp_path, "_drctl_state", None)
+    ctx = OpsContext(_config(), lambda name: FakeClients(name, FakeAdmin(True, {})),
+                     lambda cluster: store, kind_named("mirrormaker2"))
+    billing = Scope("billing", NameFilter(("invoices",)))
+    first = FailoverMarker.new("dc1", "dc2", "mirrormaker2", planned=False)
+    first.scope = billing.as_dict()
+    greedy = Scope("greedy", NameFilter(("invoices", "orders")))
+    second = FailoverMarker.new("dc1", "dc2", "mirrormaker2", planned=False)
+    second.scope = greedy.as_dict()
+    # Both chose their scope before either claimed it.
+    assert scope_among_open(billing, store.open_markers())[0] == billing
+    assert scope_among_open(greedy, store.open_markers())[0] == greedy
+    claim(ctx, first, [], {"invoices": "invoices"})
+    assert [m.topics for m in store.open_markers()] == [{"invoices": "invoices"}]
+    with pytest.raises(UsageError, match=f"beside open incident {first.incident}"):
+        claim(ctx, second, [], {"invoices": "invoices", "orders": "orders"})
+    assert [m.incident for m in store.load_all()] == [first.incident]
+    # A new incident of billing's scope supersedes it and takes over its entries.
+    first.edits = [{"connector": "src", "key": "topics.exclude", "wanted": ["invoices"],
+                    "added": ["invoices"], "seed": None}]
+    store.save(first)
+    again = FailoverMarker.new("dc1", "dc2", "mirrormaker2", planned=False)
+    again.scope = billing.as_dict()
+    ctx.scope = billing
+    claim(ctx, again, [first], {"invoices": "invoices"})
+    assert again.edits == first.edits
+    whole = FailoverMarker.new("dc1", "dc2", "mirrormaker2", planned=False)
+    ctx.scope = Scope()
+    claim(ctx, whole, [], {"invoices": "invoices", "orders": "orders"})
+    assert whole.topics == {"orders": "orders"} and whole.covers.whole
+    assert not whole.covers.covers_topic("invoices") and ctx.scope == whole.covers
+    assert {m.incident for m in store.open_markers()} == {again.incident, whole.incident}

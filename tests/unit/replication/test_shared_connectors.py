@@ -1,0 +1,173 @@
+"""What drctl does to the flow's shared connectors (drctl/replication/connect.py): the exact
+entries that leave an application out, planned against what the connector and Connect's
+version say (MirrorMaker 2's old `topics.blacklist`), written and taken out with each
+connector left as it ran — and a connector stopped for a moment always resumed, or the flow
+named unprotected with the command that resumes it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from drctl.config import parse_config
+from drctl.errors import ExitStatus, Unreachable
+from drctl.kafka.connect_rest import ConnectorMissing
+from drctl.replication import connect, mirrormaker2
+from drctl.replication.base import FlowContext, FlowPart, ReturnRequest
+from drctl.replication.connect import LeftStopped
+from drctl.replication.mirrormaker2 import MirrorMaker2
+
+REP = parse_config({
+    "clusters": {"a": {"bootstrap.servers": "x"}, "b": {"bootstrap.servers": "y"}},
+    "replication": {"kind": "mirrormaker2", "source": "a", "target": "b",
+                    "connect": {"url": "http://c:8083", "source_connector": "src",
+                                "checkpoint_connector": "cp"}}}).require_replication()
+PART = FlowPart("billing", ("invoices",), ("billing-app",))
+
+
+@dataclass
+class FakeConnect:
+    """Kafka Connect's REST calls drctl makes, from memory; `fail_on` makes one call
+    unreachable."""
+
+    configs: dict[str, dict[str, str]]
+    version: str = "4.3.1"
+    states: dict[str, str] = field(default_factory=dict)
+    fail_on: set[str] = field(default_factory=set)
+    calls: list[str] = field(default_factory=list)
+    offsets: dict[str, list[Any]] = field(default_factory=dict)
+    url: str = "http://c:8083"
+
+    def _call(self, what: str) -> None:
+        self.calls.append(what)
+        if what in self.fail_on:
+            raise Unreachable(f"Kafka Connect at {self.url} did not answer: {what}")
+
+    def info(self) -> dict[str, Any]:
+        return {"version": self.version}
+
+    def config(self, name: str) -> dict[str, str]:
+        if name not in self.configs:
+            raise ConnectorMissing("missing", 404)
+        return dict(self.configs[name])
+
+    def put_config(self, name: str, config: dict[str, str]) -> None:
+        self._call(f"put {name}")
+        self.configs[name] = dict(config)
+
+    def status(self, name: str) -> dict[str, Any]:
+        state = self.states.get(name, "RUNNING")
+        return {"connector": {"state": state},
+                "tasks": [{"state": "RUNNING"}] if state == "RUNNING" else []}
+
+    def connector_state(self, name: str) -> tuple[str, list[str]]:
+        st = self.status(name)
+        return st["connector"]["state"], [t["state"] for t in st["tasks"]]
+
+    def stop(self, name: str) -> None:
+        self._call(f"stop {name}")
+        self.states[name] = "STOPPED"
+
+    def resume(self, name: str) -> None:
+        self._call(f"resume {name}")
+        self.states[name] = "RUNNING"
+
+    def alter_offsets(self, name: str, offsets: list[Any]) -> None:
+        self._call(f"offsets {name}")
+        self.offsets[name] = offsets
+
+
+@pytest.fixture
+def worker(monkeypatch: pytest.MonkeyPatch) -> FakeConnect:
+    fake = FakeConnect({"src": {"topics": ".*", "topics.blacklist": "pii\\..*"},
+                        "cp": {"groups": ".*", "groups.exclude": "test-.*"}})
+    for module in (connect, mirrormaker2):
+        monkeypatch.setattr(module, "connect_client", lambda *_a, **_k: fake)
+    return fake
+
+
+def test_an_application_is_left_out_and_taken_back_exactly(worker: FakeConnect) -> None:
+    before = {n: dict(c) for n, c in worker.configs.items()}
+    kind = MirrorMaker2()
+    edits = kind.plan_leave_out(REP, PART)
+    assert edits is not None
+    by_key = {(e.connector, e.key): e for e in edits}
+    # Kafka 4 ignores topics.blacklist: the key is written from MirrorMaker 2's default.
+    assert by_key[("src", "topics.exclude")].seed == tuple(
+        kind.exclusion_defaults["topics.exclude"].split(","))
+    assert by_key[("cp", "groups.exclude")].seed is None  # set by the operator
+    assert kind.write_edits(REP, edits) == ["src", "cp"]
+    assert worker.configs["src"]["topics.blacklist"] == "pii\\..*"
+    assert worker.configs["cp"]["groups.exclude"] == "test-.*,billing\\-app"
+    assert kind.edits_hold(REP, edits) is True
+    # Running connectors were stopped, reconfigured and resumed; they run again.
+    assert worker.calls[:3] == ["stop src", "put src", "resume src"]
+    assert worker.states == {"src": "RUNNING", "cp": "RUNNING"}
+    kind.write_edits(REP, edits, undo=True)
+    assert worker.configs == before
+    assert kind.edits_hold(REP, edits) is False
+
+
+def test_on_kafka_3_the_old_alias_is_what_the_new_key_starts_from(worker: FakeConnect) -> None:
+    worker.version = "3.7.1"
+    edits = MirrorMaker2().plan_leave_out(REP, PART)
+    assert edits is not None
+    src = next(e for e in edits if (e.connector, e.key) == ("src", "topics.exclude"))
+    assert src.seed == ("pii\\..*",)
+    MirrorMaker2().write_edits(REP, edits)
+    # Kafka 3.x reads topics.exclude once it is set: it still leaves pii out.
+    assert worker.configs["src"]["topics.exclude"] == "pii\\..*,invoices"
+
+
+def test_a_stopped_connector_stays_stopped_when_its_entries_change(worker: FakeConnect) -> None:
+    """Inside an open whole-flow incident the connectors are held stopped: taking an
+    application's entries out must not resume them."""
+    kind = MirrorMaker2()
+    edits = kind.plan_leave_out(REP, PART)
+    assert edits is not None
+    kind.write_edits(REP, edits)
+    worker.states = {"src": "STOPPED", "cp": "STOPPED"}
+    worker.calls.clear()
+    kind.write_edits(REP, edits, undo=True)
+    assert worker.calls == ["put src", "put cp"]
+    assert worker.states == {"src": "STOPPED", "cp": "STOPPED"}
+
+
+def test_a_connector_stopped_for_a_moment_is_resumed_whatever_happens(
+        worker: FakeConnect) -> None:
+    request = _left_out()
+    worker.fail_on = {"offsets src"}
+    worker.calls.clear()
+    with pytest.raises(Unreachable):
+        MirrorMaker2().set_forward_start(cast(FlowContext, _Ctx()), request, lambda _: None)
+    # The offsets could not be set; the rest of the flow copies again all the same.
+    assert worker.calls == ["stop src", "offsets src", "resume src"]
+    assert worker.states["src"] == "RUNNING"
+
+
+def test_a_resume_that_fails_names_the_unprotected_flow_and_the_fix(
+        worker: FakeConnect) -> None:
+    request = _left_out()
+    worker.fail_on = {"resume src"}
+    with pytest.raises(LeftStopped) as caught:
+        MirrorMaker2().set_forward_start(cast(FlowContext, _Ctx()), request, lambda _: None)
+    err = caught.value
+    assert "src stayed stopped" in err.message and "unprotected" in err.message
+    assert "curl -X PUT http://c:8083/connectors/src/resume" in (err.hint or "")
+    assert err.exit_status == ExitStatus.UNREACHABLE
+    assert worker.offsets["src"]  # what was asked was done; only the resume failed
+
+
+class _Ctx:
+    rep = REP
+
+
+def _left_out() -> ReturnRequest:
+    """The application left out of the connectors, and its return's request."""
+    edits = tuple(MirrorMaker2().plan_leave_out(REP, PART) or ())
+    MirrorMaker2().write_edits(REP, edits)
+    return ReturnRequest("fo-1", [], {"invoices": {0: 5}}, out_dir=Path("."), part=PART,
+                         edits=edits)
