@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
+from confluent_kafka import (
+    OFFSET_INVALID,
+    IsolationLevel,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from drctl.kafka.inflight import windows
@@ -47,7 +53,7 @@ def list_offsets_many(admin: AdminClient, batches: Sequence[Mapping[TP, OffsetSp
                                            for (t, p), spec in b.items()},
                                           isolation_level=isolation, request_timeout=timeout_s)
                        if b else {} for b in window]
-            out += [{(tp.topic, tp.partition): fut.result(timeout=timeout_s).offset
+            out += [{(tp.topic, tp.partition): _answered(tp, fut.result(timeout=timeout_s).offset)
                      for tp, fut in futures.items()} for futures in pending]
         return out
 
@@ -69,6 +75,20 @@ def list_offsets_many(admin: AdminClient, batches: Sequence[Mapping[TP, OffsetSp
                                                    or is_stale_metadata(exc)))
     except RetriesExhausted as exc:
         raise exc.last from None
+
+
+def _answered(tp: TopicPartition, offset: int) -> int:
+    """An offset ListOffsets answered, or a retriable error where it answered none.
+    librdkafka 2.16 hands back OFFSET_INVALID (-1001) without an error for a partition whose
+    request went to a broker that was restarting (measured: once per restart, on `earliest`);
+    taken as an offset it became a start of -1001 - N, and the read's assign() failed with
+    _INVALID_ARG. -1 stays: it is the answer "no record at or after that time"."""
+    if offset == OFFSET_INVALID:
+        raise KafkaException(KafkaError(
+            KafkaError.LEADER_NOT_AVAILABLE,
+            f"ListOffsets answered no offset for {tp.topic}[{tp.partition}] (a broker "
+            "restarting)", retriable=True))
+    return offset
 
 
 def watermarks(admin: AdminClient, partitions: Iterable[TP], *,

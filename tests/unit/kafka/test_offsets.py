@@ -1,0 +1,59 @@
+"""ListOffsets answers: a partition answered with no offset is asked again, never used."""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from confluent_kafka import OFFSET_INVALID, KafkaException, TopicPartition
+from confluent_kafka.admin import OffsetSpec
+
+from drctl.kafka.offsets import _answered, list_offsets
+from drctl.kafka.retriable import is_retriable
+
+
+class RestartingAdmin:
+    """Answers OFFSET_INVALID without an error first (what librdkafka 2.16 hands back for a
+    broker that was restarting), then the partition's real offsets."""
+
+    def __init__(self, offsets: dict[tuple[str, int], int], invalid_answers: int) -> None:
+        self.offsets = offsets
+        self.invalid_answers = invalid_answers
+        self.calls = 0
+
+    def list_offsets(self, requests: dict[TopicPartition, Any], isolation_level: Any,
+                     request_timeout: float) -> dict[TopicPartition, Future[Any]]:
+        self.calls += 1
+        out: dict[TopicPartition, Future[Any]] = {}
+        for tp in requests:
+            future: Future[Any] = Future()
+            offset = OFFSET_INVALID if self.calls <= self.invalid_answers \
+                else self.offsets[(tp.topic, tp.partition)]
+            future.set_result(SimpleNamespace(offset=offset))
+            out[tp] = future
+        return out
+
+    def list_topics(self, topic: str, timeout: float) -> Any:
+        return SimpleNamespace(topics={})  # the metadata refresh before a retry
+
+
+def test_an_offset_answered_as_invalid_is_asked_again() -> None:
+    admin = RestartingAdmin({("orders", 0): 0, ("orders", 1): 40}, invalid_answers=1)
+    got = list_offsets(admin, {("orders", 0): OffsetSpec.earliest(),  # type: ignore[arg-type]
+                               ("orders", 1): OffsetSpec.earliest()})
+    assert got == {("orders", 0): 0, ("orders", 1): 40}
+    assert admin.calls == 2
+
+
+def test_no_offset_is_a_retriable_error_naming_the_partition() -> None:
+    with pytest.raises(KafkaException) as caught:
+        _answered(TopicPartition("orders", 2), OFFSET_INVALID)
+    assert is_retriable(caught.value)
+    assert "orders[2]" in str(caught.value)
+
+
+def test_minus_one_is_an_answer() -> None:
+    # ListOffsets by timestamp: -1 is "no record at or after that time", not a failure.
+    assert _answered(TopicPartition("orders", 0), -1) == -1
