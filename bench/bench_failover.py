@@ -50,7 +50,7 @@ def main() -> None:
         ends = watermarks(src.admin(), tps)
         rng = random.Random(3)
         for i in range(args.groups):
-            alter_offsets(src.admin(), f"bench-fo-{i:03d}",
+            alter_offsets(src, f"bench-fo-{i:03d}",
                           {tp: rng.randrange(1, ends[tp][1]) for tp in tps})
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline:

@@ -40,6 +40,19 @@ class ConnectRejected(UsageError):
     configuration is wrong, and no retry changes that."""
 
 
+class ConnectUnreachable(Unreachable):
+    """A Connect worker that did not answer within the deadline: Connect has its own wait (a
+    Kafka cluster that answers says nothing about it), and once that wait is over the
+    command ends (exit 4) naming Connect, rather than waiting again."""
+
+    transient = False
+
+    def __init__(self, url: str, message: str, hint: str | None = None, *,
+                 detail: str | None = None) -> None:
+        super().__init__(message, hint, detail=detail)
+        self.url = url
+
+
 class _Transient(Exception):
     """A failure worth another try: no connection, 5xx, or 409 while the workers rebalance;
     `error` is what the caller gets when the tries run out, `cause` why (in words)."""
@@ -94,9 +107,9 @@ class ConnectClient:
             assert isinstance(exc.last, _Transient)
             error = exc.last.error
             if isinstance(error, Unreachable):
-                raise Unreachable(f"{error.message} ({exc.attempts} attempt(s) over "
-                                  f"{exc.elapsed_s:.0f} s).", error.hint,
-                                  detail=error.detail) from exc
+                raise ConnectUnreachable(self.url, f"{error.message} ({exc.attempts} "
+                                         f"attempt(s) over {exc.elapsed_s:.0f} s).",
+                                         error.hint, detail=error.detail) from exc
             raise error from exc
 
     def _request_once(self, method: str, path: str, body: Any, timeout_s: float) -> Any:

@@ -287,10 +287,9 @@ def preflight(ctx: OpsContext, opts: FailoverOptions) -> dict[str, Any]:
         # switch to) and names it, with its groups, as left behind (exit 3).
         raise CheckFailed("Preflight failed: " + "; ".join(problems) + ".",
                           "Create or grow the topics on the target, then run again.")
-    dst_admin = dst.admin()
-    groups = [g for g in list_groups(dst_admin) if config.groups.matches(g)
+    groups = [g for g in list_groups(dst) if config.groups.matches(g)
               and ctx.scope.covers_group(g)]
-    active = sorted(g for g, st in group_states(dst_admin, groups).items() if st.active)
+    active = sorted(g for g, st in group_states(dst, groups).items() if st.active)
     out: dict[str, Any] = {"source_reachable": source_up,
                            "target_cluster_id": target_info.cluster_id, "topics": topics,
                            "active_groups_on_target": active}
@@ -316,11 +315,10 @@ def scope_preflight(ctx: OpsContext, opts: FailoverOptions, topics: Mapping[str,
                           "(`drctl check --app NAME` shows what it resolves to).")
     if not source_up:
         return out  # the commits are on the source: what guard and the inventory kept decides
-    admin = ctx.source.admin()
-    listed = [g for g in list_groups(admin) if wanted_group(config, ".*", g)]
+    listed = [g for g in list_groups(ctx.source) if wanted_group(config, ".*", g)]
     if scope.groups_given:
         out["scope_groups"] = sorted(g for g in listed if scope.covers_group(g))
-    commits = committed_offsets(admin, listed)
+    commits = committed_offsets(ctx.source, listed)
     found = straddlers(scope, commits, {t: rep.replicates(t) for offs in commits.values()
                                         for t, _ in offs})
     if found:

@@ -99,10 +99,9 @@ def run_check(ctx: OpsContext, opts: CheckOptions) -> Readiness:
         out.add(*lag_findings(rep.source, rep.target, out.lag,
                               ctx.require_kind().lag_remedy(rep)))
         ctx.notify("Reading MirrorMaker 2's settings and guard's last round")
-        groups = [g for g in list_groups(ctx.target.admin())
+        groups = [g for g in list_groups(ctx.target)
                   if wanted_group(ctx.config, group_re, g)]
-        active = sorted(g for g, st in group_states(ctx.target.admin(), groups).items()
-                        if st.active)
+        active = sorted(g for g, st in group_states(ctx.target, groups).items() if st.active)
         out.add(*kind.settings_findings(rep, active))
         out.add(*guard_findings(kept.guard_round, now_ms, opts.stale_after_s, rep.target))
     out.seconds = time.monotonic() - started
@@ -138,10 +137,9 @@ def _positions(ctx: OpsContext, out: Readiness, src_topics: dict[str, int],
                group_re: re.Pattern[str], now_ms: int, opts: CheckOptions,
                snapshots: Mapping[tuple[str, str, int], OffsetSnapshot]) -> None:
     rep = ctx.rep
-    admin = ctx.source.admin()
-    groups = [g for g in list_groups(admin) if wanted_group(ctx.config, group_re, g)]
+    groups = [g for g in list_groups(ctx.source) if wanted_group(ctx.config, group_re, g)]
     ctx.notify(f"Reading the commits of {len(groups)} group(s)")
-    every_commit = committed_offsets(admin, groups)
+    every_commit = committed_offsets(ctx.source, groups)
     if not ctx.scope.whole:
         _scope(ctx, out, src_topics, every_commit)
     commits = {g: {tp: o for tp, o in offs.items() if tp[0] in src_topics}

@@ -106,10 +106,10 @@ def test_secondary_restart_before_failback(lab: RunningLab, ns: str, tmp_path: P
     # Group requests through clients that lived through the restart answer at once: an admin
     # client that knew the group's coordinator before (librdkafka#5511) was replaced.
     group, watcher = f"{ns}-post", lab.lab.clients(lab.state, "secondary")
-    before = committed_offsets(watcher.admin(), [group], timeout_s=10)[group]
+    before = committed_offsets(watcher, [group], deadline_s=10)[group]
     restart_secondary(lab, watcher)
     describe(watcher, timeout_s=10)  # a command's preflight asks the cluster first
-    assert committed_offsets(watcher.admin(), [group], timeout_s=10)[group] == before
+    assert committed_offsets(watcher, [group], deadline_s=10)[group] == before
     readings = forward_readings(lab)
     source = readings[lab.lab.flow(lab.state).connector_names()["source"]]
     print("after the restart:", {n: r.describe() for n, r in readings.items()})

@@ -9,10 +9,11 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from drctl.kafka.acls import AclOutcome, authorizer_available, fence, fenced_topics, lift_fence
 from drctl.kafka.clients import ClusterClients
+from drctl.kafka.groups import committed_offsets
 from drctl.kafka.records import read_all
 from drctl.lab.security import DRCTL_USER, MM2_PRINCIPAL, MM2_USER
 from drctl.lab.workload import commit_offsets, create_topics
@@ -101,9 +102,8 @@ def test_drctl_commands_work_on_the_secured_lab(secure_lab: RunningLab, ns: str,
     assert status == 0, report
     (moved,) = report["groups"]
     assert moved["group"] == group and moved["applied"]
-    committed = secure_lab.secondary.admin().list_consumer_group_offsets(
-        [ConsumerGroupTopicPartitions(group)])[group].result()
-    assert {tp.partition: tp.offset for tp in committed.topic_partitions} == {0: 5, 1: 15}
+    committed = committed_offsets(secure_lab.secondary, [group])[group]
+    assert {p: o for (_, p), o in committed.items()} == {0: 5, 1: 15}
 
 
 def test_fence_stops_mirrormaker_and_lifting_lets_it_copy_again(secure_lab: RunningLab,
