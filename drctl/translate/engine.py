@@ -182,17 +182,21 @@ def translate_offsets(ctx: OpsContext, req: TranslateRequest,
                 for p in meta.partitions}
     dst_marks = _capped(watermarks(dst_admin, sorted(all_target_tps & existing)),
                         req.target_ends)
-    # The groups' states on the target (a DescribeGroups per group) are read on a client of
-    # their own while the offsets are read and placed: waiting for their answers overlaps the
-    # placement's work. Applying needs them; placing does not.
+    # The groups' states and commits on the target are read (by the target's group
+    # requests' child process) while the positions are placed: waiting for their answers
+    # overlaps the placement's work. The rewind rule and applying need them; placing does not.
     states_of = in_background(functools.partial(group_states, dst, positions),
                               name="drctl-group-states")
-    current = committed_offsets(dst, positions)
-    report.groups = _group_results(positions, current, dst_marks, to_topic, method, req.target)
+    current_of = in_background(functools.partial(committed_offsets, dst, positions),
+                               name="drctl-target-commits")
+    report.groups = _group_results(positions, dst_marks, to_topic, method, req.target)
     todo = [p for p in report.partitions if not p.confidence]
     notify(f"Translating {len(todo)} positions of {len(report.groups)} groups ({method})")
     method_for(method)(Placing(src, dst, dst_marks, source_up, req.max_scan,
                                req.own_copy_header, snapshots or {}, checkpoints or {}), todo)
+    current = current_of()
+    for p in report.partitions:
+        p.current_target_offset = current.get(p.group, {}).get((p.target_topic, p.partition))
     states = states_of()
     for gr in report.groups:
         st = states.get(gr.group)
@@ -207,7 +211,7 @@ def translate_offsets(ctx: OpsContext, req: TranslateRequest,
     return report
 
 
-def _group_results(positions: dict[str, dict[TP, int]], current: dict[str, dict[TP, int]],
+def _group_results(positions: dict[str, dict[TP, int]],
                    dst_marks: dict[TP, tuple[int, int]], to_topic: Callable[[str], str | None],
                    method: TranslateMethod, target: str) -> list[GroupResult]:
     """One result per group, a partition result per position, its target still to place
@@ -218,9 +222,7 @@ def _group_results(positions: dict[str, dict[TP, int]], current: dict[str, dict[
         for (topic, partition), offset in sorted(offsets.items()):
             target_topic = to_topic(topic) or ""
             pr = PartitionResult(group, topic, partition, target_topic, offset, method.value,
-                                 None,
-                                 "", current_target_offset=current.get(group, {}).get(
-                                     (target_topic, partition)))
+                                 None, "")
             if (target_topic, partition) not in dst_marks:
                 pr.confidence = Confidence.MISSING_TOPIC
                 pr.note = f"{target_topic}[{partition}] does not exist on {target}"
