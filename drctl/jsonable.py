@@ -7,8 +7,13 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+# Values that are JSON as they are: the leaves of every result, checked first.
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
 
 def to_jsonable(value: Any) -> Any:
+    if type(value) in _PLAIN:
+        return value
     if isinstance(value, dict):
         return {str(k): to_jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
