@@ -345,14 +345,23 @@ def flow_topics(ctx: OpsContext, regex: str, deadline_s: float = 30.0) -> list[s
     for clients in (ctx.source, ctx.target):
         describe_with_retry(clients, policy, notify=ctx.notify)
     rep = ctx.rep
-    chosen = [t for t in _choose_topics(rep, None, _partitions(ctx.source.admin()),
-                                        _partitions(ctx.target.admin()))
-              if pattern.fullmatch(t)]
+    try:
+        flow = _choose_topics(rep, None, _partitions(ctx.source.admin()),
+                              _partitions(ctx.target.admin()))
+    except UsageError:
+        flow = []  # said below, after a topic named alone is asked for
+    chosen = [t for t in flow if pattern.fullmatch(t)]
+    if not chosen and _TOPIC_NAME.fullmatch(regex):  # one topic, named: hidden, or not there
+        _refused_topic(ctx.source.admin(), rep.source, regex)
     if not chosen:
         raise UsageError(f"No topic of the flow {rep.source} -> {rep.target} matches --topics "
                          f"{regex!r}.", "The flow's topics are those replication.topics "
                          "covers that have a mirror on the target.")
     return chosen
+
+
+# What a Kafka topic's name may hold: a --topics "regex" of only these names one topic.
+_TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]+")
 
 
 def _partitions(admin: AdminClient) -> dict[str, list[int]]:
