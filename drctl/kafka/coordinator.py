@@ -47,6 +47,9 @@ Outcome = tuple[Any, Any]
 CONNECTIONS = 2
 
 _HEADER = struct.Struct(">I")
+# How much longer than a request's own timeout the parent waits for the child's next answer
+# before it takes the child for stuck and kills it.
+_STUCK_AFTER_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -64,14 +67,18 @@ class CoordinatorDied(Exception):
 
     transient = True
 
-    def __init__(self, cluster: str, status: int | None, stderr: str) -> None:
+    def __init__(self, cluster: str, status: int | None, stderr: str, *,
+                 hung: bool = False) -> None:
         self.cluster = cluster
         self.status = status
         self.signal = -status if status is not None and status < 0 else None
         self.detail = stderr
+        self.hung = hung  # it stopped answering, and drctl stopped it
         super().__init__(self.describe())
 
     def describe(self) -> str:
+        if self.hung:
+            return "the Kafka client for the group coordinators stopped answering"
         if self.signal is not None:
             try:
                 name = signal.Signals(self.signal).name
@@ -129,6 +136,7 @@ class Coordinator:
         self._next_id = 0
         self._stderr: collections.deque[str] = collections.deque(maxlen=30)
         self.started = 0  # how many children were started (tests count the restarts)
+        self._hung: set[int] = set()  # children drctl killed because they stopped answering
 
     def _start(self) -> subprocess.Popen[bytes]:
         proc = subprocess.Popen(
@@ -198,7 +206,14 @@ class Coordinator:
             except (BrokenPipeError, OSError):
                 pass  # the child is gone: its reader says so
             while True:
-                kind, _, payload = answers.get()
+                try:
+                    # The child answers every window within its timeout (kafka/groups.py):
+                    # one silent much longer is stuck, not waiting for a broker.
+                    kind, _, payload = answers.get(timeout=timeout_s + _STUCK_AFTER_S)
+                except queue.Empty:
+                    self._hung.add(proc.pid)
+                    proc.kill()  # its reader then says it died
+                    continue
                 if kind == "part":
                     yield payload
                 elif kind == "done":
@@ -206,7 +221,8 @@ class Coordinator:
                 elif kind == "rejected":
                     raise CoordinatorRejected(payload)
                 else:  # died
-                    raise CoordinatorDied(self.cluster, payload, "\n".join(self._stderr))
+                    raise CoordinatorDied(self.cluster, payload, "\n".join(self._stderr),
+                                          hung=proc.pid in self._hung)
         finally:
             with self._lock:
                 self._pending.pop(request_id, None)

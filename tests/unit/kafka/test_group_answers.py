@@ -263,3 +263,22 @@ def _alive(pid: int) -> bool:
             return "\nState:\tZ" not in f.read()  # a zombie has ended
     except FileNotFoundError:
         return False
+
+
+def test_a_child_that_stops_answering_is_killed_and_asked_again_in_a_new_one(
+        mock: Mock, clients: ClusterClients, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A child stuck (librdkafka hung, not crashed) is not waited for forever: once it is
+    silent past its request's timeout it is killed, and a new one answers."""
+    from drctl.kafka import coordinator
+
+    monkeypatch.setattr(coordinator, "_STUCK_AFTER_S", 0.5)
+    assert committed_offsets(clients, GROUPS) == {g: {} for g in GROUPS}
+    stuck = clients.coordinator()._proc
+    assert stuck is not None
+    os.kill(stuck.pid, signal.SIGSTOP)
+    assert committed_offsets(clients, GROUPS) == {g: {} for g in GROUPS}
+    assert clients.coordinator().started == 2
+    assert stuck.wait(10) == -signal.SIGKILL
+    assert clients.said == [  # type: ignore[attr-defined]
+        f"mock ({mock.apis.bootstrap}): the Kafka client for the group coordinators stopped "
+        "answering; the committed offsets (OffsetFetch) of 2 group(s) asked again in 0.2s"]
