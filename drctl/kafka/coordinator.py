@@ -424,19 +424,28 @@ class _Admins:
 
     def __init__(self, properties: dict[str, Any], count: int,
                  on_error: Callable[[Any], None]) -> None:
+        from confluent_kafka import KafkaError
+
         self._properties = properties
         self._count = count
         self._on_error = on_error
         self._lock = threading.Lock()
         self._lost = threading.Event()
+        # What says the clients lost their brokers: a connection, a broker handle, no answer.
+        self._lost_codes = {KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN,
+                            KafkaError._DESTROY_BROKER, KafkaError._TIMED_OUT}
         self.current = self._build()
 
     def _error(self, err: Any) -> None:
-        from confluent_kafka import KafkaError
-
-        if err.code() in (KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN):
+        if err.code() in self._lost_codes:
             self._lost.set()
         self._on_error(err)
+
+    def note(self, answers: Sequence[Outcome]) -> None:
+        """A request's answers: one that failed on a lost connection, or got none in time,
+        replaces the clients too (their error callback may not have been served yet)."""
+        if any(isinstance(v, Failure) and v.code in self._lost_codes for _, v in answers):
+            self._lost.set()
 
     def _build(self) -> list[Any]:
         from confluent_kafka.admin import AdminClient
@@ -480,6 +489,7 @@ def _serve() -> None:
 
     def run(request_id: int, op: str, items: Sequence[Any], timeout_s: float) -> None:
         for part in _Served(admins.for_request(), op, items, timeout_s).parts():
+            admins.note(part)
             _write(stdout, ("part", request_id, part), lock)
         _write(stdout, ("done", request_id, None), lock)
 

@@ -96,6 +96,16 @@ class MockCluster:
         self.lib.rd_kafka_destroy(self._rk)
 
 
+def _drop(sock: socket.socket) -> None:
+    """Close a connection so that its peer sees it closed at once: a close() alone, while
+    another thread waits in recv() on the socket, sends nothing."""
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    sock.close()
+
+
 def _recv(sock: socket.socket, n: int) -> bytes | None:
     """`n` bytes, or None once the connection is closed (by either side)."""
     data = b""
@@ -174,7 +184,7 @@ class GroupApis:
                 upstream = socket.create_connection((self._upstream[0],
                                                      int(self._upstream[1])))
             except OSError:  # the broker is down: so is this connection
-                client.close()
+                _drop(client)
                 continue
             self._sockets += [client, upstream]
             asked: dict[int, int] = {}  # correlation id -> version, of ApiVersions asked
@@ -207,8 +217,8 @@ class GroupApis:
                 else self._list(error))
             with lock:
                 client.sendall(struct.pack(">i", len(answer)) + answer)
-        client.close()
-        upstream.close()
+        _drop(client)
+        _drop(upstream)
 
     def _describe(self, body: bytes, error: int) -> bytes:
         count = struct.unpack(">i", body[:4])[0]
@@ -239,7 +249,8 @@ class GroupApis:
                     client.sendall(struct.pack(">i", len(frame)) + frame)
                 except OSError:
                     break
-        client.close()
+        _drop(client)
+        _drop(upstream)
 
     @staticmethod
     def _with_group_apis(frame: bytes, version: int) -> bytes:
