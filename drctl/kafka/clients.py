@@ -23,6 +23,7 @@ from drctl.errors import ConfigError, Unreachable
 from drctl.kafka import request_count
 from drctl.kafka.causes import Cause, identity_provider_failed, kafka_cause, kafka_hint
 from drctl.kafka.coordinator import Coordinator
+from drctl.kafka.retriable import transient
 from drctl.retry import RetriesExhausted, RetryPolicy, retry_call, time_left
 from drctl.secrets import is_secret_key
 from drctl.suggest import did_you_mean
@@ -108,6 +109,7 @@ class NoAnswer(Exception):
         self.detail = _reason_text(err)
         # Another attempt will fail the same way (TLS verification, authentication).
         self.final = _is_final(err)
+        self.transient = not self.final and self.cause is not Cause.AUTHORIZATION
         self.tls = _is_tls_refusal(self.code, err.str())
         self.identity_provider = identity_provider_failed(err)
 
@@ -441,8 +443,7 @@ def describe_with_retry(clients: ClusterClients, policy: RetryPolicy,
         return retry_call(lambda: describe(clients, time_left(policy, started, cap_s=5.0)),
                           policy, on_retry=on_retry,
                           retry_on=(KafkaException, TimeoutError, NoAnswer),
-                          give_up=lambda e: (isinstance(e, NoAnswer) and e.final)
-                          or cause_of(e) is Cause.AUTHORIZATION)
+                          give_up=lambda e: not transient(e))
     except RetriesExhausted as exc:
         raise unreachable(clients, exc) from exc
 

@@ -29,6 +29,8 @@ TRANSIENT_CODES = {
     KafkaError._MSG_TIMED_OUT, KafkaError._WAIT_COORD, KafkaError._NOENT,
     # a broker handle librdkafka dropped while it re-bootstrapped (a connection lost)
     KafkaError._DESTROY_BROKER,
+    # a name that does not resolve now: DNS fails in incidents too (said in words, causes.py)
+    KafkaError._RESOLVE,
 }
 
 # Answers no wait changes, even where librdkafka flags them retriable.
@@ -69,7 +71,7 @@ def code_is_transient(code: int, *, flagged_retriable: bool = False) -> bool:
 def transient(exc: BaseException) -> bool:
     """Whether another try, after a wait, may pass (module docstring); everything else is
     permanent and ends the command at once."""
-    declared = getattr(type(exc), "transient", None)
+    declared = getattr(exc, "transient", None)
     if isinstance(declared, bool):  # drctl's own errors say it
         return declared
     err = kafka_error(exc)
