@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from drctl.jsonable import to_jsonable
 from drctl.properties import read_properties
 from drctl.suggest import did_you_mean_aside
 
@@ -127,6 +128,30 @@ class Redactor:
         if len(text) <= 256 and len(self._masked) < _MASKED_KEPT:
             self._masked[text] = masked
         return masked
+
+    def plain_data(self, data: Any) -> Any:
+        """`redact_data(to_jsonable(data))` in one walk: what every output of data goes
+        through (a translation's result has millions of values)."""
+        kind = type(data)
+        if kind is str:
+            return self.redact(data)
+        if data is None or kind is int or kind is float or kind is bool:
+            return data
+        if kind is dict:
+            out = {}
+            for k, v in data.items():
+                key = str(k)
+                if type(v) is not str and is_secret_key(key):
+                    # What the value becomes decides whether the key masks it.
+                    out[key] = self.redact_data({key: to_jsonable(v)})[key]
+                elif type(v) is str and v and is_secret_key(key) and not is_reference(v):
+                    out[key] = MASK
+                else:
+                    out[key] = self.plain_data(v)
+            return out
+        if kind is list or kind is tuple:
+            return [self.plain_data(v) for v in data]
+        return self.redact_data(to_jsonable(data))  # dates, paths, enums, bytes, sets
 
     def redact_data(self, data: Any) -> Any:
         """Redact strings anywhere inside JSON-like data; mask secret-looking keys too."""
