@@ -30,6 +30,7 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 from rich.table import Table
 from rich.text import Text
 
+from drctl.jsonable import dumps_readable
 from drctl.secrets import Redactor
 
 
@@ -138,7 +139,8 @@ class Terminal:
         text = "" if self._opened else "{"
         self._opened = True
         for name, value in self._document.items():
-            text += self._separator() + f"  {json.dumps(name)}: " + _pretty(value)
+            text += self._separator() + f"  {json.dumps(name)}: " \
+                + dumps_readable(value, indent=1)
             self._members += 1
         self._document = {}
         return text
@@ -330,21 +332,3 @@ def human_bytes(n: float) -> str:
         n /= 1024
     return f"{n:.1f} GiB"
 
-
-# A list longer than this is written one compact item per line: Python's indenting JSON
-# encoder is pure Python, and a translation of 160,000 positions took seconds in it.
-_LONG_LIST = 200
-
-
-def _pretty(value: Any) -> str:
-    """A member of the JSON document, indented two deeper than the document's own keys: as
-    `json.dumps(indent=2)` writes it, except a long list, one compact item per line."""
-    if isinstance(value, list) and len(value) > _LONG_LIST:
-        compact = json.JSONEncoder(separators=(",", ":")).encode
-        return "[\n" + ",\n".join(f"    {compact(item)}" for item in value) + "\n  ]"
-    if isinstance(value, dict) and any(isinstance(v, list) and len(v) > _LONG_LIST
-                                       for v in value.values()):
-        members = [f"    {json.dumps(k)}: " + _pretty(v).replace("\n", "\n  ")
-                   for k, v in value.items()]
-        return "{\n" + ",\n".join(members) + "\n  }" if members else "{}"
-    return json.dumps(value, indent=2).replace("\n", "\n  ")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -121,7 +121,7 @@ class FailoverResult:
         scorecard = self.scorecard()
         return {"incident": self.marker.incident, "dry_run": self.dry_run,
                 "resumed": self.resumed, "preflight": self.preflight, "plan": self.plan,
-                "marker": None if self.dry_run else asdict(self.marker),
+                "marker": None if self.dry_run else self.marker.as_data(),
                 "open_risks": [] if self.dry_run else open_risks(self.marker),
                 "translation": self.translation, "rpo": scorecard["rpo"],
                 "unreplicated": self.unreplicated, "timing": scorecard["timing"],
@@ -133,7 +133,7 @@ class FailoverResult:
         moved = self.marker.groups
         scorecard = self.scorecard()
         rpo = scorecard["rpo"] or {}
-        return {"incident": self.marker.incident, "marker": asdict(self.marker),
+        return {"incident": self.marker.incident, "marker": self.marker.as_data(),
                 "replication_stop": self.marker.replication_stop,
                 "late_copies": int(self.marker.late_copies.get("total") or 0),
                 "groups_applied": summary.get("applied", 0),
@@ -936,7 +936,7 @@ def report_context(ctx: OpsContext, marker: FailoverMarker,
     when = (datetime.fromtimestamp(marker.failover_time_ms / 1000, UTC).isoformat(
         timespec="seconds") if marker.failover_time_ms else "not yet")
     return {
-        "marker": asdict(marker),
+        "marker": marker.as_data(),
         "failover_time": when,
         "open_risks": open_risks(marker),
         "left_behind": describe_left_behind(marker),
