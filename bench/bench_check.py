@@ -76,7 +76,7 @@ def main() -> None:
         commits = {f"{ns}-g{g:05d}": {(topics[g % len(topics)], p): 3
                                       for p in range(args.partitions)}
                    for g in range(args.groups)}
-        alter_offsets_many(src.admin(), commits)
+        alter_offsets_many(src, commits)
         print(f"set up {args.topics} topics and {args.groups} groups in "
               f"{time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
         wait(lambda: sum(1 for t in dst.admin().list_topics(timeout=30).topics

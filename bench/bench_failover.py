@@ -1,31 +1,36 @@
-"""Failover at scale: 200 groups x 16 partitions on a bench lab, wall time from start to report.
+"""Failover at scale: groups x 16 partitions on a bench lab, wall time from start to report.
 
-Times `run_failover` (unplanned, source reachable: exact offsets) plus writing the report, and
-the planned switchover (quiet source, catch-up, stop, offsets, report) on the same data after a
-reset of the lab's connectors.
+Each run is `drctl failover --yes` (unplanned, source reachable: exact offsets), as an
+operator runs it (a new process, JSON to a pipe), from the same state: the lab's connectors
+running again and a state directory and topic of its own (a new incident). With --before DIR
+(a checkout, e.g. the main branch's) the runs alternate between DIR's code and this
+checkout's, and a before/after table follows. --planned adds the planned switchover (quiet
+source, catch-up, stop, offsets, report), this checkout's code only.
 
 Usage: .venv/bin/python -m bench.bench_failover [--groups 200] [--partitions 16]
-       [--records 100000] [--port-base 46100]
+       [--records 100000] [--port-base 46100] [--repeat 1] [--before /work/main] [--planned]
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
+import json
 import random
+import statistics
+import subprocess
 import tempfile
 import time
 from pathlib import Path
 
-from bench.common import produce_keyed
-from drctl.config import StateSettings, load_config
-from drctl.context import OpsContext
+import yaml
+
+from bench.common import drctl_argv_env, print_before_after, produce_keyed, sides
+from drctl.config import load_config
 from drctl.kafka.clients import ClusterClients
-from drctl.kafka.groups import alter_offsets
+from drctl.kafka.groups import alter_offsets_many
 from drctl.kafka.offsets import watermarks
 from drctl.lab.lab import Lab, LabPorts
 from drctl.lab.workload import create_topics
-from drctl.ops.failover import FailoverOptions, run_failover
 
 
 def main() -> None:
@@ -34,6 +39,10 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=16)
     ap.add_argument("--records", type=int, default=100_000)
     ap.add_argument("--port-base", type=int, default=46100)
+    ap.add_argument("--repeat", type=int, default=1, help="runs per side; median shown")
+    ap.add_argument("--before", type=Path, default=None,
+                    help="a checkout whose code the 'before' runs use")
+    ap.add_argument("--planned", action="store_true", help="also a planned switchover")
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="drctl-bench-failover-"))
     lab = Lab(root / "lab")
@@ -49,35 +58,64 @@ def main() -> None:
         tps = [(topic, p) for p in range(args.partitions)]
         ends = watermarks(src.admin(), tps)
         rng = random.Random(3)
-        for i in range(args.groups):
-            alter_offsets(src.admin(), f"bench-fo-{i:03d}",
-                          {tp: rng.randrange(1, ends[tp][1]) for tp in tps})
+        failed = alter_offsets_many(src, {f"bench-fo-{i:05d}": {
+            tp: rng.randrange(1, ends[tp][1]) for tp in tps} for i in range(args.groups)})
+        if failed:
+            raise SystemExit(f"{len(failed)} groups could not be committed")
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline:
             if topic in dst.admin().list_topics(timeout=10).topics and sum(
                     e for _, e in watermarks(dst.admin(), tps).values()) >= args.records:
                 break
             time.sleep(1)
-        rows = []
-        for planned in (False, True):
-            state = StateSettings(root / f"state-{planned}", f"_drctl_state_bench_{planned}")
-            cfg = dataclasses.replace(config, state=state)
-            lab.up(ports=LabPorts(b, b + 2, b + 4))  # connectors running again
-            started = time.monotonic()
-            run_ctx = OpsContext.from_config(cfg)
-            result = run_failover(run_ctx, FailoverOptions(planned=planned, groups="bench-fo-.*"))
-            result.write_reports(run_ctx)
-            elapsed = time.monotonic() - started
-            summary = (result.translation or {}).get("summary", {})
-            rows.append(("planned switchover" if planned else "failover (source reachable)",
-                         elapsed, f"{summary.get('partitions')} positions, "
-                                  f"{summary.get('exact')} exact, "
-                                  f"{summary.get('applied')} groups applied"))
-        print(f"\n{'what':32} {'wall s':>8}  notes")
-        for name, secs, note in rows:
-            print(f"{name:32} {secs:8.2f}  {note}")
+        print(f"{args.groups} groups x {args.partitions} partitions on {args.records} records")
+
+        walls: dict[str, list[float]] = {}
+        kinds: list[tuple[str, list[str]]] = [("failover", [])]
+        if args.planned:
+            kinds.append(("planned", ["--planned"]))
+        run = 0
+        for kind, extra in kinds:
+            for _ in range(args.repeat):
+                for side, tree in sides(args.before if kind == "failover" else None):
+                    run += 1
+                    lab.up(ports=LabPorts(b, b + 2, b + 4))  # connectors running again
+                    config_file = _config_of_its_own(lab.config_file, root, run)
+                    argv, env = drctl_argv_env(tree)
+                    started = time.monotonic()
+                    proc = subprocess.run(
+                        [*argv, "--config", str(config_file), "-o", "json", "failover",
+                         "--yes", "--groups", "bench-fo-.*", *extra],
+                        capture_output=True, text=True, timeout=3600, env=env)
+                    wall = time.monotonic() - started
+                    if proc.returncode != 0:
+                        raise SystemExit(f"{kind} {side}: exit {proc.returncode}: "
+                                         f"{proc.stderr[-2000:]}")
+                    summary = (json.loads(proc.stdout).get("translation") or {}).get(
+                        "summary", {})
+                    if summary.get("exact") != args.groups * args.partitions:
+                        raise SystemExit(f"{kind} {side}: not every position exact: {summary}")
+                    walls.setdefault(f"{kind} ({side})" if kind == "planned" else side,
+                                     []).append(wall)
+                    print(f"{kind} {side}: {wall:.1f} s, {summary.get('partitions')} "
+                          "positions exact", flush=True)
+        print_before_after("drctl failover --yes (source reachable, exact)",
+                           {k: v for k, v in walls.items() if k in ("before", "after")})
+        for key, runs in walls.items():
+            if key.startswith("planned"):
+                print(f"planned switchover: median {statistics.median(runs):.1f} s of "
+                      f"{', '.join(f'{r:.1f}' for r in runs)}")
     finally:
         lab.down(purge=True)
+
+
+def _config_of_its_own(config_file: Path, root: Path, run: int) -> Path:
+    """The lab's config with a state directory and topic of this run's: a new incident."""
+    raw = yaml.safe_load(config_file.read_text())
+    raw["state"] = {"dir": str(root / f"state-{run}"), "topic": f"_drctl_state_bench_{run}"}
+    path = root / f"drctl-{run}.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
 
 
 if __name__ == "__main__":

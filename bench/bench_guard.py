@@ -60,6 +60,7 @@ from bench.common import (
 )
 from drctl.config import StateSettings, load_config
 from drctl.context import OpsContext
+from drctl.errors import Unreachable
 from drctl.kafka.checkpoints import read_checkpoints
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.groups import alter_offsets_many, committed_offsets
@@ -257,9 +258,9 @@ def set_mm2_defaults(lab: Lab, state: LabState) -> None:
 def coordinator_ready(clients: ClusterClients, group: str) -> bool:
     """A restarted broker answers offset reads only once it has loaded __consumer_offsets."""
     try:
-        committed_offsets(clients.admin(), [group], timeout_s=10)
+        committed_offsets(clients, [group], deadline_s=10)
         return True
-    except KafkaException:
+    except Unreachable:
         return False
 
 
@@ -322,7 +323,7 @@ def bench_redelivery(lab: Lab, state: LabState, root: Path, setting: str, run_s:
     try:
         wait(lambda: replicated(src, dst, topic, PARTITIONS, 0), 120, "topic mirrored")
         if setting == "defaults":
-            wait(lambda: len(committed_offsets(src.admin(), [f"{ns}-{g.name}" for g in GROUPS]
+            wait(lambda: len(committed_offsets(src, [f"{ns}-{g.name}" for g in GROUPS]
                                                )) == len(GROUPS), 60, "groups committed")
             set_mm2_defaults(lab, state)
             started = time.monotonic()  # the run counts from the connectors' restart
@@ -356,7 +357,7 @@ def bench_redelivery(lab: Lab, state: LabState, root: Path, setting: str, run_s:
     src = ClusterClients.for_cluster(config, "primary")
     wait(lambda: coordinator_ready(src, f"{ns}-{GROUPS[0].name}"), 120, "group coordinator")
     _, audit = audit_incident(ctx, result.marker.incident)
-    commits = committed_offsets(src.admin(), [f"{ns}-{g.name}" for g in GROUPS])
+    commits = committed_offsets(src, [f"{ns}-{g.name}" for g in GROUPS])
     exact = exact_positions(src, dst, topic, commits, {p: marks[(topic, p)][1]
                                                        for p in range(PARTITIONS)})
     low = {p: marks[(topic, p)][0] for p in range(PARTITIONS)}
@@ -451,10 +452,9 @@ def bench_guard_cost(lab: Lab, root: Path, groups: int, rounds: int, interval_s:
 
 def commit_in_chunks(clients: ClusterClients, commits: dict[str, dict[tuple[str, int], int]],
                      chunk: int = 1000) -> None:
-    admin = clients.admin()
     names = list(commits)
     for i in range(0, len(names), chunk):
-        failed = alter_offsets_many(admin, {g: commits[g] for g in names[i:i + chunk]})
+        failed = alter_offsets_many(clients, {g: commits[g] for g in names[i:i + chunk]})
         if failed:
             raise SystemExit(f"commits failed: {next(iter(failed.items()))}")
 
@@ -484,9 +484,9 @@ def bench_failover(lab: Lab, state: LabState, root: Path, groups: int, records: 
             import cProfile
 
             prof = cProfile.Profile()
-            report = prof.runcall(translate_offsets, config, TranslateRequest(
-                "primary", "secondary", groups=f"{ns}-.*", method=TranslateMethod.EXACT,
-                apply=True))
+            request = TranslateRequest("primary", "secondary", groups=f"{ns}-.*",
+                                       method=TranslateMethod.EXACT, apply=True)
+            report = prof.runcall(translate_offsets, OpsContext.from_config(config), request)
             prof.dump_stats(profile)
         else:
             report = translate_offsets(OpsContext.from_config(config), TranslateRequest(

@@ -41,8 +41,7 @@ from confluent_kafka.admin import NewTopic
 from bench.common import fmt, print_table, scoped_config, wait
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.connect_rest import CONNECT_RETRY, ConnectClient
-from drctl.kafka.groups import alter_offsets_many, list_groups
-from drctl.kafka.inflight import windows
+from drctl.kafka.groups import alter_offsets_many, delete_groups, list_groups
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.request_count import ENV as REQUEST_COUNT_ENV
 from drctl.kafka.request_count import UNITEMIZED
@@ -96,7 +95,7 @@ def set_up(src: ClusterClients, topics: list[str], partitions: int, groups: int)
                 producer.produce(t, key=f"k{k}".encode(), value=b"v" * 50, partition=p)
         producer.poll(0)
     producer.flush(120)
-    failed = alter_offsets_many(src.admin(), {
+    failed = alter_offsets_many(src, {
         group_name(g, topics): {(group_topic(g, topics), p): 3 for p in range(partitions)}
         for g in range(groups)})
     if failed:
@@ -127,11 +126,10 @@ def reset(lab: Lab, state: LabState, ports: LabPorts, dst: ClusterClients) -> No
     have = client.config(names["source"]).get("topics.exclude")
     if have != want:
         raise SystemExit(f"the reset left the source connector's topics.exclude at {have!r}")
-    admin = dst.admin()
-    ours = [g for g in list_groups(admin) if g.startswith(f"{NS}-")]
-    for window in windows(ours):
-        for f in admin.delete_consumer_groups(list(window), request_timeout=60).values():
-            f.result(60)
+    ours = [g for g in list_groups(dst) if g.startswith(f"{NS}-")]
+    refused = delete_groups(dst, ours)
+    if refused:
+        raise SystemExit(f"groups not deleted: {next(iter(refused.items()))}")
 
 
 def run_failover(config_file: Path, root: Path, run: str, args: list[str]) -> dict[str, Any]:

@@ -83,9 +83,8 @@ def main() -> None:
                     break
             time.sleep(1)
         rng = random.Random(1)
-        admin = src.admin()
         groups = [f"bench-g{i:04d}" for i in range(args.groups)]
-        failed = alter_offsets_many(admin, {g: {tp: rng.randrange(1, src_marks[tp][1])
+        failed = alter_offsets_many(src, {g: {tp: rng.randrange(1, src_marks[tp][1])
                                                 for tp in tps} for g in groups})
         if failed:
             raise SystemExit(f"{len(failed)} groups could not be committed")

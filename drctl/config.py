@@ -12,7 +12,7 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import partial
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -56,9 +56,16 @@ class NameFilter:
     exclude: tuple[str, ...] = ()
 
     def matches(self, name: str) -> bool:
-        if self.include and not any(re.fullmatch(p, name) for p in self.include):
-            return False
-        return not any(re.fullmatch(p, name) for p in self.exclude)
+        return _name_matches(self, name)
+
+
+@lru_cache(maxsize=65536)
+def _name_matches(names: NameFilter, name: str) -> bool:
+    # Cached: a check or a translation asks it of the same 10,000 groups and topics again
+    # and again.
+    if names.include and not any(re.fullmatch(p, name) for p in names.include):
+        return False
+    return not any(re.fullmatch(p, name) for p in names.exclude)
 
 
 # The scope of an incident that covers the whole flow.

@@ -45,8 +45,9 @@ class OpsContext:
         # default. A command that continues an incident takes the incident's own.
         self.scope = scope or Scope()
         self.deadline_s = deadline_s
-        self._clients_factory = clients or (lambda name: ClusterClients.for_cluster(config,
-                                                                                   name))
+        # Group requests retry a cluster within the command's --deadline, each retry said.
+        self._clients_factory = clients or (lambda name: ClusterClients.for_cluster(
+            config, name, deadline_s=self.reach_deadline_s, notify=notify))
         self._markers_factory = markers or (lambda cluster: marker_store(
             config, cluster, self.clients(cluster) if cluster else None))
         self._clients: dict[str, ClusterClients] = {}
@@ -154,7 +155,11 @@ class OpsContext:
         self.close()
 
     def close(self) -> None:
-        """Forget the clients (librdkafka closes them as they are released)."""
+        """Forget the clients (librdkafka closes them as they are released) and stop their
+        group requests' child processes."""
+        for clients in self._clients.values():
+            if isinstance(clients, ClusterClients):  # not the tests' fakes
+                clients.close()
         self._clients.clear()
         self._stores.clear()
         self._lock_logs.clear()

@@ -20,9 +20,11 @@ class ExitStatus(IntEnum):
 
 
 class DrctlError(Exception):
-    """An error an operator can act on: what happened, and what to do about it."""
+    """An error an operator can act on: what happened, and what to do about it. `transient`:
+    whether waiting for a cluster may cure it (drctl/kafka/retriable.py)."""
 
     exit_status: ExitStatus = ExitStatus.FAILURE
+    transient = False
 
     def __init__(self, message: str, hint: str | None = None, *,
                  detail: str | None = None) -> None:
@@ -77,7 +79,12 @@ class CheckFailed(DrctlError):
 
 
 class Unreachable(DrctlError):
+    """A cluster or a Connect worker did not answer (exit 4). Transient: waiting may cure it
+    (drctl/kafka/retriable.py), unless a subclass says its wait is over (the deadline was
+    waited out already) or that it was refused (permanent)."""
+
     exit_status = ExitStatus.UNREACHABLE
+    transient = True
 
 
 class TimedOut(DrctlError):

@@ -3,7 +3,7 @@ with the difference seen, the risk in one line, and the fix."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
@@ -40,7 +40,9 @@ class Finding:
     severity: Severity = Severity.RISK
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: str(v) for k, v in asdict(self).items()}
+        # Every field is text or an enum of text: no deep copy (dataclasses.asdict) needed,
+        # and a check of 10,000 groups has as many findings.
+        return {f.name: str(getattr(self, f.name)) for f in fields(self)}
 
 
 @dataclass

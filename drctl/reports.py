@@ -22,6 +22,7 @@ import yaml
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from markdown_it import MarkdownIt
 
+from drctl.jsonable import dumps_readable
 from drctl.resources import templates_dir
 from drctl.secrets import Redactor
 
@@ -122,7 +123,7 @@ def write_report(directory: Path, stem: str, context: dict[str, Any], template_s
         path = directory / f"{stem}.{ext}"
         if ext == "json":
             data = redactor.redact_data(context) if redactor else context
-            text = json.dumps(data, indent=2, sort_keys=True, default=str)
+            text = dumps_readable(data, sort_keys=True, default=str)
         else:
             text = render_report(template_stem, report_format(path), redactor, **context)
         _replace(path, text)

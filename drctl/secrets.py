@@ -7,12 +7,14 @@ through `mask_mapping` or `Redactor.redact`.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from drctl.jsonable import to_jsonable
 from drctl.properties import read_properties
 from drctl.suggest import did_you_mean_aside
 
@@ -49,7 +51,9 @@ class UnresolvedReference(ValueError):
     """A `${env:...}` or `${file:...}` that names nothing."""
 
 
+@functools.lru_cache(maxsize=4096)
 def is_secret_key(key: str) -> bool:
+    # Cached: a large result (160,000 positions) asks it of the same few names a million times.
     return bool(_SECRET_KEY.search(key))
 
 
@@ -104,27 +108,68 @@ def mask_mapping(values: Mapping[str, Any]) -> dict[str, Any]:
     return masked
 
 
+# How many short texts a Redactor remembers having masked.
+_MASKED_KEPT = 100_000
+
+
 class Redactor:
     """Replaces known secret values inside free text (error messages, shell output, journals)."""
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         # Longest first, so a secret that contains another is masked whole.
         self._secrets = sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True)
+        # Texts already masked: a large result repeats the same names (groups, topics)
+        # hundreds of thousands of times.
+        self._masked: dict[str, str] = {}
 
     def add(self, secret: str) -> None:
         if len(secret) >= 4 and secret not in self._secrets:
             self._secrets.append(secret)
             self._secrets.sort(key=len, reverse=True)
+            self._masked.clear()
 
     def redact(self, text: str) -> str:
+        masked = self._masked.get(text)
+        if masked is not None:
+            return masked
+        masked = text
         for secret in self._secrets:
-            text = text.replace(secret, MASK)
-        return mask_url_userinfo(text)
+            masked = masked.replace(secret, MASK)
+        masked = mask_url_userinfo(masked)
+        if len(text) <= 256 and len(self._masked) < _MASKED_KEPT:
+            self._masked[text] = masked
+        return masked
+
+    def plain_data(self, data: Any) -> Any:
+        """`redact_data(to_jsonable(data))` in one walk: what every output of data goes
+        through (a translation's result has millions of values)."""
+        kind = type(data)
+        if kind is str:
+            return self.redact(data)
+        if data is None or kind is int or kind is float or kind is bool:
+            return data
+        if kind is dict:
+            out = {}
+            for k, v in data.items():
+                key = str(k)
+                if type(v) is not str and is_secret_key(key):
+                    # What the value becomes decides whether the key masks it.
+                    out[key] = self.redact_data({key: to_jsonable(v)})[key]
+                elif type(v) is str and v and is_secret_key(key) and not is_reference(v):
+                    out[key] = MASK
+                else:
+                    out[key] = self.plain_data(v)
+            return out
+        if kind is list or kind is tuple:
+            return [self.plain_data(v) for v in data]
+        return self.redact_data(to_jsonable(data))  # dates, paths, enums, bytes, sets
 
     def redact_data(self, data: Any) -> Any:
         """Redact strings anywhere inside JSON-like data; mask secret-looking keys too."""
         if isinstance(data, str):
             return self.redact(data)
+        if data is None or type(data) in (int, float, bool):
+            return data
         if isinstance(data, Mapping):
             return {
                 k: (MASK if is_secret_key(str(k)) and isinstance(v, str) and v

@@ -30,7 +30,7 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 from rich.table import Table
 from rich.text import Text
 
-from drctl.jsonable import to_jsonable
+from drctl.jsonable import dumps_readable
 from drctl.secrets import Redactor
 
 
@@ -96,7 +96,7 @@ class Terminal:
         masked, key order kept. With --output json it is written when the command ends
         (`finish_json` adds `exit_status`, and `error` when it failed), so it is whole even
         when the command fails after this; otherwise at once."""
-        payload = self.redactor.redact_data(to_jsonable(dict(data)))
+        payload = self.redactor.plain_data(dict(data))
         if not self.json_mode:
             self.emit_text(json.dumps(payload, indent=2))
             return
@@ -130,7 +130,7 @@ class Terminal:
             return
         self._document["exit_status"] = int(exit_status)
         if error is not None:
-            self._document["error"] = self.redactor.redact_data(to_jsonable(dict(error)))
+            self._document["error"] = self.redactor.plain_data(dict(error))
         sys.stdout.write(self._members_so_far() + "\n}\n")
         sys.stdout.flush()
 
@@ -140,7 +140,7 @@ class Terminal:
         self._opened = True
         for name, value in self._document.items():
             text += self._separator() + f"  {json.dumps(name)}: " \
-                + json.dumps(value, indent=2).replace("\n", "\n  ")
+                + dumps_readable(value, indent=1)
             self._members += 1
         self._document = {}
         return text
@@ -150,7 +150,7 @@ class Terminal:
 
     def emit_yaml(self, data: Any) -> None:
         """Data as YAML on stdout, secrets masked (masked first: YAML may quote a secret)."""
-        payload = self.redactor.redact_data(to_jsonable(data))
+        payload = self.redactor.plain_data(data)
         self.emit_text(yaml.safe_dump(payload, sort_keys=False, width=sys.maxsize,
                                       allow_unicode=True).rstrip("\n"))
 
@@ -331,3 +331,4 @@ def human_bytes(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} GiB"
+

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, ResourceType
 
 from drctl.config import ReplicationSettings
@@ -28,8 +28,10 @@ from drctl.gap.alignment import (
 )
 from drctl.gap.kafka_options import java_settings_for
 from drctl.gap.plan import DIFF, IDENTITY, GapPlan, GapScope, PartitionOffsets, TopicPlan
-from drctl.kafka.clients import ClusterClients, describe_with_retry
+from drctl.kafka.causes import kafka_cause
+from drctl.kafka.clients import ClusterClients, ClusterRefused, describe_with_retry
 from drctl.kafka.offsets import list_offsets
+from drctl.kafka.retriable import transient
 from drctl.kafka.topics import is_internal_topic
 from drctl.replication.base import ReplicationKind
 from drctl.state import FailoverMarker
@@ -100,6 +102,9 @@ def plan_gap_analysis(
     src_admin, dst_admin = src.admin(), dst.admin()
     src_parts = _partitions(src_admin)
     dst_parts = _partitions(dst_admin)
+    for topic in topics or ():
+        if topic not in src_parts:  # hidden from drctl's principal, or not there
+            _refused_topic(src_admin, rep.source, topic)
     chosen = _choose_topics(rep, topics, src_parts, dst_parts)
     notes: list[str] = [*src_java.warnings, *dst_java.warnings]
     replication = ctx.require_kind()
@@ -109,6 +114,7 @@ def plan_gap_analysis(
     for topic in chosen:
         mirror = rep.mirror_topic(topic)
         if mirror not in dst_parts:
+            _refused_topic(dst_admin, rep.target, mirror)
             raise CheckFailed(f"The mirror topic '{mirror}' of '{topic}' does not exist on "
                               f"'{rep.target}'.",
                               "Check replication.rename in the config, or whether the topic "
@@ -190,16 +196,17 @@ def _topic_plan(rep: ReplicationSettings, topic: str, mirror: str, partitions: l
                 post_start: Mapping[int, int] | None, notes: list[str],
                 floors: _Floors | None = None) -> TopicPlan:
     src_admin, dst_admin = sides.src_admin, sides.dst_admin
-    s_low = _list(src_admin, topic, partitions, OffsetSpec.earliest())
-    s_high = _list(src_admin, topic, partitions, OffsetSpec.latest())
+    src_name, dst_name = sides.src.name, sides.dst.name
+    s_low = _list(src_admin, src_name, topic, partitions, OffsetSpec.earliest())
+    s_high = _list(src_admin, src_name, topic, partitions, OffsetSpec.latest())
     t_parts = [p for p in partitions if p in mirror_parts]
     missing_parts = sorted(set(partitions) - mirror_parts)
     if missing_parts:
         notes.append(f"{mirror} lacks partitions {missing_parts}: all of their source records "
                      "count as unreplicated.")
-    t_low = {**dict.fromkeys(missing_parts, 0), **_list(dst_admin, mirror, t_parts,
+    t_low = {**dict.fromkeys(missing_parts, 0), **_list(dst_admin, dst_name, mirror, t_parts,
                                                         OffsetSpec.earliest())}
-    t_high = {**dict.fromkeys(missing_parts, 0), **_list(dst_admin, mirror, t_parts,
+    t_high = {**dict.fromkeys(missing_parts, 0), **_list(dst_admin, dst_name, mirror, t_parts,
                                                          OffsetSpec.latest())}
 
     s_end = _explicit(source_end, partitions, s_high, f"source end of {topic}")
@@ -221,9 +228,10 @@ def _topic_plan(rep: ReplicationSettings, topic: str, mirror: str, partitions: l
     t_start = {p: aligned[p].target_start for p in partitions}
     before_window: dict[int, int] = {}
     if window.start_ms is not None:
-        by_time = _by_time(src_admin, topic, partitions, window.start_ms, s_end)
+        by_time = _by_time(src_admin, src_name, topic, partitions, window.start_ms, s_end)
         t_by_time = {**dict.fromkeys(missing_parts, 0),
-                     **_by_time(dst_admin, mirror, t_parts, window.start_ms, f_point)}
+                     **_by_time(dst_admin, dst_name, mirror, t_parts, window.start_ms,
+                                f_point)}
         if kind == IDENTITY:
             # Offsets are equal on both sides: one window start for both.
             by_time = {p: max(by_time[p], t_by_time.get(p, 0)) for p in partitions}
@@ -266,7 +274,7 @@ def _topic_plan(rep: ReplicationSettings, topic: str, mirror: str, partitions: l
                     "begin (its end offsets when replication stopped).",
                     "The failover marker records them; or pass --failover-start.")
             post_start = f_point
-        fo_high = _list(dst_admin, failover, fo_parts, OffsetSpec.latest())
+        fo_high = _list(dst_admin, sides.dst.name, failover, fo_parts, OffsetSpec.latest())
         plan.post_start = {p: min(int(post_start.get(p, 0)), fo_high[p]) for p in fo_parts}
         plan.post_end = dict(fo_high)
     return plan
@@ -337,9 +345,14 @@ def flow_topics(ctx: OpsContext, regex: str, deadline_s: float = 30.0) -> list[s
     for clients in (ctx.source, ctx.target):
         describe_with_retry(clients, policy, notify=ctx.notify)
     rep = ctx.rep
-    chosen = [t for t in _choose_topics(rep, None, _partitions(ctx.source.admin()),
-                                        _partitions(ctx.target.admin()))
-              if pattern.fullmatch(t)]
+    try:
+        flow = _choose_topics(rep, None, _partitions(ctx.source.admin()),
+                              _partitions(ctx.target.admin()))
+    except UsageError:
+        flow = []  # said below, after a topic named alone is asked for
+    chosen = [t for t in flow if pattern.fullmatch(t)]
+    if not chosen and _TOPIC_NAME.fullmatch(regex):  # one topic, named: hidden, or not there
+        _refused_topic(ctx.source.admin(), rep.source, regex)
     if not chosen:
         raise UsageError(f"No topic of the flow {rep.source} -> {rep.target} matches --topics "
                          f"{regex!r}.", "The flow's topics are those replication.topics "
@@ -347,9 +360,30 @@ def flow_topics(ctx: OpsContext, regex: str, deadline_s: float = 30.0) -> list[s
     return chosen
 
 
+# What a Kafka topic's name may hold: a --topics "regex" of only these names one topic.
+_TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]+")
+
+
 def _partitions(admin: AdminClient) -> dict[str, list[int]]:
     md = admin.list_topics(timeout=_TIMEOUT_S)
     return {name: sorted(t.partitions) for name, t in md.topics.items() if t.error is None}
+
+
+def _refused_topic(admin: AdminClient, cluster: str, topic: str) -> None:
+    """A topic missing from the cluster's metadata is either not there or hidden from drctl's
+    principal (a Metadata answer leaves out the topics it may not describe). Asked by name:
+    not authorized is ClusterRefused (exit 4 at once, with the cause), never "no such
+    topic"; not there returns."""
+    try:
+        [future] = admin.describe_topics(TopicCollection([topic]),
+                                         request_timeout=_TIMEOUT_S).values()
+        future.result(timeout=_TIMEOUT_S)
+    except KafkaException as exc:
+        err = exc.args[0]
+        if err.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+            raise ClusterRefused(f"'{cluster}' does not let drctl's principal describe {topic}: "
+                                 f"{kafka_cause(err)} ({err.name()}).",
+                                 _REFUSED_HINT[err.code()], detail=err.str()) from None
 
 
 def _choose_topics(rep: ReplicationSettings, topics: Sequence[str] | None,
@@ -373,25 +407,41 @@ def _choose_topics(rep: ReplicationSettings, topics: Sequence[str] | None,
     return chosen
 
 
-def _list(admin: AdminClient, topic: str, partitions: Iterable[int],
+def _list(admin: AdminClient, cluster: str, topic: str, partitions: Iterable[int],
           spec: OffsetSpec) -> dict[int, int]:
     try:
         # Retried while a leader is elected (a broker restarting, a topic just created).
         found = list_offsets(admin, {(topic, p): spec for p in partitions},
                              timeout_s=_TIMEOUT_S)
     except KafkaException as exc:
+        if not transient(exc):
+            # Refused (not authorized, no such topic): no wait changes it — at once.
+            err = exc.args[0]
+            raise ClusterRefused(f"Listing offsets of {topic} on '{cluster}' was refused: "
+                                 f"{kafka_cause(err)} ({err.name()}).",
+                                 _REFUSED_HINT.get(err.code(), "Run it again with --debug "
+                                                   "for the broker's answer."),
+                                 detail=err.str()) from exc
         # A failed read is "unknown" (exit 4), never a finding: a partition without a leader
         # is a broker that dropped (failback waits for it within --deadline, rerun.py).
-        raise Unreachable(f"Listing offsets of {topic} failed: {exc}.",
+        raise Unreachable(f"Listing offsets of {topic} on '{cluster}' failed: {exc}.",
                           "Check that all its partitions have a leader (a broker that "
                           "stopped answering), then run it again.") from exc
     return {p: offset for (_, p), offset in found.items()}
 
 
-def _by_time(admin: AdminClient, topic: str, partitions: list[int], start_ms: int,
-             end: Mapping[int, int]) -> dict[int, int]:
+_REFUSED_HINT = {
+    KafkaError.TOPIC_AUTHORIZATION_FAILED: "Grant drctl's principal DESCRIBE and READ on the "
+                                           "topic (docs/operations.md lists the ACLs).",
+    KafkaError.UNKNOWN_TOPIC_OR_PART: "Check the topic and the replication settings "
+                                      "(`drctl check` compares the topics of both clusters).",
+}
+
+
+def _by_time(admin: AdminClient, cluster: str, topic: str, partitions: list[int],
+             start_ms: int, end: Mapping[int, int]) -> dict[int, int]:
     """First offset whose timestamp is >= start_ms; the end when there is none (-1)."""
-    found = _list(admin, topic, partitions, OffsetSpec.for_timestamp(start_ms))
+    found = _list(admin, cluster, topic, partitions, OffsetSpec.for_timestamp(start_ms))
     return {p: end[p] if o < 0 else min(o, end[p]) for p, o in found.items()}
 
 
@@ -421,7 +471,14 @@ def _topic_config(admin: AdminClient, topic: str, name: str, default: str) -> st
     try:
         entries = admin.describe_configs([resource])[resource].result(timeout=_TIMEOUT_S)
     except KafkaException as exc:
-        raise CheckFailed(f"Reading the configuration of {topic} failed: {exc}.") from exc
+        if transient(exc):  # a broker restarting: failback waits for it (rerun.py)
+            raise Unreachable(f"Reading the configuration of {topic} failed: {exc}.",
+                              "Check that the brokers answer, then run it again.") from exc
+        err = exc.args[0]
+        raise ClusterRefused(f"Reading the configuration of {topic} was refused: "
+                             f"{kafka_cause(err)} ({err.name()}).",
+                             "Grant drctl's principal DESCRIBE_CONFIGS on the topic "
+                             "(docs/operations.md lists the ACLs).", detail=err.str()) from exc
     entry = entries.get(name)
     return str(entry.value) if entry is not None and entry.value is not None else default
 

@@ -40,6 +40,9 @@ _REFUSED = ("UNAUTHENTICATED", "PERMISSION_DENIED")
 class SparkServerUnreachable(Unreachable):
     """The Spark Connect server did not answer within --deadline, or stopped answering."""
 
+    # Its client retried it for the deadline already; no cluster to wait for.
+    transient = False
+
 
 class SparkServerRefused(UsageError):
     """The server answered and refused drctl (token, TLS): the configuration is wrong."""

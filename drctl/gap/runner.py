@@ -60,6 +60,8 @@ class GapJobLostKafka(GapJobFailed):
     disconnect): worth running again once the cluster is back. `clusters` names the ones the
     error text points at (empty when it names no broker address)."""
 
+    transient = True
+
     def __init__(self, message: str, hint: str | None, clusters: tuple[str, ...]) -> None:
         super().__init__(message, hint)
         self.clusters = clusters

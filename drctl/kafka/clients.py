@@ -7,6 +7,7 @@ import os
 import re
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -21,6 +22,8 @@ from drctl.config import Config
 from drctl.errors import ConfigError, Unreachable
 from drctl.kafka import request_count
 from drctl.kafka.causes import Cause, identity_provider_failed, kafka_cause, kafka_hint
+from drctl.kafka.coordinator import Coordinator
+from drctl.kafka.retriable import transient
 from drctl.retry import RetriesExhausted, RetryPolicy, retry_call, time_left
 from drctl.secrets import is_secret_key
 from drctl.suggest import did_you_mean
@@ -106,6 +109,7 @@ class NoAnswer(Exception):
         self.detail = _reason_text(err)
         # Another attempt will fail the same way (TLS verification, authentication).
         self.final = _is_final(err)
+        self.transient = not self.final and self.cause is not Cause.AUTHORIZATION
         self.tls = _is_tls_refusal(self.code, err.str())
         self.identity_provider = identity_provider_failed(err)
 
@@ -141,18 +145,26 @@ class ClusterClients:
     """Builds clients for one named cluster."""
 
     def __init__(self, name: str, properties: Mapping[str, str], *,
-                 config_path: str | None = None) -> None:
+                 config_path: str | None = None, deadline_s: float = 30.0,
+                 notify: Callable[[str], object] | None = None) -> None:
         self.name = name
         self.properties = dict(properties)
         self.config_path = config_path
         self.wire = WireLog()
+        # How long a group request that fails transiently is retried (the command's
+        # --deadline), and who hears each retry (kafka/groups.py).
+        self.deadline_s = deadline_s
+        self.notify = notify
         self._admin: AdminClient | None = None
         self._admin_mark = 0  # the wire log's count when the shared admin client was made
+        self._coordinator: Coordinator | None = None
 
     @classmethod
-    def for_cluster(cls, config: Config, name: str) -> ClusterClients:
+    def for_cluster(cls, config: Config, name: str, *, deadline_s: float = 30.0,
+                    notify: Callable[[str], object] | None = None) -> ClusterClients:
         return cls(name, config.cluster(name),
-                   config_path=str(config.path) if config.path else None)
+                   config_path=str(config.path) if config.path else None,
+                   deadline_s=deadline_s, notify=notify)
 
     @property
     def bootstrap(self) -> str:
@@ -223,6 +235,25 @@ class ClusterClients:
             self._admin_mark = self.wire.mark()
             self._admin = self._create(AdminClient, {})
         return self._admin
+
+    def coordinator(self) -> Coordinator:
+        """The child process that sends this cluster's group-coordinator requests
+        (kafka/coordinator.py), one per cluster; only kafka/groups.py asks for it."""
+        if self._coordinator is None:
+            counting = request_count.counting_properties()
+            self._coordinator = Coordinator(
+                self.name, {**_OPERATOR_DEFAULTS, **self.properties},
+                on_wire=lambda code, text: self.wire.record(KafkaError(code, text)),
+                on_stats=counting.get("stats_cb"))
+            # Clients dropped without close() (a reconnect) take their child with them.
+            weakref.finalize(self, self._coordinator.close)
+        return self._coordinator
+
+    def close(self) -> None:
+        """Stop the group requests' child process (the librdkafka clients close as they are
+        released)."""
+        if self._coordinator is not None:
+            self._coordinator.close()
 
     def consumer(self, **overrides: Any) -> Consumer:
         # Every read assigns its own start offsets: one out of range is an event the reader
@@ -359,7 +390,10 @@ def unreachable(clients: ClusterClients, exc: RetriesExhausted) -> ClusterUnreac
 
 class ClusterUnreachable(Unreachable):
     """A cluster that did not answer within the deadline: which, where, and why in words (a
-    table's cell says the cause alone; the message says all three in one line)."""
+    table's cell says the cause alone; the message says all three in one line). Its wait is
+    over: a command ends (exit 4) rather than waiting the deadline a second time."""
+
+    transient = False
 
     def __init__(self, cluster: str, address: str, cause: Cause, message: str,
                  hint: str | None = None, *, detail: str | None = None) -> None:
@@ -367,6 +401,13 @@ class ClusterUnreachable(Unreachable):
         self.cluster = cluster
         self.address = address
         self.cause = cause
+
+
+class ClusterRefused(Unreachable):
+    """A cluster answered, and refused: not authorized, an unknown topic, an invalid request.
+    Permanent (drctl/kafka/retriable.py): the command ends at once (exit 4) with the cause."""
+
+    transient = False
 
 
 def retry_line(clients: ClusterClients, attempt: int, exc: BaseException, delay: float) -> str:
@@ -402,8 +443,7 @@ def describe_with_retry(clients: ClusterClients, policy: RetryPolicy,
         return retry_call(lambda: describe(clients, time_left(policy, started, cap_s=5.0)),
                           policy, on_retry=on_retry,
                           retry_on=(KafkaException, TimeoutError, NoAnswer),
-                          give_up=lambda e: (isinstance(e, NoAnswer) and e.final)
-                          or cause_of(e) is Cause.AUTHORIZATION)
+                          give_up=lambda e: not transient(e))
     except RetriesExhausted as exc:
         raise unreachable(clients, exc) from exc
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from drctl.errors import DrctlError, UsageError
 from drctl.kafka.causes import Cause, connect_hint
-from drctl.kafka.http import JsonEndpoint, Transient
+from drctl.kafka.http import EndpointUnreachable, JsonEndpoint, Transient
 from drctl.retry import RetryPolicy
 
 # The one retry policy under a deadline: a worker that restarts or rebalances answers again
@@ -31,6 +31,12 @@ class ConnectorMissing(ConnectError):
 class ConnectRejected(UsageError):
     """The worker refused drctl (401/403) or its certificate failed verification: the
     configuration is wrong, and no retry changes that."""
+
+
+class ConnectUnreachable(EndpointUnreachable):
+    """A Connect worker that did not answer within the deadline: Connect has its own wait (a
+    Kafka cluster that answers says nothing about it), and once that wait is over the
+    command ends (exit 4) naming Connect, rather than waiting again."""
 
 
 class ConnectClient(JsonEndpoint):
@@ -60,6 +66,10 @@ class ConnectClient(JsonEndpoint):
 
     def rejected(self, message: str, hint: str, detail: str | None = None) -> DrctlError:
         return ConnectRejected(message, hint, detail=detail)
+
+    def unreachable(self, message: str, hint: str | None,
+                    detail: str | None) -> ConnectUnreachable:
+        return ConnectUnreachable(self.url, message, hint, detail=detail)
 
     def on_status(self, code: int, what: str, detail: str) -> Any:
         """404: ConnectorMissing; 5xx, or 409 while the workers rebalance: worth another

@@ -1,43 +1,46 @@
-"""Consumer groups in batches: one admin request per group, never a client per partition,
-and at most IN_FLIGHT of them outstanding at once."""
+"""Consumer groups: list them, read their states and committed offsets, commit and delete —
+every group-coordinator request of drctl goes through here, in batches of many groups.
+
+librdkafka sends them in a child process per cluster (kafka/coordinator.py): an answer that
+crashes it (librdkafka#5040) costs a restart of that child, never drctl. What an answer means
+is decided here, once: a transient failure (a coordinator moving or loading, a dropped
+connection, no answer, the child dying) is asked again for the items it concerns, until an
+attempt makes no progress for the cluster's --deadline; then exit 4 naming the cluster and
+what it did not answer. A permanent one (authorization, an unknown topic, an invalid
+request) ends a read at once (exit 4 with the cause); a commit reports it for its group.
+"""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
-from confluent_kafka import (
-    ConsumerGroupState,
-    ConsumerGroupTopicPartitions,
-    KafkaError,
-    KafkaException,
-    TopicPartition,
-)
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import KafkaError, KafkaException
 
-from drctl.errors import Unreachable
-from drctl.kafka.inflight import windows
-from drctl.kafka.retriable import is_retriable
+from drctl.kafka.causes import Cause, kafka_cause, kafka_hint
+from drctl.kafka.clients import ClusterRefused, ClusterUnreachable
+from drctl.kafka.coordinator import Coordinator, CoordinatorDied, CoordinatorRejected, Failure
+from drctl.kafka.retriable import transient
 from drctl.kafka.topics import TP
-from drctl.retry import RetriesExhausted, RetryPolicy, retry_call
+from drctl.retry import RetryPolicy
+from drctl.timeparse import format_duration
 
 
-def _not_answered(what: str, timed_out: int, sent: int, timeout_s: float) -> Unreachable:
-    return Unreachable(f"The group coordinator did not answer {timed_out:,} of {sent:,} "
-                       f"{what} request(s) within {timeout_s:.0f} s.",
-                       "Check the brokers (load, GC pauses, network) and run the command "
-                       "again.")
+class GroupClients(Protocol):
+    """What the group requests need of a cluster's clients (kafka/clients.py's
+    ClusterClients; tests give fakes)."""
 
+    name: str
+    properties: dict[str, str]
+    deadline_s: float
+    notify: Callable[[str], object] | None
 
-def _error_code(exc: BaseException) -> int | None:
-    err = exc.args[0] if exc.args else None
-    return err.code() if isinstance(err, KafkaError) else None
+    @property
+    def bootstrap(self) -> str: ...
 
-
-def _unanswered(exc: BaseException) -> bool:
-    """librdkafka's request timeout, or our wait for its future when that ended first."""
-    return isinstance(exc, TimeoutError) or _error_code(exc) == KafkaError._TIMED_OUT
+    def coordinator(self) -> Coordinator: ...
 
 
 @dataclass(frozen=True)
@@ -52,166 +55,179 @@ class GroupState:
                                                   "COMPLETING_REBALANCE")
 
 
-# A broker that did not answer its ListGroups: asked again a few times (a busy or just
-# restarted broker answers the next one).
-LIST_RETRY = RetryPolicy(initial_s=0.5, max_s=2, attempts=4)
+# Between attempts: short at first (a coordinator that moved answers again in a moment),
+# then every 2 s until the deadline.
+BACKOFF = RetryPolicy(initial_s=0.2, max_s=2.0, attempts=10_000)
+# How long one attempt waits for a window's answers: half the deadline, so that a second
+# attempt fits in it, but at least 5 s whatever the deadline (a loaded cluster that answers
+# 500 groups slowly is progressing, not silent: --deadline bounds silence, never progress).
+_MIN_REQUEST_S = 5.0
+_MAX_REQUEST_S = 30.0
+# Less time than this left before the deadline is not worth one more attempt.
+_LAST_WAIT_S = 0.1
+
+# What each operation is, in an operator's words (its Kafka request in brackets).
+_WHAT = {"list": "the list of consumer groups (ListGroups)",
+         "offsets": "the committed offsets (OffsetFetch)",
+         "describe": "the states (DescribeGroups)",
+         "commit": "the offset commits (OffsetCommit)",
+         "delete": "the deletion (DeleteGroups)"}
 
 
-def list_groups(admin: AdminClient, timeout_s: float = 30.0, *,
-                policy: RetryPolicy = LIST_RETRY) -> list[str]:
-    """Every consumer group the cluster knows. librdkafka asks each broker for its groups
-    and returns the answers it got beside the brokers that failed (`errors`): the groups of a
-    broker that failed are missing, which is not "no group there". Asked again; still
-    failing: Unreachable (exit 4), never a shorter list."""
-    def ask() -> list[str]:
-        result = admin.list_consumer_groups(request_timeout=timeout_s).result(timeout=timeout_s)
-        if result.errors:
-            first = result.errors[0]
-            raise first if isinstance(first, KafkaException) else KafkaException(first)
-        return sorted(g.group_id for g in result.valid)
-
-    try:
-        return retry_call(ask, policy, retry_on=(KafkaException,))
-    except RetriesExhausted as exc:
-        raise Unreachable(f"A broker did not list its consumer groups: {_cause(exc.last)}",
-                          "Check the brokers (load, GC pauses, network, DESCRIBE on the "
-                          "cluster) and run the command again.") from None
+def _error(failure: Failure) -> KafkaException:
+    return KafkaException(KafkaError(failure.code, failure.text))
 
 
-def _cause(exc: BaseException) -> str:
+def _in_words(exc: BaseException) -> str:
+    """A failure's cause in a few words."""
+    if isinstance(exc, CoordinatorDied):
+        return exc.describe()
     err = exc.args[0] if exc.args else None
-    return err.str() if isinstance(err, KafkaError) else str(exc)
+    if not isinstance(err, KafkaError):
+        return str(exc)
+    code = err.code()
+    if code in (KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE,
+                KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError._WAIT_COORD):
+        return f"the group coordinator is moving or still loading ({err.name()})"
+    if code in (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+                KafkaError.BROKER_NOT_AVAILABLE, KafkaError.REPLICA_NOT_AVAILABLE,
+                KafkaError.KAFKA_STORAGE_ERROR, KafkaError.REBALANCE_IN_PROGRESS):
+        return f"a broker or partition leader is not serving ({err.name()})"
+    cause = kafka_cause(err)
+    return str(cause) if cause is not Cause.NO_ANSWER else err.name()
 
 
-# Answers that say a group's coordinator is not serving it (yet): still loading after a
-# broker's restart, or moved with its __consumer_offsets partition.
-_COORDINATOR_NOT_READY = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE,
-                          KafkaError.COORDINATOR_LOAD_IN_PROGRESS}
-
-
-def _coordinators_ready(admin: AdminClient, window: Sequence[str], timeout_s: float) -> None:
-    """Return once every group of the window has had a DescribeGroups answered by its
-    coordinator. librdkafka (2.16, issue #5040) crashes the whole process when an admin
-    client's OffsetFetch is answered NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE: it asks
-    the consumer-group handle an admin client does not have to find the coordinator again.
-    DescribeGroups gets the same answer safely, so an OffsetFetch goes only to a coordinator
-    that has just served the group. A coordinator that moves between the two requests can
-    still crash it (a window of one round trip, not the seconds a restarted broker loads)."""
-    timed_out = 0
-    for future in admin.describe_consumer_groups(
-            list(window), request_timeout=timeout_s).values():
+def _ask(clients: GroupClients, op: str, items: Sequence[Any], key: Callable[[Any], Any],
+         refused: dict[Any, KafkaException] | None = None, deadline_s: float | None = None
+         ) -> Iterator[tuple[Any, Any]]:
+    """Yield (key, answer) for every item as the answers come. Items whose answer is a
+    transient failure are asked again (module docstring) for `deadline_s` (the clients'
+    by default); a permanent one raises ClusterRefused, or with `refused` is put there under its
+    key and the rest go on."""
+    deadline = clients.deadline_s if deadline_s is None else deadline_s
+    request_timeout = min(_MAX_REQUEST_S, max(_MIN_REQUEST_S, deadline / 2))
+    by_key = {key(item): item for item in items}
+    pending = list(by_key)
+    delays = BACKOFF.delays()
+    stalled_since: float | None = None
+    while pending:
+        attempt_started = time.monotonic()
+        failed: dict[Any, BaseException] = {}
+        answered: set[Any] = set()
         try:
-            future.result(timeout=timeout_s)
-        except (KafkaException, TimeoutError) as exc:
-            if _unanswered(exc):
-                timed_out += 1
-            elif _error_code(exc) in _COORDINATOR_NOT_READY:
-                raise  # retriable: committed_offsets asks again
-            # Any other answer (GROUP_ID_NOT_FOUND for a group never seen, ...) came from the
-            # coordinator serving the group: its OffsetFetch is safe and says the rest.
-    if timed_out:
-        raise _not_answered("DescribeGroups", timed_out, len(window), timeout_s)
+            for part in clients.coordinator().request(op, [by_key[k] for k in pending],
+                                                      request_timeout):
+                for k, answer in part:
+                    if not isinstance(answer, Failure):
+                        answered.add(k)
+                        yield k, answer
+                        continue
+                    exc = _error(answer)
+                    if transient(exc):
+                        failed[k] = exc
+                    elif refused is not None:
+                        answered.add(k)
+                        refused[k] = exc
+                    else:
+                        raise _refused(clients, op, exc)
+        except CoordinatorDied as died:
+            for k in pending:  # the items it had not answered when it died
+                if k not in answered:
+                    failed.setdefault(k, died)
+        except CoordinatorRejected as exc:
+            raise _refused(clients, op, KafkaException(KafkaError(KafkaError._INVALID_ARG,
+                                                                  str(exc)))) from None
+        # What the attempt left unanswered (a child that died before it answered all).
+        pending = [k for k in pending if k in failed]
+        if not pending:
+            return
+        if answered:  # progress: the wait for what is left starts now, short again
+            stalled_since, delays = attempt_started, BACKOFF.delays()
+        elif stalled_since is None:
+            stalled_since = attempt_started
+        last = next(iter(failed.values()))
+        waited = time.monotonic() - stalled_since
+        if deadline - waited < _LAST_WAIT_S:
+            raise _unanswered(clients, op, len(pending), len(by_key), last, waited)
+        delay = min(next(delays), round(deadline - waited, 1))
+        if clients.notify is not None:
+            many = "" if op == "list" else f" of {len(pending):,} group(s)"
+            clients.notify(f"{clients.name} ({clients.bootstrap}): {_in_words(last)}; "
+                           f"{_WHAT[op]}{many} asked again in {format_duration(delay)}")
+        time.sleep(delay)
 
 
-# A broker that just came back answers COORDINATOR_LOAD_IN_PROGRESS (or NOT_COORDINATOR)
-# until it has read __consumer_offsets (the audit runs right when the source returns).
-COORDINATOR_RETRY = RetryPolicy(initial_s=0.2, max_s=2, attempts=12)
+def _refused(clients: GroupClients, op: str, exc: KafkaException) -> ClusterRefused:
+    err = exc.args[0]
+    cause = kafka_cause(err)
+    hint = kafka_hint(cause, clients.properties) if cause is Cause.AUTHORIZATION else \
+        "Check the group names and the cluster's version; --debug shows the broker's answer."
+    return ClusterRefused(f"cluster '{clients.name}' at {clients.bootstrap} refused {_WHAT[op]}: "
+                   f"{_in_words(exc)}.", hint, detail=err.str())
 
 
-def committed_offsets(admin: AdminClient, groups: Iterable[str], timeout_s: float = 60.0, *,
-                      policy: RetryPolicy = COORDINATOR_RETRY) -> dict[str, dict[TP, int]]:
-    """Committed offsets of many groups, IN_FLIGHT requests at a time. A coordinator that
-    does not answer in `timeout_s` is Unreachable (exit 4), naming how many went unanswered."""
-    groups = list(groups)
-
-    def ask() -> dict[str, dict[TP, int]]:
-        out: dict[str, dict[TP, int]] = {}
-        for window in windows(groups):
-            _coordinators_ready(admin, window, timeout_s)
-            futures = {}
-            for group in window:
-                futures.update(admin.list_consumer_group_offsets(
-                    [ConsumerGroupTopicPartitions(group)], request_timeout=timeout_s))
-            timed_out = 0
-            for group, future in futures.items():
-                try:
-                    result = future.result(timeout=timeout_s)
-                except (KafkaException, TimeoutError) as exc:
-                    if not _unanswered(exc):
-                        raise
-                    timed_out += 1
-                    continue
-                out[group] = {(tp.topic, tp.partition): tp.offset
-                              for tp in result.topic_partitions or [] if tp.offset >= 0}
-            if timed_out:  # the next window would only wait as long again
-                raise _not_answered("OffsetFetch", timed_out, len(window), timeout_s)
-        return out
-
-    try:
-        return retry_call(ask, policy,
-                          retry_on=(KafkaException,), give_up=lambda exc: not is_retriable(exc))
-    except RetriesExhausted as exc:
-        raise exc.last from None
+def _unanswered(clients: GroupClients, op: str, left: int, total: int, last: BaseException,
+                waited_s: float) -> ClusterUnreachable:
+    many = "" if op == "list" else f" of {left:,} of {total:,} group(s)"
+    detail = getattr(last, "detail", None) or (last.args[0].str() if last.args and isinstance(
+        last.args[0], KafkaError) else str(last))
+    return ClusterUnreachable(
+        clients.name, clients.bootstrap, Cause.NO_ANSWER,
+        f"cluster '{clients.name}' at {clients.bootstrap} did not answer {_WHAT[op]}{many} "
+        f"for {format_duration(round(waited_s, 1))}: {_in_words(last)}.",
+        "Check the brokers (a restart, load, GC pauses, the network), then run the command "
+        "again: what it did is kept.", detail=detail)
 
 
-def group_states(admin: AdminClient, groups: Iterable[str],
-                 timeout_s: float = 30.0) -> dict[str, GroupState]:
-    groups = list(groups)
-    out = {}
-    for window in windows(groups):
-        for group, future in admin.describe_consumer_groups(
-                list(window), request_timeout=timeout_s).items():
-            try:
-                desc = future.result(timeout=timeout_s)
-            except KafkaException:
-                out[group] = GroupState(group, "UNKNOWN", 0)
-                continue
-            state = (desc.state.name if isinstance(desc.state, ConsumerGroupState)
-                     else str(desc.state))
-            out[group] = GroupState(group, state, len(desc.members or []))
-    return out
+def list_groups(clients: GroupClients, *, deadline_s: float | None = None) -> list[str]:
+    """Every consumer group the cluster knows. librdkafka asks each broker; a broker that
+    failed leaves its groups out, which is not "no group there": asked again, then exit 4,
+    never a shorter list."""
+    for _, answer in _ask(clients, "list", [None], key=lambda item: item,
+                          deadline_s=deadline_s):
+        return list(answer)
+    raise AssertionError("a list request answers once")
 
 
-def alter_offsets(admin: AdminClient, group: str, offsets: Mapping[TP, int],
-                  timeout_s: float = 30.0) -> None:
-    """One atomic commit for the whole group (retried while its coordinator moves)."""
-    failed = alter_offsets_many(admin, {group: offsets}, timeout_s=timeout_s)
+def committed_offsets(clients: GroupClients, groups: Iterable[str], *,
+                      deadline_s: float | None = None) -> dict[str, dict[TP, int]]:
+    """Committed offsets of many groups (a group with none has an empty mapping)."""
+    return dict(_ask(clients, "offsets", list(dict.fromkeys(groups)), key=lambda g: g,
+                     deadline_s=deadline_s))
+
+
+def group_states(clients: GroupClients, groups: Iterable[str], *,
+                 deadline_s: float | None = None) -> dict[str, GroupState]:
+    """Each group's state and member count (a group the cluster does not know is DEAD)."""
+    return {g: GroupState(g, state, members) for g, (state, members) in
+            _ask(clients, "describe", list(dict.fromkeys(groups)), key=lambda g: g,
+                 deadline_s=deadline_s)}
+
+
+def alter_offsets_many(clients: GroupClients, commits: Mapping[str, Mapping[TP, int]]
+                       ) -> dict[str, KafkaException]:
+    """One atomic commit per group, many in flight at once. Returns the groups a broker
+    refused (authorization, an unknown topic), with its answer; a transient failure is
+    retried (module docstring)."""
+    refused: dict[str, KafkaException] = {}
+    requests = [(g, [(t, p, o) for (t, p), o in sorted(offsets.items())])
+                for g, offsets in commits.items()]
+    for _ in _ask(clients, "commit", requests, key=lambda r: r[0], refused=refused):
+        pass
+    return refused
+
+
+def alter_offsets(clients: GroupClients, group: str, offsets: Mapping[TP, int]) -> None:
+    """One atomic commit for the whole group."""
+    failed = alter_offsets_many(clients, {group: offsets})
     if group in failed:
         raise failed[group]
 
 
-def alter_offsets_many(admin: AdminClient, commits: Mapping[str, Mapping[TP, int]], *,
-                       timeout_s: float = 30.0,
-                       policy: RetryPolicy = RetryPolicy(initial_s=0.2, max_s=2, attempts=12)
-                       ) -> dict[str, KafkaException]:
-    """One atomic commit per group, every group's request in flight at once; the groups whose
-    commit failed with a retriable error (a coordinator moving) are retried together. Returns
-    the groups that could not be committed, with the last error of each."""
-    failed: dict[str, KafkaException] = {}
-    pending = list(commits)
-    delays = policy.delays()
-    while pending:
-        retry: dict[str, KafkaException] = {}
-        for window in windows(pending):
-            futures = {}
-            for group in window:
-                request = ConsumerGroupTopicPartitions(group, [
-                    TopicPartition(t, p, o) for (t, p), o in sorted(commits[group].items())])
-                [futures[group]] = admin.alter_consumer_group_offsets(
-                    [request], request_timeout=timeout_s).values()
-            for group, future in futures.items():
-                try:
-                    result = future.result(timeout=timeout_s)
-                    for tp in result.topic_partitions or []:
-                        if tp.error is not None:
-                            raise KafkaException(tp.error)
-                except KafkaException as exc:
-                    (retry if is_retriable(exc) else failed)[group] = exc
-        delay = next(delays, None) if retry else None
-        if retry and delay is None:
-            failed.update(retry)
-            break
-        if delay is not None:
-            time.sleep(delay)
-        pending = list(retry)
-    return failed
+def delete_groups(clients: GroupClients, groups: Iterable[str]) -> dict[str, KafkaException]:
+    """Delete empty groups; returns those a broker refused (a group with members, say)."""
+    refused: dict[str, KafkaException] = {}
+    for _ in _ask(clients, "delete", list(dict.fromkeys(groups)), key=lambda g: g,
+                  refused=refused):
+        pass
+    return refused

@@ -65,6 +65,19 @@ def tls_context(ca_file: str | None, cert_file: str | None, key_file: str | None
     return context
 
 
+class EndpointUnreachable(Unreachable):
+    """An endpoint that did not answer within the deadline its calls were retried for. That
+    wait is over (not transient: a Kafka cluster that answers says nothing about it), so the
+    command ends (exit 4) naming it rather than waiting again."""
+
+    transient = False
+
+    def __init__(self, url: str, message: str, hint: str | None = None, *,
+                 detail: str | None = None) -> None:
+        super().__init__(message, hint, detail=detail)
+        self.url = url
+
+
 class Transient(Exception):
     """A failure worth another try (no connection, a 5xx...): `error` is what the caller gets
     when the tries run out, `cause` why (in words)."""
@@ -129,6 +142,11 @@ class JsonEndpoint:
         found nothing), or an error raised (`Transient` to try again)."""
         raise NotImplementedError
 
+    def unreachable(self, message: str, hint: str | None,
+                    detail: str | None) -> EndpointUnreachable:
+        """The error once its retries ran out without an answer."""
+        return EndpointUnreachable(self.url, message, hint, detail=detail)
+
     def url_of(self, path: str) -> str:
         return self.url + path
 
@@ -151,9 +169,9 @@ class JsonEndpoint:
             assert isinstance(exc.last, Transient)
             error = exc.last.error
             if isinstance(error, Unreachable):
-                raise Unreachable(f"{error.message} ({exc.attempts} attempt(s) over "
-                                  f"{exc.elapsed_s:.0f} s).", error.hint,
-                                  detail=error.detail) from exc
+                raise self.unreachable(f"{error.message} ({exc.attempts} attempt(s) over "
+                                       f"{exc.elapsed_s:.0f} s).", error.hint,
+                                       error.detail) from exc
             raise error from exc
 
     def _once(self, method: str, path: str, body: Any, timeout_s: float) -> Any:

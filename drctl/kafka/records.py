@@ -44,6 +44,8 @@ _FATAL_READ_ERRORS = {
 class ReadTimeout(Exception):
     """A range could not be read to its end in time (the partition's leader is gone?)."""
 
+    transient = True
+
 
 def read_ranges(consumer: Consumer, ranges: Mapping[tuple[str, int], tuple[int, int]], *,
                 timeout_s: float = 60.0, batch: int = BATCH,

@@ -279,5 +279,4 @@ def commit_group_positions(clients: ClusterClients, group: str, topics: tuple[st
 
 def commit_offsets(clients: ClusterClients, group: str, offsets: list[TopicPartition]) -> None:
     """Commit like a consumer of `group` would (retried while the coordinator loads)."""
-    alter_offsets(clients.admin(), group, {(tp.topic, tp.partition): tp.offset
-                                           for tp in offsets})
+    alter_offsets(clients, group, {(tp.topic, tp.partition): tp.offset for tp in offsets})

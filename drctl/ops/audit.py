@@ -103,7 +103,7 @@ def audit_failover(ctx: OpsContext, marker: FailoverMarker,
     # A position on a mirror came from its source topic; one on a failover topic (prefixed
     # names) from that topic's reverse copies of an earlier incident.
     source_topic_of = {t: (rep.source_topic_of(t) or rep.reverse_topic(t)) for _, t, _ in applied}
-    commits = committed_offsets(source.admin(), sorted({g for g, _, _ in applied}))
+    commits = committed_offsets(source, sorted({g for g, _, _ in applied}))
     positions: dict[str, dict[TP, int]] = {}
     for group, topic, partition in applied:
         offset = commits.get(group, {}).get((source_topic_of[topic], partition))

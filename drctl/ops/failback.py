@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -140,7 +140,7 @@ class FailbackResult:
         if self.dry_run:
             return []
         config = ctx.config
-        context = {"marker": asdict(self.marker), "gap": self.gap,
+        context = {"marker": self.marker.as_data(), "gap": self.gap,
                    "reconcile": self.reconcile, "reverse": self.reverse,
                    "verification": self.verification,
                    "translation": (self.translation or {}).get("summary"),
@@ -158,7 +158,7 @@ class FailbackResult:
                 "reconcile": self.reconcile, "reverse": self.reverse,
                 "verification": self.verification, "translation": self.translation,
                 "switch_back": self.switch_back_data(), "audit": self.audit,
-                "marker": None if self.dry_run else asdict(self.marker),
+                "marker": None if self.dry_run else self.marker.as_data(),
                 "phase": self.marker.phase.value, "next_command": self.next_command,
                 "timing": self.scorecard()["timing"], "scorecard": self.scorecard(),
                 "reports": [str(p) for p in reports]}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -130,7 +130,7 @@ class FailoverResult:
         scorecard = self.scorecard()
         return {"incident": self.marker.incident, "dry_run": self.dry_run,
                 "resumed": self.resumed, "preflight": self.preflight, "plan": self.plan,
-                "marker": None if self.dry_run else asdict(self.marker),
+                "marker": None if self.dry_run else self.marker.as_data(),
                 "open_risks": [] if self.dry_run else open_risks(self.marker),
                 "translation": self.translation, "rpo": scorecard["rpo"],
                 "unreplicated": self.unreplicated, "timing": scorecard["timing"],
@@ -142,7 +142,7 @@ class FailoverResult:
         moved = self.marker.groups
         scorecard = self.scorecard()
         rpo = scorecard["rpo"] or {}
-        return {"incident": self.marker.incident, "marker": asdict(self.marker),
+        return {"incident": self.marker.incident, "marker": self.marker.as_data(),
                 "replication_stop": self.marker.replication_stop,
                 "late_copies": int(self.marker.late_copies.get("total") or 0),
                 "groups_applied": summary.get("applied", 0),
@@ -296,10 +296,9 @@ def preflight(ctx: OpsContext, opts: FailoverOptions) -> dict[str, Any]:
         # switch to) and names it, with its groups, as left behind (exit 3).
         raise CheckFailed("Preflight failed: " + "; ".join(problems) + ".",
                           "Create or grow the topics on the target, then run again.")
-    dst_admin = dst.admin()
-    groups = [g for g in list_groups(dst_admin) if config.groups.matches(g)
+    groups = [g for g in list_groups(dst) if config.groups.matches(g)
               and ctx.scope.covers_group(g)]
-    active = sorted(g for g, st in group_states(dst_admin, groups).items() if st.active)
+    active = sorted(g for g, st in group_states(dst, groups).items() if st.active)
     out: dict[str, Any] = {"source_reachable": source_up,
                            "target_cluster_id": target_info.cluster_id, "topics": topics,
                            "active_groups_on_target": active}
@@ -327,11 +326,10 @@ def scope_preflight(ctx: OpsContext, opts: FailoverOptions, topics: Mapping[str,
                           "Check the application's topics in the config "
                           "(`drctl check --app NAME` shows what it resolves to).")
     if source_up:
-        admin = ctx.source.admin()
-        listed = [g for g in list_groups(admin) if wanted_group(config, ".*", g)]
+        listed = [g for g in list_groups(ctx.source) if wanted_group(config, ".*", g)]
         if scope.groups_given:
             out["scope_groups"] = sorted(g for g in listed if scope.covers_group(g))
-        commits: Mapping[str, Iterable[TP]] = committed_offsets(admin, listed)
+        commits: Mapping[str, Iterable[TP]] = committed_offsets(ctx.source, listed)
         seen_in = f"their commits on {rep.source}"
     else:
         known, seen_in = _commits_known_without_source(ctx)
@@ -1043,7 +1041,7 @@ def report_context(ctx: OpsContext, marker: FailoverMarker,
     when = (datetime.fromtimestamp(marker.failover_time_ms / 1000, UTC).isoformat(
         timespec="seconds") if marker.failover_time_ms else "not yet")
     return {
-        "marker": asdict(marker),
+        "marker": marker.as_data(),
         "failover_time": when,
         "open_risks": open_risks(marker),
         "left_behind": describe_left_behind(marker),

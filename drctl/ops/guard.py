@@ -133,12 +133,11 @@ class Guard:
             ensure_snapshot_topic(dst, config.state.snapshots_topic)
             self.topic_ready = True
         self._at = src
-        admin = src.admin()
         # Every wait of a round on a cluster is the guard's --deadline: a cluster that does
         # not answer fails the round then, and the next round tries again.
-        groups = [g for g in list_groups(admin, self.deadline_s)
+        groups = [g for g in list_groups(src, deadline_s=self.deadline_s)
                   if wanted_group(config, self.groups, g)]
-        commits = committed_offsets(admin, groups, self.deadline_s)
+        commits = committed_offsets(src, groups, deadline_s=self.deadline_s)
         now_ms = int(time.time() * 1000)
         moved: dict[str, dict[TP, int]] = {}
         for group, offsets in commits.items():

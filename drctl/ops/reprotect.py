@@ -36,7 +36,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -146,7 +146,7 @@ class ReprotectResult:
         return {**self.summary(), "resumed": self.resumed, "plan": self.plan, "steps": steps,
                 "phases_s": self.phases_s, "timing": self.scorecard()["timing"],
                 "scorecard": self.scorecard(),
-                "marker": None if self.dry_run else asdict(self.marker),
+                "marker": None if self.dry_run else self.marker.as_data(),
                 "reports": [str(p) for p in reports]}
 
     def runbook_summary(self, reports: Sequence[Path] = ()) -> dict[str, Any]:
@@ -160,7 +160,7 @@ class ReprotectResult:
         if self.dry_run:
             return []
         config = ctx.config
-        context = {"marker": asdict(self.marker), "summary": self.summary(),
+        context = {"marker": self.marker.as_data(), "summary": self.summary(),
                    "steps": {k.removeprefix("reprotect:"): v.result
                              for k, v in self.marker.steps.items()
                              if k.startswith("reprotect:")},

@@ -16,41 +16,25 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from confluent_kafka import KafkaError, KafkaException
-
 from drctl.context import OpsContext
 from drctl.errors import DrctlError, Unreachable
 from drctl.kafka.clients import ClusterUnreachable, cause_of, describe_with_retry
+from drctl.kafka.connect_rest import ConnectUnreachable
 from drctl.kafka.records import ReadTimeout
-from drctl.kafka.retriable import is_retriable
+from drctl.kafka.retriable import transient
 from drctl.timeparse import format_duration
 
 T = TypeVar("T")
 
-# Errors that mean "a cluster did not answer", not "this cannot work": another run may pass.
-# Beside them, every broker answer that passes once a leader or coordinator moved
-# (kafka/retriable.py: a restarted broker's leader epochs among them).
-_DROPPED = {KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._TIMED_OUT,
-            KafkaError.REQUEST_TIMED_OUT, KafkaError._MSG_TIMED_OUT, KafkaError._WAIT_COORD}
 # A wait for the clusters shorter than this saw no outage: they answered at once (a leader
 # moved, a read timed out), so the run again waits the retry policy's next backoff first.
 _AT_ONCE_S = 1.0
 
 
 def dropped(exc: BaseException) -> bool:
-    """Whether `exc` says a cluster did not answer (worth running the procedure again): the
-    gap job's lost Kafka among them."""
-    from drctl.gap.remote import SparkServerUnreachable  # loaded when needed
-    from drctl.gap.runner import GapJobLostKafka
-
-    if isinstance(exc, SparkServerUnreachable):
-        return False  # retried for the deadline already; no cluster to wait for
-    if isinstance(exc, ReadTimeout | Unreachable | TimeoutError | GapJobLostKafka):
-        return True
-    if isinstance(exc, KafkaException) and exc.args:
-        err = exc.args[0]
-        return isinstance(err, KafkaError) and (err.code() in _DROPPED or is_retriable(exc))
-    return False
+    """Whether `exc` says a cluster did not answer (worth running the procedure again once
+    it answers): drctl/kafka/retriable.py's one rule — the gap job's lost Kafka among them."""
+    return transient(exc)
 
 
 def await_clusters(ctx: OpsContext, clusters: Sequence[str], deadline_s: float, what: str,
@@ -65,12 +49,12 @@ def await_clusters(ctx: OpsContext, clusters: Sequence[str], deadline_s: float, 
             describe_with_retry(ctx.clients(name), ctx.config.retry.with_deadline(left),
                                 notify=ctx.notify)
         except Unreachable as exc:
-            raise Unreachable(f"{what.capitalize()} stopped: {exc.message}", _bring_back(name),
-                              detail=exc.detail) from None
+            raise Unreachable(f"{what.capitalize()} stopped: {exc.message}",
+                              _bring_back(f"'{name}'"), detail=exc.detail) from None
 
 
-def _bring_back(cluster: str) -> str:
-    return (f"Bring '{cluster}' back, then run it again: it continues after the last step "
+def _bring_back(what: str) -> str:
+    return (f"Bring {what} back, then run it again: it continues after the last step "
             "recorded.")
 
 
@@ -95,15 +79,20 @@ def rerun_while_dropped(run: Callable[[], T], ctx: OpsContext, clusters: Sequenc
     while True:
         try:
             return run()
+        except (ClusterUnreachable, ConnectUnreachable) as exc:
+            if not started():
+                raise
+            # The step itself waited for that cluster or Connect worker for the deadline:
+            # not a second time.
+            back = f"'{exc.cluster}'" if isinstance(exc, ClusterUnreachable) else \
+                f"the Kafka Connect worker ({exc.url})"
+            raise Unreachable(f"{what.capitalize()} stopped: {exc.message}",
+                              _bring_back(back), detail=exc.detail) from None
         except Exception as exc:
             if not dropped(exc) or not started():
                 raise
             failure = exc
         ctx.reconnect()  # a client that lived through a broker restart can keep failing
-        if isinstance(failure, ClusterUnreachable):
-            # The step itself retried that cluster for the deadline: not a second time.
-            raise Unreachable(f"{what.capitalize()} stopped: {failure.message}",
-                              _bring_back(failure.cluster), detail=failure.detail) from None
         ctx.notify(f"{what.capitalize()} stopped at a step: {_cause(failure)}; waiting up "
                    f"to {format_duration(deadline_s)} for {' and '.join(clusters)} to answer")
         waited_from = clock()

@@ -187,9 +187,8 @@ def collect_status(ctx: OpsContext, deadline_s: float = 5.0) -> dict[str, Any]:
     for name, cluster in clusters.items():
         if not cluster["reachable"]:
             continue
-        admin = ctx.clients(name).admin()
-        ids = [g for g in list_groups(admin) if config.groups.matches(g)]
-        states_of = group_states(admin, ids)
+        ids = [g for g in list_groups(ctx.clients(name)) if config.groups.matches(g)]
+        states_of = group_states(ctx.clients(name), ids)
         groups[name] = {g: {"state": st.state, "members": st.members}
                         for g, st in sorted(states_of.items())}
     return {"clusters": clusters, "replication": replication, "open_failovers": markers,
@@ -202,7 +201,8 @@ def _reverse_copies(ctx: OpsContext, deadline_s: float) -> list[dict[str, Any]] 
     rep = ctx.rep
     try:
         readers = groups_reading(ctx.config, reverse_copy_topics(rep, ctx.source))
-        commits = committed_offsets(ctx.source.admin(), readers, deadline_s) if readers else {}
+        commits = committed_offsets(ctx.source, readers, deadline_s=deadline_s) if readers \
+            else {}
         return [c.as_dict() for c in read_reverse_copies(rep, ctx.source, commits)]
     except (DrctlError, KafkaException) as exc:
         return f"not read: {_reason(exc)}"

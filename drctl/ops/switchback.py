@@ -273,8 +273,7 @@ def switch_back(ctx: OpsContext, marker: FailoverMarker, not_copied: Mapping[str
     again = _read_again(ctx, [(p, r, t) for p, r, t in decided if r.rewound])
     # A group still consuming on the target moves on there: a commit now would put it
     # behind or ahead of what it reads next. It waits for the next run.
-    on_target_states = group_states(ctx.target.admin(),
-                                    [g.group for g in report.groups])
+    on_target_states = group_states(ctx.target, [g.group for g in report.groups])
     waiting = set()
     for g in report.groups:
         st = on_target_states.get(g.group)
@@ -284,8 +283,8 @@ def switch_back(ctx: OpsContext, marker: FailoverMarker, not_copied: Mapping[str
             waiting.add(g.group)
     if apply:
         source = ctx.source
-        apply_positions(source.admin(), report, skip_groups=frozenset(waiting))
-        committed = committed_offsets(source.admin(), [g.group for g in report.groups])
+        apply_positions(source, report, skip_groups=frozenset(waiting))
+        committed = committed_offsets(source, [g.group for g in report.groups])
     else:
         committed = {}
     result = SwitchBack(applied=apply, translation=report)

@@ -8,6 +8,7 @@ findings; a cluster or worker that does not answer makes the areas that need it 
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from collections.abc import Mapping
@@ -17,6 +18,7 @@ from typing import Any
 
 from confluent_kafka import KafkaException
 
+from drctl.background import in_background
 from drctl.context import OpsContext
 from drctl.errors import DrctlError
 from drctl.findings import Area, Finding, Readiness, Severity
@@ -79,6 +81,12 @@ def run_check(ctx: OpsContext, opts: CheckOptions) -> Readiness:
                                 Severity.BLIND))
             ctx.notify(f"{name}: {'answered' if up[name] else 'no answer'}")
     topic_re, group_re = re.compile(opts.topics), re.compile(opts.groups)
+    # Which groups are active on the target (MirrorMaker 2's settings are judged by them):
+    # read by the target's group requests' child process while the rest is checked.
+    active_on_target = in_background(
+        lambda: sorted(g for g, st in group_states(ctx.target, [
+            g for g in list_groups(ctx.target) if wanted_group(ctx.config, group_re, g)
+        ]).items() if st.active), name="drctl-target-groups") if up[rep.target] else None
     now_ms = int(time.time() * 1000)
     src_topics: dict[str, int] = {}
     if up[rep.source]:
@@ -102,11 +110,8 @@ def run_check(ctx: OpsContext, opts: CheckOptions) -> Readiness:
         out.add(*lag_findings(rep.source, rep.target, out.lag,
                               ctx.require_kind().lag_remedy(rep)))
         ctx.notify("Reading MirrorMaker 2's settings and guard's last round")
-        groups = [g for g in list_groups(ctx.target.admin())
-                  if wanted_group(ctx.config, group_re, g)]
-        active = sorted(g for g, st in group_states(ctx.target.admin(), groups).items()
-                        if st.active)
-        out.add(*kind.settings_findings(rep, active))
+        assert active_on_target is not None  # the target answered: kept was read there
+        out.add(*kind.settings_findings(rep, active_on_target()))
         out.add(*guard_findings(kept.guard_round, now_ms, opts.stale_after_s, rep.target))
     out.seconds = time.monotonic() - started
     return out
@@ -141,22 +146,25 @@ def _positions(ctx: OpsContext, out: Readiness, src_topics: dict[str, int],
                group_re: re.Pattern[str], now_ms: int, opts: CheckOptions,
                snapshots: Mapping[tuple[str, str, int], OffsetSnapshot]) -> None:
     rep = ctx.rep
-    admin = ctx.source.admin()
-    groups = [g for g in list_groups(admin) if wanted_group(ctx.config, group_re, g)]
+    checkpoints_topic = ctx.require_kind().checkpoints_topic(rep)
+    # Read while the source's commits are (those by a child process, kafka/groups.py).
+    read_checkpoints = in_background(functools.partial(
+        timed_checkpoints, ctx.target, checkpoints_topic), name="drctl-checkpoints") \
+        if checkpoints_topic else None
+    groups = [g for g in list_groups(ctx.source) if wanted_group(ctx.config, group_re, g)]
     ctx.notify(f"Reading the commits of {len(groups)} group(s)")
-    every_commit = committed_offsets(admin, groups)
+    every_commit = committed_offsets(ctx.source, groups)
     if not ctx.scope.whole:
         _scope(ctx, out, src_topics, every_commit)
     commits = {g: {tp: o for tp, o in offs.items() if tp[0] in src_topics}
                for g, offs in every_commit.items() if ctx.scope.covers_group(g)}
     out.add(*reverse_copy_findings(read_reverse_copies(rep, ctx.source, every_commit),
                                    rep.source, rep.target, ctx.source.bootstrap))
-    checkpoints_topic = ctx.require_kind().checkpoints_topic(rep)
     checkpoints: dict[Any, Any] = {}
-    if checkpoints_topic:
+    if read_checkpoints is not None:
         ctx.notify(f"Reading {checkpoints_topic}")
         try:
-            checkpoints = timed_checkpoints(ctx.target, checkpoints_topic)
+            checkpoints = read_checkpoints()
         except DrctlError as exc:
             out.add(Finding(Area.POSITIONS, f"topic {checkpoints_topic}",
                             f"cannot be read on {rep.target}: {exc.message}",

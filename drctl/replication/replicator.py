@@ -58,9 +58,8 @@ class Replicator(ConnectControlled):
         rep = ctx.rep
         request.out_dir.mkdir(parents=True, exist_ok=True)
         group = rep.replicator_group or reverse_connector_name(rep, request.part)
-        admin = ctx.target.admin()
         for topic, parts in request.starts.items():
-            alter_offsets(admin, group, {(topic, p): off for p, off in parts.items()})
+            alter_offsets(ctx.target, group, {(topic, p): off for p, off in parts.items()})
         path = request.out_dir / f"{request.incident}-replicator-reverse.json"
         path.write_text(render("replicator-connector.json.j2", ctx.config.redactor,
                                name=reverse_connector_name(rep, request.part),
@@ -78,9 +77,8 @@ class Replicator(ConnectControlled):
 
         rep = ctx.rep
         try:
-            admin = ctx.source.admin()
             group = forward_group(rep)
-            return dict(committed_offsets(admin, [group]).get(group, {}))
+            return dict(committed_offsets(ctx.source, [group]).get(group, {}))
         except Exception:  # noqa: BLE001 - unknown is said as such by the caller
             return None
 
@@ -129,7 +127,7 @@ class Replicator(ConnectControlled):
                         notify: Notify) -> None:
         notify(f"Committing the forward Replicator group '{group}' on {ctx.rep.source} at the "
                "cut-over")
-        alter_offsets(ctx.source.admin(), group,
+        alter_offsets(ctx.source, group,
                       {(t, p): off for t, parts in request.forward_starts.items()
                        for p, off in parts.items()})
 

@@ -90,7 +90,7 @@ class Journal:
         os.fsync(fd)
 
     def write(self, record: Mapping[str, Any]) -> None:
-        data = self.redactor.redact_data(to_jsonable(plain({"time": now_iso(), **record})))
+        data = self.redactor.plain_data(plain({"time": now_iso(), **record}))
         self._file.write(json.dumps(data, separators=(",", ":"), default=str) + "\n")
         self._file.flush()
         os.fsync(self._file.fileno())

@@ -14,7 +14,6 @@ from enum import StrEnum
 from typing import Any
 
 from drctl.errors import ExitStatus
-from drctl.jsonable import to_jsonable
 from drctl.runbook.model import Phase, Runbook, StepKind
 from drctl.runbook.templating import plain
 from drctl.secrets import Redactor
@@ -131,7 +130,7 @@ class RunResult:
             "steps": [s.as_dict() for s in self.steps],
             "scorecard": run_scorecard(self.steps),
         }
-        redacted: dict[str, Any] = redactor.redact_data(to_jsonable(plain(data)))
+        redacted: dict[str, Any] = redactor.plain_data(plain(data))
         return redacted
 
 

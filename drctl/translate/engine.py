@@ -12,8 +12,6 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from confluent_kafka.admin import AdminClient
-
 from drctl.background import in_background
 from drctl.config import Config, Scope
 from drctl.context import OpsContext
@@ -184,17 +182,21 @@ def translate_offsets(ctx: OpsContext, req: TranslateRequest,
                 for p in meta.partitions}
     dst_marks = _capped(watermarks(dst_admin, sorted(all_target_tps & existing)),
                         req.target_ends)
-    # The groups' states on the target (a DescribeGroups per group) are read on a client of
-    # their own while the offsets are read and placed: waiting for their answers overlaps the
-    # placement's work. Applying needs them; placing does not.
-    states_of = in_background(functools.partial(group_states, dst.admin(fresh=True),
-                                                positions), name="drctl-group-states")
-    current = committed_offsets(dst_admin, positions)
-    report.groups = _group_results(positions, current, dst_marks, to_topic, method, req.target)
+    # The groups' states and commits on the target are read (by the target's group
+    # requests' child process) while the positions are placed: waiting for their answers
+    # overlaps the placement's work. The rewind rule and applying need them; placing does not.
+    states_of = in_background(functools.partial(group_states, dst, positions),
+                              name="drctl-group-states")
+    current_of = in_background(functools.partial(committed_offsets, dst, positions),
+                               name="drctl-target-commits")
+    report.groups = _group_results(positions, dst_marks, to_topic, method, req.target)
     todo = [p for p in report.partitions if not p.confidence]
     notify(f"Translating {len(todo)} positions of {len(report.groups)} groups ({method})")
     method_for(method)(Placing(src, dst, dst_marks, source_up, req.max_scan,
                                req.own_copy_header, snapshots or {}, checkpoints or {}), todo)
+    current = current_of()
+    for p in report.partitions:
+        p.current_target_offset = current.get(p.group, {}).get((p.target_topic, p.partition))
     states = states_of()
     for gr in report.groups:
         st = states.get(gr.group)
@@ -205,11 +207,11 @@ def translate_offsets(ctx: OpsContext, req: TranslateRequest,
     if req.apply:
         if approve is not None:
             approve(report)
-        apply_positions(dst_admin, report)
+        apply_positions(dst, report)
     return report
 
 
-def _group_results(positions: dict[str, dict[TP, int]], current: dict[str, dict[TP, int]],
+def _group_results(positions: dict[str, dict[TP, int]],
                    dst_marks: dict[TP, tuple[int, int]], to_topic: Callable[[str], str | None],
                    method: TranslateMethod, target: str) -> list[GroupResult]:
     """One result per group, a partition result per position, its target still to place
@@ -220,9 +222,7 @@ def _group_results(positions: dict[str, dict[TP, int]], current: dict[str, dict[
         for (topic, partition), offset in sorted(offsets.items()):
             target_topic = to_topic(topic) or ""
             pr = PartitionResult(group, topic, partition, target_topic, offset, method.value,
-                                 None,
-                                 "", current_target_offset=current.get(group, {}).get(
-                                     (target_topic, partition)))
+                                 None, "")
             if (target_topic, partition) not in dst_marks:
                 pr.confidence = Confidence.MISSING_TOPIC
                 pr.note = f"{target_topic}[{partition}] does not exist on {target}"
@@ -281,9 +281,8 @@ def _source_positions(src: ClusterClients | None, checkpoints: dict | None,
                       to_topic: Callable[[str], str | None]) -> dict[str, dict[TP, int]]:
     out: dict[str, dict[TP, int]] = {}
     if src is not None:
-        admin = src.admin()
-        groups = [g for g in list_groups(admin) if wanted(g)]
-        for group, offsets in committed_offsets(admin, groups).items():
+        groups = [g for g in list_groups(src) if wanted(g)]
+        for group, offsets in committed_offsets(src, groups).items():
             kept = {tp: o for tp, o in offsets.items() if to_topic(tp[0])}
             if kept:
                 out[group] = kept
@@ -329,7 +328,7 @@ def _rewind_rule(report: TranslationReport, allow_rewind: bool) -> None:
             p.confidence = Confidence.KEPT
 
 
-def apply_positions(admin: AdminClient, report: TranslationReport,
+def apply_positions(clients: ClusterClients, report: TranslationReport,
                     skip_groups: frozenset[str] = frozenset()) -> None:
     """Commit the report's positions: one atomic commit per group, never to a group with
     active members on the target, never a `kept` position; `skip_groups` are left alone."""
@@ -346,7 +345,7 @@ def apply_positions(admin: AdminClient, report: TranslationReport,
         # not a failure to apply.
         if offsets:
             commits[g.group] = offsets
-    failed = alter_offsets_many(admin, commits)
+    failed = alter_offsets_many(clients, commits)
     for g in report.groups:
         if g.group not in commits:
             continue

@@ -106,8 +106,7 @@ def keep_inventory(config: Config, src: ClusterClients, dst: ClusterClients, *,
     result = InventoryRefresh(written_ms=cache.get("written_ms"))
     try:
         topics = source_topics_in_scope(config, src)
-        admin = src.admin()
-        listed = [g for g in list_groups(admin) if wanted_group(config, ".*", g)]
+        listed = [g for g in list_groups(src) if wanted_group(config, ".*", g)]
         alive = set(listed)
         # Groups gone from the source drop out (memory and file follow the source).
         entries: dict[str, dict[str, Any]] = {
@@ -126,7 +125,7 @@ def keep_inventory(config: Config, src: ClusterClients, dst: ClusterClients, *,
             if group in alive:
                 note(group, offsets)
         due = groups_to_read(listed, {g: e["read_ms"] for g, e in entries.items()}, now_ms)
-        for group, offsets in committed_offsets(admin, due).items():
+        for group, offsets in committed_offsets(src, due).items():
             note(group, offsets)
         result.read_groups = len(due)
         inventory = SourceInventory(

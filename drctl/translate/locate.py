@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from drctl.fingerprint import record_fingerprint
+from drctl.fingerprint import record_fingerprint, same_record
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.offsets import list_offsets_many
 from drctl.kafka.records import Record
@@ -161,8 +161,6 @@ def match_records(a: Side, b: Side, queries: Sequence[MatchQuery], *,
     anchors_b = b.timestamp_offsets([
         (q.tp_b, t - LOG_APPEND_SLACK_MS if q.tp_b[0] in b.log_append else t)
         for q, t in zip(queries, ts, strict=True)])
-    fps = [a.fingerprint(q.record, not loose) for q, loose in zip(queries, ts_not_kept,
-                                                                  strict=True)]
 
     # k: how many copies of R lie on A between the anchor and R itself.
     count_reqs: list[RangeRequest] = []
@@ -172,12 +170,12 @@ def match_records(a: Side, b: Side, queries: Sequence[MatchQuery], *,
                                        max(start, q.record.offset - max_scan),
                                        q.record.offset + 1))
     # A copy carries R's timestamp (it is part of the fingerprint) and R's key and value:
-    # compare those first, and hash only the few records that share them.
+    # compare those first, then what else the fingerprint covers (no digest needed).
     copies_needed = [sum(1 for r in recs
                          if (loose or r.timestamp_ms == t) and same_content(r, q.record)
-                         and a.fingerprint(r, not loose) == fp)
-                     for recs, fp, t, loose, q in zip(a.reader.read(count_reqs), fps, ts,
-                                                      ts_not_kept, queries, strict=True)]
+                         and same_record(r, q.record, not loose))
+                     for recs, t, loose, q in zip(a.reader.read(count_reqs), ts,
+                                                  ts_not_kept, queries, strict=True)]
 
     # Scan B in growing chunks until the k-th copy shows up.
     state = {}
@@ -205,7 +203,7 @@ def match_records(a: Side, b: Side, queries: Sequence[MatchQuery], *,
                 res.scanned.append(rec)
                 if (ts_not_kept[i] or rec.timestamp_ms == ts[i]) and \
                         same_content(rec, queries[i].record) and \
-                        b.fingerprint(rec, not ts_not_kept[i]) == fps[i]:
+                        same_record(rec, queries[i].record, not ts_not_kept[i]):
                     seen += 1
                     res.last_copy = rec.offset
                     if seen == max(1, copies_needed[i]):
@@ -238,7 +236,13 @@ def last_records(side: Side, positions: Sequence[tuple[TP, int]], window: int = 
     which `skip` holds (copies drctl made itself, which replicate nothing) are stepped over
     when looking back."""
     out: list[tuple[Record | None, Record | None]] = [(None, None)] * len(positions)
-    pending = {i: (window, 8) for i in range(len(positions))}
+    pending = {}
+    for i, (tp, off) in enumerate(positions):
+        loaded = side.reader.around(tp, off, skip)  # a partition read whole: no window
+        if loaded is None:
+            pending[i] = (window, 8)
+        else:
+            out[i] = loaded
     while pending:
         reqs, order = [], []
         for i, (back, fwd) in pending.items():

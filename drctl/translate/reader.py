@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 
@@ -48,6 +48,18 @@ class _LoadedPartition:
     def slice(self, start: int, end: int) -> list[Record]:
         return self.records[bisect_left(self.offsets, start):bisect_left(self.offsets, end)]
 
+    def around(self, offset: int, skip: Callable[[Record], bool] | None
+               ) -> tuple[Record | None, Record | None]:
+        """The last visible record before `offset` (stepping over those `skip` holds for)
+        and the first at or after it: the partition is loaded whole, so a record not here is
+        not in it."""
+        i = bisect_left(self.offsets, offset)
+        j = i - 1
+        while j >= 0 and skip is not None and skip(self.records[j]):
+            j -= 1
+        return (self.records[j] if j >= 0 else None,
+                self.records[i] if i < len(self.records) else None)
+
     def first_at_or_after(self, timestamp_ms: int) -> int:
         """Offset of the first visible record whose timestamp is >= T, -1 when none (what
         ListOffsets answers, except that records a read_committed reader never sees are
@@ -71,6 +83,13 @@ class BatchReader:
                 if tp not in self._loaded]
         for req, recs in zip(todo, self._read_from_cluster(todo), strict=True):
             self._loaded[req.tp] = _LoadedPartition(req.start, req.end, recs)
+
+    def around(self, tp: TP, offset: int, skip: Callable[[Record], bool] | None = None
+               ) -> tuple[Record | None, Record | None] | None:
+        """The records either side of `offset` of a loaded partition (`_LoadedPartition`);
+        None when the partition is not loaded."""
+        part = self._loaded.get(tp)
+        return None if part is None else part.around(offset, skip)
 
     def first_at_or_after(self, tp: TP, timestamp_ms: int) -> int | None:
         """The loaded answer to ListOffsets(T); None when the partition is not loaded."""

@@ -175,7 +175,7 @@ def test_one_application_fails_over_back_and_returns_while_the_other_replicates(
     for t in (a1, a2, b1):
         _wait_same(lab, t)
     # B's groups never moved by A's incident.
-    back = committed_offsets(fresh_clients(lab, "primary").admin(), [b_group, b_both])
+    back = committed_offsets(fresh_clients(lab, "primary"), [b_group, b_both])
     assert all(back[b_group][(b1, p)] == BASE for p in range(PARTS)), back[b_group]
     assert all(back[b_both][(t, p)] == BASE for t in (a1, b1) for p in range(PARTS))
     status, st = run_json(*c, "status", "--deadline", "10s")

@@ -106,10 +106,10 @@ def test_secondary_restart_before_failback(lab: RunningLab, ns: str, tmp_path: P
     # Group requests through clients that lived through the restart answer at once: an admin
     # client that knew the group's coordinator before (librdkafka#5511) was replaced.
     group, watcher = f"{ns}-post", lab.lab.clients(lab.state, "secondary")
-    before = committed_offsets(watcher.admin(), [group], timeout_s=10)[group]
+    before = committed_offsets(watcher, [group], deadline_s=10)[group]
     restart_secondary(lab, watcher)
     describe(watcher, timeout_s=10)  # a command's preflight asks the cluster first
-    assert committed_offsets(watcher.admin(), [group], timeout_s=10)[group] == before
+    assert committed_offsets(watcher, [group], deadline_s=10)[group] == before
     readings = forward_readings(lab)
     source = readings[lab.lab.flow(lab.state).connector_names()["source"]]
     print("after the restart:", {n: r.describe() for n, r in readings.items()})
@@ -231,3 +231,25 @@ def test_secondary_dropping_mid_failback_is_waited_for_within_the_deadline(
     print("after the restarts:", {n: r.describe() for n, r in readings.items()})
     assert all(r.activity is not ConnectorActivity.COPYING for r in readings.values())
     assert_end_state(lab, o)
+
+
+def test_connect_dropping_mid_failback_ends_it_within_the_deadline_naming_connect(
+        lab: RunningLab, ns: str, tmp_path: Path, restore_worker: None) -> None:
+    """Issue 43: Connect is not a Kafka cluster. Its worker SIGKILLed mid-failback: the
+    first step that needs it waits for it within --deadline, then failback ends (exit 4)
+    naming Connect — it used to run failback again up to 16 times, each waiting the
+    deadline, while both Kafka clusters answered (about 25 minutes at --deadline 30s)."""
+    o = outage(lab, ns, tmp_path)
+    deadline_s = 20
+    argv = [sys.executable, "-m", "drctl", "--config", str(o["config"]), "-o", "json",
+            "failback", "--check-order", "--reconcile", "copy-safe", "--yes", "--groups",
+            f"{ns}-.*", "--deadline", f"{deadline_s}s"]
+    status, _, err, took = failback_meanwhile(
+        argv, ("Proving where replication stopped", "Gap analysis"),
+        lambda: lab.lab.fail("replication"))
+    assert status == 4, err[-3000:]
+    # The deadline plus the step under way when the worker went (the gap job, reconcile).
+    assert took < deadline_s + 90, took
+    assert "Failback stopped: Kafka Connect at http" in err, err[-3000:]
+    assert "Bring the Kafka Connect worker (http" in err
+    assert "Running failback again" not in err

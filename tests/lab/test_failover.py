@@ -119,7 +119,7 @@ def test_unplanned_failover_with_primary_down(lab: RunningLab, ns: str, tmp_path
                                            groups=(f"{ns}-g1=40%", f"{ns}-g2=80%")))
     wait_replicated(lab, topic, 600 - 10)
     # Failover with the source down moves what MM2 checkpointed: wait for both groups.
-    for group, commits in committed_offsets(lab.primary.admin(),
+    for group, commits in committed_offsets(lab.primary,
                                             [f"{ns}-g1", f"{ns}-g2"]).items():
         lab.wait_checkpointed(group, topic, {p: o for (t, p), o in commits.items()
                                              if t == topic})
@@ -212,7 +212,7 @@ def test_crash_mid_failover_then_rerun_finishes_without_reapplying(
     placed = done["groups"][ahead]["positions"][lab.mirror(topic)]
     assert {int(p): v["offset"] for p, v in placed.items()} == {
         int(p): o for p, o in done["failover_point"][lab.mirror(topic)].items()}, placed
-    on_target = committed_offsets(lab.secondary.admin(), [ahead])[ahead]
+    on_target = committed_offsets(lab.secondary, [ahead])[ahead]
     assert {p: on_target[(lab.mirror(topic), p)] for p in (0, 1)} == {
         int(p): o for p, o in done["failover_point"][lab.mirror(topic)].items()}
     # RPO: from the oldest record the target lacked at F, to F.

@@ -157,7 +157,7 @@ def test_failover_with_the_source_down_starts_groups_at_guards_snapshots(
         # read on the source, found by value on the secondary.
         target = read_all(lab.secondary, lab.mirror(topic))
         offset_of = {(r.partition, r.value): r.offset for r in target}
-        applied = committed_offsets(lab.secondary.admin(), list(commits))
+        applied = committed_offsets(lab.secondary, list(commits))
         behind: dict[tuple[str, int], int] = {}
         for group, offset in commits.items():
             for p in range(PARTITIONS):

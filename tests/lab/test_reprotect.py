@@ -460,7 +460,7 @@ def test_a_planned_switchover_there_and_back_is_exact(lab: RunningLab, ns: str,
         assert out["gap"]["safe"] == 0 and out["phase"] == "failed-back", out["gap"]
         # Back on the primary the group stands at its end: it read every post-failover write
         # on the secondary, and each is on the primary once.
-        back = committed_offsets(fresh_clients(lab, "primary").admin(), [group])[group]
+        back = committed_offsets(fresh_clients(lab, "primary"), [group])[group]
         assert {p: back[(topic, p)] for p in range(PARTS)} == {
             p: _end(lab, topic, p) for p in range(PARTS)} == {
             p: BASE + POST for p in range(PARTS)}, back

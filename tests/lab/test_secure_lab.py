@@ -9,10 +9,11 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from drctl.kafka.acls import AclOutcome, authorizer_available, fence, fenced_topics, lift_fence
 from drctl.kafka.clients import ClusterClients
+from drctl.kafka.groups import committed_offsets
 from drctl.kafka.records import read_all
 from drctl.lab.security import DRCTL_USER, MM2_PRINCIPAL, MM2_USER
 from drctl.lab.workload import commit_offsets, create_topics
@@ -101,9 +102,8 @@ def test_drctl_commands_work_on_the_secured_lab(secure_lab: RunningLab, ns: str,
     assert status == 0, report
     (moved,) = report["groups"]
     assert moved["group"] == group and moved["applied"]
-    committed = secure_lab.secondary.admin().list_consumer_group_offsets(
-        [ConsumerGroupTopicPartitions(group)])[group].result()
-    assert {tp.partition: tp.offset for tp in committed.topic_partitions} == {0: 5, 1: 15}
+    committed = committed_offsets(secure_lab.secondary, [group])[group]
+    assert {p: o for (_, p), o in committed.items()} == {0: 5, 1: 15}
 
 
 def test_fence_stops_mirrormaker_and_lifting_lets_it_copy_again(secure_lab: RunningLab,
@@ -236,3 +236,77 @@ def test_check_finds_a_write_acl_the_target_lacks(secure_lab: RunningLab, ns: st
                     principal, "*", AclOperation.ANY, AclPermissionType.ANY)],
                     request_timeout=10).values():
                 future.result()
+
+
+@pytest.mark.parametrize("login", ["scram", "plain", "mtls", "oauthbearer"])
+def test_group_requests_log_in_every_way_the_lab_has(secure_lab: RunningLab, ns: str,
+                                                     login: str) -> None:
+    """Issue 43: the group requests' child process (kafka/coordinator.py) logs in with the
+    cluster's own configuration, whatever it is: commit, read back, list, describe."""
+    import yaml
+
+    from drctl.config import load_config
+    from drctl.kafka.groups import alter_offsets, group_states, list_groups
+
+    lab = secure_lab.lab
+    path = lab.config_file if login in ("scram", "plain") else lab.secure_config_file(login)
+    raw = yaml.safe_load(path.read_text())
+    if login == "plain":
+        raw["clusters"]["primary"]["sasl.mechanism"] = "PLAIN"
+    config_file = path.parent / f"drctl-groups-{login}-{ns}.yaml"
+    config_file.write_text(yaml.safe_dump(raw))
+    try:
+        clients = ClusterClients.for_cluster(load_config(config_file), "primary")
+        topic, group = f"{ns}-logins", f"{ns}-{login}"
+        create_topics(secure_lab.primary, (topic,), 2)
+        alter_offsets(clients, group, {(topic, 0): 3, (topic, 1): 4})
+        assert committed_offsets(clients, [group]) == {group: {(topic, 0): 3, (topic, 1): 4}}
+        assert group in list_groups(clients)
+        assert group_states(clients, [group])[group].state == "EMPTY"
+        clients.close()
+    finally:
+        config_file.unlink()
+
+
+def test_a_topic_drctl_may_not_describe_ends_gap_analysis_at_once_with_the_cause(
+        secure_lab: RunningLab, ns: str, tmp_path: Path) -> None:
+    """Issue 43: authorization is permanent — exit 4 at once, saying so; it used to be "no
+    topic" (a wrong cause), and a ListOffsets refused a wait for partition leaders."""
+    import yaml
+    from confluent_kafka.admin import (
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
+
+    topic = f"{ns}-hidden"
+    create_topics(secure_lab.primary, (topic,), 2)
+    produce(secure_lab.primary, topic, keyed("h", 10))
+    wait_replicated(secure_lab, topic, 10)
+    # A principal with no ACL at all on the primary: it logs in, and may describe nothing.
+    user, password = f"reader-{ns}", f"pw-{ns}"
+    for future in secure_lab.primary.admin().alter_user_scram_credentials([
+            UserScramCredentialUpsertion(user, ScramCredentialInfo(
+                ScramMechanism.SCRAM_SHA_512, 8192), password.encode())]).values():
+        future.result(30)
+    raw = yaml.safe_load(secure_lab.config_file.read_text())
+    raw["clusters"]["primary"].update({"sasl.username": user, "sasl.password": password})
+    config = tmp_path / "drctl.yaml"
+    config.write_text(yaml.safe_dump(raw))
+    started = time.monotonic()
+    end = started + 60
+    while True:  # until the brokers know the new user's credentials
+        status, report = run_json("--config", str(config), "gap-analysis", "--topics", topic,
+                                  "--report-dir", str(tmp_path / "gap"), "--deadline", "30s")
+        if "authentication" not in report.get("error", {}).get("message", "") \
+                or time.monotonic() > end:
+            break
+        time.sleep(1)
+        started = time.monotonic()
+    took = time.monotonic() - started
+    assert status == 4, report
+    assert report["error"]["message"] == (
+        f"'primary' does not let drctl's principal describe {topic}: not authorized "
+        "(TOPIC_AUTHORIZATION_FAILED).")
+    assert "Grant drctl's principal DESCRIBE and READ" in report["error"]["hint"]
+    assert took < 25, took  # at once: not the --deadline of a wait

@@ -142,7 +142,7 @@ def _scenario(lab: RunningLab, ns: str, tmp_path: Path) -> None:
     assert sum(universe.values()) == (BASE + GAP + POST) * PARTITIONS
     assert all(n == 1 for n in universe.values())  # every record once on the primary
     # A new client: the lab's own was made before the primary restarted.
-    positions = committed_offsets(lab.lab.clients(lab.state, "primary").admin(),
+    positions = committed_offsets(lab.lab.clients(lab.state, "primary"),
                                   list(groups.values()))
     by_value = {(r.partition, r.offset): r.value for r in primary}
     for name, group in groups.items():

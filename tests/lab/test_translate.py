@@ -309,7 +309,7 @@ def test_active_group_on_target_is_skipped(lab: RunningLab, ns: str) -> None:
         status, refused = run_translate(lab, ns)
         assert status == 5 and refused["error"]["kind"] == "Aborted"
         assert "--yes" in refused["error"]["hint"]
-        assert committed_offsets(lab.secondary.admin(), [f"{ns}-idle"]).get(f"{ns}-idle",
+        assert committed_offsets(lab.secondary, [f"{ns}-idle"]).get(f"{ns}-idle",
                                                                             {}) == {}
         status, report = run_translate(lab, ns, "--yes")
     assert status == 3
@@ -411,7 +411,7 @@ def test_exact_translation_on_a_compacted_copy_places_every_group_or_names_it(
     assert got["target_offset"] <= twin_copy, got
     assert (got["confidence"], got["max_redelivered"]) == ("walked-back:1", 1), got
     assert not [r for r in held[1] if got["target_offset"] <= r.offset < twin_copy], got
-    committed = committed_offsets(lab.secondary.admin(), [reader])[reader]
+    committed = committed_offsets(lab.secondary, [reader])[reader]
     assert committed == {(mirror, p): expected(p, 150) for p in (0, 1)}
 
     # The operator's scan bound is too small to prove where the group goes: named, exit 3.

@@ -56,3 +56,29 @@ def test_config_show_never_prints_a_password_inside_a_url(
         assert "hunter2-in-url" not in out + err
         assert "http://operator:****@connect.example:8083/" in out
     assert json.loads(out)["replication"]["connect"]["url"].startswith("http://operator:****@")
+
+
+def test_plain_data_is_to_jsonable_then_redact_data_in_one_walk() -> None:
+    """Every output of data goes through Redactor.plain_data (issue 43: one walk of a large
+    result, not two); it must mask exactly as the two did."""
+    from datetime import datetime
+    from enum import IntEnum, StrEnum
+    from pathlib import Path
+
+    from drctl.jsonable import to_jsonable
+    from drctl.secrets import Redactor
+
+    class Name(StrEnum):
+        LEAKED = "hunter22"
+
+    class Code(IntEnum):
+        THREE = 3
+
+    redactor = Redactor(["hunter22", "s3cr3t!"])
+    data = {"password": "abc", "token": "${env:X}", "sasl.password": Path("/x/hunter22"),
+            "k": [1, 2.5, None, True, b"\x01", {"secret": Name.LEAKED}],
+            "url": "http://u:pw@h/", "when": datetime(2020, 1, 1), "e": Code.THREE,
+            "s": {1, 2}, 3: "s3cr3t!x", "nested": ({"api_key": 5},)}
+    assert redactor.plain_data(data) == redactor.redact_data(to_jsonable(data))
+    assert redactor.plain_data(data)["password"] == "****"
+    assert "hunter22" not in str(redactor.plain_data(data))

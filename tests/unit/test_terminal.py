@@ -242,3 +242,23 @@ def test_a_table_that_fits_shares_the_width_by_need_and_keeps_words_whole() -> N
     assert max(len(line) for line in lines) <= 40
     assert "bootstrap.servers" in " ".join(lines).split()
     assert lines[0].split() == ["object", "fix"]
+
+
+def test_a_long_list_in_the_json_document_is_one_compact_item_per_line(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 43: Python's indenting encoder is pure Python; 160,000 positions spent seconds
+    in it. A long list is written one item per line, the same data."""
+    import json
+
+    from drctl.terminal import OutputFormat, Terminal
+
+    term = Terminal(output=OutputFormat.json)
+    data = {"summary": {"groups": 300}, "groups": [{"group": f"g{i}", "partitions": [
+        {"partition": 0, "target_offset": i}]} for i in range(300)], "notes": ["a"]}
+    term.emit_json(data)
+    term.finish_json(0)
+    out = capsys.readouterr().out
+    assert json.loads(out) == {**data, "exit_status": 0}
+    lines = out.splitlines()
+    assert '    {"group":"g0","partitions":[{"partition":0,"target_offset":0}]},' in lines
+    assert '  "summary": {' in lines and '    "groups": 300' in lines  # short: indented

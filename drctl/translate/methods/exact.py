@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+from drctl.fingerprint import same_record
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.records import Record
@@ -141,7 +142,7 @@ def _next_is_consumed(a: Side, b: Side, matches: dict, around: dict,
     suspects = [k for k, m in matches.items() if m.offset is not None and m.after is not None
                 and (around[k][1] is None
                      or not same_content(around[k][1], m.after)
-                     or a.fingerprint(around[k][1]) != b.fingerprint(m.after))]
+                     or not same_record(around[k][1], m.after))]
     if not suspects:
         return set()
     queries = [MatchQuery(matches[k].after, (k[0], k[1])) for k in suspects]
@@ -180,8 +181,7 @@ def _twinned(a: Side, b: Side, matches: dict, around: dict, target_of: dict,
         last, successor = around[k]
         with_ts = not (k[0] in a.log_append or target_of[(k[0], k[1])] in b.log_append)
         if m.occurrence > 1 or (successor is not None and same_content(successor, last)
-                                and a.fingerprint(successor, with_ts)
-                                == a.fingerprint(last, with_ts)):
+                                and same_record(successor, last, with_ts)):
             candidates.append(k)
     if not candidates:
         return []
@@ -249,9 +249,8 @@ def _missing_counts(a: Side, b: Side, todo: list[PartitionResult], ahead: list,
         occurrence = 0
         if last is not None:
             ts = last.timestamp_type == 1
-            fp = a.fingerprint(last, ts)
             occurrence = sum(1 for r in recs if r.offset <= last.offset
-                             and same_content(r, last) and a.fingerprint(r, ts) == fp)
+                             and same_content(r, last) and same_record(r, last, ts))
         m = located.get(key)
         out[key] = _Ahead(len(recs), occurrence,
                           is_anchored and last is not None and occurrence > 0,

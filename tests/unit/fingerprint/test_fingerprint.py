@@ -59,3 +59,32 @@ def test_digest_is_two_seeded_xxh64_chains() -> None:
             acc = h(data, acc)
         expected += acc.to_bytes(8, "big")
     assert fingerprint(3, b"k", None, [], 5) == expected
+
+
+def test_same_record_is_fingerprint_equality_without_the_digest() -> None:
+    """Translation compares candidate copies with `same_record` (issue 43: a digest costs
+    some twenty comparisons); it must say exactly what equal fingerprints say."""
+    import itertools
+
+    from drctl.fingerprint import record_fingerprint, same_record
+    from drctl.kafka.records import Record
+
+    base = Record("t", 0, 5, b"k", b"v", 1000, 1, (("h", b"1"),))
+    variants = [
+        base,
+        Record("mirror", 0, 9, b"k", b"v", 1000, 1, (("h", b"1"),)),  # a copy elsewhere
+        Record("t", 1, 5, b"k", b"v", 1000, 1, (("h", b"1"),)),  # another partition
+        Record("t", 0, 5, None, b"v", 1000, 1, (("h", b"1"),)),
+        Record("t", 0, 5, b"", b"v", 1000, 1, (("h", b"1"),)),  # empty is not null
+        Record("t", 0, 5, b"k", b"v", 1001, 1, (("h", b"1"),)),
+        Record("t", 0, 5, b"k", b"v", 1001, 2, (("h", b"1"),)),  # LogAppendTime
+        Record("t", 0, 5, b"k", b"v", 1000, 1, (("h", None),)),
+        Record("t", 0, 5, b"k", b"v", 1000, 1, ()),
+        Record("t", 0, 5, b"k", b"v", 1000, 1, (("h", b"1"), ("__replicator_id", b"x"))),
+    ]
+    for x, y in itertools.product(variants, repeat=2):
+        for with_ts in (None, True, False):
+            expected = (record_fingerprint(x, with_ts) == record_fingerprint(y, with_ts)
+                        if with_ts is not None
+                        else record_fingerprint(x) == record_fingerprint(y))
+            assert same_record(x, y, with_ts) == expected, (x, y, with_ts)

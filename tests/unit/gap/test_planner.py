@@ -75,3 +75,60 @@ def test_retention_losses_are_counted_from_the_replicators_own_position() -> Non
     # Offsets preserved: the target holds [.., F), so [F, log start) is what was lost.
     same = _lost_to_retention(_sides(None), "t", 0, 40, 0, 25, unproven, "identity")
     assert same is not None and (same["from"], same["to"], same["count"]) == (25, 40, 15)
+
+
+class _ListingAdmin:
+    """ListOffsets answered with `code` every time; counts the requests."""
+
+    def __init__(self, code: int) -> None:
+        self.code = code
+        self.asked = 0
+
+    def list_offsets(self, requests: dict[Any, Any], **_: Any) -> dict[Any, Any]:
+        from concurrent.futures import Future
+
+        from confluent_kafka import KafkaError, KafkaException
+
+        self.asked += 1
+        out = {}
+        for tp in requests:
+            failed: Future[Any] = Future()
+            failed.set_exception(KafkaException(KafkaError(self.code)))
+            out[tp] = failed
+        return out
+
+    def list_topics(self, **_: Any) -> Any:
+        return None  # the refresh a stale leader asks for
+
+
+def test_a_refused_listoffsets_ends_planning_at_once_with_the_cause() -> None:
+    """Issue 43: authorization is permanent — exit 4 at once naming it, never a wait for
+    partition leaders."""
+    from confluent_kafka import KafkaError
+
+    from drctl.errors import ExitStatus
+    from drctl.gap.planner import _list
+    from drctl.kafka.retriable import transient
+
+    admin = _ListingAdmin(KafkaError.TOPIC_AUTHORIZATION_FAILED)
+    with pytest.raises(Exception) as caught:
+        _list(admin, "primary", "orders", [0, 1], None)  # type: ignore[arg-type]
+    error: Any = caught.value
+    assert admin.asked == 1
+    assert error.exit_status == ExitStatus.UNREACHABLE and not transient(error)
+    assert error.message == ("Listing offsets of orders on 'primary' was refused: not "
+                             "authorized (TOPIC_AUTHORIZATION_FAILED).")
+    assert "Grant drctl's principal DESCRIBE" in error.hint
+
+
+def test_a_leader_moving_in_listoffsets_is_unreachable_for_failback_to_wait_out() -> None:
+    from confluent_kafka import KafkaError
+
+    from drctl.gap.planner import _list
+    from drctl.kafka.retriable import transient
+
+    admin = _ListingAdmin(KafkaError.NOT_LEADER_FOR_PARTITION)
+    with pytest.raises(Exception) as caught:
+        _list(admin, "primary", "orders", [0], None)  # type: ignore[arg-type]
+    assert admin.asked > 1  # asked again while the leader moves
+    assert transient(caught.value)  # failback waits for the cluster, then runs again

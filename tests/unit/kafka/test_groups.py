@@ -1,8 +1,11 @@
-"""Group admin requests go out IN_FLIGHT at a time, and a coordinator that leaves some
-unanswered is a clear Unreachable (exit 4) with the count, not a raw KafkaException.
+"""What kafka/groups.py makes of the answers: requests go out IN_FLIGHT at a time; a transient
+failure is asked again for the items it concerns until the deadline, then a clear exit 4
+naming the cluster, what it did not answer and the cause; a permanent one ends a read at once
+and is reported per group by a commit.
 
-The admin client here is a recorder of requests (what a broker answers is tested on the lab);
-it counts how many requests are outstanding when each is sent."""
+The admin client here is a recorder of requests answered in this process (drctl's child
+process, and librdkafka's own answers, are tested against its mock cluster in
+test_group_answers.py); it counts how many requests are outstanding when each is sent."""
 
 from __future__ import annotations
 
@@ -14,9 +17,11 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from drctl.errors import ExitStatus, Unreachable
+from drctl.kafka import groups
+from drctl.kafka.coordinator import InProcess
 from drctl.kafka.groups import alter_offsets_many, committed_offsets, group_states, list_groups
 from drctl.kafka.inflight import IN_FLIGHT
-from drctl.retry import RetryPolicy
+from drctl.kafka.retriable import transient
 
 
 class Outstanding:
@@ -54,22 +59,25 @@ class RecordingAdmin:
         self.fetched: list[str] = []
         # per group, the errors its next DescribeGroups answers are, in turn
         self.describe_errors = describe_errors or {}
-        self.unready_fetches: list[str] = []
+        # per group, the errors its next commits are answered with, in turn
+        self.commit_errors: dict[str, list[int]] = {}
 
     def list_consumer_group_offsets(self, requests: list[Any], request_timeout: float
                                     ) -> dict[str, Future[Any]]:
         self.sent += 1
         group = requests[0].group_id
         self.fetched.append(group)
-        if self.describe_errors.get(group):  # its coordinator has not served it yet
-            self.unready_fetches.append(group)
-        tp = SimpleNamespace(topic="t", partition=0, offset=7)
+        tp = SimpleNamespace(topic="t", partition=0, offset=7, error=None)
         return {group: self.out.future(group, SimpleNamespace(topic_partitions=[tp]))}
 
     def alter_consumer_group_offsets(self, requests: list[Any], request_timeout: float
                                      ) -> dict[str, Future[Any]]:
         group = requests[0].group_id
-        return {group: self.out.future(group, SimpleNamespace(topic_partitions=[]))}
+        errors = self.commit_errors.get(group) or []
+        error = errors.pop(0) if errors else None
+        tp = SimpleNamespace(topic="t", partition=0, offset=1,
+                             error=None if error is None else KafkaError(error))
+        return {group: self.out.future(group, SimpleNamespace(topic_partitions=[tp]))}
 
     def describe_consumer_groups(self, groups: list[str], request_timeout: float
                                  ) -> dict[str, Future[Any]]:
@@ -81,38 +89,62 @@ class RecordingAdmin:
         return answers
 
 
-FAST = RetryPolicy(initial_s=0.001, max_s=0.001, attempts=5)
+class Clients:
+    """A cluster's clients whose group requests are answered in this process by `admin`."""
+
+    def __init__(self, admin: Any, deadline_s: float = 1.0) -> None:
+        self.name, self.bootstrap = "dc1", "dc1:9092"
+        self.properties = {"bootstrap.servers": self.bootstrap}
+        self.deadline_s = deadline_s
+        self.said: list[str] = []
+        self.notify = self.said.append
+        self._admin = admin
+
+    def coordinator(self) -> InProcess:
+        return InProcess(self._admin)
+
+
 GROUPS = [f"g{i:05d}" for i in range(3 * IN_FLIGHT + 17)]
 
 
 def test_offset_reads_commits_and_describes_keep_at_most_in_flight_outstanding() -> None:
     out = Outstanding()
-    admin = RecordingAdmin(out)
-    offsets = committed_offsets(admin, GROUPS)  # type: ignore[arg-type]
+    clients = Clients(RecordingAdmin(out))
+    offsets = committed_offsets(clients, GROUPS)
     assert set(offsets) == set(GROUPS) and offsets["g00000"] == {("t", 0): 7}
-    assert alter_offsets_many(admin, {g: {("t", 0): 1} for g in GROUPS}) == {}  # type: ignore[arg-type]
-    assert len(group_states(admin, GROUPS)) == len(GROUPS)  # type: ignore[arg-type]
+    assert alter_offsets_many(clients, {g: {("t", 0): 1} for g in GROUPS}) == {}
+    assert len(group_states(clients, GROUPS)) == len(GROUPS)
     assert out.open == 0
     assert out.most == IN_FLIGHT
+    assert clients.said == []  # nothing failed, nothing asked again
 
 
-def test_unanswered_offset_reads_are_unreachable_with_the_count() -> None:
+def test_unanswered_offset_reads_are_asked_again_then_exit_4_with_the_count() -> None:
     out = Outstanding(timed_out={"g00003", "g00007", "g01200"})
     admin = RecordingAdmin(out)
+    clients = Clients(admin, deadline_s=0.5)
     with pytest.raises(Unreachable) as caught:
-        committed_offsets(admin, GROUPS, timeout_s=5)  # type: ignore[arg-type]
+        committed_offsets(clients, GROUPS)
     assert caught.value.exit_status == ExitStatus.UNREACHABLE
-    # The coordinators are asked to describe the groups first (see the next tests).
-    assert f"did not answer 2 of {IN_FLIGHT} DescribeGroups" in caught.value.message
-    assert "within 5 s" in caught.value.message
-    # It stops after the window that went unanswered: no further window waits as long.
-    assert out.open == 0 and out.most == IN_FLIGHT
-    assert admin.sent == 0
+    assert caught.value.message.startswith(
+        f"cluster 'dc1' at dc1:9092 did not answer the committed offsets (OffsetFetch) of 3 "
+        f"of {len(GROUPS):,} group(s) for ")
+    assert caught.value.message.endswith(": timed out.")
+    # The window with unanswered requests stopped the next ones (they would only wait as
+    # long); those were asked again with the three.
+    assert admin.fetched[:IN_FLIGHT] == GROUPS[:IN_FLIGHT]
+    assert admin.fetched[IN_FLIGHT:IN_FLIGHT + 2] == ["g00003", "g00007"]
+    assert clients.said[0] == ("dc1 (dc1:9092): timed out; the committed offsets (OffsetFetch) "
+                               f"of {len(GROUPS) - IN_FLIGHT + 2:,} group(s) asked again in "
+                               "0.2s")
+    assert out.open == 0
 
 
-def test_an_offset_read_our_own_wait_gave_up_on_is_unreachable_too() -> None:
+def test_an_offset_read_our_own_wait_gave_up_on_is_unanswered_too(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """librdkafka's request timeout and the wait for its future are the same length; when
     the wait ends first the read is as unanswered, not a bare TimeoutError."""
+    monkeypatch.setattr(groups, "_MIN_REQUEST_S", 0.05)
 
     class Silent(RecordingAdmin):
         def list_consumer_group_offsets(self, requests: list[Any], request_timeout: float
@@ -120,33 +152,43 @@ def test_an_offset_read_our_own_wait_gave_up_on_is_unreachable_too() -> None:
             self.sent += 1
             return {requests[0].group_id: Future()}  # never answered
 
+    admin = Silent(Outstanding())
     with pytest.raises(Unreachable) as caught:
-        committed_offsets(Silent(Outstanding()), ["g1"], timeout_s=0.05)  # type: ignore[arg-type]
-    assert "did not answer 1 of 1 OffsetFetch" in caught.value.message
+        committed_offsets(Clients(admin, deadline_s=0.1), ["g1"])
+    assert "did not answer the committed offsets (OffsetFetch) of 1 of 1 group(s)" \
+        in caught.value.message
+    assert "timed out" in caught.value.message
 
 
-def test_an_offset_read_waits_until_the_coordinator_serves_the_group() -> None:
-    """librdkafka#5040: an admin client's OffsetFetch answered NOT_COORDINATOR or
-    COORDINATOR_NOT_AVAILABLE crashes the process. A group's OffsetFetch is sent only after
-    its DescribeGroups was answered by a coordinator serving it; an answer that says the
-    group does not exist is still an answer."""
+def test_a_coordinator_moving_is_asked_again_and_a_refusal_ends_a_read_at_once() -> None:
     admin = RecordingAdmin(Outstanding(), describe_errors={
-        "g1": [KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.NOT_COORDINATOR,
-               KafkaError.COORDINATOR_NOT_AVAILABLE],
-        "g2": [KafkaError.GROUP_ID_NOT_FOUND]})
-    offsets = committed_offsets(admin, ["g1", "g2"], policy=FAST)  # type: ignore[arg-type]
-    assert offsets == {"g1": {("t", 0): 7}, "g2": {("t", 0): 7}}
-    assert admin.unready_fetches == []
-    assert admin.fetched == ["g1", "g2"]  # one OffsetFetch each, after the coordinator served
+        "g1": [KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.NOT_COORDINATOR],
+        "g2": [KafkaError.GROUP_AUTHORIZATION_FAILED]})
+    clients = Clients(admin)
+    assert group_states(clients, ["g1"])["g1"].state == "EMPTY"
+    assert len(clients.said) == 2
+    assert "the group coordinator is moving or still loading (COORDINATOR_LOAD_IN_PROGRESS)" \
+        in clients.said[0]
+    with pytest.raises(Unreachable) as caught:
+        group_states(clients, ["g2"])
+    assert not transient(caught.value)  # permanent: nothing waits for it
+    assert caught.value.message == ("cluster 'dc1' at dc1:9092 refused the states "
+                                    "(DescribeGroups): not authorized.")
+    assert caught.value.hint and "grant it DESCRIBE" in caught.value.hint
+    assert len(clients.said) == 2  # not asked again
 
 
-def test_a_coordinator_that_never_serves_the_group_is_reported_not_asked() -> None:
-    admin = RecordingAdmin(Outstanding(), describe_errors={
-        "g1": [KafkaError.NOT_COORDINATOR] * 100})
-    with pytest.raises(KafkaException) as caught:
-        committed_offsets(admin, ["g1"], policy=FAST)  # type: ignore[arg-type]
-    assert caught.value.args[0].code() == KafkaError.NOT_COORDINATOR
-    assert admin.fetched == []
+def test_a_commit_moving_coordinator_is_retried_and_a_refused_group_is_reported() -> None:
+    admin = RecordingAdmin(Outstanding())
+    admin.commit_errors = {"g1": [KafkaError.NOT_COORDINATOR],
+                           "g2": [KafkaError.GROUP_AUTHORIZATION_FAILED]}
+    clients = Clients(admin)
+    refused = alter_offsets_many(clients, {g: {("t", 0): 1} for g in ("g1", "g2", "g3")})
+    assert list(refused) == ["g2"]
+    assert refused["g2"].args[0].code() == KafkaError.GROUP_AUTHORIZATION_FAILED
+    assert clients.said == ["dc1 (dc1:9092): the group coordinator is moving or still loading "
+                            "(NOT_COORDINATOR); the offset commits (OffsetCommit) of 1 group(s) "
+                            "asked again in 0.2s"]
 
 
 class ListingAdmin:
@@ -173,15 +215,17 @@ def test_a_broker_that_failed_its_listgroups_is_asked_again_never_left_out() -> 
     """librdkafka returns the groups of the brokers that answered beside those that failed:
     a short list is not "no group there". Asked again, the whole list."""
     admin = ListingAdmin([(["a"], [_failed_broker()]), (["a", "b"], [])])
-    assert list_groups(admin, policy=RetryPolicy(initial_s=0, max_s=0, attempts=3)) == [
-        "a", "b"]
+    assert list_groups(Clients(admin)) == ["a", "b"]
     assert admin.asked == 2
 
 
 def test_a_broker_that_never_lists_its_groups_is_unreachable_exit_4() -> None:
     admin = ListingAdmin([([], [_failed_broker()])])
     with pytest.raises(Unreachable) as caught:
-        list_groups(admin, policy=RetryPolicy(initial_s=0, max_s=0, attempts=3))
+        list_groups(Clients(admin, deadline_s=0.5))
     assert caught.value.exit_status == ExitStatus.UNREACHABLE
-    assert "did not list its consumer groups" in caught.value.message
-    assert admin.asked == 3
+    assert caught.value.message.startswith(
+        "cluster 'dc1' at dc1:9092 did not answer the list of consumer groups (ListGroups) "
+        "for ")
+    assert caught.value.message.endswith(": connection refused.")
+    assert admin.asked >= 2

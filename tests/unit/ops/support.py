@@ -12,6 +12,7 @@ from typing import Any
 from drctl.config import Config, Scope, parse_config
 from drctl.context import OpsContext
 from drctl.kafka.clients import WireLog
+from drctl.kafka.coordinator import Coordinator, InProcess
 from drctl.replication.base import kind_named
 from drctl.state import FailoverMarker
 from drctl.translate.model import GroupResult, PartitionResult, TranslateMethod, TranslationReport
@@ -73,6 +74,8 @@ class FakeClients:
     fake_admin: FakeAdmin
     bootstrap: str = "fake:9092"
     wire: WireLog = field(default_factory=WireLog)
+    deadline_s: float = 30.0
+    notify: Any = None
 
     @property
     def properties(self) -> dict[str, str]:
@@ -80,6 +83,9 @@ class FakeClients:
 
     def admin(self, *, fresh: bool = False) -> FakeAdmin:
         return self.fake_admin
+
+    def coordinator(self) -> Coordinator:
+        return InProcess(self.fake_admin)
 
     def connection_errors(self) -> list[Any]:
         return []

@@ -206,3 +206,45 @@ def test_a_step_that_waited_the_deadline_for_a_cluster_ends_it_without_a_second_
     assert info.value.hint == ("Bring 'dc2' back, then run it again: it continues after the "
                                "last step recorded.")
     assert info.value.detail == "Connect to ipv4#…"
+
+
+def test_a_connect_worker_silent_for_the_deadline_ends_it_at_once_naming_connect() -> None:
+    """Issue 43: Connect is not a Kafka cluster. Its client waited for it for the deadline
+    already; failback is not run again (it was, up to the policy's 16 runs, each waiting the
+    deadline again, while the Kafka clusters answered)."""
+    from drctl.kafka.connect_rest import ConnectUnreachable
+
+    calls: list[int] = []
+    waits: list[int] = []
+
+    def run() -> None:
+        calls.append(1)
+        raise ConnectUnreachable("http://connect:8083", "Kafka Connect at http://connect:8083 "
+                                 "did not answer: connection refused (12 attempt(s) over 30 s).",
+                                 "Check that the Connect worker runs.")
+
+    with pytest.raises(Unreachable) as info:
+        rerun.rerun_while_dropped(run, _ctx(), ("dc1", "dc2"), 30, "failback",
+                                  await_back=lambda: waits.append(1))
+    assert calls == [1] and waits == []
+    assert info.value.exit_status == ExitStatus.UNREACHABLE
+    assert info.value.message == ("Failback stopped: Kafka Connect at http://connect:8083 did "
+                                  "not answer: connection refused (12 attempt(s) over 30 s).")
+    assert info.value.hint == ("Bring the Kafka Connect worker (http://connect:8083) back, then "
+                               "run it again: it continues after the last step recorded.")
+
+
+def test_a_refusal_is_not_waited_for() -> None:
+    from drctl.kafka.clients import ClusterRefused
+
+    calls: list[int] = []
+
+    def run() -> None:
+        calls.append(1)
+        raise ClusterRefused("Listing offsets of orders on 'dc1' was refused: not authorized "
+                             "(TOPIC_AUTHORIZATION_FAILED).")
+
+    with pytest.raises(ClusterRefused):
+        rerun.rerun_while_dropped(run, _ctx(), ("dc1", "dc2"), 30, "failback",
+                                  await_back=lambda: None)
+    assert calls == [1]
