@@ -124,11 +124,13 @@ def scoped_topic(lab: Lab, root: Path, ns: str, name: str, partitions: int, reco
 def drctl_argv_env(tree: Path | None) -> tuple[list[str], dict[str, str]]:
     """How to run `python -m drctl` as an operator does (a new process): with the code of
     checkout `tree` (the "before" of a comparison, e.g. the main branch's checkout) put first
-    on the path, or this checkout's when None. Both use this venv's libraries."""
+    on the path, or this checkout's when None. Both use this venv's libraries.
+
+    `-P`: `python -m` would put the working directory first on the path, ahead of
+    PYTHONPATH — run from this checkout, "before" ran this checkout's code too."""
     env = dict(os.environ)
-    if tree is not None:
-        env["PYTHONPATH"] = str(tree)
-    return [sys.executable, "-m", "drctl"], env
+    env["PYTHONPATH"] = str(tree if tree is not None else Path(__file__).resolve().parents[1])
+    return [sys.executable, "-P", "-m", "drctl"], env
 
 
 def sides(before: Path | None) -> list[tuple[str, Path | None]]:
