@@ -1,7 +1,7 @@
 """Failback at size: a topic with millions of replicated records and a small gap.
 
     .venv/bin/python -m bench.bench_failback [--sizes 2000000] [--partitions 8] [--gap 1000]
-        [--post 200] [--repeat 1] [--port-base 27100]
+        [--post 200] [--repeat 1] [--port-base 27100] [--engines remote,spawned]
 
 Per size, on a lab of its own (the lab's MirrorMaker 2 replicates primary -> secondary):
   1. N records (100-byte values, 5,000 keys) produced to the primary and replicated;
@@ -30,9 +30,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from bench.common import print_table, replicated, scoped_topic, wait
 from drctl.kafka.clients import ClusterClients
-from drctl.lab.lab import Lab, LabPorts
+from drctl.lab.lab import OWN_SERVER, Lab, LabPorts
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -103,11 +105,21 @@ def restore(lab: Lab, ports: LabPorts) -> None:
     lab.up(ports=ports)
 
 
+def with_engine(config: Path, engine: str) -> None:
+    """The gap job on the lab's Spark Connect server (`remote`: the lab's config as it is) or
+    a job of its own (`spawned`)."""
+    if engine == "spawned":
+        raw = yaml.safe_load(config.read_text())
+        raw["spark"] = {"master": "local[2]"}
+        config.write_text(yaml.safe_dump(raw))
+
+
 def one_run(lab: Lab, ports: LabPorts, root: Path, ns: str, size: int, partitions: int,
-            gap: int, post: int) -> dict[str, Any]:
+            gap: int, post: int, engine: str = "remote") -> dict[str, Any]:
     restore(lab, ports)
     log(f"{ns}: producing {size:,} records to the primary")
     config, _, src, dst, topic = scoped_topic(lab, root, ns, "big", partitions, size)
+    with_engine(config, engine)
     started = time.monotonic()
     wait(lambda: replicated(src, dst, topic, partitions, size), 3600, "replication")
     log(f"{ns}: replicated in {time.monotonic() - started:.0f} s")
@@ -133,7 +145,8 @@ def one_run(lab: Lab, ports: LabPorts, root: Path, ns: str, size: int, partition
     assert all(v["statement"] in report for v in found["verified"]), \
         "the report states every verified range"
     verified = [f"{v['topic']}[{v['partition']}]: {v['statement']}" for v in found["verified"]]
-    return {"size": size, "failback_s": failback_s, "spark_s": summary.get("elapsed_s", 0.0),
+    return {"size": size, "engine": engine, "failback_s": failback_s,
+            "spark_s": summary.get("elapsed_s", 0.0),
             "phases": summary.get("phases_s", {}), "source_compared": found["source_records"],
             "gap_found": found["safe"] + found["conflict"] + found["unkeyed"],
             "conflict": found["conflict"], "conflict_made": conflicts, "gap_made": gap,
@@ -149,41 +162,50 @@ def main() -> None:
     ap.add_argument("--post", type=int, default=200)
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--port-base", type=int, default=27100)
+    ap.add_argument("--engines", default="remote",
+                    help="remote (the lab's Spark Connect server), spawned (a job of its own) "
+                         "or both, comma-separated: alternated per repeat")
     args = ap.parse_args()
+    engines = args.engines.split(",")
     root = Path(tempfile.mkdtemp(prefix="drctl-bench-failback-"))
     lab = Lab(root / "lab")
     b = args.port_base
     runs: list[dict[str, Any]] = []
     try:
-        ports = LabPorts(b, b + 2, b + 4, b + 6)
-        state = lab.up(ports=ports)
+        ports = LabPorts(b, b + 2, b + 4, b + 6, b + 8)
+        state = lab.up(ports=ports,
+                       spark_connect=OWN_SERVER if "remote" in engines else None)
         print(f"# bench_failback on {os.cpu_count()} cores, load average "
               f"{os.getloadavg()[0]:.1f} at start, Kafka {state.kafka_version}\n", flush=True)
         for size in (int(s) for s in args.sizes.split(",")):
             for i in range(args.repeat):
-                runs.append(one_run(lab, ports, root, f"fb{size // 1000}k-{i}", size,
-                                    args.partitions, args.gap, args.post))
-                r = runs[-1]
-                log(f"failback {r['failback_s']:.1f} s, Spark {r['spark_s']:.1f} s, phases "
-                    f"{r['phases']}")
+                # Alternated, so the machine's drift falls on every engine alike.
+                for engine in (engines if i % 2 == 0 else engines[::-1]):
+                    runs.append(one_run(lab, ports, root, f"fb{size // 1000}k-{i}-{engine}",
+                                        size, args.partitions, args.gap, args.post, engine))
+                    r = runs[-1]
+                    log(f"{engine}: failback {r['failback_s']:.1f} s, Spark "
+                        f"{r['spark_s']:.1f} s, phases {r['phases']}")
         rows = []
-        for size in dict.fromkeys(r["size"] for r in runs):
-            mine = [r for r in runs if r["size"] == size]
+        for size, engine in dict.fromkeys((r["size"], r["engine"]) for r in runs):
+            mine = [r for r in runs if r["size"] == size and r["engine"] == engine]
             last = mine[-1]
-            rows.append([f"{size:,}", f"{args.gap:,}",
+            rows.append([f"{size:,}", engine, f"{args.gap:,}",
                          statistics.median(r["failback_s"] for r in mine),
                          statistics.median(r["spark_s"] for r in mine),
                          f"{last['source_compared']:,}",
                          f"{last['gap_found']:,} ({last['conflict']} conflict)",
-                         f"{last['copied']:,}"])
+                         f"{last['copied']:,}",
+                         ", ".join(f"{r['spark_s']:.1f}" for r in mine)])
         print(f"\n### failback --check-order, {args.partitions} partitions (medians of "
               f"{args.repeat})\n")
-        print_table(["replicated records", "gap produced", "failback wall s",
+        print_table(["replicated records", "gap job on", "gap produced", "failback wall s",
                      "Spark job s (JVM start included)", "source records compared",
-                     "gap found", "copied (safe)"], rows)
+                     "gap found", "copied (safe)", "Spark job runs s"], rows)
         for r in runs:
             bad = r["gap_found"] != r["gap_made"] or r["conflict"] != r["conflict_made"]
-            print(f"{r['size']:,}: gap found {r['gap_found']} of {r['gap_made']} produced, "
+            print(f"{r['size']:,} ({r['engine']}): gap found {r['gap_found']} of "
+                  f"{r['gap_made']} produced, "
                   f"{r['conflict']} of {r['conflict_made']} conflicts"
                   + (" — MISMATCH" if bad else ""))
         print("\nThe last failback's progress (seconds since it started):\n")
