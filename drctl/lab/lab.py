@@ -488,14 +488,23 @@ class Lab:
         client = self.connect_client(state)
         proc = self.process("connect")
         self._refuse_cycle(state, client)
+        try:
+            current = client.connector_configs()
+        except DrctlError:
+            current = {}  # Connect is just starting: every connector is put below
         for name, cfg in self.flow(state).connectors().items():
-            # PUT /config is create-or-update; Connect may still be joining its group.
-            def create(n: str = name, c: dict[str, str] = cfg) -> bool:
-                client.put_config(n, c)
-                return True
+            # A connector already as wanted is left alone: a PUT restarts it and its tasks
+            # (and rebalances the worker) for nothing.
+            if {k: v for k, v in current.get(name, {}).items() if k != "name"} != cfg:
+                # PUT /config is create-or-update; Connect may still be joining its group.
+                def create(n: str = name, c: dict[str, str] = cfg) -> bool:
+                    client.put_config(n, c)
+                    return True
 
-            wait_until(create, deadline_s=60, what=f"creating connector {name}",
-                       log_file=proc.log_file, alive=proc.is_running)
+                wait_until(create, deadline_s=60, what=f"creating connector {name}",
+                           log_file=proc.log_file, alive=proc.is_running)
+            else:
+                client.restart_failed(name)  # what a PUT would have repaired
             # Resume unconditionally (a no-op when running): right after a config update the
             # status can still read RUNNING for a connector whose target state is STOPPED.
             def resume(n: str = name) -> bool:
