@@ -3,6 +3,7 @@ when the lab cannot start they fail (never skip)."""
 
 from __future__ import annotations
 
+import fcntl
 import itertools
 import os
 import re
@@ -37,8 +38,13 @@ PORT_BASE = int(os.environ.get("DRCTL_TEST_PORT_BASE", "23100")) + 100 * _WORKER
 SECURE_BASE = PORT_BASE + 70
 # The schema registries' (primary + 0, secondary + 1), past the secure lab's.
 REGISTRY_BASE = PORT_BASE + 80
-# The worker's one Spark Connect server, which every lab's gap jobs run on (spark.remote).
-SPARK_CONNECT_PORT = PORT_BASE + 90
+# The run's one Spark Connect server, which every lab's gap jobs run on (spark.remote), each
+# job in a session of its own: shared by the xdist workers, so one JVM starts and warms up
+# instead of one per worker. The first worker to need it starts it (under a file lock); the
+# run's controller stops it (`pytest_sessionfinish`).
+_RUN_BASE = int(os.environ.get("DRCTL_TEST_PORT_BASE", "23100"))
+SPARK_CONNECT_PORT = _RUN_BASE + 90
+_SPARK_DIR = Path(tempfile.gettempdir()) / f"drctl-test-spark-connect-{_RUN_BASE}"
 
 
 class RunningLab:
@@ -94,7 +100,7 @@ class _Labs:
         self.root = root
         self.started: dict[str, RunningLab] = {}
         self.keep = bool(os.environ.get("DRCTL_KEEP_TEST_LABS"))
-        self.spark = SparkConnectServer(root, SPARK_CONNECT_PORT)
+        self.spark = SparkConnectServer(_SPARK_DIR, SPARK_CONNECT_PORT)
         self._spark_up: threading.Thread | None = None
         self._spark_failed: BaseException | None = None
 
@@ -106,7 +112,10 @@ class _Labs:
 
         def up() -> None:
             try:
-                self.spark.up()
+                _SPARK_DIR.mkdir(parents=True, exist_ok=True)
+                with open(_SPARK_DIR / "starting.lock", "w") as lock:
+                    fcntl.flock(lock, fcntl.LOCK_EX)  # one worker starts it, the others wait
+                    self.spark.up()
             except BaseException as exc:  # noqa: BLE001 - raised in the test's thread
                 self._spark_failed = exc
 
@@ -154,8 +163,21 @@ class _Labs:
         for name in list(self.started):
             self.stop(name)
         if self._spark_up is not None:
-            self._spark_up.join()
-        self.spark.down()
+            self._spark_up.join()  # the run's controller stops the server
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The run's shared Spark Connect server stops once every worker is done (this is the
+    controller, or a run without workers)."""
+    if hasattr(session.config, "workerinput"):
+        return
+    if not _SPARK_DIR.exists():
+        return  # no test asked for it
+    SparkConnectServer(_SPARK_DIR, SPARK_CONNECT_PORT).down()
+    if exitstatus == 0:
+        shutil.rmtree(_SPARK_DIR, ignore_errors=True)
+    else:
+        print(f"\nthe Spark Connect server's files kept in {_SPARK_DIR}")
 
 
 def _lab_ports(name: str) -> LabPorts:
@@ -325,22 +347,50 @@ _counter = itertools.count()
 
 
 @pytest.fixture
-def ns(request: pytest.FixtureRequest) -> str:
-    """A per-test prefix for topics and groups, so tests share a lab without meeting."""
+def ns(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A per-test prefix for topics and groups, so tests share a lab without meeting. The
+    test's groups are deleted after it (`_forget_groups`)."""
     name = re.sub(r"[^a-zA-Z0-9]+", "-", request.node.name)[:40].strip("-").lower()
-    return f"t{next(_counter)}-{name}"
+    prefix = f"t{next(_counter)}-{name}"
+    yield prefix
+    _forget_groups(prefix)
+
+
+def _forget_groups(prefix: str) -> None:
+    """Delete the consumer groups named `prefix`… on every lab this worker runs. The labs'
+    MirrorMaker 2 asks for every group's offsets every second or two (its checkpoint
+    connector at test speed, one request per group): a test's 2,000 groups left behind
+    would keep the broker and Connect busy for the rest of the session. Best effort: a
+    cluster that is down or a group still in use keeps them."""
+    if _session_labs is None:
+        return
+    for running in list(_session_labs.started.values()):
+        for cluster in ("primary", "secondary"):
+            if not running.lab.process(cluster).is_running():
+                continue
+            try:
+                admin = (running.primary if cluster == "primary" else running.secondary).admin()
+                listed = admin.list_consumer_groups(request_timeout=10).result(timeout=15)
+                groups = [g.group_id for g in listed.valid if g.group_id.startswith(prefix)]
+                if groups:
+                    futures = admin.delete_consumer_groups(groups, request_timeout=30)
+                    for future in futures.values():
+                        future.exception(timeout=60)
+            except Exception:  # noqa: BLE001 - cleanup only; the test has its verdict
+                continue
 
 
 # Seconds per test file on the 2-core CI machine (`pytest --durations=0`, summed). Groups run
 # heaviest first, so the xdist workers (`make test`) finish together; only the order matters.
 _MEASURED_S = {
-    "lab/test_failback.py": 420, "lab/test_reprotect.py": 420, "lab/test_hard_cases.py": 300,
-    "lab/test_fence.py": 280, "lab/test_broker_restart.py": 275, "lab/test_guard.py": 270,
-    "lab/test_app_scope.py": 240, "lab/test_side_by_side.py": 200, "lab/test_drill.py": 180,
-    "unit/gap/test_diff.py": 175,
-    "lab/test_comeback.py": 170, "lab/test_switchback.py": 160, "lab/test_failover.py": 140,
-    "lab/test_translate.py": 130, "lab/test_gap_compacted.py": 110,
-    "lab/test_secure_drill.py": 100, "lab/test_schema_parity.py": 120,
+    "lab/test_reprotect.py": 590, "lab/test_failback.py": 370, "lab/test_side_by_side.py": 300,
+    "lab/test_drill.py": 290, "lab/test_broker_restart.py": 260, "lab/test_app_scope.py": 250,
+    "lab/test_fence.py": 250, "lab/test_hard_cases.py": 240, "lab/test_secure_drill.py": 240,
+    "lab/test_gap_compacted.py": 190, "lab/test_spark_connect.py": 180,
+    "unit/gap/test_diff.py": 170, "lab/test_gap_standalone.py": 170, "lab/test_comeback.py": 160,
+    "lab/test_guard.py": 160, "lab/test_sick_cluster.py": 150, "lab/test_gap_e2e.py": 130,
+    "lab/test_switchback.py": 130, "lab/test_gap_scope.py": 120, "lab/test_failover.py": 110,
+    "lab/test_schema_parity.py": 110, "lab/test_secure_lab.py": 100,
 }
 
 
@@ -367,20 +417,26 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
 def xdist_group(item: pytest.Item) -> str:
     """Where `make test` (--dist loadgroup) runs a test: a lab test on its own (or with its
     file's when they share a module's setup), a unit test with its file's; every test on the
-    prefixed lab on one worker, and every test on the secure lab on one. A worker starts only
-    the labs its tests ask for, and each idle lab keeps MirrorMaker 2 polling at test speed:
-    one of each, not one per worker."""
+    prefixed lab on two workers (`_PREFIXED_SECOND`), and every test on the secure lab on one.
+    A worker starts only the labs its tests ask for: a lab per kind where it is needed, not on
+    every worker."""
     needs = labs_needed(item)
+    file = item.path.relative_to(Path(__file__).parent).as_posix()
     if "secure" in needs:
         return "secure-lab"
     if "prefixed" in needs:
-        return "prefixed-lab"
-    file = item.path.relative_to(Path(__file__).parent).as_posix()
+        # Two workers, a prefixed lab each: on one they were a third of the run's wall time.
+        return "prefixed-lab-2" if file in _PREFIXED_SECOND else "prefixed-lab"
     if item.get_closest_marker("lab") and file not in _SHARED_SETUP:
         # A lab test on its own: a file's heavy cycles run on the workers side by side.
         return f"{file}::{getattr(item, 'originalname', item.name)}"
     return file
 
+
+# The prefixed lab's second worker takes these files' prefixed tests (about half the time).
+_PREFIXED_SECOND = {"lab/test_reprotect.py", "lab/test_switchback.py", "lab/test_translate.py",
+                    "lab/test_check.py", "lab/test_failover.py", "lab/test_readme.py",
+                    "lab/test_lab.py"}
 
 # Lab test files whose tests share a module-scoped fixture: kept on one worker together.
 _SHARED_SETUP = {"lab/test_drill.py", "lab/test_schema_parity.py"}
