@@ -504,7 +504,14 @@ class Lab:
                 wait_until(create, deadline_s=60, what=f"creating connector {name}",
                            log_file=proc.log_file, alive=proc.is_running)
             else:
-                client.restart_failed(name)  # what a PUT would have repaired
+                # What a PUT would have repaired; Connect answers 409 for a moment after
+                # another connector's change, so it is asked again.
+                def restart_failed(n: str = name) -> bool:
+                    client.restart_failed(n)
+                    return True
+
+                wait_until(restart_failed, deadline_s=60, what=f"restarting connector {name}",
+                           log_file=proc.log_file, alive=proc.is_running)
             # Resume unconditionally (a no-op when running): right after a config update the
             # status can still read RUNNING for a connector whose target state is STOPPED.
             def resume(n: str = name) -> bool:

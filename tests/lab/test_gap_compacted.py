@@ -111,7 +111,7 @@ def test_compacted_copy_reports_only_records_never_copied(lab: RunningLab, ns: s
             out = tmp_path / f"gap-{scope}-{check_order}"
             code, stdout, stderr = gap_cli(lab, [
                 "--topics", topic, "--target-end", target_end, "--report-dir", str(out),
-                "--scope", scope, "--master", "local[2]",
+                "--scope", scope,
                 *(["--check-order"] if check_order else [])])
             assert code == 0, stderr
             data = json.loads(stdout)

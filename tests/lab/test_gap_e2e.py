@@ -216,7 +216,7 @@ def test_gap_names_kept_through_the_cli(lab: RunningLab, ns: str, tmp_path: Path
         code, stdout, stderr = gap_cli(lab, [
             "--topics", topic, "--target-end", target_end, "--check-order",
             "--report-dir", str(out),
-            "--to-topic", f"{ns}-quarantine", "--yes", "--master", "local[2]"])
+            "--to-topic", f"{ns}-quarantine", "--yes"])
         assert code == 3, stderr  # conflicts exist
         data = json.loads(stdout)
         assert data["totals"]["conflict"] == 4
@@ -233,7 +233,7 @@ def test_gap_names_kept_through_the_cli(lab: RunningLab, ns: str, tmp_path: Path
             == [(s.partition, s.key, s.value, s.timestamp_ms, s.headers) for s in want]
         # --fail-on-gap without --check-order: exit 3 because records are missing.
         code, stdout, _ = gap_cli(lab, ["--topics", topic, "--target-end", target_end,
-                                        "--fail-on-gap", "--master", "local[2]"])
+                                        "--fail-on-gap"])
         assert code == 3 and json.loads(stdout)["totals"]["unreplicated"] == len(want)
     finally:
         lab.lab.heal("replication")

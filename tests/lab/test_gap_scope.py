@@ -105,8 +105,7 @@ def test_tail_and_full_scope(lab: RunningLab, ns: str, tmp_path: Path) -> None:
         out = tmp_path / scope
         code, stdout, stderr = gap_cli(lab, ["--topics", topic, "--target-end", f_point,
                                              "--scope", scope, "--margin", MARGIN,
-                                             "--check-order", "--report-dir", str(out),
-                                             "--master", "local[2]"])
+                                             "--check-order", "--report-dir", str(out)])
         assert code == 3, stderr  # order conflicts exist
         runs[scope] = (json.loads(stdout), offsets(out), classes(out))
     tail_data, tail_found, tail_classes = runs["tail"]
@@ -146,8 +145,7 @@ def test_tail_and_full_scope(lab: RunningLab, ns: str, tmp_path: Path) -> None:
     # A window narrows either scope and says how much it left out: the old gap of p4 is not
     # compared with --lookback 1h.
     code, stdout, stderr = gap_cli(lab, ["--topics", topic, "--target-end", f_point,
-                                         "--scope", "full", "--lookback", "1h",
-                                         "--master", "local[2]"])
+                                         "--scope", "full", "--lookback", "1h"])
     assert code == 0, stderr
     windowed = {r["partition"]: r for r in json.loads(stdout)["partitions"]}
     assert windowed[4]["unreplicated"] == 0
