@@ -41,9 +41,10 @@ typecheck: setup
 
 ## Lint, type check and every test (lab tests start real Kafka and MirrorMaker 2).
 # Three pytest-xdist workers, each with its own labs on its own ports, a file per worker (the
-# prefixed and secure labs' tests on one worker each, tests/conftest.py `xdist_group`): on
-# the 2-core CI machine a fresh clone's run takes about 15 min (brokers, Spark and Connect
-# leave a core idle half the time with two; 18 min). TEST_WORKERS=0 runs in one process.
+# prefixed lab's tests on two workers, the secure lab's on one: tests/conftest.py
+# `xdist_group`), and one Spark Connect server for the whole run. On the 2-core CI machine a
+# fresh clone's run takes about 22 min, the cores busy most of the time. TEST_WORKERS=0 runs
+# in one process.
 # A worker that dies fails the run (--max-worker-restart 0): a replaced one can hang xdist.
 TEST_WORKERS ?= 3
 
