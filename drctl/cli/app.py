@@ -262,4 +262,10 @@ _INTERRUPTED = _error("interrupted.", None, "Interrupted", ExitStatus.INTERRUPTE
 
 
 def run() -> None:
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:
+        # Whoever read stdout stopped (`drctl … | head`): no traceback for it, and nothing
+        # more written to the closed pipe when Python flushes at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(ExitStatus.FAILURE)

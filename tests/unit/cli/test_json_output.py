@@ -175,3 +175,23 @@ def test_lab_commands_without_a_lab_fail_with_the_document(
         argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     status, doc, _ = run(capsys, "-o", "json", *argv, "--dir", str(tmp_path / "no-lab"))
     assert status == ExitStatus.FAILURE and doc["error"]["kind"] == "LabError"
+
+
+def test_a_reader_that_stops_reading_gets_no_traceback() -> None:
+    """`drctl -o json … | head -c1` where the pipe closes before drctl writes its document:
+    exit 1 and no traceback (Python's BrokenPipeError at the last flush used to print one)."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[3]
+    proc = subprocess.Popen(
+        [sys.executable, "-P", "-m", "drctl", "-o", "json", "runbook", "validate",
+         str(root / "runbooks" / "drill.yaml")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(root)})
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before drctl writes a byte
+    err = proc.stderr.read().decode()
+    assert proc.wait(60) == ExitStatus.FAILURE
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
