@@ -21,6 +21,7 @@ from drctl.config import load_config
 from drctl.kafka.acls import grant
 from drctl.kafka.checkpoints import read_checkpoints
 from drctl.kafka.clients import ClusterClients
+from drctl.kafka.groups import delete_groups, list_groups
 from drctl.lab.lab import CONNECT_GROUP, Lab, LabPorts, LabState
 from drctl.lab.registry import LabRegistries, registry_ports, registry_url
 from drctl.lab.security import mm2_source_acls, mm2_target_acls
@@ -32,7 +33,8 @@ from drctl.replication.base import kind_for
 # Below the ephemeral range (32768+), where a client socket could take a port first.
 # pytest-xdist's workers (gw0, gw1, …) each run their own labs, 100 ports apart.
 _WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
-PORT_BASE = int(os.environ.get("DRCTL_TEST_PORT_BASE", "23100")) + 100 * _WORKER
+_RUN_BASE = int(os.environ.get("DRCTL_TEST_PORT_BASE", "23100"))
+PORT_BASE = _RUN_BASE + 100 * _WORKER
 # The secure lab's: clear of the shared labs (+ 0, + 10, + 20), test_lab.py's (+ 50) and the
 # drill's (+ 60).
 SECURE_BASE = PORT_BASE + 70
@@ -42,7 +44,6 @@ REGISTRY_BASE = PORT_BASE + 80
 # job in a session of its own: shared by the xdist workers, so one JVM starts and warms up
 # instead of one per worker. The first worker to need it starts it (under a file lock); the
 # run's controller stops it (`pytest_sessionfinish`).
-_RUN_BASE = int(os.environ.get("DRCTL_TEST_PORT_BASE", "23100"))
 SPARK_CONNECT_PORT = _RUN_BASE + 90
 _SPARK_DIR = Path(tempfile.gettempdir()) / f"drctl-test-spark-connect-{_RUN_BASE}"
 
@@ -365,17 +366,13 @@ def _forget_groups(prefix: str) -> None:
     if _session_labs is None:
         return
     for running in list(_session_labs.started.values()):
-        for cluster in ("primary", "secondary"):
+        for cluster, clients in (("primary", running.primary), ("secondary", running.secondary)):
             if not running.lab.process(cluster).is_running():
                 continue
             try:
-                admin = (running.primary if cluster == "primary" else running.secondary).admin()
-                listed = admin.list_consumer_groups(request_timeout=10).result(timeout=15)
-                groups = [g.group_id for g in listed.valid if g.group_id.startswith(prefix)]
+                groups = [g for g in list_groups(clients, deadline_s=10) if g.startswith(prefix)]
                 if groups:
-                    futures = admin.delete_consumer_groups(groups, request_timeout=30)
-                    for future in futures.values():
-                        future.exception(timeout=60)
+                    delete_groups(clients, groups)  # a group still in use stays
             except Exception:  # noqa: BLE001 - cleanup only; the test has its verdict
                 continue
 
