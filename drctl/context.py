@@ -9,6 +9,7 @@ factories, the way httpie's `Environment` is overridden by its test suite.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -53,6 +54,9 @@ class OpsContext:
         self._clients: dict[str, ClusterClients] = {}
         self._stores: dict[str | None, MarkerStore] = {}
         self._lock_logs: dict[str, LockLog] = {}
+        # Steps may run side by side (check reads the RPO beside the positions): each
+        # cluster's clients and marker store are still made once.
+        self._making = threading.RLock()
         self.clients_built = 0  # how many ClusterClients this command made (tests count them)
 
     @classmethod
@@ -87,11 +91,12 @@ class OpsContext:
 
     def clients(self, name: str) -> ClusterClients:
         """The clients of cluster `name`, made once per command."""
-        found = self._clients.get(name)
-        if found is None:
-            found = self._clients[name] = self._clients_factory(name)
-            self.clients_built += 1
-        return found
+        with self._making:
+            found = self._clients.get(name)
+            if found is None:
+                found = self._clients[name] = self._clients_factory(name)
+                self.clients_built += 1
+            return found
 
     @property
     def source(self) -> ClusterClients:
@@ -110,25 +115,26 @@ class OpsContext:
     def markers(self, cluster: str | None) -> MarkerStore:
         """The marker store with the state topic on `cluster` (None: the local directory
         only), made once per command."""
-        found = self._stores.get(cluster)
-        if found is None:
-            if cluster and self.deadline_s is not None:
-                # Reading the state topic of a cluster that does not answer would wait out
-                # the consumer's own timeouts: the deadline decides instead (exit 4).
-                from drctl.errors import Unreachable
-                from drctl.kafka.clients import describe_with_retry
+        with self._making:
+            found = self._stores.get(cluster)
+            if found is None:
+                if cluster and self.deadline_s is not None:
+                    # Reading the state topic of a cluster that does not answer would wait out
+                    # the consumer's own timeouts: the deadline decides instead (exit 4).
+                    from drctl.errors import Unreachable
+                    from drctl.kafka.clients import describe_with_retry
 
-                try:
-                    describe_with_retry(self.clients(cluster),
-                                        self.config.retry.with_deadline(self.deadline_s),
-                                        notify=self.notify)
-                except Unreachable as exc:
-                    # Unknown, never "no incident".
-                    raise Unreachable(f"{exc.message} The failover markers in its topic "
-                                      f"{self.config.state.topic} are unknown until it "
-                                      "answers.", exc.hint) from None
-            found = self._stores[cluster] = self._markers_factory(cluster)
-        return found
+                    try:
+                        describe_with_retry(self.clients(cluster),
+                                            self.config.retry.with_deadline(self.deadline_s),
+                                            notify=self.notify)
+                    except Unreachable as exc:
+                        # Unknown, never "no incident".
+                        raise Unreachable(f"{exc.message} The failover markers in its topic "
+                                          f"{self.config.state.topic} are unknown until it "
+                                          "answers.", exc.hint) from None
+                found = self._stores[cluster] = self._markers_factory(cluster)
+            return found
 
     def flow_lock(self, what: str) -> FlowLock:
         """The flow's lock (drctl/flow_lock.py) beside its markers: in a topic on the cluster

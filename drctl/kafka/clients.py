@@ -158,6 +158,8 @@ class ClusterClients:
         self._admin: AdminClient | None = None
         self._admin_mark = 0  # the wire log's count when the shared admin client was made
         self._coordinator: Coordinator | None = None
+        # Steps may ask from two threads at once (check): one shared admin client, one child.
+        self._making = threading.Lock()
 
     @classmethod
     def for_cluster(cls, config: Config, name: str, *, deadline_s: float = 30.0,
@@ -227,27 +229,29 @@ class ClusterClients:
         hang every group request."""
         if fresh or overrides:
             return self._create(AdminClient, overrides)
-        if self._admin is not None:
-            self._admin.poll(0)  # its connection errors reach the wire log
-            if any(err.code() in _LOST_CODES for err in self.wire.since(self._admin_mark)):
-                self._admin = None
-        if self._admin is None:
-            self._admin_mark = self.wire.mark()
-            self._admin = self._create(AdminClient, {})
-        return self._admin
+        with self._making:
+            if self._admin is not None:
+                self._admin.poll(0)  # its connection errors reach the wire log
+                if any(err.code() in _LOST_CODES for err in self.wire.since(self._admin_mark)):
+                    self._admin = None
+            if self._admin is None:
+                self._admin_mark = self.wire.mark()
+                self._admin = self._create(AdminClient, {})
+            return self._admin
 
     def coordinator(self) -> Coordinator:
         """The child process that sends this cluster's group-coordinator requests
         (kafka/coordinator.py), one per cluster; only kafka/groups.py asks for it."""
-        if self._coordinator is None:
-            counting = request_count.counting_properties()
-            self._coordinator = Coordinator(
-                self.name, {**_OPERATOR_DEFAULTS, **self.properties},
-                on_wire=lambda code, text: self.wire.record(KafkaError(code, text)),
-                on_stats=counting.get("stats_cb"))
-            # Clients dropped without close() (a reconnect) take their child with them.
-            weakref.finalize(self, self._coordinator.close)
-        return self._coordinator
+        with self._making:
+            if self._coordinator is None:
+                counting = request_count.counting_properties()
+                self._coordinator = Coordinator(
+                    self.name, {**_OPERATOR_DEFAULTS, **self.properties},
+                    on_wire=lambda code, text: self.wire.record(KafkaError(code, text)),
+                    on_stats=counting.get("stats_cb"))
+                # Clients dropped without close() (a reconnect) take their child with them.
+                weakref.finalize(self, self._coordinator.close)
+            return self._coordinator
 
     def close(self) -> None:
         """Stop the group requests' child process (the librdkafka clients close as they are

@@ -92,6 +92,12 @@ def run_check(ctx: OpsContext, opts: CheckOptions) -> Readiness:
     if up[rep.source]:
         src_topics = {t: n for t, n in source_topics_in_scope(ctx.config, ctx.source).items()
                       if topic_re.fullmatch(t) and ctx.scope.covers_topic(t)}
+    # The RPO reading and the open-transaction scans ask for other answers than the topic,
+    # ACL and position areas (offsets, Connect's, the copy points): read beside them.
+    rpo = in_background(lambda: rpo_now(ctx, src_topics, up, now_ms), name="drctl-rpo") \
+        if up[rep.target] else None
+    transactions = in_background(lambda: _transactions(ctx, up, src_topics, opts),
+                                 name="drctl-transactions")
     # The snapshot topic, read once: guard's positions and its last round.
     kept = read_snapshot_topic(ctx.target, ctx.config.state.snapshots_topic) \
         if up[rep.target] else None
@@ -103,10 +109,12 @@ def run_check(ctx: OpsContext, opts: CheckOptions) -> Readiness:
                             "none: groups keep their offsets", "nothing to do", Severity.NOTE))
         else:
             _positions(ctx, out, src_topics, group_re, now_ms, opts, kept.snapshots)
-    _transactions(ctx, out, up, src_topics, opts)
+    found, looked = transactions()
+    out.add(*found)
+    out.checked[Area.TRANSACTIONS.value] = looked
     _schemas(ctx, out, up, src_topics)
-    if kept is not None:
-        out.rpo, out.lag = rpo_now(ctx, src_topics, up, now_ms)
+    if kept is not None and rpo is not None:  # both: the target answered
+        out.rpo, out.lag = rpo()
         out.add(*lag_findings(rep.source, rep.target, out.lag,
                               ctx.require_kind().lag_remedy(rep)))
         ctx.notify("Reading MirrorMaker 2's settings and guard's last round")
@@ -217,9 +225,12 @@ def _schemas(ctx: OpsContext, out: Readiness, up: dict[str, bool],
     out.checked[Area.SCHEMAS.value] = len(parity.ids)
 
 
-def _transactions(ctx: OpsContext, out: Readiness, up: dict[str, bool],
-                  src_topics: dict[str, int], opts: CheckOptions) -> None:
+def _transactions(ctx: OpsContext, up: dict[str, bool], src_topics: dict[str, int],
+                  opts: CheckOptions) -> tuple[list[Finding], int]:
+    """Findings for open transactions on both clusters, and how many partitions were looked
+    at (one cluster after the other: both record their sightings in one file)."""
     rep = ctx.rep
+    out: list[Finding] = []
     looked = 0
     for name in (rep.source, rep.target):
         if not up[name]:
@@ -239,7 +250,7 @@ def _transactions(ctx: OpsContext, out: Readiness, up: dict[str, bool],
                                                 ctx.pinned_sightings)
         looked += parts
         for t in found:
-            out.add(Finding(
+            out.append(Finding(
                 Area.TRANSACTIONS, f"partition {t.topic}-{t.partition} on {name}",
                 f"last stable offset {t.stable} held below the end {t.end} by a transaction "
                 f"seen open for {format_duration(round(t.open_s))} (longer than "
@@ -247,7 +258,7 @@ def _transactions(ctx: OpsContext, out: Readiness, up: dict[str, bool],
                 "read_committed consumers stall there, and a failover point or gap read "
                 "taken now stops at it", t.abort_commands(clients.bootstrap)))
         for t in young:
-            out.add(Finding(
+            out.append(Finding(
                 Area.TRANSACTIONS, f"partition {t.topic}-{t.partition} on {name}",
                 f"an open transaction holds the last stable offset at {t.stable}, end "
                 f"{t.end} (seen open for {format_duration(round(t.open_s))}; hanging after "
@@ -256,7 +267,7 @@ def _transactions(ctx: OpsContext, out: Readiness, up: dict[str, bool],
                 f"{t.held_back} offset(s) behind it on {name}",
                 "let its producer commit or abort; if the producer is gone: "
                 + t.abort_commands(clients.bootstrap), Severity.NOTE))
-    out.checked[Area.TRANSACTIONS.value] = looked
+    return out, looked
 
 
 def lag_findings(source: str, target: str, lag: list[dict[str, Any]] | None,
