@@ -17,8 +17,10 @@ or not. Group and transactional-id names are the same on both sides and compare 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from confluent_kafka.admin import (
     AclBinding,
@@ -30,8 +32,11 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from drctl.errors import Unreachable
 from drctl.findings import Area, Finding, Severity
 from drctl.kafka.acls import AclOutcome, AclsUnavailable, authorizer_available, read_acls
+
+T = TypeVar("T")
 
 # What a client needs after a failover: produce (WRITE), consume (READ on topic and group),
 # and for a transactional producer WRITE on its transactional id.
@@ -238,11 +243,20 @@ class AclScope:
     skip_principal: str | None
 
 
+def _asking(cluster: str, call: Callable[[], T]) -> T:
+    """An ACL answer of `cluster`; one that does not come names the cluster (both are asked)."""
+    try:
+        return call()
+    except Unreachable as exc:
+        raise Unreachable(f"cluster '{cluster}': {exc.message}", exc.hint) from exc
+
+
 def acl_parity(scope: AclScope, source: AdminClient, target: AdminClient
                ) -> tuple[list[Finding], int]:
     """Findings, and how many source grants were compared."""
     src_name, dst_name = scope.source, scope.target
-    secured = {src_name: authorizer_available(source), dst_name: authorizer_available(target)}
+    secured = {src_name: _asking(src_name, lambda: authorizer_available(source)),
+               dst_name: _asking(dst_name, lambda: authorizer_available(target))}
     if not any(secured.values()):
         return [Finding(Area.ACLS, "ACLs", "no authorizer on either cluster",
                         "none: every client may do everything on both", "nothing to do",
@@ -261,7 +275,7 @@ def acl_parity(scope: AclScope, source: AdminClient, target: AdminClient
     findings: list[Finding] = []
     for name, admin in ((src_name, source), (dst_name, target)):
         try:
-            grants[name] = all_grants(admin)
+            grants[name] = _asking(name, functools.partial(all_grants, admin))
         except AclsUnavailable as exc:
             if exc.outcome != AclOutcome.DENIED:
                 raise

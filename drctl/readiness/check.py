@@ -20,12 +20,13 @@ from confluent_kafka import KafkaException
 
 from drctl.background import in_background
 from drctl.context import OpsContext
-from drctl.errors import DrctlError
+from drctl.errors import DrctlError, Unreachable
 from drctl.findings import Area, Finding, Readiness, Severity
 from drctl.kafka.checkpoints import timed_checkpoints
 from drctl.kafka.clients import ClusterUnreachable, describe_with_retry
 from drctl.kafka.groups import committed_offsets, group_states, list_groups
 from drctl.kafka.records import ReadTimeout
+from drctl.kafka.retriable import transient
 from drctl.kafka.topics import is_internal_topic
 from drctl.kafka.transactions import hanging_on
 from drctl.ops.reverse_copies import read_reverse_copies, reverse_copy_findings
@@ -37,6 +38,7 @@ from drctl.readiness.acls import AclScope, acl_parity
 from drctl.readiness.positions import guard_findings, position_findings
 from drctl.readiness.schemas import parity_findings
 from drctl.readiness.topics import compare_topics, read_shapes
+from drctl.retry import RetriesExhausted, RetryPolicy, retry_call
 from drctl.timeparse import format_duration
 from drctl.translate.engine import wanted_group
 from drctl.translate.inventory import source_topics_in_scope
@@ -103,7 +105,7 @@ def run_check(ctx: OpsContext, opts: CheckOptions) -> Readiness:
         if up[rep.target] else None
     if up[rep.source] and kept is not None:
         _topics(ctx, out, src_topics)
-        _acls(ctx, out, src_topics, group_re)
+        _acls(ctx, out, src_topics, group_re, policy)
         if kind.offsets_preserved:
             out.add(Finding(Area.POSITIONS, "groups", "offsets are preserved by the mirror",
                             "none: groups keep their offsets", "nothing to do", Severity.NOTE))
@@ -139,13 +141,23 @@ def _topics(ctx: OpsContext, out: Readiness, src_topics: dict[str, int]) -> None
 
 
 def _acls(ctx: OpsContext, out: Readiness, src_topics: dict[str, int],
-          group_re: re.Pattern[str]) -> None:
+          group_re: re.Pattern[str], policy: RetryPolicy) -> None:
     rep = ctx.rep
     ctx.notify("Comparing ACLs")
     scope = AclScope(rep.source, rep.target, ctx.target.bootstrap, sorted(src_topics),
                      lambda t: t in src_topics, lambda g: wanted_group(ctx.config, group_re, g),
                      rep.failover_topic, rep.mirror_topic, rep.names_kept, rep.principal)
-    findings, compared = acl_parity(scope, ctx.source.admin(), ctx.target.admin())
+    # A broker restarting drops an ACL request: asked again within --deadline, then exit 4
+    # naming the cluster that did not answer.
+    try:
+        findings, compared = retry_call(
+            lambda: acl_parity(scope, ctx.source.admin(), ctx.target.admin()), policy,
+            retry_on=(Unreachable,), give_up=lambda exc: not transient(exc),
+            on_retry=lambda n, exc, delay: ctx.notify(
+                f"ACLs: attempt {n} failed ({getattr(exc, 'message', exc)}); retrying in "
+                f"{delay:.1f}s"))
+    except RetriesExhausted as exc:
+        raise exc.last from None
     out.add(*findings)
     out.checked[Area.ACLS.value] = compared
 

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import cast
+
+from confluent_kafka.admin import AdminClient
+
 from drctl.readiness.acls import (
+    AclScope,
     Grant,
     Need,
     denied_on_target,
@@ -132,3 +137,48 @@ def test_the_fix_is_a_command_that_grants_exactly_that() -> None:
     assert deny(op="WRITE").remove_command("b:9092") == (
         "kafka-acls.sh --bootstrap-server b:9092 --remove --deny-principal User:app "
         "--operation Write --topic 'orders'")
+
+
+class _Restarting:
+    """An admin client whose broker drops the ACL requests: `drops` of them, then answers
+    that the cluster has no authorizer."""
+
+    def __init__(self, drops: int) -> None:
+        self.drops = drops
+
+    def delete_acls(self, filters: list[object], **_: object) -> dict[object, object]:
+        from concurrent.futures import Future
+
+        from confluent_kafka import KafkaError, KafkaException
+
+        answer: Future[object] = Future()
+        if self.drops:
+            self.drops -= 1
+            answer.set_exception(KafkaException(KafkaError(KafkaError._TRANSPORT,
+                                                           "Broker transport failure")))
+        else:
+            answer.set_exception(KafkaException(KafkaError(KafkaError.SECURITY_DISABLED)))
+        return {filters[0]: answer}
+
+
+def _admin(drops: int) -> AdminClient:
+    return cast(AdminClient, _Restarting(drops))
+
+
+def _scope() -> AclScope:
+    return AclScope("primary", "secondary", "127.0.0.1:9", ["orders"], lambda t: True,
+                    lambda g: True, lambda t: t, lambda t: t, True, None)
+
+
+def test_a_cluster_that_drops_an_acl_request_is_named() -> None:
+    import pytest
+
+    from drctl.errors import Unreachable
+    from drctl.readiness.acls import acl_parity
+
+    with pytest.raises(Unreachable) as raised:
+        acl_parity(_scope(), _admin(0), _admin(1))
+    assert raised.value.message.startswith("cluster 'secondary': ")
+    assert raised.value.transient  # waiting may cure it: check asks again within --deadline
+    findings, compared = acl_parity(_scope(), _admin(0), _admin(0))
+    assert compared == 0 and findings[0].difference == "no authorizer on either cluster"
