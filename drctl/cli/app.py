@@ -30,7 +30,8 @@ from drctl.cli import (
 )
 from drctl.cli.help import RootGroup, Typer
 from drctl.cli.state import CURRENT
-from drctl.errors import Aborted, DrctlError, ExitStatus, UsageError
+from drctl.errors import Aborted, DrctlError, ExitStatus, Unreachable, UsageError
+from drctl.kafka.retriable import is_retriable, kafka_error
 from drctl.terminal import OutputFormat, Terminal
 from drctl.versions import runtime_versions
 from drctl.yesno import bool_from_text
@@ -232,29 +233,49 @@ def _run(args: list[str]) -> tuple[int, dict[str, Any] | None]:
         code = exc.code
         return (code if isinstance(code, int) else
                 ExitStatus.SUCCESS if code is None else ExitStatus.FAILURE), None
-    except DrctlError as exc:
+    except Exception as exc:  # noqa: BLE001 - the boundary: nothing escapes as a traceback
+        # A Kafka answer that nothing asked again (a raw request while a broker restarts):
+        # transient, so unknown (exit 4), never a failure to report (drctl/kafka/retriable.py).
+        drctl_exc = exc if isinstance(exc, DrctlError) else _unanswered(exc)
+        if drctl_exc is None:
+            return _unexpected(exc)
         terminal = CURRENT.terminal()
-        error = _report(terminal, exc)
+        error = _report(terminal, drctl_exc)
         if CURRENT.debug:
-            terminal.detail(exc.detail)
+            terminal.detail(drctl_exc.detail)
             terminal.err.print(terminal.redactor.redact(traceback.format_exc()))
-        return exc.exit_status, error
+        return drctl_exc.exit_status, error
     except KeyboardInterrupt:
         CURRENT.terminal().error("interrupted.")
         return ExitStatus.INTERRUPTED, _INTERRUPTED
-    except Exception as exc:  # noqa: BLE001 - the boundary: nothing escapes as a traceback
-        terminal = CURRENT.terminal()
-        message = f"unexpected {type(exc).__name__}: {exc}"
-        terminal.error(message)
-        if CURRENT.debug:
-            terminal.err.print(terminal.redactor.redact(traceback.format_exc()))
-        else:
-            terminal.err.print(f"  {_REPORT_IT}")
-        return ExitStatus.FAILURE, _error(message, _REPORT_IT, type(exc).__name__,
-                                          ExitStatus.FAILURE)
     status = returned if isinstance(returned, int) else ExitStatus.SUCCESS
     # Typer ends a command interrupted by Ctrl-C with exit 130 (a runbook says so itself).
     return status, _INTERRUPTED if status == ExitStatus.INTERRUPTED else None
+
+
+def _unanswered(exc: Exception) -> Unreachable | None:
+    """A transient Kafka error as what it means to the operator; None for anything else."""
+    if not is_retriable(exc):
+        return None
+    err = kafka_error(exc)
+    cause = err.str() if err is not None else str(exc)
+    return Unreachable(
+        f"a Kafka cluster did not answer: {cause}. The step under way did not finish; "
+        "what it would have read or written there is unknown.",
+        "Run the same command again when the clusters answer (drctl check says which "
+        "does not); it carries on from what was done.")
+
+
+def _unexpected(exc: Exception) -> tuple[int, dict[str, Any]]:
+    terminal = CURRENT.terminal()
+    message = f"unexpected {type(exc).__name__}: {exc}"
+    terminal.error(message)
+    if CURRENT.debug:
+        terminal.err.print(terminal.redactor.redact(traceback.format_exc()))
+    else:
+        terminal.err.print(f"  {_REPORT_IT}")
+    return ExitStatus.FAILURE, _error(message, _REPORT_IT, type(exc).__name__,
+                                      ExitStatus.FAILURE)
 
 
 _REPORT_IT = "Run again with --debug for the traceback, and please report it."

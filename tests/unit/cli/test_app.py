@@ -225,3 +225,43 @@ def test_a_hyphenated_word_is_never_broken() -> None:
         for line in wrap_text(text, width).splitlines():
             assert not line.endswith("-")
         assert "consumer-timestamps" in wrap_text(text, width)
+
+
+_FLOW = """
+clusters:
+  primary: {bootstrap.servers: "127.0.0.1:9"}
+  secondary: {bootstrap.servers: "127.0.0.1:9"}
+replication:
+  kind: mirrormaker2
+  source: primary
+  target: secondary
+  connect: {url: "http://127.0.0.1:9", source_connector: src, checkpoint_connector: cp}
+"""
+
+
+@pytest.mark.parametrize(("code", "status", "said"), [
+    # What a raw metadata request answers while a broker restarts: unknown, exit 4.
+    (confluent_kafka.KafkaError._TRANSPORT, ExitStatus.UNREACHABLE, "did not answer"),
+    (confluent_kafka.KafkaError.NOT_COORDINATOR, ExitStatus.UNREACHABLE, "did not answer"),
+    # Permanent: not a cluster that waiting cures; a bug to report.
+    (confluent_kafka.KafkaError.TOPIC_AUTHORIZATION_FAILED, ExitStatus.FAILURE, "unexpected"),
+])
+def test_a_kafka_error_nothing_retried_is_classified_at_the_edge(
+        code: int, status: ExitStatus, said: str, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from drctl.cli import check_cmd
+
+    def fails(*_: Any) -> None:
+        raise confluent_kafka.KafkaException(confluent_kafka.KafkaError(
+            code, "Failed to get metadata", retriable=False))
+
+    monkeypatch.setattr(check_cmd, "run_check", fails)
+    cfg = tmp_path / "drctl.yaml"
+    cfg.write_text(_FLOW)
+    assert main(["--config", str(cfg), "-o", "json", "check", "--deadline", "1"]) == status
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    assert doc["exit_status"] == status and said in doc["error"]["message"]
+    assert doc["error"]["kind"] == ("Unreachable" if status == ExitStatus.UNREACHABLE
+                                    else "KafkaException")
+    assert "Traceback" not in captured.err
