@@ -11,6 +11,7 @@ import shutil
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -46,6 +47,10 @@ REGISTRY_BASE = PORT_BASE + 80
 # run's controller stops it (`pytest_sessionfinish`).
 SPARK_CONNECT_PORT = _RUN_BASE + 90
 _SPARK_DIR = Path(tempfile.gettempdir()) / f"drctl-test-spark-connect-{_RUN_BASE}"
+# This pytest run, set by its controller before the workers start (they inherit it): a run
+# stops the server only if it used it — a unit-test run beside the suite stopped the suite's.
+_RUN_ID = os.environ.setdefault("DRCTL_TEST_RUN_ID", uuid.uuid4().hex)
+_SPARK_USED = _SPARK_DIR / f"used-by-{_RUN_ID}"
 
 
 class RunningLab:
@@ -114,6 +119,7 @@ class _Labs:
         def up() -> None:
             try:
                 _SPARK_DIR.mkdir(parents=True, exist_ok=True)
+                _SPARK_USED.touch()
                 with open(_SPARK_DIR / "starting.lock", "w") as lock:
                     fcntl.flock(lock, fcntl.LOCK_EX)  # one worker starts it, the others wait
                     self.spark.up()
@@ -172,8 +178,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     controller, or a run without workers)."""
     if hasattr(session.config, "workerinput"):
         return
-    if not _SPARK_DIR.exists():
-        return  # no test asked for it
+    if not _SPARK_USED.exists():
+        return  # no test of this run asked for it
     SparkConnectServer(_SPARK_DIR, SPARK_CONNECT_PORT).down()
     if exitstatus == 0:
         shutil.rmtree(_SPARK_DIR, ignore_errors=True)
