@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from drctl import __version__
 from drctl.cli.app import app, hoist_global_options, main
 from drctl.errors import ExitStatus
+from tests.unit.test_terminal import DOWN
 
 
 def test_version_and_help(capsys: pytest.CaptureFixture[str]) -> None:
@@ -227,17 +228,6 @@ def test_a_hyphenated_word_is_never_broken() -> None:
         assert "consumer-timestamps" in wrap_text(text, width)
 
 
-_FLOW = """
-clusters:
-  primary: {bootstrap.servers: "127.0.0.1:9"}
-  secondary: {bootstrap.servers: "127.0.0.1:9"}
-replication:
-  kind: mirrormaker2
-  source: primary
-  target: secondary
-  connect: {url: "http://127.0.0.1:9", source_connector: src, checkpoint_connector: cp}
-"""
-
 
 @pytest.mark.parametrize(("code", "status", "said"), [
     # What a raw metadata request answers while a broker restarts: unknown, exit 4.
@@ -257,7 +247,7 @@ def test_a_kafka_error_nothing_retried_is_classified_at_the_edge(
 
     monkeypatch.setattr(check_cmd, "run_check", fails)
     cfg = tmp_path / "drctl.yaml"
-    cfg.write_text(_FLOW)
+    cfg.write_text(DOWN)  # nothing answers: the command's core is replaced anyway
     assert main(["--config", str(cfg), "-o", "json", "check", "--deadline", "1"]) == status
     captured = capsys.readouterr()
     doc = json.loads(captured.out)
