@@ -521,8 +521,11 @@ class Lab:
             wait_until(resume, deadline_s=30, what=f"resuming connector {name}",
                        log_file=proc.log_file, alive=proc.is_running)
         for name in self.flow(state).connectors():
+            # Running, and the worker past its rebalance: a connector's config answers (for
+            # a moment after a connector changed — a reverse flow deleted — Connect answers
+            # "a rebalance is expected", and the next caller's first request failed on it).
             def running(n: str = name) -> bool:
-                return _running(client, n)
+                return _running(client, n) and bool(client.config(n))
 
             wait_until(running, deadline_s=90,
                        what=f"connector {name}", log_file=proc.log_file, alive=proc.is_running)
