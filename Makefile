@@ -43,7 +43,7 @@ typecheck: setup
 # Three pytest-xdist workers, each with its own labs on its own ports, a file per worker (the
 # prefixed lab's tests on two workers, the secure lab's on one: tests/conftest.py
 # `xdist_group`), and one Spark Connect server for the whole run. On the 2-core CI machine a
-# fresh clone's run takes about 21 min, the cores busy most of the time. TEST_WORKERS=0 runs
+# fresh clone's run takes 21–23 min, the cores busy most of the time. TEST_WORKERS=0 runs
 # in one process.
 # A worker that dies fails the run (--max-worker-restart 0): a replaced one can hang xdist.
 TEST_WORKERS ?= 3
