@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, ClusterMetadata
 
 from drctl.config import Config
 from drctl.errors import ConfigError, Unreachable
@@ -448,6 +448,19 @@ def describe_with_retry(clients: ClusterClients, policy: RetryPolicy,
                           policy, on_retry=on_retry,
                           retry_on=(KafkaException, TimeoutError, NoAnswer),
                           give_up=lambda e: not transient(e))
+    except RetriesExhausted as exc:
+        raise unreachable(clients, exc) from exc
+
+
+def cluster_metadata(clients: ClusterClients, *, timeout_s: float = 10.0) -> ClusterMetadata:
+    """The cluster's topics and brokers, from its shared admin client. A broker restarting
+    answers the metadata request with a transport error: asked again within the command's
+    deadline (`clients.deadline_s`), then exit 4 naming the cluster — a raw request ended
+    translate-offsets as an unexpected error (exit 1)."""
+    try:
+        return retry_call(lambda: clients.admin().list_topics(timeout=timeout_s),
+                          RetryPolicy(initial_s=0.5, max_s=5).with_deadline(clients.deadline_s),
+                          retry_on=(KafkaException,), give_up=lambda exc: not transient(exc))
     except RetriesExhausted as exc:
         raise unreachable(clients, exc) from exc
 

@@ -45,6 +45,7 @@ from confluent_kafka.admin import OffsetSpec
 
 from drctl.context import OpsContext
 from drctl.errors import DrctlError
+from drctl.kafka.clients import cluster_metadata
 from drctl.kafka.lag import first_records
 from drctl.kafka.offsets import list_offsets
 from drctl.kafka.records import Record
@@ -312,7 +313,7 @@ def measure(ctx: OpsContext, topics: Mapping[str, int] | None = None, *,
     if not tps:
         return TargetLag()
     source_marks = _marks(ctx.source.admin(), tps)
-    target_meta = ctx.target.admin().list_topics(timeout=30).topics
+    target_meta = cluster_metadata(ctx.target).topics
     mirrored = [(rep.mirror_topic(t), p) for t, p in tps
                 if rep.mirror_topic(t) in target_meta
                 and p in target_meta[rep.mirror_topic(t)].partitions]

@@ -23,7 +23,7 @@ from drctl.context import OpsContext
 from drctl.errors import DrctlError, Unreachable
 from drctl.findings import Area, Finding, Readiness, Severity
 from drctl.kafka.checkpoints import timed_checkpoints
-from drctl.kafka.clients import ClusterUnreachable, describe_with_retry
+from drctl.kafka.clients import ClusterUnreachable, cluster_metadata, describe_with_retry
 from drctl.kafka.groups import committed_offsets, group_states, list_groups
 from drctl.kafka.records import ReadTimeout
 from drctl.kafka.retriable import transient
@@ -130,7 +130,7 @@ def run_check(ctx: OpsContext, opts: CheckOptions) -> Readiness:
 def _topics(ctx: OpsContext, out: Readiness, src_topics: dict[str, int]) -> None:
     rep = ctx.rep
     ctx.notify(f"Comparing {len(src_topics)} topic(s) with their mirrors")
-    target_meta = ctx.target.admin().list_topics(timeout=30).topics
+    target_meta = cluster_metadata(ctx.target).topics
     mirrors = {rep.mirror_topic(t): len(target_meta[rep.mirror_topic(t)].partitions)
                for t in src_topics if rep.mirror_topic(t) in target_meta}
     with ThreadPoolExecutor(2) as pool:
@@ -254,7 +254,7 @@ def _transactions(ctx: OpsContext, up: dict[str, bool], src_topics: dict[str, in
             wanted = {rep.mirror_topic(t) for t in src_topics} \
                 | {rep.failover_topic(t) for t in src_topics}
         else:  # the source is gone: what the target mirrors of the flow
-            wanted = {t for t in clients.admin().list_topics(timeout=30).topics
+            wanted = {t for t in cluster_metadata(clients).topics
                       if not is_internal_topic(t) and (origin := rep.source_topic_of(t))
                       and rep.topics.matches(origin)}
         ctx.notify(f"{name}: looking for open transactions on {len(wanted)} topic(s)")

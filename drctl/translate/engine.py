@@ -12,21 +12,17 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient
-
 from drctl.background import in_background
 from drctl.config import Config, Scope
 from drctl.context import OpsContext
 from drctl.errors import UsageError
 from drctl.kafka.checkpoints import read_checkpoints
-from drctl.kafka.clients import ClusterClients, describe_with_retry, unreachable
+from drctl.kafka.clients import ClusterClients, cluster_metadata, describe_with_retry
 from drctl.kafka.groups import alter_offsets_many, committed_offsets, group_states, list_groups
 from drctl.kafka.offsets import watermarks
-from drctl.kafka.retriable import transient
 from drctl.kafka.topics import TP, is_internal_topic
 from drctl.replication.base import kind_for
-from drctl.retry import RetriesExhausted, RetryPolicy, retry_call
+from drctl.retry import RetryPolicy
 from drctl.translate.methods import Placing, method_for
 from drctl.translate.model import (
     Confidence,
@@ -182,7 +178,8 @@ def translate_offsets(ctx: OpsContext, req: TranslateRequest,
         positions = _source_positions(src if source_up else None, checkpoints, wanted,
                                       config, to_topic)
     all_target_tps = {(to_topic(t) or "", p) for offs in positions.values() for (t, p) in offs}
-    existing = _partitions_on(dst, dst_admin)
+    existing = {(t, p) for t, meta in cluster_metadata(dst).topics.items()
+                for p in meta.partitions}
     dst_marks = _capped(watermarks(dst_admin, sorted(all_target_tps & existing)),
                         req.target_ends)
     # The groups' states and commits on the target are read (by the target's group
@@ -212,19 +209,6 @@ def translate_offsets(ctx: OpsContext, req: TranslateRequest,
             approve(report)
         apply_positions(dst, report)
     return report
-
-
-def _partitions_on(clients: ClusterClients, admin: AdminClient) -> set[TP]:
-    """Every partition the cluster has. A broker restarting answers the metadata request
-    with a transport error: asked again within the command's deadline, then exit 4 naming
-    the cluster (it ended a translation as an unexpected error, exit 1)."""
-    try:
-        meta = retry_call(lambda: admin.list_topics(timeout=10),
-                          RetryPolicy(initial_s=0.5, max_s=5).with_deadline(clients.deadline_s),
-                          retry_on=(KafkaException,), give_up=lambda exc: not transient(exc))
-    except RetriesExhausted as exc:
-        raise unreachable(clients, exc) from exc
-    return {(t, p) for t, topic in meta.topics.items() for p in topic.partitions}
 
 
 def _group_results(positions: dict[str, dict[TP, int]],

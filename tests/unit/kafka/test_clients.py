@@ -167,3 +167,41 @@ def test_the_shared_admin_client_is_replaced_once_it_lost_its_brokers() -> None:
         second = clients.admin()
         assert second is not first
         assert clients.admin() is second  # what was lost before it does not count again
+
+
+class _Restarting:
+    """An admin client whose broker restarts: `drops` metadata requests fail with a
+    transport error, then it answers."""
+
+    def __init__(self, drops: int) -> None:
+        self.drops = drops
+        self.asked = 0
+
+    def list_topics(self, timeout: float) -> str:
+        from confluent_kafka import KafkaException
+
+        self.asked += 1
+        if self.asked <= self.drops:
+            raise KafkaException(KafkaError(KafkaError._TRANSPORT, "Failed to get metadata"))
+        return "metadata"
+
+    def poll(self, _timeout: float) -> int:
+        return 0
+
+
+def test_metadata_is_asked_again_while_a_broker_restarts_then_names_the_cluster(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from drctl.kafka.clients import ClusterUnreachable, cluster_metadata
+
+    clients = ClusterClients("secondary", {"bootstrap.servers": f"127.0.0.1:{_closed_port()}"},
+                             deadline_s=1.5)
+    restarting = _Restarting(drops=2)
+    monkeypatch.setattr(clients, "admin", lambda: restarting)
+    assert cluster_metadata(clients) == "metadata" and restarting.asked == 3
+    gone = _Restarting(drops=10**6)
+    monkeypatch.setattr(clients, "admin", lambda: gone)
+    started = time.monotonic()
+    with pytest.raises(ClusterUnreachable) as raised:
+        cluster_metadata(clients)
+    assert "cluster 'secondary'" in raised.value.message and gone.asked > 1
+    assert time.monotonic() - started < 5  # within the deadline, not the request timeouts
