@@ -71,6 +71,7 @@ class RegistryClient(JsonEndpoint):
         self.cluster = cluster
         self._schemas: dict[int, Schema | None] = {}
         self._versions: dict[int, list[tuple[str, int]]] = {}
+        self._subject_versions: dict[tuple[str, int], Schema | None] = {}
 
     @classmethod
     def for_cluster(cls, config: Config, cluster: str, deadline_s: float | None = None,
@@ -111,6 +112,15 @@ class RegistryClient(JsonEndpoint):
             return None
         return SubjectVersion(str(raw.get("subject", subject)), int(raw["version"]),
                               int(raw["id"]), Schema.from_registry(raw))
+
+    def version(self, subject: str, version: int) -> Schema | None:
+        """The schema of one version of a subject (what a reference names); None when the
+        registry has no such subject or version."""
+        if (subject, version) not in self._subject_versions:
+            raw = self.get(f"/subjects/{_quoted(subject)}/versions/{version}")
+            self._subject_versions[subject, version] = (None if raw is None
+                                                        else Schema.from_registry(raw))
+        return self._subject_versions[subject, version]
 
     def subjects(self) -> list[str]:
         """Every subject; an answer that is no list of names is no registry's."""
