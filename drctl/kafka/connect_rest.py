@@ -71,7 +71,7 @@ class ConnectClient(JsonEndpoint):
                     detail: str | None) -> ConnectUnreachable:
         return ConnectUnreachable(self.url, message, hint, detail=detail)
 
-    def on_status(self, code: int, what: str, detail: str) -> Any:
+    def on_status(self, code: int, what: str, detail: str, body: Any = None) -> Any:
         """404: ConnectorMissing; 5xx, or 409 while the workers rebalance: worth another
         try; anything else: ConnectError."""
         cls = ConnectorMissing if code == 404 else ConnectError
