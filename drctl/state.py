@@ -23,7 +23,7 @@ from confluent_kafka.admin import NewTopic
 
 from drctl.config import Config, Scope
 from drctl.errors import DrctlError, Unreachable, UsageError
-from drctl.kafka.clients import ClusterClients
+from drctl.kafka.clients import ClusterClients, cluster_metadata
 from drctl.kafka.records import ReadTimeout, read_all
 from drctl.kafka.topics import wait_for_leaders
 
@@ -283,10 +283,9 @@ class MarkerStore:
 
     def _ensure_topic(self) -> None:
         assert self.cluster is not None
-        admin = self.cluster.admin()
-        if self.topic in admin.list_topics(timeout=10).topics:
+        if self.topic in cluster_metadata(self.cluster).topics:
             return
-        futures = admin.create_topics([NewTopic(
+        futures = self.cluster.admin().create_topics([NewTopic(
             self.topic, num_partitions=1, replication_factor=-1,
             config={"cleanup.policy": "compact", "min.compaction.lag.ms": "86400000",
                     "max.message.bytes": str(MARKER_MAX_BYTES)})])
@@ -296,7 +295,7 @@ class MarkerStore:
             except Exception as exc:
                 if "TOPIC_ALREADY_EXISTS" not in str(exc):
                     raise
-        wait_for_leaders(admin, [self.topic])
+        wait_for_leaders(self.cluster, [self.topic])
 
     def load_all(self) -> list[FailoverMarker]:
         markers: dict[str, FailoverMarker] = {}

@@ -61,6 +61,8 @@ class _Cluster:
     """The state topic's cluster: counts the producers a store asks for."""
 
     name = "secondary"
+    deadline_s = 30.0
+    notify = None
 
     def __init__(self) -> None:
         self.producers: list[_Producer] = []
