@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from drctl.ops.catch_up import catch_up_timed_out, describe_left, records_left
 from drctl.ops.fence import FENCED, UNFENCED, fence_topics, fence_unconfirmed_stop, open_risks
 from drctl.ops.late_copies import check_late_copies
 from drctl.ops.phases import PhaseClock, command_timing
+from drctl.ops.rerun import rerun_while_dropped
 from drctl.ops.rpo import (
     Rpo,
     RpoMethod,
@@ -594,12 +595,46 @@ def _ensure_failover_topics(ctx: OpsContext, topics: dict[str, str],
     return ensure_topics(dst, wanted)
 
 
+@dataclass
+class _Run:
+    """What a run again after a dropped cluster keeps from the runs before it: one phase
+    clock, whether the failover got going, whether it continued an earlier command's
+    incident, and its incident once recorded — a run again continues that one, never opens
+    another (with --new-incident it would supersede it)."""
+
+    clock: PhaseClock = field(default_factory=lambda: PhaseClock("failover"))
+    under_way: bool = False
+    resumed: bool | None = None
+    incident: str | None = None
+
+
 def run_failover(ctx: OpsContext, opts: FailoverOptions, *,
                  confirm: Confirm | None = None,
                  approve: Callable[[dict[str, Any]], None] | None = None) -> FailoverResult:
     """Fail over. `approve` (not in a dry run) sees the preview once the preflight passed,
-    before anything changes, and raises to refuse."""
-    clock = PhaseClock("failover")
+    before anything changes, and raises to refuse. A cluster that drops once the failover
+    is under way — the target, or the source of a planned one (an outage's failover goes on
+    without it) — is waited for within `--deadline`, then the failover runs again from the
+    last step recorded (ops/rerun.py), as failback does; one that stays silent ends it
+    (exit 4) naming it."""
+    rep = ctx.rep
+    run = _Run()
+
+    def once() -> FailoverResult:
+        again = opts if run.incident is None else replace(opts, incident=run.incident,
+                                                          new_incident=False)
+        # Asked once: a run again continues what was approved.
+        return _failover_once(ctx, again, confirm, None if run.under_way else approve, run)
+
+    needed = (rep.target, rep.source) if opts.planned else (rep.target,)
+    return rerun_while_dropped(once, ctx, needed, opts.source_deadline_s, "failover",
+                               started=lambda: run.under_way)
+
+
+def _failover_once(ctx: OpsContext, opts: FailoverOptions, confirm: Confirm | None,
+                   approve: Callable[[dict[str, Any]], None] | None,
+                   run: _Run) -> FailoverResult:
+    clock = run.clock
     clock.phase("preflight")
     config = ctx.config
     rep = ctx.rep
@@ -607,7 +642,9 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *,
     store = ctx.markers(rep.target)
     marker, superseded = incident_to_continue(store, rep, opts, ctx.scope)
     ctx.scope = marker.covers  # a continued incident keeps its own
-    resumed = bool(marker.steps)
+    if run.resumed is None:  # a run again continues this command's own steps
+        run.resumed = bool(marker.steps)
+    resumed = run.resumed
     if not opts.dry_run:
         clock.keep_in(marker.timings)  # saved with the marker's next step, not before
     pre = preflight(ctx, opts)
@@ -623,6 +660,7 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *,
     if approve is not None and not opts.dry_run:
         clock.phase("approval")
         approve(preview(ctx, opts, marker, resumed, superseded, pre))
+    run.under_way = True
     if pre["source_reachable"] and not opts.dry_run:
         # Should this failover stop half-way and the source die, the next run still knows
         # every topic and group it had.
@@ -633,6 +671,8 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *,
     if not opts.dry_run and not marker.topics:
         with flow_locked(ctx, f"drctl failover, incident {marker.incident}"):
             claim(ctx, marker, superseded, pre["topics"])
+    if not opts.dry_run:
+        run.incident = marker.incident  # recorded: a run again continues it
     result = FailoverResult(marker, opts.dry_run, resumed=resumed, clock=clock,
                             objectives=config.objectives)
     if result.resumed:

@@ -14,7 +14,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 from drctl.config import parse_config
 from drctl.context import OpsContext
-from drctl.errors import Aborted, CheckFailed, ExitStatus, UsageError
+from drctl.errors import Aborted, CheckFailed, ExitStatus, Unreachable, UsageError
 from drctl.ops.failover import (
     FailoverOptions,
     FailoverResult,
@@ -396,3 +396,71 @@ def test_the_failover_point_is_one_metadata_answer_asked_again_while_the_broker_
     retries = [n for n in notes if n.startswith("dc2 (fake:9092): ")]
     assert len(retries) == 2 and "attempt 1, retrying in" in retries[0]
     assert not any("again" in n for n in notes)  # waited for inside the step, not re-run
+
+
+def test_a_failover_runs_again_after_its_target_dropped_and_continues_its_incident(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 51, finding 9: failover was not run again on a dropped cluster as failback is.
+    A read that gave up while the target's broker restarted (after the stop was recorded)
+    waits for the target, then the same failover runs again from the last step recorded:
+    the same incident (even with --new-incident), each step recorded once."""
+    from drctl.ops import failover
+
+    notes: list[str] = []
+    ctx = _failover_ctx(tmp_path, FakeAdmin(True, {"orders": 3}), notes)
+    _no_translation(monkeypatch)
+    old = _marker("stop-replication")
+    MarkerStore(tmp_path, "_drctl_state", None).save(old)
+    lost = {"times": 1}
+    real = failover.watermarks
+
+    def watermarks(*args: Any, **kwargs: Any) -> Any:
+        if lost["times"]:
+            lost["times"] -= 1
+            raise KafkaException(KafkaError(KafkaError._TRANSPORT, "Connection refused"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(failover, "watermarks", watermarks)
+    approved: list[object] = []
+    result = run_failover(ctx, FailoverOptions(new_incident=True), confirm=lambda _q: True,
+                          approve=approved.append)
+    marker = result.marker
+    assert len(approved) == 1 and not result.resumed  # asked once, for one run
+    assert "failover" in marker.steps and marker.failover_point == {"orders": {0: 0, 1: 0,
+                                                                               2: 0}}
+    assert any(n.startswith("Failover stopped at a step: ") and "dc2 to answer" in n
+               for n in notes), notes
+    assert "Running failover again: it continues after the last step recorded (run 2)" \
+        in notes
+    store = MarkerStore(tmp_path, "_drctl_state", None)
+    assert [m.incident for m in store.open_markers()] == [marker.incident]
+    assert store.get(old.incident).status == "closed"  # superseded once, by this one
+    runs = [r for r in marker.timings if r.get("command") == "failover"]
+    assert len(runs) == 1 and runs[0]["finished"]
+
+
+def test_a_failover_whose_target_stays_down_ends_with_exit_4_naming_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The target gone mid-failover and not back within --deadline: exit 4 naming it and
+    what to do, never an unnamed "a Kafka cluster did not answer"."""
+    notes: list[str] = []
+    target = _Restarting({"orders": 3}, healthy=10**6, drops=0)
+    ctx = _failover_ctx(tmp_path, target, notes, deadline_s=1)
+    _no_translation(monkeypatch)
+    from drctl.ops import failover
+
+    real_fence = failover.fence_unconfirmed_stop
+
+    def gone(*args: Any, **kwargs: Any) -> Any:
+        target.healthy, target.drops = len(target.asked), 10**6
+        return real_fence(*args, **kwargs)
+
+    monkeypatch.setattr(failover, "fence_unconfirmed_stop", gone)
+    with pytest.raises(Unreachable) as raised:
+        run_failover(ctx, FailoverOptions(source_deadline_s=1), confirm=lambda _q: True)
+    assert raised.value.exit_status == ExitStatus.UNREACHABLE
+    assert raised.value.message.startswith("Failover stopped: cluster 'dc2' at fake:9092 ")
+    assert raised.value.hint is not None and raised.value.hint.startswith(
+        "Bring 'dc2' back, then run it again: it continues after the last step recorded.")
+    marker = MarkerStore(tmp_path, "_drctl_state", None).open_markers()[0]
+    assert "stop-replication" in marker.steps and "failover-point" not in marker.steps
