@@ -165,7 +165,7 @@ class TopicLog:
 
         with self._write:
             if self._producer is None:
-                ensure_topics(self.cluster.admin(), {self.topic: 1}, LOCK_TOPIC_CONFIG)
+                ensure_topics(self.cluster, {self.topic: 1}, LOCK_TOPIC_CONFIG)
                 self._producer = self.cluster.producer(**{
                     "acks": "all", "enable.idempotence": "false",
                     "max.in.flight.requests.per.connection": "1"})

@@ -12,13 +12,13 @@ from drctl.cli.options import (
     DEFAULT_DEADLINE_S,
     App,
     DryRun,
+    FailoverDeadline,
     Groups,
     Incident,
     OldSourceDeadline,
     OutputOption,
     ReportDir,
     ScopeTopics,
-    SourceDeadline,
     Yes,
     renamed,
 )
@@ -49,7 +49,7 @@ def failover_command(
     continue_within: Annotated[float, duration_option(
         "Without --incident, continue the flow's open incident only when it was opened "
         "this recently (exit 2 otherwise).", default="12h")] = 12 * 3600.0,
-    deadline: SourceDeadline = DEFAULT_DEADLINE_S,
+    deadline: FailoverDeadline = DEFAULT_DEADLINE_S,
     old_source_deadline: OldSourceDeadline = None,
     timeout: Annotated[float, duration_option(
         "--planned: how long to wait for the source to go quiet and replication to catch up "
@@ -81,7 +81,8 @@ def failover_command(
     Exit status: 0 done; 1 a wait ran out (--planned); 2 usage, config, or an
     open incident it must not continue; 3 preflight failed (a hanging
     transaction, schema ids the target's registry lacks or reads otherwise) or a
-    group or topic was left behind; 4 the target unreachable; 5 not confirmed."""
+    group or topic was left behind; 4 the target unreachable (also mid-run,
+    past --deadline); 5 not confirmed."""
     config = CURRENT.config()
     term = CURRENT.terminal(output)
     deadline = renamed(deadline, old_source_deadline, old="--source-deadline",

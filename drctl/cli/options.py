@@ -57,6 +57,11 @@ RunDeadline = Annotated[float, deadline_option(
     "time, the run goes on, else run it again once it is back.")]
 SourceDeadline = Annotated[float, deadline_option(
     "a source is then treated as down, a target is exit 4.")]
+# Failover: also the target (and a planned failover's source) dropping mid-run (ops/rerun.py).
+FailoverDeadline = Annotated[float, deadline_option(
+    "a source is then treated as down, a target is exit 4. Also mid-run: a target (and a "
+    "planned failover's source) that stops answering is waited for this long; back in time, "
+    "the run goes on, else run it again once it is back.")]
 # `output: Annotated[OutputFormat | None, OutputOption] = None`: the global --output, per command.
 OutputOption = typer.Option(
     "--output", "-o", case_sensitive=False,

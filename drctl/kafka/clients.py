@@ -452,15 +452,33 @@ def describe_with_retry(clients: ClusterClients, policy: RetryPolicy,
         raise unreachable(clients, exc) from exc
 
 
-def cluster_metadata(clients: ClusterClients, *, timeout_s: float = 10.0) -> ClusterMetadata:
-    """The cluster's topics and brokers, from its shared admin client. A broker restarting
-    answers the metadata request with a transport error: asked again within the command's
-    deadline (`clients.deadline_s`), then exit 4 naming the cluster — a raw request ended
-    translate-offsets as an unexpected error (exit 1)."""
+def cluster_metadata(clients: ClusterClients, *, timeout_s: float = 10.0,
+                     deadline_s: float | None = None) -> ClusterMetadata:
+    """The cluster's topics and brokers, from its shared admin client: drctl's one metadata
+    read (every `list_topics` goes through here). A broker restarting answers the metadata
+    request with a transport error: asked again within the command's deadline
+    (`clients.deadline_s`; a quick probe passes its own short `deadline_s`), each retry a
+    line naming the cluster (`retry_line`, through `clients.notify`), then exit 4 naming the
+    cluster — a raw request ended a command as an unnamed or unexpected error.
+
+    All topics are asked for, never one by name: the admin client is a producer to
+    librdkafka, whose metadata request for a named topic lets a broker with
+    auto.create.topics.enable create it."""
+    notify = clients.notify
+
+    def on_retry(attempt: int, exc: BaseException, delay: float) -> None:
+        if notify is not None:
+            notify(retry_line(clients, attempt, exc, delay))
+
+    policy = RetryPolicy(initial_s=0.5, max_s=5).with_deadline(
+        clients.deadline_s if deadline_s is None else deadline_s)
+    started = time.monotonic()
     try:
-        return retry_call(lambda: clients.admin().list_topics(timeout=timeout_s),
-                          RetryPolicy(initial_s=0.5, max_s=5).with_deadline(clients.deadline_s),
-                          retry_on=(KafkaException,), give_up=lambda exc: not transient(exc))
+        # An attempt waits no longer than the deadline leaves.
+        return retry_call(lambda: clients.admin().list_topics(
+                              timeout=time_left(policy, started, cap_s=timeout_s)),
+                          policy, on_retry=on_retry, retry_on=(KafkaException,),
+                          give_up=lambda exc: not transient(exc))
     except RetriesExhausted as exc:
         raise unreachable(clients, exc) from exc
 

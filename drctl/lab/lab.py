@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from drctl.errors import DrctlError, LabError
-from drctl.kafka.clients import ClusterClients, describe
+from drctl.kafka.clients import ClusterClients, cluster_metadata, describe
 from drctl.kafka.connect_rest import ConnectClient, ConnectError
 from drctl.kafka.mm2_connectors import MirrorFlow
 from drctl.lab.jars import KafkaDistribution, java_major, require_java, resolve_kafka
@@ -404,7 +404,8 @@ class Lab:
             # Answering is not enough after a restart: every partition needs its leader back.
             if describe(clients, timeout_s=2).broker_count < 1:
                 return False
-            topics = clients.admin().list_topics(timeout=5).topics.values()
+            # A probe: its own short deadline, the wait around it is the long one.
+            topics = cluster_metadata(clients, timeout_s=5, deadline_s=5).topics.values()
             return all(p.leader >= 0 for t in topics for p in t.partitions.values())
 
         wait_until(ready, deadline_s=90, what=f"Kafka broker '{cluster}'",

@@ -18,7 +18,7 @@ from typing import Any
 from drctl.context import OpsContext
 from drctl.errors import CheckFailed, ExitStatus, Unreachable, UsageError
 from drctl.faults import crash_point
-from drctl.kafka.clients import describe_with_retry
+from drctl.kafka.clients import cluster_metadata, describe_with_retry
 from drctl.kafka.topics import ensure_topics, grow_topics
 from drctl.ops.audit import audit_by_group, audit_failover
 from drctl.ops.fence import FENCED, lift_fence_after_stop, stop_behind_fence
@@ -233,7 +233,7 @@ def take_in_unmirrored(ctx: OpsContext, marker: FailoverMarker, *, dry_run: bool
         return taken
     wanted = {rep.mirror_topic(t): n for t, n in missing.items()}
     wanted.update({rep.failover_topic(t): n for t, n in missing.items()})
-    created = ensure_topics(ctx.clients(rep.target).admin(), wanted)
+    created = ensure_topics(ctx.clients(rep.target), wanted)
     for topic, n in missing.items():
         mirror = taken[topic]
         marker.topics[topic] = mirror
@@ -256,10 +256,9 @@ def align_partitions(ctx: OpsContext, marker: FailoverMarker, *, dry_run: bool) 
     if marker.done("failback:partitions"):
         return dict(marker.steps["failback:partitions"].result)
     rep = ctx.rep
-    src_admin = ctx.clients(rep.source).admin()
-    dst_admin = ctx.clients(rep.target).admin()
-    src_meta = src_admin.list_topics(timeout=30).topics
-    dst_meta = dst_admin.list_topics(timeout=30).topics
+    src, dst = ctx.clients(rep.source), ctx.clients(rep.target)
+    src_meta = cluster_metadata(src).topics
+    dst_meta = cluster_metadata(dst).topics
 
     def count(meta: Any, topic: str) -> int:
         return len(meta[topic].partitions) if topic in meta else 0
@@ -278,10 +277,9 @@ def align_partitions(ctx: OpsContext, marker: FailoverMarker, *, dry_run: bool) 
            + ", ".join(f"{t} to {n}" for t, n in sorted(growing.items())))
     if dry_run:
         return {"grown": growing}
-    source_grown = grow_topics(src_admin, growing)
-    target_grown = grow_topics(dst_admin, {**{marker.topics[t]: n for t, n in growing.items()},
-                                           **{rep.failover_topic(t): n
-                                              for t, n in growing.items()}})
+    source_grown = grow_topics(src, growing)
+    target_grown = grow_topics(dst, {**{marker.topics[t]: n for t, n in growing.items()},
+                                     **{rep.failover_topic(t): n for t, n in growing.items()}})
     for topic, n in growing.items():
         mirror, failover = marker.topics[topic], rep.failover_topic(topic)
         for p in range(n):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,17 +20,24 @@ from drctl.context import OpsContext
 from drctl.errors import CheckFailed, ExitStatus, Unreachable, UsageError
 from drctl.faults import crash_point
 from drctl.kafka.checkpoints import read_checkpoints
-from drctl.kafka.clients import ClusterClients, describe_with_retry
+from drctl.kafka.clients import ClusterClients, cluster_metadata, describe_with_retry
 from drctl.kafka.groups import committed_offsets, group_states, list_groups
 from drctl.kafka.lag import oldest_records, split_at_stable
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.records import count_records
-from drctl.kafka.topics import TP, ensure_topics, is_internal_topic, log_append_time_topics
+from drctl.kafka.topics import (
+    TP,
+    ensure_topics,
+    is_internal_topic,
+    log_append_time_topics,
+    topic_partitions,
+)
 from drctl.kafka.transactions import OpenTransaction, hanging_on, open_transactions
 from drctl.ops.catch_up import catch_up_timed_out, describe_left, records_left
 from drctl.ops.fence import FENCED, UNFENCED, fence_topics, fence_unconfirmed_stop, open_risks
 from drctl.ops.late_copies import check_late_copies
 from drctl.ops.phases import PhaseClock, command_timing
+from drctl.ops.rerun import rerun_while_dropped
 from drctl.ops.rpo import (
     Rpo,
     RpoMethod,
@@ -264,7 +271,7 @@ def preflight(ctx: OpsContext, opts: FailoverOptions) -> dict[str, Any]:
                               "unreachable.",
                               "Run an unplanned failover (without --planned).") from None
         source_up = False
-    target_topics = dst.admin().list_topics(timeout=30).topics
+    target_topics = cluster_metadata(dst).topics
     problems: list[str] = []
     topics: dict[str, str] = {}
     unmirrored: list[str] = []  # source topics without a mirror (the replicator has not
@@ -449,7 +456,7 @@ def _wait_quiet_and_caught_up(ctx: OpsContext, topics: dict[str, str], opts: Fai
     src = ctx.clients(rep.source)
     dst = ctx.clients(rep.target)
     src_admin, dst_admin = src.admin(), dst.admin()
-    src_tps = sorted((t, p) for t in topics for p in range(_partitions(src_admin, t)))
+    src_tps = sorted((t, p) for t, parts in topic_partitions(src, topics).items() for p in parts)
     ctx.notify("Waiting for the source's end offsets to stop moving (producers stopped?)")
     # The high watermarks, not the last stable offsets: records written behind an open
     # transaction move the end while the LSO stands still.
@@ -558,16 +565,16 @@ def _wait_transactions_closed(ctx: OpsContext, src: ClusterClients, src_tps: lis
     return watermarks(src_admin, src_tps, read_committed=False)
 
 
-def _partitions(admin: Any, topic: str) -> int:
-    return len(admin.list_topics(topic, timeout=30).topics[topic].partitions)
-
-
-def _ends(admin: Any, topics: list[str], *, read_committed: bool = True) -> Offsets:
-    """End offsets per topic and partition: the last stable offsets, or with
-    `read_committed=False` the high watermarks."""
-    tps = sorted((t, p) for t in topics for p in range(_partitions(admin, t)))
+def _ends(clients: ClusterClients, topics: list[str], *, read_committed: bool = True
+          ) -> Offsets:
+    """End offsets per topic and partition, the partitions from one metadata answer (it was
+    one raw request per topic, after replication had stopped): the last stable offsets, or
+    with `read_committed=False` the high watermarks."""
+    tps = sorted((t, p) for t, parts in topic_partitions(clients, topics).items()
+                 for p in parts)
     out: Offsets = {}
-    for (t, p), (_, end) in watermarks(admin, tps, read_committed=read_committed).items():
+    for (t, p), (_, end) in watermarks(clients.admin(), tps,
+                                       read_committed=read_committed).items():
         out.setdefault(t, {})[p] = end
     return out
 
@@ -579,21 +586,55 @@ def _ensure_failover_topics(ctx: OpsContext, topics: dict[str, str],
     rep = ctx.rep
     if rep.names_kept:
         return []
-    admin = ctx.clients(rep.target).admin()
-    existing = admin.list_topics(timeout=30).topics
+    dst = ctx.clients(rep.target)
+    existing = cluster_metadata(dst).topics
     wanted = {rep.failover_topic(t): len(existing[m].partitions) for t, m in topics.items()
               if rep.failover_topic(t) not in existing and m in existing}
     if dry_run:
         return sorted(wanted)
-    return ensure_topics(admin, wanted)
+    return ensure_topics(dst, wanted)
+
+
+@dataclass
+class _Run:
+    """What a run again after a dropped cluster keeps from the runs before it: one phase
+    clock, whether the failover got going, whether it continued an earlier command's
+    incident, and its incident once recorded — a run again continues that one, never opens
+    another (with --new-incident it would supersede it)."""
+
+    clock: PhaseClock = field(default_factory=lambda: PhaseClock("failover"))
+    under_way: bool = False
+    resumed: bool | None = None
+    incident: str | None = None
 
 
 def run_failover(ctx: OpsContext, opts: FailoverOptions, *,
                  confirm: Confirm | None = None,
                  approve: Callable[[dict[str, Any]], None] | None = None) -> FailoverResult:
     """Fail over. `approve` (not in a dry run) sees the preview once the preflight passed,
-    before anything changes, and raises to refuse."""
-    clock = PhaseClock("failover")
+    before anything changes, and raises to refuse. A cluster that drops once the failover
+    is under way — the target, or the source of a planned one (an outage's failover goes on
+    without it) — is waited for within `--deadline`, then the failover runs again from the
+    last step recorded (ops/rerun.py), as failback does; one that stays silent ends it
+    (exit 4) naming it."""
+    rep = ctx.rep
+    run = _Run()
+
+    def once() -> FailoverResult:
+        again = opts if run.incident is None else replace(opts, incident=run.incident,
+                                                          new_incident=False)
+        # Asked once: a run again continues what was approved.
+        return _failover_once(ctx, again, confirm, None if run.under_way else approve, run)
+
+    needed = (rep.target, rep.source) if opts.planned else (rep.target,)
+    return rerun_while_dropped(once, ctx, needed, opts.source_deadline_s, "failover",
+                               started=lambda: run.under_way)
+
+
+def _failover_once(ctx: OpsContext, opts: FailoverOptions, confirm: Confirm | None,
+                   approve: Callable[[dict[str, Any]], None] | None,
+                   run: _Run) -> FailoverResult:
+    clock = run.clock
     clock.phase("preflight")
     config = ctx.config
     rep = ctx.rep
@@ -601,7 +642,9 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *,
     store = ctx.markers(rep.target)
     marker, superseded = incident_to_continue(store, rep, opts, ctx.scope)
     ctx.scope = marker.covers  # a continued incident keeps its own
-    resumed = bool(marker.steps)
+    if run.resumed is None:  # a run again continues this command's own steps
+        run.resumed = bool(marker.steps)
+    resumed = run.resumed
     if not opts.dry_run:
         clock.keep_in(marker.timings)  # saved with the marker's next step, not before
     pre = preflight(ctx, opts)
@@ -617,6 +660,7 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *,
     if approve is not None and not opts.dry_run:
         clock.phase("approval")
         approve(preview(ctx, opts, marker, resumed, superseded, pre))
+    run.under_way = True
     if pre["source_reachable"] and not opts.dry_run:
         # Should this failover stop half-way and the source die, the next run still knows
         # every topic and group it had.
@@ -627,6 +671,8 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *,
     if not opts.dry_run and not marker.topics:
         with flow_locked(ctx, f"drctl failover, incident {marker.incident}"):
             claim(ctx, marker, superseded, pre["topics"])
+    if not opts.dry_run:
+        run.incident = marker.incident  # recorded: a run again continues it
     result = FailoverResult(marker, opts.dry_run, resumed=resumed, clock=clock,
                             objectives=config.objectives)
     if result.resumed:
@@ -691,8 +737,8 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *,
     # 3. The failover point.
     if not marker.done("failover-point"):
         clock.phase("failover-point")
-        dst_admin = ctx.clients(rep.target).admin()
-        failover_point = _ends(dst_admin, sorted(topics.values()))
+        dst = ctx.clients(rep.target)
+        failover_point = _ends(dst, sorted(topics.values()))
         created = _ensure_failover_topics(ctx, topics, opts.dry_run)
         plan.append({"step": "failover-point", "failover_point": failover_point,
                      "create_failover_topics": created})
@@ -702,18 +748,17 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *,
             marker.settled = settled_by_last_return(store, marker.source, marker.target)
             marker.failover_time_ms = int(time.time() * 1000)
             if not rep.names_kept:
-                marker.failover_topics_end = _ends(dst_admin,
-                                                   [rep.failover_topic(t) for t in topics])
+                marker.failover_topics_end = _ends(dst, [rep.failover_topic(t) for t in topics])
             held_back: dict[str, dict[str, int]] = {}  # as JSON keeps it
             if pre["source_reachable"]:
                 try:
-                    src_admin = ctx.clients(rep.source).admin()
-                    marker.source_end = _ends(src_admin, sorted(topics))
+                    src = ctx.clients(rep.source)
+                    marker.source_end = _ends(src, sorted(topics))
                     # Ends past the last stable offsets: records an open transaction holds
                     # back, which the replicator never copied (the RPO counts them).
                     held_back = {t: {str(p): end for p, end in parts.items()
                                      if end > marker.source_end[t][p]}
-                                 for t, parts in _ends(src_admin, sorted(topics),
+                                 for t, parts in _ends(src, sorted(topics),
                                                        read_committed=False).items()}
                     held_back = {t: parts for t, parts in held_back.items() if parts}
                 except Exception:  # noqa: BLE001 - best effort: the source may be dying

@@ -12,6 +12,7 @@ from typing import Any
 from drctl.config import ReplicationSettings
 from drctl.context import OpsContext
 from drctl.fingerprint import RECONCILED_HEADER, is_reconciled
+from drctl.kafka.clients import ClusterClients, cluster_metadata
 from drctl.kafka.copy import copy_records
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.records import Record, read_ranges
@@ -167,7 +168,7 @@ def wait_reverse_caught_up(ctx: OpsContext, marker: FailoverMarker, *,
         queries = [MatchQuery(last, (rep.reverse_topic(tp[0]), tp[1]))
                    for tp, (last, _) in zip(tps, tails, strict=True)
                    if last is not None and last.offset >= _start(marker, rep, tp)]
-        existing = src_admin.list_topics(timeout=30).topics
+        existing = cluster_metadata(src).topics
         state.update(marks=marks, a=a, b=None, behind=queries)
         if all(q.tp_b[0] in existing for q in queries):
             b = Side.of(src, src_admin, watermarks(src_admin, [q.tp_b for q in queries]),
@@ -176,7 +177,7 @@ def wait_reverse_caught_up(ctx: OpsContext, marker: FailoverMarker, *,
             state.update(b=b, behind=[q for q, m in zip(queries, found, strict=True)
                                       if m.offset is None])
             if not state["behind"]:
-                return _carried(src_admin, rep, tps, marks, queries, found)
+                return _carried(src, rep, tps, marks, queries, found)
         return None
 
     def left() -> dict[TP, int | None]:
@@ -198,14 +199,14 @@ def wait_reverse_caught_up(ctx: OpsContext, marker: FailoverMarker, *,
             "again (with a longer --timeout): it continues with this wait.") from None
 
 
-def _carried(src_admin: Any, rep: ReplicationSettings, tps: list[TP],
+def _carried(src: ClusterClients, rep: ReplicationSettings, tps: list[TP],
              marks: Mapping[TP, tuple[int, int]], queries: list[MatchQuery],
              found: list[Any]) -> dict[str, list[int]]:
     copies = {(q.record.topic, q.record.partition): m.offset + 1
               for q, m in zip(queries, found, strict=True)}
     rest = [(rep.reverse_topic(t), p) for t, p in tps if (t, p) not in copies]
-    existing = src_admin.list_topics(timeout=30).topics
-    src_ends = watermarks(src_admin, [tp for tp in rest if tp[0] in existing])
+    existing = cluster_metadata(src).topics
+    src_ends = watermarks(src.admin(), [tp for tp in rest if tp[0] in existing])
     return {f"{t}[{p}]": [marks[(t, p)][1],
                           copies.get((t, p),
                                      src_ends.get((rep.reverse_topic(t), p), (0, 0))[1])]

@@ -20,7 +20,7 @@ from typing import Any
 
 from drctl.config import ReplicationSettings
 from drctl.findings import Area, Finding, Severity
-from drctl.kafka.clients import ClusterClients
+from drctl.kafka.clients import ClusterClients, cluster_metadata
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.topics import TP, is_internal_topic
 
@@ -56,7 +56,7 @@ class ReverseCopies:
 
 def reverse_copy_topics(rep: ReplicationSettings, source: ClusterClients) -> dict[str, int]:
     """The source's reverse copy topics in the flow's filter, with their partition counts."""
-    meta = source.admin().list_topics(timeout=30).topics
+    meta = cluster_metadata(source).topics
     return {t: len(m.partitions) for t, m in meta.items()
             if m.error is None and not is_internal_topic(t) and rep.topics.matches(t)
             and rep.reverse_copy_origin(t) is not None}

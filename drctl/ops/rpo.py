@@ -24,7 +24,7 @@ from typing import Any
 
 from drctl.codecs.mm2 import decode_heartbeat
 from drctl.errors import DecodeError
-from drctl.kafka.clients import ClusterClients
+from drctl.kafka.clients import ClusterClients, cluster_metadata
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.records import stream_ranges
 from drctl.kafka.topics import TP
@@ -152,7 +152,8 @@ def newest_copied_heartbeat(target: ClusterClients, source_alias: str, *,
     source answered."""
     name = topic or heartbeats_topic(source_alias)
     try:
-        meta = target.admin().list_topics(timeout=10).topics.get(name)
+        # A bound of the report: asked again for seconds, not for the command's deadline.
+        meta = cluster_metadata(target, deadline_s=10.0).topics.get(name)
         if meta is None or meta.error is not None:
             return None
         marks = watermarks(target.admin(), [(name, p) for p in meta.partitions])

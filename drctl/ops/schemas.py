@@ -18,8 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from drctl.context import OpsContext
 from drctl.errors import CheckFailed, Unreachable
-from drctl.kafka.clients import ClusterClients
-from drctl.kafka.topics import is_internal_topic
+from drctl.kafka.clients import ClusterClients, cluster_metadata
+from drctl.kafka.topics import is_internal_topic, topic_partitions
 from drctl.registry.client import RegistryClient
 from drctl.registry.parity import (
     SAMPLE_PER_PARTITION,
@@ -47,8 +47,8 @@ def _registry(ctx: OpsContext, cluster: str) -> RegistryClient | None:
 
 
 def _partitions(clients: ClusterClients, topics: Iterable[str]) -> list[tuple[str, int]]:
-    meta = clients.admin().list_topics(timeout=30).topics
-    return [(t, p) for t in sorted(set(topics)) if t in meta for p in meta[t].partitions]
+    return [(t, p) for t, parts in topic_partitions(clients, sorted(set(topics))).items()
+            for p in parts]
 
 
 def mirrored_topics(ctx: OpsContext, source_up: bool) -> dict[str, str]:
@@ -58,7 +58,7 @@ def mirrored_topics(ctx: OpsContext, source_up: bool) -> dict[str, str]:
     if source_up:
         return {t: rep.mirror_topic(t) for t in source_topics_in_scope(ctx.config, ctx.source)
                 if ctx.scope.covers_topic(t)}
-    return {origin: t for t in ctx.target.admin().list_topics(timeout=30).topics
+    return {origin: t for t in cluster_metadata(ctx.target).topics
             if not is_internal_topic(t) and (origin := rep.source_topic_of(t))
             and ctx.in_scope(origin)}
 

@@ -36,6 +36,7 @@ from typing import Any
 from drctl.context import OpsContext
 from drctl.errors import ExitStatus
 from drctl.fingerprint import RECONCILED_HEADER
+from drctl.kafka.clients import cluster_metadata
 from drctl.kafka.groups import committed_offsets, group_states
 from drctl.kafka.offsets import offset_runs, watermarks
 from drctl.kafka.records import read_ranges
@@ -203,7 +204,7 @@ def gap_placements(ctx: OpsContext, marker: FailoverMarker,
     rep, target = ctx.rep, ctx.target
     starts = failover_starts(rep, marker)
     tps = [(t, p) for t, parts in starts.items() for p in parts]
-    existing = target.admin().list_topics(timeout=30).topics
+    existing = cluster_metadata(target).topics
     tps = [tp for tp in tps if tp[0] in existing]
     copies: dict[TP, list[tuple[int, int]]] = {}
     copy_topic: dict[TP, str] = {}

@@ -25,7 +25,7 @@ from typing import Any
 from drctl.context import OpsContext
 from drctl.errors import CheckFailed
 from drctl.fingerprint import is_reconciled
-from drctl.kafka.clients import ClusterClients
+from drctl.kafka.clients import ClusterClients, cluster_metadata
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.records import read_ranges
 from drctl.kafka.topics import TP
@@ -90,7 +90,7 @@ def reverse_source_start(ctx: OpsContext, marker: FailoverMarker) -> Offsets:
     a topic that does not exist yet): where `found` begins."""
     rep = ctx.rep
     admin = ctx.source.admin()
-    existing = admin.list_topics(timeout=30).topics
+    existing = cluster_metadata(ctx.source).topics
     out: Offsets = {}
     tps = []
     for topic, parts in failover_starts(rep, marker).items():
@@ -127,7 +127,7 @@ def verify_end_state(ctx: OpsContext, marker: FailoverMarker, source_start: Offs
     source_of = {rep.failover_topic(s): s for s in marker.topics}
     tgt_marks = watermarks(dst.admin(), [(t, p) for t, parts in starts.items() for p in parts])
     src_tps = [(rep.reverse_topic(t), p) for t, parts in starts.items() for p in parts]
-    existing = src.admin().list_topics(timeout=30).topics
+    existing = cluster_metadata(src).topics
     src_marks = watermarks(src.admin(), [tp for tp in src_tps if tp[0] in existing])
     for topic, parts in sorted(starts.items()):
         rtopic = rep.reverse_topic(topic)

@@ -25,7 +25,7 @@ from typing import Any
 
 from drctl.config import Config
 from drctl.errors import DrctlError
-from drctl.kafka.clients import ClusterClients
+from drctl.kafka.clients import ClusterClients, cluster_metadata
 from drctl.kafka.groups import committed_offsets, list_groups
 from drctl.kafka.topics import TP, is_internal_topic
 from drctl.translate.engine import wanted_group
@@ -78,7 +78,7 @@ def inventory_on_record(config: Config, why: str) -> InventoryRefresh:
 def source_topics_in_scope(config: Config, clients: ClusterClients) -> dict[str, int]:
     """The source's replicated topics (the config's filter) and their partition counts."""
     rep = config.require_replication()
-    topics = clients.admin().list_topics(timeout=30).topics
+    topics = cluster_metadata(clients).topics
     return {t: len(m.partitions) for t, m in topics.items()
             if not is_internal_topic(t) and rep.replicates(t) and m.error is None}
 
