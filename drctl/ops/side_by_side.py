@@ -25,8 +25,8 @@ What a step may do while other incidents are open:
 - A whole-flow incident stops every forward connector at its failover and holds them stopped
   until its return resumes them (`forward_holder`): no other incident's step resumes them
   meanwhile. An application's return inside it sets its start, takes its entries out and
-  waits; the whole flow's return resumes the connectors and finishes the returns that waited
-  (`waiting_for`).
+  waits; the whole flow's return checks their cut-overs as its own, resumes the connectors
+  and finishes the returns that waited (`waiting_for`).
 - Resuming the forward flow with names kept never meets a reverse flow copying the same
   topics: an open incident whose reverse flow may run must still be left out (`cycles`).
 - A step that stops a shared connector for a moment resumes it (replication/connect.py
