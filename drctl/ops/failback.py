@@ -424,7 +424,7 @@ def _part_not_copied(ctx: OpsContext, marker: FailoverMarker, part: FlowPart,
     left out. Taken back in (someone edited the connectors), it is refused like a forward
     flow running again; with Connect silent, a stop left pending is refused."""
     rep, kind = ctx.rep, ctx.require_kind()
-    left_out = kind.edits_hold(rep, recorded_edits(ctx, marker))
+    left_out = kind.edits_hold(rep, recorded_edits(ctx, marker), part)
     forward = kind.forward_state(rep)
     if left_out is False:
         raise CheckFailed(

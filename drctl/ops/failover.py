@@ -955,7 +955,7 @@ def _stop_still_holds(ctx: OpsContext, marker: FailoverMarker, dry_run: bool,
     rep = ctx.rep
     kind = ctx.require_kind()
     if part is not None:
-        if kind.edits_hold(rep, recorded_edits(ctx, marker)) is not False:
+        if kind.edits_hold(rep, recorded_edits(ctx, marker), part) is not False:
             return []
         ctx.notify(f"{part.name} is no longer left out of forward replication; "
                    + ("a run would leave it out again" if dry_run else "leaving it out again"))

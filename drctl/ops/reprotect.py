@@ -171,8 +171,14 @@ class ReprotectResult:
 
 
 def marker_to_reprotect(ctx: OpsContext, incident: str | None) -> FailoverMarker:
-    """The incident whose failback is done (or whose return began); a usage error naming
+    """The incident whose failback is done (or whose return began) — or, with none of the
+    command's scope open, the scope's incident a return closed last: run again, a return
+    that finished (or that the whole flow's return finished) says so. A usage error naming
     what to run instead otherwise."""
+    last = None if incident else last_returned(ctx)
+    if last is not None:
+        ctx.scope = last.covers
+        return last
     marker = the_open_incident(ctx, incident, "return from")
     if marker.phase not in (IncidentPhase.FAILED_BACK, IncidentPhase.REPROTECTING,
                             IncidentPhase.CLOSED):
@@ -180,6 +186,17 @@ def marker_to_reprotect(ctx: OpsContext, incident: str | None) -> FailoverMarker
                          "done, so the reverse flow is not what the source needs yet.",
                          f"Run `{marker.phase.next_command}` first.")
     return marker
+
+
+def last_returned(ctx: OpsContext) -> FailoverMarker | None:
+    """The last incident of the command's scope a return closed, when none of it is open."""
+    rep, scope = ctx.rep, ctx.scope
+    store = ctx.markers(rep.target)
+    if any(scope.whole or m.covers.name == scope.name
+           for m in store.open_markers(rep.source, rep.target)):
+        return None
+    mine = [m for m in store.returned(rep.source, rep.target) if m.covers.name == scope.name]
+    return mine[-1] if mine else None
 
 
 def preview(ctx: OpsContext, marker: FailoverMarker, opts: ReprotectOptions
@@ -368,8 +385,12 @@ def _forward_steps(ctx: OpsContext, marker: FailoverMarker, opts: ReprotectOptio
             f"resuming {', '.join(rep.connect.connectors) or 'forward replication'} "
             "now would, with topic names kept, form a cycle.",
             "Stop the reverse connector, then run reprotect again.")
-    late = no_writes_since_cut(ctx, marker, opts, result)
     opened = store.open_markers(rep.source, rep.target)
+    late: dict[str, Any] = {}
+    if not copies_already(ctx, marker, opened):
+        late = no_writes_since_cut(ctx, marker, opts, result)
+        if forward_holder(opened, but=marker) is None:
+            waiting_checked(ctx, marker, opened, opts, result)
     with hold.pausing(copying(ctx)):
         taken = take_back(ctx, marker, opened)
     resumed = resume_when_free(ctx, marker, opened, confirm)
@@ -474,29 +495,69 @@ def _refuse_what_cannot_be_cut(ctx: OpsContext, marker: FailoverMarker, cut: dic
                        + ", ".join(f"{k} {v}" for k, v in sorted(took.items())))
 
 
+def copies_already(ctx: OpsContext, marker: FailoverMarker,
+                   opened: Sequence[FailoverMarker]) -> bool:
+    """The forward flow copies this incident's part already: the whole flow's return resumed
+    it for an application's return that waited, or a run stopped after resuming it. With
+    names kept its copies then land in the failover topics, so a write there since the
+    cut-over is no longer a producer's: the verification tells the two apart (a record no
+    source record matches is written to the target alone)."""
+    if not ctx.require_kind().forward_state(ctx.rep).copying:
+        return False
+    if marker.covers.whole:
+        return True  # it held every forward connector stopped until its own resume
+    return forward_holder(opened, but=marker) is None and ctx.require_kind().edits_hold(
+        ctx.rep, recorded_edits(ctx, marker)) is False
+
+
+def waiting_checked(ctx: OpsContext, marker: FailoverMarker, opened: Sequence[FailoverMarker],
+                    opts: ReprotectOptions, result: ReprotectResult) -> None:
+    """Before `marker`'s return resumes the forward flow: the returns that waited for it
+    (their entries are out, so it copies their topics too) hold no write since their
+    cut-overs either, and each still has its start set (a refusal here drops it)."""
+    for other in opened:
+        if other.incident == marker.incident or not waiting_for(other):
+            continue
+        if not other.done("reprotect:forward-start"):
+            raise CheckFailed(
+                f"Incident {other.incident} ({other.covers.describe()}) waits for the forward "
+                "flow to resume, but its cut-over is to be taken again (producers wrote to "
+                f"{ctx.rep.target} after it).",
+                f"Move its producers to {ctx.rep.source}, run `drctl reprotect --incident "
+                f"{other.incident}`, then this command again.")
+        no_writes_since_cut(ctx, other, opts, result, waiting=True)
+
+
 def no_writes_since_cut(ctx: OpsContext, marker: FailoverMarker, opts: ReprotectOptions,
-                        result: ReprotectResult) -> dict[str, Any]:
+                        result: ReprotectResult, *, waiting: bool = False) -> dict[str, Any]:
     """Right before forward replication resumes: nobody wrote to the failover topics since
     the cut-over's ends. Otherwise the cut-over is taken again (its record and the forward
     start dropped) after producers move — refused, exit 3 — or, under --force, those writes
-    are named as staying on the target only."""
+    are named as staying on the target only. `waiting`: the marker is a return that waits
+    for the flow to resume; the step that resumes it checks it, as its own."""
     rep, store = ctx.rep, ctx.markers(ctx.rep.target)
     ends = tp_offsets(marker.steps[CUT_OVER_STEP].result.get("failover_ends", {}))
     late = writes_since(ctx, ends)
     if not late:
         return {}
     said = ", ".join(f"{t}[{p}] +{n}" for (t, p), n in sorted(late.items()))
+    whose = (f" of incident {marker.incident} ({marker.covers.describe()}, whose return "
+             "waits for the forward flow to resume)" if waiting else "")
     if not opts.force:
         for step in (CUT_OVER_STEP, "reprotect:forward-start"):
             marker.steps.pop(step, None)
         store.save(marker)
         raise CheckFailed(
-            f"Producers wrote to {rep.target} after the cut-over was taken ({said}): resuming "
-            f"forward replication now would leave those writes on {rep.target} only.",
-            f"Move the producers to {rep.source}, then run reprotect again: it carries them "
-            "and takes the cut-over again. --force goes on and names them.")
-    result.forced.append(f"records written to {rep.target} after the cut-over stay there "
-                         f"only: {said}")
+            f"Producers wrote to {rep.target} after the cut-over{whose} was taken ({said}): "
+            f"resuming forward replication now would leave those writes on {rep.target} "
+            "only.",
+            (f"Move the producers to {rep.source}, run `drctl reprotect --incident "
+             f"{marker.incident}` (it carries them and takes its cut-over again), then this "
+             "command again." if waiting else
+             f"Move the producers to {rep.source}, then run reprotect again: it carries them "
+             "and takes the cut-over again.") + " --force goes on and names them.")
+    result.forced.append(f"records written to {rep.target} after the cut-over{whose} stay "
+                         f"there only: {said}")
     return {"target_only": {f"{t}[{p}]": n for (t, p), n in sorted(late.items())}}
 
 

@@ -20,12 +20,13 @@ How a new failover meets each open incident of the flow (`meet`, `scope_among_op
 What a step may do while other incidents are open:
 - An application's incident writes entries into the forward connectors' lists and records
   them (`ListEdit`) before writing; its return takes out exactly those, keeping any another
-  open incident needs (`others_edits`).
+  open incident needs (`others_edits`). A new incident that supersedes one keeps its entries
+  and adds those its application's topics take now (`leave_out`, `left_out`).
 - A whole-flow incident stops every forward connector at its failover and holds them stopped
   until its return resumes them (`forward_holder`): no other incident's step resumes them
   meanwhile. An application's return inside it sets its start, takes its entries out and
-  waits; the whole flow's return resumes the connectors and finishes the returns that waited
-  (`waiting_for`).
+  waits; the whole flow's return checks their cut-overs as its own, resumes the connectors
+  and finishes the returns that waited (`waiting_for`).
 - Resuming the forward flow with names kept never meets a reverse flow copying the same
   topics: an open incident whose reverse flow may run must still be left out (`cycles`).
 - A step that stops a shared connector for a moment resumes it (replication/connect.py
@@ -48,7 +49,7 @@ from drctl.errors import CheckFailed, Unreachable, UsageError
 from drctl.flow_lock import Hold
 from drctl.ops.scope import flow_part, marker_groups
 from drctl.replication.base import Confirm, FlowPart, FlowState, StopOutcome
-from drctl.replication.edits import ListEdit
+from drctl.replication.edits import ListEdit, merge_edits
 from drctl.state import FailoverMarker
 
 # The reprotect step an application's return records as waiting while a whole-flow incident
@@ -177,14 +178,23 @@ def recorded_edits(ctx: OpsContext, marker: FailoverMarker) -> list[ListEdit]:
 def leave_out(ctx: OpsContext, marker: FailoverMarker, part: FlowPart,
               opened: Sequence[FailoverMarker], confirm: Confirm | None = None
               ) -> StopOutcome:
-    """An application's stop: its entries planned against the connectors now (or, on a
-    re-run, those it recorded), recorded in its marker, then written — the rest of the flow
-    pauses for seconds per connector. By hand when drctl cannot write them."""
+    """An application's stop: the entries it recorded (on a re-run its own; a new incident
+    those of the one it superseded) kept, with those its part's topics and groups take now
+    planned against the connectors — a topic the application gained since is left out too —
+    recorded in its marker, then written: the rest of the flow pauses for seconds per
+    connector. By hand when drctl cannot write them."""
     rep, kind = ctx.rep, ctx.require_kind()
-    edits = edits_of(marker) or kind.plan_leave_out(rep, part, others_edits(opened, marker))
-    if edits is None:
+    recorded = edits_of(marker)
+    try:
+        planned = kind.plan_leave_out(rep, part, others_edits(opened, marker))
+    except Unreachable:
+        if not recorded:
+            raise
+        planned = []  # Connect is silent: what was recorded is written once it answers
+    if planned is None and not recorded:
         return kind.stop_forward(rep, confirm=confirm, part=part)
-    if not marker.edits:
+    edits = merge_edits(recorded, planned or [])
+    if edits != recorded:
         marker.edits = [e.as_dict() for e in edits]
         ctx.store.save(marker)  # recorded before written: a crash in between is re-applied
     connectors = sorted({e.connector for e in edits})
@@ -219,10 +229,15 @@ def cycles(ctx: OpsContext, opened: Sequence[FailoverMarker],
     part is no longer left out of the forward flow — resuming it would form a cycle."""
     if not ctx.rep.names_kept:
         return []
-    kind = ctx.require_kind()
     return [m for m in opened if m.incident != but.incident and reverse_may_run(m)
-            and not m.covers.whole and kind.edits_hold(ctx.rep, recorded_edits(ctx, m))
-            is False]
+            and not m.covers.whole and left_out(ctx, m) is False]
+
+
+def left_out(ctx: OpsContext, marker: FailoverMarker) -> bool | None:
+    """Whether an application's part is left out of the forward connectors now: every entry
+    it recorded there, and each of its topics among them (None: cannot be told)."""
+    return ctx.require_kind().edits_hold(ctx.rep, recorded_edits(ctx, marker),
+                                         flow_part(marker))
 
 
 def reverse_may_run(marker: FailoverMarker) -> bool:

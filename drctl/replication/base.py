@@ -179,9 +179,11 @@ class ReplicationKind(ABC):
         left as it ran; the components changed."""
         return []
 
-    def edits_hold(self, rep: ReplicationSettings, edits: Sequence[ListEdit]) -> bool | None:
+    def edits_hold(self, rep: ReplicationSettings, edits: Sequence[ListEdit],
+                   part: FlowPart | None = None) -> bool | None:
         """Whether forward replication still holds every entry of `edits` (None: cannot be
-        told)."""
+        told). With `part`, also whether those entries leave out each of its topics: the
+        topics it has now, not only those an incident it superseded left out."""
         return None
 
     def resume_components(self, rep: ReplicationSettings, names: Sequence[str],

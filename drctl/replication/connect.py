@@ -28,6 +28,7 @@ from drctl.replication.edits import (
     by_connector,
     edits_hold,
     entries_of,
+    leaves_out,
     plan_edit,
     undo_edits,
 )
@@ -232,12 +233,18 @@ class ConnectControlled(ReplicationKind, ABC):
                 changed.append(name)
         return changed
 
-    def edits_hold(self, rep: ReplicationSettings, edits: Sequence[ListEdit]) -> bool | None:
+    def edits_hold(self, rep: ReplicationSettings, edits: Sequence[ListEdit],
+                   part: FlowPart | None = None) -> bool | None:
         """Whether every entry of `edits` is in its connector's config (None: cannot be
-        told, or nothing was edited)."""
+        told, or nothing was edited); with `part`, False when they miss one of its topics."""
         client = connect_client(rep)
         if client is None or not edits:
             return None
+        # Its topics only: the groups a marker names are those its failover moved, which
+        # need not be those it left out.
+        if part is not None and not leaves_out(
+                self.exclusions(rep, FlowPart(part.name, part.topics)), edits):
+            return False
         try:
             return all(edits_hold(client.config(name), mine)
                        for name, mine in by_connector(edits).items())

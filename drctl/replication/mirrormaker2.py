@@ -231,7 +231,7 @@ class MirrorMaker2(ConnectControlled):
             client.alter_offsets(name, offsets)
         elif state == "STOPPED":
             client.alter_offsets(name, offsets)
-        self._refuse_cycle(rep, name, request.edits)
+        self._refuse_cycle(rep, name, request.edits, request.part)
         notify(f"Starting {name}: {rep.target_alias} -> {rep.source_alias}, "
                "post-failover data only")
         client.resume(name)
@@ -242,7 +242,7 @@ class MirrorMaker2(ConnectControlled):
         return out
 
     def _refuse_cycle(self, rep: ReplicationSettings, reverse: str,
-                      edits: Sequence[ListEdit] = ()) -> None:
+                      edits: Sequence[ListEdit] = (), part: FlowPart | None = None) -> None:
         """With names kept, forward and reverse copying at once is a cycle that
         IdentityReplicationPolicy cannot detect: every record would go round forever —
         unless forward replication leaves out exactly what the reverse flow copies (an
@@ -250,7 +250,7 @@ class MirrorMaker2(ConnectControlled):
         if not rep.names_kept:
             return
         forward = self.forward_state(rep)
-        if forward.copying and edits and self.edits_hold(rep, edits):
+        if forward.copying and edits and self.edits_hold(rep, edits, part):
             return
         if forward.copying:
             raise CheckFailed(

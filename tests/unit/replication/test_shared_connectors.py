@@ -13,7 +13,7 @@ from typing import Any, cast
 import pytest
 
 from drctl.config import parse_config
-from drctl.errors import ExitStatus, Unreachable
+from drctl.errors import CheckFailed, ExitStatus, Unreachable
 from drctl.kafka.connect_rest import ConnectorMissing
 from drctl.replication import connect, mirrormaker2
 from drctl.replication.base import FlowContext, FlowPart, ReturnRequest
@@ -171,3 +171,27 @@ def _left_out() -> ReturnRequest:
     MirrorMaker2().write_edits(REP, edits)
     return ReturnRequest("fo-1", [], {"invoices": {0: 5}}, out_dir=Path("."), part=PART,
                          edits=edits)
+
+
+def test_entries_that_miss_a_topic_the_application_gained_do_not_hold(
+        worker: FakeConnect) -> None:
+    """A `--new-incident` that inherited its entries before its application gained a topic:
+    every recorded entry is in the connectors, yet the part is not left out — and with names
+    kept its reverse flow is not started on that topic while the forward flow copies it."""
+    kind = MirrorMaker2()
+    edits = kind.plan_leave_out(REP, PART)
+    assert edits is not None
+    kind.write_edits(REP, edits)
+    grown = FlowPart(PART.name, ("invoices", "refunds"), PART.groups)
+    assert kind.edits_hold(REP, edits) is True
+    assert kind.edits_hold(REP, edits, PART) is True
+    assert kind.edits_hold(REP, edits, grown) is False
+    kept = parse_config({
+        "clusters": {"a": {"bootstrap.servers": "x"}, "b": {"bootstrap.servers": "y"}},
+        "replication": {"kind": "mirrormaker2", "source": "a", "target": "b",
+                        "rename": "{topic}",
+                        "connect": {"url": "http://c:8083", "source_connector": "src",
+                                    "checkpoint_connector": "cp"}}}).require_replication()
+    kind._refuse_cycle(kept, "rev", edits, PART)
+    with pytest.raises(CheckFailed, match="form a cycle"):
+        kind._refuse_cycle(kept, "rev", edits, grown)
