@@ -303,18 +303,27 @@ class _Served:
         stop = threading.Event()
 
         def work(lane: int) -> None:
-            for window in slices[lane::len(self.admins)]:
-                if stop.is_set():
-                    ready.put([(key, Failure(_timeout_code(),
-                                             "not sent: the coordinator left earlier "
-                                             "requests unanswered")) for key in
-                               (_key(self.op, item) for item in window)])
-                    continue
-                answered = send(self.admins[lane], window)
-                if any(isinstance(v, Failure) and _timed_out(v) for _, v in answered):
-                    stop.set()  # the next window would only wait as long again
-                ready.put(answered)
-            ready.put(None)
+            # Every window is answered, whatever happens to it: a lane that stopped on one
+            # item would leave the request unanswered until the parent took the child for
+            # stuck — every command asking this cluster would then end exit 4.
+            try:
+                for window in slices[lane::len(self.admins)]:
+                    if stop.is_set():
+                        ready.put([(key, Failure(_timeout_code(),
+                                                 "not sent: the coordinator left earlier "
+                                                 "requests unanswered")) for key in
+                                   (_key(self.op, item) for item in window)])
+                        continue
+                    try:
+                        answered = send(self.admins[lane], window)
+                    except Exception as exc:  # noqa: BLE001 - the window's answer
+                        answered = [(_key(self.op, item), _kafka_failure(exc))
+                                    for item in window]
+                    if any(isinstance(v, Failure) and _timed_out(v) for _, v in answered):
+                        stop.set()  # the next window would only wait as long again
+                    ready.put(answered)
+            finally:
+                ready.put(None)
 
         lanes = min(len(self.admins), len(slices))
         for lane in range(lanes):
@@ -353,10 +362,8 @@ class _Served:
     def _offsets(self, admin: Any, groups: Sequence[str]) -> list[Outcome]:
         from confluent_kafka import ConsumerGroupTopicPartitions
 
-        futures: dict[str, Future[Any]] = {}
-        for group in groups:
-            futures.update(admin.list_consumer_group_offsets(
-                [ConsumerGroupTopicPartitions(group)], request_timeout=self.timeout_s))
+        futures, refused = _each(groups, lambda group: admin.list_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(group)], request_timeout=self.timeout_s))
 
         def offsets(result: Any) -> dict[tuple[str, int], int] | Failure:
             out = {}
@@ -367,23 +374,23 @@ class _Served:
                     out[(tp.topic, tp.partition)] = tp.offset
             return out
 
-        return self._wait(futures, offsets)
+        return refused + self._wait(futures, offsets)
 
     def _describe(self, admin: Any, groups: Sequence[str]) -> list[Outcome]:
-        futures = admin.describe_consumer_groups(list(groups), request_timeout=self.timeout_s)
-        return self._wait(futures, lambda desc: (getattr(desc.state, "name", str(desc.state)),
-                                                 len(desc.members or [])))
+        futures, refused = _batch(groups, lambda some: admin.describe_consumer_groups(
+            list(some), request_timeout=self.timeout_s))
+        return refused + self._wait(futures, lambda desc: (
+            getattr(desc.state, "name", str(desc.state)), len(desc.members or [])))
 
     def _commit(self, admin: Any, commits: Sequence[tuple[str, list[tuple[str, int, int]]]]
                 ) -> list[Outcome]:
         from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
-        futures: dict[str, Future[Any]] = {}
-        for group, offsets in commits:
-            request = ConsumerGroupTopicPartitions(group, [TopicPartition(t, p, o)
-                                                           for t, p, o in offsets])
-            futures.update(admin.alter_consumer_group_offsets([request],
-                                                              request_timeout=self.timeout_s))
+        offsets_of = dict(commits)
+        futures, refused = _each(list(offsets_of), lambda group: (
+            admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(
+                group, [TopicPartition(t, p, o) for t, p, o in offsets_of[group]])],
+                request_timeout=self.timeout_s)))
 
         def committed(result: Any) -> None | Failure:
             for tp in result.topic_partitions or []:
@@ -391,11 +398,45 @@ class _Served:
                     return _kafka_failure(_as_exception(tp.error))
             return None
 
-        return self._wait(futures, committed)
+        return refused + self._wait(futures, committed)
 
     def _delete(self, admin: Any, groups: Sequence[str]) -> list[Outcome]:
-        futures = admin.delete_consumer_groups(list(groups), request_timeout=self.timeout_s)
-        return self._wait(futures, lambda _: None)
+        futures, refused = _batch(groups, lambda some: admin.delete_consumer_groups(
+            list(some), request_timeout=self.timeout_s))
+        return refused + self._wait(futures, lambda _: None)
+
+
+def _refusal(exc: BaseException) -> Failure:
+    """An item the client refused before sending anything (confluent-kafka raises at once on
+    a group named "", which Kafka keeps for old consumers): that item's permanent failure,
+    not the request's."""
+    from confluent_kafka import KafkaError
+
+    return Failure(KafkaError._INVALID_ARG, f"not sent, the client refused it: "
+                                            f"{type(exc).__name__}: {exc}")
+
+
+def _each(groups: Sequence[str], send: Callable[[str], Mapping[str, Future[Any]]]
+          ) -> tuple[dict[str, Future[Any]], list[Outcome]]:
+    """One call per group: its futures, and the groups the client refused at once."""
+    futures: dict[str, Future[Any]] = {}
+    refused: list[Outcome] = []
+    for group in groups:
+        try:
+            futures.update(send(group))
+        except Exception as exc:  # noqa: BLE001 - that group's answer
+            refused.append((group, _refusal(exc)))
+    return futures, refused
+
+
+def _batch(groups: Sequence[str], send: Callable[[Sequence[str]], Mapping[str, Future[Any]]]
+           ) -> tuple[dict[str, Future[Any]], list[Outcome]]:
+    """One call for all the groups; one per group when the client refuses the batch at once,
+    so that only the groups it refuses fail."""
+    try:
+        return dict(send(groups)), []
+    except Exception:  # noqa: BLE001 - which group it was is found one by one
+        return _each(groups, lambda group: send([group]))
 
 
 def _key(op: str, item: Any) -> Any:

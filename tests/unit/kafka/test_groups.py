@@ -229,3 +229,62 @@ def test_a_broker_that_never_lists_its_groups_is_unreachable_exit_4() -> None:
         "for ")
     assert caught.value.message.endswith(": connection refused.")
     assert admin.asked >= 2
+
+
+class RefusingAdmin(RecordingAdmin):
+    """librdkafka's Python client as it is: a request naming the group "" raises at once
+    (ValueError), before any future exists."""
+
+    def list_consumer_group_offsets(self, requests: list[Any], request_timeout: float
+                                    ) -> dict[str, Future[Any]]:
+        if requests[0].group_id == "":
+            raise ValueError("'group_id' cannot be empty")
+        return super().list_consumer_group_offsets(requests, request_timeout)
+
+    def describe_consumer_groups(self, groups: list[str], request_timeout: float
+                                 ) -> dict[str, Future[Any]]:
+        if "" in groups:
+            raise ValueError("'group_id' cannot be empty")
+        return super().describe_consumer_groups(groups, request_timeout)
+
+
+def test_an_item_the_client_refuses_at_once_is_that_items_answer_not_the_lanes_end() -> None:
+    """A synchronous refusal stopped the lane of the child's request that met it: the other
+    groups of its windows were never answered, and every command asking the cluster ended
+    exit 4 after the deadline. Now it is the group's own permanent failure."""
+    out = Outstanding()
+    clients = Clients(RefusingAdmin(out))
+    named = ["", *GROUPS]
+    with pytest.raises(Unreachable) as caught:  # a read of a refused group: refused at once
+        _finished(lambda: committed_offsets(clients, named))
+    assert "refused the committed offsets (OffsetFetch)" in caught.value.message
+    assert clients.said == []  # not asked again: permanent
+    refused: dict[str, KafkaException] = {}
+    states = _finished(lambda: list(groups._ask(clients, "describe", named, key=lambda g: g,
+                                                refused=refused)))
+    assert {g for g, _ in states} == set(GROUPS)  # every other group answered
+    assert list(refused) == [""]
+    assert "client refused it: ValueError: 'group_id' cannot be empty" in str(refused[""])
+
+
+def _finished(call: Any) -> Any:
+    """`call()`'s result (or its error), run in a thread: a request a lane left unanswered
+    waits for ever, which must fail the test, not hang it."""
+    import threading
+
+    done: list[Any] = []
+
+    def run() -> None:
+        try:
+            done.append((True, call()))
+        except BaseException as exc:  # noqa: BLE001 - raised in the test's thread
+            done.append((False, exc))
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(60)
+    assert done, "the request was never answered"
+    ok, value = done[0]
+    if not ok:
+        raise value
+    return value
