@@ -179,14 +179,61 @@ def _unanswered(clients: GroupClients, op: str, left: int, total: int, last: Bas
         "again: what it did is kept.", detail=detail)
 
 
-def list_groups(clients: GroupClients, *, deadline_s: float | None = None) -> list[str]:
-    """Every consumer group the cluster knows. librdkafka asks each broker; a broker that
-    failed leaves its groups out, which is not "no group there": asked again, then exit 4,
-    never a shorter list."""
+# Groups Kafka lists that no request can name, and why they are left out. Old consumers with
+# no group.id committed under the group "" (Kafka keeps it); librdkafka refuses to name it.
+UNNAMEABLE = {"": 'the group "" (no name: old consumers without a group.id committed under '
+                  "it) cannot be named in a request by drctl's Kafka client: its offsets are "
+                  "neither read nor moved; move its consumers to a named group"}
+# How many ListGroups answers are asked for at most until two in a row agree.
+_LIST_ANSWERS = 5
+
+
+@dataclass(frozen=True)
+class GroupListing:
+    """A cluster's consumer groups, and those it listed that are left out (group -> why)."""
+
+    groups: list[str]
+    skipped: dict[str, str]
+
+    def notes(self, clients: GroupClients) -> list[str]:
+        """One line per group left out, naming the cluster."""
+        return [f"{clients.name}: {why}; skipped" for why in self.skipped.values()]
+
+
+def _list_once(clients: GroupClients, deadline_s: float | None) -> list[str]:
     for _, answer in _ask(clients, "list", [None], key=lambda item: item,
                           deadline_s=deadline_s):
         return list(answer)
     raise AssertionError("a list request answers once")
+
+
+def group_listing(clients: GroupClients, *, deadline_s: float | None = None) -> GroupListing:
+    """Every consumer group the cluster knows. librdkafka asks each broker; a broker that
+    failed leaves its groups out, which is not "no group there": asked again, then exit 4,
+    never a shorter list. A broker whose group coordinator is moving a __consumer_offsets
+    partition answers without that partition's groups and without an error (Kafka's new
+    group coordinator skips NOT_COORDINATOR): listed until two answers in a row agree, every
+    group any answer named kept. Groups no request can name (UNNAMEABLE) are left out, and
+    said."""
+    seen: set[str] = set()
+    last: set[str] | None = None
+    for _ in range(_LIST_ANSWERS):
+        answer = set(_list_once(clients, deadline_s))
+        seen |= answer
+        if answer == last:
+            break
+        last = answer
+    skipped = {g: why for g, why in UNNAMEABLE.items() if g in seen}
+    return GroupListing(sorted(seen - set(skipped)), skipped)
+
+
+def list_groups(clients: GroupClients, *, deadline_s: float | None = None) -> list[str]:
+    """`group_listing`'s groups; each group left out is said through the clients' notify."""
+    listing = group_listing(clients, deadline_s=deadline_s)
+    if clients.notify is not None:
+        for line in listing.notes(clients):
+            clients.notify(line)
+    return listing.groups
 
 
 def committed_offsets(clients: GroupClients, groups: Iterable[str], *,
