@@ -110,16 +110,24 @@ def _ask(clients: GroupClients, op: str, items: Sequence[Any], key: Callable[[An
     pending = list(by_key)
     delays = BACKOFF.delays()
     stalled_since: float | None = None
+    # The stall's latest failure that says more than "no answer in time" (a child crashed
+    # on an error answer, a coordinator moving): named when the deadline cut the last attempt.
+    telling: BaseException | None = None
     while pending:
         attempt_started = time.monotonic()
+        # The attempt's wait ends a deadline after the last answer (or the stall's start):
+        # a child silent that long ends it, never the child's own timeouts after it.
+        quiet_since = attempt_started if stalled_since is None else stalled_since
         failed: dict[Any, BaseException] = {}
         answered: set[Any] = set()
         try:
-            for part in clients.coordinator().request(op, [by_key[k] for k in pending],
-                                                      request_timeout):
+            for part in clients.coordinator().request(
+                    op, [by_key[k] for k in pending], request_timeout,
+                    lambda: quiet_since + deadline):  # noqa: B023 - its latest value
                 for k, answer in part:
                     if not isinstance(answer, Failure):
                         answered.add(k)
+                        quiet_since = time.monotonic()
                         yield k, answer
                         continue
                     exc = _error(answer)
@@ -142,19 +150,27 @@ def _ask(clients: GroupClients, op: str, items: Sequence[Any], key: Callable[[An
         if not pending:
             return
         if answered:  # progress: the wait for what is left starts now, short again
-            stalled_since, delays = attempt_started, BACKOFF.delays()
+            stalled_since, delays, telling = attempt_started, BACKOFF.delays(), None
         elif stalled_since is None:
             stalled_since = attempt_started
         last = next(iter(failed.values()))
+        telling = next((e for e in failed.values() if not _timed_out(e)), telling)
         waited = time.monotonic() - stalled_since
         if deadline - waited < _LAST_WAIT_S:
-            raise _unanswered(clients, op, len(pending), len(by_key), last, waited)
+            raise _unanswered(clients, op, len(pending), len(by_key),
+                              last if telling is None else telling, waited)
         delay = min(next(delays), round(deadline - waited, 1))
         if clients.notify is not None:
             many = "" if op == "list" else f" of {len(pending):,} group(s)"
             clients.notify(f"{clients.name} ({clients.bootstrap}): {_in_words(last)}; "
                            f"{_WHAT[op]}{many} asked again in {format_duration(delay)}")
         time.sleep(delay)
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """No answer in time, and nothing more said."""
+    err = exc.args[0] if exc.args else None
+    return isinstance(err, KafkaError) and err.code() == KafkaError._TIMED_OUT
 
 
 def _refused(clients: GroupClients, op: str, exc: KafkaException) -> ClusterRefused:
