@@ -104,8 +104,9 @@ def connector_report(lab: RunningLab) -> str:
     return "; ".join(parts)
 
 
-def fresh_clients(lab: RunningLab, cluster: str) -> Any:
-    """New clients: the lab's own were made before a broker restarted."""
+def fresh_clients(lab: RunningLab, cluster: str) -> ClusterClients:
+    """New clients: the lab's own were made before a broker restarted. Their group-request
+    child ends when they are dropped, or at the end of a `with` block."""
     return lab.lab.clients(lab.state, cluster)
 
 

@@ -5,6 +5,7 @@ stand-in program plays the stuck child)."""
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import threading
@@ -16,6 +17,7 @@ import pytest
 
 from drctl.errors import ExitStatus, Unreachable
 from drctl.kafka import coordinator
+from drctl.kafka.clients import ClusterClients
 from drctl.kafka.coordinator import Coordinator, CoordinatorDied, CoordinatorRejected
 from drctl.kafka.groups import committed_offsets
 
@@ -175,6 +177,29 @@ def _written(path: Path) -> int:
             return int(path.read_text())
         time.sleep(0.1)
     raise AssertionError("the stand-in child never started")
+
+
+def test_clients_dropped_without_close_take_their_child_with_them() -> None:
+    """The child's reader thread held the clients (through the wire-log callback): dropped
+    clients were never collected, and every child of a long-lived process (a runbook, the
+    test suite's workers) lived until it exited."""
+    clients = ClusterClients("c", REFUSED)
+    with pytest.raises(CoordinatorRejected):
+        list(clients.coordinator().request("list", [None], 1.0))
+    pid = clients.coordinator().pid
+    assert pid is not None and not _dead(pid)
+    del clients
+    gc.collect()
+    assert _dead(pid)
+
+
+def test_clients_closed_by_their_with_block_end_their_child() -> None:
+    with ClusterClients("c", REFUSED) as clients:
+        with pytest.raises(CoordinatorRejected):
+            list(clients.coordinator().request("list", [None], 1.0))
+        pid = clients.coordinator().pid
+        assert pid is not None
+    assert _dead(pid) and clients.coordinator().pid is None
 
 
 def test_children_are_not_in_the_parents_process_group() -> None:
