@@ -149,8 +149,8 @@ def _ask(clients: GroupClients, op: str, items: Sequence[Any], key: Callable[[An
         pending = [k for k in pending if k in failed]
         if not pending:
             return
-        if answered:  # progress: the wait for what is left starts now, short again
-            stalled_since, delays, telling = attempt_started, BACKOFF.delays(), None
+        if answered:  # progress: the wait for what is left starts at the last answer
+            stalled_since, delays, telling = quiet_since, BACKOFF.delays(), None
         elif stalled_since is None:
             stalled_since = attempt_started
         last = next(iter(failed.values()))
