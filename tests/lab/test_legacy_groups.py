@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
+import yaml
 
 from drctl.config import load_config
 from drctl.kafka.groups import UNNAMEABLE, group_listing
@@ -49,20 +50,25 @@ def test_the_group_with_no_name_is_named_and_skipped_and_no_child_outlives_its_c
     """ListGroups answers the group ""; a read of it made the child's lane stop for good,
     and every translate and check ended exit 4 after the deadline on a healthy cluster."""
     topic, group = checkpointed_topic(lab, ns, "legacy")
-    config = own_config(lab, ns, tmp_path)
+    # This test's groups, and the group "" as an estate that filters no group has it in
+    # scope (a config without a groups filter, no --groups): a regex "" matches too.
+    config, groups = own_config(lab, ns, tmp_path), f"({ns}-.*)?"
+    raw = yaml.safe_load(config.read_text())
+    raw["groups"] = {"include": [groups]}
+    config.write_text(yaml.safe_dump(raw))
     commit_as_legacy_consumer(lab.primary.bootstrap, "", topic, {0: 4, 1: 4})
     try:
         before = coordinator_children()
         said = f'primary: {UNNAMEABLE[""]}; skipped'
 
         status, report = run_json("--config", str(config), "translate-offsets", "--groups",
-                                  f"{ns}-.*", "--yes")
+                                  groups, "--yes")
         assert status == 0, capsys.readouterr().err
         assert [(g["group"], g["applied"]) for g in report["groups"]] == [(group, True)]
         assert said in report["notes"]
 
         status, out = run_json("--config", str(config), "check", "--topics", topic,
-                               "--groups", group)
+                               "--groups", groups)
         assert status == 0, out["findings"]
         [note] = [f for f in out["findings"] if f["object"] == 'group ""']
         assert note["severity"] == "note" and UNNAMEABLE[""] in note["difference"]
@@ -71,7 +77,7 @@ def test_the_group_with_no_name_is_named_and_skipped_and_no_child_outlives_its_c
         check = builtin_registry().get("check")
         assert check is not None
         result = check.call(ActionContext(lambda: load_config(config)),
-                            {"topics": topic, "groups": group})
+                            {"topics": topic, "groups": groups})
         assert result["verdict"] == "ready"
         # Each command's children ended with it.
         assert coordinator_children() <= before
