@@ -4,6 +4,7 @@ when the lab cannot start they fail (never skip)."""
 from __future__ import annotations
 
 import fcntl
+import gc
 import itertools
 import os
 import re
@@ -61,6 +62,11 @@ class RunningLab:
         self.state = state
         self.primary: ClusterClients = lab.clients(state, "primary")
         self.secondary: ClusterClients = lab.clients(state, "secondary")
+
+    def close(self) -> None:
+        """End the clients' group-request children (kafka/coordinator.py) with the lab."""
+        self.primary.close()
+        self.secondary.close()
 
     @property
     def config_file(self) -> Path:
@@ -162,6 +168,7 @@ class _Labs:
         tenth of a core (MirrorMaker 2 polling at test speed), which the others' tests want."""
         running = self.started.pop(name, None)
         if running is not None:
+            running.close()
             running.lab.down()
             if not self.keep:
                 shutil.rmtree(running.lab.dir, ignore_errors=True)
@@ -412,6 +419,11 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     """After the last test (on this worker) of the prefixed, secure or Spark lab — their
     tests run one after another (`xdist_group`, the sort below) — that lab stops."""
     yield
+    if item.get_closest_marker("lab"):
+        # The test's own clients and contexts (those in reference cycles too) go now, and
+        # with them their group-request children: a worker piled up 95 of them, alive for
+        # the rest of the session.
+        gc.collect()
     if _session_labs is not None:
         for name in labs_needed(item) - (labs_needed(nextitem) if nextitem else set()):
             _session_labs.stop(name)

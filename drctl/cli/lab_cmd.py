@@ -283,7 +283,8 @@ def load(
         seed=seed, transactions=transactions,
         groups=tuple(group) if group is not None else WorkloadSpec.groups)
     encode = lab_values(state.registry_ports, cluster, lab.dir) if schema_registry else None
-    result = run_workload(lab.clients(state, cluster), spec, notify=term.step, encode=encode)
+    with lab.clients(state, cluster) as clients:  # its group commits' child ends here
+        result = run_workload(clients, spec, notify=term.step, encode=encode)
     summary = result.summary()
     if term.json_mode:
         term.emit_json(summary)

@@ -245,19 +245,30 @@ class ClusterClients:
         with self._making:
             if self._coordinator is None:
                 counting = request_count.counting_properties()
+                wire = self.wire
+                # Nothing the child's threads hold may hold these clients (the wire log, not
+                # self): clients dropped without close() must be collectable, and take their
+                # child with them (the finalizer) — a live reader thread holding them kept
+                # every child of a long-lived process alive until it exited.
                 self._coordinator = Coordinator(
                     self.name, {**_OPERATOR_DEFAULTS, **self.properties},
-                    on_wire=lambda code, text: self.wire.record(KafkaError(code, text)),
+                    on_wire=lambda code, text: wire.record(KafkaError(code, text)),
                     on_stats=counting.get("stats_cb"))
-                # Clients dropped without close() (a reconnect) take their child with them.
                 weakref.finalize(self, self._coordinator.close)
             return self._coordinator
 
     def close(self) -> None:
         """Stop the group requests' child process (the librdkafka clients close as they are
-        released)."""
+        released). Whoever makes clients closes them when its command or step ends; a group
+        request after close starts a new child."""
         if self._coordinator is not None:
             self._coordinator.close()
+
+    def __enter__(self) -> ClusterClients:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
 
     def consumer(self, **overrides: Any) -> Consumer:
         # Every read assigns its own start offsets: one out of range is an event the reader

@@ -21,7 +21,7 @@ from drctl.errors import CheckFailed, ExitStatus, Unreachable, UsageError
 from drctl.faults import crash_point
 from drctl.kafka.checkpoints import read_checkpoints
 from drctl.kafka.clients import ClusterClients, cluster_metadata, describe_with_retry
-from drctl.kafka.groups import committed_offsets, group_states, list_groups
+from drctl.kafka.groups import group_states, list_groups
 from drctl.kafka.lag import oldest_records, split_at_stable
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.records import count_records
@@ -63,7 +63,7 @@ from drctl.retry import WaitTimedOut, wait_for
 from drctl.state import FailoverMarker, MarkerStore, Offsets
 from drctl.timeparse import format_duration
 from drctl.translate.engine import TranslateRequest, translate_offsets, wanted_group
-from drctl.translate.inventory import keep_inventory, source_topics_in_scope
+from drctl.translate.inventory import keep_inventory, source_groups, source_topics_in_scope
 from drctl.translate.locate import MatchQuery, Side, last_records, match_records
 from drctl.translate.model import GroupResult, TranslateMethod, TranslationReport
 from drctl.translate.reader import RangeRequest
@@ -333,10 +333,12 @@ def scope_preflight(ctx: OpsContext, opts: FailoverOptions, topics: Mapping[str,
                           "Check the application's topics in the config "
                           "(`drctl check --app NAME` shows what it resolves to).")
     if source_up:
-        listed = [g for g in list_groups(ctx.source) if wanted_group(config, ".*", g)]
+        listed = source_groups(config, ctx.source, lambda g: wanted_group(config, ".*", g))
+        for line in listed.notes():
+            ctx.notify(line)
         if scope.groups_given:
-            out["scope_groups"] = sorted(g for g in listed if scope.covers_group(g))
-        commits: Mapping[str, Iterable[TP]] = committed_offsets(ctx.source, listed)
+            out["scope_groups"] = sorted(g for g in listed.commits if scope.covers_group(g))
+        commits: Mapping[str, Iterable[TP]] = listed.commits
         seen_in = f"their commits on {rep.source}"
     else:
         known, seen_in = _commits_known_without_source(ctx)

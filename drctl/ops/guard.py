@@ -25,7 +25,6 @@ from drctl.context import OpsContext
 from drctl.errors import DrctlError
 from drctl.kafka.causes import Cause
 from drctl.kafka.clients import ClusterClients, cause_of, describe_with_retry, reason_text
-from drctl.kafka.groups import committed_offsets, list_groups
 from drctl.kafka.topics import TP
 from drctl.metrics import (
     Metrics,
@@ -38,7 +37,7 @@ from drctl.metrics import (
 from drctl.ops.status import FlowReading, read_flow
 from drctl.timeparse import format_duration
 from drctl.translate.engine import TranslateRequest, translate_offsets, wanted_group
-from drctl.translate.inventory import keep_inventory
+from drctl.translate.inventory import keep_inventory, source_groups
 from drctl.translate.model import Confidence, TranslateMethod
 from drctl.translate.snapshots import (
     GuardRound,
@@ -59,6 +58,9 @@ class RoundResult:
     moved: int = 0  # of them, translated this round
     written: int = 0  # snapshots written
     pending: int = 0  # not exact yet (ahead of replication): again next round
+    # Groups the source listed that no request can name, and groups its list left out that
+    # the round took in from the inventory (translate/inventory.py SourceGroups).
+    notes: list[str] = field(default_factory=list)
     error: str | None = None
     seconds: float = 0.0
     # The flow's lag, protection and incidents, read each round for the metrics.
@@ -92,6 +94,7 @@ class Guard:
     _producer: Producer | None = field(default=None, repr=False)
     # The cluster the round is talking to: a failed round's line names it and its address.
     _at: ClusterClients | None = field(default=None, repr=False)
+    _said: list[str] = field(default_factory=list, repr=False)  # the last round's notes
 
     def run_round(self) -> RoundResult:
         """One round; errors are caught and reported in the result."""
@@ -135,9 +138,14 @@ class Guard:
         self._at = src
         # Every wait of a round on a cluster is the guard's --deadline: a cluster that does
         # not answer fails the round then, and the next round tries again.
-        groups = [g for g in list_groups(src, deadline_s=self.deadline_s)
-                  if wanted_group(config, self.groups, g)]
-        commits = committed_offsets(src, groups, deadline_s=self.deadline_s)
+        found = source_groups(config, src, lambda g: wanted_group(config, self.groups, g),
+                              deadline_s=self.deadline_s)
+        commits = found.commits
+        result.notes = found.notes()
+        if result.notes != self._said:  # said when it changes, not every round
+            for line in result.notes:
+                ctx.notify(line)
+            self._said = result.notes
         now_ms = int(time.time() * 1000)
         moved: dict[str, dict[TP, int]] = {}
         for group, offsets in commits.items():

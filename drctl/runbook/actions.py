@@ -355,8 +355,8 @@ def _lab_load(ctx: ActionContext, *, dir: str = "lab",
                         records=records, seed=seed, transactions=transactions,
                         groups=tuple(commit) if commit is not None else WorkloadSpec.groups)
     encode = lab_values(state.registry_ports, cluster, lab.dir) if schema_registry else None
-    return run_workload(lab.clients(state, cluster), spec, notify=ctx.notify,
-                        encode=encode).summary()
+    with lab.clients(state, cluster) as clients:  # its group commits' child ends here
+        return run_workload(clients, spec, notify=ctx.notify, encode=encode).summary()
 
 
 def _lab_copy_registry(ctx: ActionContext, *, dir: str = "lab", source: str = "primary",
