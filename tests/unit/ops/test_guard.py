@@ -129,7 +129,7 @@ def test_a_round_waits_on_a_cluster_no_longer_than_the_guard_deadline() -> None:
                   topic_ready=True, connected=True)
     started = time.monotonic()
     result = guard.run_round()
-    assert time.monotonic() - started < 5  # the guard's deadline, not the clients' 30 s
+    assert time.monotonic() - started < 15  # the guard's deadline, not the clients' 30 s
     assert len(asked) > 1  # asked again within it
     assert result.error == ("cluster 'a' at a:9092 did not answer the list of consumer groups "
                             "(ListGroups) for 1s: timed out.")
