@@ -94,6 +94,9 @@ class GapPlan:
     scope: str = "tail"  # gap/alignment.py GapScope
     created_at_ms: int = 0
     notes: list[str] = field(default_factory=list)
+    # Spark Kafka source options bounding the job's own waits for a cluster by --deadline
+    # (kafka_options.deadline_options); a cluster's own settings override them.
+    waits: dict[str, str] = field(default_factory=dict)
     spark: SparkJobSettings | None = None
     schema: int = PLAN_SCHEMA
 

@@ -26,7 +26,7 @@ from drctl.gap.alignment import (
     identity_tail,
     prove_tails,
 )
-from drctl.gap.kafka_options import java_settings_for
+from drctl.gap.kafka_options import deadline_options, java_settings_for
 from drctl.gap.plan import DIFF, IDENTITY, GapPlan, GapScope, PartitionOffsets, TopicPlan
 from drctl.kafka.causes import kafka_cause
 from drctl.kafka.clients import (
@@ -146,7 +146,8 @@ def plan_gap_analysis(
         topics=plans, out_dir=str(Path(directory).resolve()), temporary_out=out_dir is None,
         check_order=check_order,
         window_start_ms=window.start_ms, scope=str(scope),
-        created_at_ms=int(time.time() * 1000), notes=notes)
+        created_at_ms=int(time.time() * 1000), notes=notes,
+        waits=deadline_options(deadline_s))
 
 
 @dataclass(frozen=True)

@@ -135,3 +135,23 @@ def grow_topics(clients: ClusterClients, wanted: Mapping[str, int]) -> dict[str,
                 raise
     wait_for_leaders(clients, sorted(grow))
     return grow
+
+
+def set_topic_config(admin: object, topic: str, configs: Mapping[str, str],
+                     timeout_s: float = 30.0) -> None:
+    """Set `configs` on `topic`, incrementally (the topic's other configs stay); a refusal
+    (not authorized, a policy) is the KafkaException the broker answered."""
+    from confluent_kafka.admin import (
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
+
+    resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
+        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+        for name, value in configs.items()])
+    futures = admin.incremental_alter_configs(  # type: ignore[attr-defined]
+        [resource], request_timeout=timeout_s)
+    for future in futures.values():
+        future.result(timeout_s)

@@ -1,7 +1,9 @@
 """Failback's gap step: the Spark gap analysis (with --check-order unless told not to),
 bounded by the marker and by --timeout, its Spark phases said as it goes. A cluster that
-drops mid-job fails the step (GapJobLostKafka); failback waits for it within --deadline and
-runs again from the last step recorded (ops/rerun.py)."""
+does not answer for --deadline mid-job stops the job (interrupted on the Spark Connect
+server) and ends the step naming it (ClusterUnreachable); one that the job lost and that
+answers again (GapJobLostKafka) makes failback run again from the last step recorded
+(ops/rerun.py)."""
 
 from __future__ import annotations
 
@@ -73,7 +75,7 @@ def gap_finder(lookback_s: float | None = None, debug: bool = False,
             window_from,
         )
         from drctl.gap.result import lost_to_retention, scope_statement
-        from drctl.gap.runner import run_gap_analysis
+        from drctl.gap.runner import ClusterWatch, run_gap_analysis
 
         config, notify = ctx.config, ctx.notify
         window = (Window() if lookback_s is None
@@ -86,11 +88,15 @@ def gap_finder(lookback_s: float | None = None, debug: bool = False,
             out_dir=config.state.dir / "gap" / marker.incident,
             deadline_s=ctx.reach_deadline_s)
         notify(f"Gap analysis (Spark, {config.spark.where}) of {len(marker.topics)} topic(s)")
-        # A cluster lost mid-job (GapJobLostKafka) is failback's to wait out (ops/rerun.py,
-        # within --deadline); --timeout bounds the job while it works.
+        # A cluster that does not answer for --deadline while the job runs stops it
+        # (ClusterUnreachable: failback ends, exit 4, naming it); one the job itself lost and
+        # that answers again (GapJobLostKafka) is failback's to run again (ops/rerun.py).
+        # --timeout bounds the job while it works.
+        watch = ClusterWatch((ctx.source, ctx.target),
+                             config.retry.with_deadline(ctx.reach_deadline_s), notify)
         result = run_gap_analysis(plan, config.spark, PhaseLines(notify), debug=debug,
                                   notify=notify, timeout_s=timeout_s,
-                                  deadline_s=ctx.reach_deadline_s)
+                                  deadline_s=ctx.reach_deadline_s, watch=watch)
         by_class: dict[str, list[Record]] = {"safe": [], "conflict": [], "unkeyed": [],
                                              "unclassified": []}
         for rec in result.iter_records():

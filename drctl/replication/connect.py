@@ -19,6 +19,7 @@ from drctl.kafka.connect_rest import (
     ConnectError,
     ConnectorMissing,
     ConnectRejected,
+    LockNotHeld,
 )
 from drctl.progress import Notify
 from drctl.replication.base import Confirm, FlowPart, FlowState, ReplicationKind, StopOutcome
@@ -437,6 +438,15 @@ def paused(client: ConnectClient, names: Sequence[str]) -> Iterator[list[str]]:
                 client.resume(name)
             for name in running:
                 wait_connector_state(client, name, "RUNNING")
+        except LockNotHeld as exc:
+            # Resuming now could undo what the lock's next holder does: its journal hands
+            # them over instead.
+            raise LeftStopped(
+                f"{', '.join(running)} stayed stopped after drctl stopped it for a moment: "
+                f"{exc.message}",
+                "The flow's lock records it: the next drctl step on this flow resumes it "
+                "first (run this command again once the lock's cluster answers).",
+                exc.exit_status) from exc
         except DrctlError as exc:
             raise LeftStopped(
                 f"{', '.join(running)} stayed stopped after drctl stopped it for a moment "

@@ -341,3 +341,42 @@ def test_the_targets_broker_restarting_mid_failover_is_waited_for_within_the_dea
     assert moved["applied"] and moved["confidence"] == ["exact"], moved
     on_target = committed_offsets(lab.secondary, [group], deadline_s=30)[group]
     assert on_target == {(topic, p): ends[p] // 2 for p in range(3)}
+
+
+def test_secondary_lost_during_the_gap_job_interrupts_it_on_the_server(
+        lab: RunningLab, ns: str, tmp_path: Path, restore_worker: None) -> None:
+    """Issue 51 #14: the secondary's broker SIGKILLed while the gap job runs on the lab's
+    Spark Connect server, and left down. The job's Kafka client used to wait out its own
+    timeouts (failback exit 4 after 216 s at --deadline 30s); now the cluster, asked while the
+    job runs, is missed within --deadline: the job's operations are interrupted on the server,
+    failback ends exit 4 naming the cluster. The server stays usable: the run again once the
+    broker is back runs its gap job there and ends exact."""
+    o = outage(lab, ns, tmp_path)
+    deadline_s = 20
+
+    def failback(deadline: float) -> list[str]:
+        return [sys.executable, "-m", "drctl", "--config", str(o["config"]), "-o", "json",
+                "failback", "--check-order", "--reconcile", "copy-safe", "--yes", "--groups",
+                f"{ns}-.*", "--deadline", f"{deadline:g}s"]
+
+    # Said as the job starts on the server (ops/gap_step.py): the broker dies before the job
+    # can have read from it, and long before the job could finish.
+    status, _, err, took = failback_meanwhile(failback(deadline_s), ("Gap analysis (Spark",),
+                                              lambda: lab.lab.fail("secondary"))
+    assert status == 4, err[-3000:]
+    # The deadline, the watch's next question and a Spark Connect interrupt: not the Java
+    # client's own timeouts (216 s).
+    assert took < deadline_s + 90, took
+    assert "Failback stopped: cluster 'secondary' at 127.0.0.1:" in err, err[-3000:]
+    assert "drctl interrupted the gap job on the Spark Connect sc://" in err, err[-3000:]
+    cfg = load_config(o["config"])
+    assert "failback:reconcile" not in marker_store(cfg, None).open_markers()[0].steps
+
+    lab.lab.heal("secondary")
+    status, out, err, _ = failback_meanwhile(failback(60), ("Gap analysis (Spark",),
+                                             lambda: None)
+    assert status == 0, err[-3000:]
+    shown = json.loads(out)
+    assert shown["phase"] == "failed-back"
+    assert shown["reconcile"]["copy_safe"]["copied"] == len(o["safe"])
+    assert_end_state(lab, o)

@@ -29,9 +29,13 @@ from typing import Any
 import pytest
 import yaml
 from confluent_kafka import TopicPartition
+from confluent_kafka.admin import NewTopic
 
 from drctl.config import load_config
+from drctl.flow_lock import LockRecord, TopicLog
 from drctl.kafka.offsets import watermarks
+from drctl.kafka.records import read_all
+from drctl.kafka.topics import log_append_time_topics
 from drctl.lab.workload import commit_offsets, create_topics
 from drctl.replication.connect import ConnectorReading
 from drctl.state import marker_store
@@ -363,3 +367,26 @@ def test_a_new_incident_leaves_out_the_topic_its_application_gained(
     assert status == 0 and out["status"] == "closed", out
     _exact_and_protected(lab, c, (a1, a2))
     assert {n: connect.config(n) for n in (src, cp)} == before
+
+
+def test_a_lock_topic_stamped_by_its_writers_is_set_to_the_brokers_time(
+        lab: RunningLab, ns: str) -> None:
+    """Issue 51 #3: a lock topic that exists with CreateTime (made by a tool that left the
+    setting out) would compare two machines' clocks; the first lock record sets it to
+    LogAppendTime, and what is read back carries the broker's time."""
+    topic = f"{ns}.state.lock"
+    clients = fresh_clients(lab, "secondary")
+    admin = clients.admin()
+    created = admin.create_topics([NewTopic(topic, 1, replication_factor=-1, config={
+        "message.timestamp.type": "CreateTime"})])
+    created[topic].result(30)
+    assert topic not in log_append_time_topics(admin, [topic])
+    heard: list[str] = []
+    log = TopicLog(clients, topic, "primary->secondary", heard.append)
+    claim = LockRecord("claim", "a", "drctl failover", "bastion", 7, 60_000)
+    log.append(claim)
+    assert topic in log_append_time_topics(admin, [topic])
+    assert any("set it to the broker's" in line for line in heard), heard
+    records = read_all(clients, topic)
+    assert [r.timestamp_type for r in records] == [2]  # LogAppendTime
+    assert [r.holder for r in log.read()] == ["a"]
