@@ -374,6 +374,7 @@ class _Cluster:
     an alter that the broker may refuse."""
 
     name, bootstrap = "secondary", "kafka-2:9092"
+    deadline_s, notify = 5.0, None  # as ClusterClients: cluster_metadata reads them
 
     def __init__(self, configs: dict[str, dict[str, str]], refuse: bool = False) -> None:
         self.configs = configs
