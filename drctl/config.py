@@ -693,10 +693,10 @@ class _Parser:
         for key in missing:
             self.problems.append(self.error(key, "required key is missing"))
         kind = self.collect(lambda: self.kind(raw.get("kind")), None)
-        source = self.collect(
-            lambda: self.cluster_ref(raw["source"], "replication.source", clusters), None)
-        target = self.collect(
-            lambda: self.cluster_ref(raw["target"], "replication.target", clusters), None)
+        # A missing one is recorded above: the rest of the section is still checked.
+        source, target = (
+            self.collect(partial(self.cluster_ref, raw[k], f"replication.{k}", clusters), None)
+            if k in raw else None for k in ("source", "target"))
         if source is not None and source == target:
             self.problems.append(self.error("replication.target",
                                             "source and target are the same cluster"))

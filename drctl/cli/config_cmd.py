@@ -303,8 +303,9 @@ def run_config_check(config: Config, term: Terminal,
                    [[r["cluster"], r["bootstrap"], r.get("cluster_id", "unreachable"),
                      r.get("brokers"), r.get("controller"), r.get("rtt_ms")] for r in results])
         if connect is not None and connect["reachable"]:
+            kafka = f", {connect['kafka']}" if connect.get("kafka") else ""
             term.info(f"Kafka Connect at {connect['url']} answers (version "
-                      f"{connect.get('version') or 'unknown'}).")
+                      f"{connect.get('version') or 'unknown'}{kafka}).")
         for row in registry_rows:
             if row["reachable"]:
                 term.info(f"{row['cluster']}'s schema registry at {row['url']} answers "

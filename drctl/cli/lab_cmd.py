@@ -93,6 +93,13 @@ def up(
     registry_port: Annotated[int, typer.Option(
         metavar="PORT", help="primary's schema registry port (secondary's: +1).")]
     = DEFAULT_REGISTRY_PORT,
+    legacy_keys: Annotated[bool | None, typer.Option(
+        "--legacy-keys/--no-legacy-keys",
+        help="Configure MirrorMaker 2's connectors with the old names of their exclude "
+             "lists, topics.blacklist and groups.blacklist, as connectors set up years ago "
+             "are (Kafka 3.x only: 4.0 dropped them); --no-legacy-keys: topics.exclude "
+             "(default: keep the lab's, the new names for a new lab).",
+        show_default=False)] = None,
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
     """Start the lab (idempotent) and write DIR/drctl.yaml.
@@ -103,6 +110,7 @@ def up(
       drctl lab up --topic-naming prefixed --dir lab-prefixed
       drctl lab up --secure --spark-workers 2
       drctl lab up --schema-registry   # a registry per cluster
+      drctl lab up --kafka-version 3.9.x --legacy-keys   # topics.blacklist
 
     \b
     Exit status: 0 up; 1 the lab could not start (the message names the log to
@@ -115,7 +123,7 @@ def up(
                    kafka_version=kafka_version,
                    names_kept=topic_naming == TopicNaming.kept, spark_workers=spark_workers,
                    secure=secure, schema_registry=schema_registry,
-                   registry_port=registry_port,
+                   registry_port=registry_port, legacy_keys=legacy_keys,
                    spark_connect=(OWN_SERVER if spark_connect or (
                        spark_connect is None and not lab.state_file.exists()) else
                        None if spark_connect is None else NO_SERVER),
@@ -126,7 +134,8 @@ def up(
         term.emit_json({**status, "elapsed_s": round(elapsed, 1)})
         return
     term.success(f"Lab up in {elapsed:.1f} s: Kafka {state.kafka_version}, topic naming "
-                 f"{state.topic_naming}{', TLS + SASL + ACLs' if state.secure else ''}, "
+                 f"{state.topic_naming}{', TLS + SASL + ACLs' if state.secure else ''}"
+                 f"{', topics.blacklist/groups.blacklist' if state.legacy_keys else ''}, "
                  f"{human_bytes(status['total_rss_bytes'])} resident.")
     remote = lab.spark_remote(state)
     spark = (f"  spark     spark://127.0.0.1:{state.ports.spark_master}, "

@@ -23,6 +23,7 @@ from drctl.errors import ConfigError, Unreachable
 from drctl.kafka import request_count
 from drctl.kafka.causes import Cause, identity_provider_failed, kafka_cause, kafka_hint
 from drctl.kafka.coordinator import Coordinator
+from drctl.kafka.librdkafka import KERBEROS_NEEDS, lacks_kerberos
 from drctl.kafka.retriable import transient
 from drctl.retry import RetriesExhausted, RetryPolicy, retry_call, time_left
 from drctl.secrets import is_secret_key
@@ -199,6 +200,15 @@ class ClusterClients:
                     None) or next((p for p, v in self.properties.items()
                                    if p != "bootstrap.servers" and len(v) > 2
                                    and v in reason and not is_secret_key(p)), None)
+        if lacks_kerberos(reason):
+            # librdkafka's own advice ("recompile librdkafka") is not what a Python host does.
+            mechanism = next((p for p in ("sasl.mechanism", "sasl.mechanisms")
+                              if p in self.properties), "sasl.mechanism")
+            return ConfigError(
+                f"cluster '{self.name}' logs in with Kerberos (GSSAPI), which the librdkafka "
+                f"inside this confluent-kafka was built without (librdkafka: {reason})",
+                path=self.config_path, key=f"clusters.{self.name}.{mechanism}",
+                hint=KERBEROS_NEEDS)
         missing = [(p, self.properties[p]) for p in _FILE_PROPERTIES
                    if p in self.properties and self.properties[p] != "probe"
                    and not os.access(self.properties[p], os.R_OK)]

@@ -122,6 +122,20 @@ class ConnectClient(JsonEndpoint):
     def info(self) -> dict[str, Any]:
         return self.request("GET", "/")
 
+    def plugin_config_keys(self, plugin: str, connector_class: str) -> set[str] | None:
+        """The config keys connector plugin `plugin` defines, as the worker's validation of a
+        config lists them (`PUT /connector-plugins/<plugin>/config/validate`: nothing is
+        created); None when its answer lists none."""
+        answer = self.request("PUT", f"/connector-plugins/{plugin}/config/validate",
+                              {"connector.class": connector_class, "name": "drctl-validate"})
+        configs = answer.get("configs") if isinstance(answer, dict) else None
+        if not isinstance(configs, list):
+            return None
+        keys = {str(c["definition"]["name"]) for c in configs
+                if isinstance(c, dict) and isinstance(c.get("definition"), dict)
+                and "name" in c["definition"]}
+        return keys or None
+
     def connectors(self) -> list[str]:
         return self.request("GET", "/connectors")
 

@@ -9,7 +9,6 @@ import base64
 import dataclasses
 import json
 import os
-import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from drctl.errors import DrctlError, LabError
 from drctl.kafka.clients import ClusterClients, cluster_metadata, describe
 from drctl.kafka.connect_rest import ConnectClient, ConnectError
 from drctl.kafka.mm2_connectors import MirrorFlow
+from drctl.kafka_release import kafka_release
 from drctl.lab.jars import KafkaDistribution, java_major, require_java, resolve_kafka
 from drctl.lab.processes import ManagedProcess, port_in_use, wait_until
 from drctl.lab.registry import DEFAULT_PORT, LabRegistries, registry_ports, registry_url
@@ -100,6 +100,9 @@ class LabState:
     # sc:// URL, a server the lab shares (a test worker's). A Spark cluster (spark_workers)
     # takes them instead.
     spark_connect: str = "none"
+    # MirrorMaker 2's exclude lists under their old names (topics.blacklist,
+    # groups.blacklist), as connectors set up years ago are: Kafka 3.x only.
+    legacy_keys: bool = False
 
     @property
     def topic_naming(self) -> str:
@@ -170,7 +173,8 @@ class Lab:
         java = mm2_java_properties(self.credentials) if state.secure else {}
         return MirrorFlow("primary", "secondary", self.bootstrap(state, "primary"),
                           self.bootstrap(state, "secondary"), names_kept=state.names_kept,
-                          fast=True, source_client=java, target_client=java)
+                          fast=True, source_client=java, target_client=java,
+                          legacy_keys=state.legacy_keys)
 
     def connect_url(self, state: LabState) -> str:
         return f"{'https' if state.secure else 'http'}://127.0.0.1:{state.ports.connect}"
@@ -207,12 +211,12 @@ class Lab:
     def up(self, *, ports: LabPorts = LabPorts(), kafka_version: str | None = None,
            names_kept: bool = True, spark_workers: int | None = None, secure: bool = False,
            schema_registry: bool | None = None, registry_port: int = DEFAULT_PORT,
-           spark_connect: str | None = None,
+           spark_connect: str | None = None, legacy_keys: bool | None = None,
            notify: Notify = lambda _: None) -> LabState:
         """Start what is not running; `spark_workers` None keeps the lab's Spark cluster as
-        it was (none for a new lab), `schema_registry` None its schema registries, and
+        it was (none for a new lab), `schema_registry` None its schema registries,
         `spark_connect` None its Spark Connect server (the lab's: none for a new lab;
-        LabState.spark_connect)."""
+        LabState.spark_connect), and `legacy_keys` None its connectors' key names."""
         existing = self._existing_state()
         if existing is not None:
             if existing.names_kept != names_kept:
@@ -240,6 +244,15 @@ class Lab:
         if state.secure:
             LabCredentials.ensure(self.credentials.directory)
         dist = KafkaDistribution(state.kafka_version, Path(state.lib_dir), state.kafka_source)
+        if legacy_keys is not None and legacy_keys != state.legacy_keys:
+            if legacy_keys and dist.major >= 4:
+                raise LabError(f"Kafka {dist.version} no longer reads topics.blacklist and "
+                               "groups.blacklist (Kafka 4.0 dropped them).",
+                               "Start a Kafka 3.x lab for them: `drctl lab up --kafka-version "
+                               "3.9.x --legacy-keys` (in another --dir, or after `drctl lab "
+                               "down --purge`).")
+            state.legacy_keys = legacy_keys
+            self.save_state(state)
         notify(f"Kafka {dist.version} ({dist.source}: {dist.lib_dir})")
 
         self._check_ports(state)
@@ -477,7 +490,8 @@ class Lab:
             version = str(client.info().get("version", ""))
             if not version or client.connectors() is None:
                 return False
-            if _release(version) >= (3, 9):
+            release = kafka_release(version)
+            if release is not None and release.at_least(3, 9):
                 # GET /health (KIP-1017, Kafka 3.9) answers 200 only once the herder runs.
                 client.request("GET", "/health")
             return True
@@ -712,6 +726,7 @@ class Lab:
             "kafka_version": state.kafka_version,
             "topic_naming": state.topic_naming,
             "secure": state.secure,
+            "legacy_keys": state.legacy_keys,
             "config": str(self.config_file),
             "spark_workers": state.spark_workers,
             "spark_remote": self.spark_remote(state),
@@ -733,12 +748,6 @@ def _component(what: str) -> str:
         raise LabError(f"'{what}' is not part of the lab.",
                        "Use one of: primary, secondary, replication.")
     return FAILABLE[what]
-
-
-def _release(version: str) -> tuple[int, ...]:
-    """(major, minor) of a version string such as '4.3.1' or '3.9.0-SNAPSHOT'."""
-    parts = [int(p) for p in re.findall(r"\d+", version)[:2]]
-    return tuple(parts)
 
 
 def _running(client: ConnectClient, name: str) -> bool:

@@ -15,7 +15,7 @@ from drctl.faults import crash_point
 from drctl.findings import Area, Finding, Severity
 from drctl.kafka.checkpoints import recent_offset_syncs
 from drctl.kafka.connect_rest import ConnectClient, ConnectorMissing
-from drctl.kafka.mm2_connectors import DEFAULT_POLICY, MirrorFlow
+from drctl.kafka.mm2_connectors import DEFAULT_POLICY, GROUPS_EXCLUDE, LEGACY_KEYS, MirrorFlow
 from drctl.kafka.topic_scan import TopicNotFound
 from drctl.progress import Notify
 from drctl.replication.base import (
@@ -61,11 +61,14 @@ class MirrorMaker2(ConnectControlled):
     described_by_connectors = True
     # MirrorMaker 2's own defaults (DefaultTopicFilter, DefaultGroupFilter).
     exclusion_defaults = {"topics.exclude": r".*[\-\.]internal,.*\.replica,__.*",
-                          "groups.exclude": "console-consumer-.*,connect-.*,__.*"}
+                          "groups.exclude": GROUPS_EXCLUDE}
     # Kafka 3.x still reads the old names while the new key is absent (and ignores them
-    # once it is set); Kafka 4.0 dropped them.
-    exclusion_aliases = {"topics.exclude": "topics.blacklist",
-                         "groups.exclude": "groups.blacklist"}
+    # once it is set); Kafka 4.0 dropped them. The source connector's plugin defines
+    # topics.blacklist exactly while they are read (the checkpoint connector reads
+    # topics.blacklist too, through its topic filter, without listing it).
+    exclusion_aliases = LEGACY_KEYS
+    alias_probe = ("MirrorSourceConnector",
+                   "org.apache.kafka.connect.mirror.MirrorSourceConnector", "topics.blacklist")
     aliases_until = 4
 
     def exclusions(self, rep: ReplicationSettings, part: FlowPart
