@@ -101,6 +101,22 @@ class RunningLab:
             time.sleep(0.5)
 
 
+# Kafka 3.x is an estate drctl serves as it serves 4.x: the incident cycles also run on labs
+# whose brokers, Connect and MirrorMaker 2 are Kafka 3.9's, one per naming, each started when
+# a test first asks for it and shared by all such tests (`on_kafka_3`).
+KAFKA_3 = "3.9.x"
+KAFKA_3_LABS = ("kept-3.9", "prefixed-3.9")
+# Every kind of lab a test may ask for by name, in the order of their ports (_lab_ports).
+_LAB_KINDS = ("kept", "prefixed", "spark", *KAFKA_3_LABS)
+
+
+def on_kafka_3(fixture: str = "lab") -> pytest.MarkDecorator:
+    """Run a test on both Kafka 3.9 labs (names kept and prefixed) as well as where it ran:
+    `lab` (Kafka 4.x, names kept) or `any_lab` (Kafka 4.x, both namings)."""
+    ran = ("kept",) if fixture == "lab" else ("kept", "prefixed")
+    return pytest.mark.parametrize(fixture, [*ran, *KAFKA_3_LABS], indirect=True)
+
+
 class _Labs:
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -145,7 +161,9 @@ class _Labs:
             lab = Lab(self.root / f"lab-{name}")
             self.start_spark()
             try:
-                state = lab.up(ports=_lab_ports(name), names_kept=name != "prefixed",
+                state = lab.up(ports=_lab_ports(name),
+                               kafka_version=KAFKA_3 if name in KAFKA_3_LABS else None,
+                               names_kept=not name.startswith("prefixed"),
                                spark_workers=spark_workers, secure=name == "secure",
                                spark_connect=self.spark.url)
                 self.spark_remote()  # up before any of the lab's gap jobs
@@ -189,12 +207,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 def _lab_ports(name: str) -> LabPorts:
     """Each kind of lab on its own ports, whichever starts first (a stopped lab may start
-    again). Shared labs at + 0, + 10, + 20 (Spark: master + 5, web UIs + 6, + 7..); the
-    secure one at SECURE_BASE: primary + 0 (controller + 1, mTLS + 2), secondary + 3 (+ 4,
-    + 5), Connect + 6 (Spark runs in local mode: + 7 stays unused)."""
+    again). Shared labs at + 0, + 10, + 20, the Kafka 3.9 ones at + 30, + 40 (Spark: master
+    + 5, web UIs + 6, + 7..); the secure one at SECURE_BASE: primary + 0 (controller + 1,
+    mTLS + 2), secondary + 3 (+ 4, + 5), Connect + 6 (Spark runs in local mode: + 7 stays
+    unused)."""
     if name == "secure":
         return LabPorts(SECURE_BASE, SECURE_BASE + 3, SECURE_BASE + 6, SECURE_BASE + 7)
-    base = PORT_BASE + 10 * ("kept", "prefixed", "spark").index(name)
+    base = PORT_BASE + 10 * _LAB_KINDS.index(name)
     return LabPorts(base, base + 2, base + 4, base + 5)
 
 
@@ -227,9 +246,10 @@ def spark_remote(_labs: _Labs) -> str:
 
 
 @pytest.fixture(scope="session")
-def lab(_labs: _Labs) -> RunningLab:
-    """The session's lab with topic names kept (IdentityReplicationPolicy)."""
-    return _labs.get("kept")
+def lab(request: pytest.FixtureRequest, _labs: _Labs) -> RunningLab:
+    """The session's lab with topic names kept (IdentityReplicationPolicy); a test marked
+    `on_kafka_3()` gets the Kafka 3.9 labs too."""
+    return _labs.get(getattr(request, "param", "kept"))
 
 
 @pytest.fixture
@@ -347,6 +367,8 @@ def registries(_labs: _Labs) -> Iterator[RunningRegistries]:
 
 @pytest.fixture(params=["kept", "prefixed"])
 def any_lab(request: pytest.FixtureRequest, _labs: _Labs) -> RunningLab:
+    """Each naming's lab (Kafka 4.x); a test marked `on_kafka_3("any_lab")` gets the Kafka
+    3.9 labs too."""
     return _labs.get(request.param)
 
 
@@ -402,15 +424,15 @@ def labs_needed(item: pytest.Item) -> set[str]:
     fixtures = getattr(item, "fixturenames", ())
     params = getattr(getattr(item, "callspec", None), "params", {})
     return ({"secure"} if "secure_lab" in fixtures else set()) \
-        | ({"prefixed"} if params.get("any_lab") == "prefixed" or "lab_prefixed" in fixtures
-           else set()) \
-        | ({"spark"} if "lab_spark" in fixtures else set())
+        | ({"prefixed"} if "lab_prefixed" in fixtures else set()) \
+        | ({"spark"} if "lab_spark" in fixtures else set()) \
+        | ({params[f] for f in ("lab", "any_lab") if f in params} - {"kept"})
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    """After the last test (on this worker) of the prefixed, secure or Spark lab — their
-    tests run one after another (`xdist_group`, the sort below) — that lab stops."""
+    """After the last test (on this worker) of the prefixed, secure, Spark or a Kafka 3.9 lab
+    — their tests run one after another (`xdist_group`, the sort below) — that lab stops."""
     yield
     if _session_labs is not None:
         for name in labs_needed(item) - (labs_needed(nextitem) if nextitem else set()):
@@ -420,13 +442,16 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
 def xdist_group(item: pytest.Item) -> str:
     """Where `make test` (--dist loadgroup) runs a test: a lab test on its own (or with its
     file's when they share a module's setup), a unit test with its file's; every test on the
-    prefixed lab on two workers (`_PREFIXED_SECOND`), and every test on the secure lab on one.
-    A worker starts only the labs its tests ask for: a lab per kind where it is needed, not on
-    every worker."""
+    prefixed lab on two workers (`_PREFIXED_SECOND`), and every test on the secure lab or on
+    one of the Kafka 3.9 labs on one. A worker starts only the labs its tests ask for: a lab
+    per kind where it is needed, not on every worker."""
     needs = labs_needed(item)
     file = item.path.relative_to(Path(__file__).parent).as_posix()
     if "secure" in needs:
         return "secure-lab"
+    for kind in KAFKA_3_LABS:
+        if kind in needs:
+            return f"{kind}-lab"
     if "prefixed" in needs:
         # Two workers, a prefixed lab each: on one they were a third of the run's wall time.
         return "prefixed-lab-2" if file in _PREFIXED_SECOND else "prefixed-lab"

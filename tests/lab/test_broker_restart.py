@@ -26,7 +26,7 @@ from drctl.kafka.groups import committed_offsets
 from drctl.kafka.records import read_all
 from drctl.replication.connect import ConnectorActivity, ConnectorReading
 from drctl.state import marker_store
-from tests.conftest import RunningLab
+from tests.conftest import RunningLab, on_kafka_3
 from tests.lab.test_failback import outage, restore_lab
 from tests.lab.test_failover import run_json
 
@@ -181,6 +181,7 @@ def failback_meanwhile(argv: list[str], at: tuple[str, ...],
     return run.returncode, out, "".join(err_lines), took
 
 
+@on_kafka_3()
 def test_secondary_dropping_mid_failback_is_waited_for_within_the_deadline(
         lab: RunningLab, ns: str, tmp_path: Path, restore_worker: None) -> None:
     """Issue 38: the secondary SIGKILLed mid-failback and left down — failback used to retry

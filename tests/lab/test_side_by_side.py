@@ -33,7 +33,7 @@ from confluent_kafka import TopicPartition
 from drctl.kafka.offsets import watermarks
 from drctl.lab.workload import commit_offsets, create_topics
 from drctl.replication.connect import ConnectorReading
-from tests.conftest import RunningLab
+from tests.conftest import RunningLab, on_kafka_3
 from tests.lab.support import fresh_clients, produce, run_json
 from tests.lab.test_failback import restore
 from tests.lab.test_failover import scoped_config
@@ -89,6 +89,7 @@ def _ends(lab: RunningLab, topics: tuple[str, ...]) -> dict[tuple[str, str, int]
     return out
 
 
+@on_kafka_3("any_lab")
 def test_incidents_side_by_side(side_lab: RunningLab, ns: str, tmp_path: Path) -> None:
     lab = side_lab
     a1, b1, c1 = f"{ns}-a1", f"{ns}-b1", f"{ns}-c1"
