@@ -22,6 +22,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -63,8 +64,16 @@ def _finished(proc: subprocess.Popen[str]) -> tuple[int, dict[str, Any], str]:
     return proc.returncode, (json.loads(out) if out.strip() else {}), err
 
 
-def _state(lab: RunningLab, name: str) -> str:
-    return ConnectorReading.read(lab.lab.connect_client(lab.state), name).state
+def _state(lab: RunningLab, name: str, settle_s: float = 60) -> str:
+    """The connector's state once Connect has assigned it: Kafka Connect 3.9 reads a
+    connector whose config changed while it was stopped UNASSIGNED until the rebalance the
+    change started is over (4.x reads STOPPED at once)."""
+    client = lab.lab.connect_client(lab.state)
+    end = time.monotonic() + settle_s
+    while (state := ConnectorReading.read(client, name).state) == "UNASSIGNED" \
+            and time.monotonic() < end:
+        time.sleep(0.5)
+    return state
 
 
 def _commit_at_end(lab: RunningLab, cluster: str, group: str, topic: str) -> None:
