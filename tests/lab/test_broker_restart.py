@@ -23,12 +23,12 @@ import pytest
 from drctl.config import load_config
 from drctl.kafka.clients import ClusterClients, describe
 from drctl.kafka.groups import committed_offsets
-from drctl.kafka.records import read_all
 from drctl.replication.connect import ConnectorActivity, ConnectorReading
 from drctl.state import marker_store
 from tests.conftest import RunningLab, on_kafka_3
 from tests.lab.test_failback import outage, restore_lab
 from tests.lab.test_failover import run_json
+from tests.lab.test_reprotect import _everything, _sides
 
 pytestmark = [pytest.mark.lab, pytest.mark.spark]
 __all__ = ["restore_lab"]  # the fixture, used by name
@@ -87,12 +87,15 @@ def assert_end_state(lab: RunningLab, o: dict) -> None:
     not copied; every post-failover write once on the primary, every original once."""
     # The session's own clients, on purpose: their admin client cached leader epochs from
     # before the restart, and ListOffsets must refresh them (not stay FENCED_LEADER_EPOCH).
-    secondary = [r.value for r in read_all(lab.secondary, o["topic"])]
+    # Each side's every topic of the records: prefixed, the secondary's mirror and failover
+    # topic, the primary's own topic and the reverse copies.
+    on_primary, on_secondary = _sides(lab, o["topic"])
+    secondary = [r.value for r in _everything(lab.secondary, on_secondary)]
     for _, v in o["safe"]:
         assert secondary.count(v) == 1, v
     for _, v in o["conflict"] + o["unkeyed"]:
         assert secondary.count(v) == 0, v
-    primary = [r.value for r in read_all(lab.primary, o["topic"])]
+    primary = [r.value for r in _everything(lab.primary, on_primary)]
     for _, v in o["post"]:
         assert primary.count(v) == 1, v
     for _, v in o["base"] + o["safe"] + o["conflict"] + o["unkeyed"]:
