@@ -26,14 +26,14 @@ from drctl.config import load_config
 from drctl.kafka.clients import ClusterClients, describe
 from drctl.kafka.groups import committed_offsets
 from drctl.kafka.offsets import watermarks
-from drctl.kafka.records import read_all
 from drctl.lab.workload import commit_offsets, create_topics
 from drctl.replication.connect import ConnectorActivity, ConnectorReading
 from drctl.state import marker_store
-from tests.conftest import RunningLab
+from tests.conftest import RunningLab, on_kafka_3
 from tests.lab.support import keyed, produce, wait_replicated
 from tests.lab.test_failback import outage, restore_lab
 from tests.lab.test_failover import run_json, scoped_config
+from tests.lab.test_reprotect import _everything, _sides
 
 pytestmark = [pytest.mark.lab, pytest.mark.spark]
 __all__ = ["restore_lab"]  # the fixture, used by name
@@ -92,12 +92,15 @@ def assert_end_state(lab: RunningLab, o: dict) -> None:
     not copied; every post-failover write once on the primary, every original once."""
     # The session's own clients, on purpose: their admin client cached leader epochs from
     # before the restart, and ListOffsets must refresh them (not stay FENCED_LEADER_EPOCH).
-    secondary = [r.value for r in read_all(lab.secondary, o["topic"])]
+    # Each side's every topic of the records: prefixed, the secondary's mirror and failover
+    # topic, the primary's own topic and the reverse copies.
+    on_primary, on_secondary = _sides(lab, o["topic"])
+    secondary = [r.value for r in _everything(lab.secondary, on_secondary)]
     for _, v in o["safe"]:
         assert secondary.count(v) == 1, v
     for _, v in o["conflict"] + o["unkeyed"]:
         assert secondary.count(v) == 0, v
-    primary = [r.value for r in read_all(lab.primary, o["topic"])]
+    primary = [r.value for r in _everything(lab.primary, on_primary)]
     for _, v in o["post"]:
         assert primary.count(v) == 1, v
     for _, v in o["base"] + o["safe"] + o["conflict"] + o["unkeyed"]:
@@ -186,6 +189,7 @@ def failback_meanwhile(argv: list[str], at: tuple[str, ...],
     return run.returncode, out, "".join(err_lines), took
 
 
+@on_kafka_3()
 def test_secondary_dropping_mid_failback_is_waited_for_within_the_deadline(
         lab: RunningLab, ns: str, tmp_path: Path, restore_worker: None) -> None:
     """Issue 38: the secondary SIGKILLed mid-failback and left down — failback used to retry

@@ -39,8 +39,8 @@ from tests.lab.test_reprotect import PARTS, _send, _wait_same
 
 pytestmark = [pytest.mark.lab, pytest.mark.spark]
 BASE, GAP, POST = 30, 10, 20
-# Clear of the shared labs (+ 0, + 10, + 20), test_lab.py's (+ 50) and the others'.
-LEGACY_BASE = PORT_BASE + 40
+# Clear of the shared labs (+ 0 .. + 90) and the Kafka 3.9 ones (+ 100, + 110): conftest.py.
+LEGACY_BASE = PORT_BASE + 120
 
 
 @pytest.fixture(scope="module")

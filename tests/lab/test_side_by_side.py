@@ -22,6 +22,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,7 @@ from drctl.kafka.topics import log_append_time_topics
 from drctl.lab.workload import commit_offsets, create_topics
 from drctl.replication.connect import ConnectorReading
 from drctl.state import marker_store
-from tests.conftest import RunningLab
+from tests.conftest import RunningLab, on_kafka_3
 from tests.lab.support import fresh_clients, produce, run_json
 from tests.lab.test_failback import restore
 from tests.lab.test_failover import scoped_config
@@ -69,8 +70,16 @@ def _finished(proc: subprocess.Popen[str]) -> tuple[int, dict[str, Any], str]:
     return proc.returncode, (json.loads(out) if out.strip() else {}), err
 
 
-def _state(lab: RunningLab, name: str) -> str:
-    return ConnectorReading.read(lab.lab.connect_client(lab.state), name).state
+def _state(lab: RunningLab, name: str, settle_s: float = 60) -> str:
+    """The connector's state once Connect has assigned it: Kafka Connect 3.9 reads a
+    connector whose config changed while it was stopped UNASSIGNED until the rebalance the
+    change started is over (4.x reads STOPPED at once)."""
+    client = lab.lab.connect_client(lab.state)
+    end = time.monotonic() + settle_s
+    while (state := ConnectorReading.read(client, name).state) == "UNASSIGNED" \
+            and time.monotonic() < end:
+        time.sleep(0.5)
+    return state
 
 
 def _commit_at_end(lab: RunningLab, cluster: str, group: str, topic: str) -> None:
@@ -95,6 +104,7 @@ def _ends(lab: RunningLab, topics: tuple[str, ...]) -> dict[tuple[str, str, int]
     return out
 
 
+@on_kafka_3("any_lab")
 def test_incidents_side_by_side(side_lab: RunningLab, ns: str, tmp_path: Path) -> None:
     lab = side_lab
     a1, b1, c1 = f"{ns}-a1", f"{ns}-b1", f"{ns}-c1"
