@@ -23,7 +23,7 @@ from drctl.kafka.acls import grant
 from drctl.kafka.checkpoints import read_checkpoints
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.groups import delete_groups, list_groups
-from drctl.lab.lab import CONNECT_GROUP, Lab, LabPorts, LabState
+from drctl.lab.lab import ACTIVE_ACTIVE, CONNECT_GROUP, ONE_WAY, Lab, LabPorts, LabState
 from drctl.lab.registry import LabRegistries, registry_ports, registry_url
 from drctl.lab.security import mm2_source_acls, mm2_target_acls
 from drctl.lab.spark_connect import SparkConnectServer
@@ -145,9 +145,11 @@ class _Labs:
             lab = Lab(self.root / f"lab-{name}")
             self.start_spark()
             try:
-                state = lab.up(ports=_lab_ports(name), names_kept=name != "prefixed",
+                state = lab.up(ports=_lab_ports(name),
+                               names_kept=name not in ("prefixed", ACTIVE_ACTIVE),
                                spark_workers=spark_workers, secure=name == "secure",
-                               spark_connect=self.spark.url)
+                               spark_connect=self.spark.url,
+                               topology=ACTIVE_ACTIVE if name == ACTIVE_ACTIVE else ONE_WAY)
                 self.spark_remote()  # up before any of the lab's gap jobs
             except BaseException:
                 lab.down()
@@ -189,12 +191,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 def _lab_ports(name: str) -> LabPorts:
     """Each kind of lab on its own ports, whichever starts first (a stopped lab may start
-    again). Shared labs at + 0, + 10, + 20 (Spark: master + 5, web UIs + 6, + 7..); the
-    secure one at SECURE_BASE: primary + 0 (controller + 1, mTLS + 2), secondary + 3 (+ 4,
-    + 5), Connect + 6 (Spark runs in local mode: + 7 stays unused)."""
+    again). Shared labs at + 0, + 10, + 20, the active-active one at + 30 (Spark: master + 5,
+    web UIs + 6, + 7..); the secure one at SECURE_BASE: primary + 0 (controller + 1, mTLS
+    + 2), secondary + 3 (+ 4, + 5), Connect + 6 (Spark runs in local mode: + 7 stays
+    unused)."""
     if name == "secure":
         return LabPorts(SECURE_BASE, SECURE_BASE + 3, SECURE_BASE + 6, SECURE_BASE + 7)
-    base = PORT_BASE + 10 * ("kept", "prefixed", "spark").index(name)
+    base = PORT_BASE + 10 * ("kept", "prefixed", "spark", ACTIVE_ACTIVE).index(name)
     return LabPorts(base, base + 2, base + 4, base + 5)
 
 
@@ -236,6 +239,13 @@ def lab(_labs: _Labs) -> RunningLab:
 def lab_prefixed(_labs: _Labs) -> RunningLab:
     """A second lab with MM2's default naming, primary.<topic>; started only when asked for."""
     return _labs.get("prefixed")
+
+
+@pytest.fixture
+def lab_aa(_labs: _Labs) -> RunningLab:
+    """An active-active lab (`lab up --topology active-active`): MirrorMaker 2 both ways,
+    names prefixed; started only when asked for."""
+    return _labs.get(ACTIVE_ACTIVE)
 
 
 @pytest.fixture
@@ -394,6 +404,7 @@ _MEASURED_S = {
     "lab/test_guard.py": 160, "lab/test_sick_cluster.py": 150, "lab/test_gap_e2e.py": 130,
     "lab/test_switchback.py": 130, "lab/test_gap_scope.py": 120, "lab/test_failover.py": 110,
     "lab/test_schema_parity.py": 110, "lab/test_secure_lab.py": 100,
+    "lab/test_active_active.py": 150,
 }
 
 
@@ -404,7 +415,8 @@ def labs_needed(item: pytest.Item) -> set[str]:
     return ({"secure"} if "secure_lab" in fixtures else set()) \
         | ({"prefixed"} if params.get("any_lab") == "prefixed" or "lab_prefixed" in fixtures
            else set()) \
-        | ({"spark"} if "lab_spark" in fixtures else set())
+        | ({"spark"} if "lab_spark" in fixtures else set()) \
+        | ({ACTIVE_ACTIVE} if "lab_aa" in fixtures else set())
 
 
 @pytest.hookimpl(wrapper=True)
@@ -427,6 +439,8 @@ def xdist_group(item: pytest.Item) -> str:
     file = item.path.relative_to(Path(__file__).parent).as_posix()
     if "secure" in needs:
         return "secure-lab"
+    if ACTIVE_ACTIVE in needs:
+        return "active-active-lab"  # its tests one after another, on one lab
     if "prefixed" in needs:
         # Two workers, a prefixed lab each: on one they were a third of the run's wall time.
         return "prefixed-lab-2" if file in _PREFIXED_SECOND else "prefixed-lab"

@@ -16,7 +16,7 @@ from drctl.cli.help import Typer
 from drctl.cli.options import DEFAULT_DEADLINE_S, Deadline, OutputOption
 from drctl.cli.state import CURRENT
 from drctl.config import Config, ReplicationSettings, config_as_data
-from drctl.errors import Aborted, DrctlError, ExitStatus, UsageError
+from drctl.errors import Aborted, ConfigError, DrctlError, ExitStatus, UsageError
 from drctl.gap import remote
 from drctl.gap.kafka_options import gap_job_settings
 from drctl.kafka.clients import check_clusters
@@ -277,7 +277,10 @@ def run_config_check(config: Config, term: Terminal,
     for problem in java_problems:
         _report(term, problem)
     policy = config.retry.with_deadline(deadline)
-    rep = config.replication
+    # Active-active: the flows are checked one by one (their Connect worker), and their
+    # naming together — names kept both ways are a loop (exit 2, named).
+    rep = config.replication or (config.topology.flows[0] if config.topology else None)
+    loop = _naming_loop(config, term)
     with ThreadPoolExecutor(3, thread_name_prefix="config-check") as pool:
         # Connect, the schema registries and the Spark Connect server are asked beside the
         # clusters, under the same deadline.
@@ -314,7 +317,9 @@ def run_config_check(config: Config, term: Terminal,
             term.info(f"Gap jobs run on Spark Connect {spark['remote']}: Spark "
                       f"{spark['version']}, Kafka source "
                       f"{'on it' if spark['kafka_connector'] else 'MISSING'}.")
-    errors = [e for e in (connect_error, spark_error, *registry_errors) if e is not None]
+    if loop is not None:
+        data["topology"] = {"problem": loop.reason}
+    errors = [e for e in (loop, connect_error, spark_error, *registry_errors) if e is not None]
     for exc in [*failures, *errors]:
         _report(term, exc)
     if java_problems or any(e.exit_status == ExitStatus.USAGE for e in errors):
@@ -322,6 +327,24 @@ def run_config_check(config: Config, term: Terminal,
     if failures or errors:
         return data, ExitStatus.UNREACHABLE
     return data, ExitStatus.SUCCESS
+
+
+def _naming_loop(config: Config, term: Terminal) -> ConfigError | None:
+    """An active-active pair whose naming cannot run both ways, as the config says it or as
+    the connectors on Kafka Connect run it; None when it holds (or without a topology)."""
+    if config.topology is None:
+        return None
+    from drctl.ops.active_active.pair import Pair
+
+    pair = Pair(config)
+    problem = pair.naming_problem() or pair.live_naming_problem(term.warn)
+    if problem is None:
+        return None
+    return ConfigError(problem, path=str(config.path) if config.path else None,
+                       key="topology.flows",
+                       hint="Give both flows MirrorMaker 2's DefaultReplicationPolicy "
+                            "(rename: '<source alias>.{topic}'), in the config and on the "
+                            "connectors.")
 
 
 def _read_connect(rep: ReplicationSettings, notify: Notify
