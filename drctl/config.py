@@ -852,10 +852,11 @@ class _Parser:
                 f"{b.target} are not one each way between the same two clusters"))
             return None
         for i, flow in enumerate((a, b)):
-            if flow.kind != "mirrormaker2":
+            if not kind_entry(flow.kind).runs_both_ways:
+                both = [n for n in KIND_NAMES if kind_entry(n).runs_both_ways]
                 self.problems.append(self.error(
-                    f"topology.flows[{i}].kind", f"an active-active pair runs MirrorMaker 2 "
-                    f"both ways; {flow.kind} is not supported there yet"))
+                    f"topology.flows[{i}].kind", f"an active-active pair runs "
+                    f"{' or '.join(both)} both ways; {flow.kind} is not supported there yet"))
         regions: dict[str, NameFilter] = {}
         for name, spec in self.mapping(raw.get("regions"), "topology.regions", None).items():
             key = f"topology.regions.{name}"

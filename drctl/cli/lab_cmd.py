@@ -318,7 +318,8 @@ def load(
                               encode=encode)
         summaries[name] = result.summary()
     if term.json_mode:
-        term.emit_json(summaries[clusters[0]] if len(clusters) == 1 else summaries)
+        term.emit_json(summaries[clusters[0]] if len(clusters) == 1
+                       else {"regions": summaries})
         return
     for name, summary in summaries.items():
         term.table(f"Produced to {name}", ["topic", "records by kind"],

@@ -165,3 +165,27 @@ def test_lab_config_of_an_active_active_lab_is_a_pair(tmp_path: Path) -> None:
     assert pair.naming_problem() is None
     assert [f.connect.source_connector for f in config.topology.flows] == \
         ["mm2-primary-secondary-source", "mm2-secondary-primary-source"]
+
+
+def test_aggregate_subscriptions_that_miss_a_topic_or_over_match() -> None:
+    from drctl.ops.active_active.subscriptions import read_findings
+
+    pair = Pair(parse_config(_raw()))
+    commits = {"agg": {("orders", 0): 1, ("secondary.orders", 0): 1},
+               "half": {("secondary.orders", 0): 1},
+               "wide": {("orders", 0): 1, ("secondary.orders", 0): 1, ("preorders", 0): 1,
+                        ("secondary.preorders", 0): 1},
+               "local": {("orders", 0): 1}}
+    found = {f.object: f for f in read_findings(
+        pair, "primary", commits, {"orders", "secondary.orders", "preorders",
+                                   "secondary.preorders"})}
+    assert set(found) == {"group half on primary", "group wide on primary"}
+    half = found["group half on primary"]
+    assert "but not orders" in half.difference
+    assert half.fix == r"subscribe with ^(secondary\.)?orders$"
+    wide = found["group wide on primary"]
+    assert "preorders, secondary.preorders beside orders" in wide.difference
+    assert r"^(secondary\.)?orders$" in wide.fix
+    # A copy that never held a record is not missed (no commit can show it was read).
+    assert not read_findings(pair, "primary", {"half": {("secondary.orders", 0): 1}},
+                             {"secondary.orders"})
