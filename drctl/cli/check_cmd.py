@@ -54,8 +54,8 @@ def check_command(
       drctl check --metrics > /var/lib/node_exporter/drctl.prom
 
     \b
-    Active-active (`topology:`): each flow, and each region's aggregate subscriptions
-    that miss a topic or over-match (with the anchored regex to use).
+    Active-active (`topology:`): each flow, and each region's aggregate
+    subscriptions that miss a topic or over-match (the anchored regex to use).
 
     \b
     Exit status: 0 ready; 3 a finding to fix; 4 a cluster, Connect or a schema

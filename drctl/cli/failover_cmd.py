@@ -83,7 +83,7 @@ def failover_command(
       drctl failover --planned --yes   # switchover, producers stopped
       drctl failover --app billing --planned --yes   # one application; the rest
                                                      # keeps replicating
-      drctl failover --region primary --yes          # active-active: primary is gone
+      drctl failover --region primary --yes   # active-active: primary is gone
 
     \b
     Exit status: 0 done; 1 a wait ran out (--planned); 2 usage, config, or an
@@ -191,7 +191,8 @@ def region_failover(region: str | None, *, planned: bool, dry_run: bool, yes: bo
         confirm_or_abort(f"Fail {region} over to {to}?", yes=yes)
 
     with pair.context(region, term.step, deadline) as ctx:
-        result = run_region_failover(pair, ctx, region, opts, approve=approve)
+        result = run_region_failover(pair, ctx, region, opts, approve=approve,
+                                     confirm=operator_confirms)
         paths = result.write_reports(ctx, report_dir)
     for line in [] if dry_run else describe_left_behind(result.marker):
         term.warn(f"Left behind: {line}")
@@ -208,8 +209,8 @@ def region_failover(region: str | None, *, planned: bool, dry_run: bool, yes: bo
         return
     summary = result.translation.summary() if result.translation else {}
     term.success(f"Region failover {result.marker.incident} done: {region}'s applications run "
-                 f"on {to}; {summary.get('applied', 0)} group(s) moved; both flows keep "
-                 "running.")
+                 f"on {to}; {summary.get('applied', 0)} group(s) moved; {region} -> {to} "
+                 f"{result.marker.replication_stop} until failback, {to} -> {region} runs.")
     for topic, now in sorted(result.producers.items()):
         term.info(f"  producers of {topic} on {region}: write to {now} on {to}")
     for p in paths:

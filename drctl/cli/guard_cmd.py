@@ -48,8 +48,8 @@ def guard_command(
       drctl guard --once --deadline 10s   # one round (cron, a runbook)
 
     \b
-    Active-active (`topology:`): both flows, each keeping its source region's groups on
-    the other region.
+    Active-active (`topology:`): both flows, each keeping its source
+    region's groups on the other region.
 
     \b
     Exit status: 0 stopped by SIGTERM or Ctrl-C, or --once succeeded; 2 usage

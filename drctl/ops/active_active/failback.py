@@ -330,6 +330,10 @@ def _groups_back(ctx: OpsContext, back: OpsContext, marker: FailoverMarker,
         pass  # what is still ahead is named below
     report = state["report"]
     for g in report.groups:
+        # A local-only group read the other region's local topic only while failed over:
+        # back home it reads its own topic alone, so no position goes onto that topic's copy.
+        local_only = set(marker.groups.get(g.group, {}).get("local_only") or ())
+        g.partitions = [p for p in g.partitions if p.topic not in local_only]
         behind = [f"{p.target_topic}[{p.partition}]" for p in g.partitions
                   if p.confidence == Confidence.CLAMPED]
         unsure = [f"{p.target_topic}[{p.partition}] ({p.confidence})" for p in g.partitions

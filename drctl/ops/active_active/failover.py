@@ -10,10 +10,12 @@ checkpoints with R down, each position's bound stated.
 
 A group that read R's local topic but not S's copy of it (a local-only group) is given a
 position on S's local topic at the failover point: its producers write there from now on.
-Nothing is stopped: names are prefixed both ways, so no flow writes where R's producers now
-write, and what R held that S never got arrives late in `R.orders` once R returns (named by
-failback). A group of R that has commits on S of its own (a group of S of the same name) or
-whose consumers are active on S is never committed to: it is named, exit 3.
+The flow out of R is stopped (the other one runs on: its copies are what R's groups read
+when they return): what R held that S never got stays on R until failback resumes the flow,
+when R's groups are stopped on S — so a group that had read some of it on R never reads its
+late copy on S (it stands further on at R, and keeps that position there). Failback names it
+as late arrivals. A group of R that has commits on S of its own (a group of S of the same
+name) or whose consumers are active on S is never committed to: it is named, exit 3.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from drctl.ops.failover import (
     left_behind,
     preflight,
 )
+from drctl.replication.base import Confirm
 from drctl.reports import write_report
 from drctl.state import FailoverMarker, MarkerStore
 from drctl.translate.engine import TranslateRequest, apply_positions, translate_offsets
@@ -127,8 +130,8 @@ def open_region_incident(store: MarkerStore, region: str, to: str) -> FailoverMa
 
 
 def run_region_failover(pair: Pair, ctx: OpsContext, region: str, opts: FailoverOptions, *,
-                        approve: Callable[[dict[str, Any]], None] | None = None
-                        ) -> RegionFailoverResult:
+                        approve: Callable[[dict[str, Any]], None] | None = None,
+                        confirm: Confirm | None = None) -> RegionFailoverResult:
     """Fail `region` over to the other one. `ctx` is the flow out of `region`
     (`Pair.context`). `approve` (not in a dry run) sees the plan before anything changes."""
     to = pair.other(region)
@@ -180,7 +183,23 @@ def run_region_failover(pair: Pair, ctx: OpsContext, region: str, opts: Failover
         store.save(marker)
         crash_point("catch-up")
 
-    # 2. The failover point: the copies' ends (what came from the region before the failover)
+    # 2. The flow out of the region stops (a stop Connect cannot confirm stays pending, is
+    # tried again by a re-run, and named).
+    if not opts.dry_run and (not marker.done("stop-replication")
+                             or marker.replication_stop == "pending"):
+        outcome = ctx.require_kind().stop_forward(rep, confirm=confirm,
+                                                  reach_deadline_s=opts.source_deadline_s)
+        marker.replication_stop = outcome.state
+        marker.stopped_connectors = outcome.connectors
+        marker.record("stop-replication", {"state": outcome.state, "detail": outcome.detail})
+        store.save(marker)
+        if outcome.state == "pending":
+            ctx.notify(f"The flow {rep.source} -> {rep.target} could not be stopped "
+                       f"({outcome.detail}): once {region} returns it copies what {region} "
+                       "held while its groups still read on " f"{to}: stop it.")
+        crash_point("stop-replication")
+
+    # 3. The failover point: the copies' ends (what came from the region before the failover)
     # and the surviving region's local topics' ends (where the region's producers start).
     if not marker.done("failover-point"):
         dst_admin = ctx.target.admin()
@@ -191,14 +210,13 @@ def run_region_failover(pair: Pair, ctx: OpsContext, region: str, opts: Failover
             marker.failover_point = failover_point
             marker.failover_time_ms = int(time.time() * 1000)
             marker.failover_topics_end = _ends(dst_admin, sorted(producers.values()))
-            marker.replication_stop = "not-needed"  # prefixed both ways: nothing collides
             if pre["source_reachable"]:
                 marker.source_end = _ends(ctx.source.admin(), sorted(topics))
             marker.record("failover-point", {"created_failover_topics": created})
             store.save(marker)
             crash_point("failover-point")
 
-    # 3. The groups: both kinds of topic in one translation, local-only groups placed at
+    # 4. The groups: both kinds of topic in one translation, local-only groups placed at
     # the failover point, nothing committed to a group that is not only the region's.
     if not marker.done("translate-offsets"):
         ctx.notify(f"Translating {region}'s consumer groups onto {to}")
@@ -280,7 +298,9 @@ def _place_local_only(pair: Pair, region: str, report: TranslationReport,
 def _refuse_groups_of_target(ctx: OpsContext, report: TranslationReport,
                              marker: FailoverMarker) -> dict[str, str]:
     """Groups with commits on the target this incident did not make: a group of the other
-    region with the same id. Committing would merge two applications' positions."""
+    region with the same id. Committing would merge two applications' positions. Commits on
+    the region's copies are not another application's: MirrorMaker 2's group-offset sync
+    writes the region's groups there (drctl's exact positions replace them)."""
     rep = ctx.rep
     groups = [g.group for g in report.groups]
     if not groups:
@@ -291,7 +311,8 @@ def _refuse_groups_of_target(ctx: OpsContext, report: TranslationReport,
     refused: dict[str, str] = {}
     for g in report.groups:
         foreign = sorted(f"{t}[{p}]" for (t, p) in theirs.get(g.group, {})
-                         if (t, p) not in ours.get(g.group, set()))
+                         if (t, p) not in ours.get(g.group, set())
+                         and rep.source_topic_of(t) is None)
         if foreign:
             refused[g.group] = (f"it has commits on {rep.target} already "
                                 f"({', '.join(foreign[:4])}{' ...' if len(foreign) > 4 else ''}"
