@@ -146,7 +146,9 @@ def pair_status(deadline: float, output: OutputFormat | None) -> None:
     for flow in st["flows"]:
         render_flow(flow)
     for region, where in st["regions"].items():
-        if where["incident"]:
+        if where["applications_on"] == "unknown":
+            term.warn(f"Where {region}'s applications run is unknown: {where['why']}")
+        elif where["incident"]:
             term.emit_text(f"{region}'s applications run on {where['applications_on']} "
                            f"(incident {where['incident']}, {where['phase']}; next: "
                            f"{where['next_command']})")

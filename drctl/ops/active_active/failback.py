@@ -182,9 +182,10 @@ def run_region_failback(pair: Pair, ctx: OpsContext, back: OpsContext,
     if marker.done("failback:late-arrivals"):
         result.late_arrivals = marker.steps["failback:late-arrivals"].result
     else:
-        ctx.notify(f"Waiting for {region} -> {to} to copy what {region} holds")
-        _wait_quiet_and_caught_up(ctx, marker.topics, FailoverOptions(
-            quiesce_s=opts.quiesce_s, catch_up_deadline_s=opts.timeout_s))
+        if not opts.dry_run:  # a dry run resumes nothing: what arrived so far
+            ctx.notify(f"Waiting for {region} -> {to} to copy what {region} holds")
+            _wait_quiet_and_caught_up(ctx, marker.topics, FailoverOptions(
+                quiesce_s=opts.quiesce_s, catch_up_deadline_s=opts.timeout_s))
         result.late_arrivals = late_arrivals(ctx, marker)
         if not opts.dry_run:
             marker.record("failback:late-arrivals", result.late_arrivals)
@@ -324,8 +325,8 @@ def _groups_back(ctx: OpsContext, back: OpsContext, marker: FailoverMarker,
         ahead = [p for p in report.partitions if p.confidence == Confidence.CLAMPED]
         return True if not ahead else None
 
-    try:
-        wait_for(caught_up, deadline_s=opts.timeout_s, interval_s=1.0)
+    try:  # a dry run says where the groups stand now
+        wait_for(caught_up, deadline_s=0 if opts.dry_run else opts.timeout_s, interval_s=1.0)
     except WaitTimedOut:
         pass  # what is still ahead is named below
     report = state["report"]

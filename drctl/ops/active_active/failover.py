@@ -148,20 +148,19 @@ def run_region_failover(pair: Pair, ctx: OpsContext, region: str, opts: Failover
     if marker is not None and marker.failback_started:
         raise UsageError(f"Incident {marker.incident} ({region} failed over to {to}) is "
                          f"{marker.phase}.", f"Finish it: `drctl failback --region {region}`.")
-    other_open = pair.context(to, ctx.notify, ctx.deadline_s)
-    try:
-        theirs = open_region_incident(other_open.store, to, region) \
-            if _answers(other_open, to) else None
-    finally:
-        other_open.close()
-    if theirs is not None:
-        raise UsageError(f"{to} is failed over to {region} (incident {theirs.incident}): both "
-                         "regions cannot run on each other.",
-                         f"Fail {to} back first: `drctl failback --region {to}`.")
+    pre = preflight(ctx, opts)
+    # The other region's own failover is recorded on this region (its flow's target): a
+    # region that is down has none to read.
+    if pre["source_reachable"]:
+        with pair.context(to, ctx.notify, ctx.deadline_s) as other:
+            theirs = open_region_incident(other.store, to, region)
+        if theirs is not None:
+            raise UsageError(f"{to} is failed over to {region} (incident {theirs.incident}): "
+                             "both regions cannot run on each other.",
+                             f"Fail {to} back first: `drctl failback --region {to}`.")
     if marker is None:
         marker = FailoverMarker.new(region, to, rep.kind, opts.planned)
         marker.record(REGION_STEP, {"topology": "active-active", "region": region, "to": to})
-    pre = preflight(ctx, opts)
     topics: dict[str, str] = marker.topics or pre["topics"]
     producers = {t: rep.failover_topic(t) for t in topics}
     result = RegionFailoverResult(region, to, marker, opts.dry_run, pre, resumed=resumed,
@@ -256,20 +255,6 @@ def run_region_failover(pair: Pair, ctx: OpsContext, region: str, opts: Failover
         marker.record("failover", {"planned": opts.planned, "region": region})
         store.save(marker)
     return result
-
-
-def _answers(ctx: OpsContext, cluster: str) -> bool:
-    """Whether `cluster` answers within the context's deadline (a region that is down has
-    no open incident of its own to read)."""
-    from drctl.errors import Unreachable
-    from drctl.kafka.clients import describe_with_retry
-
-    try:
-        describe_with_retry(ctx.clients(cluster),
-                            ctx.config.retry.with_deadline(min(5.0, ctx.reach_deadline_s)))
-        return True
-    except Unreachable:
-        return False
 
 
 def _place_local_only(pair: Pair, region: str, report: TranslationReport,

@@ -20,6 +20,7 @@ _ORDER = (ExitStatus.UNREACHABLE, ExitStatus.USAGE, ExitStatus.CHECK_FAILED,
 def collect_pair_status(pair: Pair, notify: Notify, deadline_s: float) -> dict[str, Any]:
     """Both flows read as one flow's status is (drctl/ops/status.py), side by side."""
     flows: list[dict[str, Any]] = []
+    unknown: dict[str, str] = {}  # region -> why its incidents cannot be read
     seen: dict[str, dict[str, Any]] = {}
     first: dict[str, Any] = {}
     verdicts: list[tuple[ExitStatus, str | None]] = []
@@ -30,6 +31,9 @@ def collect_pair_status(pair: Pair, notify: Notify, deadline_s: float) -> dict[s
         one["replication"].pop("reverse_copies", None)
         verdicts.append(status_verdict(one))
         flows.append(one["replication"])
+        if one["replication"].get("markers_unreadable"):
+            # A region's failover is recorded on the other region, its flow's target.
+            unknown[region] = one["replication"]["markers_unreadable"]
         for m in one["open_failovers"]:
             seen.setdefault(m["incident"], m)
         first = first or one
@@ -39,10 +43,15 @@ def collect_pair_status(pair: Pair, notify: Notify, deadline_s: float) -> dict[s
         incident = next((m for m in seen.values() if m["source"] == region
                          and m["target"] == other and REGION_STEP in m.get("steps", ())),
                         None)
-        regions[region] = ({"applications_on": other, "incident": incident["incident"],
-                            "phase": incident["phase"],
-                            "next_command": f"drctl failback --region {region}"}
-                           if incident else {"applications_on": region, "incident": None})
+        if incident:
+            regions[region] = {"applications_on": other, "incident": incident["incident"],
+                               "phase": incident["phase"],
+                               "next_command": f"drctl failback --region {region}"}
+        elif region in unknown:
+            regions[region] = {"applications_on": "unknown", "incident": None,
+                               "why": unknown[region]}
+        else:
+            regions[region] = {"applications_on": region, "incident": None}
     verdict, why = min(verdicts, key=lambda v: _ORDER.index(v[0]))
     return {"topology": "active-active", "clusters": first.get("clusters", {}),
             "flows": flows, "regions": regions, "open_failovers": list(seen.values()),

@@ -189,3 +189,22 @@ def test_aggregate_subscriptions_that_miss_a_topic_or_over_match() -> None:
     # A copy that never held a record is not missed (no commit can show it was read).
     assert not read_findings(pair, "primary", {"half": {("secondary.orders", 0): 1}},
                              {"secondary.orders"})
+
+
+def test_status_of_a_pair_reads_both_flows_and_where_applications_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from tests.json_schemas import validate_output
+
+    path = _write(tmp_path, _raw())
+    assert main(["--config", str(path), "-o", "json", "status", "--deadline", "1"]) == 4
+    document = json.loads(capsys.readouterr().out)
+    validate_output(["status"], document)
+    assert document["topology"] == "active-active"
+    assert [(f["source"], f["target"]) for f in document["flows"]] == \
+        [("primary", "secondary"), ("secondary", "primary")]
+    # Each region's failover is recorded on the other: with neither answering, unknown.
+    assert {r: w["applications_on"] for r, w in document["regions"].items()} == \
+        {"primary": "unknown", "secondary": "unknown"}
+    assert "did not answer" in document["regions"]["primary"]["why"]
