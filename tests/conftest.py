@@ -404,7 +404,7 @@ _MEASURED_S = {
     "lab/test_guard.py": 160, "lab/test_sick_cluster.py": 150, "lab/test_gap_e2e.py": 130,
     "lab/test_switchback.py": 130, "lab/test_gap_scope.py": 120, "lab/test_failover.py": 110,
     "lab/test_schema_parity.py": 110, "lab/test_secure_lab.py": 100,
-    "lab/test_active_active.py": 150,
+    "lab/test_active_active.py": 115,
 }
 
 
