@@ -24,7 +24,7 @@ from drctl.kafka.acls import grant
 from drctl.kafka.checkpoints import read_checkpoints
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.groups import delete_groups, list_groups
-from drctl.lab.lab import CONNECT_GROUP, Lab, LabPorts, LabState
+from drctl.lab.lab import ACTIVE_ACTIVE, CONNECT_GROUP, ONE_WAY, Lab, LabPorts, LabState
 from drctl.lab.registry import LabRegistries, registry_ports, registry_url
 from drctl.lab.security import mm2_source_acls, mm2_target_acls
 from drctl.lab.spark_connect import SparkConnectServer
@@ -116,8 +116,8 @@ KAFKA_3 = "3.9.x"
 KAFKA_3_LABS = ("kept-3.9", "prefixed-3.9")
 # Every kind of lab a test may ask for by name, and its ports' offset from PORT_BASE
 # (_lab_ports). A test file's own lab takes + 120 and up (test_legacy_keys.py + 120).
-_LAB_OFFSETS = {"kept": 0, "prefixed": 10, "spark": 20, KAFKA_3_LABS[0]: 100,
-                KAFKA_3_LABS[1]: 110}
+_LAB_OFFSETS = {"kept": 0, "prefixed": 10, "spark": 20, ACTIVE_ACTIVE: 30,
+                KAFKA_3_LABS[0]: 100, KAFKA_3_LABS[1]: 110}
 
 
 def on_kafka_3(fixture: str = "lab") -> pytest.MarkDecorator:
@@ -173,9 +173,11 @@ class _Labs:
             try:
                 state = lab.up(ports=_lab_ports(name),
                                kafka_version=KAFKA_3 if name in KAFKA_3_LABS else None,
-                               names_kept=not name.startswith("prefixed"),
+                               names_kept=not name.startswith("prefixed")
+                               and name != ACTIVE_ACTIVE,
                                spark_workers=spark_workers, secure=name == "secure",
-                               spark_connect=self.spark.url)
+                               spark_connect=self.spark.url,
+                               topology=ACTIVE_ACTIVE if name == ACTIVE_ACTIVE else ONE_WAY)
                 self.spark_remote()  # up before any of the lab's gap jobs
             except BaseException:
                 lab.down()
@@ -218,10 +220,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 def _lab_ports(name: str) -> LabPorts:
     """Each kind of lab on its own ports, whichever starts first (a stopped lab may start
-    again). Shared labs at + 0, + 10, + 20, the Kafka 3.9 ones at + 100, + 110 (Spark:
-    master + 5, web UIs + 6, + 7..); the secure one at SECURE_BASE: primary + 0 (controller + 1,
-    mTLS + 2), secondary + 3 (+ 4, + 5), Connect + 6 (Spark runs in local mode: + 7 stays
-    unused)."""
+    again). Shared labs at + 0, + 10, + 20, the active-active one at + 30, the Kafka 3.9
+    ones at + 100, + 110 (Spark: master + 5, web UIs + 6, + 7..); the secure one at
+    SECURE_BASE: primary + 0 (controller + 1, mTLS + 2), secondary + 3 (+ 4, + 5), Connect
+    + 6 (Spark runs in local mode: + 7 stays unused)."""
     if name == "secure":
         return LabPorts(SECURE_BASE, SECURE_BASE + 3, SECURE_BASE + 6, SECURE_BASE + 7)
     base = PORT_BASE + _LAB_OFFSETS[name]
@@ -267,6 +269,13 @@ def lab(request: pytest.FixtureRequest, _labs: _Labs) -> RunningLab:
 def lab_prefixed(_labs: _Labs) -> RunningLab:
     """A second lab with MM2's default naming, primary.<topic>; started only when asked for."""
     return _labs.get("prefixed")
+
+
+@pytest.fixture
+def lab_aa(_labs: _Labs) -> RunningLab:
+    """An active-active lab (`lab up --topology active-active`): MirrorMaker 2 both ways,
+    names prefixed; started only when asked for."""
+    return _labs.get(ACTIVE_ACTIVE)
 
 
 @pytest.fixture
@@ -432,6 +441,7 @@ _MEASURED_S = {
     "lab/test_switchback.py": 130, "lab/test_gap_scope.py": 120, "lab/test_failover.py": 110,
     "lab/test_schema_parity.py": 110, "lab/test_secure_lab.py": 100,
     "lab/test_legacy_keys.py": 120,  # a Kafka 3.9 lab of its own, one application's cycle
+    "lab/test_active_active.py": 115,
 }
 
 
@@ -442,6 +452,7 @@ def labs_needed(item: pytest.Item) -> set[str]:
     return ({"secure"} if "secure_lab" in fixtures else set()) \
         | ({"prefixed"} if "lab_prefixed" in fixtures else set()) \
         | ({"spark"} if "lab_spark" in fixtures else set()) \
+        | ({ACTIVE_ACTIVE} if "lab_aa" in fixtures else set()) \
         | ({params[f] for f in ("lab", "any_lab") if f in params} - {"kept"})
 
 
@@ -473,6 +484,8 @@ def xdist_group(item: pytest.Item) -> str:
     for kind in KAFKA_3_LABS:
         if kind in needs:
             return f"{kind}-lab"
+    if ACTIVE_ACTIVE in needs:
+        return "active-active-lab"  # its tests one after another, on one lab
     if "prefixed" in needs:
         # Two workers, a prefixed lab each: on one they were a third of the run's wall time.
         return "prefixed-lab-2" if file in _PREFIXED_SECOND else "prefixed-lab"

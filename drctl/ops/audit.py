@@ -109,9 +109,11 @@ def audit_failover(ctx: OpsContext, marker: FailoverMarker,
         offset = commits.get(group, {}).get((source_topic_of[topic], partition))
         if offset is not None:
             positions.setdefault(group, {})[(source_topic_of[topic], partition)] = offset
+    # A measurement, never applied: where the group was, even behind where it reads now on
+    # the target (the rewind rule would call that position `kept` and leave it unaudited).
     report = translate_offsets(ctx, TranslateRequest(
         rep.source, rep.target, method=TranslateMethod.EXACT, positions=positions,
-        target_ends=marker.ends_at_failover or None,
+        target_ends=marker.ends_at_failover or None, allow_rewind=True,
         source_deadline_s=deadline_s))
     found = {(g.group, p.target_topic, p.partition): p for g in report.groups
              for p in g.partitions}

@@ -577,7 +577,7 @@ def _mm2_flow(aliases: tuple[str, str],
         rename=rename, rename_source=rename_source, topics=topics, groups=groups,
         source_login=ClusterLogin.from_java(java_login_settings(main, "source.cluster.")),
         target_login=ClusterLogin.from_java(java_login_settings(main, "target.cluster.")),
-        notes=notes, problems=tuple(problems))
+        notes=notes, problems=tuple(problems), incident=main.get(INCIDENT_KEY))
 
 
 def _mm2_rename(cfg: Mapping[str, str], source_alias: str) -> tuple[str | None, str]:
