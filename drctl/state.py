@@ -104,7 +104,7 @@ class FailoverMarker:
     stop_unconfirmed: bool = False
     # What the replicator copied after F (ops/late_copies.py `LateCopies.as_dict`).
     late_copies: dict[str, Any] = field(default_factory=dict)
-    # The replication fence's life (drctl/ops/fence.py): state fenced | unfenced | not-needed
+    # The replication fence's life (drctl/ops/steps/fence.py): state fenced | unfenced | not-needed
     # | lifted, principal, topics, why not, when. Empty in markers written before it existed.
     fence: dict[str, Any] = field(default_factory=dict)
     # Target end offsets of the mirror topics when replication stopped (F), and of the
@@ -122,9 +122,9 @@ class FailoverMarker:
     # What failover could not take along (ops/failover.py `left_behind`): {"topics": [{topic,
     # groups}], "groups": [{group, reason}]}. Empty when nothing was.
     left_behind: dict[str, Any] = field(default_factory=dict)
-    # The RPO measured at the failover point (ops/rpo.py `Rpo.as_dict`); empty before.
+    # The RPO measured at the failover point (ops/steps/rpo.py `Rpo.as_dict`); empty before.
     rpo: dict[str, Any] = field(default_factory=dict)
-    # Schema-id parity as each operation's preflight found it (ops/schemas.py): {"failover":
+    # Schema-id parity as each operation's preflight found it (ops/steps/schemas.py): {"failover":
     # [Parity.as_dict()], "failback": [...]}; empty when no registry is configured.
     schemas: dict[str, Any] = field(default_factory=dict)
     # What the incident covers (`Scope.as_dict`): empty for the whole flow (and in markers

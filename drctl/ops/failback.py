@@ -20,8 +20,6 @@ from drctl.errors import CheckFailed, ExitStatus, Unreachable, UsageError
 from drctl.faults import crash_point
 from drctl.kafka.clients import cluster_metadata, describe_with_retry
 from drctl.kafka.topics import ensure_topics, grow_topics
-from drctl.ops.audit import audit_by_group, audit_failover
-from drctl.ops.fence import FENCED, lift_fence_after_stop, stop_behind_fence
 from drctl.ops.gap_step import GapFinder, GapOutcome
 from drctl.ops.late_copies import check_late_copies
 from drctl.ops.phases import PhaseClock, command_timing
@@ -29,10 +27,12 @@ from drctl.ops.quiet import Ends, Writes
 from drctl.ops.reconcile import ReconcileMode, reconcile
 from drctl.ops.rerun import rerun_while_dropped
 from drctl.ops.reverse import copy_back, start_reverse_replication, wait_reverse_caught_up
-from drctl.ops.schemas import failback_parity, refuse_unless_forced
-from drctl.ops.scope import flow_part, the_open_incident
 from drctl.ops.scorecard import operation_scorecard
-from drctl.ops.side_by_side import flow_locked, recorded_edits
+from drctl.ops.steps.audit import audit_by_group, audit_failover
+from drctl.ops.steps.fence import FENCED, lift_fence_after_stop, stop_behind_fence
+from drctl.ops.steps.schemas import failback_parity, refuse_unless_forced
+from drctl.ops.steps.scope import flow_part, the_open_incident
+from drctl.ops.steps.side_by_side import flow_locked, recorded_edits
 from drctl.ops.switchback import SwitchBack, switch_back
 from drctl.ops.verify import reverse_source_start, verify_end_state
 from drctl.replication.base import FlowPart, FlowState
@@ -80,7 +80,8 @@ class FailbackResult:
     plan: list[dict[str, Any]] = field(default_factory=list)
     dry_run: bool = False
     switch_back: SwitchBack | None = None
-    audit: dict[str, Any] = field(default_factory=dict)  # ops/audit.py, as the marker keeps it
+    # ops/steps/audit.py, as the marker keeps it
+    audit: dict[str, Any] = field(default_factory=dict)
     switch_back_summary: dict[str, Any] = field(default_factory=dict)  # from an earlier run
     clock: PhaseClock | None = None  # this run's phases (None: a result not from a run)
 

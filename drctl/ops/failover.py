@@ -3,7 +3,7 @@
 Each step records itself in the failover marker before the next starts; a re-run of the same
 incident skips what is done, so a crash at any point is finished by running it again. Each
 run's phases are timed from its start (ops/phases.py) and kept in the marker; the report
-phase measures the RPO at the failover point (ops/rpo.py) and scores both against the
+phase measures the RPO at the failover point (ops/steps/rpo.py) and scores both against the
 config's objectives (ops/scorecard.py).
 """
 
@@ -33,12 +33,13 @@ from drctl.kafka.topics import (
     topic_partitions,
 )
 from drctl.kafka.transactions import OpenTransaction, hanging_on, open_transactions
-from drctl.ops.catch_up import catch_up_timed_out, describe_left, records_left
-from drctl.ops.fence import FENCED, UNFENCED, fence_topics, fence_unconfirmed_stop, open_risks
 from drctl.ops.late_copies import check_late_copies
 from drctl.ops.phases import PhaseClock, command_timing
 from drctl.ops.rerun import rerun_while_dropped
-from drctl.ops.rpo import (
+from drctl.ops.scorecard import failover_scorecard
+from drctl.ops.steps.catch_up import catch_up_timed_out, describe_left, records_left
+from drctl.ops.steps.fence import FENCED, UNFENCED, fence_topics, fence_unconfirmed_stop, open_risks
+from drctl.ops.steps.rpo import (
     Rpo,
     RpoMethod,
     heartbeats_topic,
@@ -46,10 +47,9 @@ from drctl.ops.rpo import (
     rpo_from_heartbeat,
     rpo_from_records,
 )
-from drctl.ops.schemas import flow_parity, refuse_unless_forced
-from drctl.ops.scope import straddlers
-from drctl.ops.scorecard import failover_scorecard
-from drctl.ops.side_by_side import (
+from drctl.ops.steps.schemas import flow_parity, refuse_unless_forced
+from drctl.ops.steps.scope import straddlers
+from drctl.ops.steps.side_by_side import (
     copying,
     flow_locked,
     leave_out,
@@ -793,7 +793,7 @@ def _failover_once(ctx: OpsContext, opts: FailoverOptions, confirm: Confirm | No
         plan.append({"step": "translate-offsets", "summary": report.summary()})
         if not opts.dry_run:
             # The positions applied, per target topic and partition: what the audit at
-            # failback (ops/audit.py) compares with where each group really was.
+            # failback (ops/steps/audit.py) compares with where each group really was.
             marker.groups = {g.group: {"applied": g.applied, "skipped": g.skipped,
                                        "confidence": sorted({p.confidence
                                                              for p in g.partitions}),
@@ -843,7 +843,7 @@ def incident_to_continue(store: MarkerStore, rep: ReplicationSettings, opts: Fai
     scope = scope or Scope()
     opened: list[FailoverMarker] = []
     if not opts.incident:
-        # Incidents of other scopes are neither continued nor superseded (ops/scope.py).
+        # Incidents of other scopes are neither continued nor superseded (ops/steps/scope.py).
         scope, opened = scope_among_open(scope, store.open_markers(source, target))
     if opts.new_incident:
         return _new_marker(rep, opts, scope), opened
@@ -1063,7 +1063,7 @@ def estimate_unreplicated(ctx: OpsContext, marker: FailoverMarker,
 
 def measure_rpo(ctx: OpsContext, marker: FailoverMarker,
                 ranges: Mapping[TP, tuple[int, int]] | None) -> Rpo:
-    """The RPO at the failover point (ops/rpo.py): from the oldest source record the target
+    """The RPO at the failover point (ops/steps/rpo.py): from the oldest source record the target
     lacked at F when the source answers (`ranges`: unreplicated_ranges), else from the newest
     heartbeat the target holds that was copied from the source, else unknown."""
     at_ms = marker.failover_time_ms or int(time.time() * 1000)

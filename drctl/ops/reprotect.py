@@ -63,9 +63,9 @@ from drctl.ops.phases import PhaseClock, command_timing
 from drctl.ops.quiet import Ends, Writes, wait_transactions_closed
 from drctl.ops.rerun import rerun_while_dropped
 from drctl.ops.reverse import failover_starts, wait_reverse_caught_up
-from drctl.ops.scope import flow_part, the_open_incident
 from drctl.ops.scorecard import operation_scorecard
-from drctl.ops.side_by_side import (
+from drctl.ops.steps.scope import flow_part, the_open_incident
+from drctl.ops.steps.side_by_side import (
     RESUMED_STEP,
     WAITING,
     copying,

@@ -17,10 +17,10 @@ from drctl.kafka.copy import copy_records
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.records import Record, read_ranges
 from drctl.kafka.topics import TP, log_append_time_topics
-from drctl.ops.catch_up import catch_up_timed_out, describe_left, records_left
 from drctl.ops.copies import copy_fingerprint, timestamps_kept
-from drctl.ops.scope import flow_part
-from drctl.ops.side_by_side import recorded_edits
+from drctl.ops.steps.catch_up import catch_up_timed_out, describe_left, records_left
+from drctl.ops.steps.scope import flow_part
+from drctl.ops.steps.side_by_side import recorded_edits
 from drctl.progress import Ticker
 from drctl.replication.base import ReverseRequest
 from drctl.retry import WaitTimedOut, wait_for

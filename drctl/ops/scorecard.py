@@ -1,5 +1,5 @@
 """The drill scorecard: what a failover, failback or return to protection took (RTO by
-phase, ops/phases.py) and the RPO measured (ops/rpo.py), against the config's `objectives`.
+phase, ops/phases.py) and the RPO measured (ops/steps/rpo.py), against the config's `objectives`.
 
 Plain data, carried under `scorecard` by the JSON of those commands and by their runbook
 actions' results, from which a runbook run's report and JUnit build the run's scorecard.

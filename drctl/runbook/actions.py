@@ -400,7 +400,7 @@ def _config_check(ctx: ActionContext, *, deadline: Seconds = Seconds(30.0)) -> d
 def _status(ctx: ActionContext, *, deadline: Seconds = Seconds(5.0)) -> dict[str, Any]:
     """Clusters, replication and lag, open failovers and groups (`drctl status`)."""
     from drctl.context import OpsContext
-    from drctl.ops.status import collect_status
+    from drctl.ops.steps.flow_status import collect_status
 
     with OpsContext.from_config(ctx.config) as ops:
         st = collect_status(ops, deadline)
@@ -456,7 +456,7 @@ def _translate_offsets(ctx: ActionContext, *, source: str | None = None,
 def _guard(ctx: ActionContext, *, groups: str = ".*") -> dict[str, Any]:
     """One round of `drctl guard --once`: exact offset snapshots on the target."""
     from drctl.context import OpsContext
-    from drctl.ops.guard import run_guard
+    from drctl.ops.steps.guard import run_guard
 
     with OpsContext.from_config(ctx.config, ctx.notify) as ops:
         [result] = run_guard(ops, groups=groups, once=True)

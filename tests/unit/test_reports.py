@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from drctl.ops.fence import open_risks, unfenced_record
+from drctl.ops.steps.fence import open_risks, unfenced_record
 from drctl.reports import render, render_report, report_format, write_report
 from drctl.runbook.model import Phase, StepKind
 from drctl.runbook.result import Status, StepResult
@@ -354,8 +354,8 @@ def test_failback_html_names_quarantine_topics_and_reverse_connector() -> None:
 def test_reports_show_the_rpo_and_the_time_by_phase() -> None:
     from drctl.config import Objectives
     from drctl.ops.phases import command_timing
-    from drctl.ops.rpo import unknown_rpo
     from drctl.ops.scorecard import failover_scorecard, operation_scorecard
+    from drctl.ops.steps.rpo import unknown_rpo
 
     marker = FailoverMarker.new("primary", "secondary", "mirrormaker2", planned=False)
     run = {"run_id": "r2", "command": "failover", "started_ms": 1_714_564_860_000,

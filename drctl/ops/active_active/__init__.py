@@ -3,8 +3,8 @@ between two clusters, each a region whose producers write its local topics (`ord
 whose aggregate consumers also read the other region's copies (`secondary.orders`).
 
 Its procedures are its own, built from the steps the one-way procedures share — exact
-translation (translate/engine.py), guard's snapshots (ops/guard.py), the catch-up wait, the
-audit (ops/audit.py), the marker store (state.py) — each run on one of the two flows, seen as
+translation (translate/engine.py), guard's snapshots (ops/steps/guard.py), the catch-up wait, the
+audit (ops/steps/audit.py), the marker store (state.py) — each run on one of the two flows, seen as
 a one-way config (`Config.for_flow`):
 
 - `pair.py`: the two flows, the two regions and what a topic is in each (local, copy); the

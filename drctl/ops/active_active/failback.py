@@ -7,7 +7,7 @@ and its consumers stopped on the other region. Then, for the returning region R 
 surviving region S:
 
 1. the audit (R back after an outage): where each moved group really was on R, against the
-   position failover gave it (ops/audit.py) — the stated bounds measured, a skip is exit 3;
+   position failover gave it (ops/steps/audit.py) — the stated bounds measured, a skip is exit 3;
 2. the late arrivals: the flow R -> S catches up with R, and the records R held that S never
    got before the outage — in `R.orders` on S past the failover point — are named per
    partition (how many, the time span);
@@ -42,8 +42,8 @@ from drctl.ops.active_active.checkpoints import (
 )
 from drctl.ops.active_active.failover import REGION_STEP, open_region_incident
 from drctl.ops.active_active.pair import Pair
-from drctl.ops.audit import audit_failover
 from drctl.ops.failover import FailoverOptions, _ends, _wait_quiet_and_caught_up
+from drctl.ops.steps.audit import audit_failover
 from drctl.replication.connect import connect_client
 from drctl.reports import write_report
 from drctl.retry import WaitTimedOut, wait_for

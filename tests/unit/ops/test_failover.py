@@ -289,7 +289,7 @@ def test_a_failover_claims_its_topics_under_the_lock_before_anything_stops(
     out what the first holds; one it supersedes hands its connector entries on."""
     from drctl.config import NameFilter, Scope
     from drctl.ops.failover import claim
-    from drctl.ops.side_by_side import scope_among_open
+    from drctl.ops.steps.side_by_side import scope_among_open
 
     store = MarkerStore(tmp_path, "_drctl_state", None)
     ctx = OpsContext(_config(), lambda name: FakeClients(name, FakeAdmin(True, {})),

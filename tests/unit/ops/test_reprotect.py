@@ -23,7 +23,7 @@ from drctl.ops.reprotect import (
     marker_to_reprotect,
     waiting_checked,
 )
-from drctl.ops.side_by_side import RESUMED_STEP, WAITING, waiting_for
+from drctl.ops.steps.side_by_side import RESUMED_STEP, WAITING, waiting_for
 from drctl.replication.base import FlowState, ReplicationKind
 from drctl.replication.edits import ListEdit
 from drctl.state import FailoverMarker, MarkerStore

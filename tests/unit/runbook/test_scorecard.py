@@ -12,8 +12,8 @@ import pytest
 
 from drctl.config import Objectives
 from drctl.ops.phases import command_timing
-from drctl.ops.rpo import rpo_from_heartbeat, unknown_rpo
 from drctl.ops.scorecard import Verdict, failover_scorecard, judge, operation_scorecard
+from drctl.ops.steps.rpo import rpo_from_heartbeat, unknown_rpo
 from drctl.reports import render
 from drctl.runbook.actions import ActionContext
 from drctl.runbook.executor import Executor

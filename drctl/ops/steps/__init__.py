@@ -1,0 +1,1 @@
+"""The steps both topologies share."""
