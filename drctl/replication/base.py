@@ -121,7 +121,7 @@ class ReverseRequest:
 
 @dataclass(frozen=True)
 class ReturnRequest:
-    """The return to protection (ops/reprotect.py), from the failover marker."""
+    """The return to protection (ops/one_way/reprotect.py), from the failover marker."""
 
     incident: str
     reverse_topics: list[str]  # the failover topics the reverse flow copies to the source

@@ -42,7 +42,7 @@ from drctl.ops.active_active.checkpoints import (
 )
 from drctl.ops.active_active.failover import REGION_STEP, open_region_incident
 from drctl.ops.active_active.pair import Pair
-from drctl.ops.failover import FailoverOptions, _ends, _wait_quiet_and_caught_up
+from drctl.ops.one_way.failover import FailoverOptions, _ends, _wait_quiet_and_caught_up
 from drctl.ops.steps.audit import audit_failover
 from drctl.replication.connect import connect_client
 from drctl.reports import write_report

@@ -36,7 +36,7 @@ from drctl.ops.active_active.checkpoints import (
     target_marks,
 )
 from drctl.ops.active_active.pair import Pair
-from drctl.ops.failover import (
+from drctl.ops.one_way.failover import (
     FailoverOptions,
     _applied_positions,
     _ends,

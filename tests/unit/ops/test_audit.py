@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drctl.ops.failback import FailbackResult
+from drctl.ops.one_way.failback import FailbackResult
 from tests.unit.ops.support import _marker_with_groups
 
 

@@ -1,4 +1,4 @@
-"""Which incident a failover works on (ops/failover.py `incident_to_continue`): a new
+"""Which incident a failover works on (ops/one_way/failover.py `incident_to_continue`): a new
 outage never continues an old incident. Preflight against fakes of drctl's own types
 (no Kafka), and the result's JSON and runbook summary."""
 
@@ -15,7 +15,7 @@ from confluent_kafka import KafkaError, KafkaException
 from drctl.config import parse_config
 from drctl.context import OpsContext
 from drctl.errors import Aborted, CheckFailed, ExitStatus, Unreachable, UsageError
-from drctl.ops.failover import (
+from drctl.ops.one_way.failover import (
     FailoverOptions,
     FailoverResult,
     incident_to_continue,
@@ -247,8 +247,8 @@ def test_the_edge_of_an_application_is_checked_with_the_source_down(
     MirrorMaker 2's checkpoints); unknown is refused, never "none"; --force says which group
     moves (on the application's topics only) and which does not."""
     from drctl.config import NameFilter, Scope
-    from drctl.ops import failover
-    from drctl.ops.failover import scope_preflight
+    from drctl.ops.one_way import failover
+    from drctl.ops.one_way.failover import scope_preflight
     from drctl.translate.snapshots import SnapshotTopic, SourceInventory
 
     inventory = SourceInventory({"orders": 1, "invoices": 1},
@@ -288,7 +288,7 @@ def test_a_failover_claims_its_topics_under_the_lock_before_anything_stops(
     the flow's lock — overlapping now, it is refused naming the first; the whole flow leaves
     out what the first holds; one it supersedes hands its connector entries on."""
     from drctl.config import NameFilter, Scope
-    from drctl.ops.failover import claim
+    from drctl.ops.one_way.failover import claim
     from drctl.ops.steps.side_by_side import scope_among_open
 
     store = MarkerStore(tmp_path, "_drctl_state", None)
@@ -360,7 +360,7 @@ def _failover_ctx(tmp_path: Path, target: FakeAdmin, notes: list[str],
 
 
 def _no_translation(monkeypatch: pytest.MonkeyPatch) -> None:
-    from drctl.ops import failover
+    from drctl.ops.one_way import failover
 
     monkeypatch.setattr(failover, "translate_offsets",
                         lambda *_a, **_k: TranslationReport("dc1", "dc2", TranslateMethod.AUTO,
@@ -377,7 +377,7 @@ def test_the_failover_point_is_one_metadata_answer_asked_again_while_the_broker_
     target = _Restarting(topics, healthy=10**6, drops=0)
     ctx = _failover_ctx(tmp_path, target, notes)
     _no_translation(monkeypatch)
-    from drctl.ops import failover
+    from drctl.ops.one_way import failover
 
     real_fence = failover.fence_unconfirmed_stop
 
@@ -404,7 +404,7 @@ def test_a_failover_runs_again_after_its_target_dropped_and_continues_its_incide
     A read that gave up while the target's broker restarted (after the stop was recorded)
     waits for the target, then the same failover runs again from the last step recorded:
     the same incident (even with --new-incident), each step recorded once."""
-    from drctl.ops import failover
+    from drctl.ops.one_way import failover
 
     notes: list[str] = []
     ctx = _failover_ctx(tmp_path, FakeAdmin(True, {"orders": 3}), notes)
@@ -447,7 +447,7 @@ def test_a_failover_whose_target_stays_down_ends_with_exit_4_naming_it(
     target = _Restarting({"orders": 3}, healthy=10**6, drops=0)
     ctx = _failover_ctx(tmp_path, target, notes, deadline_s=1)
     _no_translation(monkeypatch)
-    from drctl.ops import failover
+    from drctl.ops.one_way import failover
 
     real_fence = failover.fence_unconfirmed_stop
 

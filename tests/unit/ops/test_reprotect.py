@@ -1,6 +1,6 @@
 """The return to protection's pure parts: where forward copying starts (the walk over the
 source's records after failback's comparison), with the retention and compaction rules of
-drctl/ops/cut_over.py."""
+drctl/ops/one_way/cut_over.py."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from drctl.context import OpsContext
 from drctl.errors import CheckFailed, UsageError
 from drctl.fingerprint import record_fingerprint
 from drctl.kafka.records import Record
-from drctl.ops import reprotect
-from drctl.ops.cut_over import CUT_OVER_STEP, ExpectedCopy, Walked, walk_copies
-from drctl.ops.reprotect import (
+from drctl.ops.one_way import reprotect
+from drctl.ops.one_way.cut_over import CUT_OVER_STEP, ExpectedCopy, Walked, walk_copies
+from drctl.ops.one_way.reprotect import (
     ReprotectOptions,
     ReprotectResult,
     copies_already,

@@ -2,9 +2,9 @@
 
 Each step records itself in the failover marker before the next starts; a re-run of the same
 incident skips what is done, so a crash at any point is finished by running it again. Each
-run's phases are timed from its start (ops/phases.py) and kept in the marker; the report
+run's phases are timed from its start (ops/one_way/phases.py) and kept in the marker; the report
 phase measures the RPO at the failover point (ops/steps/rpo.py) and scores both against the
-config's objectives (ops/scorecard.py).
+config's objectives (ops/one_way/scorecard.py).
 """
 
 from __future__ import annotations
@@ -33,10 +33,10 @@ from drctl.kafka.topics import (
     topic_partitions,
 )
 from drctl.kafka.transactions import OpenTransaction, hanging_on, open_transactions
-from drctl.ops.late_copies import check_late_copies
-from drctl.ops.phases import PhaseClock, command_timing
-from drctl.ops.rerun import rerun_while_dropped
-from drctl.ops.scorecard import failover_scorecard
+from drctl.ops.one_way.late_copies import check_late_copies
+from drctl.ops.one_way.phases import PhaseClock, command_timing
+from drctl.ops.one_way.rerun import rerun_while_dropped
+from drctl.ops.one_way.scorecard import failover_scorecard
 from drctl.ops.steps.catch_up import catch_up_timed_out, describe_left, records_left
 from drctl.ops.steps.fence import FENCED, UNFENCED, fence_topics, fence_unconfirmed_stop, open_risks
 from drctl.ops.steps.rpo import (
@@ -112,7 +112,7 @@ class FailoverResult:
         return ExitStatus.CHECK_FAILED if self.marker.left_behind else ExitStatus.SUCCESS
 
     def timing(self) -> dict[str, Any]:
-        """This run's phases and the incident's earlier failover runs (ops/phases.py)."""
+        """This run's phases and the incident's earlier failover runs (ops/one_way/phases.py)."""
         this = None if self.clock is None else self.clock.as_run()
         return command_timing(self.marker.timings, "failover", this)
 
@@ -617,7 +617,7 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *,
     before anything changes, and raises to refuse. A cluster that drops once the failover
     is under way — the target, or the source of a planned one (an outage's failover goes on
     without it) — is waited for within `--deadline`, then the failover runs again from the
-    last step recorded (ops/rerun.py), as failback does; one that stays silent ends it
+    last step recorded (ops/one_way/rerun.py), as failback does; one that stays silent ends it
     (exit 4) naming it."""
     rep = ctx.rep
     run = _Run()

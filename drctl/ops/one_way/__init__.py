@@ -1,0 +1,1 @@
+"""The one-way topology: one flow, the target standing by."""
