@@ -119,7 +119,7 @@ class FailoverMarker:
     # Below those offsets an earlier incident handled every record (replicated, reconciled or
     # quarantined): this incident's gap analysis starts no lower.
     settled: dict[str, Any] = field(default_factory=dict)
-    # What failover could not take along (ops/one_way/failover.py `left_behind`): {"topics":
+    # What failover could not take along (ops/steps/failover_point.py `left_behind`): {"topics":
     # [{topic, groups}], "groups": [{group, reason}]}. Empty when nothing was.
     left_behind: dict[str, Any] = field(default_factory=dict)
     # The RPO measured at the failover point (ops/steps/rpo.py `Rpo.as_dict`); empty before.

@@ -474,7 +474,8 @@ def _failover(ctx: ActionContext, *, planned: bool = False, groups: str = ".*",
               timeout: Seconds = Seconds(1800.0)) -> dict[str, Any]:
     """Fail over from the replication source to its target (`drctl failover --yes`)."""
     from drctl.context import OpsContext
-    from drctl.ops.one_way.failover import FailoverOptions, run_failover
+    from drctl.ops.one_way.failover import run_failover
+    from drctl.ops.steps.failover_point import FailoverOptions
 
     config = ctx.config
     opts = FailoverOptions(planned=planned, groups=groups, method=method,

@@ -15,13 +15,8 @@ from confluent_kafka import KafkaError, KafkaException
 from drctl.config import parse_config
 from drctl.context import OpsContext
 from drctl.errors import Aborted, CheckFailed, ExitStatus, Unreachable, UsageError
-from drctl.ops.one_way.failover import (
-    FailoverOptions,
-    FailoverResult,
-    incident_to_continue,
-    preflight,
-    run_failover,
-)
+from drctl.ops.one_way.failover import FailoverResult, incident_to_continue, run_failover
+from drctl.ops.steps.failover_point import FailoverOptions, preflight
 from drctl.replication.base import kind_named
 from drctl.state import FailoverMarker, IncidentPhase, MarkerStore
 from drctl.translate.model import TranslateMethod, TranslationReport
@@ -247,16 +242,16 @@ def test_the_edge_of_an_application_is_checked_with_the_source_down(
     MirrorMaker 2's checkpoints); unknown is refused, never "none"; --force says which group
     moves (on the application's topics only) and which does not."""
     from drctl.config import NameFilter, Scope
-    from drctl.ops.one_way import failover
-    from drctl.ops.one_way.failover import scope_preflight
+    from drctl.ops.steps import failover_point
+    from drctl.ops.steps.failover_point import scope_preflight
     from drctl.translate.snapshots import SnapshotTopic, SourceInventory
 
     inventory = SourceInventory({"orders": 1, "invoices": 1},
                                 {"orders-app": ["orders", "invoices"],
                                  "billing-reader": ["invoices"]}, 1_700_000_000_000)
     found = {"topic": SnapshotTopic(inventory=inventory)}
-    monkeypatch.setattr(failover, "read_snapshot_topic", lambda *_a: found["topic"])
-    monkeypatch.setattr(failover, "read_checkpoints", lambda *_a: {})
+    monkeypatch.setattr(failover_point, "read_snapshot_topic", lambda *_a: found["topic"])
+    monkeypatch.setattr(failover_point, "read_checkpoints", lambda *_a: {})
     notes: list[str] = []
     ctx = _context(_config(), {"dc1": FakeAdmin(False, {}), "dc2": FakeAdmin(True, {})},
                    notes.append)
@@ -404,7 +399,7 @@ def test_a_failover_runs_again_after_its_target_dropped_and_continues_its_incide
     A read that gave up while the target's broker restarted (after the stop was recorded)
     waits for the target, then the same failover runs again from the last step recorded:
     the same incident (even with --new-incident), each step recorded once."""
-    from drctl.ops.one_way import failover
+    from drctl.ops.steps import failover_point
 
     notes: list[str] = []
     ctx = _failover_ctx(tmp_path, FakeAdmin(True, {"orders": 3}), notes)
@@ -412,7 +407,7 @@ def test_a_failover_runs_again_after_its_target_dropped_and_continues_its_incide
     old = _marker("stop-replication")
     MarkerStore(tmp_path, "_drctl_state", None).save(old)
     lost = {"times": 1}
-    real = failover.watermarks
+    real = failover_point.watermarks
 
     def watermarks(*args: Any, **kwargs: Any) -> Any:
         if lost["times"]:
@@ -420,7 +415,7 @@ def test_a_failover_runs_again_after_its_target_dropped_and_continues_its_incide
             raise KafkaException(KafkaError(KafkaError._TRANSPORT, "Connection refused"))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(failover, "watermarks", watermarks)
+    monkeypatch.setattr(failover_point, "watermarks", watermarks)
     approved: list[object] = []
     result = run_failover(ctx, FailoverOptions(new_incident=True), confirm=lambda _q: True,
                           approve=approved.append)
