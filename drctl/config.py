@@ -102,7 +102,7 @@ class Scope:
 
     def covers_topic(self, source_topic: str) -> bool:
         # A whole-flow incident's filter is empty, or leaves out what open applications'
-        # incidents hold (ops/scope.py).
+        # incidents hold (ops/steps/scope.py).
         return self.topics.matches(source_topic)
 
     def covers_group(self, group: str) -> bool:

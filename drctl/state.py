@@ -102,9 +102,9 @@ class FailoverMarker:
     # The stop was pending at some point after F: the replicator may have copied records in
     # (late copies). Set once, never cleared.
     stop_unconfirmed: bool = False
-    # What the replicator copied after F (ops/late_copies.py `LateCopies.as_dict`).
+    # What the replicator copied after F (ops/one_way/late_copies.py `LateCopies.as_dict`).
     late_copies: dict[str, Any] = field(default_factory=dict)
-    # The replication fence's life (drctl/ops/fence.py): state fenced | unfenced | not-needed
+    # The replication fence's life (drctl/ops/steps/fence.py): state fenced | unfenced | not-needed
     # | lifted, principal, topics, why not, when. Empty in markers written before it existed.
     fence: dict[str, Any] = field(default_factory=dict)
     # Target end offsets of the mirror topics when replication stopped (F), and of the
@@ -114,17 +114,17 @@ class FailoverMarker:
     source_end: Offsets | None = None  # what the source held, when it could still be read
     topics: dict[str, str] = field(default_factory=dict)  # source topic -> mirror topic
     groups: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # What the flow's last return to protection settled (ops/reprotect.py), taken at failover:
-    # {"incident", "source": {topic: {partition: offset}}, "target": {mirror: {...}}}. Below
-    # those offsets an earlier incident handled every record (replicated, reconciled or
+    # What the flow's last return to protection settled (ops/one_way/reprotect.py), taken at
+    # failover: {"incident", "source": {topic: {partition: offset}}, "target": {mirror: {...}}}.
+    # Below those offsets an earlier incident handled every record (replicated, reconciled or
     # quarantined): this incident's gap analysis starts no lower.
     settled: dict[str, Any] = field(default_factory=dict)
-    # What failover could not take along (ops/failover.py `left_behind`): {"topics": [{topic,
-    # groups}], "groups": [{group, reason}]}. Empty when nothing was.
+    # What failover could not take along (ops/steps/failover_point.py `left_behind`): {"topics":
+    # [{topic, groups}], "groups": [{group, reason}]}. Empty when nothing was.
     left_behind: dict[str, Any] = field(default_factory=dict)
-    # The RPO measured at the failover point (ops/rpo.py `Rpo.as_dict`); empty before.
+    # The RPO measured at the failover point (ops/steps/rpo.py `Rpo.as_dict`); empty before.
     rpo: dict[str, Any] = field(default_factory=dict)
-    # Schema-id parity as each operation's preflight found it (ops/schemas.py): {"failover":
+    # Schema-id parity as each operation's preflight found it (ops/steps/schemas.py): {"failover":
     # [Parity.as_dict()], "failback": [...]}; empty when no registry is configured.
     schemas: dict[str, Any] = field(default_factory=dict)
     # What the incident covers (`Scope.as_dict`): empty for the whole flow (and in markers
@@ -135,7 +135,7 @@ class FailoverMarker:
     # are written; its return takes out exactly these.
     edits: list[dict[str, Any]] = field(default_factory=list)
     # One entry per run of failover, failback and reprotect: its phases from the command's
-    # start (ops/phases.py `PhaseClock.as_run`). Empty in markers written before it existed.
+    # start (ops/one_way/phases.py `PhaseClock.as_run`). Empty in markers written before it existed.
     timings: list[dict[str, Any]] = field(default_factory=list)
     steps: dict[str, StepRecord] = field(default_factory=dict)
     schema: int = SCHEMA_VERSION

@@ -131,8 +131,8 @@ def pair_check(opts: CheckOptions, *, app: str | None, notes: bool, metrics: boo
                output: OutputFormat | None) -> None:
     """`drctl check` of an active-active pair: both flows, worst exit status."""
     from drctl.errors import UsageError
-    from drctl.ops.active_active.check import check_pair
     from drctl.ops.active_active.pair import Pair
+    from drctl.readiness.pair import check_pair
 
     if app is not None:
         raise UsageError("--app is for one flow; an active-active pair is checked whole.")

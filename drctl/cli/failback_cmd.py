@@ -29,11 +29,11 @@ from drctl.cli.views import (
 )
 from drctl.errors import ExitStatus
 from drctl.gap.plan import GapScope
-from drctl.ops.failback import FailbackOptions, run_failback
-from drctl.ops.gap_step import gap_finder
-from drctl.ops.reconcile import ReconcileMode
-from drctl.ops.scorecard import describe as describe_scorecard
-from drctl.ops.switchback import SwitchBack
+from drctl.ops.one_way.failback import FailbackOptions, run_failback
+from drctl.ops.one_way.gap_step import gap_finder
+from drctl.ops.one_way.reconcile import ReconcileMode
+from drctl.ops.one_way.scorecard import describe as describe_scorecard
+from drctl.ops.one_way.switchback import SwitchBack
 from drctl.terminal import OutputFormat
 
 

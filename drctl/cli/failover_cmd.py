@@ -26,9 +26,10 @@ from drctl.cli.options import (
 from drctl.cli.state import CURRENT
 from drctl.cli.views import describe_preview, render_plan, render_translation
 from drctl.errors import UsageError
-from drctl.ops.failover import FailoverOptions, describe_left_behind, run_failover
-from drctl.ops.fence import open_risks
-from drctl.ops.scorecard import describe as describe_scorecard
+from drctl.ops.one_way.failover import run_failover
+from drctl.ops.one_way.scorecard import describe as describe_scorecard
+from drctl.ops.steps.failover_point import FailoverOptions, describe_left_behind
+from drctl.ops.steps.fence import open_risks
 from drctl.terminal import OutputFormat
 from drctl.translate.model import TranslateMethod
 

@@ -13,7 +13,7 @@ from drctl.cli.options import DEFAULT_DEADLINE_S, Groups, OutputOption, deadline
 from drctl.cli.state import CURRENT
 from drctl.errors import ExitStatus
 from drctl.metrics import Metrics, serve
-from drctl.ops.guard import run_guard
+from drctl.ops.steps.guard import run_guard
 from drctl.terminal import OutputFormat
 
 

@@ -9,7 +9,7 @@ import typer
 from drctl.cli.options import OutputOption, deadline_option
 from drctl.cli.state import CURRENT
 from drctl.errors import ExitStatus
-from drctl.ops.status import collect_status, status_verdict
+from drctl.ops.steps.flow_status import collect_status, status_verdict
 from drctl.terminal import OutputFormat
 
 

@@ -1,5 +1,5 @@
 """Replication lag as MirrorMaker 2 itself tells it (Connect's stored source offsets: the lab's
-view), and the first records of the ranges a target lacks (for the RPO: ops/target_lag.py
+view), and the first records of the ranges a target lacks (for the RPO: ops/steps/target_lag.py
 measures what the target lacks against the target itself)."""
 
 from __future__ import annotations

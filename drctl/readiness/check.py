@@ -29,11 +29,11 @@ from drctl.kafka.records import ReadTimeout
 from drctl.kafka.retriable import transient
 from drctl.kafka.topics import is_internal_topic
 from drctl.kafka.transactions import hanging_on
-from drctl.ops.reverse_copies import read_reverse_copies, reverse_copy_findings
-from drctl.ops.rpo import flow_rpo
-from drctl.ops.schemas import flow_parity, mirrored_topics
-from drctl.ops.scope import straddlers
-from drctl.ops.target_lag import target_lag
+from drctl.ops.steps.reverse_copies import read_reverse_copies, reverse_copy_findings
+from drctl.ops.steps.rpo import flow_rpo
+from drctl.ops.steps.schemas import flow_parity, mirrored_topics
+from drctl.ops.steps.scope import straddlers
+from drctl.ops.steps.target_lag import target_lag
 from drctl.readiness.acls import AclScope, acl_parity
 from drctl.readiness.positions import guard_findings, position_findings
 from drctl.readiness.schemas import parity_findings
@@ -316,9 +316,9 @@ def _transactions(ctx: OpsContext, up: dict[str, bool], src_topics: dict[str, in
 
 def lag_findings(source: str, target: str, lag: list[dict[str, Any]] | None,
                  remedy: str) -> list[Finding]:
-    """Per partition whose lag rows (ops/target_lag.py) show records no waiting brings — passed
-    over by the replicator, deleted by retention before they were copied — a risk; one that
-    cannot be measured, or whose skips were not all read, a note."""
+    """Per partition whose lag rows (ops/steps/target_lag.py) show records no waiting brings —
+    passed over by the replicator, deleted by retention before they were copied — a risk; one
+    that cannot be measured, or whose skips were not all read, a note."""
     out = []
     for row in lag or ():
         for part in row.get("by_partition", []):
@@ -354,9 +354,9 @@ def lag_findings(source: str, target: str, lag: list[dict[str, Any]] | None,
 
 def rpo_now(ctx: OpsContext, topics: dict[str, int], up: dict[str, bool], now_ms: int
             ) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
-    """How much a failover now would lose, in seconds (ops/rpo.py), with the lag rows it came
+    """How much a failover now would lose, in seconds (ops/steps/rpo.py), with the lag rows it came
     from: per partition of the flow's topics the age of the oldest source record the target
-    lacks, measured against the target (ops/target_lag.py); with the source gone, the newest
+    lacks, measured against the target (ops/steps/target_lag.py); with the source gone, the newest
     heartbeat copied from it; unknown otherwise."""
     rep = ctx.rep
     lag: list[dict[str, Any]] | None = None

@@ -23,7 +23,7 @@ from confluent_kafka import Consumer, Producer
 from drctl.config import load_config
 from drctl.lab.workload import create_topics
 from drctl.ops.active_active.pair import Pair
-from drctl.ops.guard import Guard
+from drctl.ops.steps.guard import Guard
 from tests.conftest import RunningLab
 from tests.lab.support import fresh_clients, run_drctl
 

@@ -363,7 +363,7 @@ def test_secondary_lost_during_the_gap_job_interrupts_it_on_the_server(
                 "failback", "--check-order", "--reconcile", "copy-safe", "--yes", "--groups",
                 f"{ns}-.*", "--deadline", f"{deadline:g}s"]
 
-    # Said as the job starts on the server (ops/gap_step.py): the broker dies before the job
+    # Said as the job starts on the server (ops/one_way/gap_step.py): the broker dies before the job
     # can have read from it, and long before the job could finish.
     status, _, err, took = failback_meanwhile(failback(deadline_s), ("Gap analysis (Spark",),
                                               lambda: lab.lab.fail("secondary"))

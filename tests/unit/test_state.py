@@ -112,7 +112,7 @@ def test_a_store_publishes_every_save_through_one_producer(tmp_path: Path) -> No
 def test_what_the_returns_settled_is_each_topics_latest(tmp_path: Path) -> None:
     """Applications return apart from the whole flow: each topic's settled point comes from
     the latest return that covered it, named per topic."""
-    from drctl.ops.failover import settled_by_last_return
+    from drctl.ops.steps.failover_point import settled_by_last_return
 
     store = MarkerStore(tmp_path, "_drctl_state", None)
     for incident, at, starts in (("fo-a", "2026-01-01T00:00:02+00:00", {"a1": {"0": 5}}),

@@ -2,10 +2,11 @@
 between two clusters, each a region whose producers write its local topics (`orders`) and
 whose aggregate consumers also read the other region's copies (`secondary.orders`).
 
-Its procedures are its own, built from the steps the one-way procedures share — exact
-translation (translate/engine.py), guard's snapshots (ops/guard.py), the catch-up wait, the
-audit (ops/audit.py), the marker store (state.py) — each run on one of the two flows, seen as
-a one-way config (`Config.for_flow`):
+Its procedures are its own, built from the steps both topologies share (ops/steps) — exact
+translation (translate/engine.py), the failover point and the catch-up wait
+(ops/steps/failover_point.py), guard's snapshots (ops/steps/guard.py), the audit
+(ops/steps/audit.py), a flow's status (ops/steps/flow_status.py), the marker store
+(state.py) — each run on one of the two flows, seen as a one-way config (`Config.for_flow`):
 
 - `pair.py`: the two flows, the two regions and what a topic is in each (local, copy); the
   naming loop that is refused;
@@ -14,5 +15,6 @@ a one-way config (`Config.for_flow`):
   the late arrivals named;
 - `checkpoints.py`: what MirrorMaker 2's own checkpoints would have given each group;
 - `status.py`: both flows, and where each region's applications run;
-- `subscriptions.py`: aggregate subscriptions that miss a topic or over-match (check).
+- `subscriptions.py`: aggregate subscriptions that miss a topic or over-match, which
+  `drctl check` of a pair (readiness/pair.py) adds to each flow's readiness.
 """

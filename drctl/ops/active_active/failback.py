@@ -7,7 +7,7 @@ and its consumers stopped on the other region. Then, for the returning region R 
 surviving region S:
 
 1. the audit (R back after an outage): where each moved group really was on R, against the
-   position failover gave it (ops/audit.py) — the stated bounds measured, a skip is exit 3;
+   position failover gave it (ops/steps/audit.py) — the stated bounds measured, a skip is exit 3;
 2. the late arrivals: the flow R -> S catches up with R, and the records R held that S never
    got before the outage — in `R.orders` on S past the failover point — are named per
    partition (how many, the time span);
@@ -42,8 +42,8 @@ from drctl.ops.active_active.checkpoints import (
 )
 from drctl.ops.active_active.failover import REGION_STEP, open_region_incident
 from drctl.ops.active_active.pair import Pair
-from drctl.ops.audit import audit_failover
-from drctl.ops.failover import FailoverOptions, _ends, _wait_quiet_and_caught_up
+from drctl.ops.steps.audit import audit_failover
+from drctl.ops.steps.failover_point import FailoverOptions, read_ends, wait_quiet_and_caught_up
 from drctl.replication.connect import connect_client
 from drctl.reports import write_report
 from drctl.retry import WaitTimedOut, wait_for
@@ -160,7 +160,7 @@ def run_region_failback(pair: Pair, ctx: OpsContext, back: OpsContext,
 
     # The cut: where the region's producers left the other region's local topics.
     if not marker.done("failback:cut"):
-        cut = _ends(ctx.target, sorted(marker.failover_topics_end))
+        cut = read_ends(ctx.target, sorted(marker.failover_topics_end))
         if not opts.dry_run:
             marker.record("failback:cut", {"ends": cut})
             store.save(marker)
@@ -184,7 +184,7 @@ def run_region_failback(pair: Pair, ctx: OpsContext, back: OpsContext,
     else:
         if not opts.dry_run:  # a dry run resumes nothing: what arrived so far
             ctx.notify(f"Waiting for {region} -> {to} to copy what {region} holds")
-            _wait_quiet_and_caught_up(ctx, marker.topics, FailoverOptions(
+            wait_quiet_and_caught_up(ctx, marker.topics, FailoverOptions(
                 quiesce_s=opts.quiesce_s, catch_up_deadline_s=opts.timeout_s))
         result.late_arrivals = late_arrivals(ctx, marker)
         if not opts.dry_run:
@@ -260,7 +260,7 @@ def late_arrivals(ctx: OpsContext, marker: FailoverMarker) -> dict[str, Any]:
     how many, their offsets, their time span. Copies stamped after the failover were
     written on the region after it (a producer that stayed): counted apart."""
     mirrors = sorted(marker.failover_point)
-    ends = _ends(ctx.target, mirrors)
+    ends = read_ends(ctx.target, mirrors)
     ranges = {(t, p): (f, ends[t][p]) for t, parts in marker.failover_point.items()
               for p, f in parts.items() if ends.get(t, {}).get(p, f) > f}
     rows: dict[tuple[str, int], dict[str, Any]] = {}

@@ -36,15 +36,15 @@ from drctl.ops.active_active.checkpoints import (
     target_marks,
 )
 from drctl.ops.active_active.pair import Pair
-from drctl.ops.failover import (
+from drctl.ops.steps.failover_point import (
     FailoverOptions,
-    _applied_positions,
-    _ends,
-    _ensure_failover_topics,
-    _wait_quiet_and_caught_up,
     describe_left_behind,
+    ensure_failover_topics,
     left_behind,
+    marker_positions,
     preflight,
+    read_ends,
+    wait_quiet_and_caught_up,
 )
 from drctl.replication.base import Confirm
 from drctl.reports import write_report
@@ -177,7 +177,7 @@ def run_region_failover(pair: Pair, ctx: OpsContext, region: str, opts: Failover
 
     # 1. Planned: the region's producers are stopped; wait until its flow copied all.
     if opts.planned and not marker.done("catch-up") and not opts.dry_run:
-        caught = _wait_quiet_and_caught_up(ctx, topics, opts)
+        caught = wait_quiet_and_caught_up(ctx, topics, opts)
         marker.record("catch-up", {"source_end": caught})
         store.save(marker)
         crash_point("catch-up")
@@ -201,15 +201,15 @@ def run_region_failover(pair: Pair, ctx: OpsContext, region: str, opts: Failover
     # 3. The failover point: the copies' ends (what came from the region before the failover)
     # and the surviving region's local topics' ends (where the region's producers start).
     if not marker.done("failover-point"):
-        failover_point = _ends(ctx.target, sorted(topics.values()))
-        created = _ensure_failover_topics(ctx, topics, opts.dry_run)
+        failover_point = read_ends(ctx.target, sorted(topics.values()))
+        created = ensure_failover_topics(ctx, topics, opts.dry_run)
         if not opts.dry_run:
             marker.topics = topics
             marker.failover_point = failover_point
             marker.failover_time_ms = int(time.time() * 1000)
-            marker.failover_topics_end = _ends(ctx.target, sorted(producers.values()))
+            marker.failover_topics_end = read_ends(ctx.target, sorted(producers.values()))
             if pre["source_reachable"]:
-                marker.source_end = _ends(ctx.source, sorted(topics))
+                marker.source_end = read_ends(ctx.source, sorted(topics))
             marker.record("failover-point", {"created_failover_topics": created})
             store.save(marker)
             crash_point("failover-point")
@@ -237,7 +237,7 @@ def run_region_failover(pair: Pair, ctx: OpsContext, region: str, opts: Failover
             marker.groups = {g.group: {"applied": g.applied, "skipped": g.skipped,
                                        "confidence": sorted({p.confidence
                                                              for p in g.partitions}),
-                                       "positions": _applied_positions(g),
+                                       "positions": marker_positions(g),
                                        "local_only": local_only.get(g.group, [])}
                              for g in report.groups}
             marker.left_behind = left_behind(ctx, report, pre["source_reachable"], topics,

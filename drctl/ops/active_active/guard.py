@@ -1,4 +1,4 @@
-"""`drctl guard` for an active-active pair: ops/guard.py on each flow, side by side. The
+"""`drctl guard` for an active-active pair: ops/steps/guard.py on each flow, side by side. The
 flow out of a region keeps that region's groups' exact positions on the other region — on
 its local topics' copies and on the originals of the copies it reads — so a failover with
 the region down starts each group where it was (`snapshot`, the bound stated)."""
@@ -11,7 +11,7 @@ from collections.abc import Callable
 from drctl.metrics import Metrics
 from drctl.ops.active_active.failover import groups_regex
 from drctl.ops.active_active.pair import Pair
-from drctl.ops.guard import RoundResult, run_guard
+from drctl.ops.steps.guard import RoundResult, run_guard
 from drctl.progress import Notify
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from drctl.errors import ExitStatus
 from drctl.ops.active_active.failover import REGION_STEP
 from drctl.ops.active_active.pair import Pair
-from drctl.ops.status import collect_status, status_verdict
+from drctl.ops.steps.flow_status import collect_status, status_verdict
 from drctl.progress import Notify
 
 # The worse verdict first.
@@ -18,7 +18,7 @@ _ORDER = (ExitStatus.UNREACHABLE, ExitStatus.USAGE, ExitStatus.CHECK_FAILED,
 
 
 def collect_pair_status(pair: Pair, notify: Notify, deadline_s: float) -> dict[str, Any]:
-    """Both flows read as one flow's status is (drctl/ops/status.py), side by side."""
+    """Both flows read as one flow's status is (drctl/ops/steps/flow_status.py), side by side."""
     flows: list[dict[str, Any]] = []
     unknown: dict[str, str] = {}  # region -> why its incidents cannot be read
     seen: dict[str, dict[str, Any]] = {}

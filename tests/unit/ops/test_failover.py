@@ -1,4 +1,4 @@
-"""Which incident a failover works on (ops/failover.py `incident_to_continue`): a new
+"""Which incident a failover works on (ops/one_way/failover.py `incident_to_continue`): a new
 outage never continues an old incident. Preflight against fakes of drctl's own types
 (no Kafka), and the result's JSON and runbook summary."""
 
@@ -15,13 +15,8 @@ from confluent_kafka import KafkaError, KafkaException
 from drctl.config import parse_config
 from drctl.context import OpsContext
 from drctl.errors import Aborted, CheckFailed, ExitStatus, Unreachable, UsageError
-from drctl.ops.failover import (
-    FailoverOptions,
-    FailoverResult,
-    incident_to_continue,
-    preflight,
-    run_failover,
-)
+from drctl.ops.one_way.failover import FailoverResult, incident_to_continue, run_failover
+from drctl.ops.steps.failover_point import FailoverOptions, preflight
 from drctl.replication.base import kind_named
 from drctl.state import FailoverMarker, IncidentPhase, MarkerStore
 from drctl.translate.model import TranslateMethod, TranslationReport
@@ -247,16 +242,16 @@ def test_the_edge_of_an_application_is_checked_with_the_source_down(
     MirrorMaker 2's checkpoints); unknown is refused, never "none"; --force says which group
     moves (on the application's topics only) and which does not."""
     from drctl.config import NameFilter, Scope
-    from drctl.ops import failover
-    from drctl.ops.failover import scope_preflight
+    from drctl.ops.steps import failover_point
+    from drctl.ops.steps.failover_point import scope_preflight
     from drctl.translate.snapshots import SnapshotTopic, SourceInventory
 
     inventory = SourceInventory({"orders": 1, "invoices": 1},
                                 {"orders-app": ["orders", "invoices"],
                                  "billing-reader": ["invoices"]}, 1_700_000_000_000)
     found = {"topic": SnapshotTopic(inventory=inventory)}
-    monkeypatch.setattr(failover, "read_snapshot_topic", lambda *_a: found["topic"])
-    monkeypatch.setattr(failover, "read_checkpoints", lambda *_a: {})
+    monkeypatch.setattr(failover_point, "read_snapshot_topic", lambda *_a: found["topic"])
+    monkeypatch.setattr(failover_point, "read_checkpoints", lambda *_a: {})
     notes: list[str] = []
     ctx = _context(_config(), {"dc1": FakeAdmin(False, {}), "dc2": FakeAdmin(True, {})},
                    notes.append)
@@ -288,8 +283,8 @@ def test_a_failover_claims_its_topics_under_the_lock_before_anything_stops(
     the flow's lock — overlapping now, it is refused naming the first; the whole flow leaves
     out what the first holds; one it supersedes hands its connector entries on."""
     from drctl.config import NameFilter, Scope
-    from drctl.ops.failover import claim
-    from drctl.ops.side_by_side import scope_among_open
+    from drctl.ops.one_way.failover import claim
+    from drctl.ops.steps.side_by_side import scope_among_open
 
     store = MarkerStore(tmp_path, "_drctl_state", None)
     ctx = OpsContext(_config(), lambda name: FakeClients(name, FakeAdmin(True, {})),
@@ -360,7 +355,7 @@ def _failover_ctx(tmp_path: Path, target: FakeAdmin, notes: list[str],
 
 
 def _no_translation(monkeypatch: pytest.MonkeyPatch) -> None:
-    from drctl.ops import failover
+    from drctl.ops.one_way import failover
 
     monkeypatch.setattr(failover, "translate_offsets",
                         lambda *_a, **_k: TranslationReport("dc1", "dc2", TranslateMethod.AUTO,
@@ -377,7 +372,7 @@ def test_the_failover_point_is_one_metadata_answer_asked_again_while_the_broker_
     target = _Restarting(topics, healthy=10**6, drops=0)
     ctx = _failover_ctx(tmp_path, target, notes)
     _no_translation(monkeypatch)
-    from drctl.ops import failover
+    from drctl.ops.one_way import failover
 
     real_fence = failover.fence_unconfirmed_stop
 
@@ -404,7 +399,7 @@ def test_a_failover_runs_again_after_its_target_dropped_and_continues_its_incide
     A read that gave up while the target's broker restarted (after the stop was recorded)
     waits for the target, then the same failover runs again from the last step recorded:
     the same incident (even with --new-incident), each step recorded once."""
-    from drctl.ops import failover
+    from drctl.ops.steps import failover_point
 
     notes: list[str] = []
     ctx = _failover_ctx(tmp_path, FakeAdmin(True, {"orders": 3}), notes)
@@ -412,7 +407,7 @@ def test_a_failover_runs_again_after_its_target_dropped_and_continues_its_incide
     old = _marker("stop-replication")
     MarkerStore(tmp_path, "_drctl_state", None).save(old)
     lost = {"times": 1}
-    real = failover.watermarks
+    real = failover_point.watermarks
 
     def watermarks(*args: Any, **kwargs: Any) -> Any:
         if lost["times"]:
@@ -420,7 +415,7 @@ def test_a_failover_runs_again_after_its_target_dropped_and_continues_its_incide
             raise KafkaException(KafkaError(KafkaError._TRANSPORT, "Connection refused"))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(failover, "watermarks", watermarks)
+    monkeypatch.setattr(failover_point, "watermarks", watermarks)
     approved: list[object] = []
     result = run_failover(ctx, FailoverOptions(new_incident=True), confirm=lambda _q: True,
                           approve=approved.append)
@@ -447,7 +442,7 @@ def test_a_failover_whose_target_stays_down_ends_with_exit_4_naming_it(
     target = _Restarting({"orders": 3}, healthy=10**6, drops=0)
     ctx = _failover_ctx(tmp_path, target, notes, deadline_s=1)
     _no_translation(monkeypatch)
-    from drctl.ops import failover
+    from drctl.ops.one_way import failover
 
     real_fence = failover.fence_unconfirmed_stop
 

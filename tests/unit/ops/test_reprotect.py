@@ -1,6 +1,6 @@
 """The return to protection's pure parts: where forward copying starts (the walk over the
 source's records after failback's comparison), with the retention and compaction rules of
-drctl/ops/cut_over.py."""
+drctl/ops/one_way/cut_over.py."""
 
 from __future__ import annotations
 
@@ -14,16 +14,16 @@ from drctl.context import OpsContext
 from drctl.errors import CheckFailed, UsageError
 from drctl.fingerprint import record_fingerprint
 from drctl.kafka.records import Record
-from drctl.ops import reprotect
-from drctl.ops.cut_over import CUT_OVER_STEP, ExpectedCopy, Walked, walk_copies
-from drctl.ops.reprotect import (
+from drctl.ops.one_way import reprotect
+from drctl.ops.one_way.cut_over import CUT_OVER_STEP, ExpectedCopy, Walked, walk_copies
+from drctl.ops.one_way.reprotect import (
     ReprotectOptions,
     ReprotectResult,
     copies_already,
     marker_to_reprotect,
     waiting_checked,
 )
-from drctl.ops.side_by_side import RESUMED_STEP, WAITING, waiting_for
+from drctl.ops.steps.side_by_side import RESUMED_STEP, WAITING, waiting_for
 from drctl.replication.base import FlowState, ReplicationKind
 from drctl.replication.edits import ListEdit
 from drctl.state import FailoverMarker, MarkerStore

@@ -1,6 +1,6 @@
-"""RPO in seconds (ops/rpo.py): from the oldest record the target lacks (source up), bounded
+"""RPO in seconds (ops/steps/rpo.py): from the oldest record the target lacks (source up), bounded
 by the newest heartbeat copied from the source (source down), unknown — never 0 — when
-neither can be read; and failover's choice between them (ops/failover.py `measure_rpo`)."""
+neither can be read; and failover's choice between them (ops/one_way/failover.py `measure_rpo`)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ import pytest
 
 from drctl.codecs.mm2 import Heartbeat, encode_heartbeat
 from drctl.kafka.records import Record
-from drctl.ops import failover, rpo
-from drctl.ops.rpo import (
+from drctl.ops.one_way import failover
+from drctl.ops.steps import rpo
+from drctl.ops.steps.rpo import (
     Rpo,
     RpoMethod,
     newest_copied_heartbeat,

@@ -1,4 +1,4 @@
-"""Incidents side by side (drctl/ops/side_by_side.py): the combination table a new failover
+"""Incidents side by side (drctl/ops/steps/side_by_side.py): the combination table a new failover
 meets, who holds the forward flow stopped, the returns that wait for it, and the entries other
 open incidents wrote (kept at a return)."""
 
@@ -15,7 +15,7 @@ from drctl.config import NameFilter, Scope, adhoc_scope
 from drctl.context import OpsContext
 from drctl.errors import CheckFailed, UsageError
 from drctl.flow_lock import FileLog, LockRecord, replay
-from drctl.ops.side_by_side import (
+from drctl.ops.steps.side_by_side import (
     RESUMED_STEP,
     WAITING,
     Meeting,
@@ -119,7 +119,7 @@ def test_what_other_open_incidents_wrote_is_theirs() -> None:
 
 
 def test_a_reverse_flow_may_run_from_failback_until_the_return_retires_it() -> None:
-    from drctl.ops.side_by_side import reverse_may_run
+    from drctl.ops.steps.side_by_side import reverse_may_run
 
     m = _open(BILLING, ["invoices"])
     assert not reverse_may_run(m)
@@ -214,7 +214,7 @@ def test_a_new_incident_leaves_out_what_its_application_gained_since_the_one_it_
     is left out too; the checks read the topics, not the inherited list; the return takes
     out exactly what both wrote."""
     from drctl.config import parse_config
-    from drctl.ops.side_by_side import leave_out, left_out, take_back
+    from drctl.ops.steps.side_by_side import leave_out, left_out, take_back
     from drctl.replication import connect, mirrormaker2
     from drctl.replication.base import FlowPart
     from drctl.replication.mirrormaker2 import MirrorMaker2

@@ -11,7 +11,7 @@ the marker before the next:
    failover topics (waited for within `--timeout`), they take no writes for a settle period,
    and the reverse flow has caught up (`--force` goes on and says so);
 2. reverse-retired — the reverse flow is stopped and deleted, its last positions recorded;
-3. cut-over (ops/cut_over.py) — the failover topics' ends E are read, every post-failover
+3. cut-over (ops/one_way/cut_over.py) — the failover topics' ends E are read, every post-failover
    write below E the source lacks is copied there, then per source partition: where forward
    copying starts, right after the source's copies of the post-failover writes (names kept)
    or where failback's comparison ended (prefixed names). A record written natively on the
@@ -28,7 +28,7 @@ the marker before the next:
 
 A re-run continues after the last recorded step; `--dry-run` prints the positions it would set.
 Each run's phases (the steps above) are timed from its start and kept in the marker
-(ops/phases.py).
+(ops/one_way/phases.py).
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ from drctl.kafka.clients import ClusterClients, describe_with_retry
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.records import stream_ranges
 from drctl.kafka.topics import TP, log_append_time_topics
-from drctl.ops.copies import copy_fingerprint, timestamps_kept
-from drctl.ops.cut_over import (
+from drctl.ops.one_way.copies import copy_fingerprint, timestamps_kept
+from drctl.ops.one_way.cut_over import (
     CUT_OVER_STEP,
     carry_post_failover_writes,
     copy_strays,
@@ -59,13 +59,13 @@ from drctl.ops.cut_over import (
     tp_offsets,
     writes_since,
 )
-from drctl.ops.phases import PhaseClock, command_timing
-from drctl.ops.quiet import Ends, Writes, wait_transactions_closed
-from drctl.ops.rerun import rerun_while_dropped
-from drctl.ops.reverse import failover_starts, wait_reverse_caught_up
-from drctl.ops.scope import flow_part, the_open_incident
-from drctl.ops.scorecard import operation_scorecard
-from drctl.ops.side_by_side import (
+from drctl.ops.one_way.phases import PhaseClock, command_timing
+from drctl.ops.one_way.quiet import Ends, Writes, wait_transactions_closed
+from drctl.ops.one_way.rerun import rerun_while_dropped
+from drctl.ops.one_way.reverse import failover_starts, wait_reverse_caught_up
+from drctl.ops.one_way.scorecard import operation_scorecard
+from drctl.ops.steps.scope import flow_part, the_open_incident
+from drctl.ops.steps.side_by_side import (
     RESUMED_STEP,
     WAITING,
     copying,
@@ -113,7 +113,7 @@ class ReprotectResult:
         return {} if self.clock is None else self.clock.phases_s
 
     def scorecard(self) -> dict[str, Any]:
-        """This run's phases and the incident's earlier reprotect runs (ops/phases.py)."""
+        """This run's phases and the incident's earlier reprotect runs (ops/one_way/phases.py)."""
         this = None if self.clock is None else self.clock.as_run()
         return operation_scorecard("reprotect", self.marker.incident,
                                    command_timing(self.marker.timings, "reprotect", this))
@@ -217,7 +217,7 @@ def run_reprotect(ctx: OpsContext, opts: ReprotectOptions, *,
                   approve: Callable[[dict[str, Any]], None] | None = None) -> ReprotectResult:
     """The return to protection (module docstring); a cluster that drops once it is under
     way is waited for within `--deadline`, then it runs again from the last step recorded
-    (ops/rerun.py); one that stays silent ends it (exit 4). `approve` (not in a dry run)
+    (ops/one_way/rerun.py); one that stays silent ends it (exit 4). `approve` (not in a dry run)
     sees the plan once both clusters answered, before anything changes, and raises to
     refuse."""
     rep = ctx.rep
@@ -435,10 +435,10 @@ def finish_waiting(ctx: OpsContext, marker: FailoverMarker, opts: ReprotectOptio
 
 def take_cut_over(ctx: OpsContext, marker: FailoverMarker, opts: ReprotectOptions,
                   result: ReprotectResult) -> dict[str, Any]:
-    """Carry every post-failover write below the failover topics' ends now to the source,
-    take the cut (ops/cut_over.py) and copy the strays. The plan is recorded before the strays
-    are copied: a run killed while copying finds it and copies none twice. A dry run carries
-    and copies nothing."""
+    """Carry every post-failover write below the failover topics' ends now to the source, take the
+    cut (ops/one_way/cut_over.py) and copy the strays. The plan is recorded before the strays are
+    copied: a run killed while copying finds it and copies none twice. A dry run carries and copies
+    nothing."""
     store = ctx.markers(ctx.rep.target)
     pending = marker.steps.get(CUT_OVER_STEP)
     if pending is not None and pending.status == "copying" and not opts.dry_run:

@@ -4,7 +4,7 @@ a set of topics and the groups that read them — and changes nothing outside it
 Decided here, in one place: the part of the flow an application's incident stops and restarts
 (`FlowPart`, resolved from its marker); the groups that read topics on both sides of a scope's
 edge, named before anything moves; and the open incident a command works on. How incidents of
-several scopes meet is ops/side_by_side.py's.
+several scopes meet is ops/steps/side_by_side.py's.
 """
 
 from __future__ import annotations

@@ -46,8 +46,8 @@ from drctl.kafka.copy import RerunTag, copy_records
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.records import Record, header_values, stream_ranges
 from drctl.kafka.topics import TP
-from drctl.ops.copies import copy_fingerprint, timestamps_kept
-from drctl.ops.reverse import carry_to_source, failover_starts, late_copy_offsets
+from drctl.ops.one_way.copies import copy_fingerprint, timestamps_kept
+from drctl.ops.one_way.reverse import carry_to_source, failover_starts, late_copy_offsets
 from drctl.state import FailoverMarker, Offsets
 
 CUT_OVER_STEP = "reprotect:cut-over"

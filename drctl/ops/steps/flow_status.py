@@ -20,12 +20,12 @@ from drctl.kafka.clients import ClusterUnreachable, describe_with_retry
 from drctl.kafka.connect_rest import ConnectRejected
 from drctl.kafka.groups import committed_offsets, group_states, list_groups
 from drctl.kafka.records import ReadTimeout
-from drctl.ops.fence import open_risks
-from drctl.ops.reverse_copies import read_reverse_copies, reverse_copy_topics
-from drctl.ops.rpo import flow_rpo
-from drctl.ops.schemas import flow_parity, mirrored_topics, registries_configured
-from drctl.ops.side_by_side import waiting_for
-from drctl.ops.target_lag import target_lag
+from drctl.ops.steps.fence import open_risks
+from drctl.ops.steps.reverse_copies import read_reverse_copies, reverse_copy_topics
+from drctl.ops.steps.rpo import flow_rpo
+from drctl.ops.steps.schemas import flow_parity, mirrored_topics, registries_configured
+from drctl.ops.steps.side_by_side import waiting_for
+from drctl.ops.steps.target_lag import target_lag
 from drctl.progress import Notify
 from drctl.state import FailoverMarker, IncidentPhase, MarkerStore
 from drctl.translate.inventory import groups_reading, inventory_on_record, keep_inventory
@@ -260,7 +260,7 @@ def _reason(exc: BaseException) -> str:
 
 def next_command(marker: FailoverMarker) -> str:
     """What to run next for an open incident: its own next step, or the return of the
-    incident its return waits for (ops/side_by_side.py)."""
+    incident its return waits for (ops/steps/side_by_side.py)."""
     held_by = waiting_for(marker)
     if held_by:
         return f"drctl reprotect --incident {held_by}"
@@ -359,7 +359,7 @@ def applications_protection(applications: Mapping[str, Scope],
 
 
 def lost_partitions(lag: Sequence[Mapping[str, Any]] | None) -> list[str]:
-    """Per partition of the lag rows (ops/target_lag.py) whose missing records no waiting
+    """Per partition of the lag rows (ops/steps/target_lag.py) whose missing records no waiting
     brings, one line: what the replicator passed over, what retention deleted first."""
     out = []
     for row in lag or ():

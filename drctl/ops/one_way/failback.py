@@ -4,7 +4,7 @@ from the failover point, group offsets back, close the marker.
 Like failover, each step records itself in the marker; a re-run continues the incident and
 never applies a step twice (reconcile copies are tagged, so even a crash in the middle of
 copying copies nothing twice). Each run's phases are timed from its start and kept in the
-marker (ops/phases.py).
+marker (ops/one_way/phases.py).
 """
 
 from __future__ import annotations
@@ -20,21 +20,21 @@ from drctl.errors import CheckFailed, ExitStatus, Unreachable, UsageError
 from drctl.faults import crash_point
 from drctl.kafka.clients import cluster_metadata, describe_with_retry
 from drctl.kafka.topics import ensure_topics, grow_topics
-from drctl.ops.audit import audit_by_group, audit_failover
-from drctl.ops.fence import FENCED, lift_fence_after_stop, stop_behind_fence
-from drctl.ops.gap_step import GapFinder, GapOutcome
-from drctl.ops.late_copies import check_late_copies
-from drctl.ops.phases import PhaseClock, command_timing
-from drctl.ops.quiet import Ends, Writes
-from drctl.ops.reconcile import ReconcileMode, reconcile
-from drctl.ops.rerun import rerun_while_dropped
-from drctl.ops.reverse import copy_back, start_reverse_replication, wait_reverse_caught_up
-from drctl.ops.schemas import failback_parity, refuse_unless_forced
-from drctl.ops.scope import flow_part, the_open_incident
-from drctl.ops.scorecard import operation_scorecard
-from drctl.ops.side_by_side import flow_locked, recorded_edits
-from drctl.ops.switchback import SwitchBack, switch_back
-from drctl.ops.verify import reverse_source_start, verify_end_state
+from drctl.ops.one_way.gap_step import GapFinder, GapOutcome
+from drctl.ops.one_way.late_copies import check_late_copies
+from drctl.ops.one_way.phases import PhaseClock, command_timing
+from drctl.ops.one_way.quiet import Ends, Writes
+from drctl.ops.one_way.reconcile import ReconcileMode, reconcile
+from drctl.ops.one_way.rerun import rerun_while_dropped
+from drctl.ops.one_way.reverse import copy_back, start_reverse_replication, wait_reverse_caught_up
+from drctl.ops.one_way.scorecard import operation_scorecard
+from drctl.ops.one_way.switchback import SwitchBack, switch_back
+from drctl.ops.one_way.verify import reverse_source_start, verify_end_state
+from drctl.ops.steps.audit import audit_by_group, audit_failover
+from drctl.ops.steps.fence import FENCED, lift_fence_after_stop, stop_behind_fence
+from drctl.ops.steps.schemas import failback_parity, refuse_unless_forced
+from drctl.ops.steps.scope import flow_part, the_open_incident
+from drctl.ops.steps.side_by_side import flow_locked, recorded_edits
 from drctl.replication.base import FlowPart, FlowState
 from drctl.reports import write_report
 from drctl.state import FailoverMarker
@@ -80,7 +80,8 @@ class FailbackResult:
     plan: list[dict[str, Any]] = field(default_factory=list)
     dry_run: bool = False
     switch_back: SwitchBack | None = None
-    audit: dict[str, Any] = field(default_factory=dict)  # ops/audit.py, as the marker keeps it
+    # ops/steps/audit.py, as the marker keeps it
+    audit: dict[str, Any] = field(default_factory=dict)
     switch_back_summary: dict[str, Any] = field(default_factory=dict)  # from an earlier run
     clock: PhaseClock | None = None  # this run's phases (None: a result not from a run)
 
@@ -124,7 +125,7 @@ class FailbackResult:
         return self
 
     def scorecard(self) -> dict[str, Any]:
-        """This run's phases and the incident's earlier failback runs (ops/phases.py)."""
+        """This run's phases and the incident's earlier failback runs (ops/one_way/phases.py)."""
         this = None if self.clock is None else self.clock.as_run()
         return operation_scorecard("failback", self.marker.incident,
                                    command_timing(self.marker.timings, "failback", this))
@@ -449,7 +450,7 @@ def run_failback(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder, 
                  approve: Approve | None = None) -> FailbackResult:
     """Failback (module docstring); a cluster that drops once it is under way is waited
     for within `--deadline`, then failback runs again from the last step recorded
-    (ops/rerun.py); one that stays silent ends it (exit 4). `approve` (not in a dry run)
+    (ops/one_way/rerun.py); one that stays silent ends it (exit 4). `approve` (not in a dry run)
     sees the plan once the preflight passed, before anything changes."""
     rep = ctx.rep
     under_way = [False]
@@ -637,7 +638,7 @@ def _failback_once(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder
     clock.stop(finished=not opts.dry_run)
     if not opts.dry_run:
         # The incident stays open: the pair is exposed (forward stopped, reverse running)
-        # until the return to protection (ops/reprotect.py) closes it.
+        # until the return to protection (ops/one_way/reprotect.py) closes it.
         marker.record("failback", {"reconcile": mode.value})
         store.save(marker)
     return result

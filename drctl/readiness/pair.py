@@ -1,7 +1,7 @@
 """`drctl check` for an active-active pair: readiness/check.py on each flow (would a failover
 of that flow's source region work now), with each region's aggregate subscriptions checked
-beside (subscriptions.py). The other flow's copies on a region are live copies, not a retired
-reverse flow's: no note about them."""
+beside (ops/active_active/subscriptions.py). The other flow's copies on a region are live
+copies, not a retired reverse flow's: no note about them."""
 
 from __future__ import annotations
 

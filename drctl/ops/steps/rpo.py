@@ -176,7 +176,7 @@ def newest_copied_heartbeat(target: ClusterClients, source_alias: str, *,
 def flow_rpo(source: ClusterClients | None, target: ClusterClients, source_alias: str,
              lag: list[dict[str, Any]] | None, at_ms: int, *,
              lag_error: str | None = None) -> Rpo:
-    """The flow's RPO now: from the lag rows measured against the target (ops/target_lag.py:
+    """The flow's RPO now: from the lag rows measured against the target (ops/steps/target_lag.py:
     per partition, the oldest record the target lacks) while the source answers (`source`
     given), else from the newest heartbeat copied from it; unknown when neither can be read,
     when a partition cannot be measured or retention deleted records before they were copied

@@ -29,8 +29,8 @@ from drctl.kafka.clients import ClusterClients, cluster_metadata
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.records import read_ranges
 from drctl.kafka.topics import TP
-from drctl.ops.copies import copy_fingerprint, timestamps_kept
-from drctl.ops.reverse import failover_starts, late_copy_offsets
+from drctl.ops.one_way.copies import copy_fingerprint, timestamps_kept
+from drctl.ops.one_way.reverse import failover_starts, late_copy_offsets
 from drctl.state import FailoverMarker, Offsets
 
 

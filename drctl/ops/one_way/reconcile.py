@@ -21,8 +21,8 @@ from drctl.gap.quarantine import produce_to_quarantine
 from drctl.kafka.copy import CopiedRecord, RerunTag, copy_records
 from drctl.kafka.offsets import offset_runs, watermarks
 from drctl.kafka.records import Record, header_values
-from drctl.ops.gap_step import GapOutcome
-from drctl.ops.reverse import start_points
+from drctl.ops.one_way.gap_step import GapOutcome
+from drctl.ops.one_way.reverse import start_points
 from drctl.state import FailoverMarker
 
 QUARANTINE_SUFFIX = ".drctl-quarantine"
@@ -54,7 +54,7 @@ class ReconcileOutcome:
     copy_safe: dict[str, int] | None = None  # {"copied", "skipped"}
     quarantine: dict[str, Any] | None = None  # {"file", "topics", "count"}
     # Source offsets of the gap records not copied ({"quarantined"|"left": runs}): where
-    # switch-back (ops/switchback.py) knows they are.
+    # switch-back (ops/one_way/switchback.py) knows they are.
     not_copied: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from drctl.context import OpsContext
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.topics import TP
 from drctl.kafka.transactions import OpenTransaction, open_transactions
-from drctl.ops.reverse import failover_starts
+from drctl.ops.one_way.reverse import failover_starts
 from drctl.progress import Ticker
 from drctl.retry import WaitTimedOut, wait_for
 from drctl.state import FailoverMarker

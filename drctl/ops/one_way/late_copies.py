@@ -39,7 +39,7 @@ from drctl.kafka.clients import ClusterClients
 from drctl.kafka.offsets import offset_runs, watermarks
 from drctl.kafka.records import Record, stream_ranges
 from drctl.kafka.topics import TP
-from drctl.ops.copies import copy_fingerprint, timestamps_kept
+from drctl.ops.one_way.copies import copy_fingerprint, timestamps_kept
 from drctl.state import FailoverMarker
 
 STALE_KEYS_SHOWN = 100

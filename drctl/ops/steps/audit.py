@@ -19,7 +19,7 @@ from drctl.errors import UsageError
 from drctl.kafka.clients import describe_with_retry
 from drctl.kafka.groups import committed_offsets
 from drctl.kafka.topics import TP
-from drctl.ops.scope import the_open_incident
+from drctl.ops.steps.scope import the_open_incident
 from drctl.state import FailoverMarker
 from drctl.translate.engine import TranslateRequest, translate_offsets
 from drctl.translate.model import Confidence, TranslateMethod

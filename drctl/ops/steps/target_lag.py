@@ -50,7 +50,7 @@ from drctl.kafka.lag import first_records
 from drctl.kafka.offsets import list_offsets
 from drctl.kafka.records import Record
 from drctl.kafka.topics import TP
-from drctl.ops.failover import settled_by_last_return
+from drctl.ops.steps.failover_point import settled_by_last_return
 from drctl.translate.inventory import source_topics_in_scope
 from drctl.translate.locate import MatchQuery, Side, last_records, match_records
 from drctl.translate.reader import BatchReader, RangeRequest

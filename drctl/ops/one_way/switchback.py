@@ -41,7 +41,7 @@ from drctl.kafka.groups import committed_offsets, group_states
 from drctl.kafka.offsets import offset_runs, watermarks
 from drctl.kafka.records import read_ranges
 from drctl.kafka.topics import TP
-from drctl.ops.reverse import failover_starts
+from drctl.ops.one_way.reverse import failover_starts
 from drctl.state import FailoverMarker
 from drctl.translate.engine import TranslateRequest, apply_positions, translate_offsets
 from drctl.translate.model import Confidence, PartitionResult, TranslateMethod, TranslationReport

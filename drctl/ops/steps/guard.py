@@ -34,7 +34,7 @@ from drctl.metrics import (
     set_protection,
     set_replication_lag,
 )
-from drctl.ops.status import FlowReading, read_flow
+from drctl.ops.steps.flow_status import FlowReading, read_flow
 from drctl.timeparse import format_duration
 from drctl.translate.engine import TranslateRequest, translate_offsets, wanted_group
 from drctl.translate.inventory import keep_inventory, source_groups

@@ -47,7 +47,7 @@ from drctl.config import NameFilter, Scope
 from drctl.context import OpsContext
 from drctl.errors import CheckFailed, Unreachable, UsageError
 from drctl.flow_lock import Hold
-from drctl.ops.scope import flow_part, marker_groups
+from drctl.ops.steps.scope import flow_part, marker_groups
 from drctl.replication.base import Confirm, FlowPart, FlowState, StopOutcome
 from drctl.replication.edits import ListEdit, merge_edits
 from drctl.state import FailoverMarker

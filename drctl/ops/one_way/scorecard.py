@@ -1,11 +1,11 @@
-"""The drill scorecard: what a failover, failback or return to protection took (RTO by
-phase, ops/phases.py) and the RPO measured (ops/rpo.py), against the config's `objectives`.
+"""The drill scorecard: what a failover, failback or return to protection took (RTO by phase,
+ops/one_way/phases.py) and the RPO measured (ops/steps/rpo.py), against the config's `objectives`.
 
 Plain data, carried under `scorecard` by the JSON of those commands and by their runbook
-actions' results, from which a runbook run's report and JUnit build the run's scorecard.
-The RTO objective is judged against the failover: from the start of its first run to the end
-of the run that finished it (ops/phases.py `command_timing`'s `elapsed_s`); the RPO objective
-against the RPO measured at the failover point.
+actions' results, from which a runbook run's report and JUnit build the run's scorecard. The RTO
+objective is judged against the failover: from the start of its first run to the end of the run that
+finished it (ops/one_way/phases.py `command_timing`'s `elapsed_s`); the RPO objective against the
+RPO measured at the failover point.
 """
 
 from __future__ import annotations

@@ -17,10 +17,10 @@ from drctl.kafka.copy import copy_records
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.records import Record, read_ranges
 from drctl.kafka.topics import TP, log_append_time_topics
-from drctl.ops.catch_up import catch_up_timed_out, describe_left, records_left
-from drctl.ops.copies import copy_fingerprint, timestamps_kept
-from drctl.ops.scope import flow_part
-from drctl.ops.side_by_side import recorded_edits
+from drctl.ops.one_way.copies import copy_fingerprint, timestamps_kept
+from drctl.ops.steps.catch_up import catch_up_timed_out, describe_left, records_left
+from drctl.ops.steps.scope import flow_part
+from drctl.ops.steps.side_by_side import recorded_edits
 from drctl.progress import Ticker
 from drctl.replication.base import ReverseRequest
 from drctl.retry import WaitTimedOut, wait_for
@@ -41,7 +41,7 @@ def failover_starts(rep: ReplicationSettings, marker: FailoverMarker) -> Offsets
 
 
 def late_copy_offsets(marker: FailoverMarker) -> dict[tuple[str, int], set[int]]:
-    """Late copies (ops/late_copies.py) per target (topic, partition)."""
+    """Late copies (ops/one_way/late_copies.py) per target (topic, partition)."""
     out: dict[tuple[str, int], set[int]] = {}
     for topic, parts in (marker.late_copies.get("partitions") or {}).items():
         for p, part in parts.items():
