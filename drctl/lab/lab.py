@@ -376,6 +376,12 @@ class Lab:
             "broker.session.timeout.ms=2000",
             "broker.heartbeat.interval.ms=500",
             "num.recovery.threads.per.data.dir=2",
+            # An idle lab (one waits while its worker's tests run on another lab): the
+            # controller appends a no-op record to the metadata log every 500 ms by default,
+            # which it writes and the broker fetches and applies. Not the consumers' own
+            # fetch.max.wait.ms: a source task's consumer closing at a reconfiguration (every
+            # new topic) waits for its fetch in flight, and a new topic's first records with it.
+            "metadata.max.idle.interval.ms=5000",
             "",
         ]))
         log_opts = self._log_config(dist, workdir, cluster)
