@@ -45,8 +45,9 @@ class KafkaDistribution:
         connect, format) on these jars, or where to record it (gap/class_archive.py). A
         lab's JVMs are started again and again (every lab, every outage of a test or a
         drill), and each loaded and verified its thousands of classes anew: mapped from an
-        archive, a broker or Connect worker starts on about 40 % less CPU. Recorded by the first JVM of the
-        role that ends normally (`lab down`). None when DRCTL_LAB_CLASS_ARCHIVE=0."""
+        archive, a broker or Connect worker starts on about 40 % less CPU. Recorded by the
+        first JVM of the role that ends normally (`lab down`). None when
+        DRCTL_LAB_CLASS_ARCHIVE=0."""
         if switched_off(CLASS_ARCHIVE_SWITCH):
             return None
         # The JVM checks the archive against the classpath it was recorded with (each jar's

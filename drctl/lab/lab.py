@@ -394,10 +394,10 @@ class Lab:
                    dist.classpath, *log_opts, "kafka.tools.StorageTool", "format", "-t",
                    state.cluster_ids[cluster], "-c", str(props)]
             fmt = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-            _keep_recorded(archive, fmt.returncode == 0)
             if fmt.returncode != 0 and not (data / "meta.properties").exists():
                 # Seen once under heavy load; a second try costs a second.
                 fmt = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+            _keep_recorded(archive, fmt.returncode == 0)
             if fmt.returncode != 0 and not (data / "meta.properties").exists():
                 (workdir / "format.log").write_text(fmt.stdout + fmt.stderr)
                 raise LabError(f"Formatting the {cluster} log dir failed.",
