@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from drctl.errors import DrctlError, LabError
+from drctl.gap.class_archive import ClassArchive, recorded_by
 from drctl.kafka.clients import ClusterClients, cluster_metadata, describe
 from drctl.kafka.connect_rest import ConnectClient, ConnectError
 from drctl.kafka.mm2_connectors import MirrorFlow
@@ -420,6 +421,12 @@ class Lab:
             "broker.session.timeout.ms=2000",
             "broker.heartbeat.interval.ms=500",
             "num.recovery.threads.per.data.dir=2",
+            # An idle lab (one waits while its worker's tests run on another lab): the
+            # controller appends a no-op record to the metadata log every 500 ms by default,
+            # which it writes and the broker fetches and applies. Not the consumers' own
+            # fetch.max.wait.ms: a source task's consumer closing at a reconfiguration (every
+            # new topic) waits for its fetch in flight, and a new topic's first records with it.
+            "metadata.max.idle.interval.ms=5000",
             "",
         ]))
         log_opts = self._log_config(dist, workdir, cluster)
@@ -427,18 +434,21 @@ class Lab:
         if not (data / "meta.properties").exists():
             import subprocess
 
-            cmd = [java, "-Xmx256m", "-cp", dist.classpath, *log_opts,
-                   "kafka.tools.StorageTool", "format", "-t", state.cluster_ids[cluster],
-                   "-c", str(props)]
+            archive = dist.class_archive(java, "format")
+            cmd = [java, "-Xmx256m", *_JVM_COMMON, *_archive_options(archive), "-cp",
+                   dist.classpath, *log_opts, "kafka.tools.StorageTool", "format", "-t",
+                   state.cluster_ids[cluster], "-c", str(props)]
             fmt = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
             if fmt.returncode != 0 and not (data / "meta.properties").exists():
                 # Seen once under heavy load; a second try costs a second.
                 fmt = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+            _keep_recorded(archive, fmt.returncode == 0)
             if fmt.returncode != 0 and not (data / "meta.properties").exists():
                 (workdir / "format.log").write_text(fmt.stdout + fmt.stderr)
                 raise LabError(f"Formatting the {cluster} log dir failed.",
                                f"Read {workdir / 'format.log'}.")
         proc.start([java, "-Xms64m", f"-Xmx{BROKER_HEAP}", *_JVM_COMMON, *log_opts,
+                    *_archive_options(dist.class_archive(java, "broker")),
                     "-cp", dist.classpath, "kafka.Kafka", str(props)])
 
     def _wait_broker(self, state: LabState, cluster: str) -> None:
@@ -498,6 +508,7 @@ class Lab:
         java = require_java()
         jaas = connect_jvm_options(self.credentials) if state.secure else []
         proc.start([java, "-Xms64m", f"-Xmx{CONNECT_HEAP}", *_JVM_COMMON, *log_opts, *jaas,
+                    *_archive_options(dist.class_archive(java, "connect")),
                     "-cp", dist.classpath, "org.apache.kafka.connect.cli.ConnectDistributed",
                     str(props)])
 
@@ -698,7 +709,8 @@ class Lab:
         for component in ("connect", "secondary", "primary"):
             proc = self.process(component)
             if proc.is_running():
-                proc.stop()
+                archive = recorded_by(proc.command())
+                _keep_recorded(archive, proc.stop())
                 stopped.append(component)
             proc.pid_file.unlink(missing_ok=True)
         if purge and self.dir.exists():
@@ -800,6 +812,21 @@ def _copied_by(flow: MirrorFlow, topic: str) -> bool:
     active-active lab (MirrorMaker 2's cycle check: the name carries its target's alias)."""
     return flow.replicates(topic) and (flow.names_kept
                                       or not topic.startswith(f"{flow.target_alias}."))
+
+
+def _archive_options(archive: ClassArchive | None) -> list[str]:
+    return archive.java_options() if archive is not None else []
+
+
+def _keep_recorded(archive: ClassArchive | None, ended_normally: bool) -> None:
+    """A JVM's class archive, recorded as it exited (KafkaDistribution.class_archive), is
+    kept only when it ended normally: one killed may have left half of it."""
+    if archive is None:
+        return
+    if ended_normally:
+        archive.keep()
+    else:
+        archive.discard()
 
 
 def _running(client: ConnectClient, name: str) -> bool:

@@ -140,16 +140,27 @@ class ManagedProcess:
         self._signal(signal.SIGKILL)
         self._wait_gone(10)
 
-    def stop(self, grace_s: float = 20) -> None:
-        """SIGTERM, then SIGKILL after `grace_s`; returns once the process is gone."""
+    def command(self) -> list[str]:
+        """The command line it was started with (its pid file's), empty when unknown."""
+        try:
+            return [str(a) for a in json.loads(self.pid_file.read_text()).get("cmd", [])]
+        except (OSError, ValueError, AttributeError):
+            return []
+
+    def stop(self, grace_s: float = 20) -> bool:
+        """SIGTERM, then SIGKILL after `grace_s`; returns once the process is gone: True when
+        it ended on SIGTERM (it shut down as it does), False when it was killed or was not
+        running."""
         if not self.is_running():
             self.pid_file.unlink(missing_ok=True)
-            return
+            return False
         self._signal(signal.SIGTERM)
-        if not self._wait_gone(grace_s):
+        ended = self._wait_gone(grace_s)
+        if not ended:
             self._signal(signal.SIGKILL)
             self._wait_gone(10)
         self.pid_file.unlink(missing_ok=True)
+        return ended
 
     def _signal(self, sig: int) -> None:
         pid = self.pid()
