@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 from confluent_kafka import TopicPartition
 
 from drctl.config import load_config
@@ -250,6 +251,15 @@ def test_connect_dropping_mid_failback_ends_it_within_the_deadline_naming_connec
     deadline, while both Kafka clusters answered (about 25 minutes at --deadline 30s)."""
     o = outage(lab, ns, tmp_path)
     deadline_s = 20
+    # An estate's own Java client timeouts (minutes), as a `java:` map sets them: only the
+    # watch can stop the job within --deadline. With the job's waits bounded by the deadline
+    # alone, the job's Kafka client and the watch give up at the same moment and either one
+    # says so first (a fresh-clone CI run met the client's TimeoutException first).
+    settings = yaml.safe_load(o["config"].read_text())
+    for name in ("primary", "secondary"):
+        settings["clusters"][name]["java"] = {"request.timeout.ms": "600000",
+                                              "default.api.timeout.ms": "600000"}
+    o["config"].write_text(yaml.safe_dump(settings))
     argv = [sys.executable, "-m", "drctl", "--config", str(o["config"]), "-o", "json",
             "failback", "--check-order", "--reconcile", "copy-safe", "--yes", "--groups",
             f"{ns}-.*", "--deadline", f"{deadline_s}s"]
