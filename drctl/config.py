@@ -117,6 +117,12 @@ class Scope:
             return f"application {self.name}"
         return "topics " + ", ".join(self.topics.include or (".*",))
 
+    def describe_first(self) -> str:
+        """`describe` opening a sentence: its first letter upper case, the names as they are
+        (str.capitalize made application `Billing` 'Application billing')."""
+        text = self.describe()
+        return text[:1].upper() + text[1:]
+
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "topics": list(self.topics.include),
                 "topics_exclude": list(self.topics.exclude),

@@ -196,7 +196,7 @@ def failback_command(
         term.success(f"Failback of {result.marker.incident} done.")
     covers = result.marker.covers
     what = ("The pair is exposed: nothing replicates" if covers.whole else
-            f"{covers.describe().capitalize()} is exposed: nothing of it replicates")
+            f"{covers.describe_first()} is exposed: nothing of it replicates")
     term.warn(f"{what} {rep.source} -> {rep.target} until the return to protection. Move "
               f"producers and consumers back to {rep.source}, then run:")
     term.emit_text(f"  {_with_config(result.next_command)}")

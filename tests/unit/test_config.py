@@ -536,3 +536,14 @@ def test_a_mistyped_or_missing_replication_key_is_a_config_error_naming_it(
     except ConfigError as exc:
         assert exc.exit_status == ExitStatus.USAGE
         assert f"replication.{key}" in str(exc), str(exc)
+
+
+def test_a_scope_opening_a_sentence_keeps_its_names_as_written() -> None:
+    """'Application A is exposed', not 'Application a' (str.capitalize lowercases the rest)."""
+    from drctl.config import NameFilter, Scope
+
+    assert Scope(name="A").describe_first() == "Application A"
+    assert Scope(name="BillingEU").describe_first().endswith("BillingEU")
+    assert Scope(name="adhoc-1", topics=NameFilter(include=("Orders.*",))).describe_first() \
+        == "Topics Orders.*"
+    assert Scope().describe_first() == "The whole flow"

@@ -313,7 +313,7 @@ def _reprotect_once(ctx: OpsContext, opts: ReprotectOptions, confirm: Confirm | 
             # Held stopped by a whole-flow incident: its return resumes the forward flow
             # and finishes this one (the rest of this return waits for it).
             result.waiting_for = holder.incident
-            notify(f"{marker.covers.describe().capitalize()} is taken back into forward "
+            notify(f"{marker.covers.describe_first()} is taken back into forward "
                    f"replication from its cut-over, which stays stopped while incident "
                    f"{holder.incident} ({holder.covers.describe()}, {holder.phase}) is open: "
                    f"its return (`drctl reprotect --incident {holder.incident}`) resumes it "

@@ -115,7 +115,7 @@ def scope_among_open(scope: Scope, opened: Sequence[FailoverMarker]
             held.append(m)
         elif verdict.meeting is Meeting.REFUSED:
             raise UsageError(
-                f"{scope.describe().capitalize()} cannot fail over beside open incident "
+                f"{scope.describe_first()} cannot fail over beside open incident "
                 f"{m.incident} ({m.covers.describe()}, {m.phase}): {verdict.why}.",
                 "Scopes of open incidents never overlap: finish that incident first "
                 f"(`{m.phase.next_command} --incident {m.incident}`)"
