@@ -372,7 +372,8 @@ def one_run(lab: Lab, version: str, root: Path, run_s: float, rate: float,
 def group_summary(results: list[dict[str, Any]]) -> list[list[Any]]:
     """Per run and group: what failover used, what was re-delivered, and how much of it is the
     checkpoint's own error (offset-sync spacing) against what the group read after the
-    position used was taken (the age of the snapshot or checkpoint at the kill)."""
+    position used was taken (the age of the snapshot or checkpoint at the kill); ages and the
+    group's last commit in seconds before the kill."""
     out: list[list[Any]] = []
     for i, r in enumerate(results):
         by_group: dict[str, list[dict[str, Any]]] = {}
@@ -389,7 +390,9 @@ def group_summary(results: list[dict[str, Any]]) -> list[list[Any]]:
                         redelivered - sync_error,
                         None if age is None else round(age / 1000, 1),
                         max(row["snap_age_ms"] or 0 for row in rows) / 1000,
-                        max(row["cp_age_ms"] or 0 for row in rows) / 1000])
+                        max(row["cp_age_ms"] or 0 for row in rows) / 1000,
+                        min((row["last_commit_age_ms"] for row in rows
+                             if row["last_commit_age_ms"] is not None), default=0) / 1000])
     return out
 
 
@@ -453,7 +456,8 @@ def print_results(results: list[dict[str, Any]]) -> None:
     print("\n### Per group\n")
     print_table(["Kafka", "run", "group", "used", "redelivered", "checkpoint sync error",
                  "read after the position used", "age of what was used s",
-                 "snapshot age s", "checkpoint age s"], group_summary(results))
+                 "snapshot age s", "checkpoint age s", "its last commit s"],
+                group_summary(results))
 
 
 if __name__ == "__main__":
