@@ -18,6 +18,7 @@ import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from drctl.timeparse import format_duration
@@ -153,3 +154,27 @@ def command_timing(runs: Sequence[Mapping[str, Any]], command: str,
 def _iso(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="seconds").replace(
         "+00:00", "Z")
+
+
+def where_now(state_dir: Path) -> dict[str, Any]:
+    """Where the operation running now stands, from the newest failover marker in the local
+    state directory: the incident, the last step it recorded and the phase its newest run is
+    in (a marker is saved at every step, so the phase is as of that save). Empty when there is
+    no marker. What a drill's fault record says of where it landed."""
+    import json
+
+    files = sorted((state_dir / "markers").glob("*.json"), key=lambda p: p.stat().st_mtime)
+    if not files:
+        return {}
+    try:
+        data = json.loads(files[-1].read_text())
+    except (OSError, ValueError):
+        return {}
+    steps = data.get("steps") or {}
+    last = max(steps.items(), key=lambda kv: str(kv[1].get("at", "")), default=(None, None))[0]
+    runs = sorted(data.get("timings") or [], key=lambda r: int(r.get("started_ms") or 0))
+    phase = None
+    if runs and runs[-1].get("phases"):
+        newest = runs[-1]
+        phase = f"{newest.get('command')}:{newest['phases'][-1]['phase']}"
+    return {"incident": data.get("incident"), "marker_step": last, "phase": phase}

@@ -248,8 +248,11 @@ def coerce(value: Any, annotation: Any) -> Any:
 
 
 class Registry:
-    def __init__(self) -> None:
+    def __init__(self, factory: str | None = None) -> None:
         self._actions: dict[str, Action] = {}
+        # "module:function" that builds this registry again, in a child process that runs a
+        # step of its own (runbook/child.py); None: its actions run in-process only.
+        self.factory = factory
 
     def register(self, name: str, func: Callable[..., Any], *, help: str = "",
                  read_only: bool = False, needs_config: bool = False,
@@ -541,7 +544,7 @@ def _reprotect(ctx: ActionContext, *, incident: str | None = None, app: str | No
 
 def builtin_registry() -> Registry:
     """A registry with every action drctl ships."""
-    registry = Registry()
+    registry = Registry(factory="drctl.runbook.actions:builtin_registry")
     registry.register("lab.up", _lab_up)
     registry.register("lab.down", _lab_down)
     registry.register("lab.status", _lab_status, read_only=True)
