@@ -490,8 +490,46 @@ class _StepProcess:
         return "the runbook's resume runs the step again"
 
 
-def lab_targets(lab_dir: Path, names: Sequence[str]) -> dict[str, Target]:
-    return {name: LabTarget(lab_dir, name) for name in names}
+def lab_targets(lab_dir: Path, names: Sequence[str] | None = None) -> dict[str, Target]:
+    """The lab's processes a fault may target (`names`, or all there are): its brokers and
+    Connect worker, and its Spark Connect server when it runs one of its own."""
+    from drctl.lab.lab import Lab
+
+    lab = Lab(lab_dir)
+    state = lab.load_state()
+    own_server = lab.spark_remote(state) == lab.spark_server(state.ports).url
+    there = [t for t in LAB_TARGETS if t != "spark-connect" or own_server]
+    return {name: LabTarget(lab_dir, name) for name in there if names is None or name in names}
+
+
+def heal_left_broken(faults: Mapping[str, Mapping[str, Any]],
+                     fault_steps: Sequence[Mapping[str, Any]],
+                     notify: Notify = lambda _: None) -> list[str]:
+    """What an operator does before running a failed step again: continue every lab process
+    a stop left stopped, and start again every server a landed fault took down that was not
+    seen back (its heal failed, or the run ended before it). `faults`: a journal's fault
+    records by id; `fault_steps`: the inputs of its fault steps (their lab and commands).
+    Returns what was healed."""
+    healed: list[str] = []
+    targets: dict[str, Target] = {}
+    for inputs in fault_steps:
+        if inputs.get("lab"):
+            lab_dir = Path(str(inputs["lab"]))
+            healed += [f"{name} (continued)" for name in continue_stopped(lab_dir)]
+            targets.update(lab_targets(lab_dir))
+        for name, cmds in (inputs.get("commands") or {}).items():
+            targets[str(name)] = CommandTarget(str(name), {k: str(v) for k, v in cmds.items()})
+    broken = {f["target"] for f in faults.values()
+              if f.get("landed") and f["target"] != STEP_TARGET
+              and (f.get("healed") or {}).get("how", "not healed") == "not healed"}
+    for name in sorted(broken):
+        target = targets.get(name)
+        if target is None or target.running():
+            continue
+        notify(f"Starting {name} again: a fault took it down and it did not come back")
+        target.heal(notify)
+        healed.append(name)
+    return healed
 
 
 def continue_stopped(lab_dir: Path) -> list[str]:

@@ -121,7 +121,8 @@ class JournalState:
     faults: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def read_journal(path: Path) -> JournalState:
+def journal_records(path: Path) -> list[dict[str, Any]]:
+    """Every record of a journal, in order (a last one a crash cut short left out)."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
@@ -136,6 +137,11 @@ def read_journal(path: Path) -> JournalState:
             if number == len(lines):
                 break  # a record cut short by a crash; everything before it holds
             raise ResumeRefused(f"{path}:{number}: not a journal record.") from None
+    return records
+
+
+def read_journal(path: Path) -> JournalState:
+    records = journal_records(path)
     if not records or records[0].get("type") != "run":
         raise ResumeRefused(f"{path} is not a drctl runbook journal.")
     header = records[0]

@@ -37,7 +37,6 @@ from typing import Any
 
 from drctl.errors import DrctlError
 from drctl.runbook.faults import (
-    LAB_TARGETS,
     STEP_TARGET,
     CommandTarget,
     FaultSignal,
@@ -187,8 +186,7 @@ class FaultStep(StepKindDefinition):
         commands = inputs.get("commands") or {}
         wanted = inputs.get("targets")
         if lab:
-            names = [t for t in LAB_TARGETS if wanted is None or t in wanted]
-            available.update(lab_targets(Path(str(lab)), names))
+            available.update(lab_targets(Path(str(lab)), wanted))
         for name, cmds in commands.items():
             available[str(name)] = CommandTarget(str(name), {k: str(v) for k, v in cmds.items()})
         targets = [str(t) for t in wanted] if wanted is not None \

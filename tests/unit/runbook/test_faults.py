@@ -11,12 +11,14 @@ from typing import Any
 
 import pytest
 
+from drctl.reports import render_report
 from drctl.runbook.executor import Executor, RunObserver
 from drctl.runbook.faults import FaultSignal, FaultSpec, WindowEntry, plan_faults
 from drctl.runbook.journal import Journal, read_journal
 from drctl.runbook.loader import RunbookInvalid
 from drctl.runbook.result import RunResult, RunStatus, Status
 from drctl.runbook.variables import resolve_variables
+from drctl.secrets import Redactor
 from tests.unit.runbook.support import load, registry_with_test_actions, run
 
 
@@ -183,6 +185,8 @@ def test_a_kill_lands_in_its_step_and_the_server_is_healed_before_the_next_step(
     kinds = [(r["type"], r.get("step")) for r in map(json.loads,
                                                      journal.read_text().splitlines())]
     assert kinds.index(("fault-healed", None)) < kinds.index(("step-start", "after"))
+    report = render_report("runbook-report", "md", run=result.as_dict(Redactor()))
+    assert "## Faults" in report and "| `faults#1` | kill | server | `work` |" in report
 
 
 def test_a_stop_holds_the_target_then_continues_it(tmp_path: Path) -> None:
