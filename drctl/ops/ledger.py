@@ -313,27 +313,36 @@ def count_side(ledger: Ledger, acked: Mapping[int, Entry], clients: ClusterClien
     """Per partition: the acknowledged records `topics` on this cluster hold once, not at
     all, or more than once; and the numbers sent but never acknowledged found there."""
     names = _existing(clients, topics)
-    found: Counter[int] = Counter()
-    where: dict[int, int] = {}
+    found: list[tuple[int, int]] = []
     for topic in names:
         for rec in read_all(clients, topic):
             seq = ledger.seq_of(rec.key)
             if seq is not None:
-                found[seq] += 1
-                where[seq] = rec.partition
+                found.append((seq, rec.partition))
+    return count_found(acked, found, clients.name, names)
+
+
+def count_found(acked: Mapping[int, Entry], found: Iterable[tuple[int, int]], cluster: str,
+                topics: Sequence[str]) -> list[SideCount]:
+    """`count_side` on what was read: (record number, partition) of every copy found."""
+    copies: Counter[int] = Counter()
+    where: dict[int, int] = {}
+    for seq, partition in found:
+        copies[seq] += 1
+        where[seq] = partition
     rows: dict[int, SideCount] = {}
 
     def row(partition: int) -> SideCount:
-        return rows.setdefault(partition, SideCount(clients.name, names, partition))
+        return rows.setdefault(partition, SideCount(cluster, list(topics), partition))
 
     for seq, entry in acked.items():
         one = row(entry.partition)
         one.acked += 1
-        n = found.get(seq, 0)
+        n = copies.get(seq, 0)
         one.found += n
         one.lost += n == 0
         one.twice += n > 1
-    for seq, n in found.items():
+    for seq, n in copies.items():
         if seq not in acked:
             # Sent, never acknowledged: there once is allowed; twice is not.
             one = row(where[seq])
