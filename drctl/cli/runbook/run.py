@@ -71,7 +71,7 @@ def run(
       drctl runbook run failover --yes
       drctl runbook run my-drill.yaml --var target=secondary --vars-file site.yaml
       drctl runbook run drill --resume .drctl/runbooks/drill-<time>.jsonl
-      drctl runbook run drill --yes --faults 4 --seed 1 --rounds 20 --report-dir c/
+      drctl runbook run drill --yes --faults 4 --seed 1 --rounds 20
 
     \b
     With --faults, --seed or --rounds it is a campaign: R rounds, each under its

@@ -113,7 +113,8 @@ class FaultStep(StepKindDefinition):
                 parser.issue(line_of(spec, key, line), step.name, f"fault.{key}: {message}")
             _durations(spec.get(key), issue)
         commands = spec.get("commands") or {}
-        if not isinstance(commands, Mapping) or not all(
+        if not is_template(commands) and not isinstance(commands, Mapping) or \
+                isinstance(commands, Mapping) and not all(
                 isinstance(c, Mapping) and set(c) <= set(CommandTarget.KEYS)
                 for c in commands.values()):
             parser.issue(line_of(spec, "commands", line), step.name,
@@ -184,6 +185,10 @@ class FaultStep(StepKindDefinition):
         available: dict[str, Target] = {}
         lab = inputs.get("lab")
         commands = inputs.get("commands") or {}
+        if not isinstance(commands, Mapping) or not all(isinstance(c, Mapping)
+                                                        for c in commands.values()):
+            raise ValueError("commands: per target a mapping of "
+                             f"{', '.join(CommandTarget.KEYS)}")
         wanted = inputs.get("targets")
         if lab:
             available.update(lab_targets(Path(str(lab)), wanted))
