@@ -204,7 +204,8 @@ class LabTarget:
             state = self.lab.load_state()
             self.lab.spark_server(state.ports).up(notify)
         else:
-            self.lab.heal(self.name, notify)
+            # As systemd would: started, and answering; what it serves is drctl's to handle.
+            self.lab.heal(self.name, notify, settle=False)
         return "restarted by the drill (as systemd would)"
 
 
@@ -527,7 +528,11 @@ def heal_left_broken(faults: Mapping[str, Mapping[str, Any]],
         if target is None or target.running():
             continue
         notify(f"Starting {name} again: a fault took it down and it did not come back")
-        target.heal(notify)
+        try:
+            target.heal(notify)
+        except DrctlError as exc:  # the step run again finds it down, and says so
+            notify(f"{name} did not come back: {exc.message}")
+            continue
         healed.append(name)
     return healed
 
