@@ -430,6 +430,10 @@ def xdist_group(item: pytest.Item) -> str:
     if "prefixed" in needs:
         # Two workers, a prefixed lab each: on one they were a third of the run's wall time.
         return "prefixed-lab-2" if file in _PREFIXED_SECOND else "prefixed-lab"
+    if file in _SHARED_PER_LAB:
+        # A module-scoped lab per kind: the tests on one lab together, the labs side by side.
+        lab = next((f for f in getattr(item, "fixturenames", ()) if f.endswith("_lab")), "")
+        return f"{file}::{lab}"
     if item.get_closest_marker("lab") and file not in _SHARED_SETUP:
         # A lab test on its own: a file's heavy cycles run on the workers side by side.
         return f"{file}::{getattr(item, 'originalname', item.name)}"
@@ -442,7 +446,9 @@ _PREFIXED_SECOND = {"lab/test_reprotect.py", "lab/test_switchback.py", "lab/test
                     "lab/test_lab.py"}
 
 # Lab test files whose tests share a module-scoped fixture: kept on one worker together.
-_SHARED_SETUP = {"lab/test_drill.py", "lab/test_schema_parity.py"}
+_SHARED_SETUP = {"lab/test_schema_parity.py"}
+# ... and files with a module-scoped lab per kind: each lab's tests on one worker.
+_SHARED_PER_LAB = {"lab/test_drill_faults.py"}
 
 # Files whose tests run whole incidents (failover, failback, return) on the shared secure lab.
 # They hand it on restored, yet MirrorMaker 2 once stopped copying a new topic half-way right

@@ -12,8 +12,8 @@ names the seed that reproduces it (`--seed S+r-1 --rounds 1`).
 Everything a round did is read back from its journal — faults landed and where (step, seconds
 into it, the operation's phase), how each was healed, the re-runs and the time each failed step
 took to recover, the RTO of failover, failback and reprotect by phase, the ledger's counts —
-and kept in `<report dir>/campaign.json` after every round, so the same command run again
-after a crash goes on with the round it was in. The scorecard is written as JSON, Markdown and
+and kept in `<report dir>/campaign-state.json` after every round, so the same command run
+again after a crash goes on with the round it was in. The scorecard is written as JSON, Markdown and
 HTML (`templates/drill-campaign.md.j2`).
 """
 
@@ -41,7 +41,7 @@ from drctl.runbook.variables import Variables
 FAULTS_VAR, SEED_VAR = "faults", "fault_seed"
 # Operations whose step scorecards carry RTO by phase.
 OPERATIONS = ("failover", "failback", "reprotect")
-STATE_FILE = "campaign.json"
+STATE_FILE = "campaign-state.json"
 # A run that ends so is run again (after healing); any other end is the round's verdict.
 _RERUN = frozenset({RunStatus.failed, RunStatus.unreachable})
 
@@ -84,6 +84,8 @@ class Campaign:
     notify: Notify = lambda _: None
     # Each run of a round as it ends (its report, say).
     run_done: Callable[[int, RunResult], None] = lambda _round, _result: None
+    # The scorecard so far, after every round (written where the campaign's reports go).
+    scored: Callable[[dict[str, Any]], object] = lambda _card: None
     rounds: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -106,6 +108,7 @@ class Campaign:
                 break  # the same command goes on with this round
             self.rounds.append(summary)
             self._save_state()
+            self.scored(self.scorecard())
             if not summary["passed"]:
                 self.notify(f"Round {round_no} did not pass ({summary['status']}: "
                             f"{summary['reason']}). Reproduce it: "

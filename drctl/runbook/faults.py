@@ -191,11 +191,17 @@ class LabTarget:
             pass
 
     def gone(self, deadline_s: float) -> bool:
+        pid = self.process.pid()
         end = time.monotonic() + deadline_s
         while self.process.is_running():
             if time.monotonic() > end:
                 return False
             time.sleep(0.1)
+        if pid is not None:
+            try:  # reaped when this process started it (a heal of an earlier fault did)
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
         return True
 
     def heal(self, notify: Notify) -> str:

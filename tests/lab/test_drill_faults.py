@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ pytestmark = [pytest.mark.lab, pytest.mark.spark]
 # Per naming: its ports, and the first of its two rounds' seeds — chosen so that each round's
 # three faults take each signal once and the two rounds' six faults every target at least
 # once (the plan is the seed's: runbook/faults.py plan_faults).
-LABS = {"kept": (PORT_BASE + 30, 11), "prefixed": (PORT_BASE + 40, 21)}
+LABS = {"kept": (PORT_BASE + 30, 16), "prefixed": (PORT_BASE + 40, 14)}
 FAULTS, ROUNDS = 3, 2
 SIGNALS = {"kill", "stop", "term"}
 TARGETS = {"primary", "secondary", "connect", "spark-connect", "step"}
@@ -34,10 +35,7 @@ TARGETS = {"primary", "secondary", "connect", "spark-connect", "step"}
 DRILL_VARS = ["records=500", "gap_records=30", "ledger_records=150"]
 
 
-@pytest.fixture(params=sorted(LABS))
-def fault_lab(request: pytest.FixtureRequest,
-              tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    naming = request.param
+def _fault_lab(naming: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     base, _ = LABS[naming]
     lab = Lab(tmp_path_factory.mktemp(f"faults-{naming}") / "lab")
     try:
@@ -48,8 +46,44 @@ def fault_lab(request: pytest.FixtureRequest,
         lab.down()
 
 
-def test_two_rounds_under_faults_lose_nothing_and_say_where_each_fault_landed(
-        fault_lab: Lab, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+# A lab per naming, each with its own Spark Connect server (a fault target); the tests on
+# one lab run on one worker (tests/conftest.py `xdist_group`), the two labs side by side.
+@pytest.fixture(scope="module")
+def kept_fault_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    yield from _fault_lab("kept", tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def prefixed_fault_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    yield from _fault_lab("prefixed", tmp_path_factory)
+
+
+def test_two_rounds_under_faults_with_names_kept(kept_fault_lab: Lab, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    _two_rounds(kept_fault_lab, tmp_path, capsys)
+
+
+def test_two_rounds_under_faults_with_prefixed_names(
+        prefixed_fault_lab: Lab, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _two_rounds(prefixed_fault_lab, tmp_path, capsys)
+
+
+def test_comeback_drill_passes_every_check(kept_fault_lab: Lab, tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """The second-fault drill (runbooks/drill-comeback.yaml) on the kept lab after its
+    rounds: the failed datacenter's replicator comes back after an unconfirmed stop."""
+    junit = tmp_path / "comeback.xml"
+    status = main(["--config", str(kept_fault_lab.config_file), "runbook", "run",
+                   "drill-comeback", "--yes", "--junit", str(junit)])
+    assert status == 0, capsys.readouterr().err[-4000:]
+    names = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
+    for check in ("stop_is_pending", "stop_confirmed", "every_gap_record_came_late",
+                  "nothing_copied_twice", "primary_holds_every_record_once",
+                  "incident_closed"):
+        assert check in names and names[check].find("failure") is None, check
+
+
+def _two_rounds(fault_lab: Lab, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     naming = fault_lab.load_state().topic_naming
     _, seed = LABS[naming]
     report_dir = tmp_path / "campaign"

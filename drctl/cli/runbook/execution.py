@@ -267,11 +267,14 @@ def execute_campaign(*, file: str, var: list[str] | None, vars_file: list[Path] 
     term.info(f"Campaign: {rounds} round(s) of {escape(first.name)}, {faults} fault(s) each, "
               f"seeds {seed}..{seed + rounds - 1}; reports in {escape(str(report_dir))}",
               markup=True)
+    def scored(card: dict[str, Any]) -> list[Path]:
+        return write_report(report_dir, "campaign", {"card": card}, "drill-campaign")
+
     campaign = Campaign(spec, load=load, executor=executor, heal=heal, notify=term.step,
-                        run_done=run_done)
+                        run_done=run_done, scored=scored)
     with _sigterm_interrupts():
         card = campaign.run()
-    paths = write_report(report_dir, "campaign", {"card": card}, "drill-campaign")
+    paths = scored(card)
     for path in paths:
         term.info(f"Scorecard: {path}")
     if term.json_mode:
