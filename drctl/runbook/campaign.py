@@ -105,7 +105,8 @@ class Campaign:
                 continue
             summary = self._round(round_no)
             if summary["status"] == RunStatus.interrupted.value:
-                break  # the same command goes on with this round
+                # Not a round's verdict: the same command goes on with this round.
+                return {**self.scorecard(), "interrupted": round_no}
             self.rounds.append(summary)
             self._save_state()
             self.scored(self.scorecard())
@@ -315,6 +316,7 @@ def campaign_scorecard(spec: CampaignSpec, rounds: Sequence[Mapping[str, Any]]
         "rounds": len(rounds), "passed": len(rounds) - len(failed),
         "failed": [{"round": r["round"], "seed": r["seed"], "status": r["status"],
                     "reason": r["reason"], "reproduce": r["reproduce"]} for r in failed],
+        "interrupted": None,
         "ok": not failed and len(rounds) == spec.rounds and not totals["lost"]
         and not totals["twice"] and not totals["groups_lost"],
         "faults": {
@@ -348,6 +350,8 @@ def campaign_scorecard(spec: CampaignSpec, rounds: Sequence[Mapping[str, Any]]
 def exit_status(scorecard: Mapping[str, Any]) -> ExitStatus:
     """0 every round passed with nothing lost or twice; else what the failing round ended
     with (a check that did not hold: 3)."""
+    if scorecard.get("interrupted"):
+        return ExitStatus.INTERRUPTED
     if scorecard["ok"]:
         return ExitStatus.SUCCESS
     for failed in scorecard["failed"]:

@@ -280,6 +280,10 @@ def execute_campaign(*, file: str, var: list[str] | None, vars_file: list[Path] 
     if term.json_mode:
         term.emit_json({**card, "reports": [str(p) for p in paths]})
     status = exit_status(card)
+    if card.get("interrupted"):
+        term.error(f"Campaign interrupted in round {card['interrupted']}: run the same command "
+                   "again to go on with it.")
+        raise typer.Exit(int(status))
     landed = card["faults"]["landed"]
     text = (f"Campaign: {card['passed']} of {card['rounds']} round(s) passed; {landed} "
             f"fault(s) landed, {card['reruns']['total']} re-run(s); records lost "

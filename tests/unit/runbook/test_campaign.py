@@ -15,10 +15,10 @@ from drctl.errors import ExitStatus, UsageError
 from drctl.reports import render_report
 from drctl.runbook.actions import ActionContext, Registry
 from drctl.runbook.campaign import Campaign, CampaignSpec, exit_status
-from drctl.runbook.executor import Executor
+from drctl.runbook.executor import Executor, RunObserver
 from drctl.runbook.journal import Journal, JournalState
 from drctl.runbook.loader import parse_runbook
-from drctl.runbook.model import Runbook
+from drctl.runbook.model import Runbook, Step
 from drctl.runbook.variables import Variables, parse_assignments, resolve_variables
 
 
@@ -86,7 +86,10 @@ class _Harness:
 
     def executor(self, runbook: Runbook, variables: Variables, journal: Journal) -> Executor:
         self.runs += 1
-        return Executor(runbook, variables, registry(), journal=journal)
+        return Executor(runbook, variables, registry(), journal=journal,
+                        observer=self.observer)
+
+    observer: RunObserver | None = None
 
     def heal(self, state: JournalState) -> list[str]:
         self.healed.append(state)
@@ -139,3 +142,22 @@ def test_a_report_dir_holds_one_campaign(tmp_path: Path) -> None:
     _Harness(tmp_path / "c", rounds=1, faults=0).run()
     with pytest.raises(UsageError, match="holds another campaign"):
         _Harness(tmp_path / "c", rounds=2, faults=0).run()
+
+
+class _CtrlC(RunObserver):
+    def step_started(self, step: Step) -> None:
+        if step.name == "work":
+            raise KeyboardInterrupt
+
+
+def test_an_interrupted_campaign_goes_on_with_its_round_when_run_again(
+        tmp_path: Path) -> None:
+    harness = _Harness(tmp_path / "c", rounds=1, faults=0)
+    harness.observer = _CtrlC()
+    card = harness.run()
+    assert card["interrupted"] == 1 and card["rounds"] == 0
+    assert exit_status(card) == ExitStatus.INTERRUPTED
+    again = _Harness(tmp_path / "c", rounds=1, faults=0)
+    card = again.run()
+    assert card["ok"] and card["rounds"] == 1 and again.runs == 1
+    assert any("going on with" in line for line in again.lines)
