@@ -13,7 +13,13 @@ import pytest
 
 from drctl.reports import render_report
 from drctl.runbook.executor import Executor, RunObserver
-from drctl.runbook.faults import FaultSignal, FaultSpec, WindowEntry, plan_faults
+from drctl.runbook.faults import (
+    FaultSignal,
+    FaultSpec,
+    WindowEntry,
+    heal_left_broken,
+    plan_faults,
+)
 from drctl.runbook.journal import Journal, read_journal
 from drctl.runbook.loader import RunbookInvalid
 from drctl.runbook.result import RunResult, RunStatus, Status
@@ -59,7 +65,8 @@ def _sleeper(tmp_path: Path, name: str = "server") -> dict[str, str]:
             "stop": f"kill -STOP $(cat {pid}); echo stopped >> {log}",
             "cont": f"kill -CONT $(cat {pid}); echo continued >> {log}",
             "heal": start,
-            "running": f"kill -0 $(cat {pid})"}
+            # A killed `sleep` may stay a zombie (no init reaps it in a container).
+            "running": f"ps -o stat= -p $(cat {pid}) | grep -qv Z"}
 
 
 def _stop_sleeper(tmp_path: Path, name: str = "server") -> list[str]:
@@ -357,3 +364,18 @@ def test_unknown_targets_are_named() -> None:
     assert faults.status == Status.failed
     assert "no target named broker-9" in (faults.error or "")
 
+
+
+def test_what_a_fault_left_broken_is_healed_before_a_run_again(tmp_path: Path) -> None:
+    """A server whose heal failed (or never ran: the run ended first) is started again before
+    the campaign resumes; one seen back, or the step itself, is left alone."""
+    commands = _sleeper(tmp_path)
+    os.system(commands["kill"])
+    faults = {"f#1": {"landed": True, "target": "server", "healed": {"how": "not healed"}},
+              "f#2": {"landed": True, "target": "step"},
+              "f#3": {"landed": False, "target": "server"}}
+    assert heal_left_broken(faults, [{"commands": {"server": commands}}]) == ["server"]
+    assert os.system(commands["running"]) == 0
+    # Back: nothing to do.
+    assert heal_left_broken(faults, [{"commands": {"server": commands}}]) == []
+    assert _stop_sleeper(tmp_path) == ["started", "killed", "started"]
