@@ -94,7 +94,7 @@ def _two_rounds(fault_lab: Lab, tmp_path: Path, capsys: pytest.CaptureFixture[st
                    *[a for v in DRILL_VARS for a in ("--var", v)]])
     err = capsys.readouterr().err
     print(f"{naming}: the campaign took {time.monotonic() - started:.0f} s")
-    card: dict[str, Any] = json.loads((report_dir / "campaign.json").read_text())
+    card: dict[str, Any] = json.loads((report_dir / "campaign.json").read_text())["card"]
     assert status == 0, err[-6000:]
     assert card["ok"] and card["rounds"] == ROUNDS == card["passed"], card["failed"]
     assert (card["ledger"]["lost"], card["ledger"]["twice"], card["ledger"]["groups_lost"]) \
