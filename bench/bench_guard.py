@@ -67,8 +67,9 @@ from drctl.kafka.groups import alter_offsets_many, committed_offsets
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.records import read_all
 from drctl.lab.lab import Lab, LabPorts, LabState
-from drctl.ops.audit import audit_incident
-from drctl.ops.failover import FailoverOptions, run_failover
+from drctl.ops.one_way.failover import run_failover
+from drctl.ops.steps.audit import audit_incident
+from drctl.ops.steps.failover_point import FailoverOptions
 from drctl.translate.engine import TranslateRequest, translate_offsets
 from drctl.translate.model import TranslateMethod, TranslationReport
 

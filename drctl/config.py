@@ -102,7 +102,7 @@ class Scope:
 
     def covers_topic(self, source_topic: str) -> bool:
         # A whole-flow incident's filter is empty, or leaves out what open applications'
-        # incidents hold (ops/scope.py).
+        # incidents hold (ops/steps/scope.py).
         return self.topics.matches(source_topic)
 
     def covers_group(self, group: str) -> bool:
@@ -238,6 +238,39 @@ class ReplicationSettings:
         return None
 
 
+# The one topology besides one flow (active/standby, `replication:`): MirrorMaker 2 both ways.
+ACTIVE_ACTIVE = "active-active"
+TOPOLOGY_KINDS = (ACTIVE_ACTIVE,)
+
+
+@dataclass(frozen=True)
+class TopologySettings:
+    """`topology:` — two flows between the same two clusters, one each way (docs/design.md
+    §6, "Active-active"); each cluster is a region whose producers write its local topics.
+    What the flows mean together lives in drctl/ops/active_active/; here only what the file
+    says. Names kept both ways parse (`config check` and `failover` name the loop)."""
+
+    kind: str
+    flows: tuple[ReplicationSettings, ReplicationSettings]
+    # Per region (cluster name): the groups its applications own (none given: every group
+    # that commits on it, within `groups:`).
+    region_groups: Mapping[str, NameFilter] = field(default_factory=dict)
+
+    @property
+    def regions(self) -> tuple[str, str]:
+        return self.flows[0].source, self.flows[0].target
+
+    def flow_from(self, region: str) -> ReplicationSettings:
+        """The flow that copies `region`'s local topics to the other region."""
+        for flow in self.flows:
+            if flow.source == region:
+                return flow
+        raise KeyError(region)
+
+    def other(self, region: str) -> str:
+        return self.flow_from(region).target
+
+
 @dataclass(frozen=True)
 class StateSettings:
     dir: Path = Path(".drctl")
@@ -278,6 +311,9 @@ class Config:
     path: Path | None
     clusters: Mapping[str, Mapping[str, str]]
     replication: ReplicationSettings | None = None
+    # Two flows, one each way (`topology:`); then `replication` is None: a command that works
+    # on one flow takes one of them (`for_flow`).
+    topology: TopologySettings | None = None
     # Per cluster, its `java:` map; None as a value leaves that property out of the Java client.
     java_clusters: Mapping[str, Mapping[str, str | None]] = field(default_factory=dict)
     # Per cluster, the schema registry its consumers decode with (`schema_registry:`).
@@ -335,14 +371,35 @@ class Config:
     def under_deadline(self, deadline_s: float | None) -> Config:
         """This config with a command's --deadline as its Connect worker's reach deadline
         (None: as it is)."""
-        rep = self.replication
-        if deadline_s is None or rep is None:
+        rep, topology = self.replication, self.topology
+        if deadline_s is None or (rep is None and topology is None):
             return self
-        return replace(self, replication=replace(
-            rep, connect=replace(rep.connect, reach_deadline_s=deadline_s)))
+
+        def bounded(flow: ReplicationSettings) -> ReplicationSettings:
+            return replace(flow, connect=replace(flow.connect, reach_deadline_s=deadline_s))
+
+        if topology is not None:
+            flows = (bounded(topology.flows[0]), bounded(topology.flows[1]))
+            return replace(self, topology=replace(topology, flows=flows))
+        assert rep is not None
+        return replace(self, replication=bounded(rep))
+
+    def for_flow(self, flow: ReplicationSettings) -> Config:
+        """This config seen as one flow (`replication: flow`, no topology): every one-flow
+        step — translation, guard, lag, RPO, markers — works on each flow of a topology
+        through it."""
+        return replace(self, replication=flow, topology=None)
 
     def require_replication(self) -> ReplicationSettings:
         if self.replication is None:
+            if self.topology is not None:
+                raise ConfigError(f"this command works on one replication flow; this "
+                                  f"configuration's topology is {self.topology.kind}",
+                                  path=str(self.path) if self.path else None, key="topology",
+                                  hint="An active-active pair fails over and back by region: "
+                                       "`drctl failover --region NAME`, `drctl failback`; "
+                                       "`status`, `check` and `guard` read both flows "
+                                       "(docs/operations.md, \"Active-active\").")
             raise ConfigError("this command needs a 'replication' section",
                               path=str(self.path) if self.path else None, key="replication")
         return self.replication
@@ -396,8 +453,10 @@ JAAS_OPTION = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
 # Kafka's principal form, `Type:name` (User:alice, Group:ops); the name may contain ':' itself.
 _PRINCIPAL = re.compile(r"[A-Za-z][A-Za-z0-9_]*:\S.*")
 
-_TOP_KEYS = ("clusters", "replication", "groups", "state", "spark", "retry", "objectives",
-             "applications")
+_TOP_KEYS = ("clusters", "replication", "topology", "groups", "state", "spark", "retry",
+             "objectives", "applications")
+_TOPOLOGY_KEYS = ("kind", "flows", "regions")
+_REGION_KEYS = ("groups",)
 _APPLICATION_KEYS = ("topics", "groups")
 _REPLICATION_KEYS = ("kind", "source", "target", "topics", "rename", "source_alias",
                      "target_alias", "connect", "replicator_group", "principal")
@@ -532,10 +591,19 @@ class _Parser:
         if top.get("replication") is not None:
             replication = self.collect(lambda: self.replication(top["replication"], clusters),
                                        None)
+        topology = None
+        if top.get("topology") is not None:
+            topology = self.collect(lambda: self.topology(top["topology"], clusters), None)
+            if replication is not None:
+                self.problems.append(self.error(
+                    "replication", "set together with topology: a topology's flows are its "
+                    "own (topology.flows)", "Move the flow into topology.flows, or remove "
+                    "topology for one flow."))
         return Config(
             path=self.path,
             clusters=clusters,
             replication=replication,
+            topology=topology,
             java_clusters=java_clusters,
             schema_registries=self.registries,
             groups=self.collect(lambda: self.name_filter(top.get("groups"), "groups"),
@@ -686,31 +754,33 @@ class _Parser:
                              f"{', '.join(sorted(clusters))})", did_you_mean(name, clusters))
         return name
 
-    def replication(self, value: Any,
-                    clusters: Mapping[str, Any]) -> ReplicationSettings | None:
-        raw = self.mapping(value, "replication", _REPLICATION_KEYS)
-        missing = [f"replication.{k}" for k in ("kind", "source", "target") if k not in raw]
-        for key in missing:
-            self.problems.append(self.error(key, "required key is missing"))
-        kind = self.collect(lambda: self.kind(raw.get("kind")), None)
-        source = self.collect(
-            lambda: self.cluster_ref(raw["source"], "replication.source", clusters), None)
-        target = self.collect(
-            lambda: self.cluster_ref(raw["target"], "replication.target", clusters), None)
+    def replication(self, value: Any, clusters: Mapping[str, Any],
+                    key: str = "replication") -> ReplicationSettings | None:
+        """One flow, under `key` (`replication`, or `topology.flows[i]`)."""
+        raw = self.mapping(value, key, _REPLICATION_KEYS)
+        missing = [f"{key}.{k}" for k in ("kind", "source", "target") if k not in raw]
+        for name in missing:
+            self.problems.append(self.error(name, "required key is missing"))
+        kind = self.collect(lambda: self.kind(raw.get("kind"), key), None)
+        # A missing one is recorded above: the rest of the section is still checked.
+        source, target = (
+            self.collect(partial(self.cluster_ref, raw[k], f"{key}.{k}", clusters), None)
+            if k in raw else None for k in ("source", "target"))
         if source is not None and source == target:
-            self.problems.append(self.error("replication.target",
+            self.problems.append(self.error(f"{key}.target",
                                             "source and target are the same cluster"))
-        rename = self.collect(lambda: self.rename(raw.get("rename", "{topic}"), kind), None)
-        connect = self.collect(lambda: self.connect(raw.get("connect")), ConnectSettings())
-        topics = self.collect(lambda: self.name_filter(raw.get("topics"),
-                                                       "replication.topics"), NameFilter())
+        rename = self.collect(lambda: self.rename(raw.get("rename", "{topic}"), kind, key),
+                              None)
+        connect = self.collect(lambda: self.connect(raw.get("connect"), key), ConnectSettings())
+        topics = self.collect(lambda: self.name_filter(raw.get("topics"), f"{key}.topics"),
+                              NameFilter())
         aliases = [self.collect(partial(self.optional_string, raw.get(k, default),
-                                        f"replication.{k}"), None)
+                                        f"{key}.{k}"), None)
                    for k, default in (("source_alias", source), ("target_alias", target))]
         group = self.collect(lambda: self.optional_string(raw.get("replicator_group"),
-                                                          "replication.replicator_group"), None)
+                                                          f"{key}.replicator_group"), None)
         principal = self.collect(lambda: self.principal(raw.get("principal"),
-                                                        "replication.principal"), None)
+                                                        f"{key}.principal"), None)
         if (kind is None or source is None or target is None or rename is None
                 or aliases[0] is None or aliases[1] is None):
             return None  # each missing piece is a recorded problem
@@ -727,31 +797,78 @@ class _Parser:
             principal=principal,
         )
 
-    def kind(self, value: Any) -> str | None:
+    def kind(self, value: Any, key: str = "replication") -> str | None:
         if value is None:
             return None  # recorded as missing
-        kind = self.string(value, "replication.kind")
+        kind = self.string(value, f"{key}.kind")
         if kind not in KIND_NAMES:
-            raise self.error("replication.kind", f"must be one of {', '.join(KIND_NAMES)}, "
+            raise self.error(f"{key}.kind", f"must be one of {', '.join(KIND_NAMES)}, "
                              f"got '{kind}'", did_you_mean(kind, KIND_NAMES))
         return kind
 
-    def rename(self, value: Any, kind: str | None) -> str:
-        rename = self.string(value, "replication.rename")
+    def rename(self, value: Any, kind: str | None, key: str = "replication") -> str:
+        rename = self.string(value, f"{key}.rename")
         if rename.count("{topic}") != 1:
-            raise self.error("replication.rename", "must contain '{topic}' exactly once, "
+            raise self.error(f"{key}.rename", "must contain '{topic}' exactly once, "
                              "e.g. '{topic}' (names kept) or 'primary.{topic}'")
         if kind is not None and kind_entry(kind).keeps_topic_names and rename != "{topic}":
-            raise self.error("replication.rename", f"{kind} mirrors keep topic names")
+            raise self.error(f"{key}.rename", f"{kind} mirrors keep topic names")
         return rename
 
-    def connect(self, value: Any) -> ConnectSettings:
-        connect_raw = self.mapping(value, "replication.connect", _CONNECT_KEYS)
+    def connect(self, value: Any, key: str = "replication") -> ConnectSettings:
+        connect_raw = self.mapping(value, f"{key}.connect", _CONNECT_KEYS)
         names: dict[str, Any] = {
             name: self.collect(partial(self.optional_string, connect_raw.get(name),
-                                       f"replication.connect.{name}"), None)
+                                       f"{key}.connect.{name}"), None)
             for name in _CONNECT_KEYS if name not in _HTTP_KEYS}
-        return ConnectSettings(**self.http_fields(connect_raw, "replication.connect"), **names)
+        return ConnectSettings(**self.http_fields(connect_raw, f"{key}.connect"), **names)
+
+    def topology(self, value: Any, clusters: Mapping[str, Any]) -> TopologySettings | None:
+        """`topology: {kind: active-active, flows: [A -> B, B -> A], regions: {A: {groups:
+        ...}}}`: two MirrorMaker 2 flows between the same two clusters, opposite ways."""
+        raw = self.mapping(value, "topology", _TOPOLOGY_KEYS)
+        kind = self.collect(lambda: self.string(raw.get("kind", ACTIVE_ACTIVE),
+                                                "topology.kind"), None)
+        if kind is not None and kind not in TOPOLOGY_KINDS:
+            self.problems.append(self.error(
+                "topology.kind", f"must be {' or '.join(TOPOLOGY_KINDS)}, got '{kind}'",
+                "One flow (active/standby) is the `replication:` section, not a topology."))
+            kind = None
+        items = raw.get("flows")
+        if not isinstance(items, list) or len(items) != 2:
+            got = f"{len(items)} flow(s)" if isinstance(items, list) else type_name(items)
+            self.problems.append(self.error(
+                "topology.flows", f"an active-active pair is two flows, one each way; got "
+                f"{got}", "E.g. [{source: primary, target: secondary, ...}, {source: "
+                "secondary, target: primary, ...}]."))
+            return None
+        a, b = (self.collect(partial(self.replication, item, clusters, f"topology.flows[{i}]"),
+                             None) for i, item in enumerate(items))
+        if a is None or b is None or kind is None:
+            return None  # each missing piece is a recorded problem
+        if (a.source, a.target) != (b.target, b.source):
+            self.problems.append(self.error(
+                "topology.flows", f"the flows {a.source} -> {a.target} and {b.source} -> "
+                f"{b.target} are not one each way between the same two clusters"))
+            return None
+        for i, flow in enumerate((a, b)):
+            if not kind_entry(flow.kind).runs_both_ways:
+                both = [n for n in KIND_NAMES if kind_entry(n).runs_both_ways]
+                self.problems.append(self.error(
+                    f"topology.flows[{i}].kind", f"an active-active pair runs "
+                    f"{' or '.join(both)} both ways; {flow.kind} is not supported there yet"))
+        regions: dict[str, NameFilter] = {}
+        for name, spec in self.mapping(raw.get("regions"), "topology.regions", None).items():
+            key = f"topology.regions.{name}"
+            if name not in (a.source, a.target):
+                self.problems.append(self.error(key, f"not a cluster of the pair "
+                                                     f"({a.source}, {a.target})",
+                                                did_you_mean(name, (a.source, a.target))))
+                continue
+            region = self.mapping(spec, key, _REGION_KEYS)
+            regions[name] = self.collect(partial(self.name_filter, region.get("groups"),
+                                                 f"{key}.groups"), NameFilter())
+        return TopologySettings(kind, (a, b), regions)
 
     def schema_registry(self, value: Any, key: str) -> HttpSettings:
         """A cluster's `schema_registry:` — where its consumers look schema ids up."""
@@ -917,22 +1034,35 @@ def config_as_data(config: Config) -> dict[str, Any]:
                                        "groups": list(app.groups.include)}
                                 for name, app in sorted(config.applications.items())}
     if rep is not None:
-        data["replication"] = {
-            "kind": rep.kind, "source": rep.source, "target": rep.target,
-            "topics": {"include": list(rep.topics.include), "exclude": list(rep.topics.exclude)},
-            "rename": rep.rename, "source_alias": rep.source_alias,
-            "target_alias": rep.target_alias, "replicator_group": rep.replicator_group,
-            "principal": rep.principal,
-            "connect": {
-                **http_data(rep.connect),
-                "source_connector": rep.connect.source_connector,
-                "checkpoint_connector": rep.connect.checkpoint_connector,
-                "heartbeat_connector": rep.connect.heartbeat_connector,
-            },
-        }
+        data["replication"] = _flow_data(rep)
+    topology = config.topology
+    if topology is not None:
+        del data["replication"]
+        data["topology"] = {
+            "kind": topology.kind, "flows": [_flow_data(flow) for flow in topology.flows],
+            "regions": {name: {"groups": {"include": list(groups.include),
+                                          "exclude": list(groups.exclude)}}
+                        for name, groups in sorted(topology.region_groups.items())}}
     _put_references(data, config.references)
     redacted: dict[str, Any] = config.redactor.redact_data(data)
     return redacted
+
+
+def _flow_data(rep: ReplicationSettings) -> dict[str, Any]:
+    """One flow under the file's keys."""
+    return {
+        "kind": rep.kind, "source": rep.source, "target": rep.target,
+        "topics": {"include": list(rep.topics.include), "exclude": list(rep.topics.exclude)},
+        "rename": rep.rename, "source_alias": rep.source_alias,
+        "target_alias": rep.target_alias, "replicator_group": rep.replicator_group,
+        "principal": rep.principal,
+        "connect": {
+            **http_data(rep.connect),
+            "source_connector": rep.connect.source_connector,
+            "checkpoint_connector": rep.connect.checkpoint_connector,
+            "heartbeat_connector": rep.connect.heartbeat_connector,
+        },
+    }
 
 
 def http_data(endpoint: HttpSettings) -> dict[str, Any]:
@@ -962,5 +1092,8 @@ def _put_references(data: dict[str, Any], references: Mapping[str, str],
         path = f"{prefix}{key}"
         if isinstance(value, dict):
             _put_references(value, references, f"{path}.")
+        elif isinstance(value, list) and all(isinstance(v, dict) for v in value):
+            for i, item in enumerate(value):  # a topology's flows: `topology.flows[0].…`
+                _put_references(item, references, f"{path}[{i}].")
         elif path in references:
             data[key] = references[path]

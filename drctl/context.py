@@ -144,7 +144,7 @@ class OpsContext:
         log = self._lock_logs.get(key)
         if log is None:
             log = self._lock_logs[key] = (
-                TopicLog(store.cluster, lock_topic(store.topic), key)
+                TopicLog(store.cluster, lock_topic(store.topic), key, self.notify)
                 if store.cluster is not None
                 else FileLog(store.dir.parent / "locks" / f"{rep.source}-{rep.target}.jsonl"))
         return FlowLock(log, key, what, notify=self.notify)

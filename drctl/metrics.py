@@ -3,9 +3,10 @@ open incidents, readiness findings and the guard's rounds (docs/operations.md, "
 
 Each process owns one `Metrics`, on its own `CollectorRegistry` (never prometheus_client's
 global one, so nothing else a library registers leaks into drctl's exposition). The update
-functions take data drctl already computes: the lag rows of `ops.target_lag.target_lag`,
-the protection dict of `ops/status.py: flow_protection`, a guard round's duration and outcome,
-the finding counts of a readiness check.
+functions take data drctl already computes: the lag rows of
+`ops.steps.target_lag.target_lag`, the protection dict of `ops/steps/flow_status.py:
+flow_protection`, a guard round's duration and outcome, the finding counts of a readiness
+check.
 
 A read that failed is "unknown", never "nothing there": its series read NaN (or are absent
 before the first good read), `drctl_read_failed{source}` is 1 and
@@ -162,7 +163,7 @@ def _read(metrics: Metrics, flow: str, source: str, error: str | None) -> None:
 def set_replication_lag(metrics: Metrics, flow: str,
                         rows: Sequence[Mapping[str, Any]] | None, *,
                         error: str | None = None, now_ms: int | None = None) -> None:
-    """Per topic, the lag rows of `ops.target_lag.target_lag` (`topic`, `behind`,
+    """Per topic, the lag rows of `ops.steps.target_lag.target_lag` (`topic`, `behind`,
     `oldest_unreplicated_ms`, `by_partition`). With `error`, the lag is unknown: every topic of
     the flow reads NaN and the failure is counted. Rows of None without an error (a kind that
     cannot measure lag) leave no lag series. A topic with a partition that cannot be measured

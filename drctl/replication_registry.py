@@ -20,13 +20,15 @@ class KindEntry:
     keeps_topic_names: bool = False
     # How messages and generated configs name the kind; the kind's name when not set.
     title: str = ""
+    # Config rule: the kind may run an active-active pair (`topology:`, a flow each way).
+    runs_both_ways: bool = False
 
 
 # The order is the order error messages list the kinds in.
 _KINDS: dict[str, KindEntry] = {
     "replicator": KindEntry("drctl.replication.replicator:Replicator", title="Replicator"),
     "mirrormaker2": KindEntry("drctl.replication.mirrormaker2:MirrorMaker2",
-                              title="MirrorMaker 2"),
+                              title="MirrorMaker 2", runs_both_ways=True),
     "identity": KindEntry("drctl.replication.identity:Identity", keeps_topic_names=True),
 }
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, is_dataclass
 from datetime import UTC, datetime
@@ -18,14 +19,23 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import NewTopic
 
 from drctl.config import Config, Scope
 from drctl.errors import DrctlError, Unreachable, UsageError
-from drctl.kafka.clients import ClusterClients
+from drctl.kafka.clients import (
+    ClusterClients,
+    ClusterUnreachable,
+    cluster_metadata,
+    reason_text,
+    retry_line,
+    unreachable,
+)
 from drctl.kafka.records import ReadTimeout, read_all
+from drctl.kafka.retriable import transient
 from drctl.kafka.topics import wait_for_leaders
+from drctl.retry import RetriesExhausted, RetryPolicy, retry_call, time_left
 
 SCHEMA_VERSION = 1
 # A marker of thousands of groups holds every position it applied (10,000 groups x 16
@@ -92,9 +102,9 @@ class FailoverMarker:
     # The stop was pending at some point after F: the replicator may have copied records in
     # (late copies). Set once, never cleared.
     stop_unconfirmed: bool = False
-    # What the replicator copied after F (ops/late_copies.py `LateCopies.as_dict`).
+    # What the replicator copied after F (ops/one_way/late_copies.py `LateCopies.as_dict`).
     late_copies: dict[str, Any] = field(default_factory=dict)
-    # The replication fence's life (drctl/ops/fence.py): state fenced | unfenced | not-needed
+    # The replication fence's life (drctl/ops/steps/fence.py): state fenced | unfenced | not-needed
     # | lifted, principal, topics, why not, when. Empty in markers written before it existed.
     fence: dict[str, Any] = field(default_factory=dict)
     # Target end offsets of the mirror topics when replication stopped (F), and of the
@@ -104,17 +114,17 @@ class FailoverMarker:
     source_end: Offsets | None = None  # what the source held, when it could still be read
     topics: dict[str, str] = field(default_factory=dict)  # source topic -> mirror topic
     groups: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # What the flow's last return to protection settled (ops/reprotect.py), taken at failover:
-    # {"incident", "source": {topic: {partition: offset}}, "target": {mirror: {...}}}. Below
-    # those offsets an earlier incident handled every record (replicated, reconciled or
+    # What the flow's last return to protection settled (ops/one_way/reprotect.py), taken at
+    # failover: {"incident", "source": {topic: {partition: offset}}, "target": {mirror: {...}}}.
+    # Below those offsets an earlier incident handled every record (replicated, reconciled or
     # quarantined): this incident's gap analysis starts no lower.
     settled: dict[str, Any] = field(default_factory=dict)
-    # What failover could not take along (ops/failover.py `left_behind`): {"topics": [{topic,
-    # groups}], "groups": [{group, reason}]}. Empty when nothing was.
+    # What failover could not take along (ops/steps/failover_point.py `left_behind`): {"topics":
+    # [{topic, groups}], "groups": [{group, reason}]}. Empty when nothing was.
     left_behind: dict[str, Any] = field(default_factory=dict)
-    # The RPO measured at the failover point (ops/rpo.py `Rpo.as_dict`); empty before.
+    # The RPO measured at the failover point (ops/steps/rpo.py `Rpo.as_dict`); empty before.
     rpo: dict[str, Any] = field(default_factory=dict)
-    # Schema-id parity as each operation's preflight found it (ops/schemas.py): {"failover":
+    # Schema-id parity as each operation's preflight found it (ops/steps/schemas.py): {"failover":
     # [Parity.as_dict()], "failback": [...]}; empty when no registry is configured.
     schemas: dict[str, Any] = field(default_factory=dict)
     # What the incident covers (`Scope.as_dict`): empty for the whole flow (and in markers
@@ -125,7 +135,7 @@ class FailoverMarker:
     # are written; its return takes out exactly these.
     edits: list[dict[str, Any]] = field(default_factory=list)
     # One entry per run of failover, failback and reprotect: its phases from the command's
-    # start (ops/phases.py `PhaseClock.as_run`). Empty in markers written before it existed.
+    # start (ops/one_way/phases.py `PhaseClock.as_run`). Empty in markers written before it existed.
     timings: list[dict[str, Any]] = field(default_factory=list)
     steps: dict[str, StepRecord] = field(default_factory=dict)
     schema: int = SCHEMA_VERSION
@@ -240,53 +250,78 @@ class MarkerStore:
             self._publish(marker)
 
     def _publish(self, marker: FailoverMarker) -> None:
-        assert self.cluster is not None
+        """The marker into the state topic, acknowledged. A cluster that does not acknowledge
+        it (a broker restarting) is asked again within the command's deadline
+        (`cluster.deadline_s`), each retry a line naming it, then exit 4 naming it — it was
+        exit 1, as if the marker were wrong; a refusal (too large) ends it at once."""
+        cluster = self.cluster
+        assert cluster is not None
         if not self._topic_ready:
             self._ensure_topic()
             self._topic_ready = True
-        if self._producer is None:
-            # Not idempotent: every save waits for its acknowledgement before the next is
-            # sent, so nothing can overtake it, and a duplicate of a whole marker changes
-            # nothing. An idempotent producer first waits for a producer id (half a second
-            # on every new producer).
-            self._producer = self.cluster.producer(**{
-                "acks": "all", "compression.type": "zstd", "enable.idempotence": "false",
-                "max.in.flight.requests.per.connection": "1",
-                "message.max.bytes": str(MARKER_MAX_BYTES)})
-        producer = self._producer
         value = marker.to_json().encode()
-        failed: list[str] = []
+        policy = RetryPolicy(initial_s=0.5, max_s=5).with_deadline(cluster.deadline_s)
+        started = time.monotonic()
+        copy: dict[str, Any] = {}  # the copy sent and not yet answered ("pending"), or its error
 
         def delivered(err: Any, _msg: Any) -> None:
-            if err is not None:
-                failed.append(err.str() if hasattr(err, "str") else str(err))
+            copy["pending"] = False
+            copy["error"] = err
+
+        def attempt() -> None:
+            if self._producer is None:
+                # Not idempotent: every save waits for its acknowledgement before the next
+                # is sent, so nothing can overtake it, and a duplicate of a whole marker
+                # changes nothing. An idempotent producer first waits for a producer id
+                # (half a second on every new producer).
+                self._producer = cluster.producer(**{
+                    "acks": "all", "compression.type": "zstd", "enable.idempotence": "false",
+                    "max.in.flight.requests.per.connection": "1",
+                    "message.max.bytes": str(MARKER_MAX_BYTES)})
+            if not copy.get("pending"):  # a copy still unanswered is waited for, not sent again
+                self._producer.produce(self.topic, key=marker.incident.encode(), value=value,
+                                       on_delivery=delivered)
+                copy.update(pending=True, error=None)  # answered in flush(), not before
+            self._producer.flush(time_left(policy, started, cap_s=30))
+            if copy["pending"]:
+                raise KafkaException(KafkaError(KafkaError._MSG_TIMED_OUT,
+                                                "the marker was not acknowledged"))
+            if copy["error"] is not None:
+                raise KafkaException(copy["error"])
+
+        def on_retry(attempt_no: int, exc: BaseException, delay: float) -> None:
+            if cluster.notify is not None:
+                cluster.notify(retry_line(cluster, attempt_no, exc, delay))
 
         try:
-            producer.produce(self.topic, key=marker.incident.encode(), value=value,
-                             on_delivery=delivered)
-            remaining = producer.flush(30)
-        except KafkaException as exc:
-            failed.append(str(exc.args[0] if exc.args else exc))
-            remaining = 0
-        if remaining or failed:
+            retry_call(attempt, policy, retry_on=(KafkaException,), on_retry=on_retry,
+                       give_up=lambda exc: not transient(exc))
+        except RetriesExhausted as exc:
             self._producer = None  # the next save starts afresh (a broker may have moved)
-            why = failed[0] if failed else "not acknowledged within 30 s"
-            hint = f"It is saved locally in {self.dir}; check the cluster."
+            saved = f"It is saved locally in {self.dir}"
+            if transient(exc.last):
+                lost = unreachable(cluster, exc)
+                raise ClusterUnreachable(
+                    lost.cluster, lost.address, lost.cause,
+                    f"Could not write the failover marker to {self.topic}: {lost.message}",
+                    f"{saved}; run the command again once '{cluster.name}' answers: it "
+                    "continues after the last step recorded.", detail=lost.detail) from None
+            why = reason_text(exc.last)
+            hint = f"{saved}; check the cluster."
             if "SIZE_TOO_LARGE" in why.upper().replace(" ", "_"):
                 hint = (f"The marker is {len(value) / 1e6:.1f} MB of JSON before compression. "
                         f"Let the topic take it (kafka-configs --alter --entity-type topics "
                         f"--entity-name {self.topic} --add-config "
                         f"max.message.bytes={MARKER_MAX_BYTES}; drctl creates new state topics "
-                        f"that way), then run the command again. {hint}")
+                        f"that way), then run the command again. {saved}.")
             raise DrctlError(f"Could not write the failover marker to {self.topic} on "
-                             f"'{self.cluster.name}': {why}.", hint)
+                             f"'{cluster.name}': {why}.", hint) from None
 
     def _ensure_topic(self) -> None:
         assert self.cluster is not None
-        admin = self.cluster.admin()
-        if self.topic in admin.list_topics(timeout=10).topics:
+        if self.topic in cluster_metadata(self.cluster).topics:
             return
-        futures = admin.create_topics([NewTopic(
+        futures = self.cluster.admin().create_topics([NewTopic(
             self.topic, num_partitions=1, replication_factor=-1,
             config={"cleanup.policy": "compact", "min.compaction.lag.ms": "86400000",
                     "max.message.bytes": str(MARKER_MAX_BYTES)})])
@@ -296,7 +331,7 @@ class MarkerStore:
             except Exception as exc:
                 if "TOPIC_ALREADY_EXISTS" not in str(exc):
                     raise
-        wait_for_leaders(admin, [self.topic])
+        wait_for_leaders(self.cluster, [self.topic])
 
     def load_all(self) -> list[FailoverMarker]:
         markers: dict[str, FailoverMarker] = {}

@@ -1,6 +1,7 @@
 """The versions drctl runs with, for `drctl --version` and bug reports: drctl, Python,
-confluent-kafka and the librdkafka inside it, PySpark and Java. What is missing is said, never
-an error: a host that only fails over needs neither Spark nor Java."""
+confluent-kafka and the librdkafka inside it (and whether it has Kerberos: `sasl_gssapi` in
+its builtin.features), PySpark and Java. What is missing is said, never an error: a host that
+only fails over needs neither Spark nor Java."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from importlib import metadata
 import confluent_kafka
 
 from drctl import __version__
+from drctl.kafka.librdkafka import kerberos_support
 from drctl.lab.jars import find_java, java_version
 
 
@@ -22,6 +24,7 @@ def runtime_versions() -> dict[str, str]:
         "python": platform.python_version(),
         "confluent-kafka": metadata.version("confluent-kafka"),
         "librdkafka": confluent_kafka.libversion()[0],
+        "sasl_gssapi": kerberos_support(),
         "pyspark": _pyspark(),
         "java": _java(java) if java else "not found (JAVA_HOME or PATH)",
     }

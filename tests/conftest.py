@@ -4,6 +4,7 @@ when the lab cannot start they fail (never skip)."""
 from __future__ import annotations
 
 import fcntl
+import gc
 import itertools
 import os
 import re
@@ -23,7 +24,7 @@ from drctl.kafka.acls import grant
 from drctl.kafka.checkpoints import read_checkpoints
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.groups import delete_groups, list_groups
-from drctl.lab.lab import CONNECT_GROUP, Lab, LabPorts, LabState
+from drctl.lab.lab import ACTIVE_ACTIVE, CONNECT_GROUP, ONE_WAY, Lab, LabPorts, LabState
 from drctl.lab.registry import LabRegistries, registry_ports, registry_url
 from drctl.lab.security import mm2_source_acls, mm2_target_acls
 from drctl.lab.spark_connect import SparkConnectServer
@@ -32,10 +33,12 @@ from drctl.replication.base import kind_for
 
 # Helpers running test sessions side by side give each a different base.
 # Below the ephemeral range (32768+), where a client socket could take a port first.
-# pytest-xdist's workers (gw0, gw1, …) each run their own labs, 100 ports apart.
+# pytest-xdist's workers (gw0, gw1, …) each run their own labs, 200 ports apart: the shared
+# labs, the secure one, the registries and the Spark Connect server in the first hundred,
+# the Kafka 3.9 labs and the other labs of a test file's own in the second.
 _WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
 _RUN_BASE = int(os.environ.get("DRCTL_TEST_PORT_BASE", "23100"))
-PORT_BASE = _RUN_BASE + 100 * _WORKER
+PORT_BASE = _RUN_BASE + 200 * _WORKER
 # The secure lab's: clear of the shared labs (+ 0, + 10, + 20), test_lab.py's (+ 50) and the
 # drill's (+ 60).
 SECURE_BASE = PORT_BASE + 70
@@ -61,6 +64,11 @@ class RunningLab:
         self.state = state
         self.primary: ClusterClients = lab.clients(state, "primary")
         self.secondary: ClusterClients = lab.clients(state, "secondary")
+
+    def close(self) -> None:
+        """End the clients' group-request children (kafka/coordinator.py) with the lab."""
+        self.primary.close()
+        self.secondary.close()
 
     @property
     def config_file(self) -> Path:
@@ -99,6 +107,24 @@ class RunningLab:
             if time.monotonic() > end:
                 raise AssertionError(f"no checkpoint after {deadline_s} s for {missing}")
             time.sleep(0.5)
+
+
+# Kafka 3.x is an estate drctl serves as it serves 4.x: the incident cycles also run on labs
+# whose brokers, Connect and MirrorMaker 2 are Kafka 3.9's, one per naming, each started when
+# a test first asks for it and shared by all such tests (`on_kafka_3`).
+KAFKA_3 = "3.9.x"
+KAFKA_3_LABS = ("kept-3.9", "prefixed-3.9")
+# Every kind of lab a test may ask for by name, and its ports' offset from PORT_BASE
+# (_lab_ports). A test file's own lab takes + 120 and up (test_legacy_keys.py + 120).
+_LAB_OFFSETS = {"kept": 0, "prefixed": 10, "spark": 20, ACTIVE_ACTIVE: 30,
+                KAFKA_3_LABS[0]: 100, KAFKA_3_LABS[1]: 110}
+
+
+def on_kafka_3(fixture: str = "lab") -> pytest.MarkDecorator:
+    """Run a test on both Kafka 3.9 labs (names kept and prefixed) as well as where it ran:
+    `lab` (Kafka 4.x, names kept) or `any_lab` (Kafka 4.x, both namings)."""
+    ran = ("kept",) if fixture == "lab" else ("kept", "prefixed")
+    return pytest.mark.parametrize(fixture, [*ran, *KAFKA_3_LABS], indirect=True)
 
 
 class _Labs:
@@ -145,9 +171,13 @@ class _Labs:
             lab = Lab(self.root / f"lab-{name}")
             self.start_spark()
             try:
-                state = lab.up(ports=_lab_ports(name), names_kept=name != "prefixed",
+                state = lab.up(ports=_lab_ports(name),
+                               kafka_version=KAFKA_3 if name in KAFKA_3_LABS else None,
+                               names_kept=not name.startswith("prefixed")
+                               and name != ACTIVE_ACTIVE,
                                spark_workers=spark_workers, secure=name == "secure",
-                               spark_connect=self.spark.url)
+                               spark_connect=self.spark.url,
+                               topology=ACTIVE_ACTIVE if name == ACTIVE_ACTIVE else ONE_WAY)
                 self.spark_remote()  # up before any of the lab's gap jobs
             except BaseException:
                 lab.down()
@@ -162,6 +192,7 @@ class _Labs:
         tenth of a core (MirrorMaker 2 polling at test speed), which the others' tests want."""
         running = self.started.pop(name, None)
         if running is not None:
+            running.close()
             running.lab.down()
             if not self.keep:
                 shutil.rmtree(running.lab.dir, ignore_errors=True)
@@ -189,12 +220,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 def _lab_ports(name: str) -> LabPorts:
     """Each kind of lab on its own ports, whichever starts first (a stopped lab may start
-    again). Shared labs at + 0, + 10, + 20 (Spark: master + 5, web UIs + 6, + 7..); the
-    secure one at SECURE_BASE: primary + 0 (controller + 1, mTLS + 2), secondary + 3 (+ 4,
-    + 5), Connect + 6 (Spark runs in local mode: + 7 stays unused)."""
+    again). Shared labs at + 0, + 10, + 20, the active-active one at + 30, the Kafka 3.9
+    ones at + 100, + 110 (Spark: master + 5, web UIs + 6, + 7..); the secure one at
+    SECURE_BASE: primary + 0 (controller + 1, mTLS + 2), secondary + 3 (+ 4, + 5), Connect
+    + 6 (Spark runs in local mode: + 7 stays unused)."""
     if name == "secure":
         return LabPorts(SECURE_BASE, SECURE_BASE + 3, SECURE_BASE + 6, SECURE_BASE + 7)
-    base = PORT_BASE + 10 * ("kept", "prefixed", "spark").index(name)
+    base = PORT_BASE + _LAB_OFFSETS[name]
     return LabPorts(base, base + 2, base + 4, base + 5)
 
 
@@ -227,15 +259,23 @@ def spark_remote(_labs: _Labs) -> str:
 
 
 @pytest.fixture(scope="session")
-def lab(_labs: _Labs) -> RunningLab:
-    """The session's lab with topic names kept (IdentityReplicationPolicy)."""
-    return _labs.get("kept")
+def lab(request: pytest.FixtureRequest, _labs: _Labs) -> RunningLab:
+    """The session's lab with topic names kept (IdentityReplicationPolicy); a test marked
+    `on_kafka_3()` gets the Kafka 3.9 labs too."""
+    return _labs.get(getattr(request, "param", "kept"))
 
 
 @pytest.fixture
 def lab_prefixed(_labs: _Labs) -> RunningLab:
     """A second lab with MM2's default naming, primary.<topic>; started only when asked for."""
     return _labs.get("prefixed")
+
+
+@pytest.fixture
+def lab_aa(_labs: _Labs) -> RunningLab:
+    """An active-active lab (`lab up --topology active-active`): MirrorMaker 2 both ways,
+    names prefixed; started only when asked for."""
+    return _labs.get(ACTIVE_ACTIVE)
 
 
 @pytest.fixture
@@ -347,6 +387,8 @@ def registries(_labs: _Labs) -> Iterator[RunningRegistries]:
 
 @pytest.fixture(params=["kept", "prefixed"])
 def any_lab(request: pytest.FixtureRequest, _labs: _Labs) -> RunningLab:
+    """Each naming's lab (Kafka 4.x); a test marked `on_kafka_3("any_lab")` gets the Kafka
+    3.9 labs too."""
     return _labs.get(request.param)
 
 
@@ -385,15 +427,21 @@ def _forget_groups(prefix: str) -> None:
 
 # Seconds per test file on the 2-core CI machine (`pytest --durations=0`, summed). Groups run
 # heaviest first, so the xdist workers (`make test`) finish together; only the order matters.
+# The Kafka 3.9 runs (`on_kafka_3`, measured on the 2-core machine under other labs' load,
+# each naming): the double cycle 354-359 s, side by side 95-100 s, app scope 91-99 s, a broker
+# lost mid-failback 116-118 s, guard's failover 49-50 s, each 3.9 lab's start 29-35 s.
 _MEASURED_S = {
-    "lab/test_reprotect.py": 590, "lab/test_failback.py": 370, "lab/test_side_by_side.py": 300,
-    "lab/test_drill.py": 290, "lab/test_broker_restart.py": 260, "lab/test_app_scope.py": 250,
+    "lab/test_reprotect.py": 1370, "lab/test_failback.py": 370,
+    "lab/test_side_by_side.py": 500, "lab/test_drill.py": 290,
+    "lab/test_broker_restart.py": 525, "lab/test_app_scope.py": 450,
     "lab/test_fence.py": 250, "lab/test_hard_cases.py": 240, "lab/test_secure_drill.py": 240,
     "lab/test_gap_compacted.py": 190, "lab/test_spark_connect.py": 180,
     "unit/gap/test_diff.py": 170, "lab/test_gap_standalone.py": 170, "lab/test_comeback.py": 160,
-    "lab/test_guard.py": 160, "lab/test_sick_cluster.py": 150, "lab/test_gap_e2e.py": 130,
+    "lab/test_guard.py": 270, "lab/test_sick_cluster.py": 150, "lab/test_gap_e2e.py": 130,
     "lab/test_switchback.py": 130, "lab/test_gap_scope.py": 120, "lab/test_failover.py": 110,
     "lab/test_schema_parity.py": 110, "lab/test_secure_lab.py": 100,
+    "lab/test_legacy_keys.py": 120,  # a Kafka 3.9 lab of its own, one application's cycle
+    "lab/test_active_active.py": 115,
 }
 
 
@@ -402,16 +450,22 @@ def labs_needed(item: pytest.Item) -> set[str]:
     fixtures = getattr(item, "fixturenames", ())
     params = getattr(getattr(item, "callspec", None), "params", {})
     return ({"secure"} if "secure_lab" in fixtures else set()) \
-        | ({"prefixed"} if params.get("any_lab") == "prefixed" or "lab_prefixed" in fixtures
-           else set()) \
-        | ({"spark"} if "lab_spark" in fixtures else set())
+        | ({"prefixed"} if "lab_prefixed" in fixtures else set()) \
+        | ({"spark"} if "lab_spark" in fixtures else set()) \
+        | ({ACTIVE_ACTIVE} if "lab_aa" in fixtures else set()) \
+        | ({params[f] for f in ("lab", "any_lab") if f in params} - {"kept"})
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    """After the last test (on this worker) of the prefixed, secure or Spark lab — their
-    tests run one after another (`xdist_group`, the sort below) — that lab stops."""
+    """After the last test (on this worker) of the prefixed, secure, Spark or a Kafka 3.9 lab
+    — their tests run one after another (`xdist_group`, the sort below) — that lab stops."""
     yield
+    if item.get_closest_marker("lab"):
+        # The test's own clients and contexts (those in reference cycles too) go now, and
+        # with them their group-request children: a worker piled up 95 of them, alive for
+        # the rest of the session.
+        gc.collect()
     if _session_labs is not None:
         for name in labs_needed(item) - (labs_needed(nextitem) if nextitem else set()):
             _session_labs.stop(name)
@@ -420,13 +474,18 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
 def xdist_group(item: pytest.Item) -> str:
     """Where `make test` (--dist loadgroup) runs a test: a lab test on its own (or with its
     file's when they share a module's setup), a unit test with its file's; every test on the
-    prefixed lab on two workers (`_PREFIXED_SECOND`), and every test on the secure lab on one.
-    A worker starts only the labs its tests ask for: a lab per kind where it is needed, not on
-    every worker."""
+    prefixed lab on two workers (`_PREFIXED_SECOND`), and every test on the secure lab or on
+    one of the Kafka 3.9 labs on one. A worker starts only the labs its tests ask for: a lab
+    per kind where it is needed, not on every worker."""
     needs = labs_needed(item)
     file = item.path.relative_to(Path(__file__).parent).as_posix()
     if "secure" in needs:
         return "secure-lab"
+    for kind in KAFKA_3_LABS:
+        if kind in needs:
+            return f"{kind}-lab"
+    if ACTIVE_ACTIVE in needs:
+        return "active-active-lab"  # its tests one after another, on one lab
     if "prefixed" in needs:
         # Two workers, a prefixed lab each: on one they were a third of the run's wall time.
         return "prefixed-lab-2" if file in _PREFIXED_SECOND else "prefixed-lab"

@@ -101,8 +101,8 @@ def root(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only errors and data.")] = False,
     version: Annotated[bool, typer.Option(
         "--version", callback=_version, is_eager=True,
-        help="Print the versions of drctl, Python, confluent-kafka, librdkafka, PySpark and "
-             "Java, and exit.")] = False,
+        help="Print the versions of drctl, Python, confluent-kafka, librdkafka (and whether "
+             "it has Kerberos, sasl_gssapi), PySpark and Java, and exit.")] = False,
 ) -> None:
     CURRENT.config_option = config
     CURRENT.output = output

@@ -10,7 +10,7 @@ from drctl.cli.options import DEFAULT_DEADLINE_S, App, Deadline, Incident, Outpu
 from drctl.cli.state import CURRENT
 from drctl.cli.views import render_audit
 from drctl.errors import ExitStatus
-from drctl.ops.audit import audit_incident
+from drctl.ops.steps.audit import audit_incident
 from drctl.terminal import OutputFormat
 
 

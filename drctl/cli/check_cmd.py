@@ -9,6 +9,7 @@ import typer
 from drctl.cli.durations import duration_option
 from drctl.cli.options import DEFAULT_DEADLINE_S, App, Deadline, Groups, OutputOption
 from drctl.cli.state import CURRENT
+from drctl.errors import ExitStatus
 from drctl.findings import Readiness, Severity
 from drctl.readiness.check import CheckOptions, run_check
 from drctl.terminal import OutputFormat, Terminal
@@ -53,12 +54,19 @@ def check_command(
       drctl check --metrics > /var/lib/node_exporter/drctl.prom
 
     \b
+    Active-active (`topology:`): each flow, and each region's aggregate
+    subscriptions that miss a topic or over-match (the anchored regex to use).
+
+    \b
     Exit status: 0 ready; 3 a finding to fix; 4 a cluster, Connect or a schema
     registry did not answer (readiness unknown); 2 a configuration error."""
     term = CURRENT.terminal(output)
-    result = run_check(CURRENT.context(deadline, app=app), CheckOptions(
-        topics=topics, groups=groups, stale_after_s=stale_after,
-        transaction_age_s=transaction_age, deadline_s=deadline))
+    opts = CheckOptions(topics=topics, groups=groups, stale_after_s=stale_after,
+                        transaction_age_s=transaction_age, deadline_s=deadline)
+    if CURRENT.config().topology is not None:
+        pair_check(opts, app=app, notes=notes, metrics=metrics, output=output)
+        return
+    result = run_check(CURRENT.context(deadline, app=app), opts)
     if metrics:
         term.emit_text(readiness_metrics(result).rstrip("\n"))
     elif term.json_mode:
@@ -117,3 +125,30 @@ def readiness_metrics(result: Readiness) -> str:
     set_replication_lag(registry, flow, result.lag,
                         error=None if result.lag is not None else rpo.get("reason", "not read"))
     return exposition_text(registry)
+
+
+def pair_check(opts: CheckOptions, *, app: str | None, notes: bool, metrics: bool,
+               output: OutputFormat | None) -> None:
+    """`drctl check` of an active-active pair: both flows, worst exit status."""
+    from drctl.errors import UsageError
+    from drctl.ops.active_active.pair import Pair
+    from drctl.readiness.pair import check_pair
+
+    if app is not None:
+        raise UsageError("--app is for one flow; an active-active pair is checked whole.")
+    term = CURRENT.terminal(output)
+    results = check_pair(Pair(CURRENT.config()), opts, term.step)
+    status = max((r.exit_status for r in results), key=_severity)
+    if metrics:
+        term.emit_text("\n".join(readiness_metrics(r).rstrip("\n") for r in results))
+    elif term.json_mode:
+        term.emit_json({"topology": "active-active", "exit_status": int(status),
+                        "flows": [r.as_dict() for r in results]})
+    else:
+        for result in results:
+            render_readiness(term, result, notes=notes)
+    raise typer.Exit(status)
+
+
+def _severity(status: ExitStatus) -> int:
+    return (ExitStatus.SUCCESS, ExitStatus.CHECK_FAILED, ExitStatus.UNREACHABLE).index(status)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -16,7 +17,7 @@ from drctl.cli.help import Typer
 from drctl.cli.options import DEFAULT_DEADLINE_S, Deadline, OutputOption
 from drctl.cli.state import CURRENT
 from drctl.config import Config, ReplicationSettings, config_as_data
-from drctl.errors import Aborted, DrctlError, ExitStatus, UsageError
+from drctl.errors import Aborted, ConfigError, DrctlError, ExitStatus, UsageError
 from drctl.gap import remote
 from drctl.gap.kafka_options import gap_job_settings
 from drctl.kafka.clients import check_clusters
@@ -24,13 +25,16 @@ from drctl.progress import Notify
 from drctl.registry.client import check_registries
 from drctl.replication.base import kind_for
 from drctl.replication.connect import check_connect
+from drctl.replication.discovered import DiscoveredFlow
 from drctl.replication.discovery import (
     ChosenFlow,
     ConfigDraft,
     FlowChoiceNeeded,
     InitRequest,
     choose_flow,
+    choose_pair,
     draft_config,
+    draft_pair_config,
     find_flows,
     reads_connectors,
 )
@@ -90,9 +94,11 @@ def init(
 ) -> None:
     """Write a first configuration from what the replicator says about itself: the
     MirrorMaker 2 (or Replicator) connectors on Kafka Connect give the flow's source and
-    target, topic naming, topic and group filters, connector names and intervals. Then
-    check it as `config check` does. Secrets are never written: logins are written as
-    ${env:...} references to export, or as commented lines to fill in.
+    target, topic naming, topic and group filters, connector names and intervals. One
+    MirrorMaker 2 flow each way (and no --source-connector): an active-active pair,
+    `topology:` with both. Then check it as `config check` does. Secrets are never
+    written: logins are written as ${env:...} references to export, or as commented
+    lines to fill in.
 
     On a terminal, drctl asks for what is missing; elsewhere (CI) a missing flag is exit 2.
 
@@ -129,12 +135,19 @@ def init(
         primary_registry=primary_registry, secondary_registry=secondary_registry)
     if request.connect_url:
         term.step(f"Reading the connectors on Kafka Connect at {request.connect_url}")
-    chosen = _chosen_flow(request, deadline)
-    if chosen.flow.rename is None and request.rename is None and interactive():
-        request = replace(request, rename=typer.prompt(
-            f"{chosen.flow.name} uses {chosen.flow.rename_source}, which drctl cannot read. "
-            "Target name of a source topic ('{topic}' keeps names)", err=True).strip())
-    draft = draft_config(request, chosen)
+    flows = find_flows(request, deadline)
+    pair = choose_pair(flows, request)
+    if pair is not None and all(c.flow.rename is not None for c in pair):
+        # One MirrorMaker 2 flow each way: an active-active pair (`topology:`).
+        draft = draft_pair_config(request, *pair)
+    else:
+        chosen = _chosen_flow(request, flows)
+        if chosen.flow.rename is None and request.rename is None and interactive():
+            request = replace(request, rename=typer.prompt(
+                f"{chosen.flow.name} uses {chosen.flow.rename_source}, which drctl cannot "
+                "read. Target name of a source topic ('{topic}' keeps names)",
+                err=True).strip())
+        draft = draft_config(request, chosen)
     _write(path, draft.render())
     _report_written(term, path, draft)
     data: dict[str, Any] = {"path": str(path), "flow": draft.summary(), "check": None}
@@ -170,9 +183,8 @@ def _given_or_asked(value: str | None, flag: str, question: str) -> str:
     return answer.strip()
 
 
-def _chosen_flow(request: InitRequest, deadline_s: float) -> ChosenFlow:
+def _chosen_flow(request: InitRequest, flows: Sequence[DiscoveredFlow]) -> ChosenFlow:
     """The flow to write; on a terminal, the operator picks one when Connect runs several."""
-    flows = find_flows(request, deadline_s)
     try:
         return choose_flow(flows, request)
     except FlowChoiceNeeded as exc:
@@ -206,10 +218,15 @@ def _write(path: Path, text: str) -> None:
 
 def _report_written(term: Terminal, path: Path, draft: ConfigDraft) -> None:
     summary = draft.summary()
-    term.success(f"Wrote {path}: {summary['kind']} {summary['source']} -> "
-                 f"{summary['target']}, topics named {summary['rename']!r}"
-                 + (f", connectors {', '.join(summary['connectors'].values())}"
-                    if summary["connectors"] else ""))
+    if summary.get("topology"):
+        term.success(f"Wrote {path}: {summary['topology']}, {summary['kind']} "
+                     + " and ".join(f"{f['source']} -> {f['target']} (topics named "
+                                    f"{f['rename']!r})" for f in summary["flows"]))
+    else:
+        term.success(f"Wrote {path}: {summary['kind']} {summary['source']} -> "
+                     f"{summary['target']}, topics named {summary['rename']!r}"
+                     + (f", connectors {', '.join(summary['connectors'].values())}"
+                        if summary["connectors"] else ""))
     for warning in draft.warnings:
         term.warn(warning)
     if draft.env_vars:
@@ -277,7 +294,10 @@ def run_config_check(config: Config, term: Terminal,
     for problem in java_problems:
         _report(term, problem)
     policy = config.retry.with_deadline(deadline)
-    rep = config.replication
+    # Active-active: the flows are checked one by one (their Connect worker), and their
+    # naming together — names kept both ways are a loop (exit 2, named).
+    rep = config.replication or (config.topology.flows[0] if config.topology else None)
+    loop = _naming_loop(config, term)
     with ThreadPoolExecutor(3, thread_name_prefix="config-check") as pool:
         # Connect, the schema registries and the Spark Connect server are asked beside the
         # clusters, under the same deadline.
@@ -303,8 +323,9 @@ def run_config_check(config: Config, term: Terminal,
                    [[r["cluster"], r["bootstrap"], r.get("cluster_id", "unreachable"),
                      r.get("brokers"), r.get("controller"), r.get("rtt_ms")] for r in results])
         if connect is not None and connect["reachable"]:
+            kafka = f", {connect['kafka']}" if connect.get("kafka") else ""
             term.info(f"Kafka Connect at {connect['url']} answers (version "
-                      f"{connect.get('version') or 'unknown'}).")
+                      f"{connect.get('version') or 'unknown'}{kafka}).")
         for row in registry_rows:
             if row["reachable"]:
                 term.info(f"{row['cluster']}'s schema registry at {row['url']} answers "
@@ -314,7 +335,9 @@ def run_config_check(config: Config, term: Terminal,
             term.info(f"Gap jobs run on Spark Connect {spark['remote']}: Spark "
                       f"{spark['version']}, Kafka source "
                       f"{'on it' if spark['kafka_connector'] else 'MISSING'}.")
-    errors = [e for e in (connect_error, spark_error, *registry_errors) if e is not None]
+    if loop is not None:
+        data["topology"] = {"problem": loop.reason}
+    errors = [e for e in (loop, connect_error, spark_error, *registry_errors) if e is not None]
     for exc in [*failures, *errors]:
         _report(term, exc)
     if java_problems or any(e.exit_status == ExitStatus.USAGE for e in errors):
@@ -322,6 +345,24 @@ def run_config_check(config: Config, term: Terminal,
     if failures or errors:
         return data, ExitStatus.UNREACHABLE
     return data, ExitStatus.SUCCESS
+
+
+def _naming_loop(config: Config, term: Terminal) -> ConfigError | None:
+    """An active-active pair whose naming cannot run both ways, as the config says it or as
+    the connectors on Kafka Connect run it; None when it holds (or without a topology)."""
+    if config.topology is None:
+        return None
+    from drctl.ops.active_active.pair import Pair
+
+    pair = Pair(config)
+    problem = pair.naming_problem() or pair.live_naming_problem(term.warn)
+    if problem is None:
+        return None
+    return ConfigError(problem, path=str(config.path) if config.path else None,
+                       key="topology.flows",
+                       hint="Give both flows MirrorMaker 2's DefaultReplicationPolicy "
+                            "(rename: '<source alias>.{topic}'), in the config and on the "
+                            "connectors.")
 
 
 def _read_connect(rep: ReplicationSettings, notify: Notify

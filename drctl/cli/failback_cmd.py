@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -28,11 +29,11 @@ from drctl.cli.views import (
 )
 from drctl.errors import ExitStatus
 from drctl.gap.plan import GapScope
-from drctl.ops.failback import FailbackOptions, run_failback
-from drctl.ops.gap_step import gap_finder
-from drctl.ops.reconcile import ReconcileMode
-from drctl.ops.scorecard import describe as describe_scorecard
-from drctl.ops.switchback import SwitchBack
+from drctl.ops.one_way.failback import FailbackOptions, run_failback
+from drctl.ops.one_way.gap_step import gap_finder
+from drctl.ops.one_way.reconcile import ReconcileMode
+from drctl.ops.one_way.scorecard import describe as describe_scorecard
+from drctl.ops.one_way.switchback import SwitchBack
 from drctl.terminal import OutputFormat
 
 
@@ -71,9 +72,15 @@ def failback_command(
         "another schema or cannot be asked about (said on stderr, named in the report).")] \
         = False,
     report_dir: ReportDir = None,
+    region: Annotated[str | None, typer.Option(
+        "--region", metavar="CLUSTER",
+        help="Active-active: the region coming back (default: the one failed over). Its "
+             "producers stopped and its consumers stopped on the other region first.")]
+    = None,
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
-    """Bring the original source back: gap, reconcile, reverse replication, offsets back.
+    """Bring the original source back: gap, reconcile, reverse replication, offsets back;
+    or (active-active) a region's applications back to it, once both flows caught up.
 
     Both clusters are checked first, then the plan is shown, then the question (unless
     --yes). Ends failed-back and prints the next command: `drctl reprotect`, the return
@@ -84,6 +91,7 @@ def failback_command(
       drctl failback --dry-run
       drctl failback --yes                    # order check, copy-safe
       drctl failback --reconcile quarantine --yes
+      drctl failback --region primary --yes   # active-active
 
     \b
     Exit status: 0 failed back; 1 a wait ran out (--timeout); 2 usage, config,
@@ -93,6 +101,10 @@ def failback_command(
     confirmed."""
     config = CURRENT.config()
     term = CURRENT.terminal(output)
+    if config.topology is not None or region is not None:
+        region_failback(region, dry_run=dry_run, yes=yes, deadline=deadline, timeout=timeout,
+                        report_dir=report_dir, output=output)
+        return
     rep = config.require_replication()
     opts = FailbackOptions(reconcile=reconcile, check_order=check_order, incident=incident,
                            groups=groups, dry_run=dry_run, deadline_s=deadline,
@@ -218,3 +230,60 @@ def render_switch_back(sb: SwitchBack) -> None:
               f"rewound to gap records not read on the target; {s['redelivered']} records "
               f"re-delivered, {s['quarantined_missed']} quarantined records not delivered, "
               f"{s['not_delivered']} never delivered.")
+
+
+def region_failback(region: str | None, *, dry_run: bool, yes: bool, deadline: float,
+                    timeout: float, report_dir: Path | None,
+                    output: OutputFormat | None) -> None:
+    """`drctl failback` on an active-active pair: a region's applications back to it."""
+    from drctl.ops.active_active.failback import (
+        RegionFailbackOptions,
+        find_incident,
+        run_region_failback,
+    )
+    from drctl.ops.active_active.pair import Pair
+
+    config = CURRENT.config()
+    term = CURRENT.terminal(output)
+    pair = Pair(config)
+    name, marker = find_incident(pair, region, term.step, deadline)
+    to = pair.other(name)
+    if not dry_run:
+        term.info(f"Incident {marker.incident}: {name}'s applications run on {to}. Before "
+                  f"failback: {name}'s producers stopped, its consumers stopped on {to}.")
+        confirm_or_abort(f"Fail {name} back from {to}?", yes=yes)
+    opts = RegionFailbackOptions(region=name, dry_run=dry_run, deadline_s=deadline,
+                                 timeout_s=timeout)
+    with pair.context(name, term.step, deadline) as ctx, \
+            pair.context(to, term.step, deadline) as back:
+        result = run_region_failback(pair, ctx, back, marker, opts)
+        paths = result.write_reports(ctx, report_dir)
+    late = result.late_arrivals or {}
+    if late.get("total"):
+        term.warn(f"Late arrivals: {late['summary']}.")
+        for row in late["partitions"]:
+            term.warn(f"  {row['topic']}[{row['partition']}]: {row['records']} record(s), "
+                      f"offsets {row['first_offset']}-{row['last_offset']}, written "
+                      f"{row['first_time']} .. {row['last_time']}")
+    for group, why in sorted(result.not_moved.items()):
+        term.warn(f"Group {group} not moved back: {why}.")
+    if result.skipped:
+        term.warn(f"The audit found {result.skipped} record(s) a group skipped (see the "
+                  "report).")
+    if term.json_mode:
+        term.emit_json(result.as_dict(paths))
+        if result.exit_status:
+            raise typer.Exit(result.exit_status)
+        return
+    if result.audit:
+        render_audit(result.audit)
+    if result.translation is not None:
+        render_translation(result.translation)
+    for p in paths:
+        term.info(f"  report: {p}")
+    if result.done:
+        term.success(f"Failback {marker.incident} done: {name}'s groups are back on {name} "
+                     f"({len(result.moved)} moved this run); both flows run. Start {name}'s "
+                     f"producers on {name} again.")
+    if result.exit_status:
+        raise typer.Exit(result.exit_status)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -12,21 +13,23 @@ from drctl.cli.options import (
     DEFAULT_DEADLINE_S,
     App,
     DryRun,
+    FailoverDeadline,
     Groups,
     Incident,
     OldSourceDeadline,
     OutputOption,
     ReportDir,
     ScopeTopics,
-    SourceDeadline,
     Yes,
     renamed,
 )
 from drctl.cli.state import CURRENT
 from drctl.cli.views import describe_preview, render_plan, render_translation
-from drctl.ops.failover import FailoverOptions, describe_left_behind, run_failover
-from drctl.ops.fence import open_risks
-from drctl.ops.scorecard import describe as describe_scorecard
+from drctl.errors import UsageError
+from drctl.ops.one_way.failover import run_failover
+from drctl.ops.one_way.scorecard import describe as describe_scorecard
+from drctl.ops.steps.failover_point import FailoverOptions, describe_left_behind
+from drctl.ops.steps.fence import open_risks
 from drctl.terminal import OutputFormat
 from drctl.translate.model import TranslateMethod
 
@@ -49,7 +52,7 @@ def failover_command(
     continue_within: Annotated[float, duration_option(
         "Without --incident, continue the flow's open incident only when it was opened "
         "this recently (exit 2 otherwise).", default="12h")] = 12 * 3600.0,
-    deadline: SourceDeadline = DEFAULT_DEADLINE_S,
+    deadline: FailoverDeadline = DEFAULT_DEADLINE_S,
     old_source_deadline: OldSourceDeadline = None,
     timeout: Annotated[float, duration_option(
         "--planned: how long to wait for the source to go quiet and replication to catch up "
@@ -62,9 +65,14 @@ def failover_command(
         "An open transaction older than this is hanging (default: the brokers' "
         "transaction.max.timeout.ms).", default=None)] = None,
     report_dir: ReportDir = None,
+    region: Annotated[str | None, typer.Option(
+        "--region", metavar="CLUSTER",
+        help="Active-active (`topology:`): the region to fail over; its producers and groups "
+             "move to the other region, both flows keep running.")] = None,
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
-    """Fail over from the replication source to its target.
+    """Fail over from the replication source to its target, or (active-active) a region to
+    the other one.
 
     Preflight first, then the plan, then the question (unless --yes). Every step is recorded
     in the failover marker: a re-run continues where it stopped.
@@ -76,16 +84,27 @@ def failover_command(
       drctl failover --planned --yes   # switchover, producers stopped
       drctl failover --app billing --planned --yes   # one application; the rest
                                                      # keeps replicating
+      drctl failover --region primary --yes   # active-active: primary is gone
 
     \b
     Exit status: 0 done; 1 a wait ran out (--planned); 2 usage, config, or an
     open incident it must not continue; 3 preflight failed (a hanging
-    transaction, schema ids the target's registry lacks or reads otherwise) or a
-    group or topic was left behind; 4 the target unreachable; 5 not confirmed."""
+    transaction, schema ids the target's registry lacks or reads otherwise, names
+    kept both ways in an active-active pair) or a group or topic was left behind
+    or refused; 4 the target unreachable (also mid-run, past --deadline); 5 not
+    confirmed."""
     config = CURRENT.config()
     term = CURRENT.terminal(output)
     deadline = renamed(deadline, old_source_deadline, old="--source-deadline",
                        new="--deadline", warn=term.warn)
+    if config.topology is not None or region is not None:
+        if app or topics or incident or new_incident:
+            raise UsageError("--app, --topics, --incident and --new-incident are for one flow; "
+                             "an active-active pair fails over by --region.")
+        region_failover(region, planned=planned, dry_run=dry_run, yes=yes, groups=groups,
+                        method=method, deadline=deadline, timeout=timeout, force=force,
+                        report_dir=report_dir, output=output)
+        return
     rep = config.require_replication()
     opts = FailoverOptions(planned=planned, dry_run=dry_run, groups=groups, method=method,
                            incident=incident, new_incident=new_incident,
@@ -142,4 +161,63 @@ def failover_command(
     if result.exit_status:
         term.warn(f"{len(describe_left_behind(marker))} topic(s)/group(s) were left behind "
                   "(listed above and in the report).")
+        raise typer.Exit(result.exit_status)
+
+
+def region_failover(region: str | None, *, planned: bool, dry_run: bool, yes: bool,
+                    groups: str, method: TranslateMethod, deadline: float, timeout: float,
+                    force: bool, report_dir: Path | None,
+                    output: OutputFormat | None) -> None:
+    """`drctl failover --region`: one region of an active-active pair to the other."""
+    from drctl.ops.active_active.failover import run_region_failover
+    from drctl.ops.active_active.pair import Pair
+
+    config = CURRENT.config()
+    term = CURRENT.terminal(output)
+    pair = Pair(config)
+    if region is None:
+        raise UsageError("An active-active pair fails over by region: name the one to fail "
+                         "over.", f"Pass --region {' or --region '.join(pair.regions)}.")
+    region = pair.region(region)
+    opts = FailoverOptions(planned=planned, dry_run=dry_run, groups=groups, method=method,
+                           source_deadline_s=deadline, catch_up_deadline_s=timeout,
+                           force=force)
+    to = pair.other(region)
+
+    def approve(plan: dict[str, Any]) -> None:
+        term.info(f"Incident {plan['incident']}"
+                  + (" (continuing)" if plan["continuing"] else "") + f": {region} -> {to}, "
+                  f"{plan['mode']}, {plan['topics']} local topic(s) of {region}"
+                  + ("" if plan["region_reachable"] else f"; {region} is unreachable: positions "
+                     "from guard's snapshots and MirrorMaker 2's checkpoints, bounds stated"))
+        confirm_or_abort(f"Fail {region} over to {to}?", yes=yes)
+
+    with pair.context(region, term.step, deadline) as ctx:
+        result = run_region_failover(pair, ctx, region, opts, approve=approve,
+                                     confirm=operator_confirms)
+        paths = result.write_reports(ctx, report_dir)
+    for line in [] if dry_run else describe_left_behind(result.marker):
+        term.warn(f"Left behind: {line}")
+    for line in result.refused:
+        term.warn(f"Not moved: {line}")
+    if term.json_mode:
+        term.emit_json(result.as_dict(paths))
+        if result.exit_status:
+            raise typer.Exit(result.exit_status)
+        return
+    if result.translation is not None:
+        render_translation(result.translation)
+    if dry_run:
+        return
+    summary = result.translation.summary() if result.translation else {}
+    term.success(f"Region failover {result.marker.incident} done: {region}'s applications run "
+                 f"on {to}; {summary.get('applied', 0)} group(s) moved; {region} -> {to} "
+                 f"{result.marker.replication_stop} until failback, {to} -> {region} runs.")
+    for topic, now in sorted(result.producers.items()):
+        term.info(f"  producers of {topic} on {region}: write to {now} on {to}")
+    for p in paths:
+        term.info(f"  report: {p}")
+    term.info(f"Next: when {region} is back, `drctl failback --region {region}` (its producers "
+              f"stopped, its consumers stopped on {to}).")
+    if result.exit_status:
         raise typer.Exit(result.exit_status)

@@ -37,7 +37,12 @@ from drctl.gap.planner import (
 )
 from drctl.gap.quarantine import quarantine_gap
 from drctl.gap.result import GapResult, scope_statement
-from drctl.gap.runner import note_shared_output, run_gap_analysis, spark_submit_command
+from drctl.gap.runner import (
+    ClusterWatch,
+    note_shared_output,
+    run_gap_analysis,
+    spark_submit_command,
+)
 from drctl.state import FailoverMarker
 from drctl.terminal import OutputFormat, Terminal
 from drctl.timeparse import parse_time_ms
@@ -182,8 +187,10 @@ def gap_analysis(
         return
 
     with term.progress("Gap analysis") as progress:
+        watch = ClusterWatch((ctx.source, ctx.target),
+                             ctx.config.retry.with_deadline(deadline), term.step)
         result = run_gap_analysis(plan, spark, progress, debug=CURRENT.debug,
-                                  notify=term.step, deadline_s=deadline)
+                                  notify=term.step, deadline_s=deadline, watch=watch)
     with result:
         sent: dict[str, int] = {}
         if to_topic and result.has_gap:

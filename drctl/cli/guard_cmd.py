@@ -13,7 +13,7 @@ from drctl.cli.options import DEFAULT_DEADLINE_S, Groups, OutputOption, deadline
 from drctl.cli.state import CURRENT
 from drctl.errors import ExitStatus
 from drctl.metrics import Metrics, serve
-from drctl.ops.guard import run_guard
+from drctl.ops.steps.guard import run_guard
 from drctl.terminal import OutputFormat
 
 
@@ -48,6 +48,10 @@ def guard_command(
       drctl guard --once --deadline 10s   # one round (cron, a runbook)
 
     \b
+    Active-active (`topology:`): both flows, each keeping its source
+    region's groups on the other region.
+
+    \b
     Exit status: 0 stopped by SIGTERM or Ctrl-C, or --once succeeded; 2 usage
     or config; 4 --once and the round failed (a cluster unreachable)."""
     config = CURRENT.config()
@@ -63,13 +67,26 @@ def guard_command(
         server = serve(metrics, metrics_address, metrics_port)
         term.step(f"guard: metrics on http://{metrics_address}:{server.port}/metrics")
     try:
-        rounds = run_guard(CURRENT.context(deadline), groups=groups, interval_s=interval, once=once,
-                           stop=stop, metrics=metrics, deadline_s=deadline)
+        if config.topology is not None:
+            # Active-active: each flow keeps its source region's groups on the other region.
+            from drctl.ops.active_active.guard import run_pair_guard
+            from drctl.ops.active_active.pair import Pair
+
+            by_flow = run_pair_guard(Pair(config), notify=term.step, deadline_s=deadline,
+                                     groups=groups, interval_s=interval, once=once,
+                                     stop=stop, metrics=metrics)
+            rows = [{**r.as_dict(), "flow": flow} for flow, rs in sorted(by_flow.items())
+                    for r in rs]
+            failed = once and any(rs and rs[-1].error for rs in by_flow.values())
+        else:
+            rounds = run_guard(CURRENT.context(deadline), groups=groups, interval_s=interval,
+                               once=once, stop=stop, metrics=metrics, deadline_s=deadline)
+            rows = [r.as_dict() for r in rounds]
+            failed = once and bool(rounds) and rounds[-1].error is not None
     finally:
         if server is not None:
             server.stop()
     if term.json_mode:
-        term.emit_json({"snapshots_topic": config.state.snapshots_topic,
-                        "rounds": [r.as_dict() for r in rounds]})
-    if once and rounds and rounds[-1].error:
+        term.emit_json({"snapshots_topic": config.state.snapshots_topic, "rounds": rows})
+    if failed:
         raise typer.Exit(ExitStatus.UNREACHABLE)

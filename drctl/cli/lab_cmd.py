@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -12,6 +13,7 @@ import typer
 from drctl.cli.help import Typer
 from drctl.cli.options import OutputOption, old_spelling, renamed
 from drctl.cli.state import CURRENT
+from drctl.errors import UsageError
 from drctl.lab.lab import NO_SERVER, OWN_SERVER, SECURE_LOGINS, Lab, LabPorts
 from drctl.lab.registry import DEFAULT_PORT as DEFAULT_REGISTRY_PORT
 from drctl.lab.registry import lab_values, registry_url
@@ -34,6 +36,11 @@ class TopicNaming(StrEnum):
     prefixed = "prefixed"
 
 
+class Topology(StrEnum):
+    one_way = "one-way"
+    active_active = "active-active"
+
+
 class Failable(StrEnum):
     primary = "primary"
     secondary = "secondary"
@@ -49,9 +56,14 @@ WhatArg = Annotated[Failable, typer.Argument(
 @app.command("up")
 def up(
     dir: DirOption = Path("lab"),
-    topic_naming: Annotated[TopicNaming, typer.Option(
+    topic_naming: Annotated[TopicNaming | None, typer.Option(
         help="kept: MM2 IdentityReplicationPolicy (topics keep their names); prefixed: "
-             "MM2's default primary.<topic>.")] = TopicNaming.kept,
+             "MM2's default primary.<topic>. Default: kept (one-way), prefixed "
+             "(active-active).", show_default=False)] = None,
+    topology: Annotated[Topology, typer.Option(
+        help="one-way: MirrorMaker 2 primary -> secondary; active-active: both ways, names "
+             "prefixed (primary.<topic> on secondary, secondary.<topic> on primary), the "
+             "config's `topology:`.")] = Topology.one_way,
     kafka_version: Annotated[str | None, typer.Option(
         metavar="VERSION",
         help="Kafka release from Maven Central, e.g. 4.3.1 or 3.9.x (default: 4.3.1, or "
@@ -93,6 +105,13 @@ def up(
     registry_port: Annotated[int, typer.Option(
         metavar="PORT", help="primary's schema registry port (secondary's: +1).")]
     = DEFAULT_REGISTRY_PORT,
+    legacy_keys: Annotated[bool | None, typer.Option(
+        "--legacy-keys/--no-legacy-keys",
+        help="Configure MirrorMaker 2's connectors with the old names of their exclude "
+             "lists, topics.blacklist and groups.blacklist, as connectors set up years ago "
+             "are (Kafka 3.x only: 4.0 dropped them); --no-legacy-keys: topics.exclude "
+             "(default: keep the lab's, the new names for a new lab).",
+        show_default=False)] = None,
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
     """Start the lab (idempotent) and write DIR/drctl.yaml.
@@ -101,21 +120,29 @@ def up(
     Examples:
       drctl lab up
       drctl lab up --topic-naming prefixed --dir lab-prefixed
+      drctl lab up --topology active-active --dir lab-aa
       drctl lab up --secure --spark-workers 2
       drctl lab up --schema-registry   # a registry per cluster
+      drctl lab up --kafka-version 3.9.x --legacy-keys   # topics.blacklist
 
     \b
     Exit status: 0 up; 1 the lab could not start (the message names the log to
     read); 2 usage."""
     term = CURRENT.terminal(output)
+    if topology == Topology.active_active and topic_naming == TopicNaming.kept:
+        raise UsageError("--topic-naming kept with --topology active-active: names kept both "
+                         "ways are a loop MirrorMaker 2 cannot break.",
+                         "Leave --topic-naming out (an active-active lab prefixes names).")
+    naming = topic_naming or (TopicNaming.prefixed if topology == Topology.active_active
+                              else TopicNaming.kept)
     lab = Lab(dir)
     started = time.monotonic()
     state = lab.up(ports=LabPorts(primary_port, secondary_port, connect_port, spark_port,
                                   spark_connect_port),
-                   kafka_version=kafka_version,
-                   names_kept=topic_naming == TopicNaming.kept, spark_workers=spark_workers,
+                   kafka_version=kafka_version, topology=topology.value,
+                   names_kept=naming == TopicNaming.kept, spark_workers=spark_workers,
                    secure=secure, schema_registry=schema_registry,
-                   registry_port=registry_port,
+                   registry_port=registry_port, legacy_keys=legacy_keys,
                    spark_connect=(OWN_SERVER if spark_connect or (
                        spark_connect is None and not lab.state_file.exists()) else
                        None if spark_connect is None else NO_SERVER),
@@ -125,8 +152,10 @@ def up(
     if term.json_mode:
         term.emit_json({**status, "elapsed_s": round(elapsed, 1)})
         return
-    term.success(f"Lab up in {elapsed:.1f} s: Kafka {state.kafka_version}, topic naming "
-                 f"{state.topic_naming}{', TLS + SASL + ACLs' if state.secure else ''}, "
+    secured = ", TLS + SASL + ACLs" if state.secure else ""
+    legacy = ", topics.blacklist/groups.blacklist" if state.legacy_keys else ""
+    term.success(f"Lab up in {elapsed:.1f} s: Kafka {state.kafka_version}, {state.topology}, "
+                 f"topic naming {state.topic_naming}{secured}{legacy}, "
                  f"{human_bytes(status['total_rss_bytes'])} resident.")
     remote = lab.spark_remote(state)
     spark = (f"  spark     spark://127.0.0.1:{state.ports.spark_master}, "
@@ -253,9 +282,10 @@ def load(
         "--commit", metavar="GROUP=POSITION",
         help="Commit GROUP at POSITION: 0, an offset, N% or end (repeatable).")] = None,
     old_group: Annotated[list[str] | None, old_spelling("--group")] = None,
-    cluster: Annotated[str, typer.Option(
-        metavar="CLUSTER", help="primary or secondary (e.g. post-failover writes).")]
-    = "primary",
+    cluster: Annotated[str | None, typer.Option(
+        metavar="CLUSTER", help="primary or secondary (e.g. post-failover writes). Default: "
+        "primary; both regions in an active-active lab (each its own local topics, the "
+        "secondary with --seed + 1).", show_default=False)] = None,
     schema_registry: Annotated[bool, typer.Option(
         "--schema-registry", help="Write values as Avro with Confluent's serializer through "
         "the cluster's schema registry (subject <topic>-value; the lab needs `lab up "
@@ -270,6 +300,7 @@ def load(
       drctl lab load --topic orders --records 10000 --commit billing=50%
       drctl lab load --cluster secondary --seed 8   # post-failover writes
       drctl lab load --schema-registry              # Avro through the registry
+      drctl lab load --dir lab-aa                   # active-active: both regions
 
     \b
     Exit status: 0 produced and committed; 1 the lab could not (no lab, a
@@ -282,15 +313,27 @@ def load(
         topics=tuple(topic or WorkloadSpec.topics), partitions=partitions, records=records,
         seed=seed, transactions=transactions,
         groups=tuple(group) if group is not None else WorkloadSpec.groups)
-    encode = lab_values(state.registry_ports, cluster, lab.dir) if schema_registry else None
-    result = run_workload(lab.clients(state, cluster), spec, notify=term.step, encode=encode)
-    summary = result.summary()
+    # An active-active lab's regions both write their local topics (unless one is named),
+    # each with records of its own and groups named after it: a region's groups are its own.
+    clusters = [cluster] if cluster else (["primary", "secondary"] if state.active_active
+                                          else ["primary"])
+    summaries: dict[str, dict] = {}
+    for i, name in enumerate(clusters):
+        encode = lab_values(state.registry_ports, name, lab.dir) if schema_registry else None
+        regional = replace(spec, seed=spec.seed + i, groups=tuple(
+            f"{g.partition('=')[0]}-{name}={g.partition('=')[2]}" for g in spec.groups)) \
+            if len(clusters) > 1 else spec
+        with lab.clients(state, name) as clients:  # its group commits' child ends here
+            result = run_workload(clients, regional, notify=term.step, encode=encode)
+        summaries[name] = result.summary()
     if term.json_mode:
-        term.emit_json(summary)
+        term.emit_json(summaries[clusters[0]] if len(clusters) == 1
+                       else {"regions": summaries})
         return
-    term.table(f"Produced to {cluster}", ["topic", "records by kind"],
-               [[t, ", ".join(f"{k}={v}" for k, v in sorted(kinds.items()))]
-                for t, kinds in summary["topics"].items()])
-    term.table("Committed groups", ["group", "topic", "offsets by partition"],
-               [[g, t, ", ".join(f"{p}:{o}" for p, o in sorted(parts.items()))]
-                for g, topics in summary["groups"].items() for t, parts in topics.items()])
+    for name, summary in summaries.items():
+        term.table(f"Produced to {name}", ["topic", "records by kind"],
+                   [[t, ", ".join(f"{k}={v}" for k, v in sorted(kinds.items()))]
+                    for t, kinds in summary["topics"].items()])
+        term.table(f"Committed groups on {name}", ["group", "topic", "offsets by partition"],
+                   [[g, t, ", ".join(f"{p}:{o}" for p, o in sorted(parts.items()))]
+                    for g, topics in summary["groups"].items() for t, parts in topics.items()])

@@ -19,8 +19,8 @@ from drctl.cli.options import (
 )
 from drctl.cli.state import CURRENT
 from drctl.cli.views import describe_reprotect_preview, render_plan
-from drctl.ops.reprotect import ReprotectOptions, run_reprotect
-from drctl.ops.scorecard import describe as describe_scorecard
+from drctl.ops.one_way.reprotect import ReprotectOptions, run_reprotect
+from drctl.ops.one_way.scorecard import describe as describe_scorecard
 from drctl.terminal import OutputFormat
 
 

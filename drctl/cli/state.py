@@ -54,7 +54,7 @@ class AppState:
             from drctl.kafka.clients import check_client_properties
 
             check_client_properties(self._config)
-            from drctl.ops.status import pending_stop_warnings
+            from drctl.ops.steps.flow_status import pending_stop_warnings
             from drctl.state import marker_store
 
             for warning in pending_stop_warnings(marker_store(self._config, None)):

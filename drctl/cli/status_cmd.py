@@ -8,7 +8,8 @@ import typer
 
 from drctl.cli.options import OutputOption, deadline_option
 from drctl.cli.state import CURRENT
-from drctl.ops.status import collect_status, status_verdict
+from drctl.errors import ExitStatus
+from drctl.ops.steps.flow_status import collect_status, status_verdict
 from drctl.terminal import OutputFormat
 
 
@@ -38,6 +39,9 @@ def status_command(
     incident, a pending replication stop or an exposed flow; 4 no cluster
     answered."""
     term = CURRENT.terminal(output)
+    if CURRENT.config().topology is not None:
+        pair_status(deadline, output)
+        return
     st = collect_status(CURRENT.context(deadline), deadline)
     verdict, why = status_verdict(st)
     if term.json_mode:
@@ -48,48 +52,9 @@ def status_command(
                  c.get("rtt_ms"), c.get("cause")] for n, c in st["clusters"].items()])
     rep = st["replication"]
     if rep:
-        term.table(f"Replication {rep['source']} -> {rep['target']} ({rep['kind']})",
-                   ["connector", "state"], [[n, s] for n, s in rep["connectors"].items()])
-        protection = rep.get("protection")
-        if protection:
-            term.emit_text(protection_line(f"{rep['source']} -> {rep['target']}", protection))
-        for app, state in (rep.get("applications") or {}).items():
-            term.emit_text(protection_line(f"  application {app}", state))
-        if rep.get("rpo"):
-            term.info(f"RPO now: {rep['rpo']['text']}")
-        if rep.get("schemas"):
-            line = rep["schemas"]["summary"].removeprefix("schemas").lstrip(": ")
-            say = term.info if rep["schemas"]["state"] == "in parity" else term.warn
-            say(f"Schemas: {line}")
-        if rep.get("lag"):
-            term.table("Replication lag (offsets behind)",
-                       ["topic", "partitions", "behind", "oldest record missing"],
-                       [[r["topic"], r["partitions"], r["behind"],
-                         _age(r.get("oldest_unreplicated_ms"))] for r in rep["lag"]])
-        copies = rep.get("reverse_copies")
-        if isinstance(copies, str):
-            term.warn(f"Reverse copies on {rep['source']}: {copies}")
-        elif copies:
-            term.table(f"Reverse copies on {rep['source']} (retired reverse flows: never "
-                       "replicated, kept while read)",
-                       ["topic", "copies of", "records", "readers"],
-                       [[c["topic"], c["origin"], c["records"],
-                         ", ".join(f"{g} ({n} unread)" if n else f"{g} (read all)"
-                                   for g, n in c["readers"].items()) or "-"]
-                        for c in copies])
-        inventory = rep.get("inventory")
-        if inventory:
-            term.info(inventory["summary"])
-        costs = rep.get("translation_costs")
-        if costs:
-            term.table("What a failover with the source gone would cost", ["setting"],
-                       [[line] for line in costs["lines"]])
+        render_flow(rep)
     if st["open_failovers"]:
-        term.table("Open incidents", ["incident", "from", "to", "since", "phase",
-                                      "replication stop", "fence", "next"],
-                   [[m["incident"], m["source"], m["target"], m["created_at"], m["phase"],
-                     m["replication_stop"], _fence_cell(m["fence"]), m["next_command"]]
-                    for m in st["open_failovers"]])
+        render_incidents(st)
         for m in st["open_failovers"]:
             if m.get("late_copies"):
                 term.info(f"{m['incident']}: late copies — {m['late_copies']}")
@@ -110,6 +75,89 @@ def status_command(
                   f"({', '.join(f'{k.lower()} {v}' for k, v in sorted(counts.items()))})")
     if why:
         term.warn(why)
+    raise typer.Exit(verdict)
+
+
+def render_flow(rep: dict[str, Any]) -> None:
+    """One flow's part of `drctl status`: its connectors, protection, RPO, lag."""
+    term = CURRENT.terminal()
+    term.table(f"Replication {rep['source']} -> {rep['target']} ({rep['kind']})",
+               ["connector", "state"], [[n, s] for n, s in rep["connectors"].items()])
+    protection = rep.get("protection")
+    if protection:
+        term.emit_text(protection_line(f"{rep['source']} -> {rep['target']}", protection))
+    for app, state in (rep.get("applications") or {}).items():
+        term.emit_text(protection_line(f"  application {app}", state))
+    if rep.get("rpo"):
+        term.info(f"RPO now: {rep['rpo']['text']}")
+    if rep.get("schemas"):
+        line = rep["schemas"]["summary"].removeprefix("schemas").lstrip(": ")
+        say = term.info if rep["schemas"]["state"] == "in parity" else term.warn
+        say(f"Schemas: {line}")
+    if rep.get("lag"):
+        term.table("Replication lag (offsets behind)",
+                   ["topic", "partitions", "behind", "oldest record missing"],
+                   [[r["topic"], r["partitions"], r["behind"],
+                     _age(r.get("oldest_unreplicated_ms"))] for r in rep["lag"]])
+    copies = rep.get("reverse_copies")
+    if isinstance(copies, str):
+        term.warn(f"Reverse copies on {rep['source']}: {copies}")
+    elif copies:
+        term.table(f"Reverse copies on {rep['source']} (retired reverse flows: never "
+                   "replicated, kept while read)",
+                   ["topic", "copies of", "records", "readers"],
+                   [[c["topic"], c["origin"], c["records"],
+                     ", ".join(f"{g} ({n} unread)" if n else f"{g} (read all)"
+                               for g, n in c["readers"].items()) or "-"]
+                    for c in copies])
+    inventory = rep.get("inventory")
+    if inventory:
+        term.info(inventory["summary"])
+    costs = rep.get("translation_costs")
+    if costs:
+        term.table("What a failover with the source gone would cost", ["setting"],
+                   [[line] for line in costs["lines"]])
+
+
+def render_incidents(st: dict[str, Any]) -> None:
+    term = CURRENT.terminal()
+    term.table("Open incidents", ["incident", "from", "to", "since", "phase",
+                                  "replication stop", "fence", "next"],
+               [[m["incident"], m["source"], m["target"], m["created_at"], m["phase"],
+                 m["replication_stop"], _fence_cell(m["fence"]), m["next_command"]]
+                for m in st["open_failovers"]])
+
+
+def pair_status(deadline: float, output: OutputFormat | None) -> None:
+    """`drctl status` of an active-active pair: both flows, and where each region's
+    applications run."""
+    from drctl.ops.active_active.pair import Pair
+    from drctl.ops.active_active.status import collect_pair_status
+
+    term = CURRENT.terminal(output)
+    st = collect_pair_status(Pair(CURRENT.config()), term.step, deadline)
+    verdict = ExitStatus(st["verdict"]["exit_status"])
+    if term.json_mode:
+        term.emit_json(st)
+        raise typer.Exit(verdict)
+    term.table("Clusters", ["cluster", "reachable", "cluster id", "brokers", "rtt ms", "error"],
+               [[n, "yes" if c["reachable"] else "NO", c.get("cluster_id"), c.get("brokers"),
+                 c.get("rtt_ms"), c.get("cause")] for n, c in st["clusters"].items()])
+    for flow in st["flows"]:
+        render_flow(flow)
+    for region, where in st["regions"].items():
+        if where["applications_on"] == "unknown":
+            term.warn(f"Where {region}'s applications run is unknown: {where['why']}")
+        elif where["incident"]:
+            term.emit_text(f"{region}'s applications run on {where['applications_on']} "
+                           f"(incident {where['incident']}, {where['phase']}; next: "
+                           f"{where['next_command']})")
+        else:
+            term.emit_text(f"{region}'s applications run on {region}")
+    if st["open_failovers"]:
+        render_incidents(st)
+    if st["verdict"]["why"]:
+        term.warn(st["verdict"]["why"])
     raise typer.Exit(verdict)
 
 

@@ -47,7 +47,7 @@ def render_translation(report: TranslationReport, *, pending: bool = False) -> N
 
 
 def render_audit(audit: dict[str, Any]) -> None:
-    """The audit of a failover's positions (ops/audit.py data), worst first."""
+    """The audit of a failover's positions (ops/steps/audit.py data), worst first."""
     term = CURRENT.terminal()
     for note in audit.get("notes", []):
         term.info(note)

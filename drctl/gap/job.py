@@ -284,7 +284,7 @@ class GapJob:
         assign = {t: sorted(parts) for t, parts in ranges.items()}
         start = {t: {str(p): r[0] for p, r in parts.items()} for t, parts in ranges.items()}
         end = {t: {str(p): r[1] for p, r in parts.items()} for t, parts in ranges.items()}
-        options = {**_FETCH_DEFAULTS, **kafka}
+        options = {**_FETCH_DEFAULTS, **self.plan.waits, **kafka}
         return (self.spark.read.format("kafka").options(**options)
                 .option("assign", json.dumps(assign))
                 .option("startingOffsets", json.dumps(start))

@@ -61,6 +61,29 @@ class JavaClientSettings:
         return {f"kafka.{k}": v for k, v in self.properties.items()}
 
 
+# However short --deadline, a Kafka request of the job waits at least this long: a healthy
+# cluster on a loaded machine answers within it, and one that is gone waits no longer.
+MIN_WAIT_S = 15.0
+
+
+def deadline_options(deadline_s: float) -> dict[str, str]:
+    """Spark Kafka source options that bound the job's waits for a cluster that is gone by
+    `deadline_s` (--deadline). Left to their defaults, a broker lost mid-job is noticed after
+    minutes (216 s measured at --deadline 30s): an executor polls for Spark's network timeout
+    (`kafkaConsumer.pollTimeoutMs`, 120 s) and then asks the partition's offsets, each for
+    the client's `default.api.timeout.ms` (60 s), and the driver reads offsets in
+    `fetchOffset.numRetries` attempts (3) of as long. One attempt is enough: each Kafka call
+    retries within its own timeout."""
+    wait_ms = int(max(deadline_s, MIN_WAIT_S) * 1000)
+    return {
+        "kafkaConsumer.pollTimeoutMs": str(wait_ms),
+        "fetchOffset.numRetries": "1",
+        "kafka.request.timeout.ms": str(wait_ms),
+        "kafka.default.api.timeout.ms": str(wait_ms),
+        "kafka.socket.connection.setup.timeout.max.ms": str(min(wait_ms, 30_000)),
+    }
+
+
 def java_settings_for(config: Config, name: str) -> JavaClientSettings:
     return java_client_settings(config.cluster(name), name, config.java_properties(name),
                                 config_path=str(config.path) if config.path else None)

@@ -57,9 +57,9 @@ class TopicPlan:
     # cleanup.policy includes compact on either side: records the target compacted away after
     # copying a later version are superseded, not gap (docs/design.md §5).
     compacted: bool = False
-    # Late copies (ops/late_copies.py): target offsets at or after F, [start, end) runs, that
-    # the replicator copied after F. The diff reads the target up to the last of them (they
-    # are copies), and the order check does not count them as post-failover writes.
+    # Late copies (ops/one_way/late_copies.py): target offsets at or after F, [start, end) runs,
+    # that the replicator copied after F. The diff reads the target up to the last of them (they are
+    # copies), and the order check does not count them as post-failover writes.
     late_runs: dict[int, list[list[int]]] = field(default_factory=dict)
 
     def source_ranges(self) -> dict[int, tuple[int, int]]:
@@ -94,6 +94,9 @@ class GapPlan:
     scope: str = "tail"  # gap/alignment.py GapScope
     created_at_ms: int = 0
     notes: list[str] = field(default_factory=list)
+    # Spark Kafka source options bounding the job's own waits for a cluster by --deadline
+    # (kafka_options.deadline_options); a cluster's own settings override them.
+    waits: dict[str, str] = field(default_factory=dict)
     spark: SparkJobSettings | None = None
     schema: int = PLAN_SCHEMA
 

@@ -26,10 +26,15 @@ from drctl.gap.alignment import (
     identity_tail,
     prove_tails,
 )
-from drctl.gap.kafka_options import java_settings_for
+from drctl.gap.kafka_options import deadline_options, java_settings_for
 from drctl.gap.plan import DIFF, IDENTITY, GapPlan, GapScope, PartitionOffsets, TopicPlan
 from drctl.kafka.causes import kafka_cause
-from drctl.kafka.clients import ClusterClients, ClusterRefused, describe_with_retry
+from drctl.kafka.clients import (
+    ClusterClients,
+    ClusterRefused,
+    cluster_metadata,
+    describe_with_retry,
+)
 from drctl.kafka.offsets import list_offsets
 from drctl.kafka.retriable import transient
 from drctl.kafka.topics import is_internal_topic
@@ -100,8 +105,8 @@ def plan_gap_analysis(
     for clients in (src, dst):
         describe_with_retry(clients, policy, notify=ctx.notify)
     src_admin, dst_admin = src.admin(), dst.admin()
-    src_parts = _partitions(src_admin)
-    dst_parts = _partitions(dst_admin)
+    src_parts = _partitions(src)
+    dst_parts = _partitions(dst)
     for topic in topics or ():
         if topic not in src_parts:  # hidden from drctl's principal, or not there
             _refused_topic(src_admin, rep.source, topic)
@@ -141,7 +146,8 @@ def plan_gap_analysis(
         topics=plans, out_dir=str(Path(directory).resolve()), temporary_out=out_dir is None,
         check_order=check_order,
         window_start_ms=window.start_ms, scope=str(scope),
-        created_at_ms=int(time.time() * 1000), notes=notes)
+        created_at_ms=int(time.time() * 1000), notes=notes,
+        waits=deadline_options(deadline_s))
 
 
 @dataclass(frozen=True)
@@ -346,8 +352,7 @@ def flow_topics(ctx: OpsContext, regex: str, deadline_s: float = 30.0) -> list[s
         describe_with_retry(clients, policy, notify=ctx.notify)
     rep = ctx.rep
     try:
-        flow = _choose_topics(rep, None, _partitions(ctx.source.admin()),
-                              _partitions(ctx.target.admin()))
+        flow = _choose_topics(rep, None, _partitions(ctx.source), _partitions(ctx.target))
     except UsageError:
         flow = []  # said below, after a topic named alone is asked for
     chosen = [t for t in flow if pattern.fullmatch(t)]
@@ -364,8 +369,8 @@ def flow_topics(ctx: OpsContext, regex: str, deadline_s: float = 30.0) -> list[s
 _TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]+")
 
 
-def _partitions(admin: AdminClient) -> dict[str, list[int]]:
-    md = admin.list_topics(timeout=_TIMEOUT_S)
+def _partitions(clients: ClusterClients) -> dict[str, list[int]]:
+    md = cluster_metadata(clients, timeout_s=_TIMEOUT_S)
     return {name: sorted(t.partitions) for name, t in md.topics.items() if t.error is None}
 
 

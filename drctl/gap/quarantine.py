@@ -16,7 +16,7 @@ from confluent_kafka.admin import NewTopic
 
 from drctl.errors import CheckFailed, DrctlError
 from drctl.gap.result import GapResult
-from drctl.kafka.clients import ClusterClients
+from drctl.kafka.clients import ClusterClients, cluster_metadata
 from drctl.kafka.copy import CopiedRecord, RerunTag, Route, copy_records
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.records import header_values
@@ -33,7 +33,7 @@ def ensure_quarantine_topics(clients: ClusterClients, wanted: Mapping[str, int]
     """Create the missing topics with the partitions they need; returns each one's partition
     count."""
     admin = clients.admin()
-    existing = admin.list_topics(timeout=30).topics
+    existing = cluster_metadata(clients).topics
     counts = dict(wanted)
     for name, partitions in wanted.items():
         if name in existing:
@@ -51,7 +51,7 @@ def ensure_quarantine_topics(clients: ClusterClients, wanted: Mapping[str, int]
             if "TOPIC_ALREADY_EXISTS" not in str(exc):
                 raise DrctlError(f"Could not create quarantine topic '{name}': {exc}.") from exc
     if wanted:
-        wait_for_leaders(admin, sorted(wanted))
+        wait_for_leaders(clients, sorted(wanted))
     return counts
 
 

@@ -7,6 +7,10 @@ first moment, whatever Spark session the calling process may already hold, and a
 gives all of its memory back. That job reports progress and its outcome as JSON lines on a
 pipe; Spark's own output goes to a log file (or to stderr with --debug). The events, the
 timeout and the failures read the same either way.
+
+While it runs, its clusters are asked (`ClusterWatch`): one that does not answer within
+--deadline stops the job — its operation interrupted on the server, or its process ended —
+rather than the job waiting out its Kafka client's timeouts.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import subprocess
 import sys
 import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -36,7 +40,9 @@ from drctl.gap.jars import (
 )
 from drctl.gap.plan import GapPlan, SparkJobSettings
 from drctl.gap.result import GapResult
+from drctl.kafka.clients import ClusterClients, ClusterUnreachable, describe_with_retry
 from drctl.progress import Notify
+from drctl.retry import RetryPolicy
 from drctl.timeparse import format_duration
 
 WORK_DIR = ".work"
@@ -96,6 +102,60 @@ def clusters_named(text: str, plan: GapPlan) -> tuple[str, ...]:
     return tuple(named)
 
 
+class ClusterWatch:
+    """The job's clusters asked while it runs: each in turn, every `interval_s`, a metadata
+    request retried within `policy`'s deadline (--deadline; each retry a line through
+    `notify`). The first that does not answer within it stops the job (`stop`) and is
+    `lost`: the job's own Kafka client would wait out its timeouts first, minutes, and its
+    failure would name no cluster."""
+
+    def __init__(self, clusters: Sequence[ClusterClients], policy: RetryPolicy,
+                 notify: Notify = lambda _: None, interval_s: float | None = None) -> None:
+        self.clusters = tuple(clusters)
+        self.policy = policy
+        self.notify = notify
+        deadline = policy.deadline_s or 30.0
+        self.interval_s = interval_s if interval_s is not None else min(5.0, max(1.0,
+                                                                               deadline / 6))
+        self.lost: ClusterUnreachable | None = None
+        self._halt = threading.Event()
+
+    def start(self, stop: Callable[[], None]) -> None:
+        def watch() -> None:
+            while not self._halt.wait(self.interval_s):
+                for clients in self.clusters:
+                    try:
+                        describe_with_retry(clients, self.policy, notify=self.notify)
+                    except ClusterUnreachable as exc:
+                        if not self._halt.is_set():
+                            self.lost = exc
+                            stop()
+                        return
+                    except Exception:  # noqa: BLE001 - a refusal is the job's to meet and say
+                        pass
+                    if self._halt.is_set():
+                        return
+
+        threading.Thread(target=watch, name="drctl-gap-watch", daemon=True).start()
+
+    def close(self) -> None:
+        """No more asking (a request under way ends on its own, within the deadline)."""
+        self._halt.set()
+
+    def error(self, stopped: str) -> ClusterUnreachable:
+        """The lost cluster as the job's outcome: named, and what became of the job."""
+        lost = self.lost
+        assert lost is not None
+        return ClusterUnreachable(lost.cluster, lost.address, lost.cause,
+                                  f"{lost.message.rstrip('.')}; {stopped}.", lost.hint,
+                                  detail=lost.detail)
+
+
+# How long a job interrupted on a Spark Connect server is given to say so before the command
+# goes on without it (the session is released on the way out, which ends what is left).
+_INTERRUPT_GRACE_S = 10.0
+
+
 def job_path() -> Path:
     """The job file, for spark-submit."""
     return Path(__file__).resolve().parent / "job.py"
@@ -151,7 +211,8 @@ def run_gap_analysis(plan: GapPlan, spark: SparkSettings, progress: Progress | N
                      *, debug: bool = False, notify: Notify = lambda _: None,
                      connector: Connector | None = None,
                      timeout_s: float | None = None,
-                     deadline_s: float | None = None) -> GapResult:
+                     deadline_s: float | None = None,
+                     watch: ClusterWatch | None = None) -> GapResult:
     """Run the job on `plan` and load what it found. The plan's out_dir receives
     `records/` (Parquet) and `summary.json`; a temporary out_dir (`plan_gap_analysis` without
     one) is removed by `GapResult.cleanup()`.
@@ -159,29 +220,36 @@ def run_gap_analysis(plan: GapPlan, spark: SparkSettings, progress: Progress | N
     A job still running after `timeout_s` is stopped (its process: SIGTERM, then SIGKILL
     after 15 s; on a Spark Connect server: interrupted) and is a TimedOut error naming the
     phase it was in. A Spark Connect server that does not answer within `deadline_s` is
-    SparkServerUnreachable (exit 4)."""
+    SparkServerUnreachable (exit 4). A cluster `watch` finds gone stops the job the same way
+    and is ClusterUnreachable naming it (exit 4)."""
     if spark.remote:
         return _run_job(plan, spark, progress, debug=debug, notify=notify,
                         connector=Connector(source="server"), timeout_s=timeout_s,
-                        deadline_s=deadline_s)
+                        deadline_s=deadline_s, watch=watch)
     connector = connector or resolve_connector(spark, notify=notify)
     with first_resolution(connector) as resolved:
         return _run_job(plan, spark, progress, debug=debug, notify=notify, connector=resolved,
-                        timeout_s=timeout_s)
+                        timeout_s=timeout_s, watch=watch)
 
 
 def _run_job(plan: GapPlan, spark: SparkSettings, progress: Progress | None, *, debug: bool,
              notify: Notify, connector: Connector, timeout_s: float | None,
-             deadline_s: float | None = None) -> GapResult:
+             deadline_s: float | None = None, watch: ClusterWatch | None = None) -> GapResult:
     out = Path(plan.out_dir)
     work = out / WORK_DIR
     work.mkdir(parents=True, exist_ok=True)
     followed = _Followed(log=work / "job.log")
-    if spark.remote:
-        _follow_in_session(followed, plan, spark, progress, timeout_s, deadline_s)
-    else:
-        _follow_own_process(followed, plan, spark, connector, progress, debug, timeout_s,
-                            notify)
+    try:
+        if spark.remote:
+            _follow_in_session(followed, plan, spark, progress, timeout_s, deadline_s, watch)
+        else:
+            _follow_own_process(followed, plan, spark, connector, progress, debug, timeout_s,
+                                notify, watch)
+    finally:
+        if watch is not None:
+            watch.close()
+    if watch is not None and watch.lost is not None and not followed.succeeded:
+        raise watch.error(followed.stopped or "drctl stopped the gap job")
     outcome, log = followed.outcome, followed.log
     if followed.timed_out:
         raise TimedOut(
@@ -214,6 +282,7 @@ class _Followed:
     outcome: dict[str, Any] = field(default_factory=dict)
     timed_out: bool = False
     exited_ok: bool = True  # the job's own process, when it had one
+    stopped: str | None = None  # what drctl did to a job whose cluster was lost, in words
 
     @property
     def succeeded(self) -> bool:
@@ -238,50 +307,92 @@ def _expiring(timeout_s: float | None, stop: Callable[[], None]) -> tuple[thread
 
 def _follow_in_session(followed: _Followed, plan: GapPlan, spark: SparkSettings,
                        progress: Progress | None, timeout_s: float | None,
-                       deadline_s: float | None) -> None:
+                       deadline_s: float | None, watch: ClusterWatch | None = None) -> None:
     """The job in this process, on a Spark Connect session of its own; a timeout interrupts
     what the session runs, and what it would run next does not start. A server that does not
     answer (at the start, or mid-job) is SparkServerUnreachable; one without the Kafka
-    source, ServerLacksKafka."""
+    source, ServerLacksKafka.
+
+    The job runs in a thread of its own, which this one follows: a lost cluster (`watch`), a
+    timeout or Ctrl-C interrupts its operations on the server, and the command goes on after
+    a short grace whether or not the server has answered the interrupt yet (the session is
+    released on the way out)."""
     from drctl.gap import job, remote
 
     with remote.connected(spark, deadline_s) as session:
+        interrupted: list[str] = []
+        asked = threading.Event()
+
         def interrupt() -> None:
-            session.interruptAll()
+            if not asked.is_set():
+                asked.set()
+                try:
+                    interrupted.extend(session.interruptAll())
+                except Exception:  # noqa: BLE001 - a server gone has nothing left to stop
+                    pass
 
         fired, timer = _expiring(timeout_s, interrupt)
+        lost = threading.Event()
 
         def follow(event: dict[str, Any]) -> None:
-            if fired.is_set():
-                raise TimedOut("the gap job ran out of time")
+            if fired.is_set() or lost.is_set():
+                raise TimedOut("the gap job was stopped")
             _follow(event, progress, followed.outcome)
 
+        failure: list[BaseException] = []
+
+        def work() -> None:
+            try:
+                remote.require_kafka(session, spark)
+                given = dict(spark.conf)
+                summary = job.run_job(plan, job.JobEvents(follow), lambda p: job.plan_session(
+                    session, p, given, job.default_parallelism(session)))
+                follow({"event": "done", "summary": str(summary)})
+            except TimedOut as exc:
+                if not (fired.is_set() or lost.is_set()):
+                    failure.append(exc)
+            except DrctlError as exc:
+                failure.append(exc)
+            except Exception as exc:  # noqa: BLE001 - classified here, as its own process does
+                if lost.is_set():
+                    return  # what the interrupt caused: the lost cluster is the outcome
+                if remote.server_gone(exc):
+                    failure.append(remote.unreachable(spark, exc, deadline_s or 0))
+                    return
+                followed.log.write_text("".join(traceback.format_exception(exc)))
+                if not fired.is_set():
+                    followed.outcome["error"] = job.error_event(exc)
+
+        def cluster_lost() -> None:
+            lost.set()
+            interrupt()
+
+        if watch is not None:
+            watch.start(cluster_lost)
+        worker = threading.Thread(target=work, name="drctl-gap-job", daemon=True)
+        worker.start()
         try:
-            remote.require_kafka(session, spark)
-            given = dict(spark.conf)
-            summary = job.run_job(plan, job.JobEvents(follow), lambda p: job.plan_session(
-                session, p, given, job.default_parallelism(session)))
-            follow({"event": "done", "summary": str(summary)})
-        except TimedOut:
-            if not fired.is_set():
-                raise
-        except (DrctlError, KeyboardInterrupt):
-            raise
-        except Exception as exc:  # classified here, as the job's own process does
-            if remote.server_gone(exc):
-                raise remote.unreachable(spark, exc, deadline_s or 0) from exc
-            followed.log.write_text("".join(traceback.format_exception(exc)))
-            if not fired.is_set():
-                followed.outcome["error"] = job.error_event(exc)
+            while worker.is_alive() and not lost.is_set():
+                worker.join(0.2)
         finally:
+            if worker.is_alive():  # a lost cluster, or Ctrl-C here
+                interrupt()
+                worker.join(_INTERRUPT_GRACE_S)
             if timer is not None:
                 timer.cancel()
             followed.timed_out = fired.is_set() and "summary" not in followed.outcome
+        if lost.is_set():
+            ops = len(interrupted)
+            followed.stopped = (f"drctl interrupted the gap job on the {spark.where} server "
+                                f"({ops} operation{'s' if ops != 1 else ''} stopped there)")
+        elif failure:
+            raise failure[0]
 
 
 def _follow_own_process(followed: _Followed, plan: GapPlan, spark: SparkSettings,
                         connector: Connector, progress: Progress | None, debug: bool,
-                        timeout_s: float | None, notify: Notify) -> None:
+                        timeout_s: float | None, notify: Notify,
+                        watch: ClusterWatch | None = None) -> None:
     """The job in a process of its own, which ends with it."""
     note_shared_output(plan, spark.master, notify)
     archive = class_archive()
@@ -295,7 +406,7 @@ def _follow_own_process(followed: _Followed, plan: GapPlan, spark: SparkSettings
                                   driver_java_options=archive.java_options() if archive else [])
     plan_file = plan.write(Path(plan.out_dir) / WORK_DIR / "plan.json")
     try:
-        _follow_job_process(followed, plan_file, progress, debug, timeout_s)
+        _follow_job_process(followed, plan_file, progress, debug, timeout_s, watch)
     finally:
         plan_file.unlink(missing_ok=True)  # it holds the clusters' credentials
         plan.spark = None
@@ -306,7 +417,8 @@ def _follow_own_process(followed: _Followed, plan: GapPlan, spark: SparkSettings
 
 
 def _follow_job_process(followed: _Followed, plan_file: Path, progress: Progress | None,
-                        debug: bool, timeout_s: float | None) -> None:
+                        debug: bool, timeout_s: float | None,
+                        watch: ClusterWatch | None = None) -> None:
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable,
            "PYSPARK_DRIVER_PYTHON": sys.executable}
     for name in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE"):
@@ -324,6 +436,9 @@ def _follow_job_process(followed: _Followed, plan_file: Path, progress: Progress
             write_fd = -1
             # Stopping the job ends its event stream, which ends the loop below.
             fired, timer = _expiring(timeout_s, lambda: _stop(proc))
+            if watch is not None:
+                followed.stopped = "drctl stopped the gap job's process"
+                watch.start(lambda: _stop(proc))
             try:
                 with os.fdopen(read_fd, "r") as events:
                     read_fd = -1

@@ -23,6 +23,7 @@ from drctl.errors import ConfigError, Unreachable
 from drctl.kafka import request_count
 from drctl.kafka.causes import Cause, identity_provider_failed, kafka_cause, kafka_hint
 from drctl.kafka.coordinator import Coordinator
+from drctl.kafka.librdkafka import KERBEROS_NEEDS, lacks_kerberos
 from drctl.kafka.retriable import transient
 from drctl.retry import RetriesExhausted, RetryPolicy, retry_call, time_left
 from drctl.secrets import is_secret_key
@@ -199,6 +200,15 @@ class ClusterClients:
                     None) or next((p for p, v in self.properties.items()
                                    if p != "bootstrap.servers" and len(v) > 2
                                    and v in reason and not is_secret_key(p)), None)
+        if lacks_kerberos(reason):
+            # librdkafka's own advice ("recompile librdkafka") is not what a Python host does.
+            mechanism = next((p for p in ("sasl.mechanism", "sasl.mechanisms")
+                              if p in self.properties), "sasl.mechanism")
+            return ConfigError(
+                f"cluster '{self.name}' logs in with Kerberos (GSSAPI), which the librdkafka "
+                f"inside this confluent-kafka was built without (librdkafka: {reason})",
+                path=self.config_path, key=f"clusters.{self.name}.{mechanism}",
+                hint=KERBEROS_NEEDS)
         missing = [(p, self.properties[p]) for p in _FILE_PROPERTIES
                    if p in self.properties and self.properties[p] != "probe"
                    and not os.access(self.properties[p], os.R_OK)]
@@ -245,19 +255,30 @@ class ClusterClients:
         with self._making:
             if self._coordinator is None:
                 counting = request_count.counting_properties()
+                wire = self.wire
+                # Nothing the child's threads hold may hold these clients (the wire log, not
+                # self): clients dropped without close() must be collectable, and take their
+                # child with them (the finalizer) — a live reader thread holding them kept
+                # every child of a long-lived process alive until it exited.
                 self._coordinator = Coordinator(
                     self.name, {**_OPERATOR_DEFAULTS, **self.properties},
-                    on_wire=lambda code, text: self.wire.record(KafkaError(code, text)),
+                    on_wire=lambda code, text: wire.record(KafkaError(code, text)),
                     on_stats=counting.get("stats_cb"))
-                # Clients dropped without close() (a reconnect) take their child with them.
                 weakref.finalize(self, self._coordinator.close)
             return self._coordinator
 
     def close(self) -> None:
         """Stop the group requests' child process (the librdkafka clients close as they are
-        released)."""
+        released). Whoever makes clients closes them when its command or step ends; a group
+        request after close starts a new child."""
         if self._coordinator is not None:
             self._coordinator.close()
+
+    def __enter__(self) -> ClusterClients:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
 
     def consumer(self, **overrides: Any) -> Consumer:
         # Every read assigns its own start offsets: one out of range is an event the reader
@@ -452,15 +473,33 @@ def describe_with_retry(clients: ClusterClients, policy: RetryPolicy,
         raise unreachable(clients, exc) from exc
 
 
-def cluster_metadata(clients: ClusterClients, *, timeout_s: float = 10.0) -> ClusterMetadata:
-    """The cluster's topics and brokers, from its shared admin client. A broker restarting
-    answers the metadata request with a transport error: asked again within the command's
-    deadline (`clients.deadline_s`), then exit 4 naming the cluster — a raw request ended
-    translate-offsets as an unexpected error (exit 1)."""
+def cluster_metadata(clients: ClusterClients, *, timeout_s: float = 10.0,
+                     deadline_s: float | None = None) -> ClusterMetadata:
+    """The cluster's topics and brokers, from its shared admin client: drctl's one metadata
+    read (every `list_topics` goes through here). A broker restarting answers the metadata
+    request with a transport error: asked again within the command's deadline
+    (`clients.deadline_s`; a quick probe passes its own short `deadline_s`), each retry a
+    line naming the cluster (`retry_line`, through `clients.notify`), then exit 4 naming the
+    cluster — a raw request ended a command as an unnamed or unexpected error.
+
+    All topics are asked for, never one by name: the admin client is a producer to
+    librdkafka, whose metadata request for a named topic lets a broker with
+    auto.create.topics.enable create it."""
+    notify = clients.notify
+
+    def on_retry(attempt: int, exc: BaseException, delay: float) -> None:
+        if notify is not None:
+            notify(retry_line(clients, attempt, exc, delay))
+
+    policy = RetryPolicy(initial_s=0.5, max_s=5).with_deadline(
+        clients.deadline_s if deadline_s is None else deadline_s)
+    started = time.monotonic()
     try:
-        return retry_call(lambda: clients.admin().list_topics(timeout=timeout_s),
-                          RetryPolicy(initial_s=0.5, max_s=5).with_deadline(clients.deadline_s),
-                          retry_on=(KafkaException,), give_up=lambda exc: not transient(exc))
+        # An attempt waits no longer than the deadline leaves.
+        return retry_call(lambda: clients.admin().list_topics(
+                              timeout=time_left(policy, started, cap_s=timeout_s)),
+                          policy, on_retry=on_retry, retry_on=(KafkaException,),
+                          give_up=lambda exc: not transient(exc))
     except RetriesExhausted as exc:
         raise unreachable(clients, exc) from exc
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
-from drctl.errors import DrctlError, UsageError
+from drctl.errors import DrctlError, ExitStatus, UsageError
 from drctl.kafka.causes import Cause, connect_hint
 from drctl.kafka.http import EndpointUnreachable, JsonEndpoint, Transient
 from drctl.retry import RetryPolicy
@@ -37,6 +39,38 @@ class ConnectUnreachable(EndpointUnreachable):
     """A Connect worker that did not answer within the deadline: Connect has its own wait (a
     Kafka cluster that answers says nothing about it), and once that wait is over the
     command ends (exit 4) naming Connect, rather than waiting again."""
+
+
+class LockNotHeld(DrctlError):
+    """A change to a connector refused because the step making it no longer holds its flow's
+    lock (drctl/flow_lock.py): another command took it over (exit 3), or its hold could not
+    be renewed in time and another may take it over (exit 4, transient: once the lock's
+    cluster answers, a run again continues). What the step left stopped is in the lock's
+    journal: the next holder resumes it."""
+
+    def __init__(self, message: str, hint: str, exit_status: ExitStatus, *,
+                 transient: bool, detail: str | None = None) -> None:
+        super().__init__(message, hint, detail=detail)
+        self.exit_status = exit_status
+        self.transient = transient
+
+
+# The check of the hold a step runs under (this thread's): every change a ConnectClient makes
+# asks it first. Reads are never refused.
+_GUARD: ContextVar[Callable[[], None] | None] = ContextVar("drctl_connect_guard",
+                                                           default=None)
+
+
+@contextmanager
+def guarded(check: Callable[[], None]) -> Iterator[None]:
+    """Every connector change in the block (in this thread) asks `check` first, which raises
+    (LockNotHeld) to refuse it: a step that no longer holds its flow's lock changes no shared
+    connector, however far it got."""
+    token = _GUARD.set(check)
+    try:
+        yield
+    finally:
+        _GUARD.reset(token)
 
 
 class ConnectClient(JsonEndpoint):
@@ -71,7 +105,7 @@ class ConnectClient(JsonEndpoint):
                     detail: str | None) -> ConnectUnreachable:
         return ConnectUnreachable(self.url, message, hint, detail=detail)
 
-    def on_status(self, code: int, what: str, detail: str) -> Any:
+    def on_status(self, code: int, what: str, detail: str, body: Any = None) -> Any:
         """404: ConnectorMissing; 5xx, or 409 while the workers rebalance: worth another
         try; anything else: ConnectError."""
         cls = ConnectorMissing if code == 404 else ConnectError
@@ -80,8 +114,27 @@ class ConnectClient(JsonEndpoint):
             raise Transient(error, f"answered {code}")
         raise error
 
+    def request(self, method: str, path: str, body: Any = None) -> Any:
+        if method != "GET" and (check := _GUARD.get()) is not None:
+            check()  # raises when the step's hold on its flow's lock is gone
+        return super().request(method, path, body)
+
     def info(self) -> dict[str, Any]:
         return self.request("GET", "/")
+
+    def plugin_config_keys(self, plugin: str, connector_class: str) -> set[str] | None:
+        """The config keys connector plugin `plugin` defines, as the worker's validation of a
+        config lists them (`PUT /connector-plugins/<plugin>/config/validate`: nothing is
+        created); None when its answer lists none."""
+        answer = self.request("PUT", f"/connector-plugins/{plugin}/config/validate",
+                              {"connector.class": connector_class, "name": "drctl-validate"})
+        configs = answer.get("configs") if isinstance(answer, dict) else None
+        if not isinstance(configs, list):
+            return None
+        keys = {str(c["definition"]["name"]) for c in configs
+                if isinstance(c, dict) and isinstance(c.get("definition"), dict)
+                and "name" in c["definition"]}
+        return keys or None
 
     def connectors(self) -> list[str]:
         return self.request("GET", "/connectors")

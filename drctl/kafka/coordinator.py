@@ -14,7 +14,11 @@ the child waits for the next.
 
 A child that dies is one error, `CoordinatorDied`, which the caller retries (it is transient,
 drctl/kafka/retriable.py); the next request starts another child. The child ends when its
-stdin closes, so it never outlives drctl, even one killed with SIGKILL.
+stdin closes, so it never outlives drctl, even one killed with SIGKILL; whoever made the
+`Coordinator` closes it when its command ends (kafka/clients.py `ClusterClients.close`).
+It runs in a process group of its own, which is what a stuck child's kill ends: a grandchild
+(kinit) holding its stdout goes with it. It imports the drctl this process runs, never a
+module of the working directory (`_command`).
 
 Only drctl/kafka/groups.py sends requests through this module: what the answers mean, and
 how long a failure is retried, is decided there.
@@ -23,6 +27,7 @@ how long a failure is retried, is decided there.
 from __future__ import annotations
 
 import collections
+import math
 import os
 import pickle
 import queue
@@ -31,10 +36,12 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, Any
 
 from drctl.kafka.inflight import windows
@@ -47,9 +54,30 @@ Outcome = tuple[Any, Any]
 CONNECTIONS = 2
 
 _HEADER = struct.Struct(">I")
-# How much longer than a request's own timeout the parent waits for the child's next answer
-# before it takes the child for stuck and kills it.
+# How much longer than a request's own timeout the child may stay silent while it owes an
+# answer before the parent takes it for stuck and kills it (a caller's deadline may end the
+# wait sooner: the request then ends unanswered, and the silence keeps counting).
 _STUCK_AFTER_S = 30.0
+# How long a killed or closed child is waited for: never unbounded (a grandchild holding its
+# stdout keeps the pipe open after it died).
+_DEATH_WAIT_S = 5.0
+
+# The child's start. `python -m` puts the working directory first on the path: a `queue.py`
+# or a `drctl/` there would run with the operator's rights and read the cluster's properties
+# (sasl.password) from stdin. -P leaves it off; the directory this drctl was imported from
+# goes first only when the child's path lacks it (a checkout run as `python -m drctl` from
+# its own directory, which this process trusts already). Not -I: it also drops PYTHONPATH
+# and the user's site-packages, where drctl itself may be installed.
+_ROOT = str(Path(__file__).resolve().parents[2])
+_BOOT = ("import sys\n"
+         "root = sys.argv[1]\n"
+         "if root not in sys.path: sys.path.insert(0, root)\n"
+         "from drctl.kafka.coordinator import _serve\n"
+         "_serve()\n")
+
+
+def _command() -> list[str]:
+    return [sys.executable, "-P", "-c", _BOOT, _ROOT]
 
 
 @dataclass(frozen=True)
@@ -137,12 +165,30 @@ class Coordinator:
         self._stderr: collections.deque[str] = collections.deque(maxlen=30)
         self.started = 0  # how many children were started (tests count the restarts)
         self._hung: set[int] = set()  # children drctl killed because they stopped answering
+        # child pid -> since when it owes an answer and said nothing. A request given up at
+        # its caller's deadline leaves it counting: a stuck child is found out, and killed,
+        # over several short requests too.
+        self._owed: dict[int, float] = {}
+        # child pid -> when it said it was ready (its admin clients built). Its start-up is
+        # drctl's own cost, not the cluster's silence: a caller's deadline counts from then.
+        self._ready: dict[int, float] = {}
+
+    def start(self) -> None:
+        """Start the child now, if none runs (a request starts it otherwise): its start-up,
+        importing the Kafka client, may overlap other work."""
+        with self._lock:
+            self._running()
+
+    def _running(self) -> subprocess.Popen[bytes]:
+        if self._proc is None or self._proc.poll() is not None:
+            self._proc = self._start()
+        return self._proc
 
     def _start(self) -> subprocess.Popen[bytes]:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "drctl.kafka.coordinator"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env={k: v for k, v in os.environ.items() if k != "DRCTL_REQUEST_COUNT"})
+            _command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env={k: v for k, v in os.environ.items() if k != "DRCTL_REQUEST_COUNT"},
+            process_group=0)
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         self.started += 1
         self._stderr.clear()
@@ -167,8 +213,19 @@ class Coordinator:
             message = _read(proc.stdout)
             if message is None:
                 break
+            with self._lock:
+                if any(child is proc for child, _ in self._pending.values()):
+                    self._owed[proc.pid] = time.monotonic()  # it spoke: silent from now
+                else:
+                    self._owed.pop(proc.pid, None)
             kind = message[0]
-            if kind == "wire":
+            if kind == "ready":
+                with self._lock:
+                    self._ready[proc.pid] = time.monotonic()
+                    for child, waiting in self._pending.values():
+                        if child is proc:
+                            waiting.put(("ready", None, None))  # its deadline counts now
+            elif kind == "wire":
                 self._on_wire(message[1], message[2])
             elif kind == "stats":
                 if self._on_stats is not None:
@@ -182,22 +239,37 @@ class Coordinator:
         with self._lock:
             if self._proc is proc:
                 self._proc = None
+            self._owed.pop(proc.pid, None)
+            self._ready.pop(proc.pid, None)
             died = ("died", None, status)
             for child, waiting in self._pending.values():
                 if child is proc:
                     waiting.put(died)
 
-    def request(self, op: str, items: Sequence[Any], timeout_s: float) -> Iterator[list[Outcome]]:
+    def request(self, op: str, items: Sequence[Any], timeout_s: float,
+                give_up_at: Callable[[], float] | None = None) -> Iterator[list[Outcome]]:
         """Send `op` for `items`; yield the answers a window at a time. CoordinatorDied when
-        the child stops first (the answers yielded before it stand)."""
+        the child stops first (the answers yielded before it stand). `give_up_at`: when the
+        caller stops waiting (time.monotonic(), asked before each wait), later by as long as
+        the child took to start during the request; what is unanswered then is answered
+        "timed out" here, and the child, which may still be waiting for a broker, is left to
+        finish (its late answers go nowhere)."""
         answers: queue.SimpleQueue[Any] = queue.SimpleQueue()
         with self._lock:
-            if self._proc is None or self._proc.poll() is not None:
-                self._proc = self._start()
-            proc = self._proc
+            proc = self._running()
             request_id = self._next_id
             self._next_id += 1
             self._pending[request_id] = (proc, answers)
+            self._owed.setdefault(proc.pid, time.monotonic())
+        sent = time.monotonic()
+        unanswered = dict.fromkeys(_key(op, item) for item in items)
+
+        def caller_end() -> float:
+            with self._lock:
+                ready = self._ready.get(proc.pid)
+            if give_up_at is None or ready is None:
+                return math.inf  # not started yet: only its silence (stuck_at) ends the wait
+            return give_up_at() + max(0.0, ready - sent)
         try:
             try:
                 assert proc.stdin is not None
@@ -206,15 +278,28 @@ class Coordinator:
             except (BrokenPipeError, OSError):
                 pass  # the child is gone: its reader says so
             while True:
+                # The child answers every window within its timeout (kafka/groups.py): one
+                # silent much longer is stuck, not waiting for a broker.
+                with self._lock:
+                    stuck_at = self._owed.get(proc.pid, time.monotonic()) + timeout_s \
+                        + _STUCK_AFTER_S
+                end = min(stuck_at, caller_end())
                 try:
-                    # The child answers every window within its timeout (kafka/groups.py):
-                    # one silent much longer is stuck, not waiting for a broker.
-                    kind, _, payload = answers.get(timeout=timeout_s + _STUCK_AFTER_S)
+                    message = answers.get(timeout=max(0.0, end - time.monotonic()))
                 except queue.Empty:
-                    self._hung.add(proc.pid)
-                    proc.kill()  # its reader then says it died
+                    if time.monotonic() < stuck_at:
+                        if time.monotonic() >= caller_end():
+                            yield [(k, Failure(_timeout_code(), "no answer before the "
+                                               "deadline")) for k in unanswered]
+                            return
+                        continue
+                    message = self._kill(proc, answers)
+                kind, _, payload = message
+                if kind == "ready":
                     continue
                 if kind == "part":
+                    for k, _ in payload:
+                        unanswered.pop(k, None)
                     yield payload
                 elif kind == "done":
                     return
@@ -227,8 +312,19 @@ class Coordinator:
             with self._lock:
                 self._pending.pop(request_id, None)
 
+    def _kill(self, proc: subprocess.Popen[bytes], answers: queue.SimpleQueue[Any]) -> Any:
+        """Kill a stuck child with its process group; its reader's "died", or the same
+        when the reader cannot tell within _DEATH_WAIT_S (the pipe held open)."""
+        self._hung.add(proc.pid)
+        _kill_group(proc)
+        try:
+            return answers.get(timeout=_DEATH_WAIT_S)
+        except queue.Empty:
+            return ("died", None, proc.poll())
+
     def close(self) -> None:
-        """Stop the child: its stdin closes, it exits."""
+        """Stop the child: its stdin closes, it exits (killed, with its process group,
+        when it does not). Waits a bounded time."""
         with self._lock:
             proc, self._proc = self._proc, None
         if proc is None:
@@ -239,10 +335,28 @@ class Coordinator:
         except OSError:
             pass
         try:
-            proc.wait(5)
+            proc.wait(_DEATH_WAIT_S)
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            _kill_group(proc)
+            try:
+                proc.wait(_DEATH_WAIT_S)
+            except subprocess.TimeoutExpired:
+                pass  # unkillable (in the kernel): not waited for longer
+
+    @property
+    def pid(self) -> int | None:
+        """The running child's process id (None: none running)."""
+        proc = self._proc
+        return proc.pid if proc is not None and proc.poll() is None else None
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()  # the group is gone (or was never its own): the child alone
+    except OSError:
+        pass
 
 
 class InProcess(Coordinator):
@@ -253,7 +367,8 @@ class InProcess(Coordinator):
         super().__init__("in-process", {})
         self._admins = admins
 
-    def request(self, op: str, items: Sequence[Any], timeout_s: float) -> Iterator[list[Outcome]]:
+    def request(self, op: str, items: Sequence[Any], timeout_s: float,
+                give_up_at: Callable[[], float] | None = None) -> Iterator[list[Outcome]]:
         yield from _Served(self._admins, op, items, timeout_s).parts()
 
 
@@ -303,18 +418,27 @@ class _Served:
         stop = threading.Event()
 
         def work(lane: int) -> None:
-            for window in slices[lane::len(self.admins)]:
-                if stop.is_set():
-                    ready.put([(key, Failure(_timeout_code(),
-                                             "not sent: the coordinator left earlier "
-                                             "requests unanswered")) for key in
-                               (_key(self.op, item) for item in window)])
-                    continue
-                answered = send(self.admins[lane], window)
-                if any(isinstance(v, Failure) and _timed_out(v) for _, v in answered):
-                    stop.set()  # the next window would only wait as long again
-                ready.put(answered)
-            ready.put(None)
+            # Every window is answered, whatever happens to it: a lane that stopped on one
+            # item would leave the request unanswered until the parent took the child for
+            # stuck — every command asking this cluster would then end exit 4.
+            try:
+                for window in slices[lane::len(self.admins)]:
+                    if stop.is_set():
+                        ready.put([(key, Failure(_timeout_code(),
+                                                 "not sent: the coordinator left earlier "
+                                                 "requests unanswered")) for key in
+                                   (_key(self.op, item) for item in window)])
+                        continue
+                    try:
+                        answered = send(self.admins[lane], window)
+                    except Exception as exc:  # noqa: BLE001 - the window's answer
+                        answered = [(_key(self.op, item), _kafka_failure(exc))
+                                    for item in window]
+                    if any(isinstance(v, Failure) and _timed_out(v) for _, v in answered):
+                        stop.set()  # the next window would only wait as long again
+                    ready.put(answered)
+            finally:
+                ready.put(None)
 
         lanes = min(len(self.admins), len(slices))
         for lane in range(lanes):
@@ -353,10 +477,8 @@ class _Served:
     def _offsets(self, admin: Any, groups: Sequence[str]) -> list[Outcome]:
         from confluent_kafka import ConsumerGroupTopicPartitions
 
-        futures: dict[str, Future[Any]] = {}
-        for group in groups:
-            futures.update(admin.list_consumer_group_offsets(
-                [ConsumerGroupTopicPartitions(group)], request_timeout=self.timeout_s))
+        futures, refused = _each(groups, lambda group: admin.list_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(group)], request_timeout=self.timeout_s))
 
         def offsets(result: Any) -> dict[tuple[str, int], int] | Failure:
             out = {}
@@ -367,23 +489,23 @@ class _Served:
                     out[(tp.topic, tp.partition)] = tp.offset
             return out
 
-        return self._wait(futures, offsets)
+        return refused + self._wait(futures, offsets)
 
     def _describe(self, admin: Any, groups: Sequence[str]) -> list[Outcome]:
-        futures = admin.describe_consumer_groups(list(groups), request_timeout=self.timeout_s)
-        return self._wait(futures, lambda desc: (getattr(desc.state, "name", str(desc.state)),
-                                                 len(desc.members or [])))
+        futures, refused = _batch(groups, lambda some: admin.describe_consumer_groups(
+            list(some), request_timeout=self.timeout_s))
+        return refused + self._wait(futures, lambda desc: (
+            getattr(desc.state, "name", str(desc.state)), len(desc.members or [])))
 
     def _commit(self, admin: Any, commits: Sequence[tuple[str, list[tuple[str, int, int]]]]
                 ) -> list[Outcome]:
         from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
-        futures: dict[str, Future[Any]] = {}
-        for group, offsets in commits:
-            request = ConsumerGroupTopicPartitions(group, [TopicPartition(t, p, o)
-                                                           for t, p, o in offsets])
-            futures.update(admin.alter_consumer_group_offsets([request],
-                                                              request_timeout=self.timeout_s))
+        offsets_of = dict(commits)
+        futures, refused = _each(list(offsets_of), lambda group: (
+            admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(
+                group, [TopicPartition(t, p, o) for t, p, o in offsets_of[group]])],
+                request_timeout=self.timeout_s)))
 
         def committed(result: Any) -> None | Failure:
             for tp in result.topic_partitions or []:
@@ -391,11 +513,45 @@ class _Served:
                     return _kafka_failure(_as_exception(tp.error))
             return None
 
-        return self._wait(futures, committed)
+        return refused + self._wait(futures, committed)
 
     def _delete(self, admin: Any, groups: Sequence[str]) -> list[Outcome]:
-        futures = admin.delete_consumer_groups(list(groups), request_timeout=self.timeout_s)
-        return self._wait(futures, lambda _: None)
+        futures, refused = _batch(groups, lambda some: admin.delete_consumer_groups(
+            list(some), request_timeout=self.timeout_s))
+        return refused + self._wait(futures, lambda _: None)
+
+
+def _refusal(exc: BaseException) -> Failure:
+    """An item the client refused before sending anything (confluent-kafka raises at once on
+    a group named "", which Kafka keeps for old consumers): that item's permanent failure,
+    not the request's."""
+    from confluent_kafka import KafkaError
+
+    return Failure(KafkaError._INVALID_ARG, f"not sent, the client refused it: "
+                                            f"{type(exc).__name__}: {exc}")
+
+
+def _each(groups: Sequence[str], send: Callable[[str], Mapping[str, Future[Any]]]
+          ) -> tuple[dict[str, Future[Any]], list[Outcome]]:
+    """One call per group: its futures, and the groups the client refused at once."""
+    futures: dict[str, Future[Any]] = {}
+    refused: list[Outcome] = []
+    for group in groups:
+        try:
+            futures.update(send(group))
+        except Exception as exc:  # noqa: BLE001 - that group's answer
+            refused.append((group, _refusal(exc)))
+    return futures, refused
+
+
+def _batch(groups: Sequence[str], send: Callable[[Sequence[str]], Mapping[str, Future[Any]]]
+           ) -> tuple[dict[str, Future[Any]], list[Outcome]]:
+    """One call for all the groups; one per group when the client refuses the batch at once,
+    so that only the groups it refuses fail."""
+    try:
+        return dict(send(groups)), []
+    except Exception:  # noqa: BLE001 - which group it was is found one by one
+        return _each(groups, lambda group: send([group]))
 
 
 def _key(op: str, item: Any) -> Any:
@@ -486,6 +642,7 @@ def _serve() -> None:
         while (message := _read(stdin)) is not None:
             _write(stdout, ("rejected", message[1], text), lock)
         return
+    _write(stdout, ("ready",), lock)  # the parent's deadlines count from here
 
     def run(request_id: int, op: str, items: Sequence[Any], timeout_s: float) -> None:
         for part in _Served(admins.for_request(), op, items, timeout_s).parts():

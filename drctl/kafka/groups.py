@@ -110,16 +110,24 @@ def _ask(clients: GroupClients, op: str, items: Sequence[Any], key: Callable[[An
     pending = list(by_key)
     delays = BACKOFF.delays()
     stalled_since: float | None = None
+    # The stall's latest failure that says more than "no answer in time" (a child crashed
+    # on an error answer, a coordinator moving): named when the deadline cut the last attempt.
+    telling: BaseException | None = None
     while pending:
         attempt_started = time.monotonic()
+        # The attempt's wait ends a deadline after the last answer (or the stall's start):
+        # a child silent that long ends it, never the child's own timeouts after it.
+        quiet_since = attempt_started if stalled_since is None else stalled_since
         failed: dict[Any, BaseException] = {}
         answered: set[Any] = set()
         try:
-            for part in clients.coordinator().request(op, [by_key[k] for k in pending],
-                                                      request_timeout):
+            for part in clients.coordinator().request(
+                    op, [by_key[k] for k in pending], request_timeout,
+                    lambda: quiet_since + deadline):  # noqa: B023 - its latest value
                 for k, answer in part:
                     if not isinstance(answer, Failure):
                         answered.add(k)
+                        quiet_since = time.monotonic()
                         yield k, answer
                         continue
                     exc = _error(answer)
@@ -141,20 +149,28 @@ def _ask(clients: GroupClients, op: str, items: Sequence[Any], key: Callable[[An
         pending = [k for k in pending if k in failed]
         if not pending:
             return
-        if answered:  # progress: the wait for what is left starts now, short again
-            stalled_since, delays = attempt_started, BACKOFF.delays()
+        if answered:  # progress: the wait for what is left starts at the last answer
+            stalled_since, delays, telling = quiet_since, BACKOFF.delays(), None
         elif stalled_since is None:
             stalled_since = attempt_started
         last = next(iter(failed.values()))
+        telling = next((e for e in failed.values() if not _timed_out(e)), telling)
         waited = time.monotonic() - stalled_since
         if deadline - waited < _LAST_WAIT_S:
-            raise _unanswered(clients, op, len(pending), len(by_key), last, waited)
+            raise _unanswered(clients, op, len(pending), len(by_key),
+                              last if telling is None else telling, waited)
         delay = min(next(delays), round(deadline - waited, 1))
         if clients.notify is not None:
             many = "" if op == "list" else f" of {len(pending):,} group(s)"
             clients.notify(f"{clients.name} ({clients.bootstrap}): {_in_words(last)}; "
                            f"{_WHAT[op]}{many} asked again in {format_duration(delay)}")
         time.sleep(delay)
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """No answer in time, and nothing more said."""
+    err = exc.args[0] if exc.args else None
+    return isinstance(err, KafkaError) and err.code() == KafkaError._TIMED_OUT
 
 
 def _refused(clients: GroupClients, op: str, exc: KafkaException) -> ClusterRefused:
@@ -179,14 +195,61 @@ def _unanswered(clients: GroupClients, op: str, left: int, total: int, last: Bas
         "again: what it did is kept.", detail=detail)
 
 
-def list_groups(clients: GroupClients, *, deadline_s: float | None = None) -> list[str]:
-    """Every consumer group the cluster knows. librdkafka asks each broker; a broker that
-    failed leaves its groups out, which is not "no group there": asked again, then exit 4,
-    never a shorter list."""
+# Groups Kafka lists that no request can name, and why they are left out. Old consumers with
+# no group.id committed under the group "" (Kafka keeps it); librdkafka refuses to name it.
+UNNAMEABLE = {"": 'the group "" (no name: old consumers without a group.id committed under '
+                  "it) cannot be named in a request by drctl's Kafka client: its offsets are "
+                  "neither read nor moved; move its consumers to a named group"}
+# How many ListGroups answers are asked for at most until two in a row agree.
+_LIST_ANSWERS = 5
+
+
+@dataclass(frozen=True)
+class GroupListing:
+    """A cluster's consumer groups, and those it listed that are left out (group -> why)."""
+
+    groups: list[str]
+    skipped: dict[str, str]
+
+    def notes(self, clients: GroupClients) -> list[str]:
+        """One line per group left out, naming the cluster."""
+        return [f"{clients.name}: {why}; skipped" for why in self.skipped.values()]
+
+
+def _list_once(clients: GroupClients, deadline_s: float | None) -> list[str]:
     for _, answer in _ask(clients, "list", [None], key=lambda item: item,
                           deadline_s=deadline_s):
         return list(answer)
     raise AssertionError("a list request answers once")
+
+
+def group_listing(clients: GroupClients, *, deadline_s: float | None = None) -> GroupListing:
+    """Every consumer group the cluster knows. librdkafka asks each broker; a broker that
+    failed leaves its groups out, which is not "no group there": asked again, then exit 4,
+    never a shorter list. A broker whose group coordinator is moving a __consumer_offsets
+    partition answers without that partition's groups and without an error (Kafka's new
+    group coordinator skips NOT_COORDINATOR): listed until two answers in a row agree, every
+    group any answer named kept. Groups no request can name (UNNAMEABLE) are left out, and
+    said."""
+    seen: set[str] = set()
+    last: set[str] | None = None
+    for _ in range(_LIST_ANSWERS):
+        answer = set(_list_once(clients, deadline_s))
+        seen |= answer
+        if answer == last:
+            break
+        last = answer
+    skipped = {g: why for g, why in UNNAMEABLE.items() if g in seen}
+    return GroupListing(sorted(seen - set(skipped)), skipped)
+
+
+def list_groups(clients: GroupClients, *, deadline_s: float | None = None) -> list[str]:
+    """`group_listing`'s groups; each group left out is said through the clients' notify."""
+    listing = group_listing(clients, deadline_s=deadline_s)
+    if clients.notify is not None:
+        for line in listing.notes(clients):
+            clients.notify(line)
+    return listing.groups
 
 
 def committed_offsets(clients: GroupClients, groups: Iterable[str], *,

@@ -137,10 +137,17 @@ class JsonEndpoint:
         """The error of a refusal (a configuration problem)."""
         raise NotImplementedError
 
-    def on_status(self, code: int, what: str, detail: str) -> Any:
+    def on_status(self, code: int, what: str, detail: str, body: Any = None) -> Any:
         """What an error status other than 401/403 means: the call's result (a lookup that
-        found nothing), or an error raised (`Transient` to try again)."""
+        found nothing), or an error raised (`Transient` to try again). `body`: the answer's
+        JSON document (None when it was not JSON), e.g. to tell the API's own "not found"
+        from a proxy's."""
         raise NotImplementedError
+
+    def not_json(self, method: str, path: str) -> DrctlError:
+        """The error of an answer that is not JSON."""
+        return DrctlError(f"{self.name} answered {method} {path} with something that is not "
+                          "JSON: is the URL right?")
 
     def unreachable(self, message: str, hint: str | None,
                     detail: str | None) -> EndpointUnreachable:
@@ -188,16 +195,18 @@ class JsonEndpoint:
         except urllib.error.HTTPError as exc:
             detail = exc.read().decode(errors="replace")
             try:
-                detail = str(json.loads(detail).get("message", detail))
-            except (ValueError, AttributeError):
-                pass
+                body = json.loads(detail)
+            except ValueError:
+                body = None
+            if isinstance(body, dict):
+                detail = str(body.get("message", detail))
             what = f"{method} {path} with {exc.code}: {detail}"
             if exc.code in (401, 403):
                 cause = Cause.AUTHENTICATION if exc.code == 401 else Cause.AUTHORIZATION
                 # Its own words say what it refused.
                 raise self.rejected(f"{self.name} refused drctl: {cause} ({what})",
                                     self.hint(cause)) from exc
-            return self.on_status(exc.code, what, detail)
+            return self.on_status(exc.code, what, detail, body)
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             if isinstance(reason, ssl.SSLCertVerificationError):
@@ -210,5 +219,4 @@ class JsonEndpoint:
         try:
             return json.loads(payload) if payload.strip() else None
         except ValueError as exc:
-            raise DrctlError(f"{self.name} answered {method} {path} with something that is "
-                             "not JSON: is the URL right?") from exc
+            raise self.not_json(method, path) from exc

@@ -1,5 +1,5 @@
 """Replication lag as MirrorMaker 2 itself tells it (Connect's stored source offsets: the lab's
-view), and the first records of the ranges a target lacks (for the RPO: ops/target_lag.py
+view), and the first records of the ranges a target lacks (for the RPO: ops/steps/target_lag.py
 measures what the target lacks against the target itself)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from drctl.kafka.clients import ClusterClients
 from drctl.kafka.connect_rest import ConnectClient
 from drctl.kafka.offsets import list_offsets, watermarks
 from drctl.kafka.records import Record, read_ranges
-from drctl.kafka.topics import TP, is_internal_topic, list_topic_partitions
+from drctl.kafka.topics import TP, is_internal_topic, topic_partitions
 
 
 def mm2_replication_lag(source: ClusterClients, connect: ConnectClient, connector: str,
@@ -34,13 +34,9 @@ def mm2_replication_lag(source: ClusterClients, connect: ConnectClient, connecto
         part, off = entry.get("partition", {}), entry.get("offset") or {}
         if "topic" in part and "offset" in off:
             stored[(part["topic"], int(part["partition"]))] = int(off["offset"])
-    consumer = source.consumer()
-    try:
-        # Topics the connector never copies are never "behind".
-        partitions = [tp for tp in list_topic_partitions(consumer)
-                      if not is_internal_topic(tp.topic) and replicated(tp.topic)]
-    finally:
-        consumer.close()
+    # Topics the connector never copies are never "behind".
+    partitions = [TopicPartition(t, p) for t, parts in sorted(topic_partitions(source).items())
+                  if not is_internal_topic(t) and replicated(t) for p in parts]
     # The high watermark (not the last stable offset): lag counts every offset written.
     marks = watermarks(source.admin(), [(tp.topic, tp.partition) for tp in partitions],
                        read_committed=False)

@@ -15,6 +15,10 @@ BYTES = "org.apache.kafka.connect.converters.ByteArrayConverter"
 
 # Never replicate drctl's own state or Connect's internal topics.
 TOPICS_EXCLUDE = r".*[\-\.]internal,.*\.replica,__.*,_drctl.*,connect-.*,.*\.drctl-quarantine"
+# MirrorMaker 2's own default for groups.exclude (DefaultGroupFilter).
+GROUPS_EXCLUDE = "console-consumer-.*,connect-.*,__.*"
+# The names Kafka 3.x still reads while the new key is absent; Kafka 4.0 dropped them.
+LEGACY_KEYS = {"topics.exclude": "topics.blacklist", "groups.exclude": "groups.blacklist"}
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,9 @@ class MirrorFlow:
     # Java client properties (security) for each side, e.g. security.protocol, sasl.*.
     source_client: Mapping[str, str] = field(default_factory=dict)
     target_client: Mapping[str, str] = field(default_factory=dict)
+    # The exclude lists under their old names (`topics.blacklist`, `groups.blacklist`), as
+    # connectors set up years ago are: Kafka 3.x only.
+    legacy_keys: bool = False
 
     def replicates(self, topic: str) -> bool:
         """Whether the source connector copies `topic`: its `topics` and `topics.exclude`, and
@@ -51,6 +58,9 @@ class MirrorFlow:
                 return True
             source, dot, upstream = upstream.partition(".")
         return False
+
+    def _key(self, key: str) -> str:
+        return LEGACY_KEYS.get(key, key) if self.legacy_keys else key
 
     def connector_names(self) -> dict[str, str]:
         prefix = f"mm2-{self.source_alias}-{self.target_alias}"
@@ -93,7 +103,7 @@ class MirrorFlow:
             **self._common(),
             "connector.class": "org.apache.kafka.connect.mirror.MirrorSourceConnector",
             "topics": self.topics,
-            "topics.exclude": TOPICS_EXCLUDE,
+            self._key("topics.exclude"): TOPICS_EXCLUDE,
             "sync.topic.acls.enabled": "false",
             "sync.topic.configs.enabled": "true",
             "offset.lag.max": str(self.offset_lag_max),
@@ -110,7 +120,9 @@ class MirrorFlow:
             **self._common(),
             "connector.class": "org.apache.kafka.connect.mirror.MirrorCheckpointConnector",
             "groups": ".*",
-            "topics.exclude": TOPICS_EXCLUDE,
+            self._key("topics.exclude"): TOPICS_EXCLUDE,
+            # MirrorMaker 2's default, written out only under the old name: the key is there.
+            **({LEGACY_KEYS["groups.exclude"]: GROUPS_EXCLUDE} if self.legacy_keys else {}),
             # drctl translates offsets itself; MM2 writing group offsets would race with it.
             "sync.group.offsets.enabled": "false",
             "emit.checkpoints.enabled": "true",

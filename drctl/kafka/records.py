@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from confluent_kafka import OFFSET_END, Consumer, KafkaError, KafkaException, TopicPartition
 
-from drctl.kafka.clients import ClusterClients
+from drctl.kafka.clients import ClusterClients, cluster_metadata
 from drctl.kafka.offsets import watermarks
 
 BATCH = 5000
@@ -170,15 +170,17 @@ def header_values(clients: ClusterClients, ranges: Mapping[tuple[str, int], tupl
 def read_all(clients: ClusterClients, topic: str, *, timeout_s: float = 60.0,
              isolation: str = "read_committed") -> list[Record]:
     """Every record of a (small) topic from its low to its current high watermark."""
+    md = cluster_metadata(clients).topics.get(topic)
+    if md is None:
+        return []
+    if md.error is not None:  # a topic whose leaders are not there yet: never "empty"
+        raise KafkaException(md.error)
+    # ListOffsets through the admin client, retried while a new topic's leaders settle.
+    ranges = watermarks(clients.admin(), [(topic, p) for p in md.partitions],
+                        read_committed=isolation == "read_committed")
     consumer = clients.consumer(**{"isolation.level": isolation,
                                    "enable.partition.eof": "true", "fetch.wait.max.ms": "10"})
     try:
-        md = consumer.list_topics(topic, timeout=10).topics.get(topic)
-        if md is None or md.error is not None:
-            return []
-        # ListOffsets through the admin client, retried while a new topic's leaders settle.
-        ranges = watermarks(clients.admin(), [(topic, p) for p in md.partitions],
-                            read_committed=isolation == "read_committed")
         return sorted(read_ranges(consumer, ranges, timeout_s=timeout_s),
                       key=lambda r: (r.partition, r.offset))
     finally:

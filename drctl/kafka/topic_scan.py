@@ -14,7 +14,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from drctl.errors import DrctlError, Unreachable
-from drctl.kafka.clients import ClusterClients, unreachable
+from drctl.kafka.clients import ClusterClients, cluster_metadata, unreachable
 from drctl.kafka.offsets import watermarks
 from drctl.retry import RetriesExhausted, RetryPolicy, retry_call
 
@@ -33,16 +33,14 @@ def topic_ranges(clients: ClusterClients, topic: str, *, policy: RetryPolicy,
                  missing_hint: str) -> dict[int, tuple[int, int]]:
     """(low watermark, end offset) per partition; `missing_hint` is the hint when the topic
     does not exist."""
-    admin = clients.admin()
-
     def fetch() -> dict[int, tuple[int, int]] | None:
-        md = admin.list_topics(topic, timeout=10).topics.get(topic)
+        md = cluster_metadata(clients).topics.get(topic)
         if md is None or (md.error is not None
                           and md.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
             return None
         if md.error is not None:
             raise KafkaException(md.error)
-        marks = watermarks(admin, [(topic, p) for p in md.partitions])
+        marks = watermarks(clients.admin(), [(topic, p) for p in md.partitions])
         return {p: bounds for (_, p), bounds in marks.items()}
 
     try:

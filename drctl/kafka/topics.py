@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 
-from confluent_kafka import Consumer, TopicPartition
+from drctl.kafka.clients import ClusterClients, cluster_metadata
+from drctl.kafka.retriable import transient
 
 TP = tuple[str, int]  # a topic-partition
 
@@ -18,33 +19,25 @@ def is_internal_topic(name: str) -> bool:
     return bool(_INTERNAL.match(name))
 
 
-def list_topic_partitions(consumer: Consumer, topic: str | None = None,
-                          timeout_s: float = 10.0) -> list[TopicPartition]:
-    md = consumer.list_topics(topic, timeout=timeout_s)
-    out: list[TopicPartition] = []
-    for name, tmeta in md.topics.items():
-        if tmeta.error is not None:
-            continue
-        out.extend(TopicPartition(name, p) for p in sorted(tmeta.partitions))
-    return sorted(out, key=lambda tp: (tp.topic, tp.partition))
+def topic_partitions(clients: ClusterClients, topics: Iterable[str] | None = None
+                     ) -> dict[str, list[int]]:
+    """Partitions per topic (of `topics`, those that exist; every topic by default), from
+    one metadata answer (`cluster_metadata`: retried, the cluster named) however many
+    topics are asked about."""
+    meta = cluster_metadata(clients).topics
+    names = meta if topics is None else [t for t in dict.fromkeys(topics) if t in meta]
+    return {t: sorted(meta[t].partitions) for t in names}
 
 
-def partition_count(consumer: Consumer, topic: str, timeout_s: float = 10.0) -> int | None:
-    md = consumer.list_topics(topic, timeout=timeout_s)
-    tmeta = md.topics.get(topic)
-    if tmeta is None or tmeta.error is not None:
-        return None
-    return len(tmeta.partitions)
-
-
-def wait_for_leaders(admin: object, topics: Iterable[str], deadline_s: float = 30.0) -> None:
+def wait_for_leaders(clients: ClusterClients, topics: Iterable[str],
+                     deadline_s: float = 30.0) -> None:
     """A topic created a moment ago has no leader yet; most requests fail until it has."""
     from drctl.retry import WaitTimedOut, wait_for
 
     wanted = set(topics)
 
     def led() -> bool | None:
-        meta = admin.list_topics(timeout=10).topics  # type: ignore[attr-defined]
+        meta = cluster_metadata(clients).topics
         return True if all(t in meta and meta[t].partitions and
                            all(p.leader >= 0 for p in meta[t].partitions.values())
                            for t in wanted) else None
@@ -88,14 +81,16 @@ def _topics_where(admin: object, topics: Iterable[str], name: str,
     for resource, future in futures.items():
         try:
             entry = future.result(timeout=timeout_s).get(name)
-        except KafkaException:
+        except KafkaException as exc:
+            if transient(exc):  # a broker restarting: unknown, never "not set"
+                raise
             continue  # no such topic (yet): nothing of it to compare
         if entry is not None and entry.value is not None and holds(entry.value):
             out.add(resource.name)
     return frozenset(out)
 
 
-def ensure_topics(admin: object, wanted: Mapping[str, int],
+def ensure_topics(clients: ClusterClients, wanted: Mapping[str, int],
                   config: Mapping[str, str] | None = None) -> list[str]:
     """Create those of `wanted` (topic -> partitions) that do not exist, with the cluster's
     replication factor, and wait for their leaders; returns the ones created. A topic another
@@ -103,34 +98,34 @@ def ensure_topics(admin: object, wanted: Mapping[str, int],
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import NewTopic
 
-    existing = admin.list_topics(timeout=30).topics  # type: ignore[attr-defined]
+    existing = cluster_metadata(clients).topics
     new = [NewTopic(name, num_partitions=n, replication_factor=-1, config=dict(config or {}))
            for name, n in sorted(wanted.items()) if name not in existing]
     if not new:
         return []
-    for future in admin.create_topics(new).values():  # type: ignore[attr-defined]
+    for future in clients.admin().create_topics(new).values():
         try:
             future.result(30)
         except KafkaException as exc:
             if "TOPIC_ALREADY_EXISTS" not in str(exc):
                 raise
-    wait_for_leaders(admin, [n.topic for n in new])
+    wait_for_leaders(clients, [n.topic for n in new])
     return [n.topic for n in new]
 
 
-def grow_topics(admin: object, wanted: Mapping[str, int]) -> dict[str, int]:
+def grow_topics(clients: ClusterClients, wanted: Mapping[str, int]) -> dict[str, int]:
     """Give each topic of `wanted` at least that many partitions; returns the topics grown,
     with the count they had before. A topic that has enough (or that another process grew
     meanwhile) is left alone."""
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import NewPartitions
 
-    meta = admin.list_topics(timeout=30).topics  # type: ignore[attr-defined]
+    meta = cluster_metadata(clients).topics
     grow = {t: len(meta[t].partitions) for t, n in wanted.items()
             if t in meta and len(meta[t].partitions) < n}
     if not grow:
         return {}
-    futures = admin.create_partitions(  # type: ignore[attr-defined]
+    futures = clients.admin().create_partitions(
         [NewPartitions(t, wanted[t]) for t in sorted(grow)], request_timeout=30)
     for future in futures.values():
         try:
@@ -138,5 +133,25 @@ def grow_topics(admin: object, wanted: Mapping[str, int]) -> dict[str, int]:
         except KafkaException as exc:
             if "INVALID_PARTITIONS" not in str(exc):
                 raise
-    wait_for_leaders(admin, sorted(grow))
+    wait_for_leaders(clients, sorted(grow))
     return grow
+
+
+def set_topic_config(admin: object, topic: str, configs: Mapping[str, str],
+                     timeout_s: float = 30.0) -> None:
+    """Set `configs` on `topic`, incrementally (the topic's other configs stay); a refusal
+    (not authorized, a policy) is the KafkaException the broker answered."""
+    from confluent_kafka.admin import (
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
+
+    resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
+        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+        for name, value in configs.items()])
+    futures = admin.incremental_alter_configs(  # type: ignore[attr-defined]
+        [resource], request_timeout=timeout_s)
+    for future in futures.values():
+        future.result(timeout_s)

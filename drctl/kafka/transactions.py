@@ -30,9 +30,9 @@ from pathlib import Path
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import ConfigResource, OffsetSpec, ResourceType
 
-from drctl.kafka.clients import ClusterClients
+from drctl.kafka.clients import ClusterClients, ClusterUnreachable, cluster_metadata
 from drctl.kafka.offsets import list_offsets
-from drctl.kafka.topics import TP
+from drctl.kafka.topics import TP, topic_partitions
 
 # Kafka's default transaction.max.timeout.ms: no producer may hold a transaction longer.
 DEFAULT_MAX_TRANSACTION_S = 900.0
@@ -122,17 +122,17 @@ class PinnedSightings:
 
 def max_transaction_s(clients: ClusterClients, timeout_s: float = 15.0) -> float:
     """The brokers' transaction.max.timeout.ms in seconds (Kafka's default when unreadable)."""
-    admin = clients.admin()
     try:
-        brokers = admin.list_topics(timeout=timeout_s).brokers
+        # A setting read on the way: asked again for seconds, not for the deadline.
+        brokers = cluster_metadata(clients, timeout_s=timeout_s, deadline_s=timeout_s).brokers
         broker = str(min(brokers)) if brokers else "0"
-        futures = admin.describe_configs([ConfigResource(ResourceType.BROKER, broker)],
-                                         request_timeout=timeout_s)
+        futures = clients.admin().describe_configs(
+            [ConfigResource(ResourceType.BROKER, broker)], request_timeout=timeout_s)
         for future in futures.values():
             entry = future.result(timeout=timeout_s).get("transaction.max.timeout.ms")
             if entry is not None and entry.value:
                 return int(entry.value) / 1000
-    except (KafkaException, ValueError):
+    except (KafkaException, ClusterUnreachable, ValueError):
         pass
     return DEFAULT_MAX_TRANSACTION_S
 
@@ -169,7 +169,7 @@ def open_transactions(clients: ClusterClients, partitions: Iterable[TP], *,
     if not still:
         return []
     leaders = {(t, p): meta.leader
-               for t, tmeta in clients.admin().list_topics(timeout=30).topics.items()
+               for t, tmeta in cluster_metadata(clients).topics.items()
                for p, meta in tmeta.partitions.items() if (t, p) in still}
     return [OpenTransaction(t, p, lso, end, leaders.get((t, p), -1),
                             min(since[(t, p)], first_ms), second_ms)
@@ -193,8 +193,8 @@ def hanging_on(clients: ClusterClients, topics: Iterable[str], max_age_s: float 
     own when None; None when nothing was open, so no limit was needed). A pinned partition
     is watched for up to CONFIRM_S, or for `max_age_s` when shorter (an operator's limit of a
     second is then proven within this run)."""
-    meta = clients.admin().list_topics(timeout=30).topics
-    parts = [(t, p) for t in sorted(set(topics)) if t in meta for p in meta[t].partitions]
+    parts = [(t, p) for t, ps in topic_partitions(clients, sorted(set(topics))).items()
+             for p in ps]
     confirm = CONFIRM_S if max_age_s is None else min(CONFIRM_S, max_age_s)
     still_open = open_transactions(clients, parts, sightings=sightings, confirm_s=confirm)
     if not still_open:

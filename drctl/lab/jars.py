@@ -13,6 +13,7 @@ from importlib import resources
 from pathlib import Path
 
 from drctl.errors import LabError
+from drctl.kafka_release import kafka_release
 from drctl.resources import cache_dir, cache_lock
 
 # 4.4.0 is on Maven Central for kafka_2.13 and kafka-clients only (connect-runtime, connect-mirror
@@ -30,7 +31,11 @@ class KafkaDistribution:
 
     @property
     def major(self) -> int:
-        return int(self.version.split(".")[0])
+        release = kafka_release(self.version)
+        if release is None:
+            raise LabError(f"Kafka {self.version} is no Apache Kafka release drctl can read.",
+                           "Use an Apache Kafka release (e.g. 4.3.1, 3.9.x).")
+        return release.major
 
     @property
     def classpath(self) -> str:

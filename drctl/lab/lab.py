@@ -9,17 +9,18 @@ import base64
 import dataclasses
 import json
 import os
-import re
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from drctl.errors import DrctlError, LabError
-from drctl.kafka.clients import ClusterClients, describe
+from drctl.kafka.clients import ClusterClients, cluster_metadata, describe
 from drctl.kafka.connect_rest import ConnectClient, ConnectError
 from drctl.kafka.mm2_connectors import MirrorFlow
+from drctl.kafka_release import kafka_release
 from drctl.lab.jars import KafkaDistribution, java_major, require_java, resolve_kafka
 from drctl.lab.processes import ManagedProcess, port_in_use, wait_until
 from drctl.lab.registry import DEFAULT_PORT, LabRegistries, registry_ports, registry_url
@@ -47,6 +48,10 @@ from drctl.progress import Notify
 from drctl.retry import RetryPolicy, WaitTimedOut, wait_for
 
 COMPONENTS = ("primary", "secondary", "connect")
+# What MirrorMaker 2 copies: one flow primary -> secondary (active/standby), or a flow each way
+# with prefixed names (`lab up --topology active-active`).
+ONE_WAY, ACTIVE_ACTIVE = "one-way", "active-active"
+TOPOLOGIES = (ONE_WAY, ACTIVE_ACTIVE)
 OWN_SERVER, NO_SERVER = "own", "none"
 FAILABLE = {"primary": "primary", "secondary": "secondary", "replication": "connect",
             "connect": "connect"}
@@ -100,10 +105,18 @@ class LabState:
     # sc:// URL, a server the lab shares (a test worker's). A Spark cluster (spark_workers)
     # takes them instead.
     spark_connect: str = "none"
+    # MirrorMaker 2's exclude lists under their old names (topics.blacklist,
+    # groups.blacklist), as connectors set up years ago are: Kafka 3.x only.
+    legacy_keys: bool = False
+    topology: str = ONE_WAY  # ONE_WAY or ACTIVE_ACTIVE (always prefixed)
 
     @property
     def topic_naming(self) -> str:
         return "kept" if self.names_kept else "prefixed"
+
+    @property
+    def active_active(self) -> bool:
+        return self.topology == ACTIVE_ACTIVE
 
 
 def _new_cluster_id() -> str:
@@ -170,7 +183,17 @@ class Lab:
         java = mm2_java_properties(self.credentials) if state.secure else {}
         return MirrorFlow("primary", "secondary", self.bootstrap(state, "primary"),
                           self.bootstrap(state, "secondary"), names_kept=state.names_kept,
-                          fast=True, source_client=java, target_client=java)
+                          fast=True, source_client=java, target_client=java,
+                          legacy_keys=state.legacy_keys)
+
+    def flows(self, state: LabState) -> list[MirrorFlow]:
+        """What the lab's MirrorMaker 2 runs: the flow primary -> secondary and, active-active,
+        secondary -> primary too (both prefixing names: kept both ways would loop)."""
+        forward = self.flow(state)
+        if not state.active_active:
+            return [forward]
+        return [forward, MirrorFlow("secondary", "primary", forward.target_bootstrap,
+                                    forward.source_bootstrap, names_kept=False, fast=True)]
 
     def connect_url(self, state: LabState) -> str:
         return f"{'https' if state.secure else 'http'}://127.0.0.1:{state.ports.connect}"
@@ -207,14 +230,24 @@ class Lab:
     def up(self, *, ports: LabPorts = LabPorts(), kafka_version: str | None = None,
            names_kept: bool = True, spark_workers: int | None = None, secure: bool = False,
            schema_registry: bool | None = None, registry_port: int = DEFAULT_PORT,
-           spark_connect: str | None = None,
+           spark_connect: str | None = None, legacy_keys: bool | None = None,
+           topology: str = ONE_WAY,
            notify: Notify = lambda _: None) -> LabState:
         """Start what is not running; `spark_workers` None keeps the lab's Spark cluster as
-        it was (none for a new lab), `schema_registry` None its schema registries, and
+        it was (none for a new lab), `schema_registry` None its schema registries,
         `spark_connect` None its Spark Connect server (the lab's: none for a new lab;
-        LabState.spark_connect)."""
+        LabState.spark_connect), and `legacy_keys` None its connectors' key names.
+        `topology` ACTIVE_ACTIVE runs MirrorMaker 2 both ways, names prefixed."""
+        if topology == ACTIVE_ACTIVE and (names_kept or secure):
+            raise LabError("An active-active lab prefixes topic names (kept both ways would "
+                           "loop) and runs without --secure.",
+                           "Start it with `drctl lab up --topology active-active`.")
         existing = self._existing_state()
         if existing is not None:
+            if existing.topology != topology:
+                raise LabError(f"The lab in {self.dir} runs the {existing.topology} topology.",
+                               "Run `drctl lab down --purge` first to start one with another "
+                               "topology.")
             if existing.names_kept != names_kept:
                 raise LabError(
                     f"The lab in {self.dir} replicates with topic naming "
@@ -235,11 +268,21 @@ class Lab:
             dist = resolve_kafka(kafka_version, log_dir=self.dir)
             state = LabState(ports, dist.version, str(dist.lib_dir), dist.source, names_kept,
                              {c: _new_cluster_id() for c in ("primary", "secondary")},
-                             secure=secure, spark_connect=spark_connect or NO_SERVER)
+                             secure=secure, spark_connect=spark_connect or NO_SERVER,
+                             topology=topology)
             self.save_state(state)
         if state.secure:
             LabCredentials.ensure(self.credentials.directory)
         dist = KafkaDistribution(state.kafka_version, Path(state.lib_dir), state.kafka_source)
+        if legacy_keys is not None and legacy_keys != state.legacy_keys:
+            if legacy_keys and dist.major >= 4:
+                raise LabError(f"Kafka {dist.version} no longer reads topics.blacklist and "
+                               "groups.blacklist (Kafka 4.0 dropped them).",
+                               "Start a Kafka 3.x lab for them: `drctl lab up --kafka-version "
+                               "3.9.x --legacy-keys` (in another --dir, or after `drctl lab "
+                               "down --purge`).")
+            state.legacy_keys = legacy_keys
+            self.save_state(state)
         notify(f"Kafka {dist.version} ({dist.source}: {dist.lib_dir})")
 
         self._check_ports(state)
@@ -254,7 +297,9 @@ class Lab:
         notify(f"Starting the Connect worker on 127.0.0.1:{state.ports.connect}")
         self._start_connect(state, dist)
         self._wait_connect(state)
-        notify("Configuring MirrorMaker 2 connectors (primary -> secondary)")
+        notify("Configuring MirrorMaker 2 connectors ("
+               + ", ".join(f"{f.source_alias} -> {f.target_alias}" for f in self.flows(state))
+               + ")")
         self._ensure_connectors(state)
         if (spark_workers is not None and spark_workers != state.spark_workers) or (
                 spark_connect is not None and spark_connect != state.spark_connect):
@@ -404,7 +449,8 @@ class Lab:
             # Answering is not enough after a restart: every partition needs its leader back.
             if describe(clients, timeout_s=2).broker_count < 1:
                 return False
-            topics = clients.admin().list_topics(timeout=5).topics.values()
+            # A probe: its own short deadline, the wait around it is the long one.
+            topics = cluster_metadata(clients, timeout_s=5, deadline_s=5).topics.values()
             return all(p.leader >= 0 for t in topics for p in t.partitions.values())
 
         wait_until(ready, deadline_s=90, what=f"Kafka broker '{cluster}'",
@@ -476,7 +522,8 @@ class Lab:
             version = str(client.info().get("version", ""))
             if not version or client.connectors() is None:
                 return False
-            if _release(version) >= (3, 9):
+            release = kafka_release(version)
+            if release is not None and release.at_least(3, 9):
                 # GET /health (KIP-1017, Kafka 3.9) answers 200 only once the herder runs.
                 client.request("GET", "/health")
             return True
@@ -492,7 +539,9 @@ class Lab:
             current = client.connector_configs()
         except DrctlError:
             current = {}  # Connect is just starting: every connector is put below
-        for name, cfg in self.flow(state).connectors().items():
+        wanted = {name: cfg for flow in self.flows(state)
+                  for name, cfg in flow.connectors().items()}
+        for name, cfg in wanted.items():
             # A connector already as wanted is left alone: a PUT restarts it and its tasks
             # (and rebalances the worker) for nothing.
             if {k: v for k, v in current.get(name, {}).items() if k != "name"} != cfg:
@@ -520,7 +569,7 @@ class Lab:
 
             wait_until(resume, deadline_s=30, what=f"resuming connector {name}",
                        log_file=proc.log_file, alive=proc.is_running)
-        for name in self.flow(state).connectors():
+        for name in wanted:
             # Running, and the worker past its rebalance: a connector's config answers (for
             # a moment after a connector changed — a reverse flow deleted — Connect answers
             # "a rebalance is expected", and the next caller's first request failed on it).
@@ -533,7 +582,7 @@ class Lab:
     def _refuse_cycle(self, state: LabState, client: ConnectClient) -> None:
         """With names kept, the forward flow must not start while a reverse flow (left by a
         failback) copies: the two would form a cycle."""
-        if not state.names_kept:
+        if not state.names_kept or state.active_active:
             return
         flow = self.flow(state)
         reverse = MirrorFlow(flow.target_alias, flow.source_alias, "", "").connector_names()
@@ -584,21 +633,21 @@ class Lab:
     def write_config(self, state: LabState) -> Path:
         """DIR/drctl.yaml (secure: SASL_SSL with SCRAM-SHA-512), and in secure mode one more
         config per other login, DIR/drctl-<login>.yaml."""
-        names = self.flow(state).connector_names()
         connect: dict[str, str] = {"url": self.connect_url(state)}
         if state.secure:
             connect.update({"ca_file": str(self.credentials.ca_file),
                             "username": CONNECT_REST_USER,
                             "password": f"${{file:{self.credentials.connect_password_file}}}"})
-        config: dict[str, Any] = {
-            "clusters": {},
-            "replication": {
+
+        def flow_section(flow: MirrorFlow) -> dict[str, Any]:
+            names = flow.connector_names()
+            return {
                 "kind": "mirrormaker2",
-                "source": "primary",
-                "target": "secondary",
-                "rename": "{topic}" if state.names_kept else "primary.{topic}",
-                "source_alias": "primary",
-                "target_alias": "secondary",
+                "source": flow.source_alias,
+                "target": flow.target_alias,
+                "rename": "{topic}" if flow.names_kept else f"{flow.source_alias}.{{topic}}",
+                "source_alias": flow.source_alias,
+                "target_alias": flow.target_alias,
                 "connect": {
                     **connect,
                     "source_connector": names["source"],
@@ -606,7 +655,14 @@ class Lab:
                     "heartbeat_connector": names["heartbeat"],
                 },
                 **({"principal": MM2_PRINCIPAL} if state.secure else {}),
-            },
+            }
+
+        flows = self.flows(state)
+        config: dict[str, Any] = {
+            "clusters": {},
+            **({"topology": {"kind": ACTIVE_ACTIVE,
+                             "flows": [flow_section(flow) for flow in flows]}}
+               if state.active_active else {"replication": flow_section(flows[0])}),
             "state": {"dir": "state", "topic": "_drctl_state"},
             # The workload's two applications (`drctl lab load`), for `--app`.
             "applications": {t: {"topics": [t]} for t in WorkloadSpec.topics},
@@ -623,8 +679,9 @@ class Lab:
             how = {"scram": "SASL_SSL/SCRAM-SHA-512", "mtls": "mTLS (PEM client certificate)",
                    "oauthbearer": "SASL_SSL/OAUTHBEARER (unsecured JWT)"}[login]
             header = (f"# Written by `drctl lab up` for the lab in {self.dir}\n"
-                      f"# Kafka {state.kafka_version}, MirrorMaker 2 primary -> secondary, "
-                      f"topic naming: {state.topic_naming}"
+                      f"# Kafka {state.kafka_version}, MirrorMaker 2 "
+                      + ", ".join(f"{f.source_alias} -> {f.target_alias}" for f in flows)
+                      + f", topic naming: {state.topic_naming}"
                       f"{f', {how} + ACLs' if state.secure else ''}\n")
             path = self.config_file if login == "scram" else self.secure_config_file(login)
             path.write_text(header + yaml.safe_dump(config, sort_keys=False))
@@ -698,24 +755,28 @@ class Lab:
             processes.append(server.row())
         connectors: list[dict[str, Any]] = []
         lag: list[dict[str, Any]] = []
-        flow = self.flow(state)
         if self.process("connect").is_running():
             client = self.connect_client(state)
-            for name in flow.connectors():
-                try:
-                    cstate, tasks = client.connector_state(name)
-                except ConnectError as exc:
-                    cstate, tasks = f"ERROR: {exc.message}", []
-                connectors.append({"name": name, "state": cstate, "tasks": tasks})
-            if self.process("primary").is_running():
-                source = self.clients(state, "primary")
-                lag = mm2_replication_lag(source, client, flow.connector_names()["source"],
-                                          flow.replicates)
+            for flow in self.flows(state):
+                for name in flow.connectors():
+                    try:
+                        cstate, tasks = client.connector_state(name)
+                    except ConnectError as exc:
+                        cstate, tasks = f"ERROR: {exc.message}", []
+                    connectors.append({"name": name, "state": cstate, "tasks": tasks})
+                if self.process(flow.source_alias).is_running():
+                    source = self.clients(state, flow.source_alias)
+                    lag += [{**row, "flow": f"{flow.source_alias} -> {flow.target_alias}"}
+                            for row in mm2_replication_lag(
+                                source, client, flow.connector_names()["source"],
+                                partial(_copied_by, flow))]
         return {
             "dir": str(self.dir),
             "kafka_version": state.kafka_version,
             "topic_naming": state.topic_naming,
+            "topology": state.topology,
             "secure": state.secure,
+            "legacy_keys": state.legacy_keys,
             "config": str(self.config_file),
             "spark_workers": state.spark_workers,
             "spark_remote": self.spark_remote(state),
@@ -739,10 +800,11 @@ def _component(what: str) -> str:
     return FAILABLE[what]
 
 
-def _release(version: str) -> tuple[int, ...]:
-    """(major, minor) of a version string such as '4.3.1' or '3.9.0-SNAPSHOT'."""
-    parts = [int(p) for p in re.findall(r"\d+", version)[:2]]
-    return tuple(parts)
+def _copied_by(flow: MirrorFlow, topic: str) -> bool:
+    """Whether `flow` copies `topic`: its filter, and never a copy made by the other flow of an
+    active-active lab (MirrorMaker 2's cycle check: the name carries its target's alias)."""
+    return flow.replicates(topic) and (flow.names_kept
+                                      or not topic.startswith(f"{flow.target_alias}."))
 
 
 def _running(client: ConnectClient, name: str) -> bool:

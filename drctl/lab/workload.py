@@ -19,7 +19,7 @@ from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import NewTopic
 
 from drctl.errors import UsageError
-from drctl.kafka.clients import ClusterClients
+from drctl.kafka.clients import ClusterClients, cluster_metadata
 from drctl.kafka.groups import alter_offsets
 from drctl.progress import Notify
 
@@ -89,7 +89,7 @@ def partition_for(key: bytes | None, partitions: int, counter: int) -> int:
 def create_topics(clients: ClusterClients, topics: tuple[str, ...], partitions: int,
                   config: dict[str, str] | None = None) -> None:
     admin = clients.admin()
-    existing = admin.list_topics(timeout=10).topics
+    existing = cluster_metadata(clients).topics
     new = [NewTopic(t, num_partitions=partitions, replication_factor=1, config=config or {})
            for t in topics if t not in existing]
     if not new:

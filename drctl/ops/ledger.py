@@ -38,7 +38,7 @@ from typing import Any
 
 from drctl.config import Config, ReplicationSettings
 from drctl.errors import Unreachable
-from drctl.kafka.clients import ClusterClients
+from drctl.kafka.clients import ClusterClients, cluster_metadata
 from drctl.kafka.groups import alter_offsets, committed_offsets
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.records import read_all, stream_ranges
@@ -156,7 +156,7 @@ def side_topics(rep: ReplicationSettings, cluster: str, topic: str) -> list[str]
 
 
 def _existing(clients: ClusterClients, topics: Sequence[str]) -> list[str]:
-    there = clients.admin().list_topics(timeout=30).topics
+    there = cluster_metadata(clients).topics
     return [t for t in topics if t in there]
 
 
@@ -165,9 +165,8 @@ def produce(ledger: Ledger, clients: ClusterClients, topic: str, count: int, *,
     """Write `count` numbered records to `topic` on `clients`' cluster and keep every
     acknowledgement. Unreachable when some were not acknowledged within `deadline_s` (those
     are in the ledger as sent: a run again writes new numbers)."""
-    admin = clients.admin()
-    ensure_topics(admin, {topic: PARTITIONS})
-    partitions = len(admin.list_topics(topic, timeout=30).topics[topic].partitions)
+    ensure_topics(clients, {topic: PARTITIONS})
+    partitions = len(cluster_metadata(clients).topics[topic].partitions)
     numbers = ledger.reserve(count)
     producer = clients.producer(**{"acks": "all"})
     acked: list[Entry] = []
@@ -213,9 +212,9 @@ def consume(ledger: Ledger, clients: ClusterClients, group: str, topics: Sequenc
     read kept in the ledger, then its new positions committed."""
     names = _existing(clients, topics)
     partitions: list[TP] = []
+    topics_there = cluster_metadata(clients).topics
     for topic in names:
-        meta = clients.admin().list_topics(topic, timeout=30).topics[topic]
-        partitions += [(topic, p) for p in sorted(meta.partitions)]
+        partitions += [(topic, p) for p in sorted(topics_there[topic].partitions)]
     marks = watermarks(clients.admin(), partitions)
     committed = committed_offsets(clients, [group]).get(group, {})
     ranges: dict[TP, tuple[int, int]] = {}

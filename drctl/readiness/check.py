@@ -24,24 +24,29 @@ from drctl.errors import DrctlError, Unreachable
 from drctl.findings import Area, Finding, Readiness, Severity
 from drctl.kafka.checkpoints import timed_checkpoints
 from drctl.kafka.clients import ClusterUnreachable, cluster_metadata, describe_with_retry
-from drctl.kafka.groups import committed_offsets, group_states, list_groups
+from drctl.kafka.groups import group_states, list_groups
 from drctl.kafka.records import ReadTimeout
 from drctl.kafka.retriable import transient
 from drctl.kafka.topics import is_internal_topic
 from drctl.kafka.transactions import hanging_on
-from drctl.ops.reverse_copies import read_reverse_copies, reverse_copy_findings
-from drctl.ops.rpo import flow_rpo
-from drctl.ops.schemas import flow_parity, mirrored_topics
-from drctl.ops.scope import straddlers
-from drctl.ops.target_lag import target_lag
+from drctl.ops.steps.reverse_copies import read_reverse_copies, reverse_copy_findings
+from drctl.ops.steps.rpo import flow_rpo
+from drctl.ops.steps.schemas import flow_parity, mirrored_topics
+from drctl.ops.steps.scope import straddlers
+from drctl.ops.steps.target_lag import target_lag
 from drctl.readiness.acls import AclScope, acl_parity
 from drctl.readiness.positions import guard_findings, position_findings
 from drctl.readiness.schemas import parity_findings
 from drctl.readiness.topics import compare_topics, read_shapes
 from drctl.retry import RetriesExhausted, RetryPolicy, retry_call
 from drctl.timeparse import format_duration
-from drctl.translate.engine import wanted_group
-from drctl.translate.inventory import source_topics_in_scope
+from drctl.translate.inventory import (
+    IN_CHECKPOINTS,
+    SourceGroups,
+    source_groups,
+    source_topics_in_scope,
+    wanted_group,
+)
 from drctl.translate.snapshots import OffsetSnapshot, read_snapshot_topic
 
 
@@ -171,15 +176,12 @@ def _positions(ctx: OpsContext, out: Readiness, src_topics: dict[str, int],
     read_checkpoints = in_background(functools.partial(
         timed_checkpoints, ctx.target, checkpoints_topic), name="drctl-checkpoints") \
         if checkpoints_topic else None
-    groups = [g for g in list_groups(ctx.source) if wanted_group(ctx.config, group_re, g)]
-    ctx.notify(f"Reading the commits of {len(groups)} group(s)")
-    every_commit = committed_offsets(ctx.source, groups)
-    if not ctx.scope.whole:
-        _scope(ctx, out, src_topics, every_commit)
-    commits = {g: {tp: o for tp, o in offs.items() if tp[0] in src_topics}
-               for g, offs in every_commit.items() if ctx.scope.covers_group(g)}
-    out.add(*reverse_copy_findings(read_reverse_copies(rep, ctx.source, every_commit),
-                                   rep.source, rep.target, ctx.source.bootstrap))
+    ctx.notify(f"Reading the groups of {rep.source} and their commits")
+
+    def wanted(group: str) -> bool:
+        return wanted_group(ctx.config, group_re, group)
+
+    found = source_groups(ctx.config, ctx.source, wanted)
     checkpoints: dict[Any, Any] = {}
     if read_checkpoints is not None:
         ctx.notify(f"Reading {checkpoints_topic}")
@@ -190,10 +192,40 @@ def _positions(ctx: OpsContext, out: Readiness, src_topics: dict[str, int],
                             f"cannot be read on {rep.target}: {exc.message}",
                             "with the source gone, no group has a checkpoint",
                             "check that MirrorMaker 2's checkpoint connector runs"))
+    # A group the replicator checkpoints is one a failover moves: the source's list leaving
+    # it out (it can, with no error) must not leave it unchecked.
+    found.also(ctx.source, dict.fromkeys({g for g, _, _ in checkpoints}, IN_CHECKPOINTS),
+               wanted)
+    out.add(*group_list_findings(found, rep.target))
+    every_commit = found.commits
+    if not ctx.scope.whole:
+        _scope(ctx, out, src_topics, every_commit)
+    commits = {g: {tp: o for tp, o in offs.items() if tp[0] in src_topics}
+               for g, offs in every_commit.items() if ctx.scope.covers_group(g)}
+    out.add(*reverse_copy_findings(read_reverse_copies(rep, ctx.source, every_commit),
+                                   rep.source, rep.target, ctx.source.bootstrap))
     findings, looked = position_findings(rep, commits, checkpoints, snapshots, now_ms,
                                          opts.stale_after_s)
     out.add(*findings)
     out.checked[Area.POSITIONS.value] = looked
+
+
+def group_list_findings(found: SourceGroups, target: str) -> list[Finding]:
+    """A note per group the source listed that no request can name (the group ""), and per
+    group its list left out that drctl took in from elsewhere (checked all the same)."""
+    out = [Finding(Area.POSITIONS, f'group "{group}"', f"listed by {found.source}: {why}",
+                   f"a failover leaves it where it is: its consumers start on {target} at "
+                   "auto.offset.reset", "give its consumers a group.id", Severity.NOTE)
+           for group, why in found.skipped.items()]
+    out += [Finding(Area.POSITIONS, f"group {group}",
+                    f"left out of {found.source}'s group list (ListGroups) but committing "
+                    f"there; known from {where}, checked all the same",
+                    "none: drctl takes it in (a __consumer_offsets partition moving "
+                    "leaves its groups out of the list, with no error)",
+                    "nothing; seen often, look at the brokers' group coordinators "
+                    "(__consumer_offsets leaders moving)", Severity.NOTE)
+            for group, where in sorted(found.unlisted.items())]
+    return out
 
 
 def _scope(ctx: OpsContext, out: Readiness, src_topics: Mapping[str, int],
@@ -284,9 +316,9 @@ def _transactions(ctx: OpsContext, up: dict[str, bool], src_topics: dict[str, in
 
 def lag_findings(source: str, target: str, lag: list[dict[str, Any]] | None,
                  remedy: str) -> list[Finding]:
-    """Per partition whose lag rows (ops/target_lag.py) show records no waiting brings — passed
-    over by the replicator, deleted by retention before they were copied — a risk; one that
-    cannot be measured, or whose skips were not all read, a note."""
+    """Per partition whose lag rows (ops/steps/target_lag.py) show records no waiting brings —
+    passed over by the replicator, deleted by retention before they were copied — a risk; one
+    that cannot be measured, or whose skips were not all read, a note."""
     out = []
     for row in lag or ():
         for part in row.get("by_partition", []):
@@ -322,9 +354,9 @@ def lag_findings(source: str, target: str, lag: list[dict[str, Any]] | None,
 
 def rpo_now(ctx: OpsContext, topics: dict[str, int], up: dict[str, bool], now_ms: int
             ) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
-    """How much a failover now would lose, in seconds (ops/rpo.py), with the lag rows it came
+    """How much a failover now would lose, in seconds (ops/steps/rpo.py), with the lag rows it came
     from: per partition of the flow's topics the age of the oldest source record the target
-    lacks, measured against the target (ops/target_lag.py); with the source gone, the newest
+    lacks, measured against the target (ops/steps/target_lag.py); with the source gone, the newest
     heartbeat copied from it; unknown otherwise."""
     rep = ctx.rep
     lag: list[dict[str, Any]] | None = None

@@ -1,7 +1,9 @@
 """Schema-id parity as readiness findings (the rules: drctl/registry/parity.py): an id the
 target's registry lacks or reads as another schema, and a subject whose latest version
-differs, are risks; an id neither registry knows is a note (bytes that only look
-registry-encoded); a registry that does not answer makes parity blind, never clean."""
+differs, are risks; an id neither registry knows, or one the writer's registry files under no
+subject of the topic and side that carry it, is a note (bytes that only look
+registry-encoded, e.g. 8-byte long keys); a registry that does not answer, or that is no
+registry, makes parity blind, never clean."""
 
 from __future__ import annotations
 
@@ -27,6 +29,12 @@ def parity_findings(parity: Parity) -> list[Finding]:
                                f"producers that move to {reader} register or find another "
                                f"id: their records carry ids {writer}'s registry lacks or "
                                "reads otherwise when they come back", parity.fix()))
+        elif issue.kind == IssueKind.UNFILED:
+            out.append(Finding(Area.SCHEMAS, f"schema id {issue.schema_id}", seen,
+                               "none: these bytes are no schema id (a consumer of this "
+                               "topic and side does not look them up)", "nothing; if they "
+                               "are registry-encoded, register their schema under the "
+                               "topic's subject on both registries", Severity.NOTE))
         else:
             out.append(Finding(Area.SCHEMAS, f"schema id {issue.schema_id}", seen,
                                "none if these records are not registry-encoded; else no "

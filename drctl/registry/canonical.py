@@ -58,11 +58,12 @@ class Schema:
         return canonical_form(self.type, self.text)
 
     def same_as(self, other: Schema) -> bool:
-        """Whether `other` decodes what this one encoded the same way: same type, canonical
-        form and references (by name and subject; versions are each registry's own count)."""
+        """Whether `other`'s own text decodes as this one's: same type, canonical form and
+        reference names (what the text imports). What each reference holds is fetched from
+        each registry and compared in turn by `parity.difference`: subjects and versions are
+        each registry's own, and same-named references may hold different schemas."""
         return (self.type == other.type and self.canonical == other.canonical
-                and {(r.name, r.subject) for r in self.references}
-                == {(r.name, r.subject) for r in other.references})
+                and {r.name for r in self.references} == {r.name for r in other.references})
 
     def as_registered(self) -> dict[str, Any]:
         """The body that registers it (`POST /subjects/S/versions`)."""

@@ -2,10 +2,14 @@
 Confluent's registry, Karapace and Apicurio (under `/apis/ccompat/v7`) all serve.
 
 Read-only but for `register`, which the lab and the tests use. A lookup that finds nothing
-(HTTP 404) is an answer, None; a registry that does not answer within the deadline is
-`Unreachable` (exit 4: parity unknown, never "in parity"); one that refuses drctl (401, 403,
-an untrusted certificate) is `RegistryRejected`. Ids and their schemas never change in a
-registry, so what one command looked up is asked once.
+(HTTP 404 with the API's not-found `error_code`, e.g. `{"error_code": 40403, ...}`) is an
+answer, None; a 404 without one, a `/subjects` that is no list, or an answer that is not
+JSON, is `NotARegistry` (a wrong path, an ingress's default backend: exit 4 naming the URL,
+never an empty registry whose lack of everything reads as "in parity"); a registry that does
+not answer within the deadline is `Unreachable` (exit 4: parity unknown, never "in
+parity"); one that refuses drctl (401, 403, an untrusted certificate) is `RegistryRejected`.
+Ids and their schemas never change in a registry, so what one command looked up is asked
+once.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import Any
 from drctl.config import Config, HttpSettings
 from drctl.errors import DrctlError, UsageError
 from drctl.kafka.causes import Cause
-from drctl.kafka.http import JsonEndpoint, Transient
+from drctl.kafka.http import EndpointUnreachable, JsonEndpoint, Transient
 from drctl.registry.canonical import Schema
 from drctl.retry import RetryPolicy
 
@@ -34,6 +38,12 @@ class RegistryError(DrctlError):
 class RegistryRejected(UsageError):
     """The registry refused drctl's login or its certificate failed verification: the
     configuration is wrong, and no retry changes that."""
+
+
+class NotARegistry(EndpointUnreachable):
+    """What answers at the URL is not a schema registry's Confluent API: a 404 without the
+    API's not-found `error_code`, a `/subjects` that is no list, an answer that is not JSON.
+    The registry was not reached (exit 4, its URL named); asking again changes nothing."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +71,7 @@ class RegistryClient(JsonEndpoint):
         self.cluster = cluster
         self._schemas: dict[int, Schema | None] = {}
         self._versions: dict[int, list[tuple[str, int]]] = {}
+        self._subject_versions: dict[tuple[str, int], Schema | None] = {}
 
     @classmethod
     def for_cluster(cls, config: Config, cluster: str, deadline_s: float | None = None,
@@ -102,19 +113,37 @@ class RegistryClient(JsonEndpoint):
         return SubjectVersion(str(raw.get("subject", subject)), int(raw["version"]),
                               int(raw["id"]), Schema.from_registry(raw))
 
+    def version(self, subject: str, version: int) -> Schema | None:
+        """The schema of one version of a subject (what a reference names); None when the
+        registry has no such subject or version."""
+        if (subject, version) not in self._subject_versions:
+            raw = self.get(f"/subjects/{_quoted(subject)}/versions/{version}")
+            self._subject_versions[subject, version] = (None if raw is None
+                                                        else Schema.from_registry(raw))
+        return self._subject_versions[subject, version]
+
     def subjects(self) -> list[str]:
-        return sorted(str(s) for s in self.get("/subjects") or [])
+        """Every subject; an answer that is no list of names is no registry's."""
+        raw = self.get("/subjects")
+        if not isinstance(raw, list):
+            raise self._not_a_registry(f"GET /subjects answered {_shown(raw)}, not a list of "
+                                       "subjects")
+        return sorted(str(s) for s in raw)
 
     def server_version(self) -> str | None:
         """What the registry says it is: Confluent's `/v1/metadata/version`, or Apicurio's
-        system info beside its Confluent API; None when neither answers."""
-        raw = self.get("/v1/metadata/version")
-        if raw is not None:
-            return str(raw.get("version"))
-        if apicurio_root(self.url) is not None:
-            info = self.get("/apis/registry/v2/system/info")
-            if info is not None:
-                return f"{info.get('name', 'apicurio-registry')} {info.get('version')}"
+        system info beside its Confluent API; None when neither answers (a registry older
+        than the call may answer it with a bare 404)."""
+        try:
+            raw = self.get("/v1/metadata/version")
+            if isinstance(raw, dict):
+                return str(raw.get("version"))
+            if apicurio_root(self.url) is not None:
+                info = self.get("/apis/registry/v2/system/info")
+                if isinstance(info, dict):
+                    return f"{info.get('name', 'apicurio-registry')} {info.get('version')}"
+        except NotARegistry:
+            pass
         return None
 
     def register(self, subject: str, schema: Schema) -> int:
@@ -126,7 +155,8 @@ class RegistryClient(JsonEndpoint):
     # -- HTTP -----------------------------------------------------------------------------
 
     def get(self, path: str) -> Any:
-        """GET `path`: the JSON answer, None when the registry has no such thing (404)."""
+        """GET `path`: the JSON answer, None when the registry has no such thing (its
+        404)."""
         return self.request("GET", path)
 
     def hint(self, cause: Cause) -> str:
@@ -135,14 +165,33 @@ class RegistryClient(JsonEndpoint):
     def rejected(self, message: str, hint: str, detail: str | None = None) -> DrctlError:
         return RegistryRejected(message, hint, detail=detail)
 
-    def on_status(self, code: int, what: str, detail: str) -> Any:
-        """404: nothing of that id or subject (an answer); 5xx and 408: worth another try."""
+    def on_status(self, code: int, what: str, detail: str, body: Any = None) -> Any:
+        """404 with one of the API's not-found codes (`error_code` 404xx: 40401 subject,
+        40402 version, 40403 schema...): nothing of that id or subject, an answer. 404
+        without one: not a registry — no error body (a proxy), or the web server's own
+        "no such resource" (Confluent's and Apicurio's say `error_code` 404 or 0 for a path
+        their API lacks). 5xx and 408: worth another try."""
         if code == 404:
-            return None
+            if _not_found_code(body):
+                return None
+            raise self._not_a_registry(f"{what.partition(' with ')[0]} answered 404 without "
+                                       "the API's not-found error_code")
         error = RegistryError(f"{self.name} answered {what}")
         if code >= 500 or code == 408:
             raise Transient(error, f"answered {code}")
         raise error
+
+    def not_json(self, method: str, path: str) -> DrctlError:
+        return self._not_a_registry(f"{method} {path} answered with something that is not "
+                                    "JSON")
+
+    def _not_a_registry(self, seen: str) -> NotARegistry:
+        key = f"clusters.{self.cluster}.schema_registry.url"
+        return NotARegistry(
+            self.url, f"{self.name} is not a schema registry: {seen} (a wrong path, e.g. "
+            "Apicurio's root without /apis/ccompat/v7, or a proxy's default backend).",
+            f"Set {key} to the registry's Confluent API: https://host:8081 for Confluent's "
+            "registry and Karapace, https://host/apis/ccompat/v7 for Apicurio.")
 
     def url_of(self, path: str) -> str:
         root = apicurio_root(self.url)
@@ -160,6 +209,19 @@ def apicurio_root(url: str) -> str | None:
 
 def _quoted(subject: str) -> str:
     return urllib.parse.quote(subject, safe="")
+
+
+def _not_found_code(body: Any) -> bool:
+    """Whether an error body is the Confluent API's "not found" (`error_code` 40401...)."""
+    code = body.get("error_code") if isinstance(body, dict) else None
+    return isinstance(code, int) and 40400 <= code <= 40499
+
+
+def _shown(raw: Any) -> str:
+    if raw is None:
+        return "404 or nothing"
+    text = repr(raw)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def registry_hint(cluster: str, cause: Cause) -> str:

@@ -30,21 +30,29 @@ def message_indexes(data: bytes, pos: int = HEADER_BYTES) -> tuple[tuple[int, ..
     """(message indexes, where the payload starts) of Protobuf-encoded bytes: a zigzag
     varint count, then that many zigzag varint indexes into the .proto's messages; a lone
     count of 0 means the first message, [0]."""
-    count, pos = _zigzag_varint(data, pos)
+    count, pos = zigzag_varint(data, pos)
     if count == 0:
         return (0,), pos
     if not 0 < count <= _MAX_INDEXES:
         raise DecodeError(f"{count} message indexes")
     indexes = []
     for _ in range(count):
-        index, pos = _zigzag_varint(data, pos)
+        index, pos = zigzag_varint(data, pos)
         if index < 0:
             raise DecodeError(f"negative message index {index}")
         indexes.append(index)
     return tuple(indexes), pos
 
 
-def _zigzag_varint(data: bytes, pos: int) -> tuple[int, int]:
+def zigzag_varint(data: bytes, pos: int) -> tuple[int, int]:
+    """(the signed varint at `pos`, Avro's int and long and Protobuf's sint, where the next
+    byte is)."""
+    raw, pos = varint(data, pos)
+    return (raw >> 1) ^ -(raw & 1), pos
+
+
+def varint(data: bytes, pos: int) -> tuple[int, int]:
+    """(the unsigned base-128 varint at `pos`, where the next byte is)."""
     raw, shift = 0, 0
     while True:
         if pos >= len(data):
@@ -53,11 +61,10 @@ def _zigzag_varint(data: bytes, pos: int) -> tuple[int, int]:
         pos += 1
         raw |= (byte & 0x7F) << shift
         if not byte & 0x80:
-            break
+            return raw, pos
         shift += 7
         if shift > 63:
             raise DecodeError("varint longer than 10 bytes")
-    return (raw >> 1) ^ -(raw & 1), pos
 
 
 def encode(schema_id_: int, payload: bytes, indexes: tuple[int, ...] | None = None) -> bytes:

@@ -121,7 +121,7 @@ class ReverseRequest:
 
 @dataclass(frozen=True)
 class ReturnRequest:
-    """The return to protection (ops/reprotect.py), from the failover marker."""
+    """The return to protection (ops/one_way/reprotect.py), from the failover marker."""
 
     incident: str
     reverse_topics: list[str]  # the failover topics the reverse flow copies to the source
@@ -140,7 +140,7 @@ class ReplicationKind(ABC):
     offsets_preserved: ClassVar[bool] = False
     # The header the replicator adds to every copy, which tells copies from originals.
     provenance_header: ClassVar[str | None] = None
-    # drctl measures this kind's lag against the target (ops/target_lag.py): it copies each
+    # drctl measures this kind's lag against the target (ops/steps/target_lag.py): it copies each
     # partition in order and keeps a stored position (`replicated_upto`).
     lag_measured: ClassVar[bool] = False
     # drctl itself starts the reverse flow, so failback waits until it has caught up;
@@ -179,9 +179,11 @@ class ReplicationKind(ABC):
         left as it ran; the components changed."""
         return []
 
-    def edits_hold(self, rep: ReplicationSettings, edits: Sequence[ListEdit]) -> bool | None:
+    def edits_hold(self, rep: ReplicationSettings, edits: Sequence[ListEdit],
+                   part: FlowPart | None = None) -> bool | None:
         """Whether forward replication still holds every entry of `edits` (None: cannot be
-        told)."""
+        told). With `part`, also whether those entries leave out each of its topics: the
+        topics it has now, not only those an incident it superseded left out."""
         return None
 
     def resume_components(self, rep: ReplicationSettings, names: Sequence[str],

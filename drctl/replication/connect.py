@@ -19,7 +19,9 @@ from drctl.kafka.connect_rest import (
     ConnectError,
     ConnectorMissing,
     ConnectRejected,
+    LockNotHeld,
 )
+from drctl.kafka_release import kafka_release
 from drctl.progress import Notify
 from drctl.replication.base import Confirm, FlowPart, FlowState, ReplicationKind, StopOutcome
 from drctl.replication.edits import (
@@ -28,6 +30,7 @@ from drctl.replication.edits import (
     by_connector,
     edits_hold,
     entries_of,
+    leaves_out,
     plan_edit,
     undo_edits,
 )
@@ -151,7 +154,10 @@ def check_connect(rep: ReplicationSettings, notify: Notify | None = None
         info = client.info() or {}
     except (Unreachable, ConnectRejected) as exc:
         return {"url": client.url, "reachable": False, "error": exc.message}, exc
-    return {"url": client.url, "reachable": True, "version": info.get("version")}, None
+    version = info.get("version")
+    release = kafka_release(str(version or ""))
+    return {"url": client.url, "reachable": True, "version": version,
+            "kafka": str(release) if release else None}, None
 
 
 class ConnectControlled(ReplicationKind, ABC):
@@ -179,10 +185,32 @@ class ConnectControlled(ReplicationKind, ABC):
     # own defaults): leaving a part out keeps them.
     exclusion_defaults: ClassVar[Mapping[str, str]] = {}
     # Older names of those keys (MirrorMaker 2's `topics.blacklist`), which the replicator
-    # honours while the key itself is absent — on Connect before `aliases_until` (its major
-    # version). Never edited: the key is written with their entries instead.
+    # honours while the key itself is absent, for as long as it still defines them. Never
+    # edited: the key is written with their entries instead.
     exclusion_aliases: ClassVar[Mapping[str, str]] = {}
+    # How to tell whether it still does: a connector plugin (its name, its class) whose
+    # validation lists this old key exactly while the old names are read; else the worker's
+    # Kafka release, read from its version: before `aliases_until` (a major release).
+    alias_probe: ClassVar[tuple[str, str, str] | None] = None
     aliases_until: ClassVar[int] = 0
+
+    def aliases_honoured(self, client: ConnectClient) -> bool:
+        """Whether the worker's replicator still reads the old key names. The worker is asked
+        first (`alias_probe`); when it cannot say, its version is read as its vendor writes
+        it (Confluent Platform's 7.6.1-ccs is Kafka 3.6); a worker that says neither is
+        taken to read them (as the oldest): what its operator left out stays out."""
+        if self.alias_probe is not None:
+            plugin, connector_class, key = self.alias_probe
+            try:
+                defined = client.plugin_config_keys(plugin, connector_class)
+            except Unreachable:
+                raise
+            except DrctlError:  # no such endpoint or plugin (an old worker), or refused
+                defined = None
+            if defined is not None:
+                return key in defined
+        release = kafka_release(str((client.info() or {}).get("version") or ""))
+        return release is None or release.major < self.aliases_until
 
     def plan_leave_out(self, rep: ReplicationSettings, part: FlowPart,
                        others: Sequence[ListEdit] = ()) -> list[ListEdit] | None:
@@ -193,7 +221,7 @@ class ConnectControlled(ReplicationKind, ABC):
         wanted = self.exclusions(rep, part)
         if client is None or not wanted:
             return None
-        major: list[int] = []  # asked once, and only when an alias matters
+        honoured: list[bool] = []  # asked once, and only when an alias matters
         out = []
         for name, keys in wanted.items():
             config = client.config(name)
@@ -201,9 +229,9 @@ class ConnectControlled(ReplicationKind, ABC):
                 effective = entries_of(self.exclusion_defaults.get(key))
                 alias = self.exclusion_aliases.get(key)
                 if key not in config and alias and alias in config:
-                    if not major:
-                        major.append(_major_version(client))
-                    if major[0] < self.aliases_until:
+                    if not honoured:
+                        honoured.append(self.aliases_honoured(client))
+                    if honoured[0]:
                         effective = entries_of(str(config[alias]))
                 out.append(plan_edit(config, name, key, entries, effective, others))
         return out
@@ -232,12 +260,18 @@ class ConnectControlled(ReplicationKind, ABC):
                 changed.append(name)
         return changed
 
-    def edits_hold(self, rep: ReplicationSettings, edits: Sequence[ListEdit]) -> bool | None:
+    def edits_hold(self, rep: ReplicationSettings, edits: Sequence[ListEdit],
+                   part: FlowPart | None = None) -> bool | None:
         """Whether every entry of `edits` is in its connector's config (None: cannot be
-        told, or nothing was edited)."""
+        told, or nothing was edited); with `part`, False when they miss one of its topics."""
         client = connect_client(rep)
         if client is None or not edits:
             return None
+        # Its topics only: the groups a marker names are those its failover moved, which
+        # need not be those it left out.
+        if part is not None and not leaves_out(
+                self.exclusions(rep, FlowPart(part.name, part.topics)), edits):
+            return False
         try:
             return all(edits_hold(client.config(name), mine)
                        for name, mine in by_connector(edits).items())
@@ -430,6 +464,15 @@ def paused(client: ConnectClient, names: Sequence[str]) -> Iterator[list[str]]:
                 client.resume(name)
             for name in running:
                 wait_connector_state(client, name, "RUNNING")
+        except LockNotHeld as exc:
+            # Resuming now could undo what the lock's next holder does: its journal hands
+            # them over instead.
+            raise LeftStopped(
+                f"{', '.join(running)} stayed stopped after drctl stopped it for a moment: "
+                f"{exc.message}",
+                "The flow's lock records it: the next drctl step on this flow resumes it "
+                "first (run this command again once the lock's cluster answers).",
+                exc.exit_status) from exc
         except DrctlError as exc:
             raise LeftStopped(
                 f"{', '.join(running)} stayed stopped after drctl stopped it for a moment "
@@ -471,14 +514,6 @@ def stopped_for_offsets(client: ConnectClient, name: str) -> None:
     if reading.state != "STOPPED":
         stop_or_pause(client, name)
         wait_connector_state(client, name, "STOPPED")
-
-
-def _major_version(client: ConnectClient) -> int:
-    """Kafka Connect's major version (`GET /`); 0 when it does not say (as the oldest)."""
-    try:
-        return int(str((client.info() or {}).get("version", "0")).split(".")[0])
-    except ValueError:
-        return 0
 
 
 def resume_connectors(client: ConnectClient, names: Sequence[str],

@@ -114,6 +114,8 @@ class DiscoveredFlow:
     target_login: ClusterLogin = ClusterLogin()
     notes: tuple[str, ...] = ()  # settings worth a comment: intervals and what they cost
     problems: tuple[str, ...] = ()  # what could not be translated
+    # drctl's reverse flow of an incident (its `drctl.incident`), not the replicator's own.
+    incident: str | None = None
 
     @property
     def name(self) -> str:

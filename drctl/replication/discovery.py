@@ -21,7 +21,7 @@ from drctl.kafka.connect_rest import CONNECT_RETRY, ConnectClient
 from drctl.kafka.http import split_userinfo
 from drctl.replication.base import kind_named
 from drctl.replication.discovered import ClusterLogin, DiscoveredFlow
-from drctl.replication_registry import KIND_NAMES, kind_title
+from drctl.replication_registry import KIND_NAMES, kind_entry, kind_title
 
 # The cluster names `config init` writes; `--primary-bootstrap`/`--secondary-bootstrap`.
 PRIMARY, SECONDARY = "primary", "secondary"
@@ -141,6 +141,22 @@ def choose_flow(flows: Sequence[DiscoveredFlow], request: InitRequest) -> Chosen
                            f"({request.secondary_bootstrap}):", candidates)
 
 
+def choose_pair(flows: Sequence[DiscoveredFlow], request: InitRequest
+                ) -> tuple[ChosenFlow, ChosenFlow] | None:
+    """Both flows of an active-active pair: one MirrorMaker 2 flow each way between the two
+    clusters (none of them drctl's reverse flow of an incident), when no --source-connector
+    names one flow. None otherwise: one flow is written."""
+    if request.source_connector:
+        return None
+    candidates = [f for f in flows if request.kind in (None, f.kind) and f.incident is None
+                  and kind_entry(f.kind).runs_both_ways]
+    forward = [f for f in candidates if _direction(f, request) == "forward"]
+    reverse = [f for f in candidates if _direction(f, request) == "reverse"]
+    if len(forward) != 1 or len(reverse) != 1:
+        return None
+    return _placed(forward[0], request), _placed(reverse[0], request)
+
+
 class NoFlowFound(UsageError):
     """Kafka Connect runs no connector of a replication kind drctl knows."""
 
@@ -211,11 +227,21 @@ class ConfigDraft:
         return render("drctl-config.yaml.j2", None, **self.context)
 
     def summary(self) -> dict[str, Any]:
-        """What `config init -o json` reports."""
-        rep = self.data["replication"]
-        return {"kind": rep["kind"], "source": rep["source"], "target": rep["target"],
-                "rename": rep["rename"], "connectors": dict(self.flow.flow.connectors),
-                "env_vars": list(self.env_vars), "warnings": list(self.warnings)}
+        """What `config init -o json` reports (active-active: the first flow, and both)."""
+        topology = self.data.get("topology")
+        rep = topology["flows"][0] if topology else self.data["replication"]
+        out = {"kind": rep["kind"], "source": rep["source"], "target": rep["target"],
+               "rename": rep["rename"], "connectors": dict(self.flow.flow.connectors),
+               "env_vars": list(self.env_vars), "warnings": list(self.warnings)}
+        if topology:
+            out["topology"] = topology["kind"]
+            out["flows"] = [{"source": f["source"], "target": f["target"],
+                             "rename": f["rename"],
+                             "connectors": {k.removesuffix("_connector"): v
+                                            for k, v in f.get("connect", {}).items()
+                                            if k.endswith("_connector")}}
+                            for f in topology["flows"]]
+        return out
 
 
 def _env_name(cluster: str, what: str) -> str:
@@ -359,12 +385,43 @@ def draft_config(request: InitRequest, chosen: ChosenFlow, *,
     context = {
         "when": when, "read_from": read_from, "who": who, "data": data, "clusters": clusters,
         "comments": comments, "principal_placeholder": principal_placeholder,
+        "flows": [{"rep": rep, "comments": comments,
+                   "principal_placeholder": principal_placeholder}],
         "groups_source": flow.groups.source if flow.groups is not None else "",
         "notes": list(flow.notes), "problems": list(flow.problems),
         "env_vars": env_vars,
     }
     return ConfigDraft(data, context, chosen, tuple(env_vars),
                        tuple([*chosen.warnings, *flow.problems]))
+
+
+def draft_pair_config(request: InitRequest, forward: ChosenFlow, reverse: ChosenFlow, *,
+                      written_at: datetime | None = None) -> ConfigDraft:
+    """The configuration of an active-active pair: `topology:` with both flows, each drafted
+    as `draft_config` drafts one (the clusters' logins from the forward flow's connectors)."""
+    first = draft_config(request, forward, written_at=written_at)
+    second = draft_config(request, reverse, written_at=written_at)
+    data = {k: v for k, v in first.data.items() if k != "replication"}
+    data["topology"] = {"kind": "active-active",
+                        "flows": [first.data["replication"], second.data["replication"]]}
+    # `topology` right after `clusters`, where `replication` stood.
+    data = {"clusters": data.pop("clusters"), "topology": data.pop("topology"), **data}
+    env_vars = tuple(dict.fromkeys((*first.env_vars, *second.env_vars)))
+    context = {**first.context, "data": data, "env_vars": list(env_vars),
+               "read_from": f"{first.context['read_from']} and "
+                            f"{', '.join(reverse.flow.connectors.values())}",
+               "flows": [_flow_context(first), _flow_context(second)],
+               "notes": list(dict.fromkeys((*first.context["notes"],
+                                            *second.context["notes"]))),
+               "problems": list(dict.fromkeys((*first.context["problems"],
+                                               *second.context["problems"])))}
+    return ConfigDraft(data, context, forward, env_vars,
+                       tuple(dict.fromkeys((*first.warnings, *second.warnings))))
+
+
+def _flow_context(draft: ConfigDraft) -> dict[str, Any]:
+    return {"rep": draft.data["replication"], "comments": draft.context["comments"],
+            "principal_placeholder": draft.context["principal_placeholder"]}
 
 
 def _registry_draft(cluster: str, url: str, env_vars: list[str]) -> dict[str, str]:

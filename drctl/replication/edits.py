@@ -108,6 +108,36 @@ def undo_edits(config: Mapping[str, Any], edits: Sequence[ListEdit],
     return out
 
 
+def merge_edits(recorded: Sequence[ListEdit], planned: Sequence[ListEdit]) -> list[ListEdit]:
+    """What an incident wrote (`recorded`: its own, or those of the incident it superseded)
+    with what leaving its part out takes now (`planned`, read against the connectors now):
+    each recorded edit kept as it was, the entries it lacks added to it (as the list lacks
+    them now: an entry already there is not the incident's to take out), and every edit of
+    a list it had not edited. Equal to `recorded` when the part is left out already."""
+    out = list(recorded)
+    for plan in planned:
+        i = next((i for i, r in enumerate(out) if (r.connector, r.key)
+                  == (plan.connector, plan.key)), None)
+        if i is None:
+            out.append(plan)
+            continue
+        mine = out[i]
+        new = tuple(e for e in plan.wanted if e not in mine.wanted)
+        if new:
+            out[i] = ListEdit(mine.connector, mine.key, mine.wanted + new,
+                              mine.added + tuple(e for e in new if e in plan.added), mine.seed)
+    return out
+
+
+def leaves_out(wanted: Mapping[str, Mapping[str, Sequence[str]]],
+               edits: Sequence[ListEdit]) -> bool:
+    """Whether `edits` want every entry of `wanted` (per connector, per key: what leaving a
+    part out takes, `ConnectControlled.exclusions`)."""
+    have = {(e.connector, e.key): set(e.wanted) for e in edits}
+    return all(set(entries) <= have.get((name, key), set())
+               for name, keys in wanted.items() for key, entries in keys.items())
+
+
 def edits_hold(config: Mapping[str, Any], edits: Sequence[ListEdit]) -> bool:
     """Whether every entry the edits want is in the connector's lists."""
     return all(e in entries_of(str(config.get(edit.key, ""))) for edit in edits

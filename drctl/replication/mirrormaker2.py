@@ -15,7 +15,7 @@ from drctl.faults import crash_point
 from drctl.findings import Area, Finding, Severity
 from drctl.kafka.checkpoints import recent_offset_syncs
 from drctl.kafka.connect_rest import ConnectClient, ConnectorMissing
-from drctl.kafka.mm2_connectors import DEFAULT_POLICY, MirrorFlow
+from drctl.kafka.mm2_connectors import DEFAULT_POLICY, GROUPS_EXCLUDE, LEGACY_KEYS, MirrorFlow
 from drctl.kafka.topic_scan import TopicNotFound
 from drctl.progress import Notify
 from drctl.replication.base import (
@@ -61,11 +61,14 @@ class MirrorMaker2(ConnectControlled):
     described_by_connectors = True
     # MirrorMaker 2's own defaults (DefaultTopicFilter, DefaultGroupFilter).
     exclusion_defaults = {"topics.exclude": r".*[\-\.]internal,.*\.replica,__.*",
-                          "groups.exclude": "console-consumer-.*,connect-.*,__.*"}
+                          "groups.exclude": GROUPS_EXCLUDE}
     # Kafka 3.x still reads the old names while the new key is absent (and ignores them
-    # once it is set); Kafka 4.0 dropped them.
-    exclusion_aliases = {"topics.exclude": "topics.blacklist",
-                         "groups.exclude": "groups.blacklist"}
+    # once it is set); Kafka 4.0 dropped them. The source connector's plugin defines
+    # topics.blacklist exactly while they are read (the checkpoint connector reads
+    # topics.blacklist too, through its topic filter, without listing it).
+    exclusion_aliases = LEGACY_KEYS
+    alias_probe = ("MirrorSourceConnector",
+                   "org.apache.kafka.connect.mirror.MirrorSourceConnector", "topics.blacklist")
     aliases_until = 4
 
     def exclusions(self, rep: ReplicationSettings, part: FlowPart
@@ -231,7 +234,7 @@ class MirrorMaker2(ConnectControlled):
             client.alter_offsets(name, offsets)
         elif state == "STOPPED":
             client.alter_offsets(name, offsets)
-        self._refuse_cycle(rep, name, request.edits)
+        self._refuse_cycle(rep, name, request.edits, request.part)
         notify(f"Starting {name}: {rep.target_alias} -> {rep.source_alias}, "
                "post-failover data only")
         client.resume(name)
@@ -242,7 +245,7 @@ class MirrorMaker2(ConnectControlled):
         return out
 
     def _refuse_cycle(self, rep: ReplicationSettings, reverse: str,
-                      edits: Sequence[ListEdit] = ()) -> None:
+                      edits: Sequence[ListEdit] = (), part: FlowPart | None = None) -> None:
         """With names kept, forward and reverse copying at once is a cycle that
         IdentityReplicationPolicy cannot detect: every record would go round forever —
         unless forward replication leaves out exactly what the reverse flow copies (an
@@ -250,7 +253,7 @@ class MirrorMaker2(ConnectControlled):
         if not rep.names_kept:
             return
         forward = self.forward_state(rep)
-        if forward.copying and edits and self.edits_hold(rep, edits):
+        if forward.copying and edits and self.edits_hold(rep, edits, part):
             return
         if forward.copying:
             raise CheckFailed(
@@ -574,7 +577,7 @@ def _mm2_flow(aliases: tuple[str, str],
         rename=rename, rename_source=rename_source, topics=topics, groups=groups,
         source_login=ClusterLogin.from_java(java_login_settings(main, "source.cluster.")),
         target_login=ClusterLogin.from_java(java_login_settings(main, "target.cluster.")),
-        notes=notes, problems=tuple(problems))
+        notes=notes, problems=tuple(problems), incident=main.get(INCIDENT_KEY))
 
 
 def _mm2_rename(cfg: Mapping[str, str], source_alias: str) -> tuple[str | None, str]:

@@ -33,7 +33,7 @@ from typing import Any, Union
 
 from drctl.config import Config
 from drctl.gap.plan import GapScope
-from drctl.ops.reconcile import ReconcileMode
+from drctl.ops.one_way.reconcile import ReconcileMode
 from drctl.progress import Notify
 from drctl.secrets import Redactor
 from drctl.suggest import renamed_note
@@ -358,8 +358,8 @@ def _lab_load(ctx: ActionContext, *, dir: str = "lab",
                         records=records, seed=seed, transactions=transactions,
                         groups=tuple(commit) if commit is not None else WorkloadSpec.groups)
     encode = lab_values(state.registry_ports, cluster, lab.dir) if schema_registry else None
-    return run_workload(lab.clients(state, cluster), spec, notify=ctx.notify,
-                        encode=encode).summary()
+    with lab.clients(state, cluster) as clients:  # its group commits' child ends here
+        return run_workload(clients, spec, notify=ctx.notify, encode=encode).summary()
 
 
 def _lab_copy_registry(ctx: ActionContext, *, dir: str = "lab", source: str = "primary",
@@ -403,7 +403,7 @@ def _config_check(ctx: ActionContext, *, deadline: Seconds = Seconds(30.0)) -> d
 def _status(ctx: ActionContext, *, deadline: Seconds = Seconds(5.0)) -> dict[str, Any]:
     """Clusters, replication and lag, open failovers and groups (`drctl status`)."""
     from drctl.context import OpsContext
-    from drctl.ops.status import collect_status
+    from drctl.ops.steps.flow_status import collect_status
 
     with OpsContext.from_config(ctx.config) as ops:
         st = collect_status(ops, deadline)
@@ -459,7 +459,7 @@ def _translate_offsets(ctx: ActionContext, *, source: str | None = None,
 def _guard(ctx: ActionContext, *, groups: str = ".*") -> dict[str, Any]:
     """One round of `drctl guard --once`: exact offset snapshots on the target."""
     from drctl.context import OpsContext
-    from drctl.ops.guard import run_guard
+    from drctl.ops.steps.guard import run_guard
 
     with OpsContext.from_config(ctx.config, ctx.notify) as ops:
         [result] = run_guard(ops, groups=groups, once=True)
@@ -477,7 +477,8 @@ def _failover(ctx: ActionContext, *, planned: bool = False, groups: str = ".*",
               timeout: Seconds = Seconds(1800.0)) -> dict[str, Any]:
     """Fail over from the replication source to its target (`drctl failover --yes`)."""
     from drctl.context import OpsContext
-    from drctl.ops.failover import FailoverOptions, run_failover
+    from drctl.ops.one_way.failover import run_failover
+    from drctl.ops.steps.failover_point import FailoverOptions
 
     config = ctx.config
     opts = FailoverOptions(planned=planned, groups=groups, method=method,
@@ -503,8 +504,8 @@ def _failback(ctx: ActionContext, *, reconcile: ReconcileMode = ReconcileMode.CO
     """Fail back with --check-order (`drctl failback --yes`): gap analysis (Spark),
     reconcile, reverse replication from the failover point, offsets back."""
     from drctl.context import OpsContext
-    from drctl.ops.failback import FailbackOptions, run_failback
-    from drctl.ops.gap_step import gap_finder
+    from drctl.ops.one_way.failback import FailbackOptions, run_failback
+    from drctl.ops.one_way.gap_step import gap_finder
 
     config = ctx.config
     opts = FailbackOptions(reconcile=reconcile, groups=groups, incident=incident,
@@ -533,7 +534,7 @@ def _reprotect(ctx: ActionContext, *, incident: str | None = None, app: str | No
     """Return to protection after failback (`drctl reprotect --yes`): retire the reverse
     flow, restart forward replication from the cut-over, check it, close the incident."""
     from drctl.context import OpsContext
-    from drctl.ops.reprotect import ReprotectOptions, run_reprotect
+    from drctl.ops.one_way.reprotect import ReprotectOptions, run_reprotect
 
     config = ctx.config
     opts = ReprotectOptions(incident=incident, force=force, settle_s=settle, timeout_s=timeout)

@@ -135,7 +135,7 @@ class Executor:
         running phase (the local copy), when the run has a configuration."""
         if self.config is None:
             return {}
-        from drctl.ops.phases import where_now
+        from drctl.ops.one_way.phases import where_now
 
         return where_now(self.config.state.dir)
 

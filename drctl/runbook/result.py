@@ -2,7 +2,7 @@
 
 `RunResult.as_dict` is the shape reports, JUnit and `--output json` share; `EXIT_STATUS` maps a
 run's verdict to the process's exit status. An action whose result carries a `scorecard`
-(failover, failback, reprotect: ops/scorecard.py) hands it to its step, and the run's
+(failover, failback, reprotect: ops/one_way/scorecard.py) hands it to its step, and the run's
 scorecard gathers them: RTO by phase and the RPO measured, against the objectives.
 """
 
@@ -79,7 +79,7 @@ class StepResult:
     approved_by: str | None = None
     resumed: bool = False  # completed by an earlier run of the same journal
     completed: bool = False  # the run moved past it (a resume does not run it again)
-    # What its action measured against the objectives (ops/scorecard.py), when it did.
+    # What its action measured against the objectives (ops/one_way/scorecard.py), when it did.
     scorecard: dict[str, Any] | None = None
     # A `fault:` step's planned faults (runbook/faults.py PlannedFault.as_dict).
     faults: list[dict[str, Any]] | None = None

@@ -18,11 +18,12 @@ from drctl.context import OpsContext
 from drctl.errors import UsageError
 from drctl.kafka.checkpoints import read_checkpoints
 from drctl.kafka.clients import ClusterClients, cluster_metadata, describe_with_retry
-from drctl.kafka.groups import alter_offsets_many, committed_offsets, group_states, list_groups
+from drctl.kafka.groups import UNNAMEABLE, alter_offsets_many, committed_offsets, group_states
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.topics import TP, is_internal_topic
 from drctl.replication.base import kind_for
 from drctl.retry import RetryPolicy
+from drctl.translate.inventory import IN_CHECKPOINTS, source_groups, wanted_group
 from drctl.translate.methods import Placing, method_for
 from drctl.translate.model import (
     Confidence,
@@ -35,8 +36,6 @@ from drctl.translate.snapshots import OffsetSnapshot, read_snapshots
 
 # Methods that read the source: without it they cannot run.
 _NEED_SOURCE = (TranslateMethod.EXACT, TranslateMethod.TIMESTAMP)
-# Groups that belong to Kafka Connect, MirrorMaker 2 or drctl, never to an application.
-_INTERNAL_GROUP = re.compile(r"^(connect-.*|__.*|drctl-.*|_.*)$")
 
 
 @dataclass(frozen=True)
@@ -174,9 +173,19 @@ def translate_offsets(ctx: OpsContext, req: TranslateRequest,
     elif method == TranslateMethod.SNAPSHOT:
         positions = _snapshot_positions(snapshots or {}, checkpoints, wanted, config,
                                         to_topic)
+    elif source_up:
+        # The source's groups: those it lists, and those the list left out that drctl knew
+        # of (its inventory, the checkpoints when read) — named in the report's notes.
+        found = source_groups(config, src, wanted, known=dict.fromkeys(
+            {g for g, _, _ in checkpoints or {}}, IN_CHECKPOINTS))
+        report.notes.extend(found.notes())
+        positions = _commit_positions(found.commits, to_topic)
     else:
-        positions = _source_positions(src if source_up else None, checkpoints, wanted,
-                                      config, to_topic)
+        positions = _checkpoint_positions(checkpoints, wanted, config, to_topic)
+    if not source_up:  # the group "" in the checkpoints or snapshots: named, not moved
+        seen = {g for g, _, _ in checkpoints or {}} | {g for g, _, _ in snapshots or {}}
+        report.notes.extend(f"{req.source}: {why}; skipped" for group, why in UNNAMEABLE.items()
+                            if group in seen)
     all_target_tps = {(to_topic(t) or "", p) for offs in positions.values() for (t, p) in offs}
     existing = {(t, p) for t, meta in cluster_metadata(dst).topics.items()
                 for p in meta.partitions}
@@ -276,17 +285,22 @@ def _source_down(name: str, bootstrap: str) -> Exception:
                        "Use --method checkpoint (MirrorMaker 2) or bring the source back.")
 
 
-def _source_positions(src: ClusterClients | None, checkpoints: dict | None,
-                      wanted: Callable[[str], bool], config: Config,
-                      to_topic: Callable[[str], str | None]) -> dict[str, dict[TP, int]]:
+def _commit_positions(commits: dict[str, dict[TP, int]], to_topic: Callable[[str], str | None]
+                      ) -> dict[str, dict[TP, int]]:
+    """The groups' commits on the topics translated."""
     out: dict[str, dict[TP, int]] = {}
-    if src is not None:
-        groups = [g for g in list_groups(src) if wanted(g)]
-        for group, offsets in committed_offsets(src, groups).items():
-            kept = {tp: o for tp, o in offsets.items() if to_topic(tp[0])}
-            if kept:
-                out[group] = kept
-        return out
+    for group, offsets in commits.items():
+        kept = {tp: o for tp, o in offsets.items() if to_topic(tp[0])}
+        if kept:
+            out[group] = kept
+    return out
+
+
+def _checkpoint_positions(checkpoints: dict | None, wanted: Callable[[str], bool],
+                          config: Config, to_topic: Callable[[str], str | None]
+                          ) -> dict[str, dict[TP, int]]:
+    """The groups' positions as the replicator's checkpoints have them (the source gone)."""
+    out: dict[str, dict[TP, int]] = {}
     rep = config.require_replication()
     for (group, target_topic, partition), cp in (checkpoints or {}).items():
         source_topic = rep.source_topic_of(target_topic)
@@ -295,21 +309,13 @@ def _source_positions(src: ClusterClients | None, checkpoints: dict | None,
     return out
 
 
-def wanted_group(config: Config, groups: str | re.Pattern[str], group: str) -> bool:
-    """A group in scope: it matches the request's regex and the config's filter, and it
-    belongs to an application (not Connect, MirrorMaker 2 or drctl)."""
-    pattern = re.compile(groups) if isinstance(groups, str) else groups
-    return bool(pattern.fullmatch(group)) and config.groups.matches(group) \
-        and not _INTERNAL_GROUP.match(group)
-
-
 def _snapshot_positions(snapshots: dict[tuple[str, str, int], OffsetSnapshot],
                         checkpoints: dict | None, wanted: Callable[[str], bool],
                         config: Config, to_topic: Callable[[str], str | None]
                         ) -> dict[str, dict[TP, int]]:
     """Each group's newest known source position: guard's snapshot or, where MirrorMaker 2
     checkpointed a later one, the checkpoint's."""
-    out = _source_positions(None, checkpoints, wanted, config, to_topic)
+    out = _checkpoint_positions(checkpoints, wanted, config, to_topic)
     for (group, topic, partition), snap in snapshots.items():
         if not (wanted(group) and to_topic(topic)):
             continue

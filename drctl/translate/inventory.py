@@ -17,22 +17,116 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
-from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from drctl.config import Config
 from drctl.errors import DrctlError
-from drctl.kafka.clients import ClusterClients
-from drctl.kafka.groups import committed_offsets, list_groups
+from drctl.kafka.clients import ClusterClients, cluster_metadata
+from drctl.kafka.groups import (
+    UNNAMEABLE,
+    GroupClients,
+    committed_offsets,
+    group_listing,
+)
 from drctl.kafka.topics import TP, is_internal_topic
-from drctl.translate.engine import wanted_group
 from drctl.translate.snapshots import SourceInventory, ensure_snapshot_topic, write_snapshots
 
 INVENTORY_MAX_AGE_S = 300.0
 READS_PER_CALL = 200
+# Groups that belong to Kafka Connect, MirrorMaker 2 or drctl, never to an application.
+_INTERNAL_GROUP = re.compile(r"^(connect-.*|__.*|drctl-.*|_.*)$")
+# Where a group the source's list left out was known from (SourceGroups.unlisted).
+IN_INVENTORY = "drctl's inventory of the source"
+IN_CHECKPOINTS = "MirrorMaker 2's checkpoints"
+
+
+def wanted_group(config: Config, groups: str | re.Pattern[str], group: str) -> bool:
+    """A group in scope: it matches the request's regex and the config's filter, it belongs
+    to an application (not Connect, MirrorMaker 2 or drctl), and a request can name it (not
+    the group "": kafka/groups.py UNNAMEABLE, named where it is seen)."""
+    pattern = re.compile(groups) if isinstance(groups, str) else groups
+    return bool(pattern.fullmatch(group)) and config.groups.matches(group) \
+        and not _INTERNAL_GROUP.match(group) and group not in UNNAMEABLE
+
+
+@dataclass
+class SourceGroups:
+    """The groups of the source a command works on, with their commits: every group its
+    ListGroups answers named, and every group drctl knew of elsewhere (this inventory, the
+    replicator's checkpoints) that the list left out but that has commits there — a list
+    can come back short with no error (kafka/groups.py `group_listing`); those are taken in
+    and named, never left behind in silence. A group known elsewhere with no commits on the
+    source is gone there: nothing of it to move."""
+
+    source: str
+    commits: dict[str, dict[TP, int]]
+    unlisted: dict[str, str] = field(default_factory=dict)  # group -> where it was known
+    skipped: dict[str, str] = field(default_factory=dict)  # listed, no request can name it
+
+    def also(self, clients: GroupClients, known: Mapping[str, str],
+             wanted: Callable[[str], bool], *, deadline_s: float | None = None
+             ) -> dict[str, dict[TP, int]]:
+        """Take in the groups of `known` (group -> where it was seen) not here yet that have
+        commits on the source (one OffsetFetch each); returns those."""
+        todo = [g for g in sorted(known) if g not in self.commits and g not in UNNAMEABLE
+                and wanted(g)]
+        found = {g: offsets for g, offsets in committed_offsets(
+            clients, todo, deadline_s=deadline_s).items() if offsets} if todo else {}
+        for group, offsets in found.items():
+            self.commits[group] = offsets
+            self.unlisted[group] = known[group]
+        return found
+
+    def notes(self) -> list[str]:
+        """What an operator is told: each group left out, and the groups the list missed."""
+        lines = [f"{self.source}: {why}; skipped" for why in self.skipped.values()]
+        by_where: dict[str, list[str]] = {}
+        for group, where in sorted(self.unlisted.items()):
+            by_where.setdefault(where, []).append(group)
+        for where, groups in by_where.items():
+            lines.append(f"{self.source}'s group list (ListGroups) left out {len(groups)} "
+                         f"group(s) with commits there, known from {where} and taken in: "
+                         + ", ".join(groups[:10])
+                         + (f" (+{len(groups) - 10} more)" if len(groups) > 10 else ""))
+        return lines
+
+
+def source_groups(config: Config, clients: GroupClients, wanted: Callable[[str], bool], *,
+                  known: Mapping[str, str] | None = None, deadline_s: float | None = None
+                  ) -> SourceGroups:
+    """The wanted groups of cluster `clients` and their commits (SourceGroups): the listed
+    ones, and those of `known` (group -> where seen) and — on the flow's source — of this
+    state directory's inventory that the list left out, read in the same batch."""
+    listing = group_listing(clients, deadline_s=deadline_s)
+    elsewhere = dict(known or {})
+    rep = config.replication
+    if rep is not None and clients.name == rep.source:
+        for group in inventory_groups(config):
+            elsewhere.setdefault(group, IN_INVENTORY)
+    listed = [g for g in listing.groups if wanted(g)]
+    extra = [g for g in sorted(elsewhere) if g not in set(listed) and g not in UNNAMEABLE
+             and g not in listing.skipped and wanted(g)]
+    commits = committed_offsets(clients, listed + extra, deadline_s=deadline_s)
+    found = SourceGroups(clients.name, {g: commits[g] for g in listed},
+                         skipped=dict(listing.skipped))
+    for group in extra:
+        if commits.get(group):
+            found.commits[group] = commits[group]
+            found.unlisted[group] = elsewhere[group]
+    return found
+
+
+def inventory_groups(config: Config) -> list[str]:
+    """The groups this state directory's inventory last listed on the flow's source (no
+    cluster asked)."""
+    rep = config.require_replication()
+    cache = _load(_cache_path(config, rep.source, rep.target))
+    return sorted(set(cache.get("groups") or {}) | set(cache.get("unread") or []))
 
 
 @dataclass
@@ -45,6 +139,8 @@ class InventoryRefresh:
     groups: int = 0
     read_groups: int = 0  # groups whose commits this call read
     unread_groups: int = 0  # groups listed whose commits no call has read yet
+    # Groups the source's list left out that the last call had and that still commit there.
+    unlisted: list[str] = field(default_factory=list)
     error: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
@@ -59,6 +155,8 @@ class InventoryRefresh:
             ago = "now" if self.wrote else f"{age:g} s ago"
             when = (f"written {ago} ({self.topics} topic(s), {self.groups} group(s)"
                     + (f", {self.unread_groups} not read yet" if self.unread_groups else "")
+                    + (f", {len(self.unlisted)} kept that the source's group list left out "
+                       f"({', '.join(self.unlisted[:5])})" if self.unlisted else "")
                     + ")")
         return f"Source inventory: {when}" + (f"; {self.error}"
                                               if self.error else "")
@@ -78,7 +176,7 @@ def inventory_on_record(config: Config, why: str) -> InventoryRefresh:
 def source_topics_in_scope(config: Config, clients: ClusterClients) -> dict[str, int]:
     """The source's replicated topics (the config's filter) and their partition counts."""
     rep = config.require_replication()
-    topics = clients.admin().list_topics(timeout=30).topics
+    topics = cluster_metadata(clients).topics
     return {t: len(m.partitions) for t, m in topics.items()
             if not is_internal_topic(t) and rep.replicates(t) and m.error is None}
 
@@ -106,7 +204,17 @@ def keep_inventory(config: Config, src: ClusterClients, dst: ClusterClients, *,
     result = InventoryRefresh(written_ms=cache.get("written_ms"))
     try:
         topics = source_topics_in_scope(config, src)
-        listed = [g for g in list_groups(src) if wanted_group(config, ".*", g)]
+        listed = [g for g in group_listing(src).groups if wanted_group(config, ".*", g)]
+        # A group the last call had that the list leaves out: gone, or left out by a list
+        # that came back short. Its commits say which (those the caller read are known).
+        had = set(cache.get("groups") or {}) | set(cache.get("unread") or [])
+        missing = sorted(had - set(listed))
+        back = {g: o for g, o in (known or {}).items() if g in missing and o}
+        back.update({g: o for g, o in committed_offsets(
+            src, [g for g in missing if g not in back]).items() if o})
+        result.unlisted = sorted(back)
+        known = {**back, **(known or {})}
+        listed = sorted(set(listed) | set(back))
         alive = set(listed)
         # Groups gone from the source drop out (memory and file follow the source).
         entries: dict[str, dict[str, Any]] = {

@@ -18,7 +18,7 @@ from confluent_kafka.admin import NewTopic
 
 from drctl.errors import DrctlError
 from drctl.fingerprint import record_fingerprint
-from drctl.kafka.clients import ClusterClients
+from drctl.kafka.clients import ClusterClients, cluster_metadata
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.records import Record, read_ranges
 from drctl.kafka.topics import TP
@@ -151,11 +151,11 @@ class GuardRound:
 
 def ensure_snapshot_topic(clients: ClusterClients, topic: str) -> None:
     """Create the compacted snapshot topic on the target if it is missing."""
-    admin = clients.admin()
-    if topic in admin.list_topics(timeout=30).topics:
+    meta = cluster_metadata(clients)
+    if topic in meta.topics:
         return
-    brokers = len(admin.list_topics(timeout=30).brokers)
-    futures = admin.create_topics([NewTopic(topic, SNAPSHOT_PARTITIONS, min(3, brokers),
+    brokers = len(meta.brokers)
+    futures = clients.admin().create_topics([NewTopic(topic, SNAPSHOT_PARTITIONS, min(3, brokers),
                                             config={"cleanup.policy": "compact"})])
     for future in futures.values():
         try:
@@ -219,12 +219,11 @@ class SnapshotTopic:
 
 def read_snapshot_topic(clients: ClusterClients, topic: str) -> SnapshotTopic:
     """The whole snapshot topic, newest record per key; empty without the topic."""
-    admin = clients.admin()
-    meta = admin.list_topics(timeout=30).topics.get(topic)
+    meta = cluster_metadata(clients).topics.get(topic)
     out = SnapshotTopic()
     if meta is None:
         return out
-    marks = watermarks(admin, [(topic, p) for p in meta.partitions])
+    marks = watermarks(clients.admin(), [(topic, p) for p in meta.partitions])
     ranges: Mapping[tuple[str, int], tuple[int, int]] = {
         tp: m for tp, m in marks.items() if m[1] > m[0]}
     consumer = clients.consumer(**{"enable.partition.eof": "true"})

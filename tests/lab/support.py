@@ -14,6 +14,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 
 from drctl.errors import DrctlError
 from drctl.kafka.clients import ClusterClients
+from drctl.kafka.connect_rest import ConnectError
 from drctl.kafka.records import read_all
 from drctl.replication.connect import ConnectorActivity, ConnectorReading
 from tests.conftest import RunningLab
@@ -104,8 +105,9 @@ def connector_report(lab: RunningLab) -> str:
     return "; ".join(parts)
 
 
-def fresh_clients(lab: RunningLab, cluster: str) -> Any:
-    """New clients: the lab's own were made before a broker restarted."""
+def fresh_clients(lab: RunningLab, cluster: str) -> ClusterClients:
+    """New clients: the lab's own were made before a broker restarted. Their group-request
+    child ends when they are dropped, or at the end of a `with` block."""
     return lab.lab.clients(lab.state, cluster)
 
 
@@ -200,7 +202,14 @@ def wait_tasks_assigned(lab: RunningLab, *topics: str, deadline_s: float = 90) -
               for p in lab.primary.admin().list_topics(t, timeout=10).topics[t].partitions}
     end = time.monotonic() + deadline_s
     while True:
-        configs = client.request("GET", f"/connectors/{name}/tasks") or []
+        try:
+            configs = client.request("GET", f"/connectors/{name}/tasks") or []
+        except ConnectError as exc:
+            # Kafka Connect 3.9 answers 500 "a rebalance is expected" while the tasks are
+            # being reconfigured (4.x answers with the old ones): not assigned yet.
+            if exc.status < 500:
+                raise
+            configs = []
         assigned = {tp for task in configs
                     for tp in str(task["config"].get("task.assigned.partitions", "")).split(",")}
         if wanted <= assigned and source_tasks(lab) and \
@@ -264,3 +273,73 @@ def die_mid_transaction(bootstrap: str, transactional_id: str, topic: str,
     finally:
         proc.kill()
         proc.wait()
+
+
+def _kafka_request(bootstrap: str, api_key: int, version: int, body: bytes) -> bytes:
+    """One request in Kafka's wire protocol over a plain socket (header v1), its response
+    body (after the correlation id)."""
+    import socket
+    import struct
+
+    host, port = bootstrap.split(",")[0].rsplit(":", 1)
+    client = b"drctl-test-legacy"
+    header = struct.pack(">hhih", api_key, version, 1, len(client)) + client
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(struct.pack(">i", len(header) + len(body)) + header + body)
+        size = struct.unpack(">i", _read_exactly(sock, 4))[0]
+        return _read_exactly(sock, size)[4:]
+
+
+def _read_exactly(sock: Any, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            raise ConnectionError("the broker closed the connection")
+        data += chunk
+    return data
+
+
+def _string(text: str) -> bytes:
+    import struct
+
+    raw = text.encode()
+    return struct.pack(">h", len(raw)) + raw
+
+
+def commit_as_legacy_consumer(bootstrap: str, group: str, topic: str,
+                              offsets: dict[int, int], deadline_s: float = 60) -> None:
+    """Commit `offsets` (partition -> offset) of `topic` for `group` as a consumer of Kafka's
+    first clients did: a plain OffsetCommit (v2, generation -1, no member), which the
+    brokers still accept for the group "" that librdkafka refuses to name. The lab has one
+    broker per cluster: it is every group's coordinator (asked again while it loads)."""
+    import struct
+
+    body = (_string(group) + struct.pack(">i", -1) + _string("") + struct.pack(">q", -1)
+            + struct.pack(">i", 1) + _string(topic) + struct.pack(">i", len(offsets))
+            + b"".join(struct.pack(">iq", p, o) + struct.pack(">h", -1)
+                       for p, o in sorted(offsets.items())))
+    end = time.monotonic() + deadline_s
+    while True:
+        answer = _kafka_request(bootstrap, 8, 2, body)
+        # topics[1]: name, partitions[n]: (partition, error code)
+        at = 4 + 2 + struct.unpack(">h", answer[4:6])[0]
+        count = struct.unpack(">i", answer[at:at + 4])[0]
+        codes = [struct.unpack(">ih", answer[at + 4 + 6 * i:at + 10 + 6 * i])[1]
+                 for i in range(count)]
+        if all(code == 0 for code in codes):
+            return
+        # 14, 15, 16: the coordinator is loading, not there yet, or moving
+        if set(codes) - {0, 14, 15, 16} or time.monotonic() > end:
+            raise AssertionError(f"OffsetCommit for group {group!r} answered {codes}")
+        time.sleep(0.5)
+
+
+def delete_as_legacy_admin(bootstrap: str, group: str) -> int:
+    """Delete `group` with a plain DeleteGroups (v1); the broker's error code (0: done)."""
+    import struct
+
+    answer = _kafka_request(bootstrap, 42, 1, struct.pack(">i", 1) + _string(group))
+    # throttle_time_ms, results[1]: (group id, error code)
+    at = 4 + 4 + 2 + struct.unpack(">h", answer[8:10])[0]
+    return int(struct.unpack(">h", answer[at:at + 2])[0])

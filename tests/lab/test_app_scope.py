@@ -22,7 +22,7 @@ from confluent_kafka import TopicPartition
 
 from drctl.kafka.groups import committed_offsets
 from drctl.lab.workload import commit_offsets, create_topics
-from tests.conftest import RunningLab
+from tests.conftest import RunningLab, on_kafka_3
 from tests.lab.support import (
     fresh_clients,
     produce,
@@ -100,6 +100,7 @@ def _commit_at_end(lab: RunningLab, cluster: str, group: str, topics: list[str])
                     for p in range(PARTS)])
 
 
+@on_kafka_3("any_lab")
 def test_one_application_fails_over_back_and_returns_while_the_other_replicates(
         scoped_lab: RunningLab, ns: str, tmp_path: Path) -> None:
     lab = scoped_lab

@@ -2,7 +2,8 @@
 restarts after an unplanned failover. The MirrorMaker 2 connectors drctl stopped come back
 without confirming STOPPED; failback re-issues the stop, says what is wrong, and completes with
 nothing lost and nothing twice. Also when the broker dies during failback: waited for within
---deadline (exit 4 when it stays down), and a run again continues exactly."""
+--deadline (exit 4 when it stays down), and a run again continues exactly. Issue 51: the same
+for a failover whose target's broker restarts right after the stop of replication."""
 
 from __future__ import annotations
 
@@ -19,16 +20,20 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from confluent_kafka import TopicPartition
 
 from drctl.config import load_config
 from drctl.kafka.clients import ClusterClients, describe
 from drctl.kafka.groups import committed_offsets
-from drctl.kafka.records import read_all
+from drctl.kafka.offsets import watermarks
+from drctl.lab.workload import commit_offsets, create_topics
 from drctl.replication.connect import ConnectorActivity, ConnectorReading
 from drctl.state import marker_store
-from tests.conftest import RunningLab
+from tests.conftest import RunningLab, on_kafka_3
+from tests.lab.support import keyed, produce, wait_replicated
 from tests.lab.test_failback import outage, restore_lab
-from tests.lab.test_failover import run_json
+from tests.lab.test_failover import run_json, scoped_config
+from tests.lab.test_reprotect import _everything, _sides
 
 pytestmark = [pytest.mark.lab, pytest.mark.spark]
 __all__ = ["restore_lab"]  # the fixture, used by name
@@ -87,12 +92,15 @@ def assert_end_state(lab: RunningLab, o: dict) -> None:
     not copied; every post-failover write once on the primary, every original once."""
     # The session's own clients, on purpose: their admin client cached leader epochs from
     # before the restart, and ListOffsets must refresh them (not stay FENCED_LEADER_EPOCH).
-    secondary = [r.value for r in read_all(lab.secondary, o["topic"])]
+    # Each side's every topic of the records: prefixed, the secondary's mirror and failover
+    # topic, the primary's own topic and the reverse copies.
+    on_primary, on_secondary = _sides(lab, o["topic"])
+    secondary = [r.value for r in _everything(lab.secondary, on_secondary)]
     for _, v in o["safe"]:
         assert secondary.count(v) == 1, v
     for _, v in o["conflict"] + o["unkeyed"]:
         assert secondary.count(v) == 0, v
-    primary = [r.value for r in read_all(lab.primary, o["topic"])]
+    primary = [r.value for r in _everything(lab.primary, on_primary)]
     for _, v in o["post"]:
         assert primary.count(v) == 1, v
     for _, v in o["base"] + o["safe"] + o["conflict"] + o["unkeyed"]:
@@ -181,6 +189,7 @@ def failback_meanwhile(argv: list[str], at: tuple[str, ...],
     return run.returncode, out, "".join(err_lines), took
 
 
+@on_kafka_3()
 def test_secondary_dropping_mid_failback_is_waited_for_within_the_deadline(
         lab: RunningLab, ns: str, tmp_path: Path, restore_worker: None) -> None:
     """Issue 38: the secondary SIGKILLed mid-failback and left down — failback used to retry
@@ -253,3 +262,125 @@ def test_connect_dropping_mid_failback_ends_it_within_the_deadline_naming_connec
     assert "Failback stopped: Kafka Connect at http" in err, err[-3000:]
     assert "Bring the Kafka Connect worker (http" in err
     assert "Running failback again" not in err
+
+
+def _stopped(pid: int) -> bool:
+    """Whether process `pid` is stopped (SIGSTOP): its state in /proc."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rindex(")") + 2] in "Tt"
+
+
+def test_the_targets_broker_restarting_mid_failover_is_waited_for_within_the_deadline(
+        lab: RunningLab, ns: str, tmp_path: Path, restore_worker: None) -> None:
+    """Issue 51, finding 9: the failover point read the target's topics with one raw metadata
+    request per topic, after replication was stopped, and failover was never run again on a
+    dropped cluster: the target's broker SIGKILLed right after the stop was recorded, and
+    started again only once failover had waited for it, ended the failover (exit 4, no
+    cluster named). Now the failover waits for it within --deadline and ends exact (or exit 4
+    naming it), and a run again is exact."""
+    topic = f"{ns}-acct"
+    create_topics(lab.primary, (topic,), 3)
+    produce(lab.primary, topic, keyed("acct", 300, 3))
+    wait_replicated(lab, topic, 300)
+    ends = {tp[1]: end for tp, (_, end) in
+            watermarks(lab.secondary.admin(), [(topic, p) for p in range(3)]).items()}
+    group = f"{ns}-pre"
+    commit_offsets(lab.primary, group, [TopicPartition(topic, p, ends[p] // 2)
+                                        for p in range(3)])
+    config = scoped_config(lab, ns, tmp_path)
+    argv = [sys.executable, "-m", "drctl", "--config", str(config), "-o", "json", "failover",
+            "--yes", "--groups", f"{ns}-.*", "--deadline", "300s"]
+    out_file = tempfile.TemporaryFile("w+")
+    run = subprocess.Popen(argv, stdout=out_file, stderr=subprocess.PIPE, text=True,
+                           start_new_session=True,
+                           env={**os.environ, "DRCTL_PAUSE_AT": "stop-replication"})
+    err_lines: list[str] = []
+    retrying = threading.Event()
+
+    def watch() -> None:
+        assert run.stderr is not None
+        for line in run.stderr:
+            err_lines.append(line)
+            if "secondary (127.0.0.1:" in line and "retrying in" in line:
+                retrying.set()
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        # Stopped right after the stop of replication was recorded.
+        while run.poll() is None and not _stopped(run.pid):
+            time.sleep(0.2)
+        assert run.poll() is None, "".join(err_lines)[-3000:]
+        lab.lab.fail("secondary")
+        os.kill(run.pid, signal.SIGCONT)
+        # The broker stays down until failover says it waits for it (or gave up on it).
+        while run.poll() is None and not retrying.is_set():
+            time.sleep(0.2)
+        lab.lab.heal("secondary")
+        run.wait(900)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait(30)
+    watcher.join(10)
+    out_file.seek(0)
+    doc = json.loads(out_file.read())
+    err = "".join(err_lines)
+    print("failover exit:", run.returncode, err[-3000:])
+    if run.returncode == 4:
+        message = doc["error"]["message"]
+        assert "'secondary'" in message, message
+        assert "Bring 'secondary' back, then run it again" in doc["error"]["hint"]
+    else:
+        assert run.returncode == 0, err[-3000:]
+    assert retrying.is_set(), err[-3000:]  # it waited for the broker, naming it
+
+    status, again = run_json("--config", str(config), "failover", "--yes", "--groups",
+                             f"{ns}-.*")
+    assert status == 0, again
+    marker = again["marker"]
+    assert "failover" in marker["steps"] and marker["replication_stop"] == "stopped"
+    assert {int(p): o for p, o in marker["failover_point"][topic].items()} == ends
+    moved = marker["groups"][group]
+    assert moved["applied"] and moved["confidence"] == ["exact"], moved
+    on_target = committed_offsets(lab.secondary, [group], deadline_s=30)[group]
+    assert on_target == {(topic, p): ends[p] // 2 for p in range(3)}
+
+
+def test_secondary_lost_during_the_gap_job_interrupts_it_on_the_server(
+        lab: RunningLab, ns: str, tmp_path: Path, restore_worker: None) -> None:
+    """Issue 51 #14: the secondary's broker SIGKILLed while the gap job runs on the lab's
+    Spark Connect server, and left down. The job's Kafka client used to wait out its own
+    timeouts (failback exit 4 after 216 s at --deadline 30s); now the cluster, asked while the
+    job runs, is missed within --deadline: the job's operations are interrupted on the server,
+    failback ends exit 4 naming the cluster. The server stays usable: the run again once the
+    broker is back runs its gap job there and ends exact."""
+    o = outage(lab, ns, tmp_path)
+    deadline_s = 20
+
+    def failback(deadline: float) -> list[str]:
+        return [sys.executable, "-m", "drctl", "--config", str(o["config"]), "-o", "json",
+                "failback", "--check-order", "--reconcile", "copy-safe", "--yes", "--groups",
+                f"{ns}-.*", "--deadline", f"{deadline:g}s"]
+
+    # Said as the job starts on the server (ops/one_way/gap_step.py): the broker dies before the job
+    # can have read from it, and long before the job could finish.
+    status, _, err, took = failback_meanwhile(failback(deadline_s), ("Gap analysis (Spark",),
+                                              lambda: lab.lab.fail("secondary"))
+    assert status == 4, err[-3000:]
+    # The deadline, the watch's next question and a Spark Connect interrupt: not the Java
+    # client's own timeouts (216 s).
+    assert took < deadline_s + 90, took
+    assert "Failback stopped: cluster 'secondary' at 127.0.0.1:" in err, err[-3000:]
+    assert "drctl interrupted the gap job on the Spark Connect sc://" in err, err[-3000:]
+    cfg = load_config(o["config"])
+    assert "failback:reconcile" not in marker_store(cfg, None).open_markers()[0].steps
+
+    lab.lab.heal("secondary")
+    status, out, err, _ = failback_meanwhile(failback(60), ("Gap analysis (Spark",),
+                                             lambda: None)
+    assert status == 0, err[-3000:]
+    shown = json.loads(out)
+    assert shown["phase"] == "failed-back"
+    assert shown["reconcile"]["copy_safe"]["copied"] == len(o["safe"])
+    assert_end_state(lab, o)

@@ -28,7 +28,7 @@ from drctl.translate.snapshots import (
     read_snapshot_topic,
     read_snapshots,
 )
-from tests.conftest import RunningLab
+from tests.conftest import RunningLab, on_kafka_3
 from tests.lab.support import wait_offsets_stored, wait_replicated
 from tests.lab.test_failover import run_json, scoped_config
 
@@ -40,6 +40,7 @@ def _guard(config: Path, *extra: str) -> tuple[int, dict]:
     return run_json("--config", str(config), "guard", "--once", "--groups", ".*", *extra)
 
 
+@on_kafka_3()
 def test_failover_with_the_source_down_starts_groups_at_guards_snapshots(
         lab: RunningLab, ns: str, tmp_path: Path) -> None:
     topic = f"{ns}-g"

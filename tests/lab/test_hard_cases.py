@@ -24,8 +24,8 @@ from drctl.config import load_config
 from drctl.context import OpsContext
 from drctl.kafka.records import read_all
 from drctl.lab.workload import commit_offsets, create_topics
-from drctl.ops.failback import FailbackOptions, run_failback
-from drctl.ops.gap_step import gap_finder
+from drctl.ops.one_way.failback import FailbackOptions, run_failback
+from drctl.ops.one_way.gap_step import gap_finder
 from tests.conftest import RunningLab
 from tests.lab.support import (
     fresh_clients,

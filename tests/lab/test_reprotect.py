@@ -36,7 +36,7 @@ from drctl.kafka.records import Record, read_all
 from drctl.lab.workload import commit_offsets, create_topics
 from drctl.replication.mirrormaker2 import INCIDENT_KEY, reverse_connector_name
 from drctl.state import marker_store
-from tests.conftest import RunningLab
+from tests.conftest import RunningLab, on_kafka_3
 from tests.lab.support import fresh_clients, produce, run_json, stop_forward_quietly
 from tests.lab.test_failback import restore
 from tests.lab.test_failover import scoped_config
@@ -370,6 +370,7 @@ def _killed_at_every_step_then_finished(lab: RunningLab, config: Path, topic: st
     return out
 
 
+@on_kafka_3("any_lab")
 def test_fail_over_fail_back_and_return_twice(cycled: RunningLab, ns: str,
                                              tmp_path: Path) -> None:
     lab = cycled

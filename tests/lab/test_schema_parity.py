@@ -3,11 +3,14 @@ cases of issue 46 walked one after another on one registry pair — the same ord
 (ready), a schema on the primary only, two subjects numbered in opposite orders, the copy
 that fixes them (export/import into an empty registry) — with `check`, the failover
 preflight, a registry that does not answer, and a failback whose post-failover writes use a
-schema the primary's registry lacks."""
+schema the primary's registry lacks; long keys whose bytes spell an id, and registry URLs
+that answer 404 to everything (issue 51)."""
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -22,6 +25,7 @@ from tests.conftest import RunningLab, RunningRegistries
 from tests.lab.support import produce, run_drctl, run_json, wait_replicated
 from tests.lab.test_failback import restore
 from tests.lab.test_failover import scoped_config
+from tests.unit.support import http_server
 
 pytestmark = pytest.mark.lab
 
@@ -181,3 +185,118 @@ def test_failback_names_a_post_failover_schema_the_primarys_registry_lacks(
     assert not [c for c in connectors if c.startswith("mm2-secondary-primary")], connectors
     marker = marker_store(load_config(config), None).open_markers()[0]
     assert not [s for s in marker.steps if s.startswith("failback:")], marker.steps
+
+
+def test_long_keys_that_spell_an_id_are_no_schema_id_and_a_real_one_is_still_caught(
+        lab: RunningLab, registries: RunningRegistries, ns: str, tmp_path: Path) -> None:
+    """Issue 51, finding 6: a topic keyed by customer numbers as Kafka's LongSerializer
+    writes them (8 bytes big-endian, so the first five read as magic byte 0 and an id), its
+    values plain, on two registries that number the id differently."""
+    primary, secondary = registries.client("primary"), registries.client("secondary")
+    config = registries.configure(scoped_config(lab, ns, tmp_path))
+    longs, avro = f"{ns}-longs", f"{ns}-x"
+    create_topics(lab.primary, (longs, avro), 2)
+    registries.in_step()
+    x_value, y_value = f"{avro}-value", f"{ns}-y-value"
+    # Fields of this test's own: a registry gives content it has seen its id again.
+    own = ns.replace("-", "_")
+    x, y = record_schema("X", f"x_{own}"), record_schema("Y", f"y_{own}", "int")
+    id_x, id_y = primary.register(x_value, x), primary.register(y_value, y)
+    assert (secondary.register(y_value, y), secondary.register(x_value, x)) == (id_x, id_y), \
+        "the secondary numbers Y first"
+    keys = [struct.pack(">q", id_x << 24 | 70_000 + n) for n in range(10)]
+    assert {wire.schema_id(k) for k in keys} == {id_x}
+    produce(lab.primary, longs, [(n % 2, key, f"customer {n}".encode())
+                                 for n, key in enumerate(keys)])
+    lab.wait_mirror_topic(longs)
+    wait_replicated(lab, longs, 10)
+
+    status, doc = run_json("--config", str(config), "check", "--deadline", "10")
+    assert status == 0, doc
+    notes = [f for f in doc["findings"] if f["area"] == "schemas"]
+    assert [(f["object"], f["severity"]) for f in notes] == [(f"schema id {id_x}", "note")]
+    assert f"records in {longs} (keys) start like a registry encoding with id {id_x}, which " \
+           f"primary's registry files only under {x_value} v1, not under a subject of that " \
+           "topic and side" in notes[0]["difference"]
+    assert doc["schemas"]["state"] == "in parity" and doc["schemas"]["ids"] == []
+    status, said = failover_preflight(config)
+    assert status == 0, said
+    assert "Preflight failed" not in said
+
+    # A topic whose values really carry the id, filed under its subject: still caught.
+    produce(lab.primary, avro, encoded(id_x, 4))
+    lab.wait_mirror_topic(avro)
+    wait_replicated(lab, avro, 4)
+    status, said = check(config)
+    assert status == 3, said
+    assert f"schema id {id_x} resolves to a different schema on secondary's registry " \
+           f"({y_value} v1) than on primary's ({x_value} v1); records in {avro} carry it" \
+           in said
+    assert f"records in {longs} carry it" not in said
+    status, said = failover_preflight(config)
+    assert status == 3, said
+    assert f"schema id {id_x} resolves to a different schema" in said
+
+
+class _Answers404(BaseHTTPRequestHandler):
+    """What an ingress's default backend does: 404 to everything, no registry's error body."""
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        body = b"default backend - 404"
+        self.send_response(404)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.fixture
+def answers_404() -> Iterator[str]:
+    """A plain HTTP server answering 404 to every request: its URL."""
+    with http_server(_Answers404) as url:
+        yield url
+
+
+def test_a_registry_url_that_answers_404_to_everything_is_no_registry(
+        lab: RunningLab, registries: RunningRegistries, ns: str, tmp_path: Path,
+        answers_404: str) -> None:
+    """Issue 51, finding 7: a wrong path of the real registry (its root, without
+    /apis/ccompat/v7: its web server answers 404 with `error_code` 404) and a server that
+    answers 404 to everything read as registries with nothing in them: in parity."""
+    primary, secondary = registries.client("primary"), registries.client("secondary")
+    config = registries.configure(scoped_config(lab, ns, tmp_path))
+    topic = f"{ns}-acct"
+    create_topics(lab.primary, (topic,), 2)
+    registries.in_step()
+    schema = record_schema("Acct", "balance", "long")
+    schema_id = primary.register(f"{topic}-value", schema)
+    assert secondary.register(f"{topic}-value", schema) == schema_id
+    produce(lab.primary, topic, encoded(schema_id, 6))
+    lab.wait_mirror_topic(topic)
+    wait_replicated(lab, topic, 6)
+
+    wrong = registries.url("primary").removesuffix("/apis/ccompat/v7")
+    assert wrong != registries.url("primary")
+    cases = {"primary": wrong, "secondary": answers_404}
+    for cluster, url in cases.items():
+        registries.configure(config, **{cluster: url})
+        named = f"{cluster}'s registry ({url}) is not a schema registry"
+        status, out, err = run_drctl("--config", str(config), "config", "check",
+                                     "--deadline", "10")
+        assert status == 4, out + err
+        assert named in err, err
+        assert f"{cluster}'s schema registry at {url} answers" not in out, out
+        status, said = check(config)
+        assert status == 4, said
+        assert named in said and "schemas in parity" not in said
+        # A failover goes on without knowing (an outage takes a registry too), and says so.
+        status, said = failover_preflight(config)
+        assert status == 0, said
+        assert "Schema parity of the mirrored records (primary -> secondary) unknown, going " \
+               f"on: {named}" in said, said
+    registries.configure(config)
+    status, said = check(config)
+    assert status == 0, said

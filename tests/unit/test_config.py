@@ -474,3 +474,65 @@ def test_spark_remote_alone_and_well_formed(spark: dict[str, object], said: str)
         parse_config({"clusters": {"a": {"bootstrap.servers": "x"}}, "spark": spark})
     assert info.value.key == "spark.remote" and said in info.value.message
     assert info.value.exit_status == ExitStatus.USAGE
+
+
+# A replication section with every key set, as the checks below start from.
+FULL_REPLICATION = {
+    "kind": "mirrormaker2", "source": "a", "target": "b",
+    "topics": {"include": [".*"], "exclude": ["tmp"]}, "rename": "{topic}",
+    "source_alias": "a", "target_alias": "b", "replicator_group": "g",
+    "principal": "User:mm2",
+    "connect": {"url": "http://c:8083", "username": "u", "password": "p",
+                "ca_file": "/etc/ca.pem", "timeout_s": 5, "source_connector": "s",
+                "checkpoint_connector": "c", "heartbeat_connector": "h"}}
+CLUSTERS = {"a": {"bootstrap.servers": "x"}, "b": {"bootstrap.servers": "y"}}
+
+
+def _every_key(section: dict[str, object], parents: tuple[str, ...] = ()
+               ) -> list[tuple[str, ...]]:
+    keys: list[tuple[str, ...]] = []
+    for name, value in section.items():
+        keys.append((*parents, name))
+        if isinstance(value, dict):
+            keys += _every_key(value, (*parents, name))
+    return keys
+
+
+@pytest.mark.parametrize("key", ["kind", "source", "target"])
+def test_a_missing_required_replication_key_is_exit_2_naming_it(
+        key: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`config check` on a config without `replication.source` ended 'unexpected KeyError'
+    (exit 1): each missing key is a config error naming it."""
+    replication = {k: v for k, v in FULL_REPLICATION.items() if k != key}
+    path = tmp_path / "drctl.yaml"
+    path.write_text(yaml.safe_dump({"clusters": CLUSTERS, "replication": replication}))
+    assert main(["--config", str(path), "config", "check"]) == ExitStatus.USAGE
+    err = capsys.readouterr().err
+    assert f"replication.{key}: required key is missing" in err, err
+    assert "unexpected" not in err and "Traceback" not in err
+
+
+_MISSING = "<missing>"
+
+
+@pytest.mark.parametrize("key", [".".join(k) for k in _every_key(FULL_REPLICATION)])
+@pytest.mark.parametrize("value", [_MISSING, None, [["x"]], {"x": 1}, True, 1.5])
+def test_a_mistyped_or_missing_replication_key_is_a_config_error_naming_it(
+        key: str, value: object) -> None:
+    """Every key of the replication section, missing or of the wrong type: a ConfigError
+    (exit 2) naming that key, or a config that reads it as valid — never another error."""
+    raw = yaml.safe_load(yaml.safe_dump({"clusters": CLUSTERS,
+                                         "replication": FULL_REPLICATION}))
+    *parents, last = key.split(".")
+    section = raw["replication"]
+    for name in parents:
+        section = section[name]
+    if value == _MISSING:
+        del section[last]
+    else:
+        section[last] = value
+    try:
+        parse_config(raw)
+    except ConfigError as exc:
+        assert exc.exit_status == ExitStatus.USAGE
+        assert f"replication.{key}" in str(exc), str(exc)

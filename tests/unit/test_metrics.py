@@ -211,8 +211,8 @@ def test_metrics_are_served_over_http_until_stopped() -> None:
 def test_guard_records_each_round_and_the_flow_it_read(monkeypatch: pytest.MonkeyPatch) -> None:
     from drctl.config import parse_config
     from drctl.context import OpsContext
-    from drctl.ops.guard import Guard, RoundResult, run_guard
-    from drctl.ops.status import FlowReading
+    from drctl.ops.steps.flow_status import FlowReading
+    from drctl.ops.steps.guard import Guard, RoundResult, run_guard
 
     config = parse_config({
         "clusters": {"dc1": {"bootstrap.servers": "x"}, "dc2": {"bootstrap.servers": "y"}},
@@ -256,7 +256,7 @@ def test_a_guard_round_with_a_lag_read_that_fails_still_succeeds() -> None:
     """Guard's own reading of the flow: the lag read raises, the round's result is fine and
     the reading says unknown, with the protection computed from what did answer."""
     from drctl.context import OpsContext
-    from drctl.ops.status import read_flow
+    from drctl.ops.steps.flow_status import read_flow
     from drctl.replication.base import FlowState
     from tests.unit.ops.support import _config
 

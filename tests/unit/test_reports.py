@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from drctl.ops.fence import open_risks, unfenced_record
+from drctl.ops.steps.fence import open_risks, unfenced_record
 from drctl.reports import render, render_report, report_format, write_report
 from drctl.runbook.model import Phase, StepKind
 from drctl.runbook.result import Status, StepResult
@@ -77,7 +77,7 @@ def test_report_files_and_formats(tmp_path: Path) -> None:
 def test_reports_name_late_copies_and_the_end_state() -> None:
     from dataclasses import asdict
 
-    from drctl.ops.late_copies import LateCopies, PartitionLateCopies, describe
+    from drctl.ops.one_way.late_copies import LateCopies, PartitionLateCopies, describe
 
     found = LateCopies(1, {"orders": {0: PartitionLateCopies(after_f=9, late=4, of_gap=3,
                                                               runs=[[12, 14], [15, 17]],
@@ -353,9 +353,9 @@ def test_failback_html_names_quarantine_topics_and_reverse_connector() -> None:
 
 def test_reports_show_the_rpo_and_the_time_by_phase() -> None:
     from drctl.config import Objectives
-    from drctl.ops.phases import command_timing
-    from drctl.ops.rpo import unknown_rpo
-    from drctl.ops.scorecard import failover_scorecard, operation_scorecard
+    from drctl.ops.one_way.phases import command_timing
+    from drctl.ops.one_way.scorecard import failover_scorecard, operation_scorecard
+    from drctl.ops.steps.rpo import unknown_rpo
 
     marker = FailoverMarker.new("primary", "secondary", "mirrormaker2", planned=False)
     run = {"run_id": "r2", "command": "failover", "started_ms": 1_714_564_860_000,

@@ -25,7 +25,8 @@ def test_version_and_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert lines["drctl"] == __version__
     assert lines["confluent-kafka"] == confluent_kafka.version()
     assert lines["librdkafka"] == confluent_kafka.libversion()[0]
-    assert set(lines) == {"drctl", "python", "confluent-kafka", "librdkafka", "pyspark", "java"}
+    assert set(lines) == {"drctl", "python", "confluent-kafka", "librdkafka", "sasl_gssapi",
+                          "pyspark", "java"}
     assert main(["--help"]) == 0
     out = capsys.readouterr().out
     assert "lab" in out and "config" in out

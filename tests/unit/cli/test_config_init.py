@@ -265,3 +265,32 @@ def test_an_offset_preserving_mirror_needs_no_connect(tmp_path: Path, no_tty: No
     assert (rep["kind"], rep["rename"], "connect" in rep) == ("identity", "{topic}", False)
     assert main(["config", "init", "--kind", "mirrormaker", "--out", str(tmp_path / "x"),
                  "--no-check"]) == ExitStatus.USAGE
+
+
+def test_one_mirrormaker2_flow_each_way_is_an_active_active_pair(
+        worker: Worker, tmp_path: Path, no_tty: None,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from drctl.config import load_config
+    from drctl.ops.active_active.pair import Pair
+
+    back = {n: {**c, "name": n} for n, c in MirrorFlow(
+        "secondary", "primary", B, A, names_kept=False).connectors().items()}
+    worker.connectors.update(back)
+    out = tmp_path / "drctl.yaml"
+    assert main(flags(worker, out)) == 0
+    config = load_config(out)
+    assert config.replication is None and config.topology is not None
+    pair = Pair(config)
+    assert [(f.source, f.target, f.rename, f.connect.source_connector)
+            for f in config.topology.flows] == [
+        ("primary", "secondary", "primary.{topic}", "mm2-primary-secondary-source"),
+        ("secondary", "primary", "secondary.{topic}", "mm2-secondary-primary-source")]
+    assert pair.naming_problem() is None
+    assert "active-active, mirrormaker2 primary -> secondary" in \
+        " ".join(capsys.readouterr().err.split())
+    # drctl's own reverse flow of an incident is no second flow of a pair: one flow.
+    for cfg in worker.connectors.values():
+        if cfg["name"] in back:
+            cfg["drctl.incident"] = "fo-1"
+    assert main([*flags(worker, out), "--force"]) == 0
+    assert load_config(out).replication is not None

@@ -23,3 +23,16 @@ def test_lab_load_names_its_commit_option_and_every_option_has_help(
     flat = " ".join(text.split())
     assert "--partitions N Partitions of each topic." in flat, flat
     assert "<int range>" not in flat and "<list[str]>" not in flat
+
+
+def test_an_active_active_lab_never_keeps_names(tmp_path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from drctl.errors import LabError
+    from drctl.lab.lab import ACTIVE_ACTIVE, Lab
+
+    argv = ["lab", "up", "--dir", str(tmp_path / "lab"), "--topology", "active-active"]
+    assert main([*argv, "--topic-naming", "kept"]) == 2
+    assert "a loop" in " ".join(capsys.readouterr().err.split())
+    assert not (tmp_path / "lab").exists()  # nothing started
+    with pytest.raises(LabError, match="prefixes topic names"):
+        Lab(tmp_path / "lab").up(names_kept=True, topology=ACTIVE_ACTIVE)

@@ -23,7 +23,8 @@ def test_status_with_nothing_reachable_answers_by_its_deadline_with_progress(
                    f"state: {{dir: '{tmp_path / 'state'}'}}\n")
     started = time.monotonic()
     assert main(["--config", str(cfg), "status", "--deadline", "2"]) == 4
-    assert time.monotonic() - started < 2 + 1 + 1.5  # deadline, grace, rendering
+    # Without the deadline the clients' own 30 s timeouts: a bound with room for a loaded CI.
+    assert time.monotonic() - started < 15  # deadline, grace, rendering
     captured = capsys.readouterr()
     err = " ".join(captured.err.split())
     assert "Asking a, b, replication in parallel (deadline 2 s)" in err

@@ -5,13 +5,19 @@ cluster that dropped mid-job (transient, and named) or another reason."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from drctl.errors import DrctlError
+from drctl.config import SparkSettings
+from drctl.errors import DrctlError, ExitStatus
 from drctl.gap.plan import DIFF, GapPlan
 from drctl.gap.result import RECORDS_DIR, GapResult
 from drctl.gap.runner import (
@@ -23,6 +29,8 @@ from drctl.gap.runner import (
     kafka_dropped,
     note_shared_output,
 )
+from drctl.kafka.clients import ClusterClients, ClusterUnreachable
+from drctl.retry import RetryPolicy
 
 
 def result_with(tmp_path: Path, counted: int, files: list[int]) -> GapResult:
@@ -151,3 +159,96 @@ def test_job_failures_are_told_apart(tmp_path: Path) -> None:
                                   "detail": DROPPED}}, log, False, plan)
     assert isinstance(unnamed, GapJobLostKafka) and unnamed.clusters == ()
     assert "'primary' or 'secondary'" in unnamed.message
+
+
+class _Reader:
+    """Spark's DataFrameReader as the job uses it: what options a Kafka read gets."""
+
+    def __init__(self) -> None:
+        self.given: dict[str, str] = {}
+
+    def format(self, _name: str) -> _Reader:
+        return self
+
+    def options(self, **options: str) -> _Reader:
+        self.given.update(options)
+        return self
+
+    def option(self, key: str, value: str) -> _Reader:
+        self.given[key] = value
+        return self
+
+    def load(self) -> str:
+        return "df"
+
+
+def test_the_jobs_kafka_reads_wait_no_longer_than_the_deadline(tmp_path: Path) -> None:
+    """Issue 51 #14: the job's Kafka client, left to its defaults, waits minutes for a broker
+    that is gone (216 s at --deadline 30s): each read carries waits derived from --deadline
+    (a cluster's own settings still win), and a very short deadline keeps a floor."""
+    from drctl.gap.job import GapJob, JobEvents
+    from drctl.gap.kafka_options import MIN_WAIT_S, deadline_options
+
+    plan = _plan(tmp_path)
+    plan.waits = deadline_options(40)
+    plan.target_kafka["kafka.request.timeout.ms"] = "90000"  # the cluster's own
+    reader = _Reader()
+    spark = SimpleNamespace(read=reader, sparkContext=SimpleNamespace(defaultParallelism=2))
+    job = GapJob(spark, GapPlan.from_json(plan.to_json()), JobEvents(None))  # type: ignore[arg-type]
+    assert job.read(job.plan.target_kafka, {"orders": {0: (0, 10)}}) == "df"
+    assert reader.given["kafkaConsumer.pollTimeoutMs"] == "40000"
+    assert reader.given["kafka.default.api.timeout.ms"] == "40000"
+    assert reader.given["fetchOffset.numRetries"] == "1"
+    assert reader.given["kafka.request.timeout.ms"] == "90000"
+    assert deadline_options(2)["kafkaConsumer.pollTimeoutMs"] == str(int(MIN_WAIT_S * 1000))
+
+
+def test_a_cluster_lost_mid_job_interrupts_it_on_the_server_and_names_the_cluster(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 51 #14: the secondary gone while the job runs on a Spark Connect server. The
+    job's Kafka client would wait out its timeouts (here: a job that answers nothing for a
+    minute, then fails as Spark does); instead the cluster, asked while the job runs, does
+    not answer within --deadline: the job's operations are interrupted on the server, the
+    command does not wait for the job to give up, and the error names the cluster (exit 4)."""
+    from drctl.gap import job as job_module
+    from drctl.gap import remote, runner
+
+    interrupted = threading.Event()
+
+    class Session:
+        def interruptAll(self) -> list[str]:  # pyspark's name
+            interrupted.set()
+            return ["op-1"]
+
+    @contextmanager
+    def connected(_settings: SparkSettings, _deadline: float | None) -> Iterator[Session]:
+        yield Session()
+
+    released = threading.Event()
+    gave_up: list[bool] = []
+
+    def run_job(*_: Any) -> None:
+        # A server blocked in the Kafka client's own timeouts, deaf to the interrupt.
+        gave_up.append(not released.wait(60))
+        raise RuntimeError("org.apache.kafka.common.errors.TimeoutException: Timeout of "
+                           "60000ms expired before the position for partition orders-0 "
+                           "could be determined")
+
+    monkeypatch.setattr(remote, "connected", connected)
+    monkeypatch.setattr(remote, "require_kafka", lambda *_: None)
+    monkeypatch.setattr(job_module, "run_job", run_job)
+    monkeypatch.setattr(runner, "_INTERRUPT_GRACE_S", 0.5)
+    gone = ClusterClients("secondary", {"bootstrap.servers": "127.0.0.1:1"})
+    watch = runner.ClusterWatch([gone], RetryPolicy(initial_s=0.1, max_s=0.2, deadline_s=1.0),
+                                interval_s=0.1)
+    with pytest.raises(ClusterUnreachable) as lost:
+        runner.run_gap_analysis(_plan(tmp_path), SparkSettings(remote="sc://spark:15002"),
+                                deadline_s=1.0, watch=watch)
+    assert gave_up == []  # the command went on without waiting for the job to give up
+    released.set()
+    assert interrupted.is_set()
+    assert lost.value.cluster == "secondary"
+    assert lost.value.exit_status == ExitStatus.UNREACHABLE and not lost.value.transient
+    assert lost.value.message.startswith("cluster 'secondary' at 127.0.0.1:1 did not answer")
+    assert "drctl interrupted the gap job on the Spark Connect sc://spark:15002 server " \
+           "(1 operation stopped there)" in lost.value.message

@@ -40,7 +40,7 @@ def test_wrong_port_fails_with_the_refusal_in_seconds(
     cfg = _write(tmp_path, f"  payments: {{bootstrap.servers: '127.0.0.1:{port}'}}\n")
     started = time.monotonic()
     assert main(["--config", str(cfg), "config", "check", "--deadline", "3"]) == 4
-    assert time.monotonic() - started < 6
+    assert time.monotonic() - started < 15  # the deadline, not librdkafka's 30-60 s
     err = " ".join(capsys.readouterr().err.split())
     assert f"cluster 'payments' at 127.0.0.1:{port} did not answer: connection refused" in err
     assert "Timed out" not in err and "ipv4#" not in err  # librdkafka's text: --debug's
@@ -129,8 +129,8 @@ def test_tls_verification_failure_is_named_and_not_retried(tls_listener: int) ->
                                           "security.protocol": "SSL"})
     started = time.monotonic()
     with pytest.raises(Unreachable) as info:
-        describe_with_retry(clients, RetryPolicy(initial_s=0.2, deadline_s=10))
-    assert time.monotonic() - started < 5
+        describe_with_retry(clients, RetryPolicy(initial_s=0.2, deadline_s=60))
+    assert time.monotonic() - started < 15  # not retried until the 60 s deadline
     assert info.value.exit_status == ExitStatus.UNREACHABLE
     assert "cluster 'payments'" in info.value.message
     assert ": TLS handshake failed (1 attempt(s)" in info.value.message
@@ -204,4 +204,4 @@ def test_metadata_is_asked_again_while_a_broker_restarts_then_names_the_cluster(
     with pytest.raises(ClusterUnreachable) as raised:
         cluster_metadata(clients)
     assert "cluster 'secondary'" in raised.value.message and gone.asked > 1
-    assert time.monotonic() - started < 5  # within the deadline, not the request timeouts
+    assert time.monotonic() - started < 15  # within the deadline, not the request timeouts

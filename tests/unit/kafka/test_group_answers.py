@@ -166,7 +166,10 @@ def test_an_error_answer_once_is_asked_again_and_answers(
 @pytest.mark.parametrize("code", TRANSIENT, ids=lambda c: KafkaError(c).name())
 def test_an_error_answer_that_lasts_is_exit_4_naming_the_cluster_and_the_cause(
         mock: Mock, clients: ClusterClients, api: int, code: int) -> None:
-    clients.deadline_s = 1.0
+    crashed = api == OFFSET_FETCH and code in CRASHING
+    # The deadline bounds every wait (a child's start-up aside): a crash is named when one
+    # came within it, which on a loaded machine takes more than a second.
+    clients.deadline_s = 3.0 if crashed else 1.0
     mock.push(api, *[code] * 100)
     started = time.monotonic()
     with pytest.raises(Unreachable) as caught:
@@ -177,7 +180,6 @@ def test_an_error_answer_that_lasts_is_exit_4_naming_the_cluster_and_the_cause(
     assert message.startswith(f"cluster 'mock' at {mock.apis.bootstrap} did not answer "), \
         message
     assert f"({APIS[api]})" in message
-    crashed = api == OFFSET_FETCH and code in CRASHING
     if crashed:
         assert message.endswith("the Kafka client stopped on an error answer from the group "
                                 "coordinator (SIGSEGV; librdkafka#5040).")
@@ -186,7 +188,7 @@ def test_an_error_answer_that_lasts_is_exit_4_naming_the_cluster_and_the_cause(
     else:
         assert KafkaError(code).name() in message or "timed out" in message, message
     # Within the deadline plus the attempt under way (a child's start, one request).
-    assert took < 1.0 + 6, took
+    assert took < clients.deadline_s + 6, took
 
 
 @pytest.mark.parametrize("api", list(APIS), ids=list(APIS.values()))

@@ -216,7 +216,32 @@ def test_a_broker_that_failed_its_listgroups_is_asked_again_never_left_out() -> 
     a short list is not "no group there". Asked again, the whole list."""
     admin = ListingAdmin([(["a"], [_failed_broker()]), (["a", "b"], [])])
     assert list_groups(Clients(admin)) == ["a", "b"]
-    assert admin.asked == 2
+    assert admin.asked == 3  # the failed answer, then two that agree
+
+
+def test_a_short_list_answered_without_an_error_is_listed_again_until_two_agree() -> None:
+    """Kafka's new group coordinator leaves out the groups of a __consumer_offsets partition
+    it is moving, with no error: one answer is not the list. Every group an answer named is
+    kept (a group gone meanwhile has no commits, which is harmless)."""
+    admin = ListingAdmin([(["a"], []), (["a", "b"], []), (["a", "b"], [])])
+    clients = Clients(admin)
+    assert list_groups(clients) == ["a", "b"]
+    assert admin.asked == 3
+    assert clients.said == []
+    # A group gone between two answers stays in the union.
+    gone = ListingAdmin([(["a", "b"], []), (["a"], []), (["a"], [])])
+    assert list_groups(Clients(gone)) == ["a", "b"]
+
+
+def test_the_group_with_no_name_is_left_out_and_said() -> None:
+    """Kafka keeps the offsets old consumers without a group.id committed under the group "";
+    no request of drctl's client can name it."""
+    admin = ListingAdmin([(["", "a"], [])])
+    clients = Clients(admin)
+    listing = groups.group_listing(clients)
+    assert listing.groups == ["a"] and list(listing.skipped) == [""]
+    assert list_groups(clients) == ["a"]
+    assert clients.said == [f"dc1: {groups.UNNAMEABLE['']}; skipped"]
 
 
 def test_a_broker_that_never_lists_its_groups_is_unreachable_exit_4() -> None:
@@ -229,3 +254,62 @@ def test_a_broker_that_never_lists_its_groups_is_unreachable_exit_4() -> None:
         "for ")
     assert caught.value.message.endswith(": connection refused.")
     assert admin.asked >= 2
+
+
+class RefusingAdmin(RecordingAdmin):
+    """librdkafka's Python client as it is: a request naming the group "" raises at once
+    (ValueError), before any future exists."""
+
+    def list_consumer_group_offsets(self, requests: list[Any], request_timeout: float
+                                    ) -> dict[str, Future[Any]]:
+        if requests[0].group_id == "":
+            raise ValueError("'group_id' cannot be empty")
+        return super().list_consumer_group_offsets(requests, request_timeout)
+
+    def describe_consumer_groups(self, groups: list[str], request_timeout: float
+                                 ) -> dict[str, Future[Any]]:
+        if "" in groups:
+            raise ValueError("'group_id' cannot be empty")
+        return super().describe_consumer_groups(groups, request_timeout)
+
+
+def test_an_item_the_client_refuses_at_once_is_that_items_answer_not_the_lanes_end() -> None:
+    """A synchronous refusal stopped the lane of the child's request that met it: the other
+    groups of its windows were never answered, and every command asking the cluster ended
+    exit 4 after the deadline. Now it is the group's own permanent failure."""
+    out = Outstanding()
+    clients = Clients(RefusingAdmin(out))
+    named = ["", *GROUPS]
+    with pytest.raises(Unreachable) as caught:  # a read of a refused group: refused at once
+        _finished(lambda: committed_offsets(clients, named))
+    assert "refused the committed offsets (OffsetFetch)" in caught.value.message
+    assert clients.said == []  # not asked again: permanent
+    refused: dict[str, KafkaException] = {}
+    states = _finished(lambda: list(groups._ask(clients, "describe", named, key=lambda g: g,
+                                                refused=refused)))
+    assert {g for g, _ in states} == set(GROUPS)  # every other group answered
+    assert list(refused) == [""]
+    assert "client refused it: ValueError: 'group_id' cannot be empty" in str(refused[""])
+
+
+def _finished(call: Any) -> Any:
+    """`call()`'s result (or its error), run in a thread: a request a lane left unanswered
+    waits for ever, which must fail the test, not hang it."""
+    import threading
+
+    done: list[Any] = []
+
+    def run() -> None:
+        try:
+            done.append((True, call()))
+        except BaseException as exc:  # noqa: BLE001 - raised in the test's thread
+            done.append((False, exc))
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(60)
+    assert done, "the request was never answered"
+    ok, value = done[0]
+    if not ok:
+        raise value
+    return value

@@ -34,3 +34,17 @@ def test_a_prefixed_flow_never_counts_the_reverse_copies_as_its_topics() -> None
 def test_plain_flow_has_no_security_properties() -> None:
     cfg = MirrorFlow("a", "b", "a:1", "b:1").source_connector()
     assert not any("sasl" in k or "security" in k for k in cfg)
+
+
+def test_a_legacy_flow_keeps_its_lists_under_the_old_names() -> None:
+    """`lab up --legacy-keys`: the same lists as a new flow's, under the names Kafka 3.x
+    still reads (topics.blacklist, groups.blacklist) and without the new ones."""
+    new, old = (MirrorFlow("p", "s", "a:1", "b:1", legacy_keys=legacy)
+                for legacy in (False, True))
+    for connector in ("source_connector", "checkpoint_connector"):
+        cfg = getattr(old, connector)()
+        assert "topics.exclude" not in cfg and "groups.exclude" not in cfg
+        assert cfg["topics.blacklist"] == getattr(new, connector)()["topics.exclude"]
+    assert old.checkpoint_connector()["groups.blacklist"] == "console-consumer-.*,connect-.*,__.*"
+    assert "groups.blacklist" not in old.source_connector()
+    assert old.heartbeat_connector() == new.heartbeat_connector()

@@ -1,6 +1,6 @@
 """The lab's state and config (drctl/lab/lab.py): lab.json files written by older drctl
-versions still load, and the config `lab up` writes points at the lab's Spark cluster
-when it has one."""
+versions still load, the config `lab up` writes points at the lab's Spark cluster when it has
+one, and MirrorMaker 2's old key names only on a Kafka that reads them."""
 
 from __future__ import annotations
 
@@ -8,7 +8,10 @@ import json
 from dataclasses import asdict, replace
 from pathlib import Path
 
+import pytest
+
 from drctl.config import load_config
+from drctl.errors import LabError
 from drctl.lab.lab import NO_SERVER, OWN_SERVER, Lab, LabPorts, LabState
 
 
@@ -66,3 +69,25 @@ def test_config_points_at_the_labs_spark_connect_server_or_a_shared_one(
     # A Spark cluster takes the gap jobs instead.
     config = load_config(lab.write_config(replace(own, spark_workers=2)))
     assert (config.spark.remote, config.spark.master) == (None, "spark://127.0.0.1:7")
+
+
+def test_old_key_names_on_kafka_4_are_refused_before_anything_starts(tmp_path: Path) -> None:
+    """`lab up --legacy-keys` on a Kafka 4 lab: 4.0 dropped topics.blacklist, so its
+    connectors would copy what the lab leaves out; refused, the lab as it was."""
+    lab = Lab(tmp_path)
+    lab.save_state(_state(tmp_path, 0))
+    with pytest.raises(LabError, match="Kafka 4.3.1 no longer reads topics.blacklist"):
+        lab.up(ports=LabPorts(25100, 25102, 25104, 25105), legacy_keys=True)
+    assert lab.load_state().legacy_keys is False
+    assert not any(lab.process(c).is_running() for c in ("primary", "secondary", "connect"))
+
+
+def test_lab_json_from_before_legacy_keys_loads_with_the_new_names(tmp_path: Path) -> None:
+    lab = Lab(tmp_path)
+    old = asdict(_state(tmp_path, 0))
+    del old["legacy_keys"]
+    lab.state_file.write_text(json.dumps(old))
+    state = lab.load_state()
+    assert state.legacy_keys is False
+    assert "topics.exclude" in lab.flow(state).source_connector()
+    assert "topics.blacklist" in lab.flow(replace(state, legacy_keys=True)).source_connector()

@@ -43,7 +43,7 @@ class FakeAdmin:
     def poll(self, timeout: float) -> int:
         return 0  # no librdkafka events to serve
 
-    def list_topics(self, timeout: float) -> Any:
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
         return SimpleNamespace(brokers={}, topics={
             t: SimpleNamespace(partitions=dict.fromkeys(range(n)), error=None)
             for t, n in self.topics.items()})

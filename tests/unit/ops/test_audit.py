@@ -1,15 +1,15 @@
-"""The audit of a failback, per group (drctl/ops/audit.py)."""
+"""The audit of a failback, per group (drctl/ops/steps/audit.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from drctl.ops.failback import FailbackResult
+from drctl.ops.one_way.failback import FailbackResult
 from tests.unit.ops.support import _marker_with_groups
 
 
 def test_the_audit_per_group_sums_its_partitions_and_a_missing_bound_is_none() -> None:
-    from drctl.ops.audit import audit_by_group
+    from drctl.ops.steps.audit import audit_by_group
 
     def pos(group: str, partition: int, confidence: str, exact: int | None, redelivered: int,
             skipped: int, bound: int | None) -> dict[str, Any]:

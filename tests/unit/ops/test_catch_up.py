@@ -1,10 +1,10 @@
-"""Catch-up waits you can read (drctl/ops/catch_up.py): the records left, and the
+"""Catch-up waits you can read (drctl/ops/steps/catch_up.py): the records left, and the
 timeout that names them."""
 
 from __future__ import annotations
 
 from drctl.errors import ExitStatus
-from drctl.ops.catch_up import catch_up_timed_out, describe_left
+from drctl.ops.steps.catch_up import catch_up_timed_out, describe_left
 
 
 def test_records_left_read_well() -> None:

@@ -13,9 +13,9 @@ import pytest
 from drctl.config import load_config, parse_config
 from drctl.context import OpsContext
 from drctl.errors import ExitStatus, UsageError
-from drctl.ops.failback import FailbackOptions, FailbackResult, run_failback
-from drctl.ops.reconcile import ReconcileMode, ReconcileOutcome
-from drctl.ops.reprotect import ReprotectOptions, run_reprotect
+from drctl.ops.one_way.failback import FailbackOptions, FailbackResult, run_failback
+from drctl.ops.one_way.reconcile import ReconcileMode, ReconcileOutcome
+from drctl.ops.one_way.reprotect import ReprotectOptions, run_reprotect
 from drctl.replication.base import kind_named
 from drctl.reports import render
 from drctl.state import FailoverMarker, MarkerStore

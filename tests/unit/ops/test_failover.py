@@ -1,4 +1,4 @@
-"""Which incident a failover works on (ops/failover.py `incident_to_continue`): a new
+"""Which incident a failover works on (ops/one_way/failover.py `incident_to_continue`): a new
 outage never continues an old incident. Preflight against fakes of drctl's own types
 (no Kafka), and the result's JSON and runbook summary."""
 
@@ -7,21 +7,19 @@ from __future__ import annotations
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 
 from drctl.config import parse_config
 from drctl.context import OpsContext
-from drctl.errors import Aborted, CheckFailed, UsageError
-from drctl.ops.failover import (
-    FailoverOptions,
-    FailoverResult,
-    incident_to_continue,
-    preflight,
-    run_failover,
-)
+from drctl.errors import Aborted, CheckFailed, ExitStatus, Unreachable, UsageError
+from drctl.ops.one_way.failover import FailoverResult, incident_to_continue, run_failover
+from drctl.ops.steps.failover_point import FailoverOptions, preflight
 from drctl.replication.base import kind_named
 from drctl.state import FailoverMarker, IncidentPhase, MarkerStore
+from drctl.translate.model import TranslateMethod, TranslationReport
 from tests.unit.ops.support import (
     FakeAdmin,
     FakeClients,
@@ -244,16 +242,16 @@ def test_the_edge_of_an_application_is_checked_with_the_source_down(
     MirrorMaker 2's checkpoints); unknown is refused, never "none"; --force says which group
     moves (on the application's topics only) and which does not."""
     from drctl.config import NameFilter, Scope
-    from drctl.ops import failover
-    from drctl.ops.failover import scope_preflight
+    from drctl.ops.steps import failover_point
+    from drctl.ops.steps.failover_point import scope_preflight
     from drctl.translate.snapshots import SnapshotTopic, SourceInventory
 
     inventory = SourceInventory({"orders": 1, "invoices": 1},
                                 {"orders-app": ["orders", "invoices"],
                                  "billing-reader": ["invoices"]}, 1_700_000_000_000)
     found = {"topic": SnapshotTopic(inventory=inventory)}
-    monkeypatch.setattr(failover, "read_snapshot_topic", lambda *_a: found["topic"])
-    monkeypatch.setattr(failover, "read_checkpoints", lambda *_a: {})
+    monkeypatch.setattr(failover_point, "read_snapshot_topic", lambda *_a: found["topic"])
+    monkeypatch.setattr(failover_point, "read_checkpoints", lambda *_a: {})
     notes: list[str] = []
     ctx = _context(_config(), {"dc1": FakeAdmin(False, {}), "dc2": FakeAdmin(True, {})},
                    notes.append)
@@ -285,8 +283,8 @@ def test_a_failover_claims_its_topics_under_the_lock_before_anything_stops(
     the flow's lock — overlapping now, it is refused naming the first; the whole flow leaves
     out what the first holds; one it supersedes hands its connector entries on."""
     from drctl.config import NameFilter, Scope
-    from drctl.ops.failover import claim
-    from drctl.ops.side_by_side import scope_among_open
+    from drctl.ops.one_way.failover import claim
+    from drctl.ops.steps.side_by_side import scope_among_open
 
     store = MarkerStore(tmp_path, "_drctl_state", None)
     ctx = OpsContext(_config(), lambda name: FakeClients(name, FakeAdmin(True, {})),
@@ -320,3 +318,144 @@ def test_a_failover_claims_its_topics_under_the_lock_before_anything_stops(
     assert whole.topics == {"orders": "orders"} and whole.covers.whole
     assert not whole.covers.covers_topic("invoices") and ctx.scope == whole.covers
     assert {m.incident for m in store.open_markers()} == {again.incident, whole.incident}
+
+
+class _Restarting(FakeAdmin):
+    """The target's admin client while its broker restarts: after `healthy` metadata
+    answers, the next `drops` metadata requests fail with a transport error."""
+
+    def __init__(self, topics: dict[str, int], *, healthy: int, drops: int) -> None:
+        super().__init__(True, topics)
+        self.healthy, self.drops = healthy, drops
+        self.asked: list[str | None] = []
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
+        self.asked.append(topic)
+        if self.healthy < len(self.asked) <= self.healthy + self.drops:
+            raise KafkaException(KafkaError(KafkaError._TRANSPORT, "Failed to get metadata"))
+        return super().list_topics(topic, timeout)
+
+
+def _failover_ctx(tmp_path: Path, target: FakeAdmin, notes: list[str],
+                  deadline_s: float = 5) -> OpsContext:
+    """A failover of dc1 -> dc2 with dc1 gone, markers in `tmp_path`, under --deadline
+    `deadline_s`; a run again after a dropped cluster is allowed (retry attempts), waiting
+    no time."""
+    config = parse_config({
+        "clusters": {"dc1": {"bootstrap.servers": "x"}, "dc2": {"bootstrap.servers": "y"}},
+        "replication": {"kind": "mirrormaker2", "source": "dc1", "target": "dc2"},
+        "retry": {"initial_s": 0, "attempts": 3}})
+    store = MarkerStore(tmp_path, "_drctl_state", None)
+    admins = {"dc1": FakeAdmin(False, {}), "dc2": target}
+    return OpsContext(config, lambda name: FakeClients(name, admins[name],
+                                                       deadline_s=deadline_s,
+                                                       notify=notes.append),
+                      lambda cluster: store, kind_named("mirrormaker2"), notes.append,
+                      deadline_s=deadline_s)
+
+
+def _no_translation(monkeypatch: pytest.MonkeyPatch) -> None:
+    from drctl.ops.one_way import failover
+
+    monkeypatch.setattr(failover, "translate_offsets",
+                        lambda *_a, **_k: TranslationReport("dc1", "dc2", TranslateMethod.AUTO,
+                                                            True, False))
+
+
+def test_the_failover_point_is_one_metadata_answer_asked_again_while_the_broker_restarts(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 51, finding 9: the failover point read one raw metadata request per topic after
+    replication had stopped, and a broker restarting then ended the failover. Its partitions
+    come from one answer, asked again (the retry said, naming the cluster) until it comes."""
+    topics = {f"t{i}": 2 for i in range(5)}
+    notes: list[str] = []
+    target = _Restarting(topics, healthy=10**6, drops=0)
+    ctx = _failover_ctx(tmp_path, target, notes)
+    _no_translation(monkeypatch)
+    from drctl.ops.one_way import failover
+
+    real_fence = failover.fence_unconfirmed_stop
+
+    def restarting(*args: Any, **kwargs: Any) -> Any:  # right before the failover point
+        target.healthy, target.drops = len(target.asked), 2
+        return real_fence(*args, **kwargs)
+
+    monkeypatch.setattr(failover, "fence_unconfirmed_stop", restarting)
+    result = run_failover(ctx, FailoverOptions(), confirm=lambda _q: True)
+    marker = result.marker
+    assert marker.failover_point == {t: {0: 0, 1: 0} for t in topics}
+    assert "failover" in marker.steps and result.exit_status == ExitStatus.SUCCESS
+    # After the stop: two answers lost, then one for all five topics; never one per topic.
+    assert target.asked[target.healthy:target.healthy + 3] == [None, None, None]
+    assert set(target.asked) == {None}
+    retries = [n for n in notes if n.startswith("dc2 (fake:9092): ")]
+    assert len(retries) == 2 and "attempt 1, retrying in" in retries[0]
+    assert not any("again" in n for n in notes)  # waited for inside the step, not re-run
+
+
+def test_a_failover_runs_again_after_its_target_dropped_and_continues_its_incident(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 51, finding 9: failover was not run again on a dropped cluster as failback is.
+    A read that gave up while the target's broker restarted (after the stop was recorded)
+    waits for the target, then the same failover runs again from the last step recorded:
+    the same incident (even with --new-incident), each step recorded once."""
+    from drctl.ops.steps import failover_point
+
+    notes: list[str] = []
+    ctx = _failover_ctx(tmp_path, FakeAdmin(True, {"orders": 3}), notes)
+    _no_translation(monkeypatch)
+    old = _marker("stop-replication")
+    MarkerStore(tmp_path, "_drctl_state", None).save(old)
+    lost = {"times": 1}
+    real = failover_point.watermarks
+
+    def watermarks(*args: Any, **kwargs: Any) -> Any:
+        if lost["times"]:
+            lost["times"] -= 1
+            raise KafkaException(KafkaError(KafkaError._TRANSPORT, "Connection refused"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(failover_point, "watermarks", watermarks)
+    approved: list[object] = []
+    result = run_failover(ctx, FailoverOptions(new_incident=True), confirm=lambda _q: True,
+                          approve=approved.append)
+    marker = result.marker
+    assert len(approved) == 1 and not result.resumed  # asked once, for one run
+    assert "failover" in marker.steps and marker.failover_point == {"orders": {0: 0, 1: 0,
+                                                                               2: 0}}
+    assert any(n.startswith("Failover stopped at a step: ") and "dc2 to answer" in n
+               for n in notes), notes
+    assert "Running failover again: it continues after the last step recorded (run 2)" \
+        in notes
+    store = MarkerStore(tmp_path, "_drctl_state", None)
+    assert [m.incident for m in store.open_markers()] == [marker.incident]
+    assert store.get(old.incident).status == "closed"  # superseded once, by this one
+    runs = [r for r in marker.timings if r.get("command") == "failover"]
+    assert len(runs) == 1 and runs[0]["finished"]
+
+
+def test_a_failover_whose_target_stays_down_ends_with_exit_4_naming_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The target gone mid-failover and not back within --deadline: exit 4 naming it and
+    what to do, never an unnamed "a Kafka cluster did not answer"."""
+    notes: list[str] = []
+    target = _Restarting({"orders": 3}, healthy=10**6, drops=0)
+    ctx = _failover_ctx(tmp_path, target, notes, deadline_s=1)
+    _no_translation(monkeypatch)
+    from drctl.ops.one_way import failover
+
+    real_fence = failover.fence_unconfirmed_stop
+
+    def gone(*args: Any, **kwargs: Any) -> Any:
+        target.healthy, target.drops = len(target.asked), 10**6
+        return real_fence(*args, **kwargs)
+
+    monkeypatch.setattr(failover, "fence_unconfirmed_stop", gone)
+    with pytest.raises(Unreachable) as raised:
+        run_failover(ctx, FailoverOptions(source_deadline_s=1), confirm=lambda _q: True)
+    assert raised.value.exit_status == ExitStatus.UNREACHABLE
+    assert raised.value.message.startswith("Failover stopped: cluster 'dc2' at fake:9092 ")
+    assert raised.value.hint is not None and raised.value.hint.startswith(
+        "Bring 'dc2' back, then run it again: it continues after the last step recorded.")
+    marker = MarkerStore(tmp_path, "_drctl_state", None).open_markers()[0]
+    assert "stop-replication" in marker.steps and "failover-point" not in marker.steps

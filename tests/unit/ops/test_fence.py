@@ -1,4 +1,4 @@
-"""The replication fence's decisions (drctl/ops/fence.py); the ACLs themselves are tested on
+"""The replication fence's decisions (drctl/ops/steps/fence.py); the ACLs themselves are tested on
 real brokers in tests/lab/test_fence.py and tests/lab/test_secure_lab.py."""
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from drctl.config import Config, parse_config
 from drctl.context import OpsContext
 from drctl.errors import ExitStatus
 from drctl.kafka.acls import AclOutcome, FenceResult
-from drctl.ops.fence import (
+from drctl.ops.steps.fence import (
     fence_record,
     fence_topics,
     fence_unconfirmed_stop,
     lift_fence_after_stop,
     open_risks,
 )
-from drctl.ops.status import status_verdict
+from drctl.ops.steps.flow_status import status_verdict
 from drctl.replication.base import kind_named
 from drctl.state import FailoverMarker
 

@@ -1,11 +1,11 @@
-"""The gap step's Spark phases become lines (drctl/ops/gap_step.py); a cluster lost mid-job
+"""The gap step's Spark phases become lines (drctl/ops/one_way/gap_step.py); a cluster lost mid-job
 is failback's to wait out (tests/unit/ops/test_rerun.py)."""
 
 from __future__ import annotations
 
 from drctl.gap.runner import GapJobLostKafka
-from drctl.ops.gap_step import PhaseLines
-from drctl.ops.rerun import dropped
+from drctl.ops.one_way.gap_step import PhaseLines
+from drctl.ops.one_way.rerun import dropped
 from drctl.progress import Ticker
 from tests.unit.support import FakeClock
 

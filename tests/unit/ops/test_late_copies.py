@@ -1,11 +1,11 @@
-"""How far back a returning replicator re-copied (drctl/ops/late_copies.py `RecopyWalk`): found
-by content, window by window below the compared range, whatever the records' timestamps."""
+"""How far back a returning replicator re-copied (drctl/ops/one_way/late_copies.py `RecopyWalk`):
+found by content, window by window below the compared range, whatever the records' timestamps."""
 
 from __future__ import annotations
 
 from collections import Counter
 
-from drctl.ops.late_copies import RecopyWalk
+from drctl.ops.one_way.late_copies import RecopyWalk
 
 
 def _walk_over(source: list[bytes], start: int, after_f: list[bytes], step: int) -> RecopyWalk:

@@ -1,4 +1,4 @@
-"""The phase clock (ops/phases.py): phases from the command's start that add up to the run,
+"""The phase clock (ops/one_way/phases.py): phases from the command's start that add up to the run,
 kept in the marker once per run, and an incident's timing across a crash and its re-run."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from drctl.ops.phases import PhaseClock, command_timing
+from drctl.ops.one_way.phases import PhaseClock, command_timing
 from drctl.state import FailoverMarker
 
 
@@ -116,7 +116,7 @@ def test_an_unfinished_command_has_its_time_so_far() -> None:
 def test_where_a_fault_landed_is_read_from_the_newest_open_marker(tmp_path) -> None:
     import json
 
-    from drctl.ops.phases import where_now
+    from drctl.ops.one_way.phases import where_now
 
     markers = tmp_path / "markers"
     markers.mkdir()

@@ -1,11 +1,11 @@
-"""Reconcile (drctl/ops/reconcile.py): the mode values the CLI and runbooks spell, and
+"""Reconcile (drctl/ops/one_way/reconcile.py): the mode values the CLI and runbooks spell, and
 `none` touches nothing."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from drctl.ops.reconcile import GapOutcome, ReconcileMode, reconcile
+from drctl.ops.one_way.reconcile import GapOutcome, ReconcileMode, reconcile
 from drctl.translate.model import TranslateMethod
 from tests.unit.ops.support import _marker_with_groups
 

@@ -1,12 +1,36 @@
 """The return to protection's pure parts: where forward copying starts (the walk over the
 source's records after failback's comparison), with the retention and compaction rules of
-drctl/ops/cut_over.py."""
+drctl/ops/one_way/cut_over.py."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from drctl.config import NameFilter, Scope
+from drctl.context import OpsContext
+from drctl.errors import CheckFailed, UsageError
 from drctl.fingerprint import record_fingerprint
 from drctl.kafka.records import Record
-from drctl.ops.cut_over import ExpectedCopy, Walked, walk_copies
+from drctl.ops.one_way import reprotect
+from drctl.ops.one_way.cut_over import CUT_OVER_STEP, ExpectedCopy, Walked, walk_copies
+from drctl.ops.one_way.reprotect import (
+    ReprotectOptions,
+    ReprotectResult,
+    copies_already,
+    marker_to_reprotect,
+    waiting_checked,
+)
+from drctl.ops.steps.side_by_side import RESUMED_STEP, WAITING, waiting_for
+from drctl.replication.base import FlowState, ReplicationKind
+from drctl.replication.edits import ListEdit
+from drctl.state import FailoverMarker, MarkerStore
+from tests.unit.ops.support import _config, open_incident
+
+BILLING = Scope("billing", NameFilter(("invoices",)))
+ORDERS = Scope("orders", NameFilter(("orders",)))
 
 TP = ("orders", 0)
 
@@ -100,3 +124,104 @@ def test_copies_the_sources_retention_removed_are_not_missing() -> None:
     walked = walk_copies([_rec(102, b"p3")], _expected(b"p1", b"p2", b"p3"),
                          removed_on_source={TP: 1})[TP]
     assert (walked.missing, walked.removed_on_source) == (1, 1)
+
+
+# The whole flow's return and the application returns that waited for it (issue 51, 13).
+
+class _Flow:
+    """The forward flow as a replication kind reports it, from memory."""
+
+    def __init__(self, copying: bool, holds: bool | None) -> None:
+        self.copying, self.holds = copying, holds
+
+    def forward_state(self, rep: object) -> FlowState:
+        return FlowState(True, {"src": "RUNNING"}, ("src",) if self.copying else ())
+
+    def edits_hold(self, rep: object, edits: object, part: object = None) -> bool | None:
+        return self.holds
+
+
+def _ctx(tmp_path: Path, flow: _Flow, scope: Scope | None = None) -> OpsContext:
+    store = MarkerStore(tmp_path, "_drctl_state", None)
+    return OpsContext(_config(), cast(Any, lambda name: None), lambda cluster: store,
+                      cast(ReplicationKind, flow), scope=scope)
+
+
+def _waiting(held_by: FailoverMarker) -> FailoverMarker:
+    """An application's return that set its start, took its entries out and waits."""
+    m = open_incident(BILLING, ["invoices"])
+    m.source, m.target = "dc1", "dc2"
+    m.edits = [ListEdit("src", "topics.exclude", ("invoices",), ("invoices",)).as_dict()]
+    m.record(CUT_OVER_STEP, {"failover_ends": {"invoices": {"0": 5}}})
+    m.record("reprotect:forward-start", {})
+    m.record(RESUMED_STEP, {"held_by": held_by.incident}, status=WAITING)
+    return m
+
+
+def _whole() -> FailoverMarker:
+    m = open_incident(Scope(), ["orders"])
+    m.source, m.target = "dc1", "dc2"
+    return m
+
+
+def test_a_waiting_return_finds_the_forward_flow_copying_its_topics_once_resumed(
+        tmp_path: Path) -> None:
+    """Then, with names kept, the forward flow's copies land in its failover topics: they are
+    not producers' writes, and its writes check is not made again (the whole flow's return
+    made it before resuming)."""
+    whole = _whole()
+    app = _waiting(whole)
+    # Still held stopped by the whole flow: not copying.
+    assert not copies_already(_ctx(tmp_path, _Flow(False, False)), app, [whole, app])
+    assert not copies_already(_ctx(tmp_path, _Flow(True, False)), app, [whole, app])
+    whole.record(RESUMED_STEP, {})  # the whole flow's return resumed it
+    assert copies_already(_ctx(tmp_path, _Flow(True, False)), app, [whole, app])
+    # Its entries still in the connectors: its part is not copied, whatever the rest does.
+    assert not copies_already(_ctx(tmp_path, _Flow(True, True)), app, [whole, app])
+    # A whole flow's return that finds the flow copying resumed it already (a re-run).
+    assert copies_already(_ctx(tmp_path, _Flow(True, None)), whole, [whole])
+    assert not copies_already(_ctx(tmp_path, _Flow(False, None)), whole, [whole])
+
+
+def test_the_return_that_resumes_the_flow_checks_the_waiting_returns_cut_overs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    whole = _whole()
+    app = _waiting(whole)
+    ctx = _ctx(tmp_path, _Flow(False, False))
+    ctx.store.save(app)
+    writes: dict[tuple[str, int], int] = {}
+    monkeypatch.setattr(reprotect, "writes_since", lambda _ctx, ends: dict(writes))
+    result = ReprotectResult(whole)
+    waiting_checked(ctx, whole, [whole, app], ReprotectOptions(), result)  # nothing written
+    writes[("invoices", 0)] = 3
+    waiting_checked(ctx, whole, [whole, app], ReprotectOptions(force=True), result)
+    assert app.incident in result.forced[0] and "invoices[0] +3" in result.forced[0]
+    with pytest.raises(CheckFailed) as caught:
+        waiting_checked(ctx, whole, [whole, app], ReprotectOptions(), result)
+    assert app.incident in caught.value.message and "invoices[0] +3" in caught.value.message
+    assert f"reprotect --incident {app.incident}" in (caught.value.hint or "")
+    # Its cut-over is to be taken again (its return carries the writes): the resume waits.
+    assert not app.done(CUT_OVER_STEP) and not app.done("reprotect:forward-start")
+    assert waiting_for(ctx.store.get(app.incident)) == whole.incident
+    with pytest.raises(CheckFailed, match="cut-over is to be taken again"):
+        waiting_checked(ctx, whole, [whole, app], ReprotectOptions(), result)
+
+
+def test_a_return_run_again_after_its_incident_closed_finds_it(tmp_path: Path) -> None:
+    """`reprotect --app billing` once billing's incident is closed (by its own return, or by
+    the whole flow's that finished it): the incident, which says it is closed (exit 0)."""
+    ctx = _ctx(tmp_path, _Flow(True, False), scope=BILLING)
+    older, last = (_waiting(_whole()) for _ in range(2))
+    for day, m in enumerate((older, last), start=1):
+        m.steps[CUT_OVER_STEP].at = f"2026-01-0{day}T00:00:00Z"  # the order returns close in
+        m.record(RESUMED_STEP, {})
+        m.status = "closed"
+        ctx.store.save(m)
+    assert marker_to_reprotect(ctx, None).incident == last.incident
+    # One of its scope open: that one is the incident to return from.
+    opened = _waiting(_whole())
+    ctx.store.save(opened)
+    assert marker_to_reprotect(ctx, None).incident == opened.incident
+    # Another scope's closed incident is not this one's.
+    with pytest.raises(UsageError):
+        marker_to_reprotect(_ctx(tmp_path / "other", _Flow(True, False), ORDERS), None)

@@ -1,6 +1,6 @@
-"""RPO in seconds (ops/rpo.py): from the oldest record the target lacks (source up), bounded
+"""RPO in seconds (ops/steps/rpo.py): from the oldest record the target lacks (source up), bounded
 by the newest heartbeat copied from the source (source down), unknown — never 0 — when
-neither can be read; and failover's choice between them (ops/failover.py `measure_rpo`)."""
+neither can be read; and failover's choice between them (ops/one_way/failover.py `measure_rpo`)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ import pytest
 
 from drctl.codecs.mm2 import Heartbeat, encode_heartbeat
 from drctl.kafka.records import Record
-from drctl.ops import failover, rpo
-from drctl.ops.rpo import (
+from drctl.ops.one_way import failover
+from drctl.ops.steps import rpo
+from drctl.ops.steps.rpo import (
     Rpo,
     RpoMethod,
     newest_copied_heartbeat,
@@ -22,7 +23,7 @@ from drctl.ops.rpo import (
     unknown_rpo,
 )
 from drctl.state import FailoverMarker
-from tests.unit.ops.support import FakeAdmin, _config, _context
+from tests.unit.ops.support import FakeAdmin, FakeClients, _config, _context
 
 F = 1_714_564_800_000  # 2024-05-01T12:00:00Z, the failover point's time
 
@@ -77,14 +78,10 @@ def test_neither_readable_is_unknown_never_zero() -> None:
         rpo_from_heartbeat(None, F, "primary.heartbeats").sentence()
 
 
-class _HeartbeatTarget:
-    """A target cluster holding `topic` with the given records (through monkeypatched reads)."""
-
-    def __init__(self, topics: dict[str, int]) -> None:
-        self.fake = FakeAdmin(True, topics)
-
-    def admin(self) -> FakeAdmin:
-        return self.fake
+def _heartbeat_target(topics: dict[str, int]) -> FakeClients:
+    """A target cluster holding `topics` with the given records (through monkeypatched
+    reads)."""
+    return FakeClients("secondary", FakeAdmin(True, topics))
 
 
 def _beat(offset: int, ts: int, source: str = "secondary", target: str = "primary") -> Record:
@@ -114,11 +111,11 @@ def test_the_newest_copied_heartbeat_is_read_from_the_sources_copy(
     heartbeats += [_beat(0, F - 30_000), _beat(1, F - 10_000),
                    Record("primary.heartbeats", 0, 2, b"junk", b"junk", F - 5_000, 1, ()),
                    _beat(3, F + 60_000)]  # after the failover point: not before F
-    target: Any = _HeartbeatTarget({"primary.heartbeats": 1, "heartbeats": 1})
+    target: Any = _heartbeat_target({"primary.heartbeats": 1, "heartbeats": 1})
     assert newest_copied_heartbeat(target, "primary") == F + 60_000
     assert newest_copied_heartbeat(target, "primary", until_ms=F) == F - 10_000
     # The worker's own heartbeats on the target prove nothing about the source: not read.
-    only_local: Any = _HeartbeatTarget({"heartbeats": 1})
+    only_local: Any = _heartbeat_target({"heartbeats": 1})
     assert newest_copied_heartbeat(only_local, "primary") is None
 
 
@@ -128,7 +125,7 @@ def test_a_heartbeat_that_cannot_be_read_is_none(heartbeats: list[Record]) -> No
             raise RuntimeError("connection refused")
 
     broken: Any = Broken()
-    empty: Any = _HeartbeatTarget({"primary.heartbeats": 1})
+    empty: Any = _heartbeat_target({"primary.heartbeats": 1})
     assert newest_copied_heartbeat(broken, "primary") is None
     assert newest_copied_heartbeat(empty, "primary") is None
 

@@ -1,4 +1,4 @@
-"""What failover and failback do with a schema-parity result (drctl/ops/schemas.py): refuse
+"""What failover and failback do with a schema-parity result (drctl/ops/steps/schemas.py): refuse
 with every id named and the fix unless --force; a silent registry stops failback, never a
 failover."""
 
@@ -9,7 +9,7 @@ import pytest
 from drctl.config import parse_config
 from drctl.context import OpsContext
 from drctl.errors import CheckFailed, ExitStatus, Unreachable
-from drctl.ops.schemas import refuse_unless_forced
+from drctl.ops.steps.schemas import refuse_unless_forced
 from drctl.registry.parity import Issue, IssueKind, Parity
 
 CONFIG = parse_config({"clusters": {"primary": {"bootstrap.servers": "a:1"},

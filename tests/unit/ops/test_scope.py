@@ -11,9 +11,9 @@ import pytest
 
 from drctl.config import NameFilter, Scope, parse_config
 from drctl.errors import ConfigError
-from drctl.ops.scope import flow_part, straddlers
-from drctl.ops.side_by_side import scope_among_open
-from drctl.ops.status import applications_protection
+from drctl.ops.steps.flow_status import applications_protection
+from drctl.ops.steps.scope import flow_part, straddlers
+from drctl.ops.steps.side_by_side import scope_among_open
 from drctl.replication.base import FlowPart, FlowState
 from drctl.replication.connect import scoped_connector_name
 from drctl.replication.mirrormaker2 import MirrorMaker2, java_literal, reverse_connector_name
@@ -154,7 +154,7 @@ def test_status_counts_a_one_off_incident_on_an_applications_topics_as_its_own()
     """`failover --topics 'invoices'` leaves billing's topic out: billing is in that incident,
     never "protected"; a return waiting for the whole flow's names that one to run."""
     from drctl.config import adhoc_scope
-    from drctl.ops.status import next_command
+    from drctl.ops.steps.flow_status import next_command
 
     forward = FlowState(True, {"src": "RUNNING"}, copying=("src",))
     lag = [{"topic": "invoices", "behind": 0, "oldest_unreplicated_ms": None}]

@@ -1,4 +1,4 @@
-"""Incidents side by side (drctl/ops/side_by_side.py): the combination table a new failover
+"""Incidents side by side (drctl/ops/steps/side_by_side.py): the combination table a new failover
 meets, who holds the forward flow stopped, the returns that wait for it, and the entries other
 open incidents wrote (kept at a return)."""
 
@@ -15,7 +15,7 @@ from drctl.config import NameFilter, Scope, adhoc_scope
 from drctl.context import OpsContext
 from drctl.errors import CheckFailed, UsageError
 from drctl.flow_lock import FileLog, LockRecord, replay
-from drctl.ops.side_by_side import (
+from drctl.ops.steps.side_by_side import (
     RESUMED_STEP,
     WAITING,
     Meeting,
@@ -119,7 +119,7 @@ def test_what_other_open_incidents_wrote_is_theirs() -> None:
 
 
 def test_a_reverse_flow_may_run_from_failback_until_the_return_retires_it() -> None:
-    from drctl.ops.side_by_side import reverse_may_run
+    from drctl.ops.steps.side_by_side import reverse_may_run
 
     m = _open(BILLING, ["invoices"])
     assert not reverse_may_run(m)
@@ -139,7 +139,7 @@ class _Kind:
         self.holds = holds
         self.resumed: list[list[str]] = []
 
-    def edits_hold(self, rep: object, edits: object) -> bool | None:
+    def edits_hold(self, rep: object, edits: object, part: object = None) -> bool | None:
         return self.holds
 
     def resume_components(self, rep: object, names: Sequence[str], notify: object) -> None:
@@ -205,3 +205,46 @@ def test_resuming_is_refused_while_another_reverse_flow_would_loop(tmp_path: Pat
     # Held by a whole-flow incident: that incident, not a resume.
     whole = _open(Scope(), ["orders"])
     assert resume_when_free(ctx, mine, [mine, whole]) is whole
+
+
+def test_a_new_incident_leaves_out_what_its_application_gained_since_the_one_it_supersedes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`failover --new-incident` inherits the superseded incident's entries (failover.claim)
+    and plans its own against the application's topics now: `billing.refunds`, created since,
+    is left out too; the checks read the topics, not the inherited list; the return takes
+    out exactly what both wrote."""
+    from drctl.config import parse_config
+    from drctl.ops.steps.side_by_side import leave_out, left_out, take_back
+    from drctl.replication import connect, mirrormaker2
+    from drctl.replication.base import FlowPart
+    from drctl.replication.mirrormaker2 import MirrorMaker2
+    from tests.unit.replication.test_shared_connectors import FakeConnect
+
+    worker = FakeConnect({"src": {"topics": ".*"}, "cp": {"groups": ".*"}})
+    for module in (connect, mirrormaker2):
+        monkeypatch.setattr(module, "connect_client", lambda *_a, **_k: worker)
+    before = {n: dict(c) for n, c in worker.configs.items()}
+    config = parse_config({
+        "clusters": {"a": {"bootstrap.servers": "x"}, "b": {"bootstrap.servers": "y"}},
+        "replication": {"kind": "mirrormaker2", "source": "a", "target": "b",
+                        "connect": {"url": "http://c:8083", "source_connector": "src",
+                                    "checkpoint_connector": "cp"}},
+        "state": {"dir": str(tmp_path)}})
+    store = MarkerStore(tmp_path, "_drctl_state", None)
+    ctx = OpsContext(config, _no_cluster, lambda cluster: store, MirrorMaker2())
+    old = _open(BILLING, ["billing.eu"])
+    leave_out(ctx, old, FlowPart("billing", ("billing.eu",)), [old])
+    # The application gained billing.refunds; it replicates forward. A new outage:
+    new = _open(BILLING, ["billing.eu", "billing.refunds"])
+    new.edits = list(old.edits)  # what failover.claim carries over
+    assert left_out(ctx, new) is False  # the inherited entries do not cover it
+    leave_out(ctx, new, FlowPart("billing", ("billing.eu", "billing.refunds")), [new])
+    excluded = worker.configs["src"]["topics.exclude"].split(",")
+    assert {"billing\\.eu", "billing\\.refunds"} <= set(excluded), excluded
+    assert left_out(ctx, new) is True
+    assert [(e.connector, e.added) for e in edits_of(new)] == [
+        ("src", ("billing\\.eu", "billing\\.refunds")),
+        ("cp", ("billing\\.eu", "billing\\.refunds"))]
+    assert store.get(new.incident).edits == new.edits  # recorded before written
+    take_back(ctx, new, [new])
+    assert worker.configs == before

@@ -1,4 +1,4 @@
-"""Status (drctl/ops/status.py) through `OpsContext`, against fakes of drctl's own types
+"""Status (drctl/ops/steps/flow_status.py) through `OpsContext`, against fakes of drctl's own types
 (no Kafka): what it reads, its deadline, its verdict."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from drctl.config import parse_config
 from drctl.context import OpsContext
 from drctl.errors import ExitStatus
-from drctl.ops.status import collect_status, flow_protection, status_verdict
+from drctl.ops.steps.flow_status import collect_status, flow_protection, status_verdict
 from drctl.replication.base import FlowState, kind_named
 from tests.unit.ops.support import FakeAdmin, FakeClients, _config
 
@@ -144,7 +144,7 @@ def test_status_verdict_is_a_config_error_when_connect_refuses_drctl() -> None:
 
 
 def test_status_says_what_came_through_a_pending_stop() -> None:
-    from drctl.ops.status import _late_copies_line
+    from drctl.ops.steps.flow_status import _late_copies_line
     from drctl.state import FailoverMarker
 
     m = FailoverMarker.new("primary", "secondary", "mirrormaker2", planned=False)

@@ -1,10 +1,10 @@
-"""The switch-back rule (ops/switchback.py): a group's position on the source is never past a
-gap record it has not read; what it reads again is counted."""
+"""The switch-back rule (ops/one_way/switchback.py): a group's position on the source is never past
+a gap record it has not read; what it reads again is counted."""
 
 from __future__ import annotations
 
 from drctl.kafka.offsets import offset_runs
-from drctl.ops.switchback import (
+from drctl.ops.one_way.switchback import (
     GapPlacement,
     GroupSwitchBack,
     PartitionSwitchBack,

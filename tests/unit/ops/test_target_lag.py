@@ -1,15 +1,15 @@
-"""What the target lacks, judged from what each step read (ops/target_lag.py): the claim of copy
-points and stored position, the target's last record found on the source, and the skips
-between copy points."""
+"""What the target lacks, judged from what each step read (ops/steps/target_lag.py): the claim
+of copy points and stored position, the target's last record found on the source, and the
+skips between copy points."""
 
 from __future__ import annotations
 
 import time
 
 from drctl.kafka.records import Record
-from drctl.ops.rpo import flow_rpo
-from drctl.ops.status import flow_protection
-from drctl.ops.target_lag import (
+from drctl.ops.steps.flow_status import flow_protection
+from drctl.ops.steps.rpo import flow_rpo
+from drctl.ops.steps.target_lag import (
     Marks,
     PartitionFacts,
     PartitionLag,

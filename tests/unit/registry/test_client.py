@@ -16,7 +16,12 @@ import pytest
 from drctl.config import config_as_data, parse_config
 from drctl.errors import ConfigError, ExitStatus, Unreachable
 from drctl.registry.canonical import AVRO, Schema
-from drctl.registry.client import RegistryClient, RegistryRejected
+from drctl.registry.client import (
+    NotARegistry,
+    RegistryClient,
+    RegistryRejected,
+    check_registries,
+)
 from drctl.retry import RetryPolicy
 from tests.unit.support import http_server
 
@@ -144,3 +149,101 @@ def test_the_section_is_checked_and_its_secrets_masked(monkeypatch: pytest.Monke
     shown = config_as_data(config)["clusters"]["p"]["schema_registry"]
     assert shown["password"] == "${env:SR_PASSWORD}"
     assert "hunter2" not in json.dumps(config_as_data(config))
+
+
+def test_a_404_without_the_apis_error_code_is_no_registry() -> None:
+    """An ingress's default backend answers 404 to everything: not an empty registry."""
+
+    class DefaultBackend(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            data = b"default backend - 404"
+            self.send_response(404)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    with http_server(DefaultBackend) as url:
+        # `config check` asks each registry first and says what answers there.
+        config = parse_config({"clusters": {"secondary": {
+            "bootstrap.servers": "b:9092", "schema_registry": {"url": url}}}})
+        rows, errors = check_registries(config, 3)
+        assert [(r["reachable"], r["subjects"]) for r in rows] == [(False, None)]
+        assert rows[0]["error"].startswith(f"secondary's registry ({url}) is not a schema "
+                                           "registry: GET /subjects answered 404")
+        assert [type(e) for e in errors] == [NotARegistry]
+        reg = client(url)
+        for ask in (reg.subjects, lambda: reg.schema(1), lambda: reg.latest("a-value")):
+            with pytest.raises(NotARegistry) as wrong:
+                ask()
+            assert wrong.value.exit_status == ExitStatus.UNREACHABLE
+            assert wrong.value.message.startswith(f"secondary's registry ({url}) is not a "
+                                                   "schema registry: GET /")
+            assert "answered 404 without the API's not-found error_code" in wrong.value.message
+            assert "clusters.secondary.schema_registry.url" in (wrong.value.hint or "")
+            assert wrong.value.url == url
+        assert reg.server_version() is None
+
+
+def test_a_wrong_path_whose_404s_carry_an_error_code_lists_no_subjects(
+        registry: FakeRegistry) -> None:
+    """Under a wrong version of the path every lookup is "not found", the API's error code
+    and all; `/subjects`, which every registry answers with a list, tells it apart."""
+    reg = client(registry.url.replace("/v7", "/v6"))
+    assert reg.schema(1) is None
+    with pytest.raises(NotARegistry) as wrong:
+        reg.subjects()
+    assert "/apis/ccompat/v6) is not a schema registry: GET /subjects answered 404 or " \
+           "nothing, not a list of subjects" in wrong.value.message
+
+
+def test_an_answer_that_is_not_json_is_no_registry() -> None:
+    class Html(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            data = b"<html>Welcome</html>"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    with http_server(Html) as url, pytest.raises(NotARegistry) as wrong:
+        client(url).subjects()
+    assert "is not a schema registry: GET /subjects answered with something that is not " \
+           "JSON" in wrong.value.message
+
+
+def test_a_404_for_a_path_the_api_lacks_is_no_registry_though_it_has_an_error_code() -> None:
+    """Apicurio (measured, 2.4.2) and Confluent's registry answer a path their API lacks with
+    their web server's 404 (`error_code` 404, or 0 under /apis/ccompat/v7): the registry's
+    root without its API path is no registry; its 404xx codes are lookups that found
+    nothing."""
+    bodies = {"/subjects": {"error_code": 404, "message": "RESTEASY003210: Could not find "
+                                                          "resource for full path"},
+              "/schemas/ids/1": {"error_code": 0, "message": "RESTEASY003210"},
+              "/schemas/ids/2": {"error_code": 40403, "message": "No content with id 2"},
+              "/subjects/s/versions/latest": {"error_code": 40402, "message": "No version"}}
+
+    class Apicurio(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            data = json.dumps(bodies[self.path]).encode()
+            self.send_response(404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    with http_server(Apicurio) as url:
+        reg = client(url)
+        assert reg.schema(2) is None and reg.latest("s") is None
+        for ask in (reg.subjects, lambda: reg.schema(1)):
+            with pytest.raises(NotARegistry):
+                ask()

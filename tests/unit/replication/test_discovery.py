@@ -276,3 +276,14 @@ def test_each_clusters_schema_registry_is_written_its_password_by_reference() ->
     assert config.schema_registries == {}  # without them, the placeholder says where they go
     _, plain = rendered(REQUEST, mm2_connectors(names_kept=True))
     assert plain.count('# schema_registry: {url: "https://registry:8081"}') == 2
+
+
+def test_connectors_on_the_old_names_are_read_as_the_lab_runs_them() -> None:
+    """`config init` from connectors set up years ago (`lab up --legacy-keys`): their
+    topics.blacklist is the flow's exclude list, as a new flow's topics.exclude is."""
+    flows = {legacy: discover_flows(MirrorFlow("primary", "secondary", A, B, fast=True,
+                                               legacy_keys=legacy).connectors())[0]
+             for legacy in (False, True)}
+    assert flows[True].topics == flows[False].topics
+    assert flows[True].groups is not None and flows[True].groups.exclude == (
+        "console-consumer-.*", "connect-.*", "__.*")

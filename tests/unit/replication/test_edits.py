@@ -8,6 +8,8 @@ from drctl.replication.edits import (
     apply_edits,
     edits_hold,
     entries_of,
+    leaves_out,
+    merge_edits,
     plan_edit,
     undo_edits,
 )
@@ -68,3 +70,39 @@ def test_an_edit_survives_the_marker() -> None:
     plain = ListEdit("src", "topic.blacklist", ("t",), ())
     assert ListEdit.from_dict(plain.as_dict()) == plain
     assert edit.describe() == "cp groups.exclude += g"
+
+
+def test_a_superseding_incident_keeps_the_entries_it_inherited_and_adds_its_new_topics() -> None:
+    """`failover --new-incident` inherits what the superseded incident wrote; a topic the
+    application gained since is planned against the list now and added to the same edit,
+    so the return takes out exactly both."""
+    config = {"topics": ".*"}
+    inherited = plan_edit(config, "src", "topics.exclude", ["billing\\.eu"], ["d"])
+    during = apply_edits(config, [inherited])
+    now = plan_edit(during, "src", "topics.exclude", ["billing\\.eu", "billing\\.refunds"],
+                    ["d"])
+    assert now.added == ("billing\\.refunds",)  # billing.eu is there: not "added" now
+    merged = merge_edits([inherited], [now])
+    assert merged == [ListEdit("src", "topics.exclude", ("billing\\.eu", "billing\\.refunds"),
+                               ("billing\\.eu", "billing\\.refunds"), seed=("d",))]
+    assert merge_edits(merged, [now]) == merged  # left out already: nothing changes
+    # A list it had not edited is planned as it stands.
+    groups = ListEdit("cp", "groups.exclude", ("billing-app",), ("billing-app",))
+    assert merge_edits([inherited], [groups]) == [inherited, groups]
+    after = apply_edits(during, merged)
+    assert entries_of(after["topics.exclude"]) == ["d", "billing\\.eu", "billing\\.refunds"]
+    assert undo_edits(after, merged) == config
+    # An entry the operator had there already stays at the return.
+    operator = {"topics": ".*", "topics.exclude": "billing\\.refunds"}
+    mine = merge_edits([ListEdit("src", "topics.exclude", ("billing\\.eu",), ("billing\\.eu",))],
+                       [plan_edit(operator, "src", "topics.exclude",
+                                  ["billing\\.eu", "billing\\.refunds"], ["d"])])
+    assert mine[0].added == ("billing\\.eu",)
+
+
+def test_entries_that_leave_out_fewer_topics_than_the_part_has_do_not_hold() -> None:
+    edit = ListEdit("src", "topics.exclude", ("billing\\.eu",), ("billing\\.eu",))
+    assert leaves_out({"src": {"topics.exclude": ["billing\\.eu"]}}, [edit])
+    assert not leaves_out({"src": {"topics.exclude": ["billing\\.eu", "billing\\.refunds"]}},
+                          [edit])
+    assert not leaves_out({"cp": {"topics.exclude": ["billing\\.eu"]}}, [edit])

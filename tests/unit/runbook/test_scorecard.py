@@ -1,6 +1,6 @@
-"""The drill scorecard through a runbook run: an action's `scorecard` reaches its step, the
-run's data, the report and the JUnit XML, where each objective set is a test case that fails
-when missed (ops/scorecard.py judges, runbook/result.py gathers, runbook/junit.py writes)."""
+"""The drill scorecard through a runbook run: an action's `scorecard` reaches its step, the run's
+data, the report and the JUnit XML, where each objective set is a test case that fails when missed
+(ops/one_way/scorecard.py judges, runbook/result.py gathers, runbook/junit.py writes)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from drctl.config import Objectives
-from drctl.ops.phases import command_timing
-from drctl.ops.rpo import rpo_from_heartbeat, unknown_rpo
-from drctl.ops.scorecard import Verdict, failover_scorecard, judge, operation_scorecard
+from drctl.ops.one_way.phases import command_timing
+from drctl.ops.one_way.scorecard import Verdict, failover_scorecard, judge, operation_scorecard
+from drctl.ops.steps.rpo import rpo_from_heartbeat, unknown_rpo
 from drctl.reports import render
 from drctl.runbook.actions import ActionContext
 from drctl.runbook.executor import Executor

@@ -1,0 +1,78 @@
+"""Aggregate subscriptions in an active-active pair (`drctl check`): a group that reads a
+region's local topic and the other region's copy of another reads both of each — or it
+misses what the other region's producers write (`secondary.orders` read without `orders`, or
+the reverse). A group that reads names its pattern was not meant to take — `preorders` beside
+`orders`, as `.*orders` takes it — over-matches. Each finding gives the anchored regex to
+subscribe with (`^(secondary\\.)?orders$`).
+
+A group's topics are those it committed on (history: a group subscribed to a copy that never
+held a record has no commit there, so a copy without records is never called missed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from drctl.findings import Area, Finding
+from drctl.kafka.clients import ClusterClients, cluster_metadata
+from drctl.kafka.groups import committed_offsets, list_groups
+from drctl.kafka.offsets import watermarks
+from drctl.kafka.topics import TP, is_internal_topic
+from drctl.ops.active_active.pair import Pair
+from drctl.translate.engine import wanted_group
+
+
+def subscription_findings(pair: Pair, cluster: str, clients: ClusterClients,
+                          groups: str = ".*") -> tuple[list[Finding], int]:
+    """Findings for the groups committing on `cluster`, and how many groups were looked at."""
+    listed = [g for g in list_groups(clients) if wanted_group(pair.config, groups, g)]
+    commits = committed_offsets(clients, listed)
+    topics = cluster_metadata(clients).topics
+    holding = _topics_with_records(clients, {t: len(m.partitions) for t, m in topics.items()
+                                             if not is_internal_topic(t)})
+    return read_findings(pair, cluster, commits, holding), len(commits)
+
+
+def _topics_with_records(clients: ClusterClients, partitions: Mapping[str, int]) -> set[str]:
+    tps = [(t, p) for t, n in partitions.items() for p in range(n)]
+    if not tps:
+        return set()
+    marks = watermarks(clients.admin(), tps)
+    return {t for (t, _), (low, end) in marks.items() if end > low}
+
+
+def read_findings(pair: Pair, cluster: str, commits: Mapping[str, Mapping[TP, int]],
+                  holding: set[str]) -> list[Finding]:
+    """The findings from each group's topics on `cluster` (`holding`: the topics there that
+    hold records)."""
+    prefix = pair.prefix_into(cluster)
+    out: list[Finding] = []
+    for group, offsets in sorted(commits.items()):
+        read = {t for t, _ in offsets if not is_internal_topic(t)}
+        copies = {t: origin for t in read if (origin := pair.copy_origin(cluster, t))}
+        if not copies:
+            continue  # a group of one region's topics: local-only, nothing to pair
+        bases = {copies.get(t, t) for t in read}
+        wide = {b for b in bases if any(o != b and o in b for o in bases)}
+        meant = sorted(bases - wide)
+        regex = pair.aggregate_regex(cluster, meant)
+        missing = sorted(t for b in meant for t in (b, f"{prefix}{b}")
+                         if t not in read and t in holding)
+        where = f"group {group} on {cluster}"
+        if missing:
+            out.append(Finding(
+                Area.POSITIONS, where,
+                f"reads {', '.join(sorted(read))} but not {', '.join(missing)}",
+                "an aggregate consumer that misses a topic: the records of one region's "
+                "producers never reach it (after a failover, of both)",
+                f"subscribe with {regex}"))
+        if wide:
+            taken = sorted(t for t in read if copies.get(t, t) in wide)
+            out.append(Finding(
+                Area.POSITIONS, where,
+                f"reads {', '.join(taken)} beside {', '.join(meant)}: its pattern "
+                "over-matches (an unanchored .*name takes every name ending so)",
+                "it reads topics its application was not written for, and a failover moves "
+                "its positions on them too",
+                f"subscribe with {regex} (or list those topics if it means them)"))
+    return out

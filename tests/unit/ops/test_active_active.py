@@ -1,0 +1,210 @@
+"""The active-active topology (drctl/ops/active_active/, `topology:` in drctl/config.py): two
+flows one each way, the naming loop refused by `config check` (exit 2) and `failover`
+(exit 3) before anything is asked of a cluster, the topics and groups of a region."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from drctl.cli.app import main
+from drctl.config import config_as_data, load_config, parse_config
+from drctl.errors import ConfigError
+from drctl.ops.active_active.checkpoints import compare
+from drctl.ops.active_active.failover import groups_regex
+from drctl.ops.active_active.pair import Pair
+
+
+def _flow(source: str, target: str, rename: str | None = None) -> dict[str, Any]:
+    return {"kind": "mirrormaker2", "source": source, "target": target,
+            "rename": rename if rename is not None else f"{source}.{{topic}}"}
+
+
+def _raw(rename_a: str | None = None, rename_b: str | None = None,
+         **topology: Any) -> dict[str, Any]:
+    return {"clusters": {"primary": {"bootstrap.servers": "127.0.0.1:9"},
+                         "secondary": {"bootstrap.servers": "127.0.0.1:9"}},
+            "retry": {"initial_s": 0.2},
+            "topology": {"kind": "active-active",
+                         "flows": [_flow("primary", "secondary", rename_a),
+                                   _flow("secondary", "primary", rename_b)], **topology}}
+
+
+def _write(tmp_path: Path, raw: dict[str, Any]) -> Path:
+    raw = {**raw, "state": {"dir": str(tmp_path / "state")}}
+    path = tmp_path / "drctl.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def test_topology_parses_two_flows_one_each_way() -> None:
+    config = parse_config(_raw(regions={"primary": {"groups": {"include": ["app-.*"]}}}))
+    assert config.replication is None and config.topology is not None
+    pair = Pair(config)
+    assert pair.regions == ("primary", "secondary")
+    assert pair.flow_from("secondary").target == "primary"
+    assert pair.copy_name("primary", "orders") == "primary.orders"
+    assert pair.copy_origin("primary", "secondary.orders") == "orders"
+    assert pair.is_local("primary", "orders") and not pair.is_local("primary", "secondary.orders")
+    assert pair.owns_group("primary", "app-1") and not pair.owns_group("primary", "other")
+    assert pair.owns_group("secondary", "other")  # no filter: every group
+    # Each flow as a one-way config: what translation, guard and the markers work on.
+    flow = config.for_flow(pair.flow_from("primary"))
+    assert flow.topology is None and flow.require_replication().target == "secondary"
+    # `config show` prints what drctl reads back.
+    assert parse_config(config_as_data(config)).topology == config.topology
+
+
+@pytest.mark.parametrize("change, key", [
+    (lambda raw: raw["topology"]["flows"].pop(), "topology.flows"),
+    (lambda raw: raw["topology"]["flows"][1].update(target="secondary", source="primary"),
+     "topology.flows"),
+    (lambda raw: raw["topology"]["flows"][0].update(kind="replicator"),
+     "topology.flows[0].kind"),
+    (lambda raw: raw["topology"].update(regions={"tertiary": {}}), "topology.regions.tertiary"),
+    (lambda raw: raw.update(replication=_flow("primary", "secondary")), "replication"),
+    (lambda raw: raw["topology"].update(kind="star"), "topology.kind"),
+])
+def test_topology_problems_name_the_key(change: Any, key: str) -> None:
+    raw = _raw()
+    change(raw)
+    with pytest.raises(ConfigError) as exc:
+        parse_config(raw)
+    assert any(p.key == key for p in (exc.value.problems or (exc.value,))), str(exc.value)
+
+
+def test_one_flow_commands_refuse_a_topology_naming_it() -> None:
+    with pytest.raises(ConfigError) as exc:
+        parse_config(_raw()).require_replication()
+    assert exc.value.key == "topology" and "--region" in (exc.value.hint or "")
+
+
+def test_names_kept_both_ways_is_the_loop() -> None:
+    loop = Pair(parse_config(_raw("{topic}", "{topic}"))).naming_problem()
+    assert loop is not None and "loop" in loop and "primary -> secondary" in loop
+    one = Pair(parse_config(_raw(None, "{topic}"))).naming_problem()
+    assert one is not None and "topology.flows[1]" in one and "keeps topic names" in one
+    assert Pair(parse_config(_raw())).naming_problem() is None
+
+
+def test_config_check_refuses_the_loop_exit_2(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, _raw("{topic}", "{topic}"))
+    assert main(["--config", str(path), "config", "check", "--deadline", "1"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "topology.flows: topic names are kept both ways" in err and "a loop" in err
+
+
+def test_failover_refuses_the_loop_exit_3_before_asking_a_cluster(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, _raw("{topic}", "{topic}"))
+    assert main(["--config", str(path), "failover", "--region", "primary", "--yes"]) == 3
+    err = " ".join(capsys.readouterr().err.split())
+    assert "Refused: topic names are kept both ways" in err and "127.0.0.1:9" not in err
+    assert not (tmp_path / "state" / "markers").exists()  # nothing recorded
+
+
+def test_failover_of_a_pair_needs_a_region_and_a_flow_takes_none(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, _raw())
+    assert main(["--config", str(path), "failover", "--yes"]) == 2
+    assert "--region primary or --region secondary" in capsys.readouterr().err
+    assert main(["--config", str(path), "failover", "--region", "tertiary", "--yes"]) == 2
+    one_way = tmp_path / "one-way.yaml"
+    one_way.write_text("clusters:\n  a: {bootstrap.servers: '127.0.0.1:9'}\n"
+                       "  b: {bootstrap.servers: '127.0.0.1:9'}\n"
+                       "replication: {kind: mirrormaker2, source: a, target: b}\n")
+    assert main(["--config", str(one_way), "failover", "--region", "a", "--yes"]) == 2
+    assert "active-active topology" in capsys.readouterr().err
+
+
+def test_region_groups_regex_keeps_the_region_filter_and_the_option() -> None:
+    import re
+
+    pair = Pair(parse_config(_raw(regions={"primary": {"groups": {
+        "include": ["app-.*", "agg"], "exclude": ["app-tmp"]}}})))
+    regex = re.compile(groups_regex(pair, "primary", "app-.*|agg|x"))
+    assert [g for g in ("app-1", "agg", "app-tmp", "x", "other") if regex.fullmatch(g)] == \
+        ["app-1", "agg"]
+    assert re.compile(groups_regex(pair, "secondary")).fullmatch("anything")
+
+
+def test_aggregate_regex_is_anchored_to_the_topic_and_its_copy() -> None:
+    import re
+
+    pair = Pair(parse_config(_raw()))
+    regex = pair.aggregate_regex("primary", ["orders"])
+    assert regex == r"^(secondary\.)?orders$"
+    assert [t for t in ("orders", "secondary.orders", "preorders", "orders-x")
+            if re.search(regex, t)] == ["orders", "secondary.orders"]
+    assert pair.aggregate_regex("secondary", ["a", "b"]) == r"^(primary\.)?(a|b)$"
+
+
+def test_checkpoints_compared_with_the_exact_positions() -> None:
+    truth = {("g", "primary.orders", 0): 100, ("g", "primary.orders", 1): 50,
+             ("g", "orders", 0): 70}
+    cps = {"g": {"primary.orders": {"0": 90, "1": 55}, "orders": {"0": None}}}
+    found = compare(truth, cps, {("orders", 0): (10, 120)})
+    row = found["groups"]["g"]
+    assert (row["redelivered"], row["skipped"]) == (10, 5)
+    assert row["no_checkpoint"] == ["orders[0]"]
+    assert (row["earliest_redelivers"], row["latest_skips"]) == (60, 50)
+
+
+def test_lab_config_of_an_active_active_lab_is_a_pair(tmp_path: Path) -> None:
+    from drctl.lab.lab import ACTIVE_ACTIVE, Lab, LabPorts, LabState
+
+    lab = Lab(tmp_path)
+    state = LabState(LabPorts(), "4.3.1", str(tmp_path), "maven", False,
+                     topology=ACTIVE_ACTIVE)
+    config = load_config(lab.write_config(state))
+    pair = Pair(config)
+    assert pair.naming_problem() is None
+    assert [f.connect.source_connector for f in config.topology.flows] == \
+        ["mm2-primary-secondary-source", "mm2-secondary-primary-source"]
+
+
+def test_aggregate_subscriptions_that_miss_a_topic_or_over_match() -> None:
+    from drctl.ops.active_active.subscriptions import read_findings
+
+    pair = Pair(parse_config(_raw()))
+    commits = {"agg": {("orders", 0): 1, ("secondary.orders", 0): 1},
+               "half": {("secondary.orders", 0): 1},
+               "wide": {("orders", 0): 1, ("secondary.orders", 0): 1, ("preorders", 0): 1,
+                        ("secondary.preorders", 0): 1},
+               "local": {("orders", 0): 1}}
+    found = {f.object: f for f in read_findings(
+        pair, "primary", commits, {"orders", "secondary.orders", "preorders",
+                                   "secondary.preorders"})}
+    assert set(found) == {"group half on primary", "group wide on primary"}
+    half = found["group half on primary"]
+    assert "but not orders" in half.difference
+    assert half.fix == r"subscribe with ^(secondary\.)?orders$"
+    wide = found["group wide on primary"]
+    assert "preorders, secondary.preorders beside orders" in wide.difference
+    assert r"^(secondary\.)?orders$" in wide.fix
+    # A copy that never held a record is not missed (no commit can show it was read).
+    assert not read_findings(pair, "primary", {"half": {("secondary.orders", 0): 1}},
+                             {"secondary.orders"})
+
+
+def test_status_of_a_pair_reads_both_flows_and_where_applications_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from tests.json_schemas import validate_output
+
+    path = _write(tmp_path, _raw())
+    assert main(["--config", str(path), "-o", "json", "status", "--deadline", "1"]) == 4
+    document = json.loads(capsys.readouterr().out)
+    validate_output(["status"], document)
+    assert document["topology"] == "active-active"
+    assert [(f["source"], f["target"]) for f in document["flows"]] == \
+        [("primary", "secondary"), ("secondary", "primary")]
+    # Each region's failover is recorded on the other: with neither answering, unknown.
+    assert {r: w["applications_on"] for r, w in document["regions"].items()} == \
+        {"primary": "unknown", "secondary": "unknown"}
+    assert "did not answer" in document["regions"]["primary"]["why"]
