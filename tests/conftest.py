@@ -39,8 +39,9 @@ from drctl.replication.base import kind_for
 _WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
 _RUN_BASE = int(os.environ.get("DRCTL_TEST_PORT_BASE", "23100"))
 PORT_BASE = _RUN_BASE + 200 * _WORKER
-# The secure lab's: clear of the shared labs (+ 0, + 10, + 20), test_lab.py's (+ 50) and the
-# drill's (+ 60).
+# The secure lab's: clear of the shared labs (+ 0, + 10, + 20, + 30), test_lab.py's (+ 50);
+# the second hundred holds the Kafka 3.9 labs (+ 100, + 110), test_legacy_keys.py's (+ 120)
+# and test_drill_faults.py's (+ 130, + 140).
 SECURE_BASE = PORT_BASE + 70
 # The schema registries' (primary + 0, secondary + 1), past the secure lab's.
 REGISTRY_BASE = PORT_BASE + 80

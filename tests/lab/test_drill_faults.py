@@ -24,10 +24,11 @@ from tests.conftest import PORT_BASE
 
 pytestmark = [pytest.mark.lab, pytest.mark.spark]
 
-# Per naming: its ports, and the first of its two rounds' seeds — chosen so that each round's
-# three faults take each signal once and the two rounds' six faults every target at least
-# once (the plan is the seed's: runbook/faults.py plan_faults).
-LABS = {"kept": (PORT_BASE + 30, 16), "prefixed": (PORT_BASE + 40, 14)}
+# Per naming: its ports (base .. base + 5, clear of tests/conftest.py's labs and
+# test_legacy_keys.py's + 120), and the first of its two rounds' seeds — chosen so that each
+# round's three faults take each signal once and the two rounds' six faults every target at
+# least once (the plan is the seed's: runbook/faults.py plan_faults).
+LABS = {"kept": (PORT_BASE + 130, 16), "prefixed": (PORT_BASE + 140, 14)}
 FAULTS, ROUNDS = 3, 2
 SIGNALS = {"kill", "stop", "term"}
 TARGETS = {"primary", "secondary", "connect", "spark-connect", "step"}
