@@ -547,7 +547,7 @@ def _ledger(ctx: ActionContext, name: str, cluster: str | None = None) -> tuple[
     """The ledger `name`, the flow's replication settings, and `cluster`'s clients."""
     from drctl.errors import UsageError
     from drctl.kafka.clients import ClusterClients
-    from drctl.ops.ledger import ledger_of
+    from drctl.runbook.ledger import ledger_of
 
     config = ctx.config
     rep = config.require_replication()
@@ -562,7 +562,7 @@ def _ledger_produce(ctx: ActionContext, *, ledger: str, cluster: str, records: i
                     topic: str = "drill-ledger") -> dict[str, Any]:
     """Write numbered records to the topic a producer of the flow writes on CLUSTER (the
     failover topic on the target), every acknowledgement kept in the drill's ledger."""
-    from drctl.ops.ledger import produce, write_topic
+    from drctl.runbook.ledger import produce, write_topic
 
     book, rep, clients = _ledger(ctx, ledger, cluster)
     return produce(book, clients, write_topic(rep, cluster, topic), records,
@@ -574,7 +574,7 @@ def _ledger_consume(ctx: ActionContext, *, ledger: str, group: str, cluster: str
     """GROUP reads the topic on CLUSTER (source: the topic and its reverse copies; target:
     its mirror and failover topic) from its committed positions — SHARE of what is there
     past them — each read kept in the ledger; then its positions are committed."""
-    from drctl.ops.ledger import consume, side_topics
+    from drctl.runbook.ledger import consume, side_topics
 
     book, rep, clients = _ledger(ctx, ledger, cluster)
     return consume(book, clients, group, side_topics(rep, cluster, topic), share=share,
@@ -586,7 +586,7 @@ def _ledger_verify(ctx: ActionContext, *, ledger: str, topic: str = "drill-ledge
     """Count the ledger: every acknowledged record once on each side (lost, twice, per
     partition), every group's reads (lost, re-delivered, per partition). Counts again until
     both sides hold every record once, or DEADLINE has passed."""
-    from drctl.ops.ledger import tally
+    from drctl.runbook.ledger import tally
 
     book, _, _ = _ledger(ctx, ledger)
     return tally(book, ctx.config, topic, deadline_s=deadline, notify=ctx.notify).as_dict()

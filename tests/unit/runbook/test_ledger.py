@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from drctl.config import parse_config
-from drctl.ops.ledger import Entry, Ledger, count_found, count_groups, side_topics, write_topic
+from drctl.runbook.ledger import Entry, Ledger, count_found, count_groups, side_topics, write_topic
 
 
 def _rep(rename: str) -> object:
