@@ -122,10 +122,10 @@ def _two_rounds(fault_lab: Lab, tmp_path: Path, capsys: pytest.CaptureFixture[st
                                                           "drill-ledger-all"}
         assert all(g["lost"] == 0 for g in ledger["groups"]), ledger["groups"]
         # A step a fault failed was run again and recovered; its time is counted.
-        failed_steps = {x["step"] for x in rounds[number]["recoveries"]}
-        assert rounds[number]["reruns"] == sum(x["reruns"] for x in
-                                               card["reruns"]["list"]
-                                               if x["round"] == number)
+        # (A round's recoveries are in the scorecard's re-runs, not in its round_list.)
+        recovered = [x for x in card["reruns"]["list"] if x["round"] == number]
+        failed_steps = {x["step"] for x in recovered}
+        assert rounds[number]["reruns"] == sum(x["reruns"] for x in recovered)
         assert not rounds[number]["unrecovered"], rounds[number]
         if any(f["target"] == "step" and f["signal"] != "stop" for f in landed):
             assert failed_steps, rounds[number]
