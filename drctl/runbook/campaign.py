@@ -240,7 +240,15 @@ def round_summary(journal: Path) -> dict[str, Any]:
                         "errors": [f["error"] for f in first],
                         "time_to_recover_s": round((at or 0) - (first[0]["at"] or 0), 1)})
                 if rec.get("scorecard") and actions.get(step) in OPERATIONS:
-                    scorecards[step] = rec["scorecard"]
+                    card = rec["scorecard"]
+                    # A later step running the operation again on the same incident (the
+                    # drill's failover run again to confirm a pending stop) is the run that
+                    # finished it: one operation per incident, not one per step.
+                    for other in [s for s, c in scorecards.items()
+                                  if actions.get(s) == actions[step]
+                                  and c.get("incident") == card.get("incident")]:
+                        del scorecards[other]
+                    scorecards[step] = card
                 if actions.get(step) == "ledger.verify" and \
                         isinstance((rec.get("outputs") or {}).get("sides"), list):
                     ledger = dict(rec["outputs"])

@@ -14,7 +14,13 @@ import pytest
 from drctl.errors import ExitStatus, UsageError
 from drctl.reports import render_report
 from drctl.runbook.actions import ActionContext, Registry
-from drctl.runbook.campaign import Campaign, CampaignSpec, exit_status
+from drctl.runbook.campaign import (
+    Campaign,
+    CampaignSpec,
+    campaign_scorecard,
+    exit_status,
+    round_summary,
+)
 from drctl.runbook.executor import Executor, RunObserver
 from drctl.runbook.journal import Journal, JournalState
 from drctl.runbook.loader import parse_runbook
@@ -161,3 +167,45 @@ def test_an_interrupted_campaign_goes_on_with_its_round_when_run_again(
     card = again.run()
     assert card["ok"] and card["rounds"] == 1 and again.runs == 1
     assert any("going on with" in line for line in again.lines)
+
+
+def test_an_operation_run_again_by_a_later_step_is_one_operation_of_its_round(
+        tmp_path: Path) -> None:
+    """Issue 53, the suite's kept rounds (seed 17, step failover: Connect SIGTERMed, the stop
+    left pending): the drill's failover_confirms_the_stop runs failover again on the same
+    incident, and the round counted two failovers — the RTO per phase had 3 failovers over
+    2 rounds. The later run finished the operation: it is the round's one failover."""
+    import json
+
+    def card(incident: str, preflight: float) -> dict[str, Any]:
+        return {"operation": "failover", "incident": incident,
+                "timing": {"this_run": {"phases": [{"phase": "preflight",
+                                                    "seconds": preflight}],
+                                        "total_s": preflight},
+                           "elapsed_s": preflight, "runs": 1}}
+
+    def step(name: str, scorecard: dict[str, Any]) -> list[dict[str, Any]]:
+        return [{"time": "2026-01-01T00:00:01+00:00", "type": "step-start", "step": name,
+                 "kind": "action", "inputs": {"action": "failover"}},
+                {"time": "2026-01-01T00:00:02+00:00", "type": "step-end", "step": name,
+                 "status": "ok", "scorecard": scorecard}]
+
+    journal = tmp_path / "round-01.jsonl"
+    records = [{"time": "2026-01-01T00:00:00+00:00", "type": "run"},
+               *step("failover", card("fo-1", 11.0)),
+               *step("failover_confirms_the_stop", card("fo-1", 10.0)),
+               *step("another_incidents_failover", card("fo-2", 9.0))]
+    journal.write_text("".join(json.dumps(r) + "\n" for r in records))
+    summary = round_summary(journal)
+    assert set(summary["operations"]) == {"failover_confirms_the_stop",
+                                          "another_incidents_failover"}
+    assert summary["operations"]["failover_confirms_the_stop"]["phases_s"] == \
+        {"preflight": 10.0}
+    spec = CampaignSpec("test.yaml", rounds=1, faults=1, seed=7, reruns=3,
+                        report_dir=tmp_path, assignments=())
+    rto = campaign_scorecard(spec, [{**summary, "round": 1, "seed": 7, "passed": True,
+                                     "status": "succeeded", "reason": None,
+                                     "reproduce": ""}])["rto"]
+    [failover] = rto
+    assert failover["phases"] == [{"phase": "preflight", "n": 2, "median": 9.5, "max": 10.0,
+                                   "min": 9.0}]
