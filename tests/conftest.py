@@ -39,8 +39,9 @@ from drctl.replication.base import kind_for
 _WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
 _RUN_BASE = int(os.environ.get("DRCTL_TEST_PORT_BASE", "23100"))
 PORT_BASE = _RUN_BASE + 200 * _WORKER
-# The secure lab's: clear of the shared labs (+ 0, + 10, + 20), test_lab.py's (+ 50) and the
-# drill's (+ 60).
+# The secure lab's: clear of the shared labs (+ 0, + 10, + 20, + 30), test_lab.py's (+ 50);
+# the second hundred holds the Kafka 3.9 labs (+ 100, + 110), test_legacy_keys.py's (+ 120)
+# and test_drill_faults.py's (+ 130, + 140).
 SECURE_BASE = PORT_BASE + 70
 # The schema registries' (primary + 0, secondary + 1), past the secure lab's.
 REGISTRY_BASE = PORT_BASE + 80
@@ -432,7 +433,7 @@ def _forget_groups(prefix: str) -> None:
 # lost mid-failback 116-118 s, guard's failover 49-50 s, each 3.9 lab's start 29-35 s.
 _MEASURED_S = {
     "lab/test_reprotect.py": 1370, "lab/test_failback.py": 370,
-    "lab/test_side_by_side.py": 500, "lab/test_drill.py": 290,
+    "lab/test_side_by_side.py": 500,
     "lab/test_broker_restart.py": 525, "lab/test_app_scope.py": 450,
     "lab/test_fence.py": 250, "lab/test_hard_cases.py": 240, "lab/test_secure_drill.py": 240,
     "lab/test_gap_compacted.py": 190, "lab/test_spark_connect.py": 180,
@@ -442,6 +443,9 @@ _MEASURED_S = {
     "lab/test_schema_parity.py": 110, "lab/test_secure_lab.py": 100,
     "lab/test_legacy_keys.py": 120,  # a Kafka 3.9 lab of its own, one application's cycle
     "lab/test_active_active.py": 115,
+    # Two rounds under faults per naming, each on its own lab (kept 300 s with its start,
+    # prefixed 545 s under a second lab run's load) and the comeback drill (90 s).
+    "lab/test_drill_faults.py": 950,
 }
 
 
@@ -489,6 +493,10 @@ def xdist_group(item: pytest.Item) -> str:
     if "prefixed" in needs:
         # Two workers, a prefixed lab each: on one they were a third of the run's wall time.
         return "prefixed-lab-2" if file in _PREFIXED_SECOND else "prefixed-lab"
+    if file in _SHARED_PER_LAB:
+        # A module-scoped lab per kind: the tests on one lab together, the labs side by side.
+        lab = next((f for f in getattr(item, "fixturenames", ()) if f.endswith("_lab")), "")
+        return f"{file}::{lab}"
     if item.get_closest_marker("lab") and file not in _SHARED_SETUP:
         # A lab test on its own: a file's heavy cycles run on the workers side by side.
         return f"{file}::{getattr(item, 'originalname', item.name)}"
@@ -501,7 +509,9 @@ _PREFIXED_SECOND = {"lab/test_reprotect.py", "lab/test_switchback.py", "lab/test
                     "lab/test_lab.py"}
 
 # Lab test files whose tests share a module-scoped fixture: kept on one worker together.
-_SHARED_SETUP = {"lab/test_drill.py", "lab/test_schema_parity.py"}
+_SHARED_SETUP = {"lab/test_schema_parity.py"}
+# ... and files with a module-scoped lab per kind: each lab's tests on one worker.
+_SHARED_PER_LAB = {"lab/test_drill_faults.py"}
 
 # Files whose tests run whole incidents (failover, failback, return) on the shared secure lab.
 # They hand it on restored, yet MirrorMaker 2 once stopped copying a new topic half-way right

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from drctl.errors import DrctlError, ExitStatus, UsageError
+from drctl.errors import DrctlError, ExitStatus, Unreachable, UsageError
 from drctl.kafka.causes import Cause, connect_hint
 from drctl.kafka.http import EndpointUnreachable, JsonEndpoint, Transient
 from drctl.retry import RetryPolicy
@@ -107,7 +107,20 @@ class ConnectClient(JsonEndpoint):
 
     def on_status(self, code: int, what: str, detail: str, body: Any = None) -> Any:
         """404: ConnectorMissing; 5xx, or 409 while the workers rebalance: worth another
-        try; anything else: ConnectError."""
+        try; anything else: ConnectError.
+
+        A 404 on the worker's root (`GET /`, there on every worker), or without Connect's own
+        error document (`error_code`), is no missing connector: a worker starting answers
+        so from its web server before Connect installed its REST resources (a restarted
+        worker did, seconds long, and failover ended as if a connector were missing). Asked
+        again within the deadline, then unreachable (exit 4, naming Connect)."""
+        if code == 404 and (what.startswith("GET / with ") or not (
+                isinstance(body, dict) and "error_code" in body)):
+            raise Transient(Unreachable(
+                f"{self.name} answered {what}: its REST API is not up (a worker starting)",
+                "Is the Kafka Connect worker running and done starting, and is "
+                "replication.connect.url its REST URL (a proxy's 404 reads the same)?"),
+                "answered 404, its REST API not up yet")
         cls = ConnectorMissing if code == 404 else ConnectError
         error = cls(f"{self.name} answered {what}", code)
         if code >= 500 or (code == 409 and "rebalanc" in detail.lower()):

@@ -39,9 +39,25 @@ class MirrorFlow:
     legacy_keys: bool = False
 
     def replicates(self, topic: str) -> bool:
-        """Whether the source connector copies `topic` (its `topics` and `topics.exclude`)."""
+        """Whether the source connector copies `topic`: its `topics` and `topics.exclude`, and
+        MirrorMaker 2's cycle check — with prefixed names a topic whose name says it came from
+        the target (`secondary.orders` on the primary: a retired reverse flow's copies) is
+        never copied back."""
         return (any(re.fullmatch(p, topic) for p in self.topics.split(","))
-                and not any(re.fullmatch(p, topic) for p in TOPICS_EXCLUDE.split(",")))
+                and not any(re.fullmatch(p, topic) for p in TOPICS_EXCLUDE.split(","))
+                and not self._from_target(topic))
+
+    def _from_target(self, topic: str) -> bool:
+        """MirrorSourceConnector.isCycle under DefaultReplicationPolicy: the name's source
+        alias, then its upstream topic's, and so on, is the target's."""
+        if self.names_kept:
+            return False  # IdentityReplicationPolicy: a name says nothing of its source
+        source, dot, upstream = topic.partition(".")
+        while dot:
+            if source == self.target_alias:
+                return True
+            source, dot, upstream = upstream.partition(".")
+        return False
 
     def _key(self, key: str) -> str:
         return LEGACY_KEYS.get(key, key) if self.legacy_keys else key

@@ -725,7 +725,11 @@ class Lab:
         self.process(component).kill()
         return component
 
-    def heal(self, what: str, notify: Notify = lambda _: None) -> str:
+    def heal(self, what: str, notify: Notify = lambda _: None, *, settle: bool = True) -> str:
+        """Start it again and wait until it answers; the Connect worker, with `settle`, also
+        until its connectors settled (a drill's next step reads them). A fault's systemd-like
+        restart does not wait for that: a connector whose source cluster is down never
+        settles."""
         component = _component(what)
         state = self.load_state()
         dist = KafkaDistribution(state.kafka_version, Path(state.lib_dir), state.kafka_source)
@@ -734,7 +738,8 @@ class Lab:
             # stays stopped (only `lab up` starts them).
             self._start_connect(state, dist)
             self._wait_connect(state)
-            self._wait_connectors_settled(state)
+            if settle:
+                self._wait_connectors_settled(state)
         else:
             self._start_broker(state, dist, component)
             self._wait_broker(state, component)

@@ -54,6 +54,15 @@ Runbook YAML
         approval: Fail over to {{ vars.target }}?
       - name: settle
         pause: 10s
+      - name: failover
+        action: failover
+        process: child                 # in a child process of its own: a fault may kill it
+      - name: faults                   # faults at seeded moments in later steps (kinds/fault.py)
+        fault:
+          count: 3
+          seed: 7
+          window: [failover, {step: failback, within: [1s, 60s]}]
+          lab: "{{ vars.lab_dir }}"     # or commands: {name: {kill, term, stop, cont, heal}}
     rollback:                          # steps run only by on_failure: rollback
       - name: restart_it
         action: lab.heal
@@ -73,6 +82,13 @@ defaults (1 s, doubling, capped at 120 s, 16 attempts); `retry: 5` five attempts
 backoff; a mapping sets `attempts`, `initial`, `multiplier`, `max`, `deadline`. A non-zero exit,
 an action error, a check that does not hold, an `until` that is false or a shell timeout fail
 an attempt. An action that times out is not retried: it may still be running in-process.
+
+Faults: a `fault:` step plans `count` faults from its `seed` — SIGKILL, SIGSTOP for a few
+seconds, SIGTERM — on the lab's brokers, Connect worker and Spark Connect server, on the
+step running then (`process: child` steps), or through the team's shell commands, each at a
+random moment into a step of its window; a killed server is started again, as systemd would.
+Each landing and healing is journaled (`fault`, `fault-healed`); a resumed run lands only
+the faults not landed yet (runbook/faults.py).
 
 Failures: `abort` (default) stops and leaves later steps not run; `continue` goes on and the
 run still fails; `rollback` stops and runs the `undo` steps of the steps attempted so far,

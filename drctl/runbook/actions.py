@@ -248,8 +248,11 @@ def coerce(value: Any, annotation: Any) -> Any:
 
 
 class Registry:
-    def __init__(self) -> None:
+    def __init__(self, factory: str | None = None) -> None:
         self._actions: dict[str, Action] = {}
+        # "module:function" that builds this registry again, in a child process that runs a
+        # step of its own (runbook/child.py); None: its actions run in-process only.
+        self.factory = factory
 
     def register(self, name: str, func: Callable[..., Any], *, help: str = "",
                  read_only: bool = False, needs_config: bool = False,
@@ -540,9 +543,58 @@ def _reprotect(ctx: ActionContext, *, incident: str | None = None, app: str | No
         return result.runbook_summary(result.write_reports(ops))
 
 
+def _ledger(ctx: ActionContext, name: str, cluster: str | None = None) -> tuple[Any, Any, Any]:
+    """The ledger `name`, the flow's replication settings, and `cluster`'s clients."""
+    from drctl.errors import UsageError
+    from drctl.kafka.clients import ClusterClients
+    from drctl.runbook.ledger import ledger_of
+
+    config = ctx.config
+    rep = config.require_replication()
+    if cluster is not None and cluster not in (rep.source, rep.target):
+        raise UsageError(f"cluster '{cluster}' is neither the flow's source ({rep.source}) nor "
+                         f"its target ({rep.target})")
+    clients = ClusterClients.for_cluster(config, cluster) if cluster else None
+    return ledger_of(config, name), rep, clients
+
+
+def _ledger_produce(ctx: ActionContext, *, ledger: str, cluster: str, records: int = 100,
+                    topic: str = "drill-ledger") -> dict[str, Any]:
+    """Write numbered records to the topic a producer of the flow writes on CLUSTER (the
+    failover topic on the target), every acknowledgement kept in the drill's ledger."""
+    from drctl.runbook.ledger import produce, write_topic
+
+    book, rep, clients = _ledger(ctx, ledger, cluster)
+    return produce(book, clients, write_topic(rep, cluster, topic), records,
+                   notify=ctx.notify)
+
+
+def _ledger_consume(ctx: ActionContext, *, ledger: str, group: str, cluster: str,
+                    share: float = 1.0, topic: str = "drill-ledger") -> dict[str, Any]:
+    """GROUP reads the topic on CLUSTER (source: the topic and its reverse copies; target:
+    its mirror and failover topic) from its committed positions — SHARE of what is there
+    past them — each read kept in the ledger; then its positions are committed."""
+    from drctl.runbook.ledger import consume, side_topics
+
+    book, rep, clients = _ledger(ctx, ledger, cluster)
+    return consume(book, clients, group, side_topics(rep, cluster, topic), share=share,
+                   notify=ctx.notify)
+
+
+def _ledger_verify(ctx: ActionContext, *, ledger: str, topic: str = "drill-ledger",
+                   deadline: Seconds = Seconds(120.0)) -> dict[str, Any]:
+    """Count the ledger: every acknowledged record once on each side (lost, twice, per
+    partition), every group's reads (lost, re-delivered, per partition). Counts again until
+    both sides hold every record once, or DEADLINE has passed."""
+    from drctl.runbook.ledger import tally
+
+    book, _, _ = _ledger(ctx, ledger)
+    return tally(book, ctx.config, topic, deadline_s=deadline, notify=ctx.notify).as_dict()
+
+
 def builtin_registry() -> Registry:
     """A registry with every action drctl ships."""
-    registry = Registry()
+    registry = Registry(factory="drctl.runbook.actions:builtin_registry")
     registry.register("lab.up", _lab_up)
     registry.register("lab.down", _lab_down)
     registry.register("lab.status", _lab_status, read_only=True)
@@ -560,4 +612,9 @@ def builtin_registry() -> Registry:
                       renamed={"source_deadline": "deadline"})
     registry.register("failback", _failback, needs_config=True)
     registry.register("reprotect", _reprotect, needs_config=True)
+    registry.register("ledger.produce", _ledger_produce, needs_config=True)
+    registry.register("ledger.consume", _ledger_consume, needs_config=True)
+    # Read-only for the clusters (it writes the tally beside the ledger): a check may wait
+    # on it.
+    registry.register("ledger.verify", _ledger_verify, read_only=True, needs_config=True)
     return registry

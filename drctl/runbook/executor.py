@@ -22,6 +22,7 @@ from drctl import __version__
 from drctl.config import Config, config_context
 from drctl.retry import RetriesExhausted, RetryPolicy, retry_call
 from drctl.runbook.actions import ActionContext, Registry
+from drctl.runbook.faults import FaultInjector
 from drctl.runbook.journal import (
     JOURNAL_VERSION,
     Journal,
@@ -84,6 +85,11 @@ class Executor:
         self.run_id = uuid.uuid4().hex[:12]
         self.steps_ctx: dict[str, Any] = {}
         self.started = now_iso()
+        self.faults = FaultInjector(record=self._fault_record, notify=self.observer.message,
+                                    where=self._where)
+        # The faults of this journal by id: landed or missed, and how each was healed.
+        self._faults_seen: dict[str, dict[str, Any]] = {}
+        self._current: str | None = None
 
     # -- context --------------------------------------------------------------------------
 
@@ -103,8 +109,35 @@ class Executor:
 
     def action_context(self) -> ActionContext:
         config = self.config
+        step = self._current
+
+        def notify(text: str) -> None:
+            if step is not None:
+                self.faults.progress(step, text)  # where a fault lands, for its record
+            self.observer.message(text)
+
         return ActionContext(config_loader=(lambda: config) if config is not None else None,
-                             notify=self.observer.message, redactor=self.redactor)
+                             notify=notify, redactor=self.redactor)
+
+    def child_process(self, step: Step, pid: int | None) -> None:
+        self.faults.child(step.name, pid)
+
+    def _fault_record(self, record: Mapping[str, Any]) -> None:
+        self._write(record)
+        fault = str(record["fault"])
+        if record["type"] == "fault":
+            self._faults_seen[fault] = dict(record)
+        elif fault in self._faults_seen:
+            self._faults_seen[fault]["healed"] = dict(record)
+
+    def _where(self) -> dict[str, Any]:
+        """Where the operation a fault landed in stood: its failover marker's last step and
+        running phase (the local copy), when the run has a configuration."""
+        if self.config is None:
+            return {}
+        from drctl.ops.one_way.phases import where_now
+
+        return where_now(self.config.state.dir)
 
     def _remember(self, result: StepResult) -> None:
         if self.options.dry_run and result.status not in (Status.ok, Status.skipped):
@@ -126,6 +159,7 @@ class Executor:
                             variables=self.redactor.redact_data(self.variables.as_given),
                             steps=[s.name for s in self.runbook.steps])
             self.run_id = str(resume.header.get("run_id", self.run_id))
+            self._faults_seen = {k: dict(v) for k, v in resume.faults.items()}
         t0 = time.monotonic()
         results: list[StepResult] = []
         stop: StepResult | None = None
@@ -135,9 +169,14 @@ class Executor:
             self._start_record(resume)
             for step in self.runbook.steps:
                 if resume is not None and step.name in resume.completed:
-                    restored = self._restored(step, resume.completed[step.name])
+                    record = resume.completed[step.name]
+                    restored = self._restored(step, record)
                     results.append(restored)
                     self._remember(restored)
+                    if not self.options.dry_run:
+                        STEP_KINDS[step.kind].resumed(step, record, self,
+                                                      frozenset(resume.completed),
+                                                      frozenset(resume.faults))
                     continue
                 if stop is not None:
                     results.append(StepResult(step.name, step.phase, step.kind, Status.not_run,
@@ -171,6 +210,8 @@ class Executor:
             results.append(exc.result)
         except KeyboardInterrupt:
             interrupted = True
+        finally:
+            self.faults.close()
         if interrupted:
             done = {r.name for r in results}
             results.extend(StepResult(s.name, s.phase, s.kind, Status.not_run, s.description)
@@ -183,7 +224,8 @@ class Executor:
                          self.started, ended, time.monotonic() - t0, results,
                          dict(self.variables.values),
                          journal=str(self.journal.path) if self.journal else None,
-                         reason=reason, hint=hint, resumed=resume is not None)
+                         reason=reason, hint=hint, resumed=resume is not None,
+                         faults=list(self._faults_seen.values()))
 
     def _start_record(self, resume: JournalState | None) -> None:
         if resume is not None:
@@ -211,7 +253,7 @@ class Executor:
                           outputs=record.get("outputs") or {}, error=record.get("error"),
                           detail="completed by an earlier run of this journal",
                           approved_by=record.get("approved_by"), resumed=True, completed=True,
-                          scorecard=record.get("scorecard"))
+                          scorecard=record.get("scorecard"), faults=record.get("faults"))
 
     def _undo_chain(self, results: list[StepResult]) -> list[str]:
         """Undo steps of what was attempted, newest first (the failing step included: it may
@@ -267,6 +309,8 @@ class Executor:
                             started=now_iso())
         t0 = time.monotonic()
         self.observer.step_started(step)
+        self._current = step.name
+        self.faults.step_started(step.name)
         try:
             try:
                 self._execute(step, result)
@@ -292,7 +336,11 @@ class Executor:
                      "started": result.started, "duration_s": round(result.duration_s, 3),
                      "attempts": result.attempts, "inputs": result.inputs,
                      "outputs": result.outputs, "error": result.error, "detail": result.detail,
-                     "approved_by": result.approved_by, "scorecard": result.scorecard})
+                     "approved_by": result.approved_by, "scorecard": result.scorecard,
+                     "faults": result.faults})
+        self._current = None
+        # What the step's faults broke is back before anything else runs.
+        self.faults.step_ended(step.name, result.completed)
         self._remember(result)
         self.observer.step_finished(result)
 

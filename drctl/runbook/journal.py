@@ -1,10 +1,12 @@
 """The run journal: JSON Lines, appended, flushed and fsynced after every record.
 
 Records (`type`): `run` (header: runbook, digest, variables), `step-start` (resolved inputs),
-`step-end` (status, outputs, error, whether the run moved past the step), `resume`, and
-`run-end`. Everything passes through the run's Redactor first, so no secret reaches the disk.
-A crash (even SIGKILL) loses at most the record being written; `--resume` continues after the
-last completed step, re-running a step that had started but not ended.
+`step-end` (status, outputs, error, whether the run moved past the step), `resume`,
+`fault` and `fault-healed` (a fault step's faults as they land and are healed:
+runbook/faults.py), and `run-end`. Everything passes through the run's Redactor first, so
+no secret reaches the disk. A crash (even SIGKILL) loses at most the record being written;
+`--resume` continues after the last completed step, re-running a step that had started but
+not ended.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import fcntl
 import hashlib
 import json
 import os
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -54,6 +57,8 @@ class Journal:
     def __init__(self, path: Path, redactor: Redactor) -> None:
         self.path = path
         self.redactor = redactor
+        # Faults land and heal on threads of their own (runbook/faults.py).
+        self._lock = threading.Lock()
         created = not path.exists()
         path.parent.mkdir(parents=True, exist_ok=True)
         self._file = open(path, "a+", encoding="utf-8")
@@ -91,9 +96,10 @@ class Journal:
 
     def write(self, record: Mapping[str, Any]) -> None:
         data = self.redactor.plain_data(plain({"time": now_iso(), **record}))
-        self._file.write(json.dumps(data, separators=(",", ":"), default=str) + "\n")
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        with self._lock:
+            self._file.write(json.dumps(data, separators=(",", ":"), default=str) + "\n")
+            self._file.flush()
+            os.fsync(self._file.fileno())
 
     def close(self) -> None:
         self._file.close()
@@ -111,9 +117,12 @@ class JournalState:
     completed: dict[str, dict[str, Any]] = field(default_factory=dict)
     rolled_back: bool = False
     finished: dict[str, Any] | None = None
+    # The faults of its fault steps by id, as they landed (or missed) and were healed.
+    faults: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def read_journal(path: Path) -> JournalState:
+def journal_records(path: Path) -> list[dict[str, Any]]:
+    """Every record of a journal, in order (a last one a crash cut short left out)."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
@@ -128,6 +137,11 @@ def read_journal(path: Path) -> JournalState:
             if number == len(lines):
                 break  # a record cut short by a crash; everything before it holds
             raise ResumeRefused(f"{path}:{number}: not a journal record.") from None
+    return records
+
+
+def read_journal(path: Path) -> JournalState:
+    records = journal_records(path)
     if not records or records[0].get("type") != "run":
         raise ResumeRefused(f"{path} is not a drctl runbook journal.")
     header = records[0]
@@ -146,6 +160,10 @@ def read_journal(path: Path) -> JournalState:
             state.rolled_back = True
         elif kind == "run-end":
             state.finished = record
+        elif kind == "fault":
+            state.faults[record["fault"]] = dict(record)
+        elif kind == "fault-healed" and record.get("fault") in state.faults:
+            state.faults[record["fault"]]["healed"] = dict(record)
         elif kind == "resume":
             state.finished = None
     return state

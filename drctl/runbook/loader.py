@@ -459,6 +459,11 @@ class _Validator:
     def issue(self, line: int | None, step: str | None, message: str) -> None:
         self.p.issue(line, step, message)
 
+    def steps_after(self, step: Step) -> list[Step]:
+        names = [s.name for s in self.runbook.steps]
+        return list(self.runbook.steps[names.index(step.name) + 1:]) \
+            if step.name in names else []
+
     def check_action(self, step: Step, name: str, params: Mapping[str, Any],
                      raw: Mapping[str, Any], key: str, *, read_only_needed: bool) -> None:
         """`name` is a registered action (read-only if need be) taking these `params`."""

@@ -84,12 +84,16 @@ class Step:
     description: str = ""
     action: str | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
+    # `process: child`: the action runs in a child process of its own (runbook/child.py), so
+    # a drill's fault can kill it and the runbook's resume run it again.
+    in_child: bool = False
     command: str | None = None
     env: Mapping[str, Any] = field(default_factory=dict)
     cwd: Any = None
     check: CheckSpec | None = None
     prompt: str | None = None
     pause: Any = None
+    fault: Any = None  # a `fault:` step's spec (runbook/kinds/fault.py)
     timeout_s: float | None = None
     retry: RetryPolicy = NO_RETRY
     until: str | None = None

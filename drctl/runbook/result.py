@@ -81,6 +81,8 @@ class StepResult:
     completed: bool = False  # the run moved past it (a resume does not run it again)
     # What its action measured against the objectives (ops/one_way/scorecard.py), when it did.
     scorecard: dict[str, Any] | None = None
+    # A `fault:` step's planned faults (runbook/faults.py PlannedFault.as_dict).
+    faults: list[dict[str, Any]] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -90,7 +92,7 @@ class StepResult:
             "duration_s": round(self.duration_s, 3), "attempts": self.attempts,
             "inputs": plain(self.inputs), "outputs": plain(self.outputs), "error": self.error,
             "hint": self.hint, "detail": self.detail, "approved_by": self.approved_by,
-            "resumed": self.resumed, "scorecard": self.scorecard,
+            "resumed": self.resumed, "scorecard": self.scorecard, "faults": self.faults,
         }
 
 
@@ -109,6 +111,9 @@ class RunResult:
     reason: str | None = None
     hint: str | None = None
     resumed: bool = False
+    # The faults of the run's `fault:` steps, landed or missed, with how each was healed
+    # (runbook/faults.py), earlier runs of the journal included.
+    faults: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def exit_status(self) -> ExitStatus:
@@ -129,6 +134,7 @@ class RunResult:
             "resumed": self.resumed, "vars": self.variables, "counts": counts,
             "steps": [s.as_dict() for s in self.steps],
             "scorecard": run_scorecard(self.steps),
+            "faults": self.faults,
         }
         redacted: dict[str, Any] = redactor.plain_data(plain(data))
         return redacted

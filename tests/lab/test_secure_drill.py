@@ -132,8 +132,8 @@ def test_gap_job_reads_with_mtls_pem_and_oauthbearer(secure_lab: RunningLab, ns:
 
 def test_drill_runbook_passes_every_check_over_sasl_ssl_scram(
         secure_lab: RunningLab, tmp_path: Path) -> None:
-    """The shipped drill (what test_drill.py runs on the plain lab) with drctl.yaml's
-    SASL_SSL/SCRAM-SHA-512 clusters and Connect over HTTPS."""
+    """The shipped drill (what test_drill_faults.py runs under faults on the plain labs) with
+    drctl.yaml's SASL_SSL/SCRAM-SHA-512 clusters and Connect over HTTPS."""
     config = yaml.safe_load(secure_lab.config_file.read_text())
     assert config["clusters"]["primary"]["sasl.mechanism"] == "SCRAM-SHA-512"
     junit = tmp_path / "drill.xml"

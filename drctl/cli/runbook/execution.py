@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -225,6 +225,79 @@ def execute(*, file: str, var: list[str] | None, vars_file: list[Path] | None,
     _verdict(term, result)
     if result.exit_status != 0:
         raise typer.Exit(int(result.exit_status))
+
+
+def execute_campaign(*, file: str, var: list[str] | None, vars_file: list[Path] | None,
+                     yes: bool, faults: int, seed: int, rounds: int, reruns: int,
+                     report_dir: Path | None, output: OutputFormat | None,
+                     time_scale: float) -> None:
+    """The runbook run round after round under seeded faults (runbook/campaign.py)."""
+    from drctl.runbook.campaign import Campaign, CampaignSpec, exit_status
+    from drctl.runbook.faults import heal_left_broken
+    from drctl.runbook.journal import JournalState
+
+    term = CURRENT.terminal(output)
+    first, _, config, redactor = _prepare(file, var, vars_file)
+    term.redactor = redactor
+    if report_dir is None:
+        base = config.state.dir if config is not None else Path(".drctl")
+        report_dir = base / "campaigns" / f"{first.name}-f{faults}-s{seed}-r{rounds}"
+    spec = CampaignSpec(runbook=file, rounds=rounds, faults=faults, seed=seed, reruns=reruns,
+                        report_dir=report_dir, assignments=tuple(var or ()),
+                        var_files=tuple(str(p) for p in vars_file or ()))
+
+    def load(assignments: Sequence[str]) -> tuple[Runbook, Variables]:
+        runbook, variables, _, _ = _prepare(file, list(assignments), vars_file)
+        return runbook, variables
+
+    def executor(runbook: Runbook, variables: Variables, journal: Journal) -> Executor:
+        options = RunOptions(assume_yes=yes, prompt=None, time_scale=time_scale)
+        return Executor(runbook, variables, builtin_registry(), options=options,
+                        journal=journal, config=config,
+                        observer=_Printer(term, show_inputs=False), redactor=redactor)
+
+    def heal(state: JournalState) -> list[str]:
+        steps = [r.get("inputs") or {} for r in state.completed.values() if r.get("faults")]
+        return heal_left_broken(state.faults, steps, notify=term.step)
+
+    def run_done(round_no: int, result: RunResult) -> None:
+        write_report(report_dir / "rounds", f"round-{round_no:02d}-{result.run_id}",
+                     {"run": result.as_dict(redactor)}, "runbook-report")
+
+    term.info(f"Campaign: {rounds} round(s) of {escape(first.name)}, {faults} fault(s) each, "
+              f"seeds {seed}..{seed + rounds - 1}; reports in {escape(str(report_dir))}",
+              markup=True)
+    def scored(card: dict[str, Any]) -> list[Path]:
+        return write_report(report_dir, "campaign", {"card": card}, "drill-campaign")
+
+    campaign = Campaign(spec, load=load, executor=executor, heal=heal, notify=term.step,
+                        run_done=run_done, scored=scored)
+    with _sigterm_interrupts():
+        card = campaign.run()
+    paths = scored(card)
+    for path in paths:
+        term.info(f"Scorecard: {path}")
+    if term.json_mode:
+        term.emit_json({**card, "reports": [str(p) for p in paths]})
+    status = exit_status(card)
+    if card.get("interrupted"):
+        term.error(f"Campaign interrupted in round {card['interrupted']}: run the same command "
+                   "again to go on with it.")
+        raise typer.Exit(int(status))
+    landed = card["faults"]["landed"]
+    text = (f"Campaign: {card['passed']} of {card['rounds']} round(s) passed; {landed} "
+            f"fault(s) landed, {card['reruns']['total']} re-run(s); records lost "
+            f"{card['ledger']['lost']}, twice {card['ledger']['twice']}, never read by a group "
+            f"{card['ledger']['groups_lost']}.")
+    if status == 0:
+        term.success(text)
+    else:
+        term.error(text)
+        for failed in card["failed"]:
+            term.err.print(f"  Round {failed['round']} (seed {failed['seed']}): "
+                           f"{failed['reason']}. Reproduce: {failed['reproduce']}",
+                           markup=False)
+        raise typer.Exit(int(status))
 
 
 def _summary(term: Terminal, result: RunResult) -> None:

@@ -16,6 +16,7 @@ from drctl.cli.runbook.execution import (
     VarOption,
     VarsFileOption,
     execute,
+    execute_campaign,
 )
 from drctl.terminal import OutputFormat
 
@@ -45,6 +46,23 @@ def run(
     time_scale: Annotated[float, typer.Option(
         "--time-scale", envvar="DRCTL_RUNBOOK_TIME_SCALE", hidden=True, min=0.0,
         help="Multiply pauses and retry delays (tests).")] = 1.0,
+    faults: Annotated[int | None, typer.Option(
+        "--faults", metavar="N", min=0, rich_help_panel="Drills under faults",
+        help="A campaign: N faults per round at random moments (the runbook's `faults` "
+             "input; the shipped drill lands them in failover, failback and the return).")]
+    = None,
+    seed: Annotated[int | None, typer.Option(
+        "--seed", metavar="S", rich_help_panel="Drills under faults",
+        help="The first round's seed (round r: S + r - 1); the same seed, the same faults "
+             "[default: 1].")] = None,
+    rounds: Annotated[int | None, typer.Option(
+        "--rounds", metavar="R", min=1, rich_help_panel="Drills under faults",
+        help="Run the runbook R times, each under its own faults, one scorecard for all "
+             "[default: 1].")] = None,
+    reruns: Annotated[int, typer.Option(
+        "--reruns", metavar="N", min=0, rich_help_panel="Drills under faults",
+        help="How many times a round's failed step is run again (the runbook's resume) "
+             "after what the faults broke is healed.")] = 5,
 ) -> None:
     """Run a runbook, journaling every step; exit non-zero if anything failed.
 
@@ -53,11 +71,32 @@ def run(
       drctl runbook run failover --yes
       drctl runbook run my-drill.yaml --var target=secondary --vars-file site.yaml
       drctl runbook run drill --resume .drctl/runbooks/drill-<time>.jsonl
+      drctl runbook run drill --yes --faults 4 --seed 1 --rounds 20
+
+    \b
+    With --faults, --seed or --rounds it is a campaign: R rounds, each under its
+    own seeded faults, a failed step run again after healing (--reruns), one
+    scorecard in --report-dir (the same command again goes on where it stopped).
 
     \b
     Exit status: 0 every step ok; 1 a step failed; 2 the runbook or a variable
     is invalid; 3 a check did not hold; 4 a cluster did not answer; 5 an
     approval missing or declined; 130 interrupted (resume with --resume)."""
+    if faults is not None or seed is not None or rounds is not None:
+        if resume is not None or dry_run or journal is not None or junit is not None \
+                or old_report is not None:
+            from drctl.errors import UsageError
+
+            raise UsageError("A campaign (--faults, --seed, --rounds) keeps its own journals "
+                             "and reports in --report-dir: --resume, --dry-run, --journal, "
+                             "--junit and --report do not apply.",
+                             "Run the same campaign command again to go on with it.")
+        execute_campaign(file=file, var=var, vars_file=vars_file, yes=yes,
+                         faults=faults if faults is not None else 1,
+                         seed=seed if seed is not None else 1,
+                         rounds=rounds if rounds is not None else 1, reruns=reruns,
+                         report_dir=report_dir, output=output, time_scale=time_scale)
+        return
     execute(file=file, var=var, vars_file=vars_file, dry_run=dry_run, yes=yes,
              non_interactive=non_interactive, resume=resume, journal_path=journal,
              junit=junit, report_dir=report_dir,

@@ -18,6 +18,7 @@ import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from drctl.timeparse import format_duration
@@ -153,3 +154,29 @@ def command_timing(runs: Sequence[Mapping[str, Any]], command: str,
 def _iso(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="seconds").replace(
         "+00:00", "Z")
+
+
+def where_now(state_dir: Path) -> dict[str, Any]:
+    """Where the operation running now stands, from the newest open failover marker in the
+    local state directory: the incident, the last step it recorded and, when its newest run
+    has not ended, the phase it is in (a marker is saved at every step, so the phase is as of
+    that save). None for what no open marker says yet (a failover before it recorded one).
+    What a drill's fault record says of where it landed."""
+    import json
+
+    newest: dict[str, Any] = {}
+    for path in (state_dir / "markers").glob("*.json"):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if data.get("status") == "open" and \
+                str(data.get("updated_at")) > str(newest.get("updated_at", "")):
+            newest = data
+    steps = newest.get("steps") or {}
+    last = max(steps.items(), key=lambda kv: str(kv[1].get("at", "")), default=(None, None))[0]
+    runs = sorted(newest.get("timings") or [], key=lambda r: int(r.get("started_ms") or 0))
+    phase = None
+    if runs and runs[-1].get("phases") and not runs[-1].get("ended"):
+        phase = f"{runs[-1].get('command')}:{runs[-1]['phases'][-1]['phase']}"
+    return {"incident": newest.get("incident"), "marker_step": last, "phase": phase}

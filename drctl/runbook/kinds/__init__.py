@@ -11,6 +11,7 @@ from __future__ import annotations
 from drctl.runbook.kinds.action import ActionStep
 from drctl.runbook.kinds.approval import ApprovalStep
 from drctl.runbook.kinds.check import CheckStep
+from drctl.runbook.kinds.fault import FaultStep
 from drctl.runbook.kinds.interface import StepKindDefinition
 from drctl.runbook.kinds.pause import PauseStep
 from drctl.runbook.kinds.shell import ShellStep
@@ -24,5 +25,6 @@ STEP_KINDS: dict[StepKind, StepKindDefinition] = {
         CheckStep(),
         ApprovalStep(),
         PauseStep(),
+        FaultStep(),
     )
 }

@@ -1,7 +1,9 @@
-"""`action:` steps: call an action of the registry in-process, with typed parameters (`with:`).
+"""`action:` steps: call an action of the registry, with typed parameters (`with:`).
 
-With a `timeout:` the action runs on a daemon thread; one that outlives its timeout is not
-retried, because it may still be running.
+In-process by default: with a `timeout:` the action runs on a daemon thread, and one that
+outlives its timeout is not retried, because it may still be running. With `process: child`
+it runs in a child process of its own (runbook/child.py): a timeout ends that process (so the
+attempt may be retried), and a drill's fault can kill it like a lost machine.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 from drctl.errors import DrctlError, ExitStatus
 from drctl.jsonable import to_jsonable
 from drctl.runbook.actions import Action, ActionContext, CoercionError
+from drctl.runbook.child import call_in_child
 from drctl.runbook.kinds.interface import (
     AttemptFailed,
     NotRetried,
@@ -30,7 +33,7 @@ from drctl.runbook.yaml_lines import LineDict
 
 class ActionStep(StepKindDefinition):
     kind = StepKind("action")
-    keys = ("with", "until", "timeout", "retry")
+    keys = ("with", "until", "timeout", "retry", "process")
 
     def parse(self, step: Step, raw: LineDict, at: Callable[[str], int],
               parser: StepParser) -> Step:
@@ -38,7 +41,11 @@ class ActionStep(StepKindDefinition):
         if not isinstance(action, str) or not action:
             parser.issue(at("action"), step.name, "'action' must name an action, e.g. lab.status")
             action = ""
-        return replace(step, action=action,
+        process = raw.get("process", "in-process")
+        if process not in ("in-process", "child"):
+            parser.issue(at("process"), step.name,
+                         f"'process' must be in-process or child, got {process!r}")
+        return replace(step, action=action, in_child=process == "child",
                        params=parser.mapping(raw.get("with"), at("with"), step.name, "with"))
 
     def describe(self, step: Step) -> str:
@@ -57,8 +64,22 @@ class ActionStep(StepKindDefinition):
             runner: StepRunner) -> None:
         action = runner.registry.get(step.action or "")
         assert action is not None  # the loader checked it
-        outcome = runner.attempts(step, result, lambda: runner.until(step, call_action(
-            action, inputs["with"], step.timeout_s, runner.action_context())))
+
+        def attempt() -> Any:
+            if not step.in_child:
+                return call_action(action, inputs["with"], step.timeout_s,
+                                   runner.action_context())
+            ctx = runner.action_context()
+            try:
+                return call_in_child(
+                    action.name, inputs["with"], registry_factory=runner.registry.factory,
+                    config_path=ctx.config.path if action.needs_config else None,
+                    timeout_s=step.timeout_s, grace_s=runner.options.kill_grace_s,
+                    notify=ctx.notify, started=lambda pid: runner.child_process(step, pid))
+            finally:
+                runner.child_process(step, None)
+
+        outcome = runner.attempts(step, result, lambda: runner.until(step, attempt()))
         if result.status == Status.ok:
             result.scorecard = scorecard_of(outcome)
             runner.outputs(step, result, {"result": outcome})

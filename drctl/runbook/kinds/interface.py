@@ -11,7 +11,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from drctl.runbook.actions import ActionContext, Registry
-from drctl.runbook.model import Step, StepKind
+from drctl.runbook.faults import FaultInjector
+from drctl.runbook.model import Runbook, Step, StepKind
 from drctl.runbook.options import RunOptions
 from drctl.runbook.result import StepResult
 from drctl.runbook.variables import Variables
@@ -56,6 +57,10 @@ class StepValidator(Protocol):
     def check_action(self, step: Step, name: str, params: Mapping[str, Any],
                      raw: Mapping[str, Any], key: str, *, read_only_needed: bool) -> None: ...
 
+    def steps_after(self, step: Step) -> list[Step]:
+        """The main steps that follow `step`."""
+        ...
+
 
 class StepRunner(Protocol):
     """The executor, as a kind's `inputs` and `run` use it."""
@@ -63,6 +68,8 @@ class StepRunner(Protocol):
     options: RunOptions
     registry: Registry
     variables: Variables
+    runbook: Runbook
+    faults: FaultInjector
 
     def render(self, value: Any, **extra: Any) -> tuple[Any, bool]:
         """`value` rendered with vars, config, earlier steps and `extra`; and whether it is
@@ -79,6 +86,11 @@ class StepRunner(Protocol):
     def outputs(self, step: Step, result: StepResult, extra: Mapping[str, Any]) -> None: ...
 
     def action_context(self) -> ActionContext: ...
+
+    def child_process(self, step: Step, pid: int | None) -> None:
+        """The process running `step` (`process: child`) started (its pid) or ended (None):
+        a drill's fault may signal it."""
+        ...
 
 
 class StepKindDefinition:
@@ -114,3 +126,10 @@ class StepKindDefinition:
             runner: StepRunner) -> None:
         """Run the step, recording the outcome in `result` (status ok unless changed)."""
         raise NotImplementedError
+
+    def resumed(self, step: Step, record: Mapping[str, Any], runner: StepRunner,
+                done_steps: frozenset[str], landed: frozenset[str]) -> None:
+        """A resumed run passed over this step, completed by an earlier run (`record`, its
+        journal's step-end): what the step set up for later steps is set up again (a fault
+        step's faults not landed yet). `done_steps`: the steps completed earlier; `landed`:
+        the faults landed (or missed) earlier."""

@@ -58,7 +58,7 @@ def worker() -> Iterator[Worker]:
             name = self.path.removeprefix("/connectors/").removesuffix("/config")
             if name in state.connectors:
                 return self.reply(200, state.connectors[name])
-            return self.reply(404, {"message": f"Connector {name} not found"})
+            return self.reply(404, {"error_code": 404, "message": f"Connector {name} not found"})
 
         def reply(self, code: int, body: object) -> None:
             data = json.dumps(body).encode()

@@ -19,7 +19,7 @@ import pytest
 
 from drctl.config import ReplicationSettings, parse_config
 from drctl.errors import ConfigError, ExitStatus, Unreachable
-from drctl.kafka.connect_rest import ConnectClient, ConnectError, ConnectRejected
+from drctl.kafka.connect_rest import ConnectClient, ConnectError, ConnectorMissing, ConnectRejected
 from drctl.replication.base import kind_for
 from drctl.replication.connect import connect_client
 from drctl.retry import RetryPolicy
@@ -67,7 +67,7 @@ class Worker:
 
     url: str
     calls: list[str] = field(default_factory=list)
-    failures: dict[str, list[tuple[int, str]]] = field(default_factory=dict)
+    failures: dict[str, list[tuple[int, object]]] = field(default_factory=dict)
     # Seconds the worker holds a call before it answers, once (a herder still joining).
     held: dict[str, float] = field(default_factory=dict)
 
@@ -192,6 +192,38 @@ def test_transient_answers_are_retried_under_the_policy(worker: Worker, certs: C
     client.stop("src")
     assert worker.calls.count("GET /connectors/src/status") == 3
     assert worker.calls.count("PUT /connectors/src/stop") == 2
+
+
+def test_a_worker_starting_answers_404_before_its_rest_api_is_up_and_is_waited_for(
+        worker: Worker, certs: Certs) -> None:
+    """Issue 53, a drill campaign's round (seed 17, step failover): the Connect worker
+    SIGTERMed and started again, its web server answered `GET /` with 404 before Connect
+    installed its REST resources, and failover ended on it as on a missing connector. A 404
+    on the root, or without Connect's own error document, is asked again within the
+    deadline (then unreachable: exit 4); Connect's own 404 is a missing connector at once."""
+    jetty = {"servlet": "default", "message": "Not Found", "url": "/", "status": "404"}
+    worker.failures["GET /"] = [(404, jetty), (404, jetty)]
+    worker.failures["GET /connectors/src/status"] = [(404, "Not Found")]
+    worker.failures["GET /connectors/gone/status"] = [
+        (404, {"error_code": 404, "message": "No status found for connector gone"})]
+    client = ConnectClient(worker.url, token=TOKEN, ca_file=str(certs.ca),
+                           cert_file=str(certs.client[0]), key_file=str(certs.client[1]),
+                           policy=FAST)
+    assert client.info() == {"version": "4.0.0"}
+    assert client.connector_state("src") == ("STOPPED", [])
+    with pytest.raises(ConnectorMissing):
+        client.status("gone")
+    assert worker.calls.count("GET /") == 3
+    assert worker.calls.count("GET /connectors/src/status") == 2
+    assert worker.calls.count("GET /connectors/gone/status") == 1
+
+    worker.failures["GET /"] = [(404, jetty)] * 100  # never up: a wrong URL reads the same
+    client.policy = RetryPolicy(initial_s=0.05, deadline_s=0.5)
+    with pytest.raises(Unreachable) as info:
+        client.info()
+    assert info.value.exit_status == ExitStatus.UNREACHABLE
+    assert "answered GET / with 404" in info.value.message, info.value.message
+    assert info.value.hint and "replication.connect.url" in info.value.hint
 
 
 def test_a_conflict_that_is_no_rebalance_is_not_retried(worker: Worker, certs: Certs) -> None:

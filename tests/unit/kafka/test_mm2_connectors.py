@@ -17,6 +17,20 @@ def test_mm2_flow_knows_which_topics_it_copies() -> None:
     assert not MirrorFlow("primary", "secondary", "a:1", "b:1", topics="orders").replicates("x")
 
 
+def test_a_prefixed_flow_never_counts_the_reverse_copies_as_its_topics() -> None:
+    """MirrorMaker 2's cycle check: with prefixed names a topic whose name says it came from
+    the target (`secondary.orders`, the retired reverse flow's copies on the primary) is never
+    copied back. `lab status` counted those as forever behind after one prefixed cycle (the
+    second round of a drill campaign, seed 15, step `replicated`)."""
+    prefixed = MirrorFlow("primary", "secondary", "a:1", "b:1", names_kept=False)
+    assert prefixed.replicates("orders") and prefixed.replicates("payments.eu")
+    assert not prefixed.replicates("secondary.orders")
+    assert not prefixed.replicates("other.secondary.orders")  # upstream after upstream
+    assert prefixed.replicates("primary.orders")  # from the source itself: copied on
+    kept = MirrorFlow("primary", "secondary", "a:1", "b:1")
+    assert kept.replicates("secondary.orders")  # names say nothing with names kept
+
+
 def test_plain_flow_has_no_security_properties() -> None:
     cfg = MirrorFlow("a", "b", "a:1", "b:1").source_connector()
     assert not any("sasl" in k or "security" in k for k in cfg)

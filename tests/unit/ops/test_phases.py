@@ -111,3 +111,27 @@ def test_an_unfinished_command_has_its_time_so_far() -> None:
     assert timing["this_run"] is None and timing["finished"] is False
     assert timing["elapsed_s"] == 30.0
     assert command_timing([], "failback")["elapsed_s"] is None
+
+
+def test_where_a_fault_landed_is_read_from_the_newest_open_marker(tmp_path) -> None:
+    import json
+
+    from drctl.ops.one_way.phases import where_now
+
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    assert where_now(tmp_path) == {"incident": None, "marker_step": None, "phase": None}
+
+    def write(name: str, status: str, updated: str, ended: bool) -> None:
+        (markers / f"{name}.json").write_text(json.dumps({
+            "incident": name, "status": status, "updated_at": updated,
+            "steps": {"preflight": {"at": "1"}, "failback:gap": {"at": "2"}},
+            "timings": [{"command": "failback", "started_ms": 5, "ended": ended,
+                         "phases": [{"phase": "preflight"}, {"phase": "gap"}]}]}))
+
+    write("old-closed", "closed", "2026-01-02", True)  # newer, but the incident is over
+    write("open", "open", "2026-01-01", False)
+    assert where_now(tmp_path) == {"incident": "open", "marker_step": "failback:gap",
+                                   "phase": "failback:gap"}
+    write("open", "open", "2026-01-01", True)  # its run ended: no phase runs now
+    assert where_now(tmp_path)["phase"] is None

@@ -77,6 +77,7 @@ def registry_with_test_actions(calls: list[dict[str, Any]] | None = None) -> Reg
         import time
 
         seen.append({"hang": True})
+        ctx.notify(f"hanging for {seconds:g} s")
         time.sleep(seconds)
         return {}
 
@@ -84,6 +85,8 @@ def registry_with_test_actions(calls: list[dict[str, Any]] | None = None) -> Reg
     registry.register("test.flaky", flaky)
     registry.register("test.probe", probe, read_only=True)
     registry.register("test.hang", hang)
+    # A step with `process: child` builds this registry again in its child process.
+    registry.factory = "tests.unit.runbook.support:registry_with_test_actions"
     return registry
 
 

@@ -1,0 +1,194 @@
+"""An action step run in a child process of its own (`process: child`): a drill can kill,
+stop or terminate the drctl operation the way a lost machine or an operator would, and the
+runbook's resume runs the step again, as the operator would run the command again.
+
+The parent sends the action's name, its rendered parameters, the registry to build and the
+configuration's path on the child's stdin, then closes it; the child calls the action and
+answers one JSON document on stdout — the result, or the error (message, hint, whether a
+cluster did not answer, whether another attempt may help). Its progress lines go to stderr,
+which the parent reads line by line as the step's progress. The child runs in a session of
+its own: a timeout, Ctrl-C or a fault ends its whole process group (its own children too).
+
+    python -m drctl.runbook.child    # what the parent runs; nothing to run by hand
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import drctl
+from drctl.progress import Notify
+from drctl.runbook.kinds.interface import AttemptFailed, NotRetried
+
+# Lines of the child's stderr kept to explain a death without an answer.
+_KEPT_LINES = 20
+
+
+def signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def call_in_child(action: str, params: Mapping[str, Any], *, registry_factory: str | None,
+                  config_path: Path | None, timeout_s: float | None, grace_s: float,
+                  notify: Notify, started: Callable[[int], None] = lambda _pid: None) -> Any:
+    """The action's JSON-like result, computed in a child process; its failures as
+    AttemptFailed (another attempt may help: the process was killed, a cluster did not
+    answer) or NotRetried. `started` gets the child's pid (its process group's id too)."""
+    if registry_factory is None:
+        raise NotRetried(f"action {action} cannot run in a child process: its registry has "
+                         "no factory a child could build it with",
+                         "Run the step in-process (drop `process: child`).")
+    request = {"action": action, "params": dict(params), "registry": registry_factory,
+               "config": str(config_path) if config_path is not None else None}
+    # The child imports the same drctl (and a test's registry module beside it).
+    root = str(Path(drctl.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (root, os.environ.get("PYTHONPATH", "")) if p)}
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "drctl.runbook.child"], env=env,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, start_new_session=True)
+    except OSError as exc:
+        raise AttemptFailed(f"cannot start the step's process: {exc}") from exc
+    lines: list[str] = []
+    out: list[bytes] = []
+
+    def read_stderr() -> None:
+        assert proc.stderr is not None
+        for raw in proc.stderr:
+            line = raw.decode(errors="replace").rstrip("\n")
+            lines.append(line)
+            del lines[:-_KEPT_LINES]
+            if line.strip():
+                notify(line.strip())
+
+    def read_stdout() -> None:
+        assert proc.stdout is not None
+        out.append(proc.stdout.read())
+
+    readers = [threading.Thread(target=read_stderr, daemon=True, name="child-stderr"),
+               threading.Thread(target=read_stdout, daemon=True, name="child-stdout")]
+    try:
+        started(proc.pid)
+        for reader in readers:
+            reader.start()
+        assert proc.stdin is not None
+        try:
+            proc.stdin.write(json.dumps(request, default=str).encode())
+            proc.stdin.close()
+        except BrokenPipeError:
+            pass  # it died at once; its exit status says how
+        try:
+            proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            end_group(proc, grace_s)
+            raise AttemptFailed(f"timed out after {timeout_s:g} s; its process group was "
+                                "ended") from None
+    except BaseException:
+        end_group(proc, grace_s)
+        raise
+    finally:
+        for reader in readers:
+            reader.join(10)
+    return _answer(action, proc.returncode, b"".join(out), lines)
+
+
+def _answer(action: str, status: int, stdout: bytes, lines: list[str]) -> Any:
+    if status < 0:
+        raise AttemptFailed(f"the step's process (action {action}) ended on "
+                            f"{signal_name(-status)}",
+                            hint="Run the runbook again with --resume: the step runs again, "
+                                 "as an operator would run the command again.")
+    try:
+        answer = json.loads(stdout) if stdout.strip() else None
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict) or not ({"result", "error"} & set(answer)):
+        tail = " / ".join(line for line in lines[-3:] if line.strip())
+        raise AttemptFailed(f"the step's process (action {action}) exited with status "
+                            f"{status} without an answer" + (f": {tail}" if tail else ""))
+    if "error" in answer:
+        error = answer["error"]
+        if error.get("retried", True):
+            raise AttemptFailed(str(error.get("message")), hint=error.get("hint"),
+                                unreachable=bool(error.get("unreachable")))
+        raise NotRetried(str(error.get("message")), error.get("hint"))
+    return answer["result"]
+
+
+def end_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
+    """SIGTERM to the child's process group, SIGKILL after `grace_s`; reaped."""
+    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 10.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            proc.wait(wait_s)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def _registry(factory: str) -> Any:
+    import importlib
+
+    module, _, name = factory.partition(":")
+    return getattr(importlib.import_module(module), name)()
+
+
+def main() -> int:
+    """The child: one request on stdin, one answer on stdout."""
+    from drctl.config import load_config
+    from drctl.runbook.actions import ActionContext
+    from drctl.runbook.kinds.action import call_action
+
+    request = json.loads(sys.stdin.read())
+    registry = _registry(request["registry"])
+    action = registry.get(request["action"])
+    loaded: dict[str, Any] = {}
+
+    def config() -> Any:
+        if "config" not in loaded:
+            loaded["config"] = load_config(Path(request["config"]))
+        return loaded["config"]
+
+    def notify(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    answer: dict[str, Any]
+    if action is None:
+        answer = {"error": {"message": f"unknown action {request['action']}",
+                            "retried": False}}
+    else:
+        ctx = ActionContext(config_loader=config if request.get("config") else None,
+                            notify=notify)
+        try:
+            answer = {"result": call_action(action, request["params"], None, ctx)}
+        except AttemptFailed as exc:
+            answer = {"error": {"message": exc.message, "hint": exc.hint,
+                                "unreachable": exc.unreachable, "retried": True}}
+        except NotRetried as exc:
+            answer = {"error": {"message": exc.message, "hint": exc.hint, "retried": False}}
+    sys.stdout.write(json.dumps(answer, default=str))
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

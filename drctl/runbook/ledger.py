@@ -1,0 +1,395 @@
+"""The drill's verifier: numbered records with every acknowledgement kept, consumer groups
+that read through the whole cycle, and at the end the count of what was lost, what is there
+twice and what was delivered again — per side, per group, per partition.
+
+A ledger is a directory (`<state.dir>/ledgers/<name>`, one per drill run) of append-only JSON
+Lines files, fsynced, so a step killed mid-way and run again (the runbook's resume) goes on
+from what is on disk:
+
+- `sent.jsonl`: the record numbers reserved before each produce (a record sent and never
+  acknowledged may be on a cluster once, never twice);
+- `acked.jsonl`: each acknowledged record, where it was written (cluster, topic, partition,
+  offset);
+- `reads-<group>.jsonl`: each record a group read, where, before its position was committed
+  (a read whose commit a crash lost is read again: delivered twice, as to a real consumer).
+
+Records carry their number in the key (`<ledger>:<number>`, unique: every gap record is safe
+to copy), written to the topic a producer of the flow writes to on that cluster — the source
+topic, or on the target its failover topic. A side is what a consumer of that cluster reads
+for the topic: on the source the topic and the reverse copies (`secondary.orders` with
+prefixed names), on the target the mirror and the failover topic.
+
+At the end (`tally`): on each side every acknowledged record is there exactly once (lost:
+none of it; twice: more than one); every group read every acknowledged record at least once
+(lost: never read), and what it read more than once is counted (re-delivered).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import zlib
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from drctl.config import Config, ReplicationSettings
+from drctl.errors import Unreachable
+from drctl.kafka.clients import ClusterClients, cluster_metadata
+from drctl.kafka.groups import alter_offsets, committed_offsets
+from drctl.kafka.offsets import watermarks
+from drctl.kafka.records import read_all, stream_ranges
+from drctl.kafka.topics import TP, ensure_topics
+from drctl.progress import Notify
+
+DEFAULT_TOPIC = "drill-ledger"
+PARTITIONS = 3
+
+
+@dataclass(frozen=True)
+class Entry:
+    seq: int
+    cluster: str
+    topic: str
+    partition: int
+    offset: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"seq": self.seq, "cluster": self.cluster, "topic": self.topic,
+                "partition": self.partition, "offset": self.offset}
+
+
+class Ledger:
+    """One drill run's ledger on disk."""
+
+    def __init__(self, state_dir: Path, name: str) -> None:
+        self.name = name
+        self.dir = state_dir / "ledgers" / name
+
+    def key(self, seq: int) -> bytes:
+        return f"{self.name}:{seq}".encode()
+
+    def seq_of(self, key: bytes | None) -> int | None:
+        """The record number a key of this ledger carries (None: another ledger's)."""
+        if key is None:
+            return None
+        name, _, seq = key.decode(errors="replace").rpartition(":")
+        return int(seq) if name == self.name and seq.isdigit() else None
+
+    def _append(self, file: str, rows: Iterable[Mapping[str, Any]]) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        text = "".join(json.dumps(dict(r), separators=(",", ":")) + "\n" for r in rows)
+        if not text:
+            return
+        with open(self.dir / file, "a", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def _rows(self, file: str) -> list[dict[str, Any]]:
+        try:
+            lines = (self.dir / file).read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            return []
+        rows = []
+        for line in lines:
+            try:
+                rows.append(json.loads(line))
+            except ValueError:
+                continue  # the last line a crash cut short
+        return rows
+
+    def reserve(self, count: int) -> range:
+        """`count` record numbers no earlier produce used, recorded before any is sent."""
+        start = max((r["from"] + r["count"] for r in self._rows("sent.jsonl")), default=0)
+        self._append("sent.jsonl", [{"from": start, "count": count}])
+        return range(start, start + count)
+
+    def sent(self) -> set[int]:
+        return {s for r in self._rows("sent.jsonl") for s in range(r["from"],
+                                                                   r["from"] + r["count"])}
+
+    def acked(self) -> dict[int, Entry]:
+        return {r["seq"]: Entry(**r) for r in self._rows("acked.jsonl")}
+
+    def record_acked(self, entries: Sequence[Entry]) -> None:
+        self._append("acked.jsonl", (e.as_dict() for e in entries))
+
+    def groups(self) -> list[str]:
+        return sorted(p.name.removeprefix("reads-").removesuffix(".jsonl")
+                      for p in self.dir.glob("reads-*.jsonl"))
+
+    def reads(self, group: str) -> list[Entry]:
+        return [Entry(**r) for r in self._rows(f"reads-{group}.jsonl")]
+
+    def record_reads(self, group: str, entries: Sequence[Entry]) -> None:
+        self._append(f"reads-{group}.jsonl", (e.as_dict() for e in entries))
+
+
+def ledger_of(config: Config, name: str) -> Ledger:
+    return Ledger(config.state.dir, name)
+
+
+def _role(rep: ReplicationSettings, cluster: str) -> str:
+    if cluster not in (rep.source, rep.target):
+        raise ValueError(f"'{cluster}' is neither the flow's source ({rep.source}) nor its "
+                         f"target ({rep.target})")
+    return "source" if cluster == rep.source else "target"
+
+
+def write_topic(rep: ReplicationSettings, cluster: str, topic: str) -> str:
+    """Where a producer of the flow writes `topic`'s records on `cluster`."""
+    return topic if _role(rep, cluster) == "source" else rep.failover_topic(topic)
+
+
+def side_topics(rep: ReplicationSettings, cluster: str, topic: str) -> list[str]:
+    """What a consumer of `topic` reads on `cluster`: on the source the topic and the reverse
+    copies of its post-failover writes; on the target its mirror and its failover topic."""
+    if _role(rep, cluster) == "source":
+        names = [topic, rep.reverse_topic(rep.failover_topic(topic))]
+    else:
+        names = [rep.mirror_topic(topic), rep.failover_topic(topic)]
+    return list(dict.fromkeys(names))
+
+
+def _existing(clients: ClusterClients, topics: Sequence[str]) -> list[str]:
+    there = cluster_metadata(clients).topics
+    return [t for t in topics if t in there]
+
+
+def produce(ledger: Ledger, clients: ClusterClients, topic: str, count: int, *,
+            deadline_s: float = 60.0, notify: Notify = lambda _: None) -> dict[str, Any]:
+    """Write `count` numbered records to `topic` on `clients`' cluster and keep every
+    acknowledgement. Unreachable when some were not acknowledged within `deadline_s` (those
+    are in the ledger as sent: a run again writes new numbers)."""
+    ensure_topics(clients, {topic: PARTITIONS})
+    partitions = len(cluster_metadata(clients).topics[topic].partitions)
+    numbers = ledger.reserve(count)
+    producer = clients.producer(**{"acks": "all"})
+    acked: list[Entry] = []
+    failed: list[str] = []
+
+    def delivered(err: Any, msg: Any) -> None:
+        if err is not None:
+            failed.append(str(err))
+            return
+        seq = ledger.seq_of(msg.key())
+        assert seq is not None
+        acked.append(Entry(seq, clients.name, msg.topic(), msg.partition(), msg.offset()))
+
+    for seq in numbers:
+        key = ledger.key(seq)
+        value = json.dumps({"ledger": ledger.name, "seq": seq, "to": clients.name}).encode()
+        while True:
+            try:
+                producer.produce(topic, key=key, value=value,
+                                 partition=zlib.crc32(key) % partitions,
+                                 on_delivery=delivered)
+                break
+            except BufferError:
+                producer.poll(0.1)
+    left = producer.flush(deadline_s)
+    ledger.record_acked(acked)
+    notify(f"Ledger {ledger.name}: {len(acked)} of {count} record(s) acknowledged by "
+           f"{clients.name} ({topic})")
+    if left or len(acked) < count:
+        raise Unreachable(f"{clients.name} acknowledged {len(acked)} of {count} ledger "
+                          f"record(s) within {deadline_s:g} s"
+                          + (f": {failed[0]}" if failed else ""),
+                          "Run the step again: it writes new numbers; the ones not "
+                          "acknowledged may be there once, never twice.")
+    return {"acked": len(acked), "topic": topic, "cluster": clients.name,
+            "first": numbers.start, "last": numbers.stop - 1}
+
+
+def consume(ledger: Ledger, clients: ClusterClients, group: str, topics: Sequence[str], *,
+            share: float = 1.0, notify: Notify = lambda _: None) -> dict[str, Any]:
+    """`group` reads `topics` on `clients`' cluster from its committed positions (the start,
+    where it has none): `share` of what each partition holds past its position (1: all), each
+    read kept in the ledger, then its new positions committed."""
+    names = _existing(clients, topics)
+    partitions: list[TP] = []
+    topics_there = cluster_metadata(clients).topics
+    for topic in names:
+        partitions += [(topic, p) for p in sorted(topics_there[topic].partitions)]
+    marks = watermarks(clients.admin(), partitions)
+    committed = committed_offsets(clients, [group]).get(group, {})
+    ranges: dict[TP, tuple[int, int]] = {}
+    for tp in partitions:
+        low, end = marks[tp]
+        start = max(committed.get(tp, low), low)
+        take = max(0, end - start)
+        if share < 1:
+            take = int(take * share)
+        ranges[tp] = (start, start + take)
+    reads: list[Entry] = []
+    positions: dict[TP, int] = {}
+    for rec in stream_ranges(clients, ranges):
+        positions[(rec.topic, rec.partition)] = rec.offset + 1
+        seq = ledger.seq_of(rec.key)
+        if seq is not None:
+            reads.append(Entry(seq, clients.name, rec.topic, rec.partition, rec.offset))
+    ledger.record_reads(group, reads)
+    # Committed where the read ended: its range's end (transaction markers included).
+    new = {tp: end for tp, (start, end) in ranges.items() if end > start}
+    if new:
+        alter_offsets(clients, group, new)
+    notify(f"Ledger {ledger.name}: {group} read {len(reads)} record(s) on {clients.name} "
+           f"({', '.join(names) or 'no topic yet'})")
+    return {"read": len(reads), "group": group, "cluster": clients.name, "topics": names,
+            "positions": {f"{t}[{p}]": o for (t, p), o in sorted(new.items())}}
+
+
+@dataclass
+class SideCount:
+    cluster: str
+    topics: list[str]
+    partition: int
+    acked: int = 0
+    found: int = 0
+    lost: int = 0
+    twice: int = 0
+    unacked_present: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not (self.lost or self.twice)
+
+
+@dataclass
+class GroupCount:
+    group: str
+    partition: int
+    expected: int = 0
+    read: int = 0
+    lost: int = 0
+    redelivered: int = 0
+
+
+@dataclass
+class Tally:
+    ledger: str
+    acked: int
+    sent: int
+    sides: list[SideCount] = field(default_factory=list)
+    groups: list[GroupCount] = field(default_factory=list)
+    waited_s: float = 0.0
+
+    @property
+    def lost(self) -> int:
+        return sum(s.lost for s in self.sides)
+
+    @property
+    def twice(self) -> int:
+        return sum(s.twice for s in self.sides)
+
+    @property
+    def groups_lost(self) -> int:
+        return sum(g.lost for g in self.groups)
+
+    @property
+    def redelivered(self) -> int:
+        return sum(g.redelivered for g in self.groups)
+
+    @property
+    def ok(self) -> bool:
+        return not (self.lost or self.twice or self.groups_lost)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"ledger": self.ledger, "acked": self.acked, "sent": self.sent,
+                "lost": self.lost, "twice": self.twice, "groups_lost": self.groups_lost,
+                "redelivered": self.redelivered, "ok": self.ok,
+                "waited_s": round(self.waited_s, 1),
+                "sides": [{**s.__dict__, "topics": ", ".join(s.topics)} for s in self.sides],
+                "groups": [dict(g.__dict__) for g in self.groups]}
+
+
+def count_side(ledger: Ledger, acked: Mapping[int, Entry], clients: ClusterClients,
+               topics: Sequence[str]) -> list[SideCount]:
+    """Per partition: the acknowledged records `topics` on this cluster hold once, not at
+    all, or more than once; and the numbers sent but never acknowledged found there."""
+    names = _existing(clients, topics)
+    found: list[tuple[int, int]] = []
+    for topic in names:
+        for rec in read_all(clients, topic):
+            seq = ledger.seq_of(rec.key)
+            if seq is not None:
+                found.append((seq, rec.partition))
+    return count_found(acked, found, clients.name, names)
+
+
+def count_found(acked: Mapping[int, Entry], found: Iterable[tuple[int, int]], cluster: str,
+                topics: Sequence[str]) -> list[SideCount]:
+    """`count_side` on what was read: (record number, partition) of every copy found."""
+    copies: Counter[int] = Counter()
+    where: dict[int, int] = {}
+    for seq, partition in found:
+        copies[seq] += 1
+        where[seq] = partition
+    rows: dict[int, SideCount] = {}
+
+    def row(partition: int) -> SideCount:
+        return rows.setdefault(partition, SideCount(cluster, list(topics), partition))
+
+    for seq, entry in acked.items():
+        one = row(entry.partition)
+        one.acked += 1
+        n = copies.get(seq, 0)
+        one.found += n
+        one.lost += n == 0
+        one.twice += n > 1
+    for seq, n in copies.items():
+        if seq not in acked:
+            # Sent, never acknowledged: there once is allowed; twice is not.
+            one = row(where[seq])
+            one.unacked_present += 1
+            one.twice += n > 1
+    return [rows[p] for p in sorted(rows)]
+
+
+def count_groups(ledger: Ledger, acked: Mapping[int, Entry]) -> list[GroupCount]:
+    """Per group and partition: acknowledged records it never read, and reads again."""
+    rows: list[GroupCount] = []
+    for group in ledger.groups():
+        reads = Counter(e.seq for e in ledger.reads(group))
+        per: dict[int, GroupCount] = {}
+        for seq, entry in acked.items():
+            row = per.setdefault(entry.partition, GroupCount(group, entry.partition))
+            row.expected += 1
+            n = reads.get(seq, 0)
+            row.read += n
+            row.lost += n == 0
+            row.redelivered += max(0, n - 1)
+        rows += [per[p] for p in sorted(per)]
+    return rows
+
+
+def tally(ledger: Ledger, config: Config, topic: str, *, deadline_s: float = 120.0,
+          notify: Notify = lambda _: None, clock: Any = time.monotonic,
+          sleep: Any = time.sleep) -> Tally:
+    """The verdict on both sides and every group. Replication may still be copying the last
+    writes: the sides are counted again until each holds every acknowledged record once, or
+    `deadline_s` has passed (then the last count stands)."""
+    rep = config.require_replication()
+    acked = ledger.acked()
+    clients = {c: ClusterClients.for_cluster(config, c) for c in (rep.source, rep.target)}
+    started = clock()
+    while True:
+        sides = [row for cluster, c in clients.items()
+                 for row in count_side(ledger, acked, c, side_topics(rep, cluster, topic))]
+        if all(s.ok for s in sides) or clock() - started > deadline_s:
+            break
+        behind = sum(s.lost for s in sides)
+        notify(f"Ledger {ledger.name}: {behind} acknowledged record(s) not on both sides "
+               "yet; counting again")
+        sleep(2.0)
+    result = Tally(ledger.name, len(acked), len(ledger.sent()), sides,
+                   count_groups(ledger, acked), clock() - started)
+    notify(f"Ledger {ledger.name}: {result.acked} acknowledged; lost {result.lost}, twice "
+           f"{result.twice} on the sides; groups: lost {result.groups_lost}, re-delivered "
+           f"{result.redelivered}")
+    (ledger.dir / "tally.json").write_text(json.dumps(result.as_dict(), indent=2))
+    return result
