@@ -258,7 +258,7 @@ def _target_compacts_a_copied_value_away(lab: RunningLab, ledger: str) -> None:
 
 def _refusals_before_the_return(lab: RunningLab, config: Path, topic: str) -> None:
     """A dry run shows where forward replication would start and changes nothing; a producer
-    writing one record every 5 s to the secondary makes the return refuse (exit 3), naming
+    writing one record a second to the secondary makes the return refuse (exit 3), naming
     the topic, with nothing recorded; its writes reach the primary once it stopped."""
     status, dry = run_json("--config", str(config), "reprotect", "--dry-run", "--settle", "1s")
     assert status == 0, dry
@@ -269,11 +269,15 @@ def _refusals_before_the_return(lab: RunningLab, config: Path, topic: str) -> No
     stop = threading.Event()
 
     def write() -> None:
-        i = 0
+        # One producer, a record a second: the return's two readings `--settle` (6 s) apart
+        # always see a write. A new client per record every 5 s (its metadata and connection
+        # first) left a loaded CI machine more than 6 s between writes, and the return found
+        # the secondary quiet (exit 0).
+        clients, i = fresh_clients(lab, "secondary"), 0
         while not stop.is_set():
-            produce(fresh_clients(lab, "secondary"), topic, [(0, f"late-{i}".encode(), b"v")])
+            produce(clients, topic, [(0, f"late-{i}".encode(), b"v")])
             i += 1
-            stop.wait(5)
+            stop.wait(1)
 
     writer = threading.Thread(target=write, daemon=True)
     writer.start()
