@@ -128,17 +128,21 @@ def _answer(action: str, status: int, stdout: bytes, lines: list[str]) -> Any:
 
 
 def end_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
-    """SIGTERM to the child's process group, SIGKILL after `grace_s`; reaped."""
-    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 10.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            break
-        try:
-            proc.wait(wait_s)
-            break
-        except subprocess.TimeoutExpired:
-            continue
+    """SIGTERM to the process group, then SIGKILL to whatever of it is left after `grace_s`
+    (a grandchild can outlive the leader); reaped within a bounded wait. Shared by the
+    runbook's child steps and its shell steps."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    try:
+        proc.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
     try:
         proc.wait(10)
     except subprocess.TimeoutExpired:

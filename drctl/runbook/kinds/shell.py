@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from drctl.runbook.child import end_group
 from drctl.runbook.kinds.interface import (
     AttemptFailed,
     StepKindDefinition,
@@ -77,11 +77,11 @@ def _run_shell(inputs: Mapping[str, Any], timeout_s: float | None,
     try:
         out, err = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        _kill_group(proc, grace_s)
+        _end(proc, grace_s)
         raise AttemptFailed(f"timed out after {timeout_s:g} s; its process group was "
                             "killed") from None
     except BaseException:
-        _kill_group(proc, grace_s)
+        _end(proc, grace_s)
         raise
     stdout = _tail(out.decode(errors="replace")).rstrip("\n")
     stderr = _tail(err.decode(errors="replace")).rstrip("\n")
@@ -98,17 +98,8 @@ def _run_shell(inputs: Mapping[str, Any], timeout_s: float | None,
     return {"stdout": stdout, "stderr": stderr, "exit_code": proc.returncode, "json": parsed}
 
 
-def _kill_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(grace_s)
-        except subprocess.TimeoutExpired:
-            pass
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
+def _end(proc: subprocess.Popen[bytes], grace_s: float) -> None:
+    end_group(proc, grace_s)
     for stream in (proc.stdout, proc.stderr):
         if stream is not None:
             stream.close()
