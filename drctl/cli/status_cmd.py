@@ -10,7 +10,7 @@ from drctl.cli.options import OutputOption, deadline_option
 from drctl.cli.state import CURRENT
 from drctl.errors import ExitStatus
 from drctl.ops.steps.flow_status import collect_status, status_verdict
-from drctl.terminal import OutputFormat
+from drctl.terminal import OutputFormat, Terminal
 
 
 def status_command(
@@ -47,9 +47,7 @@ def status_command(
     if term.json_mode:
         term.emit_json(st)
         raise typer.Exit(verdict)
-    term.table("Clusters", ["cluster", "reachable", "cluster id", "brokers", "rtt ms", "error"],
-               [[n, "yes" if c["reachable"] else "NO", c.get("cluster_id"), c.get("brokers"),
-                 c.get("rtt_ms"), c.get("cause")] for n, c in st["clusters"].items()])
+    render_clusters(term, st["clusters"])
     rep = st["replication"]
     if rep:
         render_flow(rep)
@@ -140,9 +138,7 @@ def pair_status(deadline: float, output: OutputFormat | None) -> None:
     if term.json_mode:
         term.emit_json(st)
         raise typer.Exit(verdict)
-    term.table("Clusters", ["cluster", "reachable", "cluster id", "brokers", "rtt ms", "error"],
-               [[n, "yes" if c["reachable"] else "NO", c.get("cluster_id"), c.get("brokers"),
-                 c.get("rtt_ms"), c.get("cause")] for n, c in st["clusters"].items()])
+    render_clusters(term, st["clusters"])
     for flow in st["flows"]:
         render_flow(flow)
     for region, where in st["regions"].items():
@@ -193,3 +189,10 @@ def _fence_cell(fence: dict[str, Any]) -> str:
     if state == "unfenced":
         return f"NOT fenced: {fence.get('reason', '')}"
     return state or "-"
+
+
+def render_clusters(term: Terminal, clusters: dict[str, Any]) -> None:
+    """A row per cluster: whether it answered, and how (one flow's status and a pair's)."""
+    term.table("Clusters", ["cluster", "reachable", "cluster id", "brokers", "rtt ms", "error"],
+               [[n, "yes" if c["reachable"] else "NO", c.get("cluster_id"), c.get("brokers"),
+                 c.get("rtt_ms"), c.get("cause")] for n, c in clusters.items()])
