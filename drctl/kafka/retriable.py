@@ -47,10 +47,12 @@ PERMANENT_CODES = {
 # caller refreshes before it retries. _NOENT: its lookup of partition leaders found none (a
 # broker still electing them). UNKNOWN_TOPIC_OR_PART: a topic created a moment ago that
 # this client's metadata does not have yet — once refreshed and still unknown, it is not
-# there (permanent).
+# there (permanent). _UNKNOWN_PARTITION: likewise a partition added a moment ago (failback
+# grows a topic, then reads its ends with an admin client that knew the old count).
 STALE_METADATA_CODES = {KafkaError.FENCED_LEADER_EPOCH, KafkaError.UNKNOWN_LEADER_EPOCH,
                         KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
-                        KafkaError._NOENT, KafkaError.UNKNOWN_TOPIC_OR_PART}
+                        KafkaError._NOENT, KafkaError.UNKNOWN_TOPIC_OR_PART,
+                        KafkaError._UNKNOWN_PARTITION}
 
 
 def kafka_error(exc: BaseException) -> KafkaError | None:

@@ -57,3 +57,41 @@ def test_no_offset_is_a_retriable_error_naming_the_partition() -> None:
 def test_minus_one_is_an_answer() -> None:
     # ListOffsets by timestamp: -1 is "no record at or after that time", not a failure.
     assert _answered(TopicPartition("orders", 0), -1) == -1
+
+
+class GrownTopicAdmin:
+    """An admin client whose metadata knew `orders` with 2 partitions: partition 2, added
+    since, is `Local: Unknown partition` until its metadata of the topic is read again."""
+
+    def __init__(self) -> None:
+        self.refreshed = False
+        self.calls = 0
+
+    def list_offsets(self, requests: dict[TopicPartition, Any], isolation_level: Any,
+                     request_timeout: float) -> dict[TopicPartition, Future[Any]]:
+        from confluent_kafka import KafkaError
+
+        self.calls += 1
+        out: dict[TopicPartition, Future[Any]] = {}
+        for tp in requests:
+            future: Future[Any] = Future()
+            if tp.partition == 2 and not self.refreshed:
+                future.set_exception(KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION)))
+            else:
+                future.set_result(SimpleNamespace(offset=10 * tp.partition))
+            out[tp] = future
+        return out
+
+    def list_topics(self, topic: str, timeout: float) -> Any:
+        self.refreshed = True
+        return SimpleNamespace(topics={})
+
+
+def test_a_partition_added_a_moment_ago_is_asked_again_after_a_metadata_refresh() -> None:
+    """A fresh-clone run: failback grew a topic during the outage's repair, then its quiet
+    check read the ends and ended exit 1 'unexpected KafkaException _UNKNOWN_PARTITION'."""
+    admin = GrownTopicAdmin()
+    got = list_offsets(admin, {("orders", p): OffsetSpec.latest()  # type: ignore[arg-type]
+                               for p in range(3)})
+    assert got == {("orders", 0): 0, ("orders", 1): 10, ("orders", 2): 20}
+    assert admin.refreshed and admin.calls == 2
