@@ -9,7 +9,8 @@ cluster did not answer, whether another attempt may help). Its progress lines go
 which the parent reads line by line as the step's progress. The child runs in a session of
 its own: a timeout, Ctrl-C or a fault ends its whole process group (its own children too).
 
-    python -m drctl.runbook.child    # what the parent runs; nothing to run by hand
+This module is the parent's side; the child's is runbook/child_main.py (it imports the
+action kinds, which import this).
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def call_in_child(action: str, params: Mapping[str, Any], *, registry_factory: s
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         p for p in (root, os.environ.get("PYTHONPATH", "")) if p)}
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "drctl.runbook.child"], env=env,
+        proc = subprocess.Popen([sys.executable, "-m", "drctl.runbook.child_main"], env=env,
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, start_new_session=True)
     except OSError as exc:
@@ -147,52 +148,3 @@ def end_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
         proc.wait(10)
     except subprocess.TimeoutExpired:
         pass
-
-
-def _registry(factory: str) -> Any:
-    import importlib
-
-    module, _, name = factory.partition(":")
-    return getattr(importlib.import_module(module), name)()
-
-
-def main() -> int:
-    """The child: one request on stdin, one answer on stdout."""
-    from drctl.config import load_config
-    from drctl.runbook.actions import ActionContext
-    from drctl.runbook.kinds.action import call_action
-
-    request = json.loads(sys.stdin.read())
-    registry = _registry(request["registry"])
-    action = registry.get(request["action"])
-    loaded: dict[str, Any] = {}
-
-    def config() -> Any:
-        if "config" not in loaded:
-            loaded["config"] = load_config(Path(request["config"]))
-        return loaded["config"]
-
-    def notify(text: str) -> None:
-        print(text, file=sys.stderr, flush=True)
-
-    answer: dict[str, Any]
-    if action is None:
-        answer = {"error": {"message": f"unknown action {request['action']}",
-                            "retried": False}}
-    else:
-        ctx = ActionContext(config_loader=config if request.get("config") else None,
-                            notify=notify)
-        try:
-            answer = {"result": call_action(action, request["params"], None, ctx)}
-        except AttemptFailed as exc:
-            answer = {"error": {"message": exc.message, "hint": exc.hint,
-                                "unreachable": exc.unreachable, "retried": True}}
-        except NotRetried as exc:
-            answer = {"error": {"message": exc.message, "hint": exc.hint, "retried": False}}
-    sys.stdout.write(json.dumps(answer, default=str))
-    sys.stdout.flush()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
