@@ -39,7 +39,7 @@ from drctl.replication.base import kind_for
 _WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
 _RUN_BASE = int(os.environ.get("DRCTL_TEST_PORT_BASE", "23100"))
 PORT_BASE = _RUN_BASE + 200 * _WORKER
-# The secure lab's: clear of the shared labs (+ 0, + 10, + 20, + 30), test_lab.py's (+ 50);
+# The secure lab's: clear of the shared labs (+ 0, + 10, + 20, + 30);
 # the second hundred holds the Kafka 3.9 labs (+ 100, + 110), test_legacy_keys.py's (+ 120)
 # and test_drill_faults.py's (+ 130, + 140).
 SECURE_BASE = PORT_BASE + 70
@@ -126,6 +126,13 @@ def on_kafka_3(fixture: str = "lab") -> pytest.MarkDecorator:
     `lab` (Kafka 4.x, names kept) or `any_lab` (Kafka 4.x, both namings)."""
     ran = ("kept",) if fixture == "lab" else ("kept", "prefixed")
     return pytest.mark.parametrize(fixture, [*ran, *KAFKA_3_LABS], indirect=True)
+
+
+def only_on_kafka_3(fixture: str = "lab") -> pytest.MarkDecorator:
+    """Run a test on both Kafka 3.9 labs only: where the drill's fault rounds
+    (tests/lab/test_drill_faults.py) and a Kafka 4.x test of the same moment already assert
+    what it asserts on Kafka 4.x."""
+    return pytest.mark.parametrize(fixture, KAFKA_3_LABS, indirect=True)
 
 
 class _Labs:
@@ -509,7 +516,7 @@ _PREFIXED_SECOND = {"lab/test_reprotect.py", "lab/test_switchback.py", "lab/test
                     "lab/test_lab.py"}
 
 # Lab test files whose tests share a module-scoped fixture: kept on one worker together.
-_SHARED_SETUP = {"lab/test_schema_parity.py"}
+_SHARED_SETUP = {"lab/test_schema_parity.py", "lab/test_legacy_keys.py"}
 # ... and files with a module-scoped lab per kind: each lab's tests on one worker.
 _SHARED_PER_LAB = {"lab/test_drill_faults.py"}
 

@@ -12,9 +12,9 @@ from confluent_kafka import TopicPartition
 from drctl.cli.app import main
 from drctl.errors import LabError
 from drctl.kafka.records import Record, read_all
-from drctl.lab.lab import Lab, LabPorts
+from drctl.lab.lab import Lab
 from drctl.lab.workload import WorkloadSpec, create_topics, run_workload
-from tests.conftest import PORT_BASE, RunningLab
+from tests.conftest import RunningLab
 from tests.json_schemas import validate_output
 from tests.lab.support import run_json, wait_offsets_stored
 
@@ -197,21 +197,3 @@ def test_fail_and_heal_replication(lab: RunningLab, ns: str) -> None:
     finally:
         lab.lab.heal("replication")
     assert [r.value for r in wait_for_records(lab, lab.mirror(topic), 2)] == [b"one", b"two"]
-
-
-def test_kafka_3_9_lab_and_down_leaves_no_process(tmp_path: Path) -> None:
-    """A second, short-lived lab on Kafka 3.9.x: `up` works, `down` leaves nothing behind."""
-    base = PORT_BASE + 50
-    lab = Lab(tmp_path / "lab39")
-    try:
-        state = lab.up(ports=LabPorts(base, base + 2, base + 4), kafka_version="3.9.x")
-        assert state.kafka_version.startswith("3.9.")
-        pids = [lab.process(c).pid() for c in ("primary", "secondary", "connect")]
-        assert all(pids)
-    finally:
-        stopped = lab.down()
-    assert stopped == ["connect", "secondary", "primary"]
-    for pid in pids:
-        assert not Path(f"/proc/{pid}").exists() or \
-            "Z" in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
-    assert lab.down() == []  # idempotent

@@ -185,3 +185,17 @@ def _cycle(lab: RunningLab, connect_url: str, tmp_path: Path, a1: str, a_group: 
     assert (moved["groups"], moved["applied"], moved["not_delivered"]) == (1, 1, 0), moved
     status, out = run_json(*c, "reprotect", "--app", "A", "--yes", "--settle", "2s")
     assert status == 0 and out["status"] == "closed" and out["verified_ok"], out
+
+
+def test_down_leaves_no_process_of_the_kafka_3_9_lab(legacy_lab: RunningLab) -> None:
+    """After the cycle (this file's tests share the lab, in order: tests/conftest.py
+    `_SHARED_SETUP`): `lab down` of a Kafka 3.9 lab stops what `up` started and leaves no
+    process behind; a second `down` finds nothing to stop."""
+    lab = legacy_lab.lab
+    pids = [lab.process(c).pid() for c in ("primary", "secondary", "connect")]
+    assert all(pids), pids
+    assert lab.down() == ["connect", "secondary", "primary"]
+    for pid in pids:
+        assert not Path(f"/proc/{pid}").exists() or \
+            "Z" in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+    assert lab.down() == []  # idempotent
