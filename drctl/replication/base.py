@@ -278,10 +278,12 @@ class ReplicationKind(ABC):
         """The target topic holding translatable checkpoints, or None without any."""
         return None
 
-    def discover_flows(self, connectors: Mapping[str, Mapping[str, str]]
-                       ) -> list[DiscoveredFlow]:
+    def discover_flows(self, connectors: Mapping[str, Mapping[str, str]],
+                       old_names_read: bool = True) -> list[DiscoveredFlow]:
         """The flows of this kind among Kafka Connect's connectors (name -> config, as
-        `GET /connectors?expand=info` returns them), for `drctl config init`."""
+        `GET /connectors?expand=info` returns them), for `drctl config init`;
+        `old_names_read`: whether the worker still reads the kind's old key names
+        (ConnectControlled.aliases_honoured)."""
         return []
 
 

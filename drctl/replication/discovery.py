@@ -10,7 +10,7 @@ that explain each value, rendered by `templates/drctl-config.yaml.j2`.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,6 +20,7 @@ from drctl.errors import UsageError
 from drctl.kafka.connect_rest import CONNECT_RETRY, ConnectClient
 from drctl.kafka.http import split_userinfo
 from drctl.replication.base import kind_named
+from drctl.replication.connect import ConnectControlled
 from drctl.replication.discovered import ClusterLogin, DiscoveredFlow
 from drctl.replication_registry import KIND_NAMES, kind_entry, kind_title
 
@@ -66,20 +67,46 @@ class ChosenFlow:
     warnings: tuple[str, ...] = ()
 
 
+def _connect_client(request: InitRequest, deadline_s: float | None) -> ConnectClient:
+    """The worker at `request.connect_url` (credentials in the URL's user-info are used,
+    never written)."""
+    assert request.connect_url, "only kinds described by connectors are read"
+    return ConnectClient(request.connect_url, ca_file=request.connect_ca_file,
+                         timeout_s=min(10.0, deadline_s or 10.0),
+                         policy=CONNECT_RETRY.with_deadline(deadline_s))
+
+
 def read_connector_configs(request: InitRequest,
                            deadline_s: float | None = None) -> dict[str, dict[str, str]]:
-    """Every connector's config on the worker at `request.connect_url` (credentials in the
-    URL's user-info are used, never written)."""
-    assert request.connect_url, "only kinds described by connectors are read"
-    client = ConnectClient(request.connect_url, ca_file=request.connect_ca_file,
-                           timeout_s=min(10.0, deadline_s or 10.0),
-                           policy=CONNECT_RETRY.with_deadline(deadline_s))
-    return client.connector_configs()
+    """Every connector's config on the worker at `request.connect_url`."""
+    return _connect_client(request, deadline_s).connector_configs()
 
 
-def discover_flows(configs: Mapping[str, Mapping[str, str]]) -> list[DiscoveredFlow]:
-    """Every flow each replication kind finds among the connectors (name -> config)."""
-    return [flow for name in KIND_NAMES for flow in kind_named(name).discover_flows(configs)]
+def discover_flows(configs: Mapping[str, Mapping[str, str]],
+                   old_names_read: Callable[[str], bool] = lambda _: True
+                   ) -> list[DiscoveredFlow]:
+    """Every flow each replication kind finds among the connectors (name -> config);
+    `old_names_read(kind)`: whether the worker still reads that kind's old key names."""
+    return [flow for name in KIND_NAMES
+            for flow in kind_named(name).discover_flows(configs, old_names_read(name))]
+
+
+def _old_names_read(request: InitRequest, configs: Mapping[str, Mapping[str, str]],
+                    deadline_s: float | None) -> Callable[[str], bool]:
+    """Per kind, whether the worker reads its old key names (`topics.blacklist`): asked of
+    the worker only for a kind whose old names a connector sets."""
+    used = {key for cfg in configs.values() for key in cfg}
+    answers: dict[str, bool] = {}
+
+    def read(name: str) -> bool:
+        kind = kind_named(name)
+        if not isinstance(kind, ConnectControlled) or \
+                not used & set(kind.exclusion_aliases.values()):
+            return True
+        if name not in answers:
+            answers[name] = kind.aliases_honoured(_connect_client(request, deadline_s))
+        return answers[name]
+    return read
 
 
 def _addresses(bootstrap: str) -> set[str]:
@@ -176,7 +203,8 @@ def find_flows(request: InitRequest, deadline_s: float | None = None) -> list[Di
         assert request.kind is not None
         return [flow_without_connectors(request.kind)]
     configs = read_connector_configs(request, deadline_s)
-    flows = [f for f in discover_flows(configs) if request.kind in (None, f.kind)]
+    flows = [f for f in discover_flows(configs, _old_names_read(request, configs, deadline_s))
+             if request.kind in (None, f.kind)]
     if not flows:
         raise NoFlowFound(request, list(configs))
     return flows

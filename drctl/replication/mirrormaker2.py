@@ -158,9 +158,9 @@ class MirrorMaker2(ConnectControlled):
             return None
         return checkpoint_costs(source, checkpoint)
 
-    def discover_flows(self, connectors: Mapping[str, Mapping[str, str]]
-                       ) -> list[DiscoveredFlow]:
-        return mm2_flows(connectors)
+    def discover_flows(self, connectors: Mapping[str, Mapping[str, str]],
+                       old_names_read: bool = True) -> list[DiscoveredFlow]:
+        return mm2_flows(connectors, old_names_read)
 
     def settings_findings(self, rep: ReplicationSettings,
                           active_on_target: Sequence[str]) -> list[Finding]:
@@ -517,9 +517,12 @@ _MM2_DEFAULT_TOPICS_EXCLUDE = r".*[\-\.]internal, .*\.replica, __.*"
 _MM2_DEFAULT_GROUPS_EXCLUDE = "console-consumer-.*, connect-.*, __.*"
 
 
-def mm2_flows(connectors: Mapping[str, Mapping[str, str]]) -> list[DiscoveredFlow]:
+def mm2_flows(connectors: Mapping[str, Mapping[str, str]],
+              old_names_read: bool = True) -> list[DiscoveredFlow]:
     """MirrorMaker 2's flows among Connect's connectors: its source, checkpoint and heartbeat
-    connectors grouped by their cluster aliases (source -> target)."""
+    connectors grouped by their cluster aliases (source -> target). `old_names_read` False:
+    the worker's MirrorMaker 2 ignores `topics.blacklist`/`groups.blacklist` (Kafka 4), so
+    its filters are read without them."""
     grouped: dict[tuple[str, str], dict[str, list[tuple[str, Mapping[str, str]]]]] = {}
     for name, cfg in sorted(connectors.items()):
         role = _MM2_ROLES.get(cfg.get("connector.class", "").rpartition(".")[2])
@@ -527,11 +530,12 @@ def mm2_flows(connectors: Mapping[str, Mapping[str, str]]) -> list[DiscoveredFlo
             aliases = (cfg.get("source.cluster.alias", "source"),
                        cfg.get("target.cluster.alias", "target"))
             grouped.setdefault(aliases, {}).setdefault(role, []).append((name, cfg))
-    return [_mm2_flow(aliases, roles) for aliases, roles in grouped.items()]
+    return [_mm2_flow(aliases, roles, old_names_read) for aliases, roles in grouped.items()]
 
 
 def _mm2_flow(aliases: tuple[str, str],
-              roles: Mapping[str, list[tuple[str, Mapping[str, str]]]]) -> DiscoveredFlow:
+              roles: Mapping[str, list[tuple[str, Mapping[str, str]]]],
+              old_names_read: bool = True) -> DiscoveredFlow:
     problems: list[str] = []
     for role, found in roles.items():
         if len(found) > 1:
@@ -540,6 +544,18 @@ def _mm2_flow(aliases: tuple[str, str],
     present = [role for role in ("source", "checkpoint", "heartbeat") if role in roles]
     names = {role: roles[role][0][0] for role in present}
     configs = {role: roles[role][0][1] for role in present}
+    if not old_names_read:
+        # Kafka 4.0 dropped the old names: an exclusion still under one is a list the
+        # operator believes in and the worker ignores.
+        for role, cfg in configs.items():
+            for key, old in LEGACY_KEYS.items():
+                if old in cfg and key not in cfg:
+                    problems.append(f"{names[role]} sets {old}: {cfg[old]}, which this "
+                                    f"worker's MirrorMaker 2 no longer reads (Kafka 4.0 "
+                                    f"dropped it): what it names is replicated; move it "
+                                    f"to {key}")
+        configs = {role: {k: v for k, v in cfg.items() if k not in LEGACY_KEYS.values()}
+                   for role, cfg in configs.items()}
     source, checkpoint = configs.get("source", {}), configs.get("checkpoint", {})
     # The connector that reads the source and writes the target says most about the flow.
     main = configs[present[0]]

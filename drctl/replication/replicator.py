@@ -39,8 +39,8 @@ class Replicator(ConnectControlled):
     provenance_header = PROVENANCE_HEADER
     described_by_connectors = True
 
-    def discover_flows(self, connectors: Mapping[str, Mapping[str, str]]
-                       ) -> list[DiscoveredFlow]:
+    def discover_flows(self, connectors: Mapping[str, Mapping[str, str]],
+                       old_names_read: bool = True) -> list[DiscoveredFlow]:
         return [replicator_flow(name, cfg) for name, cfg in sorted(connectors.items())
                 if cfg.get("connector.class", "").rpartition(".")[2]
                 == "ReplicatorSourceConnector"]

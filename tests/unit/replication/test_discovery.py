@@ -287,3 +287,73 @@ def test_connectors_on_the_old_names_are_read_as_the_lab_runs_them() -> None:
     assert flows[True].topics == flows[False].topics
     assert flows[True].groups is not None and flows[True].groups.exclude == (
         "console-consumer-.*", "connect-.*", "__.*")
+
+
+def _blacklisted(**extra: str) -> dict[str, dict[str, str]]:
+    """A flow set up years ago: the operator's own entries under the old names."""
+    connectors = MirrorFlow("primary", "secondary", A, B, fast=True,
+                            legacy_keys=True).connectors()
+    for cfg in connectors.values():
+        if "topics.blacklist" in cfg:
+            cfg["topics.blacklist"] += r",secret\..*"
+        cfg.update(extra)
+    return connectors
+
+
+def test_old_names_a_kafka_4_worker_ignores_are_no_exclusion_and_are_said() -> None:
+    """On Kafka 4 (the worker's plugin no longer defines topics.blacklist) a leftover
+    `topics.blacklist` excludes nothing: the flow's lists are MirrorMaker 2's defaults, and
+    the flow says which connector sets which old key, that what it names is replicated, and
+    where to move it. A worker that still reads them (Kafka 3.x) keeps them as the lists."""
+    read = discover_flows(_blacklisted(), lambda kind: True)[0]
+    assert read.topics is not None and r"secret\..*" in read.topics.exclude
+    assert not any("no longer reads" in p for p in read.problems)
+    ignored = discover_flows(_blacklisted(), lambda kind: False)[0]
+    assert ignored.topics is not None and ignored.topics.exclude == ()
+    assert "topics.exclude not set (its default leaves out" in ignored.topics.source
+    said = [p for p in ignored.problems if "no longer reads" in p]
+    assert said and all("topics.blacklist" in p or "groups.blacklist" in p for p in said)
+    assert any(r"secret\..*" in p and "move it to topics.exclude" in p for p in said), said
+    # A connector that also sets the new key: the worker reads that one, nothing to say.
+    both = discover_flows(_blacklisted(**{"topics.exclude": "x", "groups.exclude": "y"}),
+                          lambda kind: False)[0]
+    assert both.topics is not None and both.topics.exclude == ("x",)
+    assert not any("no longer reads" in p for p in both.problems)
+
+
+class _Worker:
+    """What `config init` asks Kafka Connect: the connectors, and (only when an old key name
+    is set) whether the source connector's plugin still defines topics.blacklist."""
+
+    def __init__(self, connectors: dict[str, dict[str, str]], defines_old: bool) -> None:
+        self.connectors, self.defines_old = connectors, defines_old
+        self.asked: list[str] = []
+
+    def connector_configs(self) -> dict[str, dict[str, str]]:
+        return self.connectors
+
+    def plugin_config_keys(self, plugin: str, connector_class: str) -> set[str]:
+        self.asked.append(plugin)
+        return {"topics", "topics.exclude"} | ({"topics.blacklist"} if self.defines_old
+                                               else set())
+
+    def info(self) -> dict[str, str]:
+        return {"version": "4.3.1"}
+
+
+@pytest.mark.parametrize("defines_old", [True, False])
+def test_config_init_asks_the_worker_whether_it_reads_the_old_names(
+        monkeypatch: pytest.MonkeyPatch, defines_old: bool) -> None:
+    from drctl.replication import discovery
+
+    worker = _Worker(_blacklisted(), defines_old)
+    monkeypatch.setattr(discovery, "_connect_client", lambda request, deadline_s: worker)
+    [flow] = discovery.find_flows(REQUEST)
+    assert worker.asked == ["MirrorSourceConnector"]
+    assert flow.topics is not None
+    assert (r"secret\..*" in flow.topics.exclude) is defines_old
+    # Connectors on the new names only: the worker is not asked.
+    plain = _Worker(MirrorFlow("primary", "secondary", A, B, fast=True).connectors(), False)
+    monkeypatch.setattr(discovery, "_connect_client", lambda request, deadline_s: plain)
+    discovery.find_flows(REQUEST)
+    assert plain.asked == []
