@@ -441,8 +441,8 @@ def _forget_groups(prefix: str) -> None:
 _MEASURED_S = {
     "lab/test_reprotect.py": 1370, "lab/test_failback.py": 370,
     "lab/test_side_by_side.py": 500,
-    "lab/test_broker_restart.py": 525, "lab/test_app_scope.py": 450,
-    "lab/test_fence.py": 250, "lab/test_hard_cases.py": 240, "lab/test_secure_drill.py": 240,
+    "lab/test_broker_restart.py": 490, "lab/test_app_scope.py": 450,
+    "lab/test_fence.py": 250, "lab/test_hard_cases.py": 210, "lab/test_secure_drill.py": 240,
     "lab/test_gap_compacted.py": 190, "lab/test_spark_connect.py": 180,
     "unit/gap/test_diff.py": 170, "lab/test_gap_standalone.py": 170, "lab/test_comeback.py": 160,
     "lab/test_guard.py": 270, "lab/test_sick_cluster.py": 150, "lab/test_gap_e2e.py": 130,

@@ -76,6 +76,10 @@ def spark_home() -> Path:
     return Path(pyspark.__file__).resolve().parent
 
 
+# The JIT of the lab's short-lived Spark JVMs: C1 only, as the lab's Kafka JVMs (lab.py).
+QUICK_JIT = "-XX:TieredStopAtLevel=1"
+
+
 def start_spark(proc: ManagedProcess, main_class: str, args: list[str],
                 env: Mapping[str, str] | None = None) -> None:
     """`main_class` of the installed PySpark's jars as a lab process (`bin/spark-class`, its
@@ -94,7 +98,7 @@ def start_spark(proc: ManagedProcess, main_class: str, args: list[str],
                env={"SPARK_HOME": str(home), "JAVA_HOME": str(java_home),
                     # spark-class puts the conf dir on the classpath: our log4j2 file.
                     "SPARK_CONF_DIR": str(workdir), "SPARK_DAEMON_MEMORY": DAEMON_HEAP,
-                    "SPARK_DAEMON_JAVA_OPTS": "-XX:TieredStopAtLevel=1",  # as lab.py's JVMs
+                    "SPARK_DAEMON_JAVA_OPTS": QUICK_JIT,  # as lab.py's JVMs
                     "SPARK_LOG_DIR": str(workdir), **(env or {})})
 
 

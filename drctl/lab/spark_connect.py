@@ -17,7 +17,7 @@ from drctl.config import SparkSettings
 from drctl.errors import LabError
 from drctl.gap.jars import Connector, first_resolution, keep_resolved, resolve_connector
 from drctl.lab.processes import ManagedProcess, port_in_use, wait_until
-from drctl.lab.spark_cluster import start_spark
+from drctl.lab.spark_cluster import QUICK_JIT, start_spark
 from drctl.progress import Notify
 
 SERVER = "spark-connect"
@@ -32,9 +32,14 @@ def remote_url(port: int) -> str:
 class SparkConnectServer:
     """The server of one lab (or of one test worker), known by its directory."""
 
-    def __init__(self, directory: Path, port: int) -> None:
+    def __init__(self, directory: Path, port: int, quick_jit: bool = True) -> None:
         self.dir = directory
         self.port = port
+        # C1 only, as the lab's Kafka JVMs: each gap job's generated code is new to the JVM,
+        # so C2 compiles anew for every job. On the lab's sizes the server spends 0.58 of
+        # the CPU with C1 only and runs each job sooner (bench/bench_spark_connect_jit.py).
+        # False: the full JIT, for a server that runs jobs at production size.
+        self.quick_jit = quick_jit
 
     @property
     def url(self) -> str:
@@ -80,9 +85,10 @@ class SparkConnectServer:
         for key, value in conf.items():
             args += ["--conf", f"{key}={value}"]
         # Spark's launcher runs the server as a daemon: its heap and JVM options are the
-        # daemon's. The full JIT: a server stays up, and warm jobs are what it is for.
+        # daemon's.
         start_spark(proc, "org.apache.spark.deploy.SparkSubmit", args,
-                    env={"SPARK_DAEMON_MEMORY": HEAP, "SPARK_DAEMON_JAVA_OPTS": ""})
+                    env={"SPARK_DAEMON_MEMORY": HEAP,
+                         "SPARK_DAEMON_JAVA_OPTS": QUICK_JIT if self.quick_jit else ""})
 
     def _wait(self, deadline_s: float = 600) -> None:
         from drctl.gap import remote
