@@ -35,10 +35,10 @@ class SparkConnectServer:
     def __init__(self, directory: Path, port: int, quick_jit: bool = True) -> None:
         self.dir = directory
         self.port = port
-        # C1 only, as the lab's Kafka JVMs: each gap job's generated code is new to the JVM,
-        # so C2 compiles anew for every job. On the lab's sizes the server spends 0.58 of
-        # the CPU with C1 only and runs each job sooner (bench/bench_spark_connect_jit.py).
-        # False: the full JIT, for a server that runs jobs at production size.
+        # C1 only, as the lab's Kafka JVMs: C2 pays for itself only over many jobs. A server
+        # that runs a drill's few small jobs spends 0.6 of the CPU with C1 only, one that runs
+        # some hundred about the same (bench/bench_spark_connect_jit.py). False: the full JIT,
+        # for a server that runs jobs at production size.
         self.quick_jit = quick_jit
 
     @property
