@@ -14,26 +14,36 @@ from drctl.kafka.offsets import _answered, list_offsets
 from drctl.kafka.retriable import is_retriable
 
 
-class RestartingAdmin:
-    """Answers OFFSET_INVALID without an error first (what librdkafka 2.16 hands back for a
-    broker that was restarting), then the partition's real offsets."""
+class FakeAdmin:
+    """ListOffsets answered from `answer` per partition, one future each; counts its calls."""
 
-    def __init__(self, offsets: dict[tuple[str, int], int], invalid_answers: int) -> None:
-        self.offsets = offsets
-        self.invalid_answers = invalid_answers
-        self.calls = 0
+    calls = 0
+
+    def answer(self, tp: TopicPartition, future: Future[Any]) -> None:
+        raise NotImplementedError
 
     def list_offsets(self, requests: dict[TopicPartition, Any], isolation_level: Any,
                      request_timeout: float) -> dict[TopicPartition, Future[Any]]:
         self.calls += 1
         out: dict[TopicPartition, Future[Any]] = {}
         for tp in requests:
-            future: Future[Any] = Future()
-            offset = OFFSET_INVALID if self.calls <= self.invalid_answers \
-                else self.offsets[(tp.topic, tp.partition)]
-            future.set_result(SimpleNamespace(offset=offset))
-            out[tp] = future
+            out[tp] = Future()
+            self.answer(tp, out[tp])
         return out
+
+
+class RestartingAdmin(FakeAdmin):
+    """Answers OFFSET_INVALID without an error first (what librdkafka 2.16 hands back for a
+    broker that was restarting), then the partition's real offsets."""
+
+    def __init__(self, offsets: dict[tuple[str, int], int], invalid_answers: int) -> None:
+        self.offsets = offsets
+        self.invalid_answers = invalid_answers
+
+    def answer(self, tp: TopicPartition, future: Future[Any]) -> None:
+        offset = OFFSET_INVALID if self.calls <= self.invalid_answers \
+            else self.offsets[(tp.topic, tp.partition)]
+        future.set_result(SimpleNamespace(offset=offset))
 
     def list_topics(self, topic: str, timeout: float) -> Any:
         return SimpleNamespace(topics={})  # the metadata refresh before a retry
@@ -59,28 +69,20 @@ def test_minus_one_is_an_answer() -> None:
     assert _answered(TopicPartition("orders", 0), -1) == -1
 
 
-class GrownTopicAdmin:
+class GrownTopicAdmin(FakeAdmin):
     """An admin client whose metadata knew `orders` with 2 partitions: partition 2, added
     since, is `Local: Unknown partition` until its metadata of the topic is read again."""
 
     def __init__(self) -> None:
         self.refreshed = False
-        self.calls = 0
 
-    def list_offsets(self, requests: dict[TopicPartition, Any], isolation_level: Any,
-                     request_timeout: float) -> dict[TopicPartition, Future[Any]]:
+    def answer(self, tp: TopicPartition, future: Future[Any]) -> None:
         from confluent_kafka import KafkaError
 
-        self.calls += 1
-        out: dict[TopicPartition, Future[Any]] = {}
-        for tp in requests:
-            future: Future[Any] = Future()
-            if tp.partition == 2 and not self.refreshed:
-                future.set_exception(KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION)))
-            else:
-                future.set_result(SimpleNamespace(offset=10 * tp.partition))
-            out[tp] = future
-        return out
+        if tp.partition == 2 and not self.refreshed:
+            future.set_exception(KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION)))
+        else:
+            future.set_result(SimpleNamespace(offset=10 * tp.partition))
 
     def list_topics(self, topic: str, timeout: float) -> Any:
         self.refreshed = True
