@@ -51,14 +51,14 @@ def deadline_option(then: str, *, default: str = "30s") -> Any:
 
 # `deadline: Deadline = DEFAULT_DEADLINE_S`
 Deadline = Annotated[float, deadline_option("exit 4.")]
-# Failback and reprotect: also a cluster that drops mid-run (ops/one_way/rerun.py).
+# Failback and reprotect: also a cluster that drops mid-run (drctl/rerun.py).
 RunDeadline = Annotated[float, deadline_option(
     "exit 4. Also mid-run: a cluster that stops answering is waited for this long; back in "
     "time, the run goes on, else run it again once it is back.")]
 SourceDeadline = Annotated[float, deadline_option(
     "a source is then treated as down, a target is exit 4.")]
 # Failover: also the target (and a planned failover's source) dropping mid-run
-# (ops/one_way/rerun.py).
+# (drctl/rerun.py).
 FailoverDeadline = Annotated[float, deadline_option(
     "a source is then treated as down, a target is exit 4. Also mid-run: a target (and a "
     "planned failover's source) that stops answering is waited for this long; back in time, "

@@ -22,7 +22,7 @@ from drctl.cli.state import CURRENT
 from drctl.cli.views import render_translation
 from drctl.errors import ExitStatus, UsageError
 from drctl.terminal import OutputFormat
-from drctl.translate.engine import TranslateRequest, translate_offsets
+from drctl.translate.engine import TranslateRequest, run_translation
 from drctl.translate.inventory import keep_inventory
 from drctl.translate.model import TranslateMethod, TranslationReport
 
@@ -97,7 +97,7 @@ def translate_offsets_command(
                          how="pass --yes to commit, or --dry-run to see the positions only")
 
     ctx = CURRENT.context(deadline, app=app, topics=topics or ())
-    report = translate_offsets(ctx, req, approve=approve)
+    report = run_translation(ctx, req, approve=approve)
     if report.source_reachable and (req.source, req.target) == (rep.source, rep.target):
         # Both clusters answer: keep what a failover needs should the source die.
         term.step(keep_inventory(config, ctx.source, ctx.target).describe())

@@ -446,12 +446,12 @@ def _translate_offsets(ctx: ActionContext, *, source: str | None = None,
     """Translate consumer-group offsets between clusters (`drctl translate-offsets`); with
     yes: true, commit them (`--yes`), else only compute them (`--dry-run`)."""
     from drctl.context import OpsContext
-    from drctl.translate.engine import TranslateRequest, translate_offsets
+    from drctl.translate.engine import TranslateRequest, run_translation
 
     config = ctx.config
     rep = config.require_replication()
     with OpsContext.from_config(config, ctx.notify, scope=config.scope(app)) as ops:
-        report = translate_offsets(ops, TranslateRequest(
+        report = run_translation(ops, TranslateRequest(
             source or rep.source, target or rep.target, groups, method, yes, allow_rewind))
     return report.runbook_summary()
 

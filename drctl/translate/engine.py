@@ -15,13 +15,14 @@ from dataclasses import dataclass
 from drctl.background import in_background
 from drctl.config import Config, Scope
 from drctl.context import OpsContext
-from drctl.errors import UsageError
+from drctl.errors import Unreachable, UsageError
 from drctl.kafka.checkpoints import read_checkpoints
 from drctl.kafka.clients import ClusterClients, cluster_metadata, describe_with_retry
 from drctl.kafka.groups import UNNAMEABLE, alter_offsets_many, committed_offsets, group_states
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.topics import TP, is_internal_topic
 from drctl.replication.base import kind_for
+from drctl.rerun import rerun_while_dropped
 from drctl.retry import RetryPolicy
 from drctl.translate.inventory import IN_CHECKPOINTS, source_groups, wanted_group
 from drctl.translate.methods import Placing, method_for
@@ -220,6 +221,23 @@ def translate_offsets(ctx: OpsContext, req: TranslateRequest,
     return report
 
 
+def run_translation(ctx: OpsContext, req: TranslateRequest,
+                    approve: Callable[[TranslationReport], None] | None = None
+                    ) -> TranslationReport:
+    """`translate_offsets` as the command runs it on its own: a cluster that drops mid-way
+    (a broker restarting under a describe or a read) is waited for within the request's
+    deadline and the translation runs again from the start (drctl/rerun.py) — the same
+    positions, the commits already made kept. The procedures that translate within their
+    own steps call `translate_offsets`: they run again themselves."""
+    deadline_s = req.source_deadline_s if req.source_deadline_s is not None else 30.0
+    return rerun_while_dropped(lambda: translate_offsets(ctx, req, approve), ctx,
+                               (req.source, req.target), deadline_s, "the translation",
+                               resumes=_READS_AGAIN)
+
+
+_READS_AGAIN = "it reads every position again; the commits already made stay"
+
+
 def _group_results(positions: dict[str, dict[TP, int]],
                    dst_marks: dict[TP, tuple[int, int]], to_topic: Callable[[str], str | None],
                    method: TranslateMethod, target: str) -> list[GroupResult]:
@@ -266,8 +284,6 @@ def source_answers(req: TranslateRequest, src: ClusterClients, policy: RetryPoli
 
 def _reachable(clients: ClusterClients, policy: RetryPolicy, *, required: bool,
                notify: Callable[[str], object] | None = None) -> bool:
-    from drctl.errors import Unreachable
-
     try:
         describe_with_retry(clients, policy, notify=notify)
         return True
@@ -277,10 +293,15 @@ def _reachable(clients: ClusterClients, policy: RetryPolicy, *, required: bool,
         return False
 
 
-def _source_down(name: str, bootstrap: str) -> Exception:
-    from drctl.errors import Unreachable
+class SourceDown(Unreachable):
+    """The source did not answer within the deadline and no method works without it. Its
+    wait is over: the translation is not run again for it (drctl/rerun.py)."""
 
-    return Unreachable(f"Source cluster '{name}' ({bootstrap}) is unreachable and no method that "
+    transient = False
+
+
+def _source_down(name: str, bootstrap: str) -> Exception:
+    return SourceDown(f"Source cluster '{name}' ({bootstrap}) is unreachable and no method that "
                        "works without it applies.",
                        "Use --method checkpoint (MirrorMaker 2) or bring the source back.")
 

@@ -13,6 +13,6 @@ Their own steps: `reverse.py` (the reverse flow from the failover point), `gap_s
 source), `late_copies.py` (what the replicator copied after F), `verify.py` (failback's
 end-state check), `quiet.py` (no producer left on the failover topics), `copies.py` (how a
 record and its copy are matched), `phases.py` (the phase clock), `scorecard.py` (objectives
-judged), `rerun.py` (a procedure run again when a cluster drops). What the active-active
+judged); a procedure runs again when a cluster drops (drctl/rerun.py). What the active-active
 topology uses too is in ops/steps.
 """

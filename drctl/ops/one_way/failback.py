@@ -25,7 +25,6 @@ from drctl.ops.one_way.late_copies import check_late_copies
 from drctl.ops.one_way.phases import PhaseClock, command_timing
 from drctl.ops.one_way.quiet import Ends, Writes
 from drctl.ops.one_way.reconcile import ReconcileMode, reconcile
-from drctl.ops.one_way.rerun import rerun_while_dropped
 from drctl.ops.one_way.reverse import copy_back, start_reverse_replication, wait_reverse_caught_up
 from drctl.ops.one_way.scorecard import operation_scorecard
 from drctl.ops.one_way.switchback import SwitchBack, switch_back
@@ -37,6 +36,7 @@ from drctl.ops.steps.scope import flow_part, the_open_incident
 from drctl.ops.steps.side_by_side import flow_locked, recorded_edits
 from drctl.replication.base import FlowPart, FlowState
 from drctl.reports import write_report
+from drctl.rerun import rerun_while_dropped
 from drctl.state import FailoverMarker
 from drctl.timeparse import format_duration
 from drctl.translate.inventory import source_topics_in_scope
@@ -450,7 +450,7 @@ def run_failback(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder, 
                  approve: Approve | None = None) -> FailbackResult:
     """Failback (module docstring); a cluster that drops once it is under way is waited
     for within `--deadline`, then failback runs again from the last step recorded
-    (ops/one_way/rerun.py); one that stays silent ends it (exit 4). `approve` (not in a dry run)
+    (drctl/rerun.py); one that stays silent ends it (exit 4). `approve` (not in a dry run)
     sees the plan once the preflight passed, before anything changes."""
     rep = ctx.rep
     under_way = [False]

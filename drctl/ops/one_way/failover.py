@@ -30,7 +30,6 @@ from drctl.kafka.topics import (
 from drctl.kafka.transactions import hanging_on
 from drctl.ops.one_way.late_copies import check_late_copies
 from drctl.ops.one_way.phases import PhaseClock, command_timing
-from drctl.ops.one_way.rerun import rerun_while_dropped
 from drctl.ops.one_way.scorecard import failover_scorecard
 from drctl.ops.steps.failover_point import (
     FailoverOptions,
@@ -62,6 +61,7 @@ from drctl.ops.steps.side_by_side import (
 )
 from drctl.replication.base import Confirm, FlowPart
 from drctl.reports import write_report
+from drctl.rerun import rerun_while_dropped
 from drctl.state import FailoverMarker, MarkerStore
 from drctl.timeparse import format_duration
 from drctl.translate.engine import TranslateRequest, translate_offsets
@@ -208,7 +208,7 @@ def run_failover(ctx: OpsContext, opts: FailoverOptions, *,
     before anything changes, and raises to refuse. A cluster that drops once the failover
     is under way — the target, or the source of a planned one (an outage's failover goes on
     without it) — is waited for within `--deadline`, then the failover runs again from the
-    last step recorded (ops/one_way/rerun.py), as failback does; one that stays silent ends it
+    last step recorded (drctl/rerun.py), as failback does; one that stays silent ends it
     (exit 4) naming it."""
     rep = ctx.rep
     run = _Run()

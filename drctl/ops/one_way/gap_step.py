@@ -3,7 +3,7 @@ bounded by the marker and by --timeout, its Spark phases said as it goes. A clus
 does not answer for --deadline mid-job stops the job (interrupted on the Spark Connect
 server) and ends the step naming it (ClusterUnreachable); one that the job lost and that
 answers again (GapJobLostKafka) makes failback run again from the last step recorded
-(ops/one_way/rerun.py)."""
+(drctl/rerun.py)."""
 
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ def gap_finder(lookback_s: float | None = None, debug: bool = False,
         notify(f"Gap analysis (Spark, {config.spark.where}) of {len(marker.topics)} topic(s)")
         # A cluster that does not answer for --deadline while the job runs stops it
         # (ClusterUnreachable: failback ends, exit 4, naming it); one the job itself lost and
-        # that answers again (GapJobLostKafka) is failback's to run again (ops/one_way/rerun.py).
+        # that answers again (GapJobLostKafka) is failback's to run again (drctl/rerun.py).
         # --timeout bounds the job while it works.
         watch = ClusterWatch((ctx.source, ctx.target),
                              config.retry.with_deadline(ctx.reach_deadline_s), notify)

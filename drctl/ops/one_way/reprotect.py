@@ -61,7 +61,6 @@ from drctl.ops.one_way.cut_over import (
 )
 from drctl.ops.one_way.phases import PhaseClock, command_timing
 from drctl.ops.one_way.quiet import Ends, Writes, wait_transactions_closed
-from drctl.ops.one_way.rerun import rerun_while_dropped
 from drctl.ops.one_way.reverse import failover_starts, wait_reverse_caught_up
 from drctl.ops.one_way.scorecard import operation_scorecard
 from drctl.ops.steps.scope import flow_part, the_open_incident
@@ -79,6 +78,7 @@ from drctl.ops.steps.side_by_side import (
 from drctl.progress import Ticker
 from drctl.replication.base import Confirm, ReturnRequest
 from drctl.reports import write_report
+from drctl.rerun import rerun_while_dropped
 from drctl.retry import WaitTimedOut, wait_for
 from drctl.state import FailoverMarker, IncidentPhase, Offsets
 from drctl.timeparse import format_duration
@@ -217,7 +217,7 @@ def run_reprotect(ctx: OpsContext, opts: ReprotectOptions, *,
                   approve: Callable[[dict[str, Any]], None] | None = None) -> ReprotectResult:
     """The return to protection (module docstring); a cluster that drops once it is under
     way is waited for within `--deadline`, then it runs again from the last step recorded
-    (ops/one_way/rerun.py); one that stays silent ends it (exit 4). `approve` (not in a dry run)
+    (drctl/rerun.py); one that stays silent ends it (exit 4). `approve` (not in a dry run)
     sees the plan once both clusters answered, before anything changes, and raises to
     refuse."""
     rep = ctx.rep

@@ -1,12 +1,12 @@
 """The gap step's Spark phases become lines (drctl/ops/one_way/gap_step.py); a cluster lost mid-job
-is failback's to wait out (tests/unit/ops/test_rerun.py)."""
+is failback's to wait out (tests/unit/test_rerun.py)."""
 
 from __future__ import annotations
 
 from drctl.gap.runner import GapJobLostKafka
 from drctl.ops.one_way.gap_step import PhaseLines
-from drctl.ops.one_way.rerun import dropped
 from drctl.progress import Ticker
+from drctl.rerun import dropped
 from tests.unit.support import FakeClock
 
 

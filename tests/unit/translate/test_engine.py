@@ -1,12 +1,17 @@
 """The translation engine (drctl/translate/engine.py): when it asks the source whether it
-answers."""
+answers, and when the command's translation runs again."""
 
 from __future__ import annotations
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 
-from drctl.errors import Unreachable
+from drctl import rerun
+from drctl.config import parse_config
+from drctl.context import OpsContext
+from drctl.errors import Unreachable, UsageError
 from drctl.retry import RetryPolicy
+from drctl.translate import engine
 from drctl.translate.engine import TranslateRequest, source_answers
 from drctl.translate.model import TranslateMethod
 from tests.unit.ops.support import FakeAdmin, FakeClients
@@ -50,3 +55,65 @@ def test_without_a_verdict_from_the_caller_the_source_is_asked(known: bool | Non
     req = TranslateRequest("dc1", "dc2", source_reachable=known)
     assert source_answers(req, src, POLICY) is True  # type: ignore[arg-type]
     assert admin.asked == 1
+
+
+# The command's translation run again (drctl/rerun.py) when a cluster drops under it.
+CONFIG = parse_config({
+    "clusters": {"dc1": {"bootstrap.servers": "x"}, "dc2": {"bootstrap.servers": "y"}},
+    "replication": {"kind": "mirrormaker2", "source": "dc1", "target": "dc2"},
+    "retry": {"initial_s": 0.01, "max_s": 0.01, "attempts": 3}})
+
+
+def _ctx(said: list[str]) -> OpsContext:
+    return OpsContext(CONFIG, lambda name: None, lambda cluster: None,  # type: ignore[arg-type]
+                      None, said.append)
+
+
+def _translations(monkeypatch: pytest.MonkeyPatch, *outcomes: object) -> list[int]:
+    """translate_offsets answering `outcomes` in turn (an exception is raised); the clusters'
+    wait in between recorded, not made."""
+    calls: list[int] = []
+    waits: list[str] = []
+
+    def translate(ctx: OpsContext, req: TranslateRequest, approve: object = None) -> object:
+        calls.append(1)
+        outcome = outcomes[len(calls) - 1]
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    monkeypatch.setattr(engine, "translate_offsets", translate)
+    monkeypatch.setattr(rerun, "await_clusters",
+                        lambda ctx, clusters, *a, **k: waits.extend(clusters))
+    return calls
+
+
+def test_a_broker_that_drops_under_the_translation_makes_it_run_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Measured in CI: a describe answered "Failed while waiting for response from broker"
+    a second after the target's broker was killed, and translate-offsets ended exit 4 without
+    naming the cluster. Now the clusters are waited for and the translation runs again."""
+    done = object()
+    calls = _translations(monkeypatch, KafkaException(KafkaError(
+        KafkaError._TRANSPORT, "Failed while waiting for response from broker")), done)
+    said: list[str] = []
+    req = TranslateRequest("dc1", "dc2", method=TranslateMethod.EXACT, source_deadline_s=30)
+    assert engine.run_translation(_ctx(said), req) is done
+    assert len(calls) == 2
+    assert said[0].startswith("The translation stopped at a step: ")
+    assert "waiting up to 30s for dc1 and dc2 to answer" in said[0]
+    assert said[1] == ("Running the translation again: it reads every position again; the "
+                       "commits already made stay (run 2)")
+
+
+@pytest.mark.parametrize("error", [
+    engine._source_down("dc1", "x:9092"),  # the source was waited for already
+    UsageError("--groups is not a valid regex"),
+    KafkaException(KafkaError(KafkaError.GROUP_AUTHORIZATION_FAILED, "denied")),
+])
+def test_what_no_wait_changes_ends_the_translation_at_once(
+        monkeypatch: pytest.MonkeyPatch, error: Exception) -> None:
+    calls = _translations(monkeypatch, error, object())
+    with pytest.raises(type(error)):
+        engine.run_translation(_ctx([]), TranslateRequest("dc1", "dc2"))
+    assert len(calls) == 1

@@ -1,13 +1,15 @@
-"""Running a procedure again when a cluster drops in the middle of it.
+"""Running a command again when a cluster drops in the middle of it.
 
-Failback and the return to protection record every step in the failover marker, so running
-them again continues where they stopped — that is how an operator recovers by hand. A broker
-restart, a leader moving, a network blip are common during an incident: instead of failing
-with a raw read timeout, the procedure waits for its clusters to answer again — each retried
-within the command's `--deadline`, every retry one stderr line naming the cluster and its
-address — and runs again. A cluster that does not answer within `--deadline` ends it (exit 4)
-with what to do: bring it back, run it again. `--timeout` is not this wait's bound: it bounds
-work that progresses (the Spark job, a catch-up), never a cluster that does not answer.
+Failover, failback and the return to protection record every step in the failover marker,
+so running them again continues where they stopped — that is how an operator recovers by
+hand; translate-offsets reads every position again and commits the same ones (a group's
+commit is atomic, and one already made stays). A broker restart, a leader moving, a network
+blip are common during an incident: instead of failing with a raw read timeout, the command
+waits for its clusters to answer again — each retried within the command's `--deadline`,
+every retry one stderr line naming the cluster and its address — and runs again. A cluster
+that does not answer within `--deadline` ends it (exit 4) with what to do: bring it back,
+run it again. `--timeout` is not this wait's bound: it bounds work that progresses (the
+Spark job, a catch-up), never a cluster that does not answer.
 """
 
 from __future__ import annotations
@@ -37,8 +39,13 @@ def dropped(exc: BaseException) -> bool:
     return transient(exc)
 
 
+# What running a procedure again does, said to the operator (a command may say its own).
+RESUMES = "it continues after the last step recorded"
+
+
 def await_clusters(ctx: OpsContext, clusters: Sequence[str], deadline_s: float, what: str,
-                   *, clock: Callable[[], float] = time.monotonic) -> None:
+                   *, clock: Callable[[], float] = time.monotonic, resumes: str = RESUMES
+                   ) -> None:
     """Every cluster in `clusters` answering a metadata request, all within one `deadline_s`
     from now (each retry said through the context's notify). The first that does not ends
     `what`: Unreachable (exit 4) naming it, its address and the cause, and what to do."""
@@ -50,12 +57,11 @@ def await_clusters(ctx: OpsContext, clusters: Sequence[str], deadline_s: float, 
                                 notify=ctx.notify)
         except Unreachable as exc:
             raise Unreachable(f"{what.capitalize()} stopped: {exc.message}",
-                              _bring_back(f"'{name}'"), detail=exc.detail) from None
+                              _bring_back(f"'{name}'", resumes), detail=exc.detail) from None
 
 
-def _bring_back(what: str) -> str:
-    return (f"Bring {what} back, then run it again: it continues after the last step "
-            "recorded.")
+def _bring_back(what: str, resumes: str) -> str:
+    return f"Bring {what} back, then run it again: {resumes}."
 
 
 def rerun_while_dropped(run: Callable[[], T], ctx: OpsContext, clusters: Sequence[str],
@@ -63,7 +69,8 @@ def rerun_while_dropped(run: Callable[[], T], ctx: OpsContext, clusters: Sequenc
                         started: Callable[[], bool] = lambda: True,
                         await_back: Callable[[], None] | None = None,
                         sleep: Callable[[float], None] = time.sleep,
-                        clock: Callable[[], float] = time.monotonic) -> T:
+                        clock: Callable[[], float] = time.monotonic,
+                        resumes: str = RESUMES) -> T:
     """`run()` until it succeeds. After a failure that says a cluster dropped, the clusters
     must answer again within `deadline_s` (`await_back`; by default `await_clusters`), then
     `run()` again: a broker back within the deadline lets the same command finish. A step
@@ -73,7 +80,7 @@ def rerun_while_dropped(run: Callable[[], T], ctx: OpsContext, clusters: Sequenc
     wait out. A procedure that keeps dropping while its clusters answer is run again at most
     the retry policy's attempts, its backoff between runs."""
     wait_back = await_back or (lambda: await_clusters(ctx, clusters, deadline_s, what,
-                                                      clock=clock))
+                                                      clock=clock, resumes=resumes))
     backoff = ctx.config.retry.delays()
     runs = 1
     while True:
@@ -87,7 +94,7 @@ def rerun_while_dropped(run: Callable[[], T], ctx: OpsContext, clusters: Sequenc
             back = f"'{exc.cluster}'" if isinstance(exc, ClusterUnreachable) else \
                 f"the Kafka Connect worker ({exc.url})"
             raise Unreachable(f"{what.capitalize()} stopped: {exc.message}",
-                              _bring_back(back), detail=exc.detail) from None
+                              _bring_back(back, resumes), detail=exc.detail) from None
         except Exception as exc:
             if not dropped(exc) or not started():
                 raise
@@ -102,13 +109,12 @@ def rerun_while_dropped(run: Callable[[], T], ctx: OpsContext, clusters: Sequenc
             raise Unreachable(
                 f"{what.capitalize()} stopped: a step failed {runs} times with the clusters "
                 f"answering again each time; last: {_cause(failure)}.",
-                "Run it again: it continues after the last step recorded (--debug shows "
-                "each failure).", detail=_detail(failure)) from None
+                f"Run it again: {resumes} (--debug shows each failure).",
+                detail=_detail(failure)) from None
         if clock() - waited_from < _AT_ONCE_S:
             sleep(pause)
         runs += 1
-        ctx.notify(f"Running {what} again: it continues after the last step recorded "
-                   f"(run {runs})")
+        ctx.notify(f"Running {what} again: {resumes} (run {runs})")
 
 
 def _cause(exc: BaseException) -> str:

@@ -1,4 +1,4 @@
-"""A procedure runs again when a cluster drops mid-way (ops/one_way/rerun.py), and only then: the
+"""A procedure runs again when a cluster drops mid-way (drctl/rerun.py), and only then: the
 clusters are waited for within --deadline (never --timeout), then it runs again."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
+from drctl import rerun
 from drctl.config import parse_config
 from drctl.context import OpsContext
 from drctl.errors import CheckFailed, ExitStatus, Unreachable
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.records import ReadTimeout
-from drctl.ops.one_way import rerun
 
 CONFIG = parse_config({
     "clusters": {"dc1": {"bootstrap.servers": "x"}, "dc2": {"bootstrap.servers": "y"}},
