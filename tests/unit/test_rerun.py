@@ -15,6 +15,7 @@ from drctl.context import OpsContext
 from drctl.errors import CheckFailed, ExitStatus, Unreachable
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.records import ReadTimeout
+from tests.unit.support import FakeClock
 
 CONFIG = parse_config({
     "clusters": {"dc1": {"bootstrap.servers": "x"}, "dc2": {"bootstrap.servers": "y"}},
@@ -27,22 +28,11 @@ def _ctx(notify: Any = lambda _: None) -> OpsContext:
                       None, notify)
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
-
-
 def test_a_read_timeout_waits_for_the_clusters_then_runs_it_again() -> None:
     calls: list[int] = []
     said: list[str] = []
     waits: list[int] = []
-    clock = Clock()
+    clock = FakeClock()
 
     def run() -> str:
         calls.append(1)
@@ -97,7 +87,7 @@ def test_a_cluster_silent_past_the_deadline_ends_it_with_exit_4() -> None:
 
 
 def test_a_step_that_keeps_failing_with_the_clusters_up_stops_after_the_attempts() -> None:
-    clock = Clock()
+    clock = FakeClock()
     calls: list[int] = []
 
     def run() -> None:
@@ -157,7 +147,7 @@ def test_a_restarted_broker_s_answers_run_it_again(code: int) -> None:
             raise KafkaException(KafkaError(code))
         return "done"
 
-    clock = Clock()
+    clock = FakeClock()
     assert rerun.rerun_while_dropped(run, _ctx(), ("dc1", "dc2"), 30, "failback",
                                      await_back=lambda: None, sleep=clock.sleep,
                                      clock=clock) == "done"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from drctl.retry import RetriesExhausted, RetryPolicy, WaitTimedOut, retry_call, wait_for
+from tests.unit.support import FakeClock
 
 
 def test_default_policy_is_debeziums() -> None:
@@ -63,21 +64,10 @@ def test_the_wait_cut_at_the_deadline_is_in_tenths_and_none_when_too_short() -> 
     assert slept == [1.0, 0.2]  # 0.37 + 1 + 0.37 = 1.74: 0.26 left, cut to 0.2
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
-
-
 def test_wait_for_returns_the_first_answer_and_reports_between_polls() -> None:
     answers = iter([None, None, "done"])
     waits: list[float] = []
-    clock = Clock()
+    clock = FakeClock()
     assert wait_for(lambda: next(answers), deadline_s=10, interval_s=2,
                     on_wait=lambda: waits.append(clock()), sleep=clock.sleep,
                     clock=clock) == "done"
@@ -85,7 +75,7 @@ def test_wait_for_returns_the_first_answer_and_reports_between_polls() -> None:
 
 
 def test_wait_for_times_out_after_its_deadline_and_says_how_long() -> None:
-    clock = Clock()
+    clock = FakeClock()
     polls: list[float] = []
 
     def never() -> None:
