@@ -216,7 +216,10 @@ class GroupApis:
                 self._describe(body, error) if api_key == DESCRIBE_GROUPS
                 else self._list(error))
             with lock:
-                client.sendall(struct.pack(">i", len(answer)) + answer)
+                try:
+                    client.sendall(struct.pack(">i", len(answer)) + answer)
+                except OSError:  # the client hung up first (a command that gave up)
+                    break
         _drop(client)
         _drop(upstream)
 
