@@ -230,9 +230,11 @@ def run_translation(ctx: OpsContext, req: TranslateRequest,
     positions, the commits already made kept. The procedures that translate within their
     own steps call `translate_offsets`: they run again themselves."""
     deadline_s = req.source_deadline_s if req.source_deadline_s is not None else 30.0
-    return rerun_while_dropped(lambda: translate_offsets(ctx, req, approve), ctx,
-                               (req.source, req.target), deadline_s, "the translation",
-                               resumes=_READS_AGAIN)
+    # A method that can do without the source waits for the target only: the run again
+    # asks the source once more itself, and translates without it if it stays down.
+    clusters = (req.source, req.target) if req.method in _NEED_SOURCE else (req.target,)
+    return rerun_while_dropped(lambda: translate_offsets(ctx, req, approve), ctx, clusters,
+                               deadline_s, "the translation", resumes=_READS_AGAIN)
 
 
 _READS_AGAIN = "it reads every position again; the commits already made stay"

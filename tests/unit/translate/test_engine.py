@@ -69,7 +69,8 @@ def _ctx(said: list[str]) -> OpsContext:
                       None, said.append)
 
 
-def _translations(monkeypatch: pytest.MonkeyPatch, *outcomes: object) -> list[int]:
+def _translations(monkeypatch: pytest.MonkeyPatch, *outcomes: object
+                  ) -> tuple[list[int], list[str]]:
     """translate_offsets answering `outcomes` in turn (an exception is raised); the clusters'
     wait in between recorded, not made."""
     calls: list[int] = []
@@ -85,7 +86,11 @@ def _translations(monkeypatch: pytest.MonkeyPatch, *outcomes: object) -> list[in
     monkeypatch.setattr(engine, "translate_offsets", translate)
     monkeypatch.setattr(rerun, "await_clusters",
                         lambda ctx, clusters, *a, **k: waits.extend(clusters))
-    return calls
+    return calls, waits
+
+
+_TRANSPORT = KafkaException(KafkaError(KafkaError._TRANSPORT,
+                                       "Failed while waiting for response from broker"))
 
 
 def test_a_broker_that_drops_under_the_translation_makes_it_run_again(
@@ -94,12 +99,11 @@ def test_a_broker_that_drops_under_the_translation_makes_it_run_again(
     a second after the target's broker was killed, and translate-offsets ended exit 4 without
     naming the cluster. Now the clusters are waited for and the translation runs again."""
     done = object()
-    calls = _translations(monkeypatch, KafkaException(KafkaError(
-        KafkaError._TRANSPORT, "Failed while waiting for response from broker")), done)
+    calls, waits = _translations(monkeypatch, _TRANSPORT, done)
     said: list[str] = []
     req = TranslateRequest("dc1", "dc2", method=TranslateMethod.EXACT, source_deadline_s=30)
     assert engine.run_translation(_ctx(said), req) is done
-    assert len(calls) == 2
+    assert len(calls) == 2 and waits == ["dc1", "dc2"]  # exact needs the source too
     assert said[0].startswith("The translation stopped at a step: ")
     assert "waiting up to 30s for dc1 and dc2 to answer" in said[0]
     assert said[1] == ("Running the translation again: it reads every position again; the "
@@ -113,7 +117,19 @@ def test_a_broker_that_drops_under_the_translation_makes_it_run_again(
 ])
 def test_what_no_wait_changes_ends_the_translation_at_once(
         monkeypatch: pytest.MonkeyPatch, error: Exception) -> None:
-    calls = _translations(monkeypatch, error, object())
+    calls, _ = _translations(monkeypatch, error, object())
     with pytest.raises(type(error)):
         engine.run_translation(_ctx([]), TranslateRequest("dc1", "dc2"))
     assert len(calls) == 1
+
+
+@pytest.mark.parametrize("method", [TranslateMethod.AUTO, TranslateMethod.CHECKPOINT])
+def test_a_method_that_can_do_without_the_source_waits_for_the_target_only(
+        monkeypatch: pytest.MonkeyPatch, method: TranslateMethod) -> None:
+    """The run again asks the source itself and, should it stay down, translates without it
+    (auto: checkpoints): waiting for it first would end the command exit 4 instead."""
+    done = object()
+    calls, waits = _translations(monkeypatch, _TRANSPORT, done)
+    req = TranslateRequest("dc1", "dc2", method=method)
+    assert engine.run_translation(_ctx([]), req) is done
+    assert len(calls) == 2 and waits == ["dc2"]
