@@ -132,7 +132,7 @@ class OpsContext:
                         # Unknown, never "no incident".
                         raise Unreachable(f"{exc.message} The failover markers in its topic "
                                           f"{self.config.state.topic} are unknown until it "
-                                          "answers.", exc.hint) from None
+                                          "answers.", exc.hint).measured_as(exc) from None
                 found = self._stores[cluster] = self._markers_factory(cluster)
             return found
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from enum import IntEnum
+from typing import Self
 
 
 class ExitStatus(IntEnum):
@@ -85,6 +86,25 @@ class Unreachable(DrctlError):
 
     exit_status = ExitStatus.UNREACHABLE
     transient = True
+    # What drctl measured of its own wait before it gave up (the retries' first attempt to
+    # the last), and the deadline it waited under: the JSON error says both, so a caller
+    # judges the wait against the deadline the operator gave, not against a wall clock.
+    waited_s: float | None = None
+    deadline_s: float | None = None
+
+    def measured(self, waited_s: float | None, deadline_s: float | None) -> Self:
+        """This error with the wait it ended (None keeps what it has)."""
+        if waited_s is not None:
+            self.waited_s = round(waited_s, 3)
+        if deadline_s is not None:
+            self.deadline_s = deadline_s
+        return self
+
+    def measured_as(self, other: BaseException) -> Self:
+        """This error with the wait `other` (an Unreachable it stands for) measured."""
+        if isinstance(other, Unreachable):
+            self.measured(other.waited_s, other.deadline_s)
+        return self
 
 
 class TimedOut(DrctlError):

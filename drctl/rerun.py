@@ -57,7 +57,8 @@ def await_clusters(ctx: OpsContext, clusters: Sequence[str], deadline_s: float, 
                                 notify=ctx.notify)
         except Unreachable as exc:
             raise Unreachable(f"{what.capitalize()} stopped: {exc.message}",
-                              _bring_back(f"'{name}'", resumes), detail=exc.detail) from None
+                              _bring_back(f"'{name}'", resumes),
+                              detail=exc.detail).measured_as(exc) from None
 
 
 def _bring_back(what: str, resumes: str) -> str:
@@ -94,7 +95,8 @@ def rerun_while_dropped(run: Callable[[], T], ctx: OpsContext, clusters: Sequenc
             back = f"'{exc.cluster}'" if isinstance(exc, ClusterUnreachable) else \
                 f"the Kafka Connect worker ({exc.url})"
             raise Unreachable(f"{what.capitalize()} stopped: {exc.message}",
-                              _bring_back(back, resumes), detail=exc.detail) from None
+                              _bring_back(back, resumes),
+                              detail=exc.detail).measured_as(exc) from None
         except Exception as exc:
             if not dropped(exc) or not started():
                 raise

@@ -73,11 +73,13 @@ def time_left(policy: RetryPolicy, started: float, clock: Callable[[], float] = 
 
 
 class RetriesExhausted(Exception):
-    def __init__(self, last: BaseException, attempts: int, elapsed_s: float) -> None:
+    def __init__(self, last: BaseException, attempts: int, elapsed_s: float,
+                 deadline_s: float | None = None) -> None:
         super().__init__(f"gave up after {attempts} attempt(s) in {elapsed_s:.1f} s: {last}")
         self.last = last
         self.attempts = attempts
         self.elapsed_s = elapsed_s
+        self.deadline_s = deadline_s  # the policy's, when it had one
 
 
 def retry_call(
@@ -102,7 +104,8 @@ def retry_call(
             return fn()
         except retry_on as exc:
             if give_up is not None and give_up(exc):
-                raise RetriesExhausted(exc, attempt, clock() - started) from exc
+                raise RetriesExhausted(exc, attempt, clock() - started,
+                                       policy.deadline_s) from exc
             delay = next(delays, None)
             elapsed = clock() - started
             if delay is not None and policy.deadline_s is not None:
@@ -110,7 +113,7 @@ def retry_call(
                 # In tenths: the line that announces the wait says "retrying in 0.8s".
                 delay = None if left < _LAST_WAIT_S else min(delay, int(left * 10) / 10)
             if delay is None:
-                raise RetriesExhausted(exc, attempt, elapsed) from exc
+                raise RetriesExhausted(exc, attempt, elapsed, policy.deadline_s) from exc
             if on_retry is not None:
                 on_retry(attempt, exc, delay)
             sleep(delay)

@@ -305,7 +305,8 @@ class MarkerStore:
                     lost.cluster, lost.address, lost.cause,
                     f"Could not write the failover marker to {self.topic}: {lost.message}",
                     f"{saved}; run the command again once '{cluster.name}' answers: it "
-                    "continues after the last step recorded.", detail=lost.detail) from None
+                    "continues after the last step recorded.",
+                    detail=lost.detail).measured_as(lost) from None
             why = reason_text(exc.last)
             hint = f"{saved}; check the cluster."
             if "SIZE_TOO_LARGE" in why.upper().replace(" ", "_"):

@@ -120,7 +120,11 @@ def _report(terminal: Terminal, exc: DrctlError) -> dict[str, Any]:
     terminal.error(exc.message)
     if exc.hint:
         terminal.err.print(f"  {terminal.redactor.redact(exc.hint)}")
-    return _error(exc.message, exc.hint, _public_kind(exc), exc.exit_status)
+    error = _error(exc.message, exc.hint, _public_kind(exc), exc.exit_status)
+    if isinstance(exc, Unreachable) and exc.waited_s is not None:
+        # What drctl measured of its wait, against the deadline it waited under.
+        error.update(waited_s=exc.waited_s, deadline_s=exc.deadline_s)
+    return error
 
 
 def _public_kind(exc: DrctlError) -> str:

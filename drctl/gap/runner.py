@@ -146,9 +146,11 @@ class ClusterWatch:
         """The lost cluster as the job's outcome: named, and what became of the job."""
         lost = self.lost
         assert lost is not None
-        return ClusterUnreachable(lost.cluster, lost.address, lost.cause,
-                                  f"{lost.message.rstrip('.')}; {stopped}.", lost.hint,
-                                  detail=lost.detail)
+        error = ClusterUnreachable(lost.cluster, lost.address, lost.cause,
+                                   f"{lost.message.rstrip('.')}; {stopped}.", lost.hint,
+                                   detail=lost.detail)
+        error.measured_as(lost)
+        return error
 
 
 # How long a job interrupted on a Spark Connect server is given to say so before the command

@@ -410,7 +410,7 @@ def unreachable(clients: ClusterClients, exc: RetriesExhausted) -> ClusterUnreac
         f"({exc.attempts} attempt(s) over {exc.elapsed_s:.0f} s).",
         kafka_hint(cause, clients.properties,
                    identity_provider=isinstance(last, NoAnswer) and last.identity_provider),
-        detail=reason_text(last))
+        detail=reason_text(last)).measured(exc.elapsed_s, exc.deadline_s)
 
 
 class ClusterUnreachable(Unreachable):

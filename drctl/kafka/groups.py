@@ -158,7 +158,8 @@ def _ask(clients: GroupClients, op: str, items: Sequence[Any], key: Callable[[An
         waited = time.monotonic() - stalled_since
         if deadline - waited < _LAST_WAIT_S:
             raise _unanswered(clients, op, len(pending), len(by_key),
-                              last if telling is None else telling, waited)
+                              last if telling is None else telling, waited
+                              ).measured(waited, deadline)
         delay = min(next(delays), round(deadline - waited, 1))
         if clients.notify is not None:
             many = "" if op == "list" else f" of {len(pending):,} group(s)"

@@ -178,7 +178,8 @@ class JsonEndpoint:
             if isinstance(error, Unreachable):
                 raise self.unreachable(f"{error.message} ({exc.attempts} attempt(s) over "
                                        f"{exc.elapsed_s:.0f} s).", error.hint,
-                                       error.detail) from exc
+                                       error.detail).measured(exc.elapsed_s,
+                                                              exc.deadline_s) from exc
             raise error from exc
 
     def _once(self, method: str, path: str, body: Any, timeout_s: float) -> Any:

@@ -248,7 +248,8 @@ def _asking(cluster: str, call: Callable[[], T]) -> T:
     try:
         return call()
     except Unreachable as exc:
-        raise Unreachable(f"cluster '{cluster}': {exc.message}", exc.hint) from exc
+        raise Unreachable(f"cluster '{cluster}': {exc.message}",
+                          exc.hint).measured_as(exc) from exc
 
 
 def acl_parity(scope: AclScope, source: AdminClient, target: AdminClient

@@ -155,6 +155,24 @@ def run_json(*argv: str) -> tuple[int, dict[str, Any]]:
     return status, document
 
 
+# A wait's last attempt may run up to a second past its deadline (drctl/retry.py
+# `time_left`), and the process is scheduled late on a loaded machine: the most drctl's own
+# measure of a wait may pass its deadline by.
+WAIT_OVERRUN_S = 5.0
+
+
+def assert_waited_out(doc: dict[str, Any], deadline_s: float) -> None:
+    """The command ended on a cluster or Connect worker it waited for within `deadline_s`
+    (its --deadline): what drctl measured of that wait and reported (the JSON error's
+    `waited_s`, under `deadline_s`), never the wall time of a process on a loaded machine.
+    The wait ran to its deadline (the cluster stayed silent) and no further."""
+    error = doc["error"]
+    assert error["kind"] == "Unreachable", error
+    waited, under = error["waited_s"], error["deadline_s"]
+    assert under is not None and under <= deadline_s, error
+    assert under - 0.5 <= waited <= under + WAIT_OVERRUN_S, error
+
+
 def wait_offsets_stored(lab: RunningLab, *topics: str, deadline_s: float = 60) -> None:
     """Until Connect has stored MirrorMaker 2's source offsets up to the last record of every
     partition of `topics` on the primary (it flushes them every second in the lab): a worker

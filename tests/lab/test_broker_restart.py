@@ -31,7 +31,7 @@ from drctl.lab.workload import commit_offsets, create_topics
 from drctl.replication.connect import ConnectorActivity, ConnectorReading
 from drctl.state import marker_store
 from tests.conftest import RunningLab, only_on_kafka_3
-from tests.lab.support import keyed, produce, wait_replicated
+from tests.lab.support import assert_waited_out, keyed, produce, wait_replicated
 from tests.lab.test_failback import outage, restore_lab
 from tests.lab.test_failover import run_json, scoped_config
 from tests.lab.test_reprotect import _everything, _sides
@@ -213,11 +213,11 @@ def test_secondary_dropping_mid_failback_is_waited_for_within_the_deadline(
     gap_step = ("Proving where replication stopped", "Gap analysis")
 
     deadline_s = 20
-    status, _, err, took = failback_meanwhile(failback(deadline_s), gap_step,
-                                              lambda: lab.lab.fail("secondary"))
+    status, out, err, _ = failback_meanwhile(failback(deadline_s), gap_step,
+                                             lambda: lab.lab.fail("secondary"))
     assert status == 4, err[-3000:]
-    # Within the deadline plus the step that was running (its own request timeouts).
-    assert took < deadline_s + 90, took
+    # Waited for the secondary within the deadline, as drctl measured it.
+    assert_waited_out(json.loads(out), deadline_s)
     assert "Failback stopped: cluster 'secondary' at 127.0.0.1:" in err
     assert "Bring 'secondary' back, then run it again: it continues after the last step " \
            "recorded." in err
@@ -258,12 +258,12 @@ def test_connect_dropping_mid_failback_ends_it_within_the_deadline_naming_connec
     argv = [sys.executable, "-m", "drctl", "--config", str(o["config"]), "-o", "json",
             "failback", "--check-order", "--reconcile", "copy-safe", "--yes", "--groups",
             f"{ns}-.*", "--deadline", f"{deadline_s}s"]
-    status, _, err, took = failback_meanwhile(
+    status, out, err, _ = failback_meanwhile(
         argv, ("Proving where replication stopped", "Gap analysis"),
         lambda: lab.lab.fail("replication"))
     assert status == 4, err[-3000:]
-    # The deadline plus the step under way when the worker went (the gap job, reconcile).
-    assert took < deadline_s + 90, took
+    # Waited for the worker within the deadline, as drctl measured it.
+    assert_waited_out(json.loads(out), deadline_s)
     assert "Failback stopped: Kafka Connect at http" in err, err[-3000:]
     assert "Bring the Kafka Connect worker (http" in err
     assert "Running failback again" not in err
@@ -379,12 +379,12 @@ def test_secondary_lost_during_the_gap_job_interrupts_it_on_the_server(
 
     # Said as the job starts on the server (ops/one_way/gap_step.py): the broker dies before the job
     # can have read from it, and long before the job could finish.
-    status, _, err, took = failback_meanwhile(failback(deadline_s), ("Gap analysis (Spark",),
-                                              lambda: lab.lab.fail("secondary"))
+    status, out, err, _ = failback_meanwhile(failback(deadline_s), ("Gap analysis (Spark",),
+                                             lambda: lab.lab.fail("secondary"))
     assert status == 4, err[-3000:]
-    # The deadline, the watch's next question and a Spark Connect interrupt: not the Java
-    # client's own timeouts (216 s).
-    assert took < deadline_s + 90, took
+    # drctl's watch missed the cluster within the deadline (as it measured the wait), not
+    # the Java client's own timeouts (216 s).
+    assert_waited_out(json.loads(out), deadline_s)
     assert "Failback stopped: cluster 'secondary' at 127.0.0.1:" in err, err[-3000:]
     assert "drctl interrupted the gap job on the Spark Connect sc://" in err, err[-3000:]
     assert "Bring 'secondary' back, then run it again: it continues after the last step " \

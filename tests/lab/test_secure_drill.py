@@ -57,11 +57,10 @@ def test_wrong_password_and_bad_ca_name_the_cause(secure_lab: RunningLab,
                                                   tmp_path: Path) -> None:
     wrong = altered_config(secure_lab, tmp_path / "pw",
                            {"clusters|primary|sasl.password": "not-the-password"})
-    started = time.monotonic()
     status, out, err = run("--config", str(wrong), "config", "check")
     assert status in (2, 4), err
     assert "authentication failed" in err.lower() and "'primary'" in err, err
-    assert time.monotonic() - started < 60
+    assert "retrying in" not in err, err  # a refusal, said at once: never waited for
     assert "not-the-password" not in out + err
 
     missing = tmp_path / "nowhere" / "ca.pem"

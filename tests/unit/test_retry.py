@@ -46,6 +46,8 @@ def test_retry_gives_up_at_deadline() -> None:
     # 1 + 2 + 4 = 7 s slept; the next wait (8 s) would pass the 10 s deadline: cut to the
     # 3 s left, so that one last attempt sees what is back by the deadline.
     assert info.value.attempts == 5 and now[0] == 10
+    # What it measured, and under which deadline: the error a command ends on reports both.
+    assert (info.value.elapsed_s, info.value.deadline_s) == (10, 10)
 
 
 def test_the_wait_cut_at_the_deadline_is_in_tenths_and_none_when_too_short() -> None:

@@ -346,8 +346,8 @@ def preflight(ctx: OpsContext, marker: FailoverMarker, opts: FailbackOptions,
                                 notify=ctx.notify)
         except Unreachable as exc:
             raise Unreachable(f"{exc.message} Failback needs both clusters.",
-                              f"Bring '{name}' back first; the marker {marker.incident} waits.") \
-                from None
+                              f"Bring '{name}' back first; the marker {marker.incident} waits."
+                              ).measured_as(exc) from None
     if not marker.done("failback:reverse-replication"):
         # Before reconcile or the reverse flow copies a record to where another registry
         # decodes it.

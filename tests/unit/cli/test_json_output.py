@@ -127,6 +127,9 @@ def test_an_unreachable_cluster_is_exit_4_and_the_document(
     assert status == ExitStatus.UNREACHABLE, doc
     if "error" in doc:
         assert doc["error"]["kind"] == "Unreachable" and "127.0.0.1:1" in doc["error"]["message"]
+        # The wait it ended, as drctl measured it, under the --deadline given (1 s).
+        error = doc["error"]
+        assert error["deadline_s"] == 1.0 and 0.5 <= error["waited_s"] <= 6, error
 
 
 def test_data_emitted_before_an_error_stays_in_the_document(
