@@ -303,6 +303,10 @@ class FaultInjector:
     _children: dict[str, int] = field(default_factory=dict)
     _progress: dict[str, str] = field(default_factory=dict)
     _landed: dict[str, list[_Landed]] = field(default_factory=dict)
+    # Step processes a kill or term was sent to: each is ending (a zombie still answers a
+    # signal until the executor reaps it), so a later fault on the step waits for its next
+    # run rather than landing on a process already dead.
+    _ending: set[int] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _ticker: threading.Thread | None = None
     _closed: threading.Event = field(default_factory=threading.Event)
@@ -411,6 +415,11 @@ class FaultInjector:
                 if target == STEP_TARGET and pid is None:
                     self._carry(armed, f"{name} ran no process of its own then")
                     continue
+                if target == STEP_TARGET and pid in self._ending:
+                    continue  # the step fails; the fault waits for its next run
+                if target == STEP_TARGET and armed.fault.signal != FaultSignal.stop:
+                    assert pid is not None
+                    self._ending.add(pid)
                 del self._armed[armed.fault.id]
                 thread = threading.Thread(target=self._land, args=(armed, name, at_s, pid),
                                           daemon=True, name=f"fault-{armed.fault.id}")

@@ -5,17 +5,23 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import textwrap
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from drctl.reports import render_report
+from drctl.retry import wait_for
 from drctl.runbook.executor import Executor, RunObserver
 from drctl.runbook.faults import (
+    STEP_TARGET,
+    FaultInjector,
     FaultSignal,
     FaultSpec,
+    PlannedFault,
     WindowEntry,
     heal_left_broken,
     plan_faults,
@@ -304,6 +310,51 @@ def test_a_killed_step_fails_and_the_resume_runs_it_again_landing_only_what_is_l
     assert sorted(r["fault"] for r in _records(journal, "fault") if r["landed"]) == \
         sorted(planned)
     assert {f["fault"] for f in again.faults} == set(planned)
+
+
+def _state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+def test_a_step_a_fault_killed_takes_no_later_fault_until_its_next_run() -> None:
+    """Issue 57: a kill and a stop aimed at one step, 0.4 s apart. The kill lands; the killed
+    process is a zombie until the executor reaps it — on a loaded machine, later than the
+    stop's moment — and a zombie still takes a signal: the stop "landed" on a dead step.
+    It waits for the step's next run. The clock is the test's; the process never reaped
+    here is the zombie the loaded machine made."""
+    now = [0.0]
+    records: list[dict[str, Any]] = []
+
+    def sleep(_: float) -> None:
+        if threading.current_thread().name == "fault-injector":
+            injector._closed.wait()  # its ticker ticks once: the test ticks from then on
+
+    injector = FaultInjector(record=records.append, clock=lambda: now[0], sleep=sleep)
+    kill = PlannedFault("f#1", FaultSignal.kill, STEP_TARGET, (("work", 0.5),), 0.1)
+    stop = PlannedFault("f#2", FaultSignal.stop, STEP_TARGET, (("work", 0.9),), 0.1)
+    step = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        injector.arm([kill, stop], {}, restart_after_s=0)
+        injector.step_started("work")
+        injector.child("work", step.pid)
+        now[0] = 0.6
+        injector._tick()
+        for landed in injector._landed["work"]:
+            landed.thread.join(30)
+        # Killed, not reaped (SIGKILL is delivered asynchronously): a zombie, which still
+        # takes a signal.
+        assert wait_for(lambda: _state(step.pid) == "Z" or None, deadline_s=30,
+                        interval_s=0.01)
+        now[0] = 1.0
+        injector._tick()
+        assert [(r["fault"], r["landed"]) for r in records if r["type"] == "fault"] == \
+            [("f#1", True)]
+        injector.step_ended("work", completed=False)
+        assert injector.armed == [stop]  # for the step's next run
+    finally:
+        injector.close()
+        step.kill()
+        step.wait(30)
 
 
 def test_a_fault_window_names_later_steps_and_known_signals() -> None:
