@@ -14,6 +14,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -120,19 +121,50 @@ KAFKA_3_LABS = ("kept-3.9", "prefixed-3.9")
 _LAB_OFFSETS = {"kept": 0, "prefixed": 10, "spark": 20, ACTIVE_ACTIVE: 30,
                 KAFKA_3_LABS[0]: 100, KAFKA_3_LABS[1]: 110}
 
+# The version x naming matrix. Per commit (`make test`) a cycle that runs on several labs
+# runs on the two diagonal ones, Kafka 4.x with names kept and Kafka 3.9 with names prefixed:
+# every version and every naming still meets every procedure. `make test-matrix`
+# (`pytest --matrix`) runs every combination, and every repetition at its full count
+# (`full_matrix`): before an issue that touches a procedure, the lab or the client layer is
+# resolved.
+DIAGONAL = ("kept", KAFKA_3_LABS[1])
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--matrix", action="store_true", default=False,
+                     help="every Kafka version x naming combination and every repetition "
+                          "at its full count (make test-matrix); without it, the diagonal "
+                          "combinations and the per-commit counts")
+
+
+def _combinations(names: tuple[str, ...]) -> list[object]:
+    """`names` as parameters: those off the diagonal marked `matrix` (deselected per
+    commit)."""
+    return [name if name in DIAGONAL else pytest.param(name, marks=pytest.mark.matrix)
+            for name in names]
+
 
 def on_kafka_3(fixture: str = "lab") -> pytest.MarkDecorator:
     """Run a test on both Kafka 3.9 labs (names kept and prefixed) as well as where it ran:
-    `lab` (Kafka 4.x, names kept) or `any_lab` (Kafka 4.x, both namings)."""
+    `lab` (Kafka 4.x, names kept) or `any_lab` (Kafka 4.x, both namings). Per commit only
+    the diagonal ones (`DIAGONAL`): Kafka 4.x kept and Kafka 3.9 prefixed."""
     ran = ("kept",) if fixture == "lab" else ("kept", "prefixed")
-    return pytest.mark.parametrize(fixture, [*ran, *KAFKA_3_LABS], indirect=True)
+    return pytest.mark.parametrize(fixture, _combinations((*ran, *KAFKA_3_LABS)),
+                                   indirect=True)
 
 
 def only_on_kafka_3(fixture: str = "lab") -> pytest.MarkDecorator:
     """Run a test on both Kafka 3.9 labs only: where the drill's fault rounds
     (tests/lab/test_drill_faults.py) and a Kafka 4.x test of the same moment already assert
-    what it asserts on Kafka 4.x."""
-    return pytest.mark.parametrize(fixture, KAFKA_3_LABS, indirect=True)
+    what it asserts on Kafka 4.x. Per commit on the prefixed one (`DIAGONAL`)."""
+    return pytest.mark.parametrize(fixture, _combinations(KAFKA_3_LABS), indirect=True)
+
+
+@pytest.fixture(scope="session")
+def full_matrix(request: pytest.FixtureRequest) -> bool:
+    """Whether this run is the full matrix (`--matrix`): a test that repeats what it proves
+    (rounds of faults, restarts) runs its full count then, fewer per commit."""
+    return bool(request.config.getoption("matrix"))
 
 
 class _Labs:
@@ -217,6 +249,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     controller, or a run without workers)."""
     if hasattr(session.config, "workerinput"):
         return
+    if _TIMES is not None:
+        _write_times(Path(_TIMES))
     if not _SPARK_USED.exists():
         return  # no test of this run asked for it
     SparkConnectServer(_SPARK_DIR, SPARK_CONNECT_PORT).down()
@@ -224,6 +258,55 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         shutil.rmtree(_SPARK_DIR, ignore_errors=True)
     else:
         print(f"\nthe Spark Connect server's files kept in {_SPARK_DIR}")
+
+
+# Every test's time, per run: `make test` writes them here (DRCTL_TEST_TIMES) and prints the
+# tail, the slowest last; the rows say which worker ran each and when, so a run's schedule
+# (a worker idle at the end, a lab's group late) can be read back.
+_TIMES = os.environ.get("DRCTL_TEST_TIMES")
+
+
+@dataclass
+class _Timed:
+    seconds: float
+    start: float
+    stop: float
+    worker: str
+    outcome: str = "passed"
+
+
+_times: dict[str, _Timed] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """The controller (or a run without workers) sums each test's setup, call and
+    teardown."""
+    if _TIMES is None:
+        return
+    worker = getattr(getattr(getattr(report, "node", None), "gateway", None), "id", "main")
+    row = _times.setdefault(report.nodeid, _Timed(0.0, report.start, report.stop, worker))
+    row.seconds += report.duration
+    row.start, row.stop = min(row.start, report.start), max(row.stop, report.stop)
+    if report.outcome != "passed" and row.outcome == "passed":
+        row.outcome = report.outcome if report.when == "call" else f"{report.when}-error"
+
+
+def _write_times(path: Path) -> None:
+    """One line a test, slowest last: seconds, outcome, worker, start and end (seconds into
+    the run), the test; then per worker its seconds of tests and when its last one ended."""
+    if not _times:
+        return
+    began = min(r.start for r in _times.values())
+    workers: dict[str, tuple[float, float]] = {}
+    lines = []
+    for nodeid, r in sorted(_times.items(), key=lambda kv: kv[1].seconds):
+        busy, last = workers.get(r.worker, (0.0, 0.0))
+        workers[r.worker] = (busy + r.seconds, max(last, r.stop - began))
+        lines.append(f"{r.seconds:8.1f}  {r.outcome:<8} {r.worker:<5} {r.start - began:7.0f} "
+                     f"{r.stop - began:7.0f}  {nodeid}\n")
+    lines += [f"# {w}: {busy:.0f} s of tests, its last ended {last:.0f} s into the run\n"
+              for w, (busy, last) in sorted(workers.items())]
+    path.write_text("".join(lines))
 
 
 def _lab_ports(name: str) -> LabPorts:
@@ -528,6 +611,11 @@ _CYCLES_LAST = {"test_fence.py", "test_secure_drill.py"}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.getoption("matrix"):
+        off = [item for item in items if item.get_closest_marker("matrix")]
+        if off:
+            config.hook.pytest_deselected(items=off)
+            items[:] = [item for item in items if not item.get_closest_marker("matrix")]
     per_file: dict[str, int] = {}
     for item in items:
         name = item.path.relative_to(Path(__file__).parent).as_posix()

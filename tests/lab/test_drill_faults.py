@@ -2,7 +2,9 @@
 (its own Spark Connect server, a target too): a campaign of two rounds with fixed seeds —
 failover with the primary killed, failback, the return — each round under three faults
 (SIGKILL, SIGSTOP for 1-4 s, SIGTERM) of a broker, the Connect worker, the Spark Connect
-server or the drctl step itself, landing inside a step. The ledger's verdict: every
+server or the drctl step itself, landing inside a step (per commit one round a naming, the
+two rounds' faults together every target; the full matrix, `make test-matrix`, two rounds
+a naming). The ledger's verdict: every
 acknowledged record on each cluster once, every group read every one (0 lost, 0 twice); a
 step a fault failed was run again by the runbook's resume, counted with its time to recover;
 the scorecard says where each fault landed."""
@@ -25,10 +27,14 @@ from tests.conftest import PORT_BASE
 pytestmark = [pytest.mark.lab, pytest.mark.spark]
 
 # Per naming: its ports (base .. base + 5, clear of tests/conftest.py's labs and
-# test_legacy_keys.py's + 120), and the first of its two rounds' seeds — chosen so that each
-# round's three faults take each signal once and the two rounds' six faults every target at
-# least once (the plan is the seed's: runbook/faults.py plan_faults).
+# test_legacy_keys.py's + 120), the first of its two rounds' seeds in the full matrix —
+# chosen so that each round's three faults take each signal once and the two rounds' six
+# faults every target at least once (the plan is the seed's: runbook/faults.py plan_faults)
+# — and the one round's seed per commit, with the targets its plan hits: the two namings'
+# rounds together hit every target.
 LABS = {"kept": (PORT_BASE + 130, 16), "prefixed": (PORT_BASE + 140, 14)}
+PER_COMMIT = {"kept": (16, {"secondary", "primary", "spark-connect"}),
+              "prefixed": (15, {"secondary", "step", "connect"})}
 FAULTS, ROUNDS = 3, 2
 SIGNALS = {"kill", "stop", "term"}
 TARGETS = {"primary", "secondary", "connect", "spark-connect", "step"}
@@ -59,14 +65,20 @@ def prefixed_fault_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab
     yield from _fault_lab("prefixed", tmp_path_factory)
 
 
-def test_two_rounds_under_faults_with_names_kept(kept_fault_lab: Lab, tmp_path: Path,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    _two_rounds(kept_fault_lab, tmp_path, capsys)
+def test_rounds_under_faults_with_names_kept(kept_fault_lab: Lab, tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str],
+                                             full_matrix: bool) -> None:
+    _rounds(kept_fault_lab, tmp_path, capsys, full_matrix)
 
 
-def test_two_rounds_under_faults_with_prefixed_names(
-        prefixed_fault_lab: Lab, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    _two_rounds(prefixed_fault_lab, tmp_path, capsys)
+def test_rounds_under_faults_with_prefixed_names(
+        prefixed_fault_lab: Lab, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        full_matrix: bool) -> None:
+    _rounds(prefixed_fault_lab, tmp_path, capsys, full_matrix)
+
+
+def test_the_rounds_per_commit_hit_every_target_together() -> None:
+    assert set().union(*(targets for _, targets in PER_COMMIT.values())) == TARGETS
 
 
 def test_comeback_drill_passes_every_check(kept_fault_lab: Lab, tmp_path: Path,
@@ -84,27 +96,31 @@ def test_comeback_drill_passes_every_check(kept_fault_lab: Lab, tmp_path: Path,
         assert check in names and names[check].find("failure") is None, check
 
 
-def _two_rounds(fault_lab: Lab, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def _rounds(fault_lab: Lab, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+            full_matrix: bool) -> None:
     naming = fault_lab.load_state().topic_naming
-    _, seed = LABS[naming]
+    if full_matrix:
+        (_, seed), rounds_run, targets = LABS[naming], ROUNDS, TARGETS
+    else:
+        (seed, targets), rounds_run = PER_COMMIT[naming], 1
     report_dir = tmp_path / "campaign"
     started = time.monotonic()
     status = main(["--config", str(fault_lab.config_file), "runbook", "run", "drill", "--yes",
-                   "--faults", str(FAULTS), "--seed", str(seed), "--rounds", str(ROUNDS),
+                   "--faults", str(FAULTS), "--seed", str(seed), "--rounds", str(rounds_run),
                    "--report-dir", str(report_dir),
                    *[a for v in DRILL_VARS for a in ("--var", v)]])
     err = capsys.readouterr().err
     print(f"{naming}: the campaign took {time.monotonic() - started:.0f} s")
     card: dict[str, Any] = json.loads((report_dir / "campaign.json").read_text())["card"]
     assert status == 0, err[-6000:]
-    assert card["ok"] and card["rounds"] == ROUNDS == card["passed"], card["failed"]
+    assert card["ok"] and card["rounds"] == rounds_run == card["passed"], card["failed"]
     assert (card["ledger"]["lost"], card["ledger"]["twice"], card["ledger"]["groups_lost"]) \
         == (0, 0, 0), card["ledger"]
     assert (report_dir / "campaign.md").exists() and (report_dir / "campaign.html").exists()
 
     rounds = {r["round"]: r for r in card["round_list"]}
     faults = card["faults"]["list"]
-    for number in range(1, ROUNDS + 1):
+    for number in range(1, rounds_run + 1):
         mine = [f for f in faults if f["round"] == number]
         landed = [f for f in mine if f["landed"]]
         print(f"round {number}:", [(f["signal"], f["target"], f.get("step"),
@@ -138,9 +154,9 @@ def _two_rounds(fault_lab: Lab, tmp_path: Path, capsys: pytest.CaptureFixture[st
         # RTO by phase of each operation.
         operations = {op["operation"] for op in rounds[number]["operations"].values()}
         assert operations == {"failover", "failback", "reprotect"}, operations
-    assert {f["target"] for f in faults if f["landed"]} == TARGETS, faults
+    assert {f["target"] for f in faults if f["landed"]} == targets, faults
     assert {op["operation"] for op in card["rto"]} == {"failover", "failback", "reprotect"}
-    assert all(p["n"] == ROUNDS for op in card["rto"] for p in op["phases"]
+    assert all(p["n"] == rounds_run for op in card["rto"] for p in op["phases"]
                if p["phase"] in ("preflight",)), card["rto"]
     if naming == "kept":
         _audit_is_in_the_report(report_dir)
