@@ -7,7 +7,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 LAB    ?= lab
 
-.PHONY: setup java-and-maven demo test lint typecheck unit clean-lab
+.PHONY: setup java-and-maven demo test test-matrix test-times lint typecheck unit clean-lab
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,19 +40,34 @@ typecheck: setup
 	$(BIN)/mypy
 
 ## Lint, type check and every test (lab tests start real Kafka and MirrorMaker 2).
-# Three pytest-xdist workers, each with its own labs on its own ports, a file per worker (the
-# prefixed lab's tests on two workers, the secure lab's on one: tests/conftest.py
-# `xdist_group`), and one Spark Connect server for the whole run. On the 2-core CI machine a
-# fresh clone's run takes 21–23 min, the cores busy most of the time. TEST_WORKERS=0 runs
-# in one process.
+# Three pytest-xdist workers, each with its own labs on its own ports, a group of tests per
+# lab (tests/conftest.py `xdist_group`), the groups handed out heaviest first in the order
+# conftest sorts them (--no-loadscope-reorder: xdist would sort them by test count), and
+# one Spark Connect server for the whole run. TEST_WORKERS=0 runs in one process.
 # A worker that dies fails the run (--max-worker-restart 0): a replaced one can hang xdist.
+# Per commit the version x naming matrix runs on its diagonal (Kafka 4.x kept, 3.9
+# prefixed) and repetitions at their per-commit counts; `make test-matrix` runs all of it.
+# Every test's time goes to $(TEST_TIMES), whose tail (the slowest) is printed after.
 TEST_WORKERS ?= 3
+TEST_TIMES   ?= test-times.txt
+PYTEST_RUN = DRCTL_TEST_TIMES=$(abspath $(TEST_TIMES)) $(BIN)/pytest -n $(TEST_WORKERS) \
+	--dist loadgroup --no-loadscope-reorder --max-worker-restart 0
 
 test: lint typecheck java-and-maven
 	@# The gap job's class archive, recorded once before the workers start (else each
 	@# worker's first gap job records it at once, slowly, under the others' load).
 	$(BIN)/python -m drctl.gap.job --record-classes
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup --max-worker-restart 0 --durations=40
+	@$(PYTEST_RUN) $(PYTEST_ARGS); status=$$?; $(MAKE) --no-print-directory test-times; \
+		exit $$status
+
+## The full version x naming matrix and every repetition at its full count: run it before
+## an issue that touches a procedure, the lab or the client layer is resolved.
+test-matrix: PYTEST_ARGS = --matrix
+test-matrix: test
+
+test-times:
+	@test -f $(TEST_TIMES) && { echo "--- the slowest tests (all: $(TEST_TIMES)) ---"; \
+		grep -v '^#' $(TEST_TIMES) | tail -n 40; grep '^#' $(TEST_TIMES); } || true
 
 unit: setup
 	$(BIN)/pytest tests/unit
