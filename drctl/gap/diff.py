@@ -184,13 +184,3 @@ def identity_narrow(records: DataFrame, topics: Mapping[str, int], *,
                     compared: Collection[str]) -> DataFrame:
     return records.select(topic_index(topics).alias("tix"), "partition", "offset",
                           record_fingerprint(compared).alias("fp"))
-
-
-def gap_summary(gap: DataFrame) -> DataFrame:
-    """Per (tix, partition): count, first/last offset and their timestamps."""
-    ts = F.unix_millis("timestamp")
-    return gap.groupBy(*KEYS).agg(
-        F.count(F.lit(1)).alias("unreplicated"),
-        F.min("offset").alias("first_offset"), F.max("offset").alias("last_offset"),
-        F.min_by(ts, F.col("offset")).alias("first_timestamp_ms"),
-        F.max_by(ts, F.col("offset")).alias("last_timestamp_ms"))

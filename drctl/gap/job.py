@@ -40,7 +40,7 @@ from pyspark.sql import functions as F
 from drctl.fingerprint.spark import FP_TYPE, digest_bytes
 from drctl.gap import diff
 from drctl.gap.plan import IDENTITY, GapPlan, TopicPlan
-from drctl.gap.result import RECORDS_DIR, SUMMARY_FILE, scope_fields, totals
+from drctl.gap.result import RECORDS_DIR, SUMMARY_FILE, scope_fields, tally, totals
 
 Ranges = dict[str, dict[int, tuple[int, int]]]  # topic -> partition -> [start, end)
 Emit = Callable[[dict[str, Any]], None]
@@ -195,17 +195,42 @@ _QUICK_JIT_ROWS = 1_000_000
 _QUICK_JIT = "-XX:TieredStopAtLevel=1"
 
 
-def _sql_defaults(plan: GapPlan, parallelism: int) -> dict[str, str]:
+# Fewer records than this compared: a small plan. Its queries are mostly Spark's fixed cost
+# per query — planning, generating and compiling code, a task and a Kafka consumer per
+# split — not the records: interpreted expressions, no optimizer rules that pay only at
+# scale, one task per Kafka partition and few shuffle partitions cost a small job a fraction
+# of the CPU. Measured, not guessed: bench/bench_gap_warm.py and docs/performance.md.
+SMALL_PLAN_ROWS = 50_000
+
+
+def small_plan(plan: GapPlan) -> bool:
+    return _compared_rows(plan) <= SMALL_PLAN_ROWS
+
+
+def _sql_defaults(plan: GapPlan, parallelism: Callable[[], int]) -> dict[str, str]:
     # Spark's 200 shuffle partitions suit a cluster. A few per core keep small shuffles and
     # writes cheap, and about a million narrow rows per partition keep each hash map in
     # memory.
     rows = _compared_rows(plan)
+    small = small_plan(plan)
     return {
         # Fingerprints are unique per record: a map-side partial aggregation would only copy
         # every row into a hash map before the shuffle.
         "spark.sql.execution.bypassPartialAggregation": "true",
-        "spark.sql.shuffle.partitions": str(max(4 * parallelism, rows // 1_000_000)),
+        # A small plan's few rows in two (no question to the server for its cores).
+        "spark.sql.shuffle.partitions": str(2 if small
+                                            else max(4 * parallelism(), rows // 1_000_000)),
         "spark.sql.session.timeZone": "UTC",
+        # Set either way: a session may run a small plan after a large one.
+        "spark.sql.codegen.wholeStage": "false" if small else "true",
+        # Spark's own switch between generated and interpreted expressions (its
+        # CodeGeneratorWithInterpretedFallback): interpreted for a small plan.
+        "spark.sql.codegen.factoryMode": "NO_CODEGEN" if small else "FALLBACK",
+        # Filters inferred from constraints: most of a small query's optimizer time when the
+        # plan joins the same inputs several times (the diff, the order check).
+        "spark.sql.constraintPropagation.enabled": "false" if small else "true",
+        # Re-planning at every stage pays when stages are large.
+        "spark.sql.adaptive.enabled": "false" if small else "true",
     }
 
 
@@ -217,7 +242,7 @@ def build_session(plan: GapPlan) -> SparkSession:
         spark = builder.getOrCreate()
         spark.sparkContext.setLogLevel("WARN")
         given = spark.sparkContext.getConf()
-        for key, value in _sql_defaults(plan, default_parallelism(spark)).items():
+        for key, value in _sql_defaults(plan, lambda: default_parallelism(spark)).items():
             if not given.contains(key):
                 spark.conf.set(key, value)
         return spark
@@ -246,14 +271,13 @@ def build_session(plan: GapPlan) -> SparkSession:
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("INFO" if settings.debug else "ERROR")
-    return plan_session(spark, plan, settings.conf, default_parallelism(spark))
+    return plan_session(spark, plan, settings.conf)
 
 
-def plan_session(spark: SparkSession, plan: GapPlan, given: Mapping[str, str],
-                 parallelism: int) -> SparkSession:
+def plan_session(spark: SparkSession, plan: GapPlan, given: Mapping[str, str]) -> SparkSession:
     """`spark` with the SQL settings sized for `plan` (those the config's `given` leaves
     open)."""
-    for key, value in _sql_defaults(plan, parallelism).items():
+    for key, value in _sql_defaults(plan, lambda: default_parallelism(spark)).items():
         if key not in given:
             spark.conf.set(key, value)
     return spark
@@ -268,9 +292,14 @@ class GapJob:
         self.out = Path(plan.out_dir)
         self.work = self.out / _WORK
         self.connect = is_connect(spark)
-        self.parallelism = max(2, default_parallelism(spark))
+        self.small = small_plan(plan)
         self.gap_rows = 0  # how many unreplicated records the analysis expects
         self._cached: list[DataFrame] = []
+
+    def parallelism(self) -> int:
+        """The cores Spark schedules tasks on (asked of a Spark Connect server once per
+        session, only by a plan that is not small)."""
+        return max(2, default_parallelism(self.spark))
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -290,8 +319,9 @@ class GapJob:
                 .option("startingOffsets", json.dumps(start))
                 .option("endingOffsets", json.dumps(end))
                 .option("includeHeaders", "true")
-                # Splits big Kafka partitions so every core has work.
-                .option("minPartitions", str(2 * self.parallelism))
+                # Splits big Kafka partitions so every core has work; a small plan reads
+                # each in one task (a task and a consumer per split is its cost).
+                .option("minPartitions", str(1 if self.small else 2 * self.parallelism()))
                 .load())
 
     def source_ranges(self, bounds: Callable[[TopicPlan, int], tuple[int, int]]) -> Ranges:
@@ -355,13 +385,17 @@ class GapJob:
         return self.spark.createDataFrame(
             [], f"tix int, partition int, fp {FP_TYPE}, sign tinyint, offset bigint")
 
-    def materialize(self, df: DataFrame, name: str) -> DataFrame:
+    def materialize(self, df: DataFrame, name: str, *, by_next_query: bool = False
+                    ) -> DataFrame:
         """`df` computed once (and its observations gathered). Its own process writes it to
         the work directory; a Spark Connect server shares no file system with drctl, and
-        keeps it cached in its executors until the job ends (`release`)."""
+        keeps it cached in its executors until the job ends (`release`) — computed by a
+        count, or with `by_next_query` by the next query that reads it (its observations
+        are gathered then): a query less."""
         if self.connect:
             df = df.cache()
-            df.count()
+            if not by_next_query:
+                df.count()
             self._cached.append(df)
             return df
         path = str(self.work / name)
@@ -408,28 +442,39 @@ class GapJob:
                 # Kafka read.
                 ordered = self.materialize(ordered, "gap").orderBy("tix", "partition",
                                                                    "offset")
-            ordered.drop("tix").write.mode("overwrite").parquet(str(records_path))
-            written = self.spark.read.parquet(str(records_path))
-        summary = self.summarize(written, counts, post_counts, divergence)
+            # Counted by Spark as its executors write: on a cluster, the driver's machine must
+            # see every record they wrote (runner.check_shared_output).
+            observed = Observation("written")
+            (ordered.drop("tix").observe(observed, F.count(F.lit(1)).alias("n"))
+             .write.mode("overwrite").parquet(str(records_path)))
+            written = int(observed.get["n"])
+        summary = self.summarize(records_path, counts, post_counts, divergence)
         summary["records_path"] = str(records_path)
+        summary["records_written"] = written
         self.events.enter("done")
         summary["elapsed_s"] = round(time.monotonic() - started, 3)
         summary["phases_s"] = dict(self.events.timings)
         return summary
 
-    def fetch(self, ordered: DataFrame, records_path: Path) -> DataFrame:
-        """The unreplicated records over the Spark Connect session (Arrow), written here as
-        the Parquet file its own process would write: the failback host needs no storage
-        shared with the server. Returns them as the server holds them, for the summary."""
+    def fetch(self, ordered: DataFrame, records_path: Path) -> int:
+        """The unreplicated records over the Spark Connect session (Arrow), in one query,
+        written here as the Parquet file its own process would write: the failback host needs
+        no storage shared with the server. Returns how many."""
         import pyarrow.parquet as pq
 
-        kept = self.materialize(ordered.orderBy("tix", "partition", "offset").drop("tix"),
-                                "gap")
-        table = kept.toArrow()
+        if self.small:
+            # Sorted in one task: a global sort would first sample its input, reading Kafka
+            # a second time. Only for a small plan: a task's result comes back whole, and a
+            # large one outgrows the server's memory store (TaskResultLost).
+            ordered = ordered.repartition(1).sortWithinPartitions("tix", "partition", "offset")
+        else:
+            # Sorted, then cached: read back from the cache in its sorted blocks.
+            ordered = self.materialize(ordered.orderBy("tix", "partition", "offset"), "gap")
+        table = ordered.drop("tix").toArrow()
         shutil.rmtree(records_path, ignore_errors=True)
         records_path.mkdir(parents=True)
         pq.write_table(table, records_path / "part-00000.parquet")
-        return kept
+        return int(table.num_rows)
 
     def multiset(self) -> tuple[DataFrame, dict[str, dict[tuple[int, int], int]]]:
         self.events.enter("diff")
@@ -444,13 +489,12 @@ class GapJob:
             None if tgt_raw is None else diff.narrow(tgt_raw, self.target_names(), sign=-1,
                                                      compared=self.compared("target")),
             "target")
+        # On a Spark Connect server the query below computes (and caches) it.
         groups = self.materialize(
             diff.unmatched_groups(src if src is not None else self.empty_narrow(),
                                   tgt if tgt is not None else self.empty_narrow()),
-            "groups")
-        counts = {"source": self.counts(src_obs), "target": self.counts(tgt_obs)}
+            "groups", by_next_query=True)
 
-        self.events.enter("duplicates")
         # One look at the (small) unmatched groups answers both questions: where the copies
         # of identical records live, and which source offsets hold the payloads.
         is_multi, is_single = F.col("n_src") > 1, F.col("n_src") == 1
@@ -460,6 +504,8 @@ class GapJob:
                       F.min(F.when(is_single, F.col("last_src"))).alias("single_lo"),
                       F.max(F.when(is_single, F.col("last_src"))).alias("single_hi"),
                       F.sum("net").alias("missing")).collect())
+        counts = {"source": self.counts(src_obs), "target": self.counts(tgt_obs)}
+        self.events.enter("duplicates")
         self.gap_rows = sum(r["missing"] for r in spans)
         multi = {(r["tix"], r["partition"]): (r["multi_lo"], r["multi_hi"] + 1)
                  for r in spans if r["multi_lo"] is not None}
@@ -572,11 +618,12 @@ class GapJob:
             late = self.late_offsets()
             if late is not None:
                 writes = writes.join(F.broadcast(late), [*diff.KEYS, "offset"], "left_anti")
-            writes = self.materialize(writes, "post-failover")
-        post_counts = {(r["tix"], r["partition"]): r["n"]
-                       for r in writes.groupBy(*diff.KEYS).agg(
-                           F.count(F.lit(1)).alias("n")).collect()}
-        return diff.classify(gap, writes), post_counts
+            # Counted per partition as it is materialized: no query of its own.
+            observed, obs = self.counted(writes, "post-failover")
+            assert observed is not None
+            writes = self.materialize(observed, "post-failover")
+            return diff.classify(gap, writes), {k: n for k, n in self.counts(obs).items() if n}
+        return diff.classify(gap, writes), {}
 
     def empty_gap(self) -> DataFrame:
         return self.spark.createDataFrame(
@@ -592,29 +639,15 @@ class GapJob:
 
     # -- the summary --------------------------------------------------------------------------
 
-    def summarize(self, written: DataFrame, counts: dict[str, dict[tuple[int, int], int]],
+    def summarize(self, records_path: Path, counts: dict[str, dict[tuple[int, int], int]],
                   post_counts: dict[tuple[int, int], int],
                   divergence: list[dict[str, Any]]) -> dict[str, Any]:
-        names = {t.source_topic: i for i, t in enumerate(self.plan.topics)}
-        with_tix = written.withColumn("tix", diff.topic_index(names)).withColumn(
-            "timestamp", F.timestamp_millis("timestamp_ms"))
-        gaps = {(r["tix"], r["partition"]): r.asDict()
-                for r in diff.gap_summary(with_tix).collect()}
-        classes: dict[tuple[int, int], dict[str, int]] = {}
-        flagged: dict[tuple[int, int], int] = {}
-        if self.plan.check_order:
-            for r in with_tix.groupBy(*diff.KEYS, "classification").count().collect():
-                classes.setdefault((r["tix"], r["partition"]), {})[r["classification"]] = \
-                    r["count"]
-            for r in (with_tix.where((F.col("classification") == diff.UNKEYED)
-                                     & (F.col("partition_writes") > 0))
-                      .groupBy(*diff.KEYS).count().collect()):
-                flagged[(r["tix"], r["partition"])] = r["count"]
+        found = tally(records_path, self.plan.check_order)
         rows = []
         for i, t in enumerate(self.plan.topics):
             for p in t.partitions:
                 k = (i, p)
-                g = gaps.get(k, {})
+                g = found.get((t.source_topic, p), {})
                 row: dict[str, Any] = {
                     "topic": t.source_topic, "target_topic": t.target_topic, "partition": p,
                     "source_start": t.source_start[p], "source_end": t.source_end[p],
@@ -634,10 +667,10 @@ class GapJob:
                     row["source_records"] += row["unreplicated"]
                     row["divergent"] = counts.get("divergent", {}).get(k, 0)
                 if self.plan.check_order:
-                    c = classes.get(k, {})
+                    c = g.get("classes", {})
                     row.update({"safe": c.get(diff.SAFE, 0), "conflict": c.get(diff.CONFLICT, 0),
                                 "unkeyed": c.get(diff.UNKEYED, 0),
-                                "unkeyed_flagged": flagged.get(k, 0),
+                                "unkeyed_flagged": g.get("flagged", 0),
                                 "post_failover_writes": post_counts.get(k, 0)})
                 rows.append(row)
         return {"kind": self.plan.kind, "replication_kind": self.plan.replication_kind,

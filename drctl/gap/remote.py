@@ -18,6 +18,7 @@ import threading
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from drctl.config import SparkSettings
@@ -55,17 +56,59 @@ class ServerLacksKafka(SparkConnectorMissing):
     exit_status = ExitStatus.USAGE
 
 
+class _Kept:
+    """The sessions a command keeps open across its gap jobs (`sessions_kept`), one per
+    server, and the process-wide switch to Spark Connect they need (saved to put back)."""
+
+    def __init__(self) -> None:
+        self.sessions: dict[str, SparkSession] = {}
+        self.saved_mode: dict[str, str | None] | None = None
+
+
+_KEPT: ContextVar[_Kept | None] = ContextVar("drctl_spark_sessions", default=None)
+
+
+@contextmanager
+def sessions_kept() -> Iterator[None]:
+    """Within it, the gap jobs on one server share one session: a command's steps (a
+    failback run again after a dropped cluster) pay the session's start and the server's
+    questions once. The sessions close on the way out, with the command that opened them."""
+    kept = _Kept()
+    token = _KEPT.set(kept)
+    try:
+        yield
+    finally:
+        _KEPT.reset(token)
+        for spark in kept.sessions.values():
+            _stop(spark)
+        if kept.saved_mode is not None:
+            _restore_mode(kept.saved_mode)
+
+
+def forget_session(settings: SparkSettings) -> None:
+    """A kept session whose job failed is closed: the next job starts a fresh one (its
+    server may have restarted, and a session it no longer knows fails every call)."""
+    kept = _KEPT.get()
+    if kept is not None and settings.remote in kept.sessions:
+        _stop(kept.sessions.pop(settings.remote))
+
+
 @contextmanager
 def connected(settings: SparkSettings, deadline_s: float | None) -> Iterator[SparkSession]:
-    """A session of its own on the server, which answered within `deadline_s` (None: 30 s);
-    closed on the way out (the server drops what it cached for it). Its client retries a
-    lost connection for about as long (not Spark Connect's 10 minutes). The config's
-    spark.conf become the session's settings.
+    """A session on the server, which answered within `deadline_s` (None: 30 s): of its
+    own, closed on the way out (the server drops what it cached for it) — or, within
+    `sessions_kept`, the command's session for this server, opened on its first use. Its
+    client retries a lost connection for about as long (not Spark Connect's 10 minutes). The
+    config's spark.conf become the session's settings.
 
     PySpark chooses between Spark Connect and a JVM of this process by an environment
-    variable, process-wide: it is set while the session is open and put back after, so that
+    variable, process-wide: it is set while a session is open and put back after, so that
     a job of its own started later (a child inherits the environment) gets a JVM."""
     assert settings.remote is not None
+    kept = _KEPT.get()
+    if kept is not None and settings.remote in kept.sessions:
+        yield kept.sessions[settings.remote]
+        return
     try:
         from pyspark.sql import SparkSession
         from pyspark.sql.connect.client.retries import DefaultPolicy
@@ -80,6 +123,7 @@ def connected(settings: SparkSettings, deadline_s: float | None) -> Iterator[Spa
     saved = {name: os.environ.get(name) for name in _MODE_VARIABLES}
     spark = SparkSession.builder.remote(settings.remote).create()
     os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+    keep = False
     try:
         # Spark Connect's own retries (backoffs of at most 2 s) add up to about the deadline.
         retries = max(1, int(deadline / 2) + 2)
@@ -89,17 +133,31 @@ def connected(settings: SparkSettings, deadline_s: float | None) -> Iterator[Spa
         _within(deadline, lambda: spark.version, settings)
         for key, value in settings.conf.items():
             spark.conf.set(key, value)
+        if kept is not None:
+            kept.sessions[settings.remote] = spark
+            if kept.saved_mode is None:
+                kept.saved_mode = saved
+            keep = True
         yield spark
     finally:
-        try:
-            spark.stop()
-        except Exception:  # noqa: BLE001 - a server that is gone has nothing left to release
-            pass
-        for name, before in saved.items():
-            if before is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = before
+        if not keep:
+            _stop(spark)
+            _restore_mode(saved)
+
+
+def _stop(spark: SparkSession) -> None:
+    try:
+        spark.stop()
+    except Exception:  # noqa: BLE001 - a server that is gone has nothing left to release
+        pass
+
+
+def _restore_mode(saved: dict[str, str | None]) -> None:
+    for name, before in saved.items():
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
 
 
 def server_facts(spark: SparkSession) -> dict[str, Any]:

@@ -130,6 +130,8 @@ class GapResult:
     plan: dict[str, Any] = field(default_factory=dict)
     connector: str = ""
     temporary: bool = False  # out_dir is drctl's own and goes away with cleanup()
+    # How many records the job's engine said it wrote (None: a summary from before it said).
+    records_written: int | None = None
 
     @classmethod
     def load(cls, out_dir: Path, *, plan: Mapping[str, Any] | None = None,
@@ -139,7 +141,7 @@ class GapResult:
                    check_order=raw["check_order"], partitions=raw["partitions"],
                    divergence_sample=raw.get("divergence_sample", []),
                    notes=raw.get("notes", []), elapsed_s=raw.get("elapsed_s", 0.0),
-                   scope=raw.get("scope", "full"),
+                   scope=raw.get("scope", "full"), records_written=raw.get("records_written"),
                    plan=dict(plan or {}), connector=connector, temporary=temporary)
 
     @property
@@ -217,6 +219,49 @@ class GapResult:
 
     def __exit__(self, *_: object) -> None:
         self.cleanup()
+
+
+def tally(records_path: Path, check_order: bool) -> dict[tuple[str, int], dict[str, Any]]:
+    """Per (topic, partition) of the unreplicated records written under `records_path`: how
+    many, the first and last offset and their timestamps, and with the order check the count
+    per class and the unkeyed records flagged (post-failover writes in their partition). Read
+    back from the Parquet files, their few narrow columns only: the job's summary, whichever
+    engine wrote them — a query per figure on the Spark engine cost a small job more than
+    its diff (docs/performance.md)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    columns = ["topic", "partition", "offset", "timestamp_ms"]
+    if check_order:
+        columns += ["classification", "partition_writes"]
+    parts = [_parquet().read_table(path, columns=columns)
+             for path in sorted(records_path.glob("part-*.parquet"))]
+    table = pa.concat_tables(parts) if parts else None
+    if table is None or table.num_rows == 0:
+        return {}
+    keys = ["topic", "partition"]
+    # Sorted, one thread: "first" and "last" are then the first and last offsets' timestamps.
+    table = table.sort_by([("topic", "ascending"), ("partition", "ascending"),
+                           ("offset", "ascending")])
+    out: dict[tuple[str, int], dict[str, Any]] = {}
+    for row in table.group_by(keys, use_threads=False).aggregate(
+            [("offset", "count"), ("offset", "min"), ("offset", "max"),
+             ("timestamp_ms", "first"), ("timestamp_ms", "last")]).to_pylist():
+        out[(row["topic"], row["partition"])] = {
+            "unreplicated": row["offset_count"], "first_offset": row["offset_min"],
+            "last_offset": row["offset_max"], "first_timestamp_ms": row["timestamp_ms_first"],
+            "last_timestamp_ms": row["timestamp_ms_last"]}
+    if not check_order:
+        return out
+    for row in table.group_by([*keys, "classification"]).aggregate(
+            [("offset", "count")]).to_pylist():
+        out[(row["topic"], row["partition"])].setdefault("classes", {})[
+            row["classification"]] = row["offset_count"]
+    flagged = table.filter(pc.and_(pc.equal(table["classification"], "unkeyed"),
+                                   pc.greater(table["partition_writes"], 0)))
+    for row in flagged.group_by(keys).aggregate([("offset", "count")]).to_pylist():
+        out[(row["topic"], row["partition"])]["flagged"] = row["offset_count"]
+    return out
 
 
 _KAFKA_TIMESTAMP_TYPE = {0: 1, 1: 2}

@@ -192,13 +192,13 @@ def note_shared_output(plan: GapPlan, master: str, notify: Notify = lambda _: No
 
 
 def check_shared_output(result: GapResult, master: str) -> None:
-    """On a cluster, the records the executors wrote must be the ones the driver reads: the
-    summary (counted by Spark from what it wrote) against the Parquet files the driver sees.
-    A mismatch is an output directory that is not shared; reconciling from it would miss
-    records."""
+    """On a cluster, the records the executors wrote must be the ones the driver reads: what
+    Spark counted as they wrote them against the Parquet files the driver sees. A mismatch is
+    an output directory that is not shared; reconciling from it would miss records."""
     if master.startswith("local"):
         return
-    counted = result.totals["unreplicated"]
+    counted = result.records_written if result.records_written is not None \
+        else result.totals["unreplicated"]
     here = result.records_on_disk()
     if here != counted:
         raise DrctlError(
@@ -319,6 +319,18 @@ def _follow_in_session(followed: _Followed, plan: GapPlan, spark: SparkSettings,
     timeout or Ctrl-C interrupts its operations on the server, and the command goes on after
     a short grace whether or not the server has answered the interrupt yet (the session is
     released on the way out)."""
+    from drctl.gap import remote
+
+    try:
+        _in_session(followed, plan, spark, progress, timeout_s, deadline_s, watch)
+    finally:
+        if not followed.succeeded:
+            remote.forget_session(spark)  # a command's next job starts a session afresh
+
+
+def _in_session(followed: _Followed, plan: GapPlan, spark: SparkSettings,
+                progress: Progress | None, timeout_s: float | None,
+                deadline_s: float | None, watch: ClusterWatch | None) -> None:
     from drctl.gap import job, remote
 
     with remote.connected(spark, deadline_s) as session:
@@ -347,8 +359,8 @@ def _follow_in_session(followed: _Followed, plan: GapPlan, spark: SparkSettings,
             try:
                 remote.require_kafka(session, spark)
                 given = dict(spark.conf)
-                summary = job.run_job(plan, job.JobEvents(follow), lambda p: job.plan_session(
-                    session, p, given, job.default_parallelism(session)))
+                summary = job.run_job(plan, job.JobEvents(follow),
+                                      lambda p: job.plan_session(session, p, given))
                 follow({"event": "done", "summary": str(summary)})
             except TimedOut as exc:
                 if not (fired.is_set() or lost.is_set()):

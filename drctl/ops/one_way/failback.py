@@ -18,6 +18,7 @@ from typing import Any
 from drctl.context import OpsContext
 from drctl.errors import CheckFailed, ExitStatus, Unreachable, UsageError
 from drctl.faults import crash_point
+from drctl.gap.remote import sessions_kept
 from drctl.kafka.clients import cluster_metadata, describe_with_retry
 from drctl.kafka.topics import ensure_topics, grow_topics
 from drctl.ops.one_way.gap_step import GapFinder, GapOutcome
@@ -461,8 +462,11 @@ def run_failback(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder, 
         return _failback_once(ctx, opts, gap_finder, under_way, clock,
                               None if under_way[0] else approve)
 
-    return rerun_while_dropped(once, ctx, (rep.source, rep.target), opts.deadline_s,
-                               "failback", started=lambda: under_way[0])
+    # Its gap jobs (one, and one more each time it runs again) share a Spark Connect
+    # session, closed as failback ends.
+    with sessions_kept():
+        return rerun_while_dropped(once, ctx, (rep.source, rep.target), opts.deadline_s,
+                                   "failback", started=lambda: under_way[0])
 
 
 def _failback_once(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder,

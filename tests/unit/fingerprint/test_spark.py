@@ -89,8 +89,16 @@ def spark_digests(spark: SparkSession, rows: list[Row]) -> list[bytes]:
 
 @pytest.mark.parametrize("rows", [EDGE_CASES, random_rows(400, seed=11)],
                          ids=["edge-cases", "random"])
-def test_spark_and_python_fingerprints_agree(spark: SparkSession, rows: list[Row]) -> None:
-    got = spark_digests(spark, rows)
+# Generated code (a large plan's) and interpreted expressions (a small plan's, gap/job.py
+# `_sql_defaults`) compute the same digest.
+@pytest.mark.parametrize("factory", ["FALLBACK", "NO_CODEGEN"])
+def test_spark_and_python_fingerprints_agree(spark: SparkSession, rows: list[Row],
+                                             factory: str) -> None:
+    spark.conf.set("spark.sql.codegen.factoryMode", factory)
+    try:
+        got = spark_digests(spark, rows)
+    finally:
+        spark.conf.unset("spark.sql.codegen.factoryMode")
     for row, fp in zip(rows, got, strict=True):
         assert fp == pyfp.fingerprint(*row), row
         assert len(fp) == pyfp.DIGEST_BYTES

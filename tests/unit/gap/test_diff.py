@@ -173,18 +173,6 @@ def test_identity_divergence_at_equal_offsets(spark: SparkSession) -> None:
         (2, False, False), (4, False, True)]
 
 
-def test_gap_summary(spark: SparkSession) -> None:
-    gap = frame(spark, "orders", [(0, 7, b"a", b"x", TS + 9, None),
-                                  (0, 3, b"b", b"y", TS + 1, None),
-                                  (1, 4, None, b"z", TS - 5, None)])
-    gap = gap.select(diff.topic_index({"orders": 0}).alias("tix"), "*")
-    rows = {r["partition"]: r for r in diff.gap_summary(gap).collect()}
-    assert (rows[0]["unreplicated"], rows[0]["first_offset"], rows[0]["last_offset"],
-            rows[0]["first_timestamp_ms"], rows[0]["last_timestamp_ms"]) == (2, 3, 7, TS + 1,
-                                                                             TS + 9)
-    assert rows[1]["unreplicated"] == 1 and rows[1]["first_timestamp_ms"] == TS - 5
-
-
 def superseded_split(spark: SparkSession, source: Sequence[Rec], target: Sequence[Rec], *,
                      compacted: bool = True) -> tuple[list[tuple[int, int]],
                                                       list[tuple[int, int]]]:

@@ -48,3 +48,69 @@ def test_a_server_without_kafka_is_a_usage_error_naming_the_package() -> None:
 def test_the_kafka_source_missing_is_told_from_other_failures(text: str,
                                                               missing: bool) -> None:
     assert remote.connector_missing(RuntimeError(text)) is missing
+
+
+class _FakeSession:
+    """What `connected` asks of a Spark Connect session, counted."""
+
+    made: list[_FakeSession] = []
+
+    def __init__(self) -> None:
+        self.stopped = 0
+        self.conf = self
+        self.settings: dict[str, str] = {}
+        self.client = self
+        _FakeSession.made.append(self)
+
+    version = "4.3.0"
+
+    def set_retry_policies(self, _: object) -> None:
+        pass
+
+    def set(self, key: str, value: str) -> None:
+        self.settings[key] = value
+
+    def stop(self) -> None:
+        self.stopped += 1
+
+
+class _FakeBuilder:
+    def remote(self, _: str) -> _FakeBuilder:
+        return self
+
+    def create(self) -> _FakeSession:
+        return _FakeSession()
+
+
+def test_a_commands_gap_jobs_share_one_session_closed_with_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 57: within `sessions_kept` (failback, run again after a dropped cluster), the
+    jobs on one server share one session, closed when the command ends; a job that failed
+    gives its session up, so the next starts afresh. Outside it, a session per job."""
+    import pyspark.sql
+
+    class Fake:
+        builder = _FakeBuilder()
+
+    monkeypatch.setattr(pyspark.sql, "SparkSession", Fake)
+    _FakeSession.made.clear()
+    before = os.environ.get("SPARK_CONNECT_MODE_ENABLED")
+    settings = SparkSettings(remote="sc://127.0.0.1:15002", conf={"spark.x": "1"})
+    with remote.sessions_kept():
+        with remote.connected(settings, 5) as first:
+            assert os.environ["SPARK_CONNECT_MODE_ENABLED"] == "1"
+        with remote.connected(settings, 5) as second:
+            assert second is first and first.stopped == 0  # type: ignore[attr-defined]
+        remote.forget_session(settings)  # its job failed
+        assert first.stopped == 1  # type: ignore[attr-defined]
+        with remote.connected(settings, 5) as third:
+            assert third is not first and third.settings == {"spark.x": "1"}  # type: ignore[attr-defined]
+        assert os.environ["SPARK_CONNECT_MODE_ENABLED"] == "1"  # the session is open
+    assert [s.stopped for s in _FakeSession.made] == [1, 1]
+    assert os.environ.get("SPARK_CONNECT_MODE_ENABLED") == before
+    with remote.connected(settings, 5):
+        pass
+    with remote.connected(settings, 5):
+        pass
+    assert [s.stopped for s in _FakeSession.made] == [1, 1, 1, 1]
+    assert os.environ.get("SPARK_CONNECT_MODE_ENABLED") == before
