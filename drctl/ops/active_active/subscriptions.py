@@ -2,8 +2,10 @@
 region's local topic and the other region's copy of another reads both of each — or it
 misses what the other region's producers write (`secondary.orders` read without `orders`, or
 the reverse). A group that reads names its pattern was not meant to take — `preorders` beside
-`orders`, as `.*orders` takes it — over-matches. Each finding gives the anchored regex to
-subscribe with (`^(secondary\\.)?orders$`).
+`orders`, as `.*orders` takes it — over-matches; `orders.retry` or `orders-dlq` beside
+`orders` is a topic of its own the application reads on purpose, never an over-match. Each
+finding gives the anchored regex to subscribe with (`^(secondary\\.)?orders$`), which keeps
+every topic the group reads that is not an over-match.
 
 A group's topics are those it committed on (history: a group subscribed to a copy that never
 held a record has no commit there, so a copy without records is never called missed).
@@ -41,6 +43,18 @@ def _topics_with_records(clients: ClusterClients, partitions: Mapping[str, int])
     return {t for (t, _), (low, end) in marks.items() if end > low}
 
 
+def _glued_on(name: str, other: str) -> bool:
+    """Whether `name` is `other` with a prefix glued on, no separator between
+    (`preorders`, `orders`): what an unanchored `.*orders` takes by mistake.
+
+    drctl cannot see a consumer's pattern, so only this is taken as evidence: a name that
+    carries `other` after a '.', '-' or '_' (`eu.orders`), or `other` with a suffix
+    (`orders.retry`), is a topic named on purpose and the group reads it as one."""
+    if len(name) <= len(other) or not name.endswith(other):
+        return False
+    return name[-len(other) - 1].isalnum()
+
+
 def read_findings(pair: Pair, cluster: str, commits: Mapping[str, Mapping[TP, int]],
                   holding: set[str]) -> list[Finding]:
     """The findings from each group's topics on `cluster` (`holding`: the topics there that
@@ -53,7 +67,7 @@ def read_findings(pair: Pair, cluster: str, commits: Mapping[str, Mapping[TP, in
         if not copies:
             continue  # a group of one region's topics: local-only, nothing to pair
         bases = {copies.get(t, t) for t in read}
-        wide = {b for b in bases if any(o != b and o in b for o in bases)}
+        wide = {b for b in bases if any(_glued_on(b, o) for o in bases)}
         meant = sorted(bases - wide)
         regex = pair.aggregate_regex(cluster, meant)
         missing = sorted(t for b in meant for t in (b, f"{prefix}{b}")

@@ -191,6 +191,32 @@ def test_aggregate_subscriptions_that_miss_a_topic_or_over_match() -> None:
                              {"secondary.orders"})
 
 
+def test_a_retry_topic_beside_its_topic_is_read_on_purpose_not_over_matched() -> None:
+    """Issue 58, finding 7: `orders.retry` contains `orders` but is a topic of its own (a
+    substring test called it an over-match, exit 3, and its regex dropped the retry topic)."""
+    import re
+
+    from drctl.ops.active_active.subscriptions import read_findings
+
+    pair = Pair(parse_config(_raw()))
+    read = {"orders", "secondary.orders", "orders.retry", "secondary.orders.retry",
+            "orders-dlq", "secondary.orders-dlq"}
+    assert not read_findings(pair, "primary", {"agg": {(t, 0): 1 for t in read}}, read)
+    # Its retry copy missed: the one finding's regex keeps every topic the group reads.
+    half = read - {"secondary.orders.retry"}
+    (found,) = read_findings(pair, "primary", {"agg": {(t, 0): 1 for t in half}}, read)
+    assert "but not secondary.orders.retry" in found.difference
+    regex = re.compile(found.fix.removeprefix("subscribe with "))
+    assert all(regex.search(t) for t in read)
+    assert not regex.search("preorders")
+    # A prefix glued on is still an over-match, beside a retry topic too.
+    wide = read | {"preorders", "secondary.preorders"}
+    (found,) = read_findings(pair, "primary", {"wide": {(t, 0): 1 for t in wide}}, wide)
+    assert "preorders, secondary.preorders beside orders, orders-dlq, orders.retry" in \
+        found.difference
+    assert r"^(secondary\.)?(orders|orders\-dlq|orders\.retry)$" in found.fix
+
+
 def test_status_of_a_pair_reads_both_flows_and_where_applications_run(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import json
