@@ -500,8 +500,9 @@ def _forget_groups(prefix: str) -> None:
     """Delete the consumer groups named `prefix`… on every lab this worker runs. The labs'
     MirrorMaker 2 asks for every group's offsets every second or two (its checkpoint
     connector at test speed, one request per group): a test's 2,000 groups left behind
-    would keep the broker and Connect busy for the rest of the session. Best effort: a
-    cluster that is down or a group still in use keeps them."""
+    would keep the broker and Connect busy for the rest of the session. Best effort (one
+    ListGroups answer, not checked by another a second later): a cluster that is down or a
+    group still in use keeps them."""
     if _session_labs is None:
         return
     for running in list(_session_labs.started.values()):
@@ -509,7 +510,8 @@ def _forget_groups(prefix: str) -> None:
             if not running.lab.process(cluster).is_running():
                 continue
             try:
-                groups = [g for g in list_groups(clients, deadline_s=10) if g.startswith(prefix)]
+                groups = [g for g in list_groups(clients, deadline_s=10, once=True)
+                          if g.startswith(prefix)]
                 if groups:
                     delete_groups(clients, groups)  # a group still in use stays
             except Exception:  # noqa: BLE001 - cleanup only; the test has its verdict

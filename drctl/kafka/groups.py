@@ -201,8 +201,22 @@ def _unanswered(clients: GroupClients, op: str, left: int, total: int, last: Bas
 UNNAMEABLE = {"": 'the group "" (no name: old consumers without a group.id committed under '
                   "it) cannot be named in a request by drctl's Kafka client: its offsets are "
                   "neither read nor moved; move its consumers to a named group"}
-# How many ListGroups answers are asked for at most until two in a row agree.
+# How many ListGroups answers are asked for at most until one leaves out nothing the one
+# before named.
 _LIST_ANSWERS = 5
+# The pause between two ListGroups answers that are compared. A __consumer_offsets partition
+# that moves is silent only in its hand-over: Kafka's group coordinator answers a partition it
+# is still loading with COORDINATOR_LOAD_IN_PROGRESS (asked again, `_ask`), but one it has
+# left, or not yet heard it leads, it leaves out with no error (GroupCoordinatorService
+# turns NOT_COORDINATOR into no groups; the classic coordinator lists what it owns). Both
+# brokers learn of the move from the same record of the metadata log, each in a long poll the
+# controller answers as the record commits and that waits at most 500 ms
+# (KafkaRaftClient.MAX_FETCH_WAIT_MS); the new coordinator then queues the load behind its
+# other events (milliseconds, tens under load). Twice the long poll leaves room for a loaded
+# lab (reasoned, not measured); a broker stalled longer than that behind the metadata log can
+# still hide a partition's groups from both answers. Two answers a moment apart (they were
+# 0.03 ms apart) both fall inside any hand-over.
+LIST_PAUSE_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -224,29 +238,42 @@ def _list_once(clients: GroupClients, deadline_s: float | None) -> list[str]:
     raise AssertionError("a list request answers once")
 
 
-def group_listing(clients: GroupClients, *, deadline_s: float | None = None) -> GroupListing:
+def group_listing(clients: GroupClients, *, deadline_s: float | None = None,
+                  once: bool = False, clock: Callable[[], float] = time.monotonic,
+                  sleep: Callable[[float], object] = time.sleep) -> GroupListing:
     """Every consumer group the cluster knows. librdkafka asks each broker; a broker that
     failed leaves its groups out, which is not "no group there": asked again, then exit 4,
-    never a shorter list. A broker whose group coordinator is moving a __consumer_offsets
-    partition answers without that partition's groups and without an error (Kafka's new
-    group coordinator skips NOT_COORDINATOR): listed until two answers in a row agree, every
-    group any answer named kept. Groups no request can name (UNNAMEABLE) are left out, and
-    said."""
+    never a shorter list. A broker whose group coordinator is handing a __consumer_offsets
+    partition over answers without that partition's groups and without an error: listed again
+    at least LIST_PAUSE_S after the answer before until an answer leaves out nothing the one
+    before named, every group any answer named kept (a group created meanwhile is no sign of
+    a move). `once`: one answer, for a best-effort caller that cannot wait for the pause.
+    Groups no request can name (UNNAMEABLE) are left out, and said."""
     seen: set[str] = set()
     last: set[str] | None = None
-    for _ in range(_LIST_ANSWERS):
+    answered_at = 0.0
+    for _ in range(1 if once else _LIST_ANSWERS):
+        if last is not None:
+            # Answers a moment apart come from inside one hand-over and agree on what it hides.
+            wait = answered_at + LIST_PAUSE_S - clock()
+            if wait > 0:
+                sleep(wait)
         answer = set(_list_once(clients, deadline_s))
+        answered_at = clock()
         seen |= answer
-        if answer == last:
+        if last is not None and answer >= last:
             break
         last = answer
     skipped = {g: why for g, why in UNNAMEABLE.items() if g in seen}
     return GroupListing(sorted(seen - set(skipped)), skipped)
 
 
-def list_groups(clients: GroupClients, *, deadline_s: float | None = None) -> list[str]:
+def list_groups(clients: GroupClients, *, deadline_s: float | None = None,
+                once: bool = False, clock: Callable[[], float] = time.monotonic,
+                sleep: Callable[[float], object] = time.sleep) -> list[str]:
     """`group_listing`'s groups; each group left out is said through the clients' notify."""
-    listing = group_listing(clients, deadline_s=deadline_s)
+    listing = group_listing(clients, deadline_s=deadline_s, once=once, clock=clock,
+                            sleep=sleep)
     if clients.notify is not None:
         for line in listing.notes(clients):
             clients.notify(line)

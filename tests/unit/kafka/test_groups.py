@@ -22,6 +22,7 @@ from drctl.kafka.coordinator import InProcess
 from drctl.kafka.groups import alter_offsets_many, committed_offsets, group_states, list_groups
 from drctl.kafka.inflight import IN_FLIGHT
 from drctl.kafka.retriable import transient
+from tests.unit.support import FakeClock
 
 
 class Outstanding:
@@ -192,19 +193,36 @@ def test_a_commit_moving_coordinator_is_retried_and_a_refused_group_is_reported(
 
 
 class ListingAdmin:
-    """ListGroups answered per attempt: the groups listed, and the brokers that failed."""
+    """ListGroups answered per attempt: the groups listed, and the brokers that failed. With
+    `moves` (on `clock`), each `(groups, start, end)` is a __consumer_offsets partition handed
+    over from `start` to `end`: its groups are left out with no error, as Kafka's group
+    coordinators do."""
 
-    def __init__(self, answers: list[tuple[list[str], list[KafkaException]]]) -> None:
+    def __init__(self, answers: list[tuple[list[str], list[KafkaException]]],
+                 clock: FakeClock | None = None,
+                 moves: list[tuple[set[str], float, float]] | None = None) -> None:
         self.answers = answers
         self.asked = 0
+        self.clock = clock or FakeClock()
+        self.moves = moves or []
+        self.asked_at: list[float] = []
 
     def list_consumer_groups(self, request_timeout: float) -> Future[Any]:
         groups, errors = self.answers[min(self.asked, len(self.answers) - 1)]
         self.asked += 1
+        now = self.clock()
+        self.asked_at.append(now)
+        hidden = {g for moved, start, end in self.moves if start <= now < end for g in moved}
         fut: Future[Any] = Future()
         fut.set_result(SimpleNamespace(
-            valid=[SimpleNamespace(group_id=g) for g in groups], errors=errors))
+            valid=[SimpleNamespace(group_id=g) for g in groups if g not in hidden],
+            errors=errors))
         return fut
+
+
+def _listed(admin: ListingAdmin, clients: Clients | None = None) -> list[str]:
+    """list_groups on the admin's fake clock: its pauses are counted, never slept."""
+    return list_groups(clients or Clients(admin), clock=admin.clock, sleep=admin.clock.sleep)
 
 
 def _failed_broker() -> KafkaException:
@@ -215,22 +233,55 @@ def test_a_broker_that_failed_its_listgroups_is_asked_again_never_left_out() -> 
     """librdkafka returns the groups of the brokers that answered beside those that failed:
     a short list is not "no group there". Asked again, the whole list."""
     admin = ListingAdmin([(["a"], [_failed_broker()]), (["a", "b"], [])])
-    assert list_groups(Clients(admin)) == ["a", "b"]
-    assert admin.asked == 3  # the failed answer, then two that agree
+    assert _listed(admin) == ["a", "b"]
+    assert admin.asked == 3  # the failed answer, then two a pause apart that agree
 
 
-def test_a_short_list_answered_without_an_error_is_listed_again_until_two_agree() -> None:
-    """Kafka's new group coordinator leaves out the groups of a __consumer_offsets partition
-    it is moving, with no error: one answer is not the list. Every group an answer named is
-    kept (a group gone meanwhile has no commits, which is harmless)."""
+def test_a_short_list_answered_without_an_error_is_listed_again_until_none_is_left_out(
+        ) -> None:
+    """Kafka's group coordinators leave out the groups of a __consumer_offsets partition
+    being handed over, with no error: one answer is not the list. Every group an answer named
+    is kept (a group gone meanwhile has no commits, which is harmless)."""
     admin = ListingAdmin([(["a"], []), (["a", "b"], []), (["a", "b"], [])])
     clients = Clients(admin)
-    assert list_groups(clients) == ["a", "b"]
-    assert admin.asked == 3
+    assert _listed(admin, clients) == ["a", "b"]
+    assert admin.asked == 2  # the second left out nothing the first named
     assert clients.said == []
-    # A group gone between two answers stays in the union.
+    # A group gone between two answers stays in the union, and a third answer is asked.
     gone = ListingAdmin([(["a", "b"], []), (["a"], []), (["a"], [])])
-    assert list_groups(Clients(gone)) == ["a", "b"]
+    assert _listed(gone) == ["a", "b"]
+    assert gone.asked == 3
+
+
+@pytest.mark.parametrize("move_s", [0.001, 0.5, 0.9])
+def test_answers_compared_are_a_pause_apart_so_one_hand_over_cannot_hide_a_group(
+        move_s: float) -> None:
+    """Issue 58, finding 12: two answers asked back to back (0.03 ms apart) both came from
+    inside one move of a __consumer_offsets partition, agreed, and the group stayed missing.
+    The answers compared are LIST_PAUSE_S apart, longer than a hand-over."""
+    clock = FakeClock()
+    admin = ListingAdmin([(["a", "b"], [])], clock, moves=[({"b"}, 0.0, move_s)])
+    assert _listed(admin) == ["a", "b"]
+    assert admin.asked_at == [0.0, groups.LIST_PAUSE_S]
+    assert clock.slept == [groups.LIST_PAUSE_S]
+
+
+def test_a_move_after_the_first_answer_is_listed_again_a_pause_later() -> None:
+    """Two partitions handed over in turn (a broker restarted, then another): the second
+    answer leaves out a group the first named, so a third is asked, a pause later."""
+    clock = FakeClock()
+    admin = ListingAdmin([(["a", "b", "c"], [])], clock,
+                         moves=[({"b"}, 0.0, 0.5), ({"c"}, 0.8, 1.3)])
+    assert _listed(admin) == ["a", "b", "c"]
+    assert admin.asked_at == [0.0, groups.LIST_PAUSE_S, 2 * groups.LIST_PAUSE_S]
+
+
+def test_once_asks_for_one_answer_and_never_pauses() -> None:
+    """A best-effort caller (the test suite's cleanup) takes one answer, with no pause."""
+    clock = FakeClock()
+    admin = ListingAdmin([(["a", "b"], [])], clock)
+    assert list_groups(Clients(admin), once=True, clock=clock, sleep=clock.sleep) == ["a", "b"]
+    assert admin.asked == 1 and clock.slept == []
 
 
 def test_the_group_with_no_name_is_left_out_and_said() -> None:
@@ -238,9 +289,9 @@ def test_the_group_with_no_name_is_left_out_and_said() -> None:
     no request of drctl's client can name it."""
     admin = ListingAdmin([(["", "a"], [])])
     clients = Clients(admin)
-    listing = groups.group_listing(clients)
+    listing = groups.group_listing(clients, clock=admin.clock, sleep=admin.clock.sleep)
     assert listing.groups == ["a"] and list(listing.skipped) == [""]
-    assert list_groups(clients) == ["a"]
+    assert _listed(admin, clients) == ["a"]
     assert clients.said == [f"dc1: {groups.UNNAMEABLE['']}; skipped"]
 
 
