@@ -582,14 +582,19 @@ def _ledger_consume(ctx: ActionContext, *, ledger: str, group: str, cluster: str
 
 
 def _ledger_verify(ctx: ActionContext, *, ledger: str, topic: str = "drill-ledger",
-                   deadline: Seconds = Seconds(120.0)) -> dict[str, Any]:
+                   deadline: Seconds = Seconds(120.0),
+                   redelivery_allowed: Any = 0) -> dict[str, Any]:
     """Count the ledger: every acknowledged record once on each side (lost, twice, per
-    partition), every group's reads (lost, re-delivered, per partition). Counts again until
-    both sides hold every record once, or DEADLINE has passed."""
+    partition), every group's reads (lost, re-delivered, per partition), its re-deliveries
+    against REDELIVERY_ALLOWED (what drctl stated: a number, a mapping of group to number,
+    or a list of those added up — failover's and failback's `redelivery_bound`; 0 by
+    default); `ok` and `verdict` say whether it passes (nothing acknowledged: it does not).
+    Counts again until both sides hold every record once, or DEADLINE has passed."""
     from drctl.runbook.ledger import tally
 
     book, _, _ = _ledger(ctx, ledger)
-    return tally(book, ctx.config, topic, deadline_s=deadline, notify=ctx.notify).as_dict()
+    return tally(book, ctx.config, topic, redelivery_allowed=redelivery_allowed,
+                 deadline_s=deadline, notify=ctx.notify).as_dict()
 
 
 def builtin_registry() -> Registry:

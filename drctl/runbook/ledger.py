@@ -11,7 +11,10 @@ from what is on disk:
 - `acked.jsonl`: each acknowledged record, where it was written (cluster, topic, partition,
   offset);
 - `reads-<group>.jsonl`: each record a group read, where, before its position was committed
-  (a read whose commit a crash lost is read again: delivered twice, as to a real consumer).
+  (a read whose commit a crash lost is read again: delivered twice, as to a real consumer);
+- `positions-<group>.jsonl`: each position a group committed, once Kafka acknowledged it (a
+  group with no commit where it had one lost its position: it starts at the end, as Kafka's
+  default `auto.offset.reset=latest` starts a consumer, and what lay between is lost).
 
 Records carry their number in the key (`<ledger>:<number>`, unique: every gap record is safe
 to copy), written to the topic a producer of the flow writes to on that cluster — the source
@@ -21,7 +24,9 @@ prefixed names), on the target the mirror and the failover topic.
 
 At the end (`tally`): on each side every acknowledged record is there exactly once (lost:
 none of it; twice: more than one); every group read every acknowledged record at least once
-(lost: never read), and what it read more than once is counted (re-delivered).
+(lost: never read), and what it read more than once is counted (re-delivered) against what
+drctl said it would deliver again (`redelivery_allowed`: the bounds failover and failback
+state per group). A tally with nothing acknowledged verified nothing: it does not pass.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from drctl.config import Config, ReplicationSettings
-from drctl.errors import Unreachable
+from drctl.errors import Unreachable, UsageError
 from drctl.kafka.clients import ClusterClients, cluster_metadata
 from drctl.kafka.groups import alter_offsets, committed_offsets
 from drctl.kafka.offsets import watermarks
@@ -128,6 +133,16 @@ class Ledger:
     def record_reads(self, group: str, entries: Sequence[Entry]) -> None:
         self._append(f"reads-{group}.jsonl", (e.as_dict() for e in entries))
 
+    def had_positions(self, group: str) -> set[tuple[str, str, int]]:
+        """(cluster, topic, partition) where `group` committed a position before."""
+        return {(r["cluster"], r["topic"], r["partition"])
+                for r in self._rows(f"positions-{group}.jsonl")}
+
+    def record_positions(self, group: str, cluster: str, positions: Mapping[TP, int]) -> None:
+        self._append(f"positions-{group}.jsonl",
+                     ({"cluster": cluster, "topic": t, "partition": p, "offset": o}
+                      for (t, p), o in sorted(positions.items())))
+
 
 def ledger_of(config: Config, name: str) -> Ledger:
     return Ledger(config.state.dir, name)
@@ -205,11 +220,21 @@ def produce(ledger: Ledger, clients: ClusterClients, topic: str, count: int, *,
             "first": numbers.start, "last": numbers.stop - 1}
 
 
+def start_of(tp: TP, committed: Mapping[TP, int], had: set[TP], low: int, end: int) -> int:
+    """Where a group reads partition `tp` from: its committed position; where it has none,
+    the start if it never had one there (its first read: a new group reads everything), or
+    the end if it had one (the position was lost: Kafka's default, auto.offset.reset=latest,
+    starts the consumer there, and the records between are never read)."""
+    if tp in committed:
+        return max(committed[tp], low)
+    return end if tp in had else low
+
+
 def consume(ledger: Ledger, clients: ClusterClients, group: str, topics: Sequence[str], *,
             share: float = 1.0, notify: Notify = lambda _: None) -> dict[str, Any]:
-    """`group` reads `topics` on `clients`' cluster from its committed positions (the start,
-    where it has none): `share` of what each partition holds past its position (1: all), each
-    read kept in the ledger, then its new positions committed."""
+    """`group` reads `topics` on `clients`' cluster from its committed positions (`start_of`):
+    `share` of what each partition holds past its position (1: all), each read kept in the
+    ledger, then its new positions committed."""
     names = _existing(clients, topics)
     partitions: list[TP] = []
     topics_there = cluster_metadata(clients).topics
@@ -217,10 +242,12 @@ def consume(ledger: Ledger, clients: ClusterClients, group: str, topics: Sequenc
         partitions += [(topic, p) for p in sorted(topics_there[topic].partitions)]
     marks = watermarks(clients.admin(), partitions)
     committed = committed_offsets(clients, [group]).get(group, {})
+    had = {(t, p) for c, t, p in ledger.had_positions(group) if c == clients.name}
+    lost = [tp for tp in partitions if tp not in committed and tp in had]
     ranges: dict[TP, tuple[int, int]] = {}
     for tp in partitions:
         low, end = marks[tp]
-        start = max(committed.get(tp, low), low)
+        start = start_of(tp, committed, had, low, end)
         take = max(0, end - start)
         if share < 1:
             take = int(take * share)
@@ -233,14 +260,21 @@ def consume(ledger: Ledger, clients: ClusterClients, group: str, topics: Sequenc
         if seq is not None:
             reads.append(Entry(seq, clients.name, rec.topic, rec.partition, rec.offset))
     ledger.record_reads(group, reads)
-    # Committed where the read ended: its range's end (transaction markers included).
-    new = {tp: end for tp, (start, end) in ranges.items() if end > start}
+    # Committed where the read ended: its range's end (transaction markers included); a lost
+    # position at the end, where the consumer now stands.
+    new = {tp: end for tp, (start, end) in ranges.items() if end > start or tp in lost}
     if new:
         alter_offsets(clients, group, new)
+        ledger.record_positions(group, clients.name, new)
+    if lost:
+        notify(f"Ledger {ledger.name}: {group} had no position on {clients.name} where it had "
+               f"one ({', '.join(f'{t}[{p}]' for t, p in lost)}): read from the end, as "
+               "Kafka's default auto.offset.reset=latest would")
     notify(f"Ledger {ledger.name}: {group} read {len(reads)} record(s) on {clients.name} "
            f"({', '.join(names) or 'no topic yet'})")
     return {"read": len(reads), "group": group, "cluster": clients.name, "topics": names,
-            "positions": {f"{t}[{p}]": o for (t, p), o in sorted(new.items())}}
+            "positions": {f"{t}[{p}]": o for (t, p), o in sorted(new.items())},
+            "positions_lost": [f"{t}[{p}]" for t, p in lost]}
 
 
 @dataclass
@@ -269,6 +303,26 @@ class GroupCount:
     redelivered: int = 0
 
 
+def redelivery_allowance(value: Any, groups: Iterable[str]) -> dict[str, int | None]:
+    """What each of `groups` may read again, from `redelivery_allowed` as a runbook gives it:
+    a number (every group), a mapping group -> number (a group not named: 0; None: drctl
+    stated no bound, so its re-deliveries are not judged), or a list of those, added up (what
+    failover and failback each stated)."""
+    parts = value if isinstance(value, (list, tuple)) else [value]
+    allowed: dict[str, int | None] = dict.fromkeys(groups, 0)
+    for part in parts:
+        for group, sofar in allowed.items():
+            extra = part.get(group, 0) if isinstance(part, Mapping) else part
+            if extra is not None and (isinstance(extra, bool) or not isinstance(extra, int)
+                                      or extra < 0):
+                raise UsageError(f"redelivery_allowed: {extra!r} for group {group} is not a "
+                                 "count of records",
+                                 "Give a number, a mapping of group to number (or null: no "
+                                 "bound stated), or a list of those.")
+            allowed[group] = None if sofar is None or extra is None else sofar + extra
+    return allowed
+
+
 @dataclass
 class Tally:
     ledger: str
@@ -277,6 +331,8 @@ class Tally:
     sides: list[SideCount] = field(default_factory=list)
     groups: list[GroupCount] = field(default_factory=list)
     waited_s: float = 0.0
+    # Per group, the re-deliveries drctl stated (None: no bound stated, not judged).
+    allowed: dict[str, int | None] = field(default_factory=dict)
 
     @property
     def lost(self) -> int:
@@ -294,14 +350,52 @@ class Tally:
     def redelivered(self) -> int:
         return sum(g.redelivered for g in self.groups)
 
+    def redelivered_by_group(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for g in self.groups:
+            out[g.group] = out.get(g.group, 0) + g.redelivered
+        return out
+
+    def over_allowance(self) -> dict[str, int]:
+        """Per group, the records read again beyond what drctl stated."""
+        return {group: n - allowed for group, n in self.redelivered_by_group().items()
+                if (allowed := self.allowed.get(group, 0)) is not None and n > allowed}
+
+    @property
+    def redelivered_over(self) -> int:
+        return sum(self.over_allowance().values())
+
+    def problems(self) -> list[str]:
+        """Why the tally does not pass, one sentence each (none: it passes)."""
+        out = []
+        if not self.acked:
+            out.append(f"nothing acknowledged in ledger {self.ledger} ({self.sent} record(s) "
+                       "sent): nothing was verified")
+        if self.lost:
+            out.append(f"{self.lost} acknowledged record(s) missing on a cluster")
+        if self.twice:
+            out.append(f"{self.twice} record(s) on a cluster more than once")
+        if self.groups_lost:
+            out.append(f"{self.groups_lost} acknowledged record(s) never read by a group")
+        out += [f"group {group} read {self.redelivered_by_group()[group]} record(s) again, "
+                f"{self.allowed.get(group, 0)} stated by drctl"
+                for group in sorted(self.over_allowance())]
+        return out
+
     @property
     def ok(self) -> bool:
-        return not (self.lost or self.twice or self.groups_lost)
+        return not self.problems()
 
     def as_dict(self) -> dict[str, Any]:
+        again = self.redelivered_by_group()
+        over = self.over_allowance()
         return {"ledger": self.ledger, "acked": self.acked, "sent": self.sent,
                 "lost": self.lost, "twice": self.twice, "groups_lost": self.groups_lost,
-                "redelivered": self.redelivered, "ok": self.ok,
+                "redelivered": self.redelivered, "redelivered_over": self.redelivered_over,
+                "ok": self.ok, "verdict": "; ".join(self.problems()) or "ok",
+                "redelivery": [{"group": g, "redelivered": n,
+                                "allowed": self.allowed.get(g, 0), "over": over.get(g, 0)}
+                               for g, n in sorted(again.items())],
                 "waited_s": round(self.waited_s, 1),
                 "sides": [{**s.__dict__, "topics": ", ".join(s.topics)} for s in self.sides],
                 "groups": [dict(g.__dict__) for g in self.groups]}
@@ -367,13 +461,15 @@ def count_groups(ledger: Ledger, acked: Mapping[int, Entry]) -> list[GroupCount]
     return rows
 
 
-def tally(ledger: Ledger, config: Config, topic: str, *, deadline_s: float = 120.0,
-          notify: Notify = lambda _: None, clock: Any = time.monotonic,
-          sleep: Any = time.sleep) -> Tally:
-    """The verdict on both sides and every group. Replication may still be copying the last
+def tally(ledger: Ledger, config: Config, topic: str, *, redelivery_allowed: Any = 0,
+          deadline_s: float = 120.0, notify: Notify = lambda _: None,
+          clock: Any = time.monotonic, sleep: Any = time.sleep) -> Tally:
+    """The verdict on both sides and every group, its re-deliveries held to
+    `redelivery_allowed` (`redelivery_allowance`). Replication may still be copying the last
     writes: the sides are counted again until each holds every acknowledged record once, or
     `deadline_s` has passed (then the last count stands)."""
     rep = config.require_replication()
+    allowed = redelivery_allowance(redelivery_allowed, ledger.groups())
     acked = ledger.acked()
     clients = {c: ClusterClients.for_cluster(config, c) for c in (rep.source, rep.target)}
     started = clock()
@@ -387,9 +483,11 @@ def tally(ledger: Ledger, config: Config, topic: str, *, deadline_s: float = 120
                "yet; counting again")
         sleep(2.0)
     result = Tally(ledger.name, len(acked), len(ledger.sent()), sides,
-                   count_groups(ledger, acked), clock() - started)
+                   count_groups(ledger, acked), clock() - started, allowed)
     notify(f"Ledger {ledger.name}: {result.acked} acknowledged; lost {result.lost}, twice "
            f"{result.twice} on the sides; groups: lost {result.groups_lost}, re-delivered "
-           f"{result.redelivered}")
+           f"{result.redelivered} ({result.redelivered_over} beyond what drctl stated)")
+    for problem in result.problems():
+        notify(f"Ledger {ledger.name}: {problem}")
     (ledger.dir / "tally.json").write_text(json.dumps(result.as_dict(), indent=2))
     return result

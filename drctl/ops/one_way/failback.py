@@ -125,6 +125,14 @@ class FailbackResult:
         self.resumed = True
         return self
 
+    def stated_redelivery(self) -> dict[str, int]:
+        """Per group, the records the switch-back said it re-delivers: every run's, as the
+        marker keeps them (this run's own, when it recorded none: a dry run)."""
+        recorded = self.marker.steps.get("failback:translate-offsets")
+        if recorded is not None and "redelivered_by_group" in recorded.result:
+            return dict(recorded.result["redelivered_by_group"])
+        return self.switch_back.redelivered_by_group() if self.switch_back else {}
+
     def scorecard(self) -> dict[str, Any]:
         """This run's phases and the incident's earlier failback runs (ops/one_way/phases.py)."""
         this = None if self.clock is None else self.clock.as_run()
@@ -189,6 +197,9 @@ class FailbackResult:
                 "never_delivered": (self.switch_back_data() or {}).get(
                     "summary", {}).get("not_delivered", 0),
                 "switch_back": (self.switch_back_data() or {}).get("summary", {}),
+                # Per group, what the switch-back re-delivers, as failback stated it (a drill's
+                # ledger.verify holds the group to it; every run's, from the marker).
+                "redelivery_bound": self.stated_redelivery(),
                 "audit": self.audit.get("totals", {}),
                 "audit_groups": audit_by_group(self.audit),
                 "phases_s": {} if self.clock is None else self.clock.phases_s,
@@ -625,8 +636,13 @@ def _failback_once(ctx: OpsContext, opts: FailbackOptions, gap_finder: GapFinder
         result.plan.append({"step": "switch-back", **sb.summary()})
         if not opts.dry_run:
             moved |= {g.group for g in sb.groups if not g.skipped}
+            # The groups an earlier run moved were not moved again: what it stated for them
+            # stands.
+            stated = {**(earlier.result.get("redelivered_by_group") or {} if earlier else {}),
+                      **sb.redelivered_by_group()}
             marker.record("failback:translate-offsets",
-                          {**sb.summary(), "moved_groups": sorted(moved)},
+                          {**sb.summary(), "redelivered_by_group": stated,
+                           "moved_groups": sorted(moved)},
                           status="done" if sb.exit_status == ExitStatus.SUCCESS else "failed")
             store.save(marker)
             crash_point("failback:translate-offsets")

@@ -31,6 +31,7 @@ from drctl.kafka.transactions import hanging_on
 from drctl.ops.one_way.late_copies import check_late_copies
 from drctl.ops.one_way.phases import PhaseClock, command_timing
 from drctl.ops.one_way.scorecard import failover_scorecard
+from drctl.ops.steps.audit import stated_redelivery
 from drctl.ops.steps.failover_point import (
     FailoverOptions,
     describe_left_behind,
@@ -137,6 +138,9 @@ class FailoverResult:
                 "groups_not_exact": sorted(g for g, v in moved.items()
                                            if v.get("confidence") != ["exact"]),
                 "left_behind": describe_left_behind(self.marker),
+                # Per group, what its positions may re-deliver, as failover stated it (a
+                # drill's ledger.verify holds the group to it).
+                "redelivery_bound": stated_redelivery(self.marker),
                 "rpo_s": rpo.get("seconds"), "rpo": rpo.get("text", "RPO unknown"),
                 "rto_s": scorecard["timing"]["elapsed_s"],
                 "phases_s": {} if self.clock is None else self.clock.phases_s,

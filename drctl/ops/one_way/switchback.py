@@ -175,6 +175,10 @@ class SwitchBack:
         return ExitStatus.CHECK_FAILED if self.waiting or self.skipping or self.unplaced \
             else ExitStatus.SUCCESS
 
+    def redelivered_by_group(self) -> dict[str, int]:
+        """What each group moved reads again: what drctl states the switch-back re-delivers."""
+        return {g.group: g.totals()["redelivered"] for g in self.groups if not g.skipped}
+
     def summary(self) -> dict[str, Any]:
         totals = [g.totals() for g in self.groups]
         return {"groups": len(self.groups),

@@ -81,6 +81,22 @@ def audit_by_group(audit: Mapping[str, Any]) -> list[dict[str, Any]]:
             for _, row in sorted(rows.items())]
 
 
+def stated_redelivery(marker: FailoverMarker) -> dict[str, int | None]:
+    """Per group, the most records failover said its positions re-deliver (as the marker
+    keeps them): each position's bound (`max_redelivered`), none for one placed exactly (or
+    at the start, or clamped to the target's end); None when a position came with no bound
+    (a checkpoint's or a timestamp's, say) — drctl promised no number there."""
+    out: dict[str, int | None] = {}
+    for (group, _, _), pos in sorted(applied_positions(marker).items()):
+        bound = pos.get("max_redelivered")
+        if bound is None and str(pos.get("confidence")) in (
+                Confidence.EXACT, Confidence.START, Confidence.CLAMPED):
+            bound = 0
+        sofar = out.get(group, 0)
+        out[group] = None if sofar is None or bound is None else sofar + int(bound)
+    return out
+
+
 def applied_positions(marker: FailoverMarker) -> dict[tuple[str, str, int], dict[str, Any]]:
     """(group, target topic, partition) -> what failover applied there (marker data)."""
     return {(group, topic, int(p)): pos

@@ -151,8 +151,8 @@ def test_failback_result_json_and_runbook_summary_keep_their_keys() -> None:
                              "gap_total", "quarantined",
                              "reverse", "verification", "positions", "positions_exact",
                              "positions_kept", "groups_not_applied", "positions_rewound",
-                             "never_delivered", "switch_back", "audit", "audit_groups",
-                             "phases_s", "scorecard", "reports"]
+                             "never_delivered", "switch_back", "redelivery_bound", "audit",
+                             "audit_groups", "phases_s", "scorecard", "reports"]
     assert (summary["copied"], summary["gap_total"], summary["quarantined"],
             summary["positions"], summary["positions_exact"], summary["positions_kept"],
             summary["groups_not_applied"]) == (3, 6, 2, 3, 2, 1, ["g2"])

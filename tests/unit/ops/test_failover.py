@@ -203,8 +203,9 @@ def test_failover_result_json_and_runbook_summary_keep_their_keys() -> None:
     summary = result.runbook_summary([Path("r.md")])
     assert list(summary) == ["incident", "marker", "replication_stop", "late_copies",
                              "groups_applied",
-                             "groups_total", "groups_not_exact", "left_behind", "rpo_s",
-                             "rpo", "rto_s", "phases_s", "scorecard", "reports"]
+                             "groups_total", "groups_not_exact", "left_behind",
+                             "redelivery_bound", "rpo_s", "rpo", "rto_s", "phases_s",
+                             "scorecard", "reports"]
     assert (summary["groups_applied"], summary["groups_total"],
             summary["groups_not_exact"]) == (1, 2, ["g2"])
 

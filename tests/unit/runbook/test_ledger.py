@@ -1,12 +1,33 @@
-"""The drill's ledger without Kafka: reservations across runs, the topics a side holds, and
-the counting of lost, twice and re-delivered records."""
+"""The drill's ledger without Kafka: reservations across runs, the topics a side holds, a
+group's reads (a lost position read from the end), and the counting of lost, twice and
+re-delivered records against what drctl stated."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
 
 from drctl.config import parse_config
-from drctl.runbook.ledger import Entry, Ledger, count_found, count_groups, side_topics, write_topic
+from drctl.errors import UsageError
+from drctl.kafka.topics import TP
+from drctl.runbook import ledger as ledger_module
+from drctl.runbook.ledger import (
+    Entry,
+    GroupCount,
+    Ledger,
+    SideCount,
+    Tally,
+    consume,
+    count_found,
+    count_groups,
+    redelivery_allowance,
+    side_topics,
+    write_topic,
+)
 
 
 def _rep(rename: str) -> object:
@@ -66,3 +87,107 @@ def test_a_group_must_read_every_record_and_its_reads_again_are_counted(
     assert (rows[("g", 0)].lost, rows[("g", 0)].redelivered) == (0, 0)
     assert (rows[("g", 1)].lost, rows[("g", 1)].redelivered) == (1, 1)
     assert all(rows[("h", p)].lost == 0 == rows[("h", p)].redelivered for p in (0, 1))
+
+
+class _Cluster:
+    """One cluster's partitions (each a list of keys) and its groups' commits, in place of the
+    Kafka reads and commits `consume` makes (patched into drctl/runbook/ledger.py)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, name: str = "primary") -> None:
+        self.clients = SimpleNamespace(name=name, admin=lambda: None)
+        self.logs: dict[TP, list[bytes]] = {}
+        self.commits: dict[str, dict[TP, int]] = {}
+        for attr, fake in (("cluster_metadata", self._metadata), ("watermarks", self._marks),
+                           ("committed_offsets", self._committed), ("alter_offsets", self._alter),
+                           ("stream_ranges", self._stream)):
+            monkeypatch.setattr(ledger_module, attr, fake)
+
+    def _metadata(self, _clients: Any) -> Any:
+        topics: dict[str, Any] = {}
+        for t, p in self.logs:
+            topics.setdefault(t, SimpleNamespace(partitions={}))
+            topics[t].partitions[p] = None
+        return SimpleNamespace(topics=topics)
+
+    def _marks(self, _admin: Any, tps: list[TP]) -> dict[TP, tuple[int, int]]:
+        return {tp: (0, len(self.logs[tp])) for tp in tps}
+
+    def _committed(self, _clients: Any, groups: list[str]) -> dict[str, dict[TP, int]]:
+        return {g: dict(self.commits.get(g, {})) for g in groups}
+
+    def _alter(self, _clients: Any, group: str, offsets: Mapping[TP, int]) -> None:
+        self.commits.setdefault(group, {}).update(offsets)
+
+    def _stream(self, _clients: Any, ranges: Mapping[TP, tuple[int, int]]) -> Iterator[Any]:
+        for (t, p), (start, end) in ranges.items():
+            for offset in range(start, end):
+                yield SimpleNamespace(topic=t, partition=p, offset=offset,
+                                      key=self.logs[(t, p)][offset])
+
+
+def test_a_group_that_lost_its_position_reads_from_the_end_so_what_lay_between_is_lost(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 58, finding 9: a group with no commit where it had one read everything again
+    from the start, and the round passed "0 lost". Kafka's default (auto.offset.reset=latest)
+    starts it at the end: the records between are never read."""
+    ledger = Ledger(tmp_path, "run1")
+    cluster = _Cluster(monkeypatch)
+    cluster.logs[("l", 0)] = [ledger.key(s) for s in range(6)]
+    acked = {s: Entry(s, "primary", "l", 0, s) for s in range(8)}
+    first = consume(ledger, cluster.clients, "g", ["l"], share=0.5)  # type: ignore[arg-type]
+    assert first["read"] == 3 and cluster.commits["g"] == {("l", 0): 3}
+    # Its position is lost (offsets expired, the group deleted), then two more records.
+    cluster.commits.clear()
+    cluster.logs[("l", 0)] += [ledger.key(6), ledger.key(7)]
+    # A partition it never read is new to it: read from the start, as a new group reads.
+    cluster.logs[("l", 1)] = [ledger.key(8)]
+    acked[8] = Entry(8, "primary", "l", 1, 0)
+    again = consume(ledger, cluster.clients, "g", ["l"])  # type: ignore[arg-type]
+    assert again["positions_lost"] == ["l[0]"] and again["read"] == 1
+    # Standing at the end now, it reads on from there.
+    assert cluster.commits["g"] == {("l", 0): 8, ("l", 1): 1}
+    rows = {r.partition: r for r in count_groups(ledger, acked)}
+    assert (rows[0].lost, rows[0].redelivered) == (5, 0)
+    assert (rows[1].lost, rows[1].redelivered) == (0, 0)
+
+
+def _tally(redelivered: Mapping[str, int], allowed: dict[str, int | None],
+           acked: int = 10) -> Tally:
+    return Tally("run1", acked, acked, [SideCount("primary", ["l"], 0, acked, acked)],
+                 [GroupCount(g, 0, acked, acked + n, 0, n) for g, n in redelivered.items()],
+                 0.0, allowed)
+
+
+def test_reads_again_beyond_what_drctl_stated_fail_the_tally() -> None:
+    """Re-deliveries were counted and never judged: a group that lost its position and read
+    everything again passed. Each group is held to what failover and failback stated."""
+    within = _tally({"a": 3, "b": 0}, {"a": 3, "b": 0})
+    assert within.ok and within.as_dict()["verdict"] == "ok"
+    over = _tally({"a": 5, "b": 2, "c": 9}, {"a": 3, "b": 0, "c": None})
+    assert not over.ok and over.over_allowance() == {"a": 2, "b": 2}
+    data = over.as_dict()
+    assert data["redelivered_over"] == 4 and not data["ok"]
+    assert data["verdict"] == ("group a read 5 record(s) again, 3 stated by drctl; "
+                               "group b read 2 record(s) again, 0 stated by drctl")
+    # None: drctl stated no bound for c, so its re-deliveries are counted, not judged.
+    assert {"group": "c", "redelivered": 9, "allowed": None, "over": 0} in data["redelivery"]
+
+
+def test_a_tally_with_nothing_acknowledged_does_not_pass() -> None:
+    empty = Tally("run1", 0, 5)
+    assert not empty.ok
+    assert empty.as_dict()["verdict"] == ("nothing acknowledged in ledger run1 (5 record(s) "
+                                          "sent): nothing was verified")
+
+
+def test_the_allowance_is_a_number_a_mapping_or_their_sum() -> None:
+    groups = ["a", "b", "c"]
+    assert redelivery_allowance(0, groups) == {"a": 0, "b": 0, "c": 0}
+    assert redelivery_allowance(2, groups) == {"a": 2, "b": 2, "c": 2}
+    # Failover's bounds and failback's switch-back, added up; a group neither names: 0.
+    assert redelivery_allowance([{"a": 3, "b": None}, {"a": 50}], groups) == \
+        {"a": 53, "b": None, "c": 0}
+    with pytest.raises(UsageError, match="not a count of records"):
+        redelivery_allowance({"a": "many"}, groups)
+    with pytest.raises(UsageError, match="not a count of records"):
+        redelivery_allowance(-1, groups)
