@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import statistics
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -56,6 +57,9 @@ class CampaignSpec:
     report_dir: Path
     assignments: tuple[str, ...] = ()
     var_files: tuple[str, ...] = ()
+    # The configuration the runbook ran with (--config, or where DRCTL_CONFIG or the default
+    # pointed); None: the runbook needs none.
+    config: str | None = None
 
     def key(self) -> dict[str, Any]:
         """What a campaign run again must share with the first to go on with it."""
@@ -67,8 +71,14 @@ class CampaignSpec:
         return self.seed + round_no - 1
 
     def reproduce(self, round_no: int) -> str:
-        return (f"drctl runbook run {self.runbook} --faults {self.faults} "
-                f"--seed {self.seed_of(round_no)} --rounds 1")
+        """The command that runs round `round_no` alone: everything that decides its plan
+        (the configuration, each --var and --vars-file as given, the faults and the seed)."""
+        args = ["drctl", *(["--config", self.config] if self.config else []), "runbook", "run",
+                self.runbook, *[a for v in self.assignments for a in ("--var", v)],
+                *[a for f in self.var_files for a in ("--vars-file", f)],
+                "--faults", str(self.faults), "--seed", str(self.seed_of(round_no)),
+                "--rounds", "1"]
+        return shlex.join(args)
 
 
 @dataclass
@@ -184,17 +194,23 @@ class Campaign:
     def _summary(self, round_no: int, seed: int, journal: Path, healed: list[str],
                  status: RunStatus, reason: str | None) -> dict[str, Any]:
         summary = round_summary(journal)
+        ledger = summary.get("ledger") or {}
+        if status == RunStatus.succeeded and ledger and not ledger.get("ok", True):
+            # The runbook's checks passed a ledger that does not pass (a runbook that checks
+            # less than the drill): the round is not passed on the records' word.
+            status = RunStatus.check_failed
+            reason = f"the ledger does not pass: {ledger.get('verdict') or 'not ok'}"
         summary.update({"round": round_no, "seed": seed, "status": status.value,
                         "passed": status == RunStatus.succeeded, "reason": reason,
                         "healed_between_runs": healed, "journal": str(journal),
                         "reproduce": self.spec.reproduce(round_no)})
-        ledger = summary.get("ledger") or {}
         landed = [f for f in summary["faults"] if f.get("landed")]
         self.notify(
             f"Round {round_no}: {status.value} in {summary['duration_s']:.0f} s — "
             f"{len(landed)} fault(s) landed, {summary['reruns']} re-run(s); ledger: "
             f"{ledger.get('acked', '?')} acknowledged, lost {ledger.get('lost', '?')}, "
-            f"twice {ledger.get('twice', '?')}")
+            f"twice {ledger.get('twice', '?')}, re-delivered beyond what drctl stated "
+            f"{ledger.get('redelivered_over', '?')}")
         return summary
 
     def scorecard(self) -> dict[str, Any]:
@@ -316,8 +332,8 @@ def campaign_scorecard(spec: CampaignSpec, rounds: Sequence[Mapping[str, Any]]
             row["runs"].append(int(op.get("runs") or 1))
     ledgers = [r.get("ledger") or {} for r in rounds]
     failed = [r for r in rounds if not r["passed"]]
-    totals = {k: sum(int(ledger.get(k) or 0) for ledger in ledgers)
-              for k in ("acked", "lost", "twice", "groups_lost", "redelivered")}
+    counts = ("acked", "lost", "twice", "groups_lost", "redelivered", "redelivered_over")
+    totals = {k: sum(int(ledger.get(k) or 0) for ledger in ledgers) for k in counts}
     return {
         "spec": spec.key(),
         "written": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -325,8 +341,12 @@ def campaign_scorecard(spec: CampaignSpec, rounds: Sequence[Mapping[str, Any]]
         "failed": [{"round": r["round"], "seed": r["seed"], "status": r["status"],
                     "reason": r["reason"], "reproduce": r["reproduce"]} for r in failed],
         "interrupted": None,
+        # A round's ledger that does not pass fails the campaign, whatever its checks said:
+        # nothing acknowledged, or re-deliveries beyond what drctl stated, count too.
         "ok": not failed and len(rounds) == spec.rounds and not totals["lost"]
-        and not totals["twice"] and not totals["groups_lost"],
+        and not totals["twice"] and not totals["groups_lost"]
+        and not totals["redelivered_over"]
+        and all(ledger.get("ok", True) for ledger in ledgers if ledger),
         "faults": {
             "planned": len(faults), "landed": len(landed),
             "missed": len(faults) - len(landed),
@@ -348,7 +368,7 @@ def campaign_scorecard(spec: CampaignSpec, rounds: Sequence[Mapping[str, Any]]
         "ledger": {**totals,
                    "rounds": [{"round": r["round"], "seed": r["seed"],
                                **{k: (r.get("ledger") or {}).get(k) for k in
-                                  ("acked", "lost", "twice", "groups_lost", "redelivered")}}
+                                  (*counts, "ok", "verdict")}}
                               for r in rounds]},
         "round_list": [{k: v for k, v in r.items() if k not in ("faults", "recoveries")}
                        for r in rounds],
@@ -356,8 +376,9 @@ def campaign_scorecard(spec: CampaignSpec, rounds: Sequence[Mapping[str, Any]]
 
 
 def exit_status(scorecard: Mapping[str, Any]) -> ExitStatus:
-    """0 every round passed with nothing lost or twice; else what the failing round ended
-    with (a check that did not hold: 3)."""
+    """0 every round passed with nothing lost or twice, nothing re-delivered beyond what
+    drctl stated; else what the failing round ended with (a check that did not hold, or a
+    ledger that does not pass: 3)."""
     if scorecard.get("interrupted"):
         return ExitStatus.INTERRUPTED
     if scorecard["ok"]:

@@ -244,7 +244,9 @@ def execute_campaign(*, file: str, var: list[str] | None, vars_file: list[Path] 
         report_dir = base / "campaigns" / f"{first.name}-f{faults}-s{seed}-r{rounds}"
     spec = CampaignSpec(runbook=file, rounds=rounds, faults=faults, seed=seed, reruns=reruns,
                         report_dir=report_dir, assignments=tuple(var or ()),
-                        var_files=tuple(str(p) for p in vars_file or ()))
+                        var_files=tuple(str(p) for p in vars_file or ()),
+                        config=(CURRENT.config_option or str(CURRENT.config_path))
+                        if config is not None else None)
 
     def load(assignments: Sequence[str]) -> tuple[Runbook, Variables]:
         runbook, variables, _, _ = _prepare(file, list(assignments), vars_file)
@@ -268,7 +270,9 @@ def execute_campaign(*, file: str, var: list[str] | None, vars_file: list[Path] 
               f"seeds {seed}..{seed + rounds - 1}; reports in {escape(str(report_dir))}",
               markup=True)
     def scored(card: dict[str, Any]) -> list[Path]:
-        return write_report(report_dir, "campaign", {"card": card}, "drill-campaign")
+        # Masked: the reproduce lines carry the --var values as given.
+        return write_report(report_dir, "campaign", {"card": card}, "drill-campaign",
+                            redactor)
 
     campaign = Campaign(spec, load=load, executor=executor, heal=heal, notify=term.step,
                         run_done=run_done, scored=scored)
@@ -288,15 +292,16 @@ def execute_campaign(*, file: str, var: list[str] | None, vars_file: list[Path] 
     text = (f"Campaign: {card['passed']} of {card['rounds']} round(s) passed; {landed} "
             f"fault(s) landed, {card['reruns']['total']} re-run(s); records lost "
             f"{card['ledger']['lost']}, twice {card['ledger']['twice']}, never read by a group "
-            f"{card['ledger']['groups_lost']}.")
+            f"{card['ledger']['groups_lost']}, re-delivered beyond what drctl stated "
+            f"{card['ledger']['redelivered_over']}.")
     if status == 0:
         term.success(text)
     else:
         term.error(text)
         for failed in card["failed"]:
-            term.err.print(f"  Round {failed['round']} (seed {failed['seed']}): "
-                           f"{failed['reason']}. Reproduce: {failed['reproduce']}",
-                           markup=False)
+            term.err.print(redactor.redact(
+                f"  Round {failed['round']} (seed {failed['seed']}): {failed['reason']}. "
+                f"Reproduce: {failed['reproduce']}"), markup=False)
         raise typer.Exit(int(status))
 
 

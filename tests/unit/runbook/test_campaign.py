@@ -38,9 +38,14 @@ def registry() -> Registry:
         time.sleep(seconds)
         return {"done": True}
 
-    def verify(ctx: ActionContext, *, ledger: str = "", lost: int = 0) -> dict[str, Any]:
-        return {"acked": 10, "lost": lost, "twice": 0, "groups_lost": 0, "redelivered": 2,
-                "ok": not lost, "sides": [], "groups": []}
+    def verify(ctx: ActionContext, *, ledger: str = "", lost: int = 0,
+               over: int = 0) -> dict[str, Any]:
+        verdict = "; ".join([f"{lost} lost"] * bool(lost)
+                            + [f"group g read {2 + over} record(s) again, 2 stated by drctl"]
+                            * bool(over)) or "ok"
+        return {"acked": 10, "lost": lost, "twice": 0, "groups_lost": 0, "redelivered": 2 + over,
+                "redelivered_over": over, "ok": verdict == "ok", "verdict": verdict,
+                "sides": [], "groups": []}
 
     reg.register("test.work", work)
     reg.register("ledger.verify", verify, read_only=True)
@@ -52,6 +57,7 @@ RUNBOOK = """
       faults: {default: 0}
       fault_seed: {default: 1}
       lost: {default: 0}
+      over: {default: 0}
     steps:
       - name: faults
         when: "{{ vars.faults | int > 0 }}"
@@ -67,8 +73,9 @@ RUNBOOK = """
         with: {seconds: 1.5}
       - name: counted
         action: ledger.verify
-        with: {ledger: "{{ run.id }}", lost: "{{ vars.lost }}"}
-        outputs: [acked, lost, twice, groups_lost, redelivered, ok, sides, groups]
+        with: {ledger: "{{ run.id }}", lost: "{{ vars.lost }}", over: "{{ vars.over }}"}
+        outputs: [acked, lost, twice, groups_lost, redelivered, redelivered_over, ok, verdict,
+                  sides, groups]
       - name: nothing_lost
         check:
           value: "{{ steps.counted.outputs.lost }}"
@@ -139,9 +146,37 @@ def test_a_round_whose_check_does_not_hold_stops_the_campaign_naming_its_seed(
     assert not card["ok"] and card["rounds"] == 1 and harness.runs == 1  # never re-run
     [failed] = card["failed"]
     assert failed["seed"] == 7 and failed["status"] == "check-failed"
-    assert failed["reproduce"] == "drctl runbook run test.yaml --faults 0 --seed 7 --rounds 1"
+    assert failed["reproduce"] == \
+        "drctl runbook run test.yaml --var lost=1 --faults 0 --seed 7 --rounds 1"
     assert exit_status(card) == ExitStatus.CHECK_FAILED
     assert any("Reproduce it: drctl runbook run test.yaml" in line for line in harness.lines)
+
+
+def test_the_reproduce_line_carries_every_input_that_decides_the_plan(tmp_path: Path) -> None:
+    """Issue 58, finding 9: the 'Reproduce:' line left out --config, --var and --vars-file, so
+    with a staging vars file the same seed planned other faults."""
+    spec = CampaignSpec("staging drill.yaml", rounds=3, faults=3, seed=5, reruns=1,
+                        report_dir=tmp_path, assignments=("records=500", "note=a b"),
+                        var_files=("staging-faults.yaml",), config="staging.yaml")
+    assert spec.reproduce(2) == (
+        "drctl --config staging.yaml runbook run 'staging drill.yaml' --var records=500 "
+        "--var 'note=a b' --vars-file staging-faults.yaml --faults 3 --seed 6 --rounds 1")
+
+
+def test_a_round_whose_ledger_does_not_pass_fails_though_its_checks_held(
+        tmp_path: Path) -> None:
+    """Re-deliveries beyond what drctl stated (or nothing acknowledged) fail the round and
+    the campaign, also under a runbook whose own checks look at lost records only."""
+    harness = _Harness(tmp_path / "c", rounds=2, faults=0, assignments=["over=3"])
+    card = harness.run()
+    assert not card["ok"] and card["rounds"] == 1
+    [failed] = card["failed"]
+    assert failed["status"] == "check-failed" and failed["reason"] == (
+        "the ledger does not pass: group g read 5 record(s) again, 2 stated by drctl")
+    assert card["ledger"]["redelivered_over"] == 3
+    assert exit_status(card) == ExitStatus.CHECK_FAILED
+    text = render_report("drill-campaign", "md", card=card)
+    assert "| re-delivered beyond what drctl stated | **3** |" in text
 
 
 def test_a_report_dir_holds_one_campaign(tmp_path: Path) -> None:
