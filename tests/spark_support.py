@@ -39,6 +39,10 @@ def spark_session() -> SparkSession:
              .config("spark.sql.shuffle.partitions", "1")
              .config("spark.sql.adaptive.enabled", "false")
              .config("spark.sql.codegen.wholeStage", "false")
+             # Interpreted expressions, as the gap job runs a small plan (gap/job.py
+             # `_sql_defaults`): compiling generated code was most of a tiny query's time.
+             # tests/unit/fingerprint/test_spark.py proves both ways compute one digest.
+             .config("spark.sql.codegen.factoryMode", "NO_CODEGEN")
              # The diff's plans join the same inputs many times: inferring filters from
              # constraints was most of the optimizer's time on them (2.1 s of a tiny query's
              # 6 s; 0.8 s without), and these tests run hundreds of such queries.
