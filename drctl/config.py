@@ -199,6 +199,11 @@ class ReplicationSettings:
     replicator_group: str | None = None
     # The replicator's Kafka principal (`User:mirrormaker`): whom the replication fence denies.
     principal: str | None = None
+    # How the flow the other way names its copies on this flow's source: in an active-active
+    # pair the other flow's `rename` (its alias and separator, as its connectors write them);
+    # None for one flow: drctl's own reverse flow's, `<target alias>.{topic}` (MirrorMaker
+    # 2's default separator, the one drctl's reverse connector runs with).
+    reverse_rename: str | None = None
 
     @property
     def names_kept(self) -> bool:
@@ -212,20 +217,23 @@ class ReplicationSettings:
         """Where producers write on the target after failover (docs/design.md §2)."""
         return source_topic if not self.names_kept else self.mirror_topic(source_topic)
 
+    @property
+    def reverse_naming(self) -> str:
+        """The flow the other way's naming (`reverse_rename`, or drctl's reverse flow's)."""
+        return self.reverse_rename or f"{self.target_alias}.{{topic}}"
+
     def reverse_topic(self, failover_topic: str) -> str:
         """Where the reverse flow (target -> source) puts a failover topic's records on the
-        source: the same topic with names kept, `<target alias>.<topic>` when prefixed."""
-        return failover_topic if self.names_kept else f"{self.target_alias}.{failover_topic}"
+        source: the same topic with names kept, its copy's name when prefixed."""
+        return failover_topic if self.names_kept else \
+            self.reverse_naming.replace("{topic}", failover_topic)
 
     def reverse_copy_origin(self, source_topic: str) -> str | None:
         """The failover topic (on the target) whose reverse copies `source_topic` holds, or
         None when it is not a reverse copy topic (names kept: there are none)."""
         if self.names_kept:
             return None
-        prefix = f"{self.target_alias}."
-        if source_topic.startswith(prefix) and len(source_topic) > len(prefix):
-            return source_topic[len(prefix):]
-        return None
+        return _named_from(self.reverse_naming, source_topic)
 
     def replicates(self, source_topic: str) -> bool:
         """Whether forward replication copies this source-cluster topic: the filter matches
@@ -237,11 +245,16 @@ class ReplicationSettings:
 
     def source_topic_of(self, target_topic: str) -> str | None:
         """The source topic a mirror topic was replicated from, or None if it is not one."""
-        prefix, _, suffix = self.rename.partition("{topic}")
-        if (target_topic.startswith(prefix) and target_topic.endswith(suffix)
-                and len(target_topic) > len(prefix) + len(suffix)):
-            return target_topic[len(prefix):len(target_topic) - len(suffix)]
-        return None
+        return _named_from(self.rename, target_topic)
+
+
+def _named_from(rename: str, topic: str) -> str | None:
+    """The `{topic}` that `rename` turns into `topic`, or None when it does not."""
+    prefix, _, suffix = rename.partition("{topic}")
+    if (topic.startswith(prefix) and topic.endswith(suffix)
+            and len(topic) > len(prefix) + len(suffix)):
+        return topic[len(prefix):len(topic) - len(suffix)]
+    return None
 
 
 # The one topology besides one flow (active/standby, `replication:`): MirrorMaker 2 both ways.
@@ -874,6 +887,8 @@ class _Parser:
             region = self.mapping(spec, key, _REGION_KEYS)
             regions[name] = self.collect(partial(self.name_filter, region.get("groups"),
                                                  f"{key}.groups"), NameFilter())
+        # Each flow's copies on the other's source are named as the other flow names them.
+        a, b = replace(a, reverse_rename=b.rename), replace(b, reverse_rename=a.rename)
         return TopologySettings(kind, (a, b), regions)
 
     def schema_registry(self, value: Any, key: str) -> HttpSettings:

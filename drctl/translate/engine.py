@@ -78,15 +78,17 @@ def _topic_mapper(config: Config, source: str, target: str,
     if (source, target) == (rep.source, rep.target):
         @functools.cache
         def forward(topic: str) -> str | None:
-            if is_internal_topic(topic) or not rep.topics.matches(topic) \
-                    or not covered(topic):
+            if is_internal_topic(topic) or not covered(topic):
                 return None
             origin = rep.reverse_copy_origin(topic)
             if origin is not None:
-                # A reverse copy of an earlier incident (prefixed names): its records are
-                # the failover topic's own on the target, where the group goes on reading.
+                # A copy the flow the other way made (a reverse flow's of an earlier
+                # incident, or the other region's in an active-active pair): its records are
+                # the original's on the target, where the group goes on reading — whatever
+                # this flow's own topic filter says of the copy's name (`orders.*` never
+                # takes `secondary.orders`).
                 return origin
-            return rep.mirror_topic(topic)
+            return rep.mirror_topic(topic) if rep.topics.matches(topic) else None
         return forward
     if (source, target) == (rep.target, rep.source):
         @functools.cache

@@ -108,8 +108,10 @@ class Pair:
 
     def live_naming_problem(self, notify: Notify = lambda _: None) -> str | None:
         """The same, read from the connectors Kafka Connect runs (their replication policy):
-        a config that says prefixed while the connectors keep names loops all the same.
-        None when it holds or when Connect cannot say (not configured, not answering)."""
+        a config that says prefixed while the connectors keep names loops all the same, and
+        one whose `rename` is not the connectors' (another alias or separator) names copies
+        that do not exist. None when it holds or when Connect cannot say (not configured,
+        not answering)."""
         from drctl.replication.connect import connect_client
         from drctl.replication.mirrormaker2 import mm2_flows
 
@@ -128,6 +130,15 @@ class Pair:
             found = mm2_flows(configs)
             if not found or found[0].rename is None:
                 return None
+            if found[0].rename != flow.rename:
+                # Copies are found by this name: another alias or separator than the
+                # connector's maps every copy to a topic that does not exist.
+                return (f"the config names {flow.source} -> {flow.target}'s copies "
+                        f"'{flow.mirror_topic('orders')}' (rename: {flow.rename}), but "
+                        f"connector {flow.connect.source_connector} writes "
+                        f"'{found[0].rename.replace('{topic}', 'orders')}' (its source "
+                        "alias and replication.policy.separator): set the flow's rename to "
+                        f"{found[0].rename} (`drctl config init` reads it from the connectors)")
             kept.append(_with_rename(flow, found[0].rename))
             names.append(f"connector {flow.connect.source_connector}")
         return naming_problem(kept, names)

@@ -234,3 +234,68 @@ def test_status_of_a_pair_reads_both_flows_and_where_applications_run(
     assert {r: w["applications_on"] for r, w in document["regions"].items()} == \
         {"primary": "unknown", "secondary": "unknown"}
     assert "did not answer" in document["regions"]["primary"]["why"]
+
+
+def test_copies_are_named_by_the_other_flows_rename_whatever_the_separator() -> None:
+    """Issue 58, finding 2: MirrorMaker 2 with replication.policy.separator '_' (config init
+    writes rename '<alias>_{topic}') and aliases that are not drctl's cluster names: a copy
+    on a region is named by the flow that writes it — never '<target alias>.'."""
+    from drctl.translate.engine import _topic_mapper
+
+    config = parse_config(_raw("dc1_{topic}", "dc2_{topic}"))
+    pair = Pair(config)
+    out_of_primary = pair.flow_from("primary")
+    # The secondary's orders is copied to the primary as dc2_orders: a copy, not a topic of
+    # the primary's producers, and the original of dc2_orders is orders on the secondary.
+    assert pair.copy_origin("primary", "dc2_orders") == "orders"
+    assert out_of_primary.reverse_copy_origin("dc2_orders") == "orders"
+    assert out_of_primary.reverse_copy_origin("secondary.orders") is None
+    assert out_of_primary.reverse_topic("orders") == "dc2_orders"
+    assert not out_of_primary.replicates("dc2_orders")
+    # A flow whose topic filter takes only its local names (config init writes MirrorMaker
+    # 2's `orders.*`) still maps the copy its groups read onto the original.
+    raw = _raw("dc1_{topic}", "dc2_{topic}")
+    raw["topology"]["flows"][0]["topics"] = {"include": ["orders.*"]}
+    flow = parse_config(raw)
+    to_target = _topic_mapper(flow.for_flow(Pair(flow).flow_from("primary")), "primary",
+                              "secondary")
+    assert to_target("dc2_orders") == "orders"
+    assert to_target("orders") == "dc1_orders"
+    assert to_target("payments") is None  # not the flow's, not a copy
+    # One flow: drctl's own reverse flow names its copies <target alias>.<topic>.
+    one_way = parse_config({"clusters": {"a": {"bootstrap.servers": "x:1"},
+                                         "b": {"bootstrap.servers": "x:2"}},
+                            "replication": {"kind": "mirrormaker2", "source": "a",
+                                            "target": "b", "rename": "a.{topic}",
+                                            "source_alias": "a", "target_alias": "b"}})
+    rep = one_way.require_replication()
+    assert rep.reverse_topic("orders") == "b.orders"
+    assert rep.reverse_copy_origin("b.orders") == "orders"
+
+
+def test_config_check_names_a_rename_the_connectors_do_not_write(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 58, finding 2: the config's rename against the connectors' own alias and
+    separator — copies named otherwise do not exist."""
+    from drctl.replication import connect as connect_module
+
+    class Connect:
+        def config(self, name: str) -> dict[str, str]:
+            source, target = name.split("-")[1:3]
+            return {"connector.class":
+                    "org.apache.kafka.connect.mirror.MirrorSourceConnector",
+                    "source.cluster.alias": source, "target.cluster.alias": target,
+                    "replication.policy.separator": "_"}
+
+    monkeypatch.setattr(connect_module, "connect_client", lambda flow: Connect())
+    raw = _raw()
+    for flow in raw["topology"]["flows"]:
+        flow["connect"] = {"url": "http://127.0.0.1:9",
+                           "source_connector": f"mm2-{flow['source']}-{flow['target']}-source"}
+    problem = Pair(parse_config(raw)).live_naming_problem()
+    assert problem is not None and "rename: primary.{topic}" in problem \
+        and "'primary_orders'" in problem and "set the flow's rename to primary_{topic}" \
+        in problem, problem
+    for flow in raw["topology"]["flows"]:
+        flow["rename"] = f"{flow['source']}_{{topic}}"
+    assert Pair(parse_config(raw)).live_naming_problem() is None
