@@ -102,8 +102,8 @@ def failback_command(
     config = CURRENT.config()
     term = CURRENT.terminal(output)
     if config.topology is not None or region is not None:
-        region_failback(region, dry_run=dry_run, yes=yes, deadline=deadline, timeout=timeout,
-                        report_dir=report_dir, output=output)
+        region_failback(region, incident, dry_run=dry_run, yes=yes, deadline=deadline,
+                        timeout=timeout, report_dir=report_dir, output=output)
         return
     rep = config.require_replication()
     opts = FailbackOptions(reconcile=reconcile, check_order=check_order, incident=incident,
@@ -232,8 +232,8 @@ def render_switch_back(sb: SwitchBack) -> None:
               f"{s['not_delivered']} never delivered.")
 
 
-def region_failback(region: str | None, *, dry_run: bool, yes: bool, deadline: float,
-                    timeout: float, report_dir: Path | None,
+def region_failback(region: str | None, incident: str | None, *, dry_run: bool, yes: bool,
+                    deadline: float, timeout: float, report_dir: Path | None,
                     output: OutputFormat | None) -> None:
     """`drctl failback` on an active-active pair: a region's applications back to it."""
     from drctl.ops.active_active.failback import (
@@ -246,7 +246,7 @@ def region_failback(region: str | None, *, dry_run: bool, yes: bool, deadline: f
     config = CURRENT.config()
     term = CURRENT.terminal(output)
     pair = Pair(config)
-    name, marker = find_incident(pair, region, term.step, deadline)
+    name, marker = find_incident(pair, region, term.step, deadline, incident)
     to = pair.other(name)
     if not dry_run:
         term.info(f"Incident {marker.incident}: {name}'s applications run on {to}. Before "

@@ -98,12 +98,14 @@ def failover_command(
     deadline = renamed(deadline, old_source_deadline, old="--source-deadline",
                        new="--deadline", warn=term.warn)
     if config.topology is not None or region is not None:
-        if app or topics or incident or new_incident:
-            raise UsageError("--app, --topics, --incident and --new-incident are for one flow; "
-                             "an active-active pair fails over by --region.")
-        region_failover(region, planned=planned, dry_run=dry_run, yes=yes, groups=groups,
-                        method=method, deadline=deadline, timeout=timeout, force=force,
-                        report_dir=report_dir, output=output)
+        if app or topics:
+            raise UsageError("--app and --topics are for one flow; an active-active pair "
+                             "fails over by --region.")
+        region_failover(region, FailoverOptions(
+            planned=planned, dry_run=dry_run, groups=groups, method=method, incident=incident,
+            new_incident=new_incident, continue_within_s=continue_within,
+            source_deadline_s=deadline, catch_up_deadline_s=timeout, force=force),
+            yes=yes, report_dir=report_dir, output=output)
         return
     rep = config.require_replication()
     opts = FailoverOptions(planned=planned, dry_run=dry_run, groups=groups, method=method,
@@ -164,10 +166,8 @@ def failover_command(
         raise typer.Exit(result.exit_status)
 
 
-def region_failover(region: str | None, *, planned: bool, dry_run: bool, yes: bool,
-                    groups: str, method: TranslateMethod, deadline: float, timeout: float,
-                    force: bool, report_dir: Path | None,
-                    output: OutputFormat | None) -> None:
+def region_failover(region: str | None, opts: FailoverOptions, *, yes: bool,
+                    report_dir: Path | None, output: OutputFormat | None) -> None:
     """`drctl failover --region`: one region of an active-active pair to the other."""
     from drctl.ops.active_active.failover import run_region_failover
     from drctl.ops.active_active.pair import Pair
@@ -179,12 +179,12 @@ def region_failover(region: str | None, *, planned: bool, dry_run: bool, yes: bo
         raise UsageError("An active-active pair fails over by region: name the one to fail "
                          "over.", f"Pass --region {' or --region '.join(pair.regions)}.")
     region = pair.region(region)
-    opts = FailoverOptions(planned=planned, dry_run=dry_run, groups=groups, method=method,
-                           source_deadline_s=deadline, catch_up_deadline_s=timeout,
-                           force=force)
+    dry_run, deadline = opts.dry_run, opts.source_deadline_s
     to = pair.other(region)
 
     def approve(plan: dict[str, Any]) -> None:
+        for old in plan["superseding"]:
+            term.warn(f"Incident {old} is closed as superseded (--new-incident)")
         term.info(f"Incident {plan['incident']}"
                   + (" (continuing)" if plan["continuing"] else "") + f": {region} -> {to}, "
                   f"{plan['mode']}, {plan['topics']} local topic(s) of {region}"

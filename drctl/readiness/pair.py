@@ -1,7 +1,9 @@
 """`drctl check` for an active-active pair: readiness/check.py on each flow (would a failover
 of that flow's source region work now), with each region's aggregate subscriptions checked
-beside (ops/active_active/subscriptions.py). The other flow's copies on a region are live
-copies, not a retired reverse flow's: no note about them."""
+beside (ops/active_active/subscriptions.py), and each group whose position on a copy it
+reads guard never kept (a failover of its region with it down would leave it behind). The
+other flow's copies on a region are live copies, not a retired reverse flow's: no note about
+them."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from drctl.ops.active_active.pair import Pair
 from drctl.ops.active_active.subscriptions import subscription_findings
 from drctl.progress import Notify
 from drctl.readiness.check import CheckOptions, run_check
+from drctl.translate.snapshots import read_snapshots
 
 
 def check_pair(pair: Pair, opts: CheckOptions, notify: Notify) -> list[Readiness]:
@@ -22,7 +25,10 @@ def check_pair(pair: Pair, opts: CheckOptions, notify: Notify) -> list[Readiness
             result.findings = [f for f in result.findings
                                if not f.difference.startswith("reverse copies of")]
             try:
-                found, looked = subscription_findings(pair, region, ctx.source, opts.groups)
+                # Guard's snapshots of the region's groups live on the other region.
+                kept = read_snapshots(ctx.target, ctx.config.state.snapshots_topic)
+                found, looked = subscription_findings(pair, region, ctx.source, opts.groups,
+                                                      snapshots=kept.keys())
                 result.add(*found)
                 result.checked["subscriptions"] = looked
             except DrctlError as exc:

@@ -221,7 +221,11 @@ def keep_inventory(config: Config, src: ClusterClients, dst: ClusterClients, *,
             g: e for g, e in cache.get("groups", {}).items() if g in alive}
 
         def note(group: str, offsets: Mapping[TP, int]) -> None:
-            read = sorted({t for t, _ in offsets if rep.topics.matches(t)})
+            # The flow's topics, and the copies the flow the other way made here (a reverse
+            # flow's, the other region's in an active-active pair): with the source gone, what
+            # a group read there decides where it goes.
+            read = sorted({t for t, _ in offsets
+                           if rep.topics.matches(t) or rep.reverse_copy_origin(t) is not None})
             have = entries.get(group)
             # Unchanged and read within half the age limit: keep the entry, so a guard round
             # that saw nothing new rewrites neither the file nor the inventory.

@@ -22,6 +22,7 @@ surviving region S:
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from drctl.context import OpsContext
-from drctl.errors import DrctlError, ExitStatus, UsageError
+from drctl.errors import CheckFailed, DrctlError, ExitStatus, UsageError
 from drctl.faults import crash_point
 from drctl.kafka.clients import describe_with_retry
 from drctl.kafka.groups import committed_offsets, group_states
@@ -121,15 +122,25 @@ class RegionFailbackResult:
                             extensions=("md", "json"))
 
 
-def find_incident(pair: Pair, region: str | None, notify: Any, deadline_s: float
-                  ) -> tuple[str, FailoverMarker]:
-    """The open region failover to fail back: `region`'s, or the pair's one."""
+def find_incident(pair: Pair, region: str | None, notify: Any, deadline_s: float,
+                  incident: str | None = None) -> tuple[str, FailoverMarker]:
+    """The open region failover to fail back: `region`'s, or the pair's one; with `incident`,
+    that one (a usage error naming the open ones when it is not among them)."""
     found: list[tuple[str, FailoverMarker]] = []
     for name in [pair.region(region)] if region else list(pair.regions):
         with pair.context(name, notify, deadline_s) as ctx:
             marker = open_region_incident(ctx.store, name, pair.other(name))
         if marker is not None:
             found.append((name, marker))
+    if incident is not None:
+        chosen = [(r, m) for r, m in found if m.incident == incident]
+        if not chosen:
+            open_ones = ", ".join(f"{m.incident} ({r})" for r, m in found) or "none"
+            raise UsageError(f"Incident {incident} is not an open region failover "
+                             f"{'of ' + region if region else 'of the pair'} (open: "
+                             f"{open_ones}).",
+                             "`drctl status` lists the incidents on record.")
+        return chosen[0]
     if not found:
         where = f"of {region}" if region else "of either region"
         raise UsageError(f"No open region failover {where} to fail back.",
@@ -156,7 +167,6 @@ def run_region_failback(pair: Pair, ctx: OpsContext, back: OpsContext,
         describe_with_retry(ctx.clients(name), policy, notify=ctx.notify)
     store = ctx.store
     result = RegionFailbackResult(region, to, marker, opts.dry_run)
-    result.flows = _flows_running(ctx, back, opts)
 
     # The cut: where the region's producers left the other region's local topics.
     if not marker.done("failback:cut"):
@@ -165,6 +175,19 @@ def run_region_failback(pair: Pair, ctx: OpsContext, back: OpsContext,
             marker.record("failback:cut", {"ends": cut})
             store.save(marker)
     cut = marker.steps["failback:cut"].result["ends"] if marker.done("failback:cut") else cut
+
+    # Before the flows run again: the region's consumers stopped on the other region and
+    # its local-only groups through what its producers wrote there. Once the flow out of the
+    # region resumes, the records it held that the other never got arrive as copies: a group
+    # still reading there would read them a second time (it read them at home).
+    if not marker.done("failback:late-arrivals"):
+        waiting = _consumers_not_stopped(ctx, marker, cut)
+        if waiting:
+            raise CheckFailed(
+                f"Failback of {marker.incident} waits: "
+                + "; ".join(f"{g}: {why}" for g, why in sorted(waiting.items())) + ".",
+                f"Nothing was resumed. Then run `drctl failback --region {region}` again.")
+    result.flows = _flows_running(ctx, back, opts)
 
     # 1. The audit, with the region back: where each group really was.
     if not marker.planned:
@@ -185,7 +208,11 @@ def run_region_failback(pair: Pair, ctx: OpsContext, back: OpsContext,
         if not opts.dry_run:  # a dry run resumes nothing: what arrived so far
             ctx.notify(f"Waiting for {region} -> {to} to copy what {region} holds")
             wait_quiet_and_caught_up(ctx, marker.topics, FailoverOptions(
-                quiesce_s=opts.quiesce_s, catch_up_deadline_s=opts.timeout_s))
+                quiesce_s=opts.quiesce_s, catch_up_deadline_s=opts.timeout_s), otherwise=(
+                f"Stop {region}'s producers first (they write on {to} until failback ends), "
+                f"then run failback --region {region} again.",
+                f"Check the flow {region} -> {to} (its connectors on Kafka Connect); run "
+                f"failback --region {region} again with a longer --timeout."))
         result.late_arrivals = late_arrivals(ctx, marker)
         if not opts.dry_run:
             marker.record("failback:late-arrivals", result.late_arrivals)
@@ -362,9 +389,28 @@ class _Empty:
 
 
 def _escaped(names: Sequence[str]) -> list[str]:
-    import re
-
     return [re.escape(n) for n in names]
+
+
+def _consumers_not_stopped(ctx: OpsContext, marker: FailoverMarker,
+                           cut: dict[str, dict[Any, int]]) -> dict[str, str]:
+    """The region's groups not yet ready for the flows to run again, and why: consumers
+    still active on the other region, local-only groups that have not read what the
+    region's producers wrote there up to the cut."""
+    groups = sorted(g for g, info in marker.groups.items() if info.get("applied"))
+    if not groups:
+        return {}
+    waiting: dict[str, str] = {}
+    states = group_states(ctx.target, groups)
+    for name in groups:
+        st = states.get(name)
+        if st is not None and st.active:
+            waiting[name] = (f"its consumers are still active on {marker.target} ({st.state}): "
+                             "stop them")
+    probe = RegionFailbackResult(marker.source, marker.target, marker, True)
+    probe.not_moved = dict(waiting)
+    _local_only_drained(ctx, marker, cut, groups, probe)
+    return probe.not_moved
 
 
 def _local_only_drained(ctx: OpsContext, marker: FailoverMarker,
@@ -384,10 +430,14 @@ def _local_only_drained(ctx: OpsContext, marker: FailoverMarker,
                 at = commits.get(g, {}).get((topic, int(p)))
                 unread += max(0, end - (at if at is not None else 0))
         if unread:
-            result.not_moved[g] = (f"a local-only group that has not read {unread} record(s) "
-                                   f"of {', '.join(topics)} on {marker.target} up to where "
-                                   f"{marker.source}'s producers left it: let it read on, stop "
-                                   "it, then run failback again")
+            alone = "|".join(re.escape(t) for t in topics)
+            result.not_moved[g] = (
+                f"a local-only group that has not read {unread} record(s) of "
+                f"{', '.join(topics)} on {marker.target} up to where {marker.source}'s "
+                f"producers left it: let it read on {marker.target} subscribed to "
+                f"^({alone})$ alone — not its copies of {marker.source}'s topics, where "
+                f"records {marker.source} held arrive late, records it read at home — then "
+                "stop it")
 
 
 def _checkpoints_at_failover(marker: FailoverMarker, audit: dict[str, Any] | None

@@ -13,7 +13,7 @@ held a record has no commit there, so a copy without records is never called mis
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from drctl.findings import Area, Finding
 from drctl.kafka.clients import ClusterClients, cluster_metadata
@@ -25,14 +25,43 @@ from drctl.translate.engine import wanted_group
 
 
 def subscription_findings(pair: Pair, cluster: str, clients: ClusterClients,
-                          groups: str = ".*") -> tuple[list[Finding], int]:
-    """Findings for the groups committing on `cluster`, and how many groups were looked at."""
+                          groups: str = ".*",
+                          snapshots: Collection[tuple[str, str, int]] | None = None
+                          ) -> tuple[list[Finding], int]:
+    """Findings for the groups committing on `cluster`, and how many groups were looked at.
+    With `snapshots` (the keys guard kept on the other region for `cluster`'s groups): each
+    group whose position on a copy it reads guard never kept."""
     listed = [g for g in list_groups(clients) if wanted_group(pair.config, groups, g)]
     commits = committed_offsets(clients, listed)
     topics = cluster_metadata(clients).topics
     holding = _topics_with_records(clients, {t: len(m.partitions) for t, m in topics.items()
                                              if not is_internal_topic(t)})
-    return read_findings(pair, cluster, commits, holding), len(commits)
+    found = read_findings(pair, cluster, commits, holding)
+    if snapshots is not None:
+        found += unguarded_copy_findings(pair, cluster, commits, snapshots)
+    return found, len(commits)
+
+
+def unguarded_copy_findings(pair: Pair, cluster: str, commits: Mapping[str, Mapping[TP, int]],
+                            snapshots: Collection[tuple[str, str, int]]) -> list[Finding]:
+    """A group that reads a copy on `cluster` (`secondary.orders` on primary) and whose
+    position there guard never kept: MirrorMaker 2 never checkpoints a copy back
+    (KAFKA-12635), so a failover of `cluster` with it down has no position for the group on
+    the original and leaves it behind (exit 3)."""
+    kept = set(snapshots)
+    out: list[Finding] = []
+    for group, offsets in sorted(commits.items()):
+        unkept = sorted({t for (t, p), o in offsets.items()
+                         if o >= 0 and pair.copy_origin(cluster, t)
+                         and (group, t, p) not in kept})
+        if unkept:
+            out.append(Finding(
+                Area.POSITIONS, f"group {group} on {cluster}",
+                f"guard has never kept its position on {', '.join(unkept)}",
+                f"a failover of {cluster} with it down leaves the group behind (exit 3): "
+                "MirrorMaker 2 never checkpoints a copy back (KAFKA-12635)",
+                f"run `drctl guard` (both flows) while the group reads {', '.join(unkept)}"))
+    return out
 
 
 def _topics_with_records(clients: ClusterClients, partitions: Mapping[str, int]) -> set[str]:

@@ -221,10 +221,19 @@ def _commits_known_without_source(ctx: OpsContext
     return (commits or None), f"the checkpoints in {topic}"
 
 
+# What a planned failover advises when a wait runs out; another command waiting the same
+# way (a region's failback) says its own (`otherwise`).
+_FAILOVER_OTHERWISE = ("Stop the producers first, or run an unplanned failover.",
+                       "Check the replicator; run failover --planned again with a longer "
+                       "--timeout, or run an unplanned failover.")
+
+
 def wait_quiet_and_caught_up(ctx: OpsContext, topics: dict[str, str], opts: FailoverOptions,
+                             otherwise: tuple[str, str] = _FAILOVER_OTHERWISE
                              ) -> dict[str, int]:
     """Planned switchover: producers are stopped; wait for the source to stop moving and for
-    replication to copy its last record of every partition."""
+    replication to copy its last record of every partition. `otherwise`: what to do when the
+    source keeps moving, and when replication does not catch up."""
     rep = ctx.rep
     src = ctx.clients(rep.source)
     dst = ctx.clients(rep.target)
@@ -248,7 +257,7 @@ def wait_quiet_and_caught_up(ctx: OpsContext, topics: dict[str, str], opts: Fail
     except WaitTimedOut:
         raise CheckFailed("The source is still receiving writes after "
                           f"{format_duration(opts.catch_up_deadline_s)}.",
-                          "Stop the producers first, or run an unplanned failover.") from None
+                          otherwise[0]) from None
     after = _wait_transactions_closed(ctx, src, src_tps, after, opts)
     ctx.notify("Waiting for replication to catch up")
     dst_tps = [(topics[t], p) for t, p in src_tps]
@@ -277,10 +286,8 @@ def wait_quiet_and_caught_up(ctx: OpsContext, topics: dict[str, str], opts: Fail
                         on_wait=lambda: ticker.due() and ctx.notify(
                             f"Catch-up: {describe_left(left())}"))
     except WaitTimedOut:
-        raise catch_up_timed_out(
-            "Replication", opts.catch_up_deadline_s, left(),
-            "Check the replicator; run failover --planned again with a longer "
-            "--timeout, or run an unplanned failover.") from None
+        raise catch_up_timed_out("Replication", opts.catch_up_deadline_s, left(),
+                                 otherwise[1]) from None
 
 
 def _wait_transactions_closed(ctx: OpsContext, src: ClusterClients, src_tps: list[TP],

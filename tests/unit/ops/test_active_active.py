@@ -299,3 +299,230 @@ def test_config_check_names_a_rename_the_connectors_do_not_write(
     for flow in raw["topology"]["flows"]:
         flow["rename"] = f"{flow['source']}_{{topic}}"
     assert Pair(parse_config(raw)).live_naming_problem() is None
+
+
+def _position(group: str, topic: str, target: str, offset: int | None,
+              confidence: str = "snapshot") -> Any:
+    from drctl.translate.model import PartitionResult
+
+    return PartitionResult(group, topic, 0, target, 5, "snapshot", offset, confidence)
+
+
+def _report(*groups: tuple[str, list[Any]]) -> Any:
+    from drctl.translate.model import GroupResult, TranslationReport
+
+    report = TranslationReport("primary", "secondary", "auto", False, False)
+    report.groups = [GroupResult(name, partitions=list(ps)) for name, ps in groups]
+    return report
+
+
+def test_local_only_is_what_the_group_read_never_what_the_translation_lacks() -> None:
+    """Issue 58, finding 1: with the primary down, an aggregate group whose position on the
+    copy it read (secondary.orders on primary) nobody kept — MirrorMaker 2 never checkpoints
+    a copy back — was called local-only and committed at the end of orders on the secondary:
+    every record of orders it had not read there skipped, exit 0. What it read decides; one
+    nothing tells apart is left behind too."""
+    from drctl.ops.active_active.failover import FAILOVER_POINT, _place_local_only
+    from drctl.state import FailoverMarker
+
+    pair = Pair(parse_config(_raw()))
+    marker = FailoverMarker.new("primary", "secondary", "mirrormaker2", False)
+    marker.failover_topics_end = {"orders": {0: 70}}
+    report = _report(
+        ("agg-unkept", [_position("agg-unkept", "orders", "primary.orders", 40)]),
+        ("agg", [_position("agg", "orders", "primary.orders", 40),
+                 _position("agg", "secondary.orders", "orders", 12)]),
+        ("local", [_position("local", "orders", "primary.orders", 40)]),
+        ("unknown", [_position("unknown", "orders", "primary.orders", 40)]))
+    reads = {"agg-unkept": {"orders", "secondary.orders"}, "agg": {"orders", "secondary.orders"},
+             "local": {"orders"}, "unknown": None}
+    local = _place_local_only(pair, "primary", report, marker, reads)
+    by = {g.group: g for g in report.groups}
+    assert local == {"local": ["orders"]}
+    assert [(p.target_topic, p.target_offset, p.confidence) for p in by["local"].partitions
+            if p.confidence == FAILOVER_POINT] == [("orders", 70, FAILOVER_POINT)]
+    skipped = by["agg-unkept"].skipped or ""
+    assert "read secondary.orders on primary" in skipped and "KAFKA-12635" in skipped
+    assert all(p.confidence != FAILOVER_POINT for p in by["agg-unkept"].partitions)
+    assert by["agg"].skipped is None and len(by["agg"].partitions) == 2
+    assert "nothing tells what it read there" in (by["unknown"].skipped or "")
+
+
+def _refusing_ctx(monkeypatch: pytest.MonkeyPatch, commits: dict[str, dict[Any, int]],
+                  checkpoints: dict[Any, int]) -> Any:
+    from types import SimpleNamespace
+
+    from drctl.ops.active_active import failover
+
+    config = parse_config(_raw())
+    rep = Pair(config).flow_from("primary")
+    monkeypatch.setattr(failover, "committed_offsets", lambda clients, groups: commits)
+    monkeypatch.setattr(failover, "read_checkpoints", lambda clients, topic: {
+        key: SimpleNamespace(downstream_offset=o) for key, o in checkpoints.items()})
+    kind = SimpleNamespace(checkpoints_topic=lambda rep: "primary.checkpoints.internal")
+    return SimpleNamespace(rep=rep, target=object(), require_kind=lambda: kind,
+                           notify=lambda _: None)
+
+
+def test_a_same_id_group_of_the_surviving_region_reading_only_copies_is_refused(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 58, finding 3: a group of the secondary with a primary group's id that reads
+    only primary.orders there was taken for MirrorMaker 2's group-offset sync; the rewind
+    rule then made one of the two applications skip, exit 0. MirrorMaker 2's sync commits at
+    its checkpoint's downstream offset; any other commit on a copy is the other region's
+    group's."""
+    from drctl.ops.active_active.failover import _refuse_groups_of_target
+    from drctl.state import FailoverMarker
+
+    marker = FailoverMarker.new("primary", "secondary", "mirrormaker2", False)
+    report = _report(("theirs", [_position("theirs", "orders", "primary.orders", 40)]),
+                     ("synced", [_position("synced", "orders", "primary.orders", 40)]))
+    ctx = _refusing_ctx(monkeypatch, {"theirs": {("primary.orders", 0): 33},
+                                      "synced": {("primary.orders", 0): 38}},
+                        {("theirs", "primary.orders", 0): 38,
+                         ("synced", "primary.orders", 0): 38})
+    refused = _refuse_groups_of_target(ctx, report, marker)
+    assert set(refused) == {"theirs"} and "primary.orders[0]" in refused["theirs"]
+
+
+def test_a_run_again_knows_the_commits_its_plan_recorded(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 58, finding 4: positions committed, then a broker drop (or Ctrl-C, or kill)
+    before the marker recorded them: the run again refused every group of the region as "a
+    group of secondary with the same id?", exit 3, and failback never moved it back. The
+    plan is recorded before anything is committed."""
+    from drctl.ops.active_active.failover import PLAN_STEP, _planned, _refuse_groups_of_target
+    from drctl.state import FailoverMarker
+
+    marker = FailoverMarker.new("primary", "secondary", "mirrormaker2", False)
+    report = _report(("app", [_position("app", "orders", "primary.orders", 40),
+                              _position("app", "secondary.orders", "orders", 12)]))
+    marker.record(PLAN_STEP, {"positions": _planned(report)})
+    ctx = _refusing_ctx(monkeypatch, {"app": {("primary.orders", 0): 40, ("orders", 0): 12}},
+                        {})
+    assert _refuse_groups_of_target(ctx, report, marker) == {}
+    marker.steps.pop(PLAN_STEP)
+    assert set(_refuse_groups_of_target(ctx, report, marker)) == {"app"}
+
+
+@pytest.mark.parametrize("phase, next_command", [
+    ("failed-over", "drctl failback --region primary"),
+    ("failing-over", "drctl failover --region primary")])
+def test_status_during_a_region_incident_with_the_region_down(
+        monkeypatch: pytest.MonkeyPatch, phase: str, next_command: str) -> None:
+    """Issue 58, findings 8 and 11: the primary down and failed over. Its incident lives on
+    the secondary: known. The flow into the primary cannot be read — yet the secondary's
+    applications run at home (the regions cannot run on each other): never "unknown", never
+    exit 4 for a known incident. One next command, by the incident's phase: a failover not
+    finished is run again (never `failback --region` before it is; never the one-way
+    `failback --incident`)."""
+    from drctl.ops.active_active import status
+    from drctl.ops.active_active.failover import REGION_STEP
+
+    clusters = {"primary": {"reachable": False}, "secondary": {"reachable": True}}
+    incident = {"incident": "fo-1", "source": "primary", "target": "secondary",
+                "phase": phase, "replication_stop": "stopped", "steps": [REGION_STEP],
+                "next_command": "drctl failback --incident fo-1"}
+
+    def reading(ctx: Any, deadline_s: float) -> dict[str, Any]:
+        out_of_primary = ctx.rep.source == "primary"
+        return {"clusters": clusters, "open_failovers": [dict(incident)] if out_of_primary
+                else [], "replication": {
+                    "source": ctx.rep.source, "target": ctx.rep.target,
+                    "markers_unreadable": None if out_of_primary else
+                    "the state topic _drctl_state is on 'primary', which did not answer"}}
+
+    monkeypatch.setattr(status, "collect_status", reading)
+    found = status.collect_pair_status(Pair(parse_config(_raw())), lambda _: None, 1.0)
+    assert found["regions"]["primary"] == {"applications_on": "secondary", "incident": "fo-1",
+                                           "phase": phase, "next_command": next_command}
+    assert found["regions"]["secondary"] == {"applications_on": "secondary",
+                                             "incident": None}
+    assert found["verdict"]["exit_status"] == 3
+    assert found["verdict"]["why"] == f"1 open incident(s): fo-1 ({phase}): `{next_command}`."
+    assert [m["next_command"] for m in found["open_failovers"]] == [next_command]
+
+
+def test_failback_of_a_pair_takes_the_incident_it_is_given(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 58, finding 11: `failback --incident` on a pair was ignored without a word."""
+    from contextlib import nullcontext
+
+    from drctl.errors import UsageError
+    from drctl.ops.active_active import failback
+    from drctl.state import FailoverMarker
+
+    mine = FailoverMarker.new("primary", "secondary", "mirrormaker2", False)
+    monkeypatch.setattr(failback, "open_region_incident",
+                        lambda store, region, to: mine if region == "primary" else None)
+    monkeypatch.setattr(Pair, "context", lambda self, region, *a: nullcontext(
+        type("Ctx", (), {"store": None})()))
+    pair = Pair(parse_config(_raw()))
+    assert failback.find_incident(pair, None, print, 1.0, mine.incident) == ("primary", mine)
+    with pytest.raises(UsageError) as err:
+        failback.find_incident(pair, None, print, 1.0, "fo-elsewhere")
+    assert "Incident fo-elsewhere is not an open region failover" in err.value.message
+    assert f"{mine.incident} (primary)" in err.value.message
+
+
+def test_failback_checks_the_regions_consumers_before_it_resumes_a_flow(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 58, findings 6 and 10: failback resumed both flows, then found a group of the
+    region still consuming on the other region — which had by then read the late copies of
+    records it had read at home — and a local-only group told to "read on" with the
+    aggregate pattern read them a second time. Nothing resumes until the region's consumers
+    are stopped there and its local-only groups have read what its producers wrote; the
+    read-on names the local topic alone."""
+    from types import SimpleNamespace
+
+    from drctl.errors import CheckFailed
+    from drctl.ops.active_active import failback
+    from drctl.ops.active_active.failover import REGION_STEP
+    from drctl.state import FailoverMarker
+
+    marker = FailoverMarker.new("primary", "secondary", "mirrormaker2", False)
+    marker.record(REGION_STEP, {"region": "primary", "to": "secondary"})
+    marker.record("failover", {"region": "primary"})
+    marker.failover_topics_end = {"orders": {0: 10}}
+    marker.groups = {"agg": {"applied": True}, "local": {"applied": True,
+                                                         "local_only": ["orders"]}}
+    resumed: list[str] = []
+    monkeypatch.setattr(failback, "describe_with_retry", lambda *a, **k: None)
+    monkeypatch.setattr(failback, "read_ends", lambda clients, topics: {"orders": {0: 25}})
+    monkeypatch.setattr(failback, "group_states", lambda clients, groups: {
+        "agg": SimpleNamespace(active=True, state="STABLE"),
+        "local": SimpleNamespace(active=False, state="EMPTY")})
+    monkeypatch.setattr(failback, "committed_offsets",
+                        lambda clients, groups: {"local": {("orders", 0): 20}})
+    monkeypatch.setattr(failback, "_flows_running", lambda *a: resumed.append("flows") or {})
+    config = parse_config(_raw())
+    rep = Pair(config).flow_from("primary")
+    ctx = SimpleNamespace(rep=rep, target=object(), clients=lambda name: object(),
+                          notify=lambda _: None, config=config,
+                          store=SimpleNamespace(save=lambda m: None))
+    with pytest.raises(CheckFailed) as err:
+        failback.run_region_failback(Pair(config), ctx, ctx, marker,  # type: ignore[arg-type]
+                                     failback.RegionFailbackOptions())
+    assert resumed == []
+    message = err.value.message
+    assert "agg: its consumers are still active on secondary (STABLE): stop them" in message
+    assert "local: a local-only group that has not read 5 record(s) of orders" in message
+    assert "subscribed to ^(orders)$ alone" in message
+    assert "Nothing was resumed" in (err.value.hint or "")
+
+
+def test_check_names_a_group_whose_copy_position_guard_never_kept() -> None:
+    """Issue 58, what to build 1: a failover with the region down leaves such a group behind
+    (MirrorMaker 2 never checkpoints a copy back): `check` says so before the outage."""
+    from drctl.ops.active_active.subscriptions import unguarded_copy_findings
+
+    pair = Pair(parse_config(_raw()))
+    commits = {"agg": {("orders", 0): 5, ("secondary.orders", 0): 3, ("secondary.orders", 1): 2},
+               "kept": {("orders", 0): 5, ("secondary.orders", 0): 3},
+               "local": {("orders", 0): 5}}
+    snapshots = {("agg", "secondary.orders", 0), ("kept", "secondary.orders", 0),
+                 ("agg", "orders", 0)}
+    found = unguarded_copy_findings(pair, "primary", commits, snapshots)
+    assert [(f.object, f.difference) for f in found] == [
+        ("group agg on primary", "guard has never kept its position on secondary.orders")]
+    assert "KAFKA-12635" in found[0].risk

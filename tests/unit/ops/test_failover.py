@@ -1,4 +1,4 @@
-"""Which incident a failover works on (ops/one_way/failover.py `incident_to_continue`): a new
+"""Which incident a failover works on (ops/steps/incident.py `incident_to_continue`): a new
 outage never continues an old incident. Preflight against fakes of drctl's own types
 (no Kafka), and the result's JSON and runbook summary."""
 
@@ -15,8 +15,9 @@ from confluent_kafka import KafkaError, KafkaException
 from drctl.config import parse_config
 from drctl.context import OpsContext
 from drctl.errors import Aborted, CheckFailed, ExitStatus, Unreachable, UsageError
-from drctl.ops.one_way.failover import FailoverResult, incident_to_continue, run_failover
+from drctl.ops.one_way.failover import FailoverResult, run_failover
 from drctl.ops.steps.failover_point import FailoverOptions, preflight
+from drctl.ops.steps.incident import incident_to_continue
 from drctl.replication.base import kind_named
 from drctl.state import FailoverMarker, IncidentPhase, MarkerStore
 from drctl.translate.model import TranslateMethod, TranslationReport
