@@ -204,6 +204,25 @@ class ReplicationSettings:
     # None for one flow: drctl's own reverse flow's, `<target alias>.{topic}` (MirrorMaker
     # 2's default separator, the one drctl's reverse connector runs with).
     reverse_rename: str | None = None
+    # MirrorMaker 2's separator in its internal topics' names (checkpoints, offset syncs):
+    # replication.policy.separator, unless replication.policy.internal.topic.separator.enabled
+    # is false ('.'). None: the one its prefixed names show (`rename`), else '.'.
+    internal_separator: str | None = None
+
+    @property
+    def separator(self) -> str:
+        """The separator MirrorMaker 2 names its checkpoints and offset-syncs topics with."""
+        if self.internal_separator is not None:
+            return self.internal_separator
+        prefix = self.rename.partition("{topic}")[0]
+        if prefix.startswith(self.source_alias) and len(prefix) > len(self.source_alias):
+            return prefix[len(self.source_alias):]
+        return "."
+
+    def mm2_topic(self, *words: str) -> str:
+        """A MirrorMaker 2 internal topic's name: `words` joined with its separator
+        (`primary.checkpoints.internal`, `mm2-offset-syncs_secondary_internal`)."""
+        return self.separator.join(words)
 
     @property
     def names_kept(self) -> bool:
@@ -478,7 +497,8 @@ _TOPOLOGY_KEYS = ("kind", "flows", "regions")
 _REGION_KEYS = ("groups",)
 _APPLICATION_KEYS = ("topics", "groups")
 _REPLICATION_KEYS = ("kind", "source", "target", "topics", "rename", "source_alias",
-                     "target_alias", "connect", "replicator_group", "principal")
+                     "target_alias", "connect", "replicator_group", "principal",
+                     "internal_separator")
 _HTTP_KEYS = ("url", "username", "password", "token", "ca_file", "cert_file", "key_file",
               "timeout_s")
 _HTTP_FILE_KEYS = ("ca_file", "cert_file", "key_file")
@@ -800,6 +820,8 @@ class _Parser:
                                                           f"{key}.replicator_group"), None)
         principal = self.collect(lambda: self.principal(raw.get("principal"),
                                                         f"{key}.principal"), None)
+        separator = self.collect(lambda: self.optional_string(
+            raw.get("internal_separator"), f"{key}.internal_separator"), None)
         if (kind is None or source is None or target is None or rename is None
                 or aliases[0] is None or aliases[1] is None):
             return None  # each missing piece is a recorded problem
@@ -814,6 +836,7 @@ class _Parser:
             connect=connect,
             replicator_group=group,
             principal=principal,
+            internal_separator=separator or None,
         )
 
     def kind(self, value: Any, key: str = "replication") -> str | None:
@@ -1076,7 +1099,7 @@ def _flow_data(rep: ReplicationSettings) -> dict[str, Any]:
         "topics": {"include": list(rep.topics.include), "exclude": list(rep.topics.exclude)},
         "rename": rep.rename, "source_alias": rep.source_alias,
         "target_alias": rep.target_alias, "replicator_group": rep.replicator_group,
-        "principal": rep.principal,
+        "principal": rep.principal, "internal_separator": rep.internal_separator,
         "connect": {
             **http_data(rep.connect),
             "source_connector": rep.connect.source_connector,

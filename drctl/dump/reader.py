@@ -48,9 +48,11 @@ def resolve_location(kind: DumpKind, rep: ReplicationSettings | None, cluster: s
         elif kind == DumpKind.heartbeats:
             topic = "heartbeats"
         elif kind == DumpKind.checkpoints:
-            topic = f"{need('the source alias').source_alias}.checkpoints.internal"
+            flow = need("the source alias")
+            topic = flow.mm2_topic(flow.source_alias, "checkpoints", "internal")
         else:
-            topic = f"mm2-offset-syncs.{need('the target alias').target_alias}.internal"
+            flow = need("the target alias")
+            topic = flow.mm2_topic("mm2-offset-syncs", flow.target_alias, "internal")
     return Location(cluster, topic)
 
 

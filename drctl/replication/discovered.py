@@ -107,6 +107,9 @@ class DiscoveredFlow:
     target_alias: str | None = None
     rename: str | None = "{topic}"  # None: a replication policy drctl cannot read
     rename_source: str = ""  # where `rename` comes from, in words
+    # MirrorMaker 2's separator in its internal topics' names, where the rename does not
+    # show it (names kept with a custom separator, or the internal separator turned off).
+    internal_separator: str | None = None
     topics: RegexList = RegexList()
     groups: RegexList | None = None  # None: the replicator filters no groups
     replicator_group: str | None = None

@@ -366,6 +366,10 @@ def draft_config(request: InitRequest, chosen: ChosenFlow, *,
     rep["rename"] = rename
     comments["rename"] = (f"from --rename ({flow.rename_source})" if request.rename
                           else flow.rename_source)
+    if flow.internal_separator is not None:
+        rep["internal_separator"] = flow.internal_separator
+        comments["internal_separator"] = (f"{who}'s internal topics (checkpoints, offset "
+                                          f"syncs) are named with '{flow.internal_separator}'")
     rep["topics"] = {"include": list(flow.topics.include), "exclude": list(flow.topics.exclude)}
     comments["topics"] = flow.topics.source
     if flow.connectors:

@@ -95,7 +95,8 @@ class MirrorMaker2(ConnectControlled):
         return "checkpoint" if forward else None
 
     def checkpoints_topic(self, rep: ReplicationSettings) -> str | None:
-        return f"{rep.source_alias}.checkpoints.internal"
+        # DefaultReplicationPolicy.checkpointsTopic
+        return rep.mm2_topic(rep.source_alias, "checkpoints", "internal")
 
     def lag_remedy(self, rep: ReplicationSettings) -> str:
         name = rep.connect.source_connector or "<source connector>"
@@ -370,7 +371,8 @@ def _exactly_once(rep: ReplicationSettings) -> bool:
 
 def offset_syncs_topic(rep: ReplicationSettings) -> str:
     """Where MirrorMaker 2's source connector of the flow writes its offset syncs."""
-    return f"mm2-offset-syncs.{rep.target_alias}.internal"
+    # DefaultReplicationPolicy.offsetSyncsTopic
+    return rep.mm2_topic("mm2-offset-syncs", rep.target_alias, "internal")
 
 
 def reverse_connector_name(rep: ReplicationSettings, part: FlowPart | None = None) -> str:
@@ -560,6 +562,10 @@ def _mm2_flow(aliases: tuple[str, str],
     # The connector that reads the source and writes the target says most about the flow.
     main = configs[present[0]]
     rename, rename_source = _mm2_rename(main, aliases[0])
+    separator = main.get("replication.policy.separator", ".")
+    internal = separator if str(main.get("replication.policy.internal.topic.separator.enabled",
+                                         "true")).lower() == "true" else "."
+    shown = separator if rename and rename != "{topic}" else "."
     policies = {cfg.get("replication.policy.class", DEFAULT_POLICY).rpartition(".")[2]
                 for cfg in configs.values()}
     if len(policies) > 1:
@@ -590,7 +596,9 @@ def _mm2_flow(aliases: tuple[str, str],
         source_bootstrap=main.get("source.cluster.bootstrap.servers", ""),
         target_bootstrap=main.get("target.cluster.bootstrap.servers", ""),
         source_alias=aliases[0], target_alias=aliases[1],
-        rename=rename, rename_source=rename_source, topics=topics, groups=groups,
+        rename=rename, rename_source=rename_source,
+        internal_separator=internal if internal != shown else None, topics=topics,
+        groups=groups,
         source_login=ClusterLogin.from_java(java_login_settings(main, "source.cluster.")),
         target_login=ClusterLogin.from_java(java_login_settings(main, "target.cluster.")),
         notes=notes, problems=tuple(problems), incident=main.get(INCIDENT_KEY))

@@ -526,3 +526,30 @@ def test_check_names_a_group_whose_copy_position_guard_never_kept() -> None:
     assert [(f.object, f.difference) for f in found] == [
         ("group agg on primary", "guard has never kept its position on secondary.orders")]
     assert "KAFKA-12635" in found[0].risk
+
+
+def test_mirrormakers_internal_topics_carry_its_separator() -> None:
+    """Issue 58, finding 2: with replication.policy.separator '_' MirrorMaker 2 names its
+    checkpoints and offset syncs with it too (DefaultReplicationPolicy, since Kafka 3.1):
+    drctl looked for primary.checkpoints.internal and found no checkpoint."""
+    from drctl.replication.mirrormaker2 import MirrorMaker2, mm2_flows, offset_syncs_topic
+
+    flow = Pair(parse_config(_raw("primary_{topic}", "secondary_{topic}"))).flow_from("primary")
+    assert MirrorMaker2().checkpoints_topic(flow) == "primary_checkpoints_internal"
+    assert offset_syncs_topic(flow) == "mm2-offset-syncs_secondary_internal"
+    assert MirrorMaker2().checkpoints_topic(Pair(parse_config(_raw())).flow_from("primary")) \
+        == "primary.checkpoints.internal"
+    # Names kept with a custom separator, or the internal separator turned off: only the
+    # connectors say it; config init writes it.
+    source = {"connector.class": "org.apache.kafka.connect.mirror.MirrorSourceConnector",
+              "source.cluster.alias": "a", "target.cluster.alias": "b",
+              "replication.policy.class":
+                  "org.apache.kafka.connect.mirror.IdentityReplicationPolicy",
+              "replication.policy.separator": "-"}
+    assert mm2_flows({"src": source})[0].internal_separator == "-"
+    off = {**source, "replication.policy.class":
+           "org.apache.kafka.connect.mirror.DefaultReplicationPolicy",
+           "replication.policy.internal.topic.separator.enabled": "false"}
+    assert mm2_flows({"src": off})[0].internal_separator == "."
+    assert mm2_flows({"src": {**off, "replication.policy.internal.topic.separator.enabled":
+                              "true"}})[0].internal_separator is None
