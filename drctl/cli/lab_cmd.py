@@ -64,6 +64,11 @@ def up(
         help="one-way: MirrorMaker 2 primary -> secondary; active-active: both ways, names "
              "prefixed (primary.<topic> on secondary, secondary.<topic> on primary), the "
              "config's `topology:`.")] = Topology.one_way,
+    separator: Annotated[str | None, typer.Option(
+        metavar="SEP",
+        help="MirrorMaker 2's replication.policy.separator (prefixed names and its internal "
+             "topics: primary_orders with _). Default: '.' for a new lab.",
+        show_default=False)] = None,
     kafka_version: Annotated[str | None, typer.Option(
         metavar="VERSION",
         help="Kafka release from Maven Central, e.g. 4.3.1 or 3.9.x (default: 4.3.1, or "
@@ -142,7 +147,7 @@ def up(
                    kafka_version=kafka_version, topology=topology.value,
                    names_kept=naming == TopicNaming.kept, spark_workers=spark_workers,
                    secure=secure, schema_registry=schema_registry,
-                   registry_port=registry_port, legacy_keys=legacy_keys,
+                   registry_port=registry_port, legacy_keys=legacy_keys, separator=separator,
                    spark_connect=(OWN_SERVER if spark_connect or (
                        spark_connect is None and not lab.state_file.exists()) else
                        None if spark_connect is None else NO_SERVER),

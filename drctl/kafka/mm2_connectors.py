@@ -37,6 +37,8 @@ class MirrorFlow:
     # The exclude lists under their old names (`topics.blacklist`, `groups.blacklist`), as
     # connectors set up years ago are: Kafka 3.x only.
     legacy_keys: bool = False
+    # MirrorMaker 2's replication.policy.separator (prefixed names, internal topics).
+    separator: str = "."
 
     def replicates(self, topic: str) -> bool:
         """Whether the source connector copies `topic`: its `topics` and `topics.exclude`, and
@@ -52,11 +54,11 @@ class MirrorFlow:
         alias, then its upstream topic's, and so on, is the target's."""
         if self.names_kept:
             return False  # IdentityReplicationPolicy: a name says nothing of its source
-        source, dot, upstream = topic.partition(".")
-        while dot:
+        source, sep, upstream = topic.partition(self.separator)
+        while sep:
             if source == self.target_alias:
                 return True
-            source, dot, upstream = upstream.partition(".")
+            source, sep, upstream = upstream.partition(self.separator)
         return False
 
     def _key(self, key: str) -> str:
@@ -74,6 +76,8 @@ class MirrorFlow:
             "source.cluster.bootstrap.servers": self.source_bootstrap,
             "target.cluster.bootstrap.servers": self.target_bootstrap,
             "replication.policy.class": IDENTITY_POLICY if self.names_kept else DEFAULT_POLICY,
+            **({"replication.policy.separator": self.separator} if self.separator != "."
+               else {}),
             "key.converter": BYTES,
             "value.converter": BYTES,
             "header.converter": "org.apache.kafka.connect.converters.ByteArrayConverter",

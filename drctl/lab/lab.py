@@ -110,6 +110,9 @@ class LabState:
     # groups.blacklist), as connectors set up years ago are: Kafka 3.x only.
     legacy_keys: bool = False
     topology: str = ONE_WAY  # ONE_WAY or ACTIVE_ACTIVE (always prefixed)
+    # MirrorMaker 2's replication.policy.separator (`lab up --separator`): its prefixed names
+    # and its internal topics' (an estate's `_`, which metrics stores prefer).
+    separator: str = "."
 
     @property
     def topic_naming(self) -> str:
@@ -185,7 +188,7 @@ class Lab:
         return MirrorFlow("primary", "secondary", self.bootstrap(state, "primary"),
                           self.bootstrap(state, "secondary"), names_kept=state.names_kept,
                           fast=True, source_client=java, target_client=java,
-                          legacy_keys=state.legacy_keys)
+                          legacy_keys=state.legacy_keys, separator=state.separator)
 
     def flows(self, state: LabState) -> list[MirrorFlow]:
         """What the lab's MirrorMaker 2 runs: the flow primary -> secondary and, active-active,
@@ -194,7 +197,8 @@ class Lab:
         if not state.active_active:
             return [forward]
         return [forward, MirrorFlow("secondary", "primary", forward.target_bootstrap,
-                                    forward.source_bootstrap, names_kept=False, fast=True)]
+                                    forward.source_bootstrap, names_kept=False, fast=True,
+                                    separator=state.separator)]
 
     def connect_url(self, state: LabState) -> str:
         return f"{'https' if state.secure else 'http'}://127.0.0.1:{state.ports.connect}"
@@ -232,13 +236,14 @@ class Lab:
            names_kept: bool = True, spark_workers: int | None = None, secure: bool = False,
            schema_registry: bool | None = None, registry_port: int = DEFAULT_PORT,
            spark_connect: str | None = None, legacy_keys: bool | None = None,
-           topology: str = ONE_WAY,
+           topology: str = ONE_WAY, separator: str | None = None,
            notify: Notify = lambda _: None) -> LabState:
         """Start what is not running; `spark_workers` None keeps the lab's Spark cluster as
         it was (none for a new lab), `schema_registry` None its schema registries,
         `spark_connect` None its Spark Connect server (the lab's: none for a new lab;
         LabState.spark_connect), and `legacy_keys` None its connectors' key names.
-        `topology` ACTIVE_ACTIVE runs MirrorMaker 2 both ways, names prefixed."""
+        `topology` ACTIVE_ACTIVE runs MirrorMaker 2 both ways, names prefixed; `separator`
+        MirrorMaker 2's replication.policy.separator (None: the lab's; '.' for a new lab)."""
         if topology == ACTIVE_ACTIVE and (names_kept or secure):
             raise LabError("An active-active lab prefixes topic names (kept both ways would "
                            "loop) and runs without --secure.",
@@ -254,6 +259,11 @@ class Lab:
                     f"The lab in {self.dir} replicates with topic naming "
                     f"'{existing.topic_naming}'.",
                     "Run `drctl lab down --purge` first to start one with another naming.")
+            if separator is not None and existing.separator != separator:
+                raise LabError(f"The lab in {self.dir} runs MirrorMaker 2 with separator "
+                               f"'{existing.separator}'.",
+                               "Run `drctl lab down --purge` first to start one with another "
+                               "separator.")
             if existing.secure != secure:
                 raise LabError(
                     f"The lab in {self.dir} runs {'with' if existing.secure else 'without'} "
@@ -270,7 +280,7 @@ class Lab:
             state = LabState(ports, dist.version, str(dist.lib_dir), dist.source, names_kept,
                              {c: _new_cluster_id() for c in ("primary", "secondary")},
                              secure=secure, spark_connect=spark_connect or NO_SERVER,
-                             topology=topology)
+                             topology=topology, separator=separator or ".")
             self.save_state(state)
         if state.secure:
             LabCredentials.ensure(self.credentials.directory)
@@ -656,7 +666,10 @@ class Lab:
                 "kind": "mirrormaker2",
                 "source": flow.source_alias,
                 "target": flow.target_alias,
-                "rename": "{topic}" if flow.names_kept else f"{flow.source_alias}.{{topic}}",
+                "rename": "{topic}" if flow.names_kept
+                else f"{flow.source_alias}{flow.separator}{{topic}}",
+                **({"internal_separator": flow.separator}
+                   if flow.names_kept and flow.separator != "." else {}),
                 "source_alias": flow.source_alias,
                 "target_alias": flow.target_alias,
                 "connect": {
@@ -787,6 +800,7 @@ class Lab:
             "kafka_version": state.kafka_version,
             "topic_naming": state.topic_naming,
             "topology": state.topology,
+            "separator": state.separator,
             "secure": state.secure,
             "legacy_keys": state.legacy_keys,
             "config": str(self.config_file),

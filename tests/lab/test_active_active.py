@@ -112,16 +112,16 @@ class App:
             return pair.aggregate_regex(cluster, [self.topic])
         return f"^{self.topic}$"
 
-    def drain(self, lab: RunningLab, cluster: str) -> int:
+    def drain(self, lab: RunningLab, cluster: str, pattern: str | None = None) -> int:
         """Read until every partition it is assigned is at the end it had when the drain
         began (producers may be writing on), committing as it goes, then leave the group
-        (inactive: drctl may move it)."""
+        (inactive: drctl may move it). `pattern`: another subscription than its own."""
         consumer = Consumer({
             "bootstrap.servers": lab.lab.bootstrap(lab.state, cluster),
             "group.id": self.group, "enable.auto.commit": False,
             "auto.offset.reset": "earliest", "isolation.level": "read_committed",
             "topic.metadata.refresh.interval.ms": 1000, "session.timeout.ms": 6000})
-        pattern = self.pattern(lab, cluster)
+        pattern = pattern or self.pattern(lab, cluster)
         expected = _ends(lab, cluster, _topics_matching(lab, cluster, pattern))
         consumer.subscribe([pattern])
         got = 0
@@ -167,6 +167,12 @@ class App:
                 "unacknowledged": len(where.keys() - acked)}
 
 
+def copy_name(lab: RunningLab, region: str, topic: str) -> str:
+    """`region`'s local `topic` as the other region holds it (its flow's rename: the suite's
+    active-active lab runs MirrorMaker 2 with separator '_', primary_orders)."""
+    return Pair(load_config(lab.config_file)).copy_name(region, topic)
+
+
 def _topics_matching(lab: RunningLab, cluster: str, pattern: str) -> dict[str, int]:
     import re
 
@@ -210,13 +216,13 @@ class Cycle:
         for app in self.apps:
             app.drain(self.lab, region_of[app.group])
 
-    def guard_rounds(self) -> None:
-        """guard, one round per flow until every position of the test's groups is exact on
-        the other region (what `drctl guard` keeps while it runs)."""
+    def guard_rounds(self, groups: str | None = None) -> None:
+        """guard, one round per flow until every position of the test's groups (`groups`) is
+        exact on the other region (what `drctl guard` keeps while it runs)."""
         pair = Pair(load_config(self.lab.config_file))
         for region in REGIONS:
             with pair.context(region) as ctx:
-                guard = Guard(ctx, groups=f"{self.ns}-.*", deadline_s=30)
+                guard = Guard(ctx, groups=groups or f"{self.ns}-.*", deadline_s=30)
                 end = time.monotonic() + 60
                 while True:
                     result = guard.run_round()
@@ -237,7 +243,8 @@ def cycle(lab_aa: RunningLab, ns: str) -> Iterator[Cycle]:
     topic = f"{ns}-orders"
     for region in REGIONS:
         create_topics(fresh_clients(lab_aa, region), (topic,), PARTITIONS)
-    _wait_topics(lab_aa, {"primary": f"secondary.{topic}", "secondary": f"primary.{topic}"})
+    _wait_topics(lab_aa, {"primary": copy_name(lab_aa, "secondary", topic),
+                          "secondary": copy_name(lab_aa, "primary", topic)})
     producers = {r: RegionProducer(lab_aa, r, topic) for r in REGIONS}
     apps = [App(f"{ns}-agg-primary", "primary", True, topic),
             App(f"{ns}-agg-secondary", "secondary", True, topic),
@@ -281,7 +288,7 @@ def _wait_flows_caught_up(c: Cycle) -> None:
         end = time.monotonic() + 90
         while True:
             a = _counts(src, c.topic)
-            b = _counts(dst, f"{region}.{c.topic}")
+            b = _counts(dst, copy_name(c.lab, region, c.topic))
             if all(b.get(p, 0) >= n for p, n in a.items()):  # MM2 may re-copy: >=
                 break
             assert time.monotonic() < end, f"{region} -> {other} behind: {a} vs {b}"
@@ -298,24 +305,41 @@ def _counts(clients: Any, topic: str) -> dict[int, int]:
 
 def _failback(c: Cycle) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """`drctl failback --region primary`: the first run records where the primary's
-    producers left the secondary (its local-only group has not read that far: it is named,
-    exit 3), the group reads on there and stops, the second run moves it. The last run's
-    JSON, and each run's comparison with MirrorMaker 2's checkpoints."""
+    producers left the secondary and, before it resumes a flow, names its local-only group,
+    which has not read that far (exit 3, nothing resumed); the group reads on there — its
+    local topic alone, as the message says — and stops; the second run moves it. The last
+    run's JSON, and its comparison with MirrorMaker 2's checkpoints."""
     config = str(c.lab.config_file)
-    runs: list[dict[str, Any]] = []
     for attempt in range(2):
         status, back = _json(run_drctl("-c", config, "-o", "json", "failback", "--region",
                                        "primary", "--yes", "--timeout", "120s"))
-        runs.append(back["mm2_checkpoints"] or {})
         if status == 0:
             assert back["done"], back
-            return back, runs
-        assert status == 3 and attempt == 0, back["refused"]
-        waiting = [line.partition(":")[0] for line in back["refused"]]
-        assert waiting == [f"{c.ns}-local-primary"], back["refused"]
-        assert "local-only group that has not read" in back["refused"][0]
-        next(a for a in c.apps if a.group == waiting[0]).drain(c.lab, "secondary")
+            return back, [back["mm2_checkpoints"] or {}]
+        assert status == 3 and attempt == 0, back
+        message = back["error"]["message"]
+        assert f"{c.ns}-local-primary: a local-only group that has not read" in message, message
+        alone = f"^({re.escape(c.topic)})$"
+        assert f"subscribed to {alone} alone" in message, message
+        assert "Nothing was resumed" in back["error"]["hint"]
+        local = next(a for a in c.apps if a.group == f"{c.ns}-local-primary")
+        local.drain(c.lab, "secondary", pattern=alone)
     raise AssertionError("failback did not finish")
+
+
+def _wait_checkpointed(c: Cycle, group: str, deadline_s: float = 90) -> None:
+    """Until MirrorMaker 2 (primary -> secondary) checkpointed `group` on every partition of
+    the primary's local topic."""
+    from drctl.kafka.checkpoints import read_checkpoints
+
+    with Pair(load_config(c.lab.config_file)).context("primary") as ctx:
+        topic = ctx.require_kind().checkpoints_topic(ctx.rep) or ""
+        copy = copy_name(c.lab, "primary", c.topic)
+        end = time.monotonic() + deadline_s
+        while not all((group, copy, p) in read_checkpoints(ctx.target, topic)
+                      for p in range(PARTITIONS)):
+            assert time.monotonic() < end, f"no checkpoint of {group} in {topic}"
+            time.sleep(0.5)
 
 
 def _report(label: str, c: Cycle, data: dict[str, Any]) -> None:
@@ -366,14 +390,16 @@ def test_planned_switchover_and_back(cycle: Cycle) -> None:
     from drctl.lab.workload import commit_offsets
 
     commit_offsets(fresh_clients(c.lab, "primary"), f"{c.ns}-half",
-                   [TopicPartition(f"secondary.{c.topic}", p, 1) for p in range(PARTITIONS)])
+                   [TopicPartition(copy_name(c.lab, "secondary", c.topic), p, 1)
+                    for p in range(PARTITIONS)])
     _status, found = _json(run_drctl("-c", config, "-o", "json", "check", "--groups",
                                      f"{c.ns}-.*", "--deadline", "10s"))
     objects = {f["object"]: f for flow in found["flows"] for f in flow["findings"]
                if f["fix"].startswith("subscribe with")}
     assert set(objects) == {f"group {c.ns}-half on primary"}, objects
+    prefix = Pair(load_config(c.lab.config_file)).prefix_into("primary")
     assert objects[f"group {c.ns}-half on primary"]["fix"] == \
-        f"subscribe with ^(secondary\\.)?{re.escape(c.topic)}$"
+        f"subscribe with ^({re.escape(prefix)})?{re.escape(c.topic)}$"
 
 
 def test_primary_killed_mid_stream_and_back(cycle: Cycle) -> None:
@@ -395,6 +421,10 @@ def test_primary_killed_mid_stream_and_back(cycle: Cycle) -> None:
         assert time.monotonic() < end, client.connector_state(source)
         time.sleep(0.2)
     c.producers["primary"].wait_acked(40)
+    # Issue 58, finding 10: the local-only group reads some of those records at home before
+    # the kill. Failback used to resume the flows first and have it read on with the
+    # aggregate pattern on the secondary, where their late copies had landed: twice.
+    next(a for a in c.apps if a.group == f"{c.ns}-local-primary").drain(lab, "primary")
     lab.lab.fail("primary")
     c.producers["primary"].stop(flush_s=2)
     held = len(c.producers["primary"].acked)
@@ -443,3 +473,77 @@ def test_primary_killed_mid_stream_and_back(cycle: Cycle) -> None:
     audit = back["audit"]["totals"]
     assert audit["audited"] == audit["positions"] - PARTITIONS, back["audit"]["positions"]
     assert audit["skipped"] == 0 and audit["redelivered"] == 0, back["audit"]["positions"]
+
+
+def test_a_region_lost_leaves_behind_a_group_whose_copy_position_nobody_kept(
+        cycle: Cycle, tmp_path: Any) -> None:
+    """Issue 58, findings 1, 2 and 4 with the primary SIGKILLed. A flow's topic filter that
+    names only its local topics (config init writes MirrorMaker 2's own, `<ns>-.*`, never
+    `secondary_<ns>-...`), copies named with the connectors' separator ('_'). guard kept the
+    positions of two groups, not of an aggregate group that reads the secondary's copy on the
+    primary — its inventory saw it read there. That group is left behind (exit 3), never
+    committed at the failover point of orders on the secondary (where it skipped every
+    record it had not read); the others move, the local-only group at the failover point.
+    The first run is SIGKILLed right after its commits, before it recorded them: the run
+    again knows them as its own (it refused every group as "a group of secondary")."""
+    import os
+    import subprocess
+    import sys
+
+    import yaml
+    from confluent_kafka import TopicPartition
+
+    from drctl.kafka.groups import committed_offsets
+    from drctl.lab.workload import commit_offsets
+
+    c, lab = cycle, cycle.lab
+    for region in REGIONS:
+        c.producers[region].start(region)
+        c.producers[region].wait_acked(60)
+        c.producers[region].stop()
+    _wait_flows_caught_up(c)
+    copy = copy_name(lab, "secondary", c.topic)  # the secondary's records on the primary
+    primary = fresh_clients(lab, "primary")
+    kept, unkept, local = f"{c.ns}-agg-kept", f"{c.ns}-agg-unkept", f"{c.ns}-local-only"
+    for group in (kept, unkept):
+        commit_offsets(primary, group, [TopicPartition(t, p, 5) for t in (c.topic, copy)
+                                        for p in range(PARTITIONS)])
+    commit_offsets(primary, local, [TopicPartition(c.topic, p, 5) for p in range(PARTITIONS)])
+    # guard on every group but one (its inventory reads them all); MirrorMaker 2 checkpoints
+    # that one on the primary's own topic, never on the copy.
+    c.guard_rounds(f"{c.ns}-(agg-kept|local-only)")
+    _wait_checkpointed(c, unkept)
+    raw = yaml.safe_load(lab.config_file.read_text())
+    for flow in raw["topology"]["flows"]:
+        flow["topics"] = {"include": [f"{re.escape(c.ns)}-.*"]}
+    config = tmp_path / "drctl.yaml"
+    config.write_text(yaml.safe_dump(raw))
+    argv = [sys.executable, "-m", "drctl", "--config", str(config), "-o", "json", "failover",
+            "--region", "primary", "--groups", f"{c.ns}-(agg|local).*", "--yes",
+            "--deadline", "5s"]
+    lab.lab.fail("primary")
+    try:
+        crashed = subprocess.run(argv, capture_output=True, text=True, timeout=600,
+                                 env={**os.environ,
+                                      "DRCTL_CRASH_AT": "translate-offsets:committed"})
+        assert crashed.returncode == -9, crashed.stderr[-3000:]
+        status, out = _json(run_drctl(*argv[3:]))
+        assert status == 3, out
+        refused = {line.partition(":")[0]: line for line in out["refused"]}
+        assert set(refused) == {unkept}, out["refused"]
+        assert f"it read {copy} on primary" in refused[unkept] \
+            and "KAFKA-12635" in refused[unkept], refused
+        secondary = fresh_clients(lab, "secondary")
+        on_secondary = committed_offsets(secondary, [kept, unkept, local])
+        assert on_secondary[unkept] == {}, on_secondary  # committed nowhere
+        assert {t for t, _ in on_secondary[kept]} == {copy_name(lab, "primary", c.topic),
+                                                      c.topic}, on_secondary
+        at_failover = out["marker"]["failover_topics_end"][c.topic]
+        assert {p: o for (t, p), o in on_secondary[local].items() if t == c.topic} == \
+            {int(p): o for p, o in at_failover.items()}, on_secondary
+        assert out["marker"]["groups"][local]["local_only"] == [c.topic]
+    finally:
+        lab.lab.heal("primary")
+    status, back = _json(run_drctl("-c", str(config), "-o", "json", "failback", "--region",
+                                   "primary", "--yes", "--timeout", "120s"))
+    assert status == 0, back

@@ -299,6 +299,7 @@ def _failover_once(pair: Pair, ctx: OpsContext, region: str, opts: FailoverOptio
             crash_point(PLAN_STEP)
             apply_positions(ctx.target, report,
                             skip_groups=frozenset(g.group for g in report.groups if g.skipped))
+            crash_point("translate-offsets:committed")  # drills: committed, not yet recorded
             marker.groups = {g.group: {"applied": g.applied, "skipped": g.skipped,
                                        "confidence": sorted({p.confidence
                                                              for p in g.partitions}),
