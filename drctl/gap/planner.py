@@ -403,7 +403,7 @@ def _choose_topics(rep: ReplicationSettings, topics: Sequence[str] | None,
                              f"cluster '{rep.source}'.", "Check --topics.")
         return list(dict.fromkeys(topics))
     chosen = sorted(t for t in src_parts
-                    if not is_internal_topic(t) and rep.replicates(t)
+                    if not is_internal_topic(t, rep.separator) and rep.replicates(t)
                     and rep.mirror_topic(t) in dst_parts)
     if not chosen:
         raise UsageError(f"No topic on '{rep.source}' matches replication.topics and has a "

@@ -19,7 +19,8 @@ from drctl.kafka.topics import TP, is_internal_topic, topic_partitions
 
 
 def mm2_replication_lag(source: ClusterClients, connect: ConnectClient, connector: str,
-                        replicated: Callable[[str], bool] = lambda _: True
+                        replicated: Callable[[str], bool] = lambda _: True,
+                        separator: str = "."
                         ) -> list[dict[str, Any]]:
     """Per source topic: offsets behind = source end - (last replicated upstream offset + 1),
     and the timestamp of the oldest record the target lacks (None when it lacks none); under
@@ -27,7 +28,8 @@ def mm2_replication_lag(source: ClusterClients, connect: ConnectClient, connecto
 
     Connect stores the last replicated offset every `offset.flush.interval.ms`, and
     transaction markers occupy offsets, so a small non-zero value can mean "caught up"
-    on a transactional topic.
+    on a transactional topic. `separator`: the flow's (MirrorMaker 2's internal topics on
+    the source are named with it, and are never behind).
     """
     stored: dict[tuple[str, int], int] = {}
     for entry in connect.offsets(connector).get("offsets", []):
@@ -36,7 +38,7 @@ def mm2_replication_lag(source: ClusterClients, connect: ConnectClient, connecto
             stored[(part["topic"], int(part["partition"]))] = int(off["offset"])
     # Topics the connector never copies are never "behind".
     partitions = [TopicPartition(t, p) for t, parts in sorted(topic_partitions(source).items())
-                  if not is_internal_topic(t) and replicated(t) for p in parts]
+                  if not is_internal_topic(t, separator) and replicated(t) for p in parts]
     # The high watermark (not the last stable offset): lag counts every offset written.
     marks = watermarks(source.admin(), [(tp.topic, tp.partition) for tp in partitions],
                        read_committed=False)

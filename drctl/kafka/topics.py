@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping
 
@@ -10,13 +11,23 @@ from drctl.kafka.retriable import transient
 
 TP = tuple[str, int]  # a topic-partition
 
-_INTERNAL = re.compile(r"^(__.*|_drctl.*|connect-.*|mm2-.*|.*[\-\.]internal|heartbeats|"
-                       r".*\.heartbeats|.*\.drctl-quarantine)$")
+
+@functools.cache
+def _internal(separator: str) -> re.Pattern[str]:
+    # MirrorMaker 2 names its checkpoints topic and the heartbeats' copies with its
+    # replication.policy.separator (`primary_checkpoints_internal`, `primary_heartbeats`).
+    def either(*seps: str) -> str:
+        return "|".join(re.escape(s) for s in sorted({*seps, separator}))
+
+    return re.compile(rf"^(__.*|_drctl.*|connect-.*|mm2-.*|.*({either('.', '-')})internal|"
+                      rf"heartbeats|.*({either('.')})heartbeats|.*\.drctl-quarantine)$")
 
 
-def is_internal_topic(name: str) -> bool:
-    """Kafka's, Connect's, MirrorMaker 2's and drctl's own topics: never user data."""
-    return bool(_INTERNAL.match(name))
+def is_internal_topic(name: str, separator: str = ".") -> bool:
+    """Kafka's, Connect's, MirrorMaker 2's and drctl's own topics: never user data.
+    `separator`: the MirrorMaker 2 flow's (ReplicationSettings.separator), which its internal
+    topics' names carry."""
+    return bool(_internal(separator).match(name))
 
 
 def topic_partitions(clients: ClusterClients, topics: Iterable[str] | None = None

@@ -794,7 +794,7 @@ class Lab:
                     lag += [{**row, "flow": f"{flow.source_alias} -> {flow.target_alias}"}
                             for row in mm2_replication_lag(
                                 source, client, flow.connector_names()["source"],
-                                partial(_copied_by, flow))]
+                                partial(_copied_by, flow), separator=flow.separator)]
         return {
             "dir": str(self.dir),
             "kafka_version": state.kafka_version,
@@ -829,8 +829,8 @@ def _component(what: str) -> str:
 def _copied_by(flow: MirrorFlow, topic: str) -> bool:
     """Whether `flow` copies `topic`: its filter, and never a copy made by the other flow of an
     active-active lab (MirrorMaker 2's cycle check: the name carries its target's alias)."""
-    return flow.replicates(topic) and (flow.names_kept
-                                      or not topic.startswith(f"{flow.target_alias}."))
+    return flow.replicates(topic) and (
+        flow.names_kept or not topic.startswith(f"{flow.target_alias}{flow.separator}"))
 
 
 def _archive_options(archive: ClassArchive | None) -> list[str]:

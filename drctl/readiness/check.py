@@ -287,7 +287,8 @@ def _transactions(ctx: OpsContext, up: dict[str, bool], src_topics: dict[str, in
                 | {rep.failover_topic(t) for t in src_topics}
         else:  # the source is gone: what the target mirrors of the flow
             wanted = {t for t in cluster_metadata(clients).topics
-                      if not is_internal_topic(t) and (origin := rep.source_topic_of(t))
+                      if not is_internal_topic(t, rep.separator)
+                      and (origin := rep.source_topic_of(t))
                       and rep.topics.matches(origin)}
         ctx.notify(f"{name}: looking for open transactions on {len(wanted)} topic(s)")
         found, young, parts, limit = hanging_on(clients, wanted, opts.transaction_age_s,

@@ -78,7 +78,7 @@ def _topic_mapper(config: Config, source: str, target: str,
     if (source, target) == (rep.source, rep.target):
         @functools.cache
         def forward(topic: str) -> str | None:
-            if is_internal_topic(topic) or not covered(topic):
+            if is_internal_topic(topic, rep.separator) or not covered(topic):
                 return None
             origin = rep.reverse_copy_origin(topic)
             if origin is not None:
@@ -93,7 +93,7 @@ def _topic_mapper(config: Config, source: str, target: str,
     if (source, target) == (rep.target, rep.source):
         @functools.cache
         def backward(topic: str) -> str | None:
-            if is_internal_topic(topic):
+            if is_internal_topic(topic, rep.separator):
                 return None
             original = rep.source_topic_of(topic)
             if original is not None:  # a mirror topic: back to the topic it mirrors

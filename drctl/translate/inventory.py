@@ -178,7 +178,8 @@ def source_topics_in_scope(config: Config, clients: ClusterClients) -> dict[str,
     rep = config.require_replication()
     topics = cluster_metadata(clients).topics
     return {t: len(m.partitions) for t, m in topics.items()
-            if not is_internal_topic(t) and rep.replicates(t) and m.error is None}
+            if not is_internal_topic(t, rep.separator) and rep.replicates(t)
+            and m.error is None}
 
 
 def groups_to_read(listed: list[str], read_ms: Mapping[str, int], now_ms: int,

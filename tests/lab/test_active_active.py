@@ -216,11 +216,13 @@ class Cycle:
         for app in self.apps:
             app.drain(self.lab, region_of[app.group])
 
-    def guard_rounds(self, groups: str | None = None) -> None:
-        """guard, one round per flow until every position of the test's groups (`groups`) is
-        exact on the other region (what `drctl guard` keeps while it runs)."""
+    def guard_rounds(self, groups: str | None = None,
+                     regions: tuple[str, ...] = REGIONS) -> None:
+        """guard, one round per flow (out of `regions`) until every position of the test's
+        groups (`groups`) is exact on the other region (what `drctl guard` keeps while it
+        runs)."""
         pair = Pair(load_config(self.lab.config_file))
-        for region in REGIONS:
+        for region in regions:
             with pair.context(region) as ctx:
                 guard = Guard(ctx, groups=groups or f"{self.ns}-.*", deadline_s=30)
                 end = time.monotonic() + 60
@@ -466,13 +468,28 @@ def test_primary_killed_mid_stream_and_back(cycle: Cycle) -> None:
                           "late_arrivals": late["total"], "audit": back["audit"]["totals"],
                           "mm2_failover": back["mm2_checkpoints_at_failover"],
                           "mm2_failback": mm2_back})
-    for group, v in verdicts.items():
-        assert not v["skipped"] and not v["twice"], (group, v["skipped"][:5], v["twice"][:5])
     # The audit measured every position the groups had on the primary (the local-only
     # group's place at the failover point has none there), whatever they read since.
     audit = back["audit"]["totals"]
     assert audit["audited"] == audit["positions"] - PARTITIONS, back["audit"]["positions"]
-    assert audit["skipped"] == 0 and audit["redelivered"] == 0, back["audit"]["positions"]
+    assert audit["skipped"] == 0, back["audit"]["positions"]
+    for group, v in verdicts.items():
+        assert not v["skipped"], (group, v["skipped"][:5])
+    # guard's last exact position of the local-only group is from before it read on at home
+    # (ahead of the held flow it is not exact, so guard keeps the older one): what it read
+    # since, of what the secondary held at the failover point, it reads again there — an
+    # unplanned failover's at-least-once, each such record one the audit counted as
+    # re-delivered. A late copy (past the failover point) it read at home is never read
+    # again (finding 10), nor does any other group read a record twice.
+    local = next(a for a in c.apps if a.group == f"{c.ns}-local-primary")
+    assert sum(len(v["twice"]) for v in verdicts.values()) \
+        == len(verdicts[local.group]["twice"]) == audit["redelivered"], back["audit"]
+    copy, point = copy_name(lab, "primary", c.topic), out["marker"]["failover_point"]
+    twice = set(verdicts[local.group]["twice"])
+    for cluster, topic, partition, offset, value in local.read:
+        if value in twice and cluster == "secondary":
+            assert topic == copy and offset < point[copy][str(partition)], \
+                (value, topic, partition, offset, point)
 
 
 def test_a_region_lost_leaves_behind_a_group_whose_copy_position_nobody_kept(
@@ -511,7 +528,7 @@ def test_a_region_lost_leaves_behind_a_group_whose_copy_position_nobody_kept(
     commit_offsets(primary, local, [TopicPartition(c.topic, p, 5) for p in range(PARTITIONS)])
     # guard on every group but one (its inventory reads them all); MirrorMaker 2 checkpoints
     # that one on the primary's own topic, never on the copy.
-    c.guard_rounds(f"{c.ns}-(agg-kept|local-only)")
+    c.guard_rounds(f"{c.ns}-(agg-kept|local-only)", regions=("primary",))
     _wait_checkpointed(c, unkept)
     raw = yaml.safe_load(lab.config_file.read_text())
     for flow in raw["topology"]["flows"]:

@@ -68,8 +68,13 @@ class Pair:
 
     def is_local(self, region: str, topic: str) -> bool:
         """A topic `region`'s producers write: not internal, not a copy, in its flow's filter."""
-        return (not is_internal_topic(topic) and self.copy_origin(region, topic) is None
+        return (not self.is_internal(region, topic) and self.copy_origin(region, topic) is None
                 and self.flow_from(region).replicates(topic))
+
+    def is_internal(self, region: str, topic: str) -> bool:
+        """Kafka's, Connect's, drctl's or MirrorMaker 2's own topic on `region`: the flow
+        into it names its checkpoints and the heartbeats' copies there with its separator."""
+        return is_internal_topic(topic, self.flow_into(region).separator)
 
     def copy_name(self, region: str, topic: str) -> str:
         """The name `region`'s local `topic` has in the other region."""

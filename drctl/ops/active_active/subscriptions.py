@@ -19,7 +19,7 @@ from drctl.findings import Area, Finding
 from drctl.kafka.clients import ClusterClients, cluster_metadata
 from drctl.kafka.groups import committed_offsets, list_groups
 from drctl.kafka.offsets import watermarks
-from drctl.kafka.topics import TP, is_internal_topic
+from drctl.kafka.topics import TP
 from drctl.ops.active_active.pair import Pair
 from drctl.translate.engine import wanted_group
 
@@ -35,7 +35,7 @@ def subscription_findings(pair: Pair, cluster: str, clients: ClusterClients,
     commits = committed_offsets(clients, listed)
     topics = cluster_metadata(clients).topics
     holding = _topics_with_records(clients, {t: len(m.partitions) for t, m in topics.items()
-                                             if not is_internal_topic(t)})
+                                             if not pair.is_internal(cluster, t)})
     found = read_findings(pair, cluster, commits, holding)
     if snapshots is not None:
         found += unguarded_copy_findings(pair, cluster, commits, snapshots)
@@ -91,7 +91,7 @@ def read_findings(pair: Pair, cluster: str, commits: Mapping[str, Mapping[TP, in
     prefix = pair.prefix_into(cluster)
     out: list[Finding] = []
     for group, offsets in sorted(commits.items()):
-        read = {t for t, _ in offsets if not is_internal_topic(t)}
+        read = {t for t, _ in offsets if not pair.is_internal(cluster, t)}
         copies = {t: origin for t in read if (origin := pair.copy_origin(cluster, t))}
         if not copies:
             continue  # a group of one region's topics: local-only, nothing to pair

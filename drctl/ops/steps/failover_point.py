@@ -111,7 +111,7 @@ def preflight(ctx: OpsContext, opts: FailoverOptions) -> dict[str, Any]:
         # The source is gone: what the target mirrors is all we know.
         for mirror in sorted(target_topics):
             original = rep.source_topic_of(mirror)
-            if original and not is_internal_topic(mirror) and ctx.in_scope(original):
+            if original and not is_internal_topic(mirror, rep.separator) and ctx.in_scope(original):
                 topics[original] = mirror
     if problems:
         # A planned switchover moves everything or nothing. An outage's failover goes on

@@ -58,7 +58,7 @@ def reverse_copy_topics(rep: ReplicationSettings, source: ClusterClients) -> dic
     """The source's reverse copy topics in the flow's filter, with their partition counts."""
     meta = cluster_metadata(source).topics
     return {t: len(m.partitions) for t, m in meta.items()
-            if m.error is None and not is_internal_topic(t) and rep.topics.matches(t)
+            if m.error is None and not is_internal_topic(t, rep.separator) and rep.topics.matches(t)
             and rep.reverse_copy_origin(t) is not None}
 
 

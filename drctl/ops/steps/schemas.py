@@ -59,7 +59,7 @@ def mirrored_topics(ctx: OpsContext, source_up: bool) -> dict[str, str]:
         return {t: rep.mirror_topic(t) for t in source_topics_in_scope(ctx.config, ctx.source)
                 if ctx.scope.covers_topic(t)}
     return {origin: t for t in cluster_metadata(ctx.target).topics
-            if not is_internal_topic(t) and (origin := rep.source_topic_of(t))
+            if not is_internal_topic(t, rep.separator) and (origin := rep.source_topic_of(t))
             and ctx.in_scope(origin)}
 
 

@@ -553,3 +553,15 @@ def test_mirrormakers_internal_topics_carry_its_separator() -> None:
     assert mm2_flows({"src": off})[0].internal_separator == "."
     assert mm2_flows({"src": {**off, "replication.policy.internal.topic.separator.enabled":
                               "true"}})[0].internal_separator is None
+
+
+def test_mirrormakers_own_topics_in_a_region_are_never_local_nor_read() -> None:
+    """With separator '_' the flow into a region names its checkpoints and the heartbeats'
+    copies there with it: not local topics of the region, not topics a group reads."""
+    pair = Pair(parse_config(_raw("primary_{topic}", "secondary_{topic}")))
+    assert not pair.is_local("primary", "secondary_checkpoints_internal")
+    assert not pair.is_local("primary", "secondary_heartbeats")
+    assert pair.is_local("primary", "orders") and pair.is_internal("primary", "heartbeats")
+    dotted = Pair(parse_config(_raw()))
+    assert not dotted.is_internal("primary", "secondary_heartbeats")  # a topic, with '.'
+    assert dotted.is_internal("primary", "secondary.heartbeats")

@@ -159,6 +159,20 @@ def test_preflight_with_the_source_down_uses_the_target_mirrors() -> None:
         preflight(ctx, FailoverOptions(planned=True))
 
 
+def test_preflight_with_the_source_down_leaves_out_mirror_makers_own_topics_of_any_separator(
+        ) -> None:
+    """MirrorMaker 2 with separator '_' names its checkpoints topic and the heartbeats' copy
+    like copies (`dc1_checkpoints_internal`, `dc1_heartbeats`): taken for the flow's topics,
+    failback waited on heartbeats written every second ("still receiving writes")."""
+    ctx = _context(_config("dc1_{topic}"), {
+        "dc1": FakeAdmin(False, {}),
+        "dc2": FakeAdmin(True, {"dc1_orders": 3, "dc1_checkpoints_internal": 1,
+                                "dc1_heartbeats": 1, "heartbeats": 1,
+                                "mm2-offset-syncs_dc1_internal": 1}),
+    })
+    assert preflight(ctx, FailoverOptions())["topics"] == {"orders": "dc1_orders"}
+
+
 def test_preflight_of_a_switchover_fails_on_a_missing_or_smaller_mirror() -> None:
     ctx = _context(_config(), {
         "dc1": FakeAdmin(True, {"orders": 3, "payments": 2}),
