@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 from drctl.config import Config
 from drctl.gap.plan import GapScope
@@ -40,6 +40,9 @@ from drctl.suggest import renamed_note
 from drctl.timeparse import Seconds, parse_duration
 from drctl.translate.model import TranslateMethod
 from drctl.yesno import bool_from_text
+
+if TYPE_CHECKING:
+    from drctl.ops.steps.failover_point import FailoverOptions
 
 
 @dataclass
@@ -456,16 +459,33 @@ def _translate_offsets(ctx: ActionContext, *, source: str | None = None,
     return report.runbook_summary()
 
 
-def _guard(ctx: ActionContext, *, groups: str = ".*") -> dict[str, Any]:
-    """One round of `drctl guard --once`: exact offset snapshots on the target."""
+def _guard(ctx: ActionContext, *, groups: str = ".*",
+           deadline: Seconds = Seconds(30.0)) -> dict[str, Any]:
+    """One round of `drctl guard --once`: exact offset snapshots on the target; on an
+    active-active pair one round on each flow (`flows`: each flow's round; `positions`,
+    `pending`, `written` added up)."""
     from drctl.context import OpsContext
+    from drctl.errors import Unreachable
     from drctl.ops.steps.guard import run_guard
 
-    with OpsContext.from_config(ctx.config, ctx.notify) as ops:
-        [result] = run_guard(ops, groups=groups, once=True)
-    if result.error:
-        from drctl.errors import Unreachable
+    config = ctx.config
+    if config.topology is not None:
+        from drctl.ops.active_active.guard import run_pair_guard
+        from drctl.ops.active_active.pair import Pair
 
+        by_flow = {flow: rounds[-1] for flow, rounds in run_pair_guard(
+            Pair(config), notify=ctx.notify, deadline_s=deadline, groups=groups,
+            once=True).items()}
+        failed = [f"{flow}: {r.error}" for flow, r in sorted(by_flow.items()) if r.error]
+        if failed:
+            raise Unreachable(f"guard: {'; '.join(failed)}",
+                              "Check both clusters and run it again.")
+        flows = {flow: r.as_dict() for flow, r in sorted(by_flow.items())}
+        return {"flows": flows, **{k: sum(r[k] for r in flows.values())
+                                   for k in ("groups", "positions", "pending", "written")}}
+    with OpsContext.from_config(config, ctx.notify) as ops:
+        [result] = run_guard(ops, groups=groups, once=True, deadline_s=deadline)
+    if result.error:
         raise Unreachable(f"guard: {result.error}", "Check both clusters and run it again.")
     return result.as_dict()
 
@@ -474,25 +494,60 @@ def _failover(ctx: ActionContext, *, planned: bool = False, groups: str = ".*",
               app: str | None = None, force: bool = False,
               method: TranslateMethod = TranslateMethod.AUTO,
               deadline: Seconds = Seconds(30.0),
-              timeout: Seconds = Seconds(1800.0)) -> dict[str, Any]:
-    """Fail over from the replication source to its target (`drctl failover --yes`)."""
+              timeout: Seconds = Seconds(1800.0), region: str | None = None,
+              allow_left_behind: bool = False) -> dict[str, Any]:
+    """Fail over from the replication source to its target (`drctl failover --yes`); on an
+    active-active pair the REGION to the other one (`drctl failover --region`). Groups or
+    topics left behind fail the step (exit 3), unless ALLOW_LEFT_BEHIND: then its outputs
+    name them (`left_behind_groups`, `refused`) for the runbook's own checks."""
     from drctl.context import OpsContext
-    from drctl.ops.one_way.failover import run_failover
     from drctl.ops.steps.failover_point import FailoverOptions
 
     config = ctx.config
     opts = FailoverOptions(planned=planned, groups=groups, method=method,
                            source_deadline_s=deadline, catch_up_deadline_s=timeout,
                            force=force)
+    if config.topology is not None or region is not None:
+        if app is not None:
+            from drctl.errors import UsageError
+
+            raise UsageError("app is for one flow; an active-active pair fails over by "
+                             "region.")
+        return _region_failover(ctx, region, opts, allow_left_behind)
+    from drctl.ops.one_way.failover import run_failover
+
     with OpsContext.from_config(config, ctx.notify, scope=config.scope(app)) as ops:
         result = run_failover(ops, opts)
         summary = result.runbook_summary(result.write_reports(ops))
-    if result.exit_status:  # the verdict `drctl failover` gives, not a second opinion
-        from drctl.errors import CheckFailed
+    if result.exit_status and not allow_left_behind:  # `drctl failover`'s verdict
+        _left_behind(summary["left_behind"])
+    return summary
 
-        raise CheckFailed("Failover left topics or groups behind: "
-                          + " ".join(summary["left_behind"]),
-                          "Read the failover report; place or mirror what is named.")
+
+def _left_behind(lines: list[str]) -> None:
+    from drctl.errors import CheckFailed
+
+    raise CheckFailed("Failover left topics or groups behind: " + " ".join(lines),
+                      "Read the failover report; place or mirror what is named.")
+
+
+def _region_failover(ctx: ActionContext, region: str | None, opts: FailoverOptions,
+                     allow_left_behind: bool) -> dict[str, Any]:
+    """`drctl failover --region REGION --yes`."""
+    from drctl.errors import UsageError
+    from drctl.ops.active_active.failover import run_region_failover
+    from drctl.ops.active_active.pair import Pair
+
+    pair = Pair(ctx.config)
+    if region is None:
+        raise UsageError("An active-active pair fails over by region: name the one to fail "
+                         "over.", f"Pass region: {' or '.join(pair.regions)}.")
+    region = pair.region(region)
+    with pair.context(region, ctx.notify, opts.source_deadline_s) as ops:
+        result = run_region_failover(pair, ops, region, opts)
+        summary = result.runbook_summary(result.write_reports(ops))
+    if result.exit_status and not allow_left_behind:
+        _left_behind(summary["left_behind"] + summary["refused"])
     return summary
 
 
@@ -500,14 +555,22 @@ def _failback(ctx: ActionContext, *, reconcile: ReconcileMode = ReconcileMode.CO
               groups: str = ".*", incident: str | None = None, app: str | None = None,
               lookback: Seconds | None = None,
               scope: GapScope = GapScope.TAIL,
-              timeout: Seconds = Seconds(1800.0)) -> dict[str, Any]:
+              timeout: Seconds = Seconds(1800.0), region: str | None = None,
+              deadline: Seconds = Seconds(30.0),
+              allow_waiting: bool = False) -> dict[str, Any]:
     """Fail back with --check-order (`drctl failback --yes`): gap analysis (Spark),
-    reconcile, reverse replication from the failover point, offsets back."""
+    reconcile, reverse replication from the failover point, offsets back. On an
+    active-active pair the REGION's applications back to it (`drctl failback --region`):
+    a run that waits for groups to stop or read on before it resumes a flow fails the step
+    (exit 3), unless ALLOW_WAITING: then `done` is false and `waiting` names them."""
     from drctl.context import OpsContext
+
+    config = ctx.config
+    if config.topology is not None or region is not None:
+        return _region_failback(ctx, region, incident, deadline, timeout, allow_waiting)
     from drctl.ops.one_way.failback import FailbackOptions, run_failback
     from drctl.ops.one_way.gap_step import gap_finder
 
-    config = ctx.config
     opts = FailbackOptions(reconcile=reconcile, groups=groups, incident=incident,
                            catch_up_deadline_s=timeout)
     with OpsContext.from_config(config, ctx.notify, scope=config.scope(app)) as ops:
@@ -527,6 +590,43 @@ def _failback(ctx: ActionContext, *, reconcile: ReconcileMode = ReconcileMode.CO
     return summary
 
 
+def _region_failback(ctx: ActionContext, region: str | None, incident: str | None,
+                     deadline: float, timeout: float, allow_waiting: bool) -> dict[str, Any]:
+    """`drctl failback --region REGION --yes`."""
+    from drctl.errors import CheckFailed
+    from drctl.ops.active_active.failback import (
+        FailbackWaits,
+        RegionFailbackOptions,
+        find_incident,
+        run_region_failback,
+    )
+    from drctl.ops.active_active.pair import Pair
+
+    pair = Pair(ctx.config)
+    name, marker = find_incident(pair, region, ctx.notify, deadline, incident)
+    opts = RegionFailbackOptions(region=name, deadline_s=deadline, timeout_s=timeout)
+    with pair.context(name, ctx.notify, deadline) as ops, \
+            pair.context(pair.other(name), ctx.notify, deadline) as back:
+        try:
+            result = run_region_failback(pair, ops, back, marker, opts)
+        except FailbackWaits as waits:
+            if not allow_waiting:
+                raise
+            return {"incident": marker.incident, "region": name, "to": pair.other(name),
+                    "done": False, "waiting": waits.waiting, "moved": [], "not_moved": {},
+                    "redelivery_bound": {}}
+        summary = result.runbook_summary(result.write_reports(ops))
+    if result.exit_status:
+        raise CheckFailed(f"Failback of {marker.incident} left groups where they were: "
+                          + "; ".join(f"{g}: {why}" for g, why in sorted(
+                              result.not_moved.items()))
+                          + (f"; the audit found {result.skipped} record(s) a group skipped"
+                             if result.skipped else ""),
+                          "Read the failback report; run the step again once what it names "
+                          "is done.")
+    return summary
+
+
 def _reprotect(ctx: ActionContext, *, incident: str | None = None, app: str | None = None,
                force: bool = False,
                settle: Seconds = Seconds(10.0),
@@ -543,58 +643,95 @@ def _reprotect(ctx: ActionContext, *, incident: str | None = None, app: str | No
         return result.runbook_summary(result.write_reports(ops))
 
 
-def _ledger(ctx: ActionContext, name: str, cluster: str | None = None) -> tuple[Any, Any, Any]:
-    """The ledger `name`, the flow's replication settings, and `cluster`'s clients."""
+def _ledger(ctx: ActionContext, name: str, cluster: str | None = None) -> tuple[Any, Any]:
+    """The ledger `name`, and `cluster`'s clients: the flow's source or target, or a region
+    of an active-active pair."""
     from drctl.errors import UsageError
     from drctl.kafka.clients import ClusterClients
-    from drctl.runbook.ledger import ledger_of
+    from drctl.runbook.ledger import ledger_of, sides_of
 
     config = ctx.config
-    rep = config.require_replication()
-    if cluster is not None and cluster not in (rep.source, rep.target):
-        raise UsageError(f"cluster '{cluster}' is neither the flow's source ({rep.source}) nor "
-                         f"its target ({rep.target})")
+    clusters = list(sides_of(config, DEFAULT_LEDGER_TOPIC))
+    if cluster is not None and cluster not in clusters:
+        raise UsageError(f"cluster '{cluster}' is none of the ledger's clusters "
+                         f"({', '.join(clusters)})")
     clients = ClusterClients.for_cluster(config, cluster) if cluster else None
-    return ledger_of(config, name), rep, clients
+    return ledger_of(config, name), clients
+
+
+DEFAULT_LEDGER_TOPIC = "drill-ledger"
 
 
 def _ledger_produce(ctx: ActionContext, *, ledger: str, cluster: str, records: int = 100,
-                    topic: str = "drill-ledger") -> dict[str, Any]:
+                    topic: str = DEFAULT_LEDGER_TOPIC,
+                    region: str | None = None) -> dict[str, Any]:
     """Write numbered records to the topic a producer of the flow writes on CLUSTER (the
-    failover topic on the target), every acknowledgement kept in the drill's ledger."""
-    from drctl.runbook.ledger import produce, write_topic
+    failover topic on the target), every acknowledgement kept in the drill's ledger. On an
+    active-active pair: REGION's producer, running on CLUSTER (its region, or the other
+    after its failover)."""
+    from drctl.runbook.ledger import produce, region_write_topic, write_topic
 
-    book, rep, clients = _ledger(ctx, ledger, cluster)
-    return produce(book, clients, write_topic(rep, cluster, topic), records,
-                   notify=ctx.notify)
+    book, clients = _ledger(ctx, ledger, cluster)
+    config = ctx.config
+    if config.topology is not None:
+        from drctl.ops.active_active.pair import Pair
+
+        where = region_write_topic(Pair(config), _required(region, "region"), cluster, topic)
+    else:
+        where = write_topic(config.require_replication(), cluster, topic)
+    return produce(book, clients, where, records, region=region, notify=ctx.notify)
+
+
+def _required(value: str | None, name: str) -> str:
+    if value is None:
+        from drctl.errors import UsageError
+
+        raise UsageError(f"an active-active pair's ledger needs '{name}'")
+    return value
 
 
 def _ledger_consume(ctx: ActionContext, *, ledger: str, group: str, cluster: str,
-                    share: float = 1.0, topic: str = "drill-ledger") -> dict[str, Any]:
+                    share: float = 1.0, topic: str = DEFAULT_LEDGER_TOPIC,
+                    region: str | None = None, local_only: bool = False,
+                    alone: bool = False) -> dict[str, Any]:
     """GROUP reads the topic on CLUSTER (source: the topic and its reverse copies; target:
     its mirror and failover topic) from its committed positions — SHARE of what is there
-    past them — each read kept in the ledger; then its positions are committed."""
-    from drctl.runbook.ledger import consume, side_topics
+    past them — each read kept in the ledger; then its positions are committed. On an
+    active-active pair: a group of REGION's applications, running on CLUSTER; aggregate (the
+    local topic and the other region's copy) or LOCAL_ONLY (its local topic at home; failed
+    over, what failover placed it on); ALONE: CLUSTER's local topic alone."""
+    from drctl.runbook.ledger import GroupKind, consume, pair_reads, side_topics
 
-    book, rep, clients = _ledger(ctx, ledger, cluster)
-    return consume(book, clients, group, side_topics(rep, cluster, topic), share=share,
-                   notify=ctx.notify)
+    book, clients = _ledger(ctx, ledger, cluster)
+    config = ctx.config
+    kind = None
+    if config.topology is not None:
+        from drctl.ops.active_active.pair import Pair
+
+        kind = GroupKind(_required(region, "region"), local_only)
+        topics = pair_reads(Pair(config), cluster, topic, kind, alone)
+    else:
+        topics = side_topics(config.require_replication(), cluster, topic)
+    return consume(book, clients, group, topics, share=share, kind=kind, notify=ctx.notify)
 
 
-def _ledger_verify(ctx: ActionContext, *, ledger: str, topic: str = "drill-ledger",
+def _ledger_verify(ctx: ActionContext, *, ledger: str, topic: str = DEFAULT_LEDGER_TOPIC,
                    deadline: Seconds = Seconds(120.0),
-                   redelivery_allowed: Any = 0) -> dict[str, Any]:
+                   redelivery_allowed: Any = 0,
+                   left_behind: list[str] | None = None) -> dict[str, Any]:
     """Count the ledger: every acknowledged record once on each side (lost, twice, per
     partition), every group's reads (lost, re-delivered, per partition), its re-deliveries
     against REDELIVERY_ALLOWED (what drctl stated: a number, a mapping of group to number,
     or a list of those added up — failover's and failback's `redelivery_bound`; 0 by
-    default); `ok` and `verdict` say whether it passes (nothing acknowledged: it does not).
+    default); LEFT_BEHIND: the groups failover named as not moved (named in the tally);
+    `ok` and `verdict` say whether it passes (nothing acknowledged: it does not).
     Counts again until both sides hold every record once, or DEADLINE has passed."""
     from drctl.runbook.ledger import tally
 
-    book, _, _ = _ledger(ctx, ledger)
+    book, _ = _ledger(ctx, ledger)
     return tally(book, ctx.config, topic, redelivery_allowed=redelivery_allowed,
-                 deadline_s=deadline, notify=ctx.notify).as_dict()
+                 left_behind=left_behind or (), deadline_s=deadline,
+                 notify=ctx.notify).as_dict()
 
 
 def builtin_registry() -> Registry:

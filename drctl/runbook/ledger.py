@@ -22,6 +22,17 @@ topic, or on the target its failover topic. A side is what a consumer of that cl
 for the topic: on the source the topic and the reverse copies (`secondary.orders` with
 prefixed names), on the target the mirror and the failover topic.
 
+On an active-active pair (docs/operations.md, "The active-active drill") each region has its
+producers and its groups. A region's producer writes the local topic of the region its
+applications run in (its own; after its failover the other region's), and each record
+acknowledged is kept with that region. A side is a region's aggregate view: its local topic
+and the copy of the other region's (`pair_topics`). An aggregate group reads that view where
+its applications run and must read every record of both producers; a local-only group reads
+its local topic at home, and failed over the view it was placed on — it must read every
+record of its own region's producer (the other region's it reads there are counted apart).
+A group failover named as left behind (`tally`'s `left_behind`) is run nowhere until its
+region is back: what it never read is counted apart (`left_behind_unread`: named, not lost).
+
 At the end (`tally`): on each side every acknowledged record is there exactly once (lost:
 none of it; twice: more than one); every group read every acknowledged record at least once
 (lost: never read), and what it read more than once is counted (re-delivered) against what
@@ -48,6 +59,7 @@ from drctl.kafka.groups import alter_offsets, committed_offsets
 from drctl.kafka.offsets import watermarks
 from drctl.kafka.records import read_all, stream_ranges
 from drctl.kafka.topics import TP, ensure_topics
+from drctl.ops.active_active.pair import Pair
 from drctl.progress import Notify
 
 DEFAULT_TOPIC = "drill-ledger"
@@ -61,10 +73,21 @@ class Entry:
     topic: str
     partition: int
     offset: int
+    region: str | None = None  # an active-active pair: whose producer wrote it
 
     def as_dict(self) -> dict[str, Any]:
-        return {"seq": self.seq, "cluster": self.cluster, "topic": self.topic,
-                "partition": self.partition, "offset": self.offset}
+        out = {"seq": self.seq, "cluster": self.cluster, "topic": self.topic,
+               "partition": self.partition, "offset": self.offset}
+        return out if self.region is None else {**out, "region": self.region}
+
+
+@dataclass(frozen=True)
+class GroupKind:
+    """An active-active pair's group: its applications' region, and whether it reads only
+    its region's records (local-only) or both regions' (aggregate)."""
+
+    region: str
+    local_only: bool = False
 
 
 class Ledger:
@@ -133,6 +156,16 @@ class Ledger:
     def record_reads(self, group: str, entries: Sequence[Entry]) -> None:
         self._append(f"reads-{group}.jsonl", (e.as_dict() for e in entries))
 
+    def record_kind(self, group: str, kind: GroupKind) -> None:
+        if self.kinds().get(group) != kind:
+            self._append("kinds.jsonl", [{"group": group, "region": kind.region,
+                                          "local_only": kind.local_only}])
+
+    def kinds(self) -> dict[str, GroupKind]:
+        """The pair's groups by kind (the last recorded); a one-way flow's: none."""
+        return {r["group"]: GroupKind(r["region"], r["local_only"])
+                for r in self._rows("kinds.jsonl")}
+
     def had_positions(self, group: str) -> set[tuple[str, str, int]]:
         """(cluster, topic, partition) where `group` committed a position before."""
         return {(r["cluster"], r["topic"], r["partition"])
@@ -170,16 +203,50 @@ def side_topics(rep: ReplicationSettings, cluster: str, topic: str) -> list[str]
     return list(dict.fromkeys(names))
 
 
+def region_write_topic(pair: Pair, region: str, cluster: str, topic: str) -> str:
+    """Where `region`'s producer writes `topic`'s records on `cluster`: its local topic at
+    home; failed over, the one its failover named on the other region."""
+    return topic if cluster == pair.region(region) else \
+        pair.flow_from(region).failover_topic(topic)
+
+
+def pair_topics(pair: Pair, cluster: str, topic: str) -> list[str]:
+    """A region's aggregate view of `topic`: its local topic and the other region's copy."""
+    return [topic, pair.copy_name(pair.other(pair.region(cluster)), topic)]
+
+
+def pair_reads(pair: Pair, cluster: str, topic: str, kind: GroupKind,
+               alone: bool = False) -> list[str]:
+    """What a group of `kind` reads on `cluster`: an aggregate group the view
+    (`pair_topics`); a local-only group its local topic at home, and failed over the view it
+    was placed on (its records' copies, and where its producer writes now) — or, `alone`,
+    that region's local topic alone (what failback asks of it before the flows resume)."""
+    if alone or (kind.local_only and cluster == kind.region):
+        return [topic]
+    return pair_topics(pair, cluster, topic)
+
+
+def sides_of(config: Config, topic: str) -> dict[str, list[str]]:
+    """Per cluster, the topics that must hold every acknowledged record once."""
+    if config.topology is not None:
+        pair = Pair(config)
+        return {region: pair_topics(pair, region, topic) for region in pair.regions}
+    rep = config.require_replication()
+    return {c: side_topics(rep, c, topic) for c in (rep.source, rep.target)}
+
+
 def _existing(clients: ClusterClients, topics: Sequence[str]) -> list[str]:
     there = cluster_metadata(clients).topics
     return [t for t in topics if t in there]
 
 
 def produce(ledger: Ledger, clients: ClusterClients, topic: str, count: int, *,
-            deadline_s: float = 60.0, notify: Notify = lambda _: None) -> dict[str, Any]:
+            region: str | None = None, deadline_s: float = 60.0,
+            notify: Notify = lambda _: None) -> dict[str, Any]:
     """Write `count` numbered records to `topic` on `clients`' cluster and keep every
-    acknowledgement. Unreachable when some were not acknowledged within `deadline_s` (those
-    are in the ledger as sent: a run again writes new numbers)."""
+    acknowledgement (with `region`, the pair's region whose producer wrote it). Unreachable
+    when some were not acknowledged within `deadline_s` (those are in the ledger as sent: a
+    run again writes new numbers)."""
     ensure_topics(clients, {topic: PARTITIONS})
     partitions = len(cluster_metadata(clients).topics[topic].partitions)
     numbers = ledger.reserve(count)
@@ -193,7 +260,8 @@ def produce(ledger: Ledger, clients: ClusterClients, topic: str, count: int, *,
             return
         seq = ledger.seq_of(msg.key())
         assert seq is not None
-        acked.append(Entry(seq, clients.name, msg.topic(), msg.partition(), msg.offset()))
+        acked.append(Entry(seq, clients.name, msg.topic(), msg.partition(), msg.offset(),
+                           region))
 
     for seq in numbers:
         key = ledger.key(seq)
@@ -216,7 +284,7 @@ def produce(ledger: Ledger, clients: ClusterClients, topic: str, count: int, *,
                           + (f": {failed[0]}" if failed else ""),
                           "Run the step again: it writes new numbers; the ones not "
                           "acknowledged may be there once, never twice.")
-    return {"acked": len(acked), "topic": topic, "cluster": clients.name,
+    return {"acked": len(acked), "topic": topic, "cluster": clients.name, "region": region,
             "first": numbers.start, "last": numbers.stop - 1}
 
 
@@ -231,10 +299,14 @@ def start_of(tp: TP, committed: Mapping[TP, int], had: set[TP], low: int, end: i
 
 
 def consume(ledger: Ledger, clients: ClusterClients, group: str, topics: Sequence[str], *,
-            share: float = 1.0, notify: Notify = lambda _: None) -> dict[str, Any]:
+            share: float = 1.0, kind: GroupKind | None = None,
+            notify: Notify = lambda _: None) -> dict[str, Any]:
     """`group` reads `topics` on `clients`' cluster from its committed positions (`start_of`):
     `share` of what each partition holds past its position (1: all), each read kept in the
-    ledger, then its new positions committed."""
+    ledger, then its new positions committed. `kind`: a pair's group, recorded for the
+    tally."""
+    if kind is not None:
+        ledger.record_kind(group, kind)
     names = _existing(clients, topics)
     partitions: list[TP] = []
     topics_there = cluster_metadata(clients).topics
@@ -301,6 +373,9 @@ class GroupCount:
     read: int = 0
     lost: int = 0
     redelivered: int = 0
+    # A local-only group's reads of the other region's records (on the shared local topic
+    # while failed over): counted apart, never lost nor re-delivered.
+    other_region: int = 0
 
 
 def redelivery_allowance(value: Any, groups: Iterable[str]) -> dict[str, int | None]:
@@ -333,6 +408,8 @@ class Tally:
     waited_s: float = 0.0
     # Per group, the re-deliveries drctl stated (None: no bound stated, not judged).
     allowed: dict[str, int | None] = field(default_factory=dict)
+    # Groups failover named as left behind: run nowhere until their region came back.
+    left_behind: list[str] = field(default_factory=list)
 
     @property
     def lost(self) -> int:
@@ -344,7 +421,14 @@ class Tally:
 
     @property
     def groups_lost(self) -> int:
-        return sum(g.lost for g in self.groups)
+        return sum(g.lost for g in self.groups if g.group not in self.left_behind)
+
+    @property
+    def left_behind_unread(self) -> int:
+        """What the groups failover named as left behind never read: named, not lost (a
+        local-only one, back home, never reads what its producers wrote on the other
+        region meanwhile)."""
+        return sum(g.lost for g in self.groups if g.group in self.left_behind)
 
     @property
     def redelivered(self) -> int:
@@ -396,6 +480,8 @@ class Tally:
                 "redelivery": [{"group": g, "redelivered": n,
                                 "allowed": self.allowed.get(g, 0), "over": over.get(g, 0)}
                                for g, n in sorted(again.items())],
+                "left_behind": sorted(self.left_behind),
+                "left_behind_unread": self.left_behind_unread,
                 "waited_s": round(self.waited_s, 1),
                 "sides": [{**s.__dict__, "topics": ", ".join(s.topics)} for s in self.sides],
                 "groups": [dict(g.__dict__) for g in self.groups]}
@@ -445,15 +531,21 @@ def count_found(acked: Mapping[int, Entry], found: Iterable[tuple[int, int]], cl
 
 
 def count_groups(ledger: Ledger, acked: Mapping[int, Entry]) -> list[GroupCount]:
-    """Per group and partition: acknowledged records it never read, and reads again."""
+    """Per group and partition: acknowledged records it never read, and reads again. A
+    pair's local-only group is held to its region's records only."""
     rows: list[GroupCount] = []
+    kinds = ledger.kinds()
     for group in ledger.groups():
         reads = Counter(e.seq for e in ledger.reads(group))
+        kind = kinds.get(group)
         per: dict[int, GroupCount] = {}
         for seq, entry in acked.items():
             row = per.setdefault(entry.partition, GroupCount(group, entry.partition))
-            row.expected += 1
             n = reads.get(seq, 0)
+            if kind is not None and kind.local_only and entry.region != kind.region:
+                row.other_region += n
+                continue
+            row.expected += 1
             row.read += n
             row.lost += n == 0
             row.redelivered += max(0, n - 1)
@@ -462,20 +554,22 @@ def count_groups(ledger: Ledger, acked: Mapping[int, Entry]) -> list[GroupCount]
 
 
 def tally(ledger: Ledger, config: Config, topic: str, *, redelivery_allowed: Any = 0,
-          deadline_s: float = 120.0, notify: Notify = lambda _: None,
-          clock: Any = time.monotonic, sleep: Any = time.sleep) -> Tally:
+          left_behind: Sequence[str] = (), deadline_s: float = 120.0,
+          notify: Notify = lambda _: None, clock: Any = time.monotonic,
+          sleep: Any = time.sleep) -> Tally:
     """The verdict on both sides and every group, its re-deliveries held to
-    `redelivery_allowed` (`redelivery_allowance`). Replication may still be copying the last
-    writes: the sides are counted again until each holds every acknowledged record once, or
-    `deadline_s` has passed (then the last count stands)."""
-    rep = config.require_replication()
+    `redelivery_allowed` (`redelivery_allowance`), the groups failover left behind named.
+    Replication may still be copying the last writes: the sides are counted again until each
+    holds every acknowledged record once, or `deadline_s` has passed (then the last count
+    stands)."""
     allowed = redelivery_allowance(redelivery_allowed, ledger.groups())
     acked = ledger.acked()
-    clients = {c: ClusterClients.for_cluster(config, c) for c in (rep.source, rep.target)}
+    sides_topics = sides_of(config, topic)
+    clients = {c: ClusterClients.for_cluster(config, c) for c in sides_topics}
     started = clock()
     while True:
         sides = [row for cluster, c in clients.items()
-                 for row in count_side(ledger, acked, c, side_topics(rep, cluster, topic))]
+                 for row in count_side(ledger, acked, c, sides_topics[cluster])]
         if all(s.ok for s in sides) or clock() - started > deadline_s:
             break
         behind = sum(s.lost for s in sides)
@@ -483,10 +577,14 @@ def tally(ledger: Ledger, config: Config, topic: str, *, redelivery_allowed: Any
                "yet; counting again")
         sleep(2.0)
     result = Tally(ledger.name, len(acked), len(ledger.sent()), sides,
-                   count_groups(ledger, acked), clock() - started, allowed)
+                   count_groups(ledger, acked), clock() - started, allowed,
+                   sorted(set(left_behind)))
     notify(f"Ledger {ledger.name}: {result.acked} acknowledged; lost {result.lost}, twice "
            f"{result.twice} on the sides; groups: lost {result.groups_lost}, re-delivered "
            f"{result.redelivered} ({result.redelivered_over} beyond what drctl stated)")
+    if result.left_behind:
+        notify(f"Ledger {ledger.name}: left behind by failover (named, run nowhere until "
+               f"their region was back): {', '.join(result.left_behind)}")
     for problem in result.problems():
         notify(f"Ledger {ledger.name}: {problem}")
     (ledger.dir / "tally.json").write_text(json.dumps(result.as_dict(), indent=2))

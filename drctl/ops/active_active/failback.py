@@ -57,6 +57,19 @@ from drctl.translate.model import Confidence, TranslateMethod, TranslationReport
 _PLACED = (Confidence.EXACT, Confidence.START, Confidence.KEPT)
 
 
+class FailbackWaits(CheckFailed):
+    """Failback stopped before it resumed a flow: groups of the region must first stop on the
+    other region, or read on there (exit 3). `waiting`: per group, why."""
+
+    def __init__(self, incident: str, region: str, waiting: dict[str, str]) -> None:
+        super().__init__(f"Failback of {incident} waits: "
+                         + "; ".join(f"{g}: {why}" for g, why in sorted(waiting.items()))
+                         + ".",
+                         f"Nothing was resumed. Then run `drctl failback --region {region}` "
+                         "again.")
+        self.waiting = waiting
+
+
 @dataclass(frozen=True)
 class RegionFailbackOptions:
     region: str | None = None  # default: the pair's one region failed over
@@ -111,6 +124,24 @@ class RegionFailbackResult:
                 "mm2_checkpoints": self.checkpoints_failback,
                 "mm2_checkpoints_at_failover": self.checkpoints_failover,
                 "marker": None if self.dry_run else self.marker.as_data(),
+                "reports": [str(p) for p in reports]}
+
+    def runbook_summary(self, reports: Sequence[Path] = ()) -> dict[str, Any]:
+        """The result of the `failback` runbook action with a region, which step outputs (a
+        drill's ledger) read."""
+        step = self.marker.steps.get("failback:groups")
+        moved = sorted({*(step.result.get("moved", []) if step else []), *self.moved})
+        late = self.late_arrivals or {}
+        return {"incident": self.marker.incident, "region": self.region, "to": self.to,
+                "done": self.done, "waiting": {}, "moved": moved,
+                "not_moved": dict(self.not_moved),
+                "late_arrivals": int(late.get("total") or 0),
+                "late_arrivals_summary": late.get("summary", "not counted"),
+                "audit": (self.audit or {}).get("totals"), "skipped": self.skipped,
+                # Every group moved back exactly (or kept where it stood further on): it reads
+                # nothing again because of failback.
+                "redelivery_bound": dict.fromkeys(moved, 0),
+                "mm2_checkpoints": self.checkpoints_failback,
                 "reports": [str(p) for p in reports]}
 
     def write_reports(self, ctx: OpsContext, directory: Path | None = None) -> list[Path]:
@@ -183,10 +214,7 @@ def run_region_failback(pair: Pair, ctx: OpsContext, back: OpsContext,
     if not marker.done("failback:late-arrivals"):
         waiting = _consumers_not_stopped(ctx, marker, cut)
         if waiting:
-            raise CheckFailed(
-                f"Failback of {marker.incident} waits: "
-                + "; ".join(f"{g}: {why}" for g, why in sorted(waiting.items())) + ".",
-                f"Nothing was resumed. Then run `drctl failback --region {region}` again.")
+            raise FailbackWaits(marker.incident, region, waiting)
     result.flows = _flows_running(ctx, back, opts)
 
     # 1. The audit, with the region back: where each group really was.

@@ -54,6 +54,7 @@ from drctl.ops.active_active.checkpoints import (
     target_marks,
 )
 from drctl.ops.active_active.pair import Pair
+from drctl.ops.steps.audit import stated_redelivery
 from drctl.ops.steps.failover_point import (
     FailoverOptions,
     describe_left_behind,
@@ -112,10 +113,12 @@ class RegionFailoverResult:
 
     @property
     def refused(self) -> list[str]:
-        """Groups not committed to, with why."""
-        if self.translation is None:
-            return []
-        return [f"{g.group}: {g.skipped}" for g in self.translation.groups if g.skipped]
+        """Groups not committed to, with why: this run's translation's, or — a run again
+        after the groups were done — the marker's (which keeps every group's verdict)."""
+        if self.translation is not None:
+            return [f"{g.group}: {g.skipped}" for g in self.translation.groups if g.skipped]
+        return [f"{group}: {info['skipped']}" for group, info in sorted(self.marker.groups.items())
+                if info.get("skipped")]
 
     @property
     def exit_status(self) -> ExitStatus:
@@ -136,6 +139,24 @@ class RegionFailoverResult:
                 "mm2_checkpoints": self.checkpoints,
                 "marker": None if self.dry_run else self.marker.as_data(),
                 "reports": [str(p) for p in reports]}
+
+    def runbook_summary(self, reports: Sequence[Path] = ()) -> dict[str, Any]:
+        """The result of the `failover` runbook action with a region, which step outputs (a
+        drill's ledger) read."""
+        summary = self.translation.summary() if self.translation is not None else {}
+        return {"incident": self.marker.incident, "region": self.region, "to": self.to,
+                "replication_stop": self.marker.replication_stop,
+                "groups_applied": summary.get("applied", 0),
+                "groups_moved": sorted(g for g, v in self.marker.groups.items()
+                                       if v.get("applied")),
+                "producers": self.producers, "refused": self.refused,
+                # The groups not moved, by name: a drill runs them nowhere until failback.
+                "left_behind_groups": sorted({line.partition(":")[0]
+                                              for line in self.refused}),
+                "left_behind": describe_left_behind(self.marker),
+                # Per group, what its positions may re-deliver (ledger.verify holds it to it).
+                "redelivery_bound": stated_redelivery(self.marker),
+                "mm2_checkpoints": self.checkpoints, "reports": [str(p) for p in reports]}
 
     def write_reports(self, ctx: OpsContext, directory: Path | None = None) -> list[Path]:
         if self.dry_run:

@@ -565,3 +565,25 @@ def test_mirrormakers_own_topics_in_a_region_are_never_local_nor_read() -> None:
     dotted = Pair(parse_config(_raw()))
     assert not dotted.is_internal("primary", "secondary_heartbeats")  # a topic, with '.'
     assert dotted.is_internal("primary", "secondary.heartbeats")
+
+
+def test_a_run_again_after_the_groups_were_done_still_names_those_left_behind() -> None:
+    """Found by the active-active drill under faults: a failover run again once its groups
+    were done (a fault killed it after, a pending stop confirmed) had no translation of its
+    own and named no group left behind — exit 0, and a runbook ran the group where it had
+    no position. The marker keeps every group's verdict."""
+    from drctl.ops.active_active.failover import RegionFailoverResult
+    from drctl.state import FailoverMarker
+
+    marker = FailoverMarker.new("primary", "secondary", "mirrormaker2", False)
+    marker.groups = {"kept": {"applied": True, "skipped": None, "positions": {
+                         "primary.orders": {"0": {"offset": 5, "confidence": "snapshot",
+                                                  "max_redelivered": 3}}}},
+                     "unkept": {"applied": False, "skipped": "it read secondary.orders"}}
+    again = RegionFailoverResult("primary", "secondary", marker, False)
+    assert again.refused == ["unkept: it read secondary.orders"]
+    assert again.exit_status == 3
+    summary = again.runbook_summary()
+    assert summary["left_behind_groups"] == ["unkept"]
+    assert summary["groups_moved"] == ["kept"]
+    assert summary["redelivery_bound"] == {"kept": 3}
