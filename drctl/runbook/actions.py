@@ -612,9 +612,12 @@ def _region_failback(ctx: ActionContext, region: str | None, incident: str | Non
         except FailbackWaits as waits:
             if not allow_waiting:
                 raise
+            # Nothing done yet: what a run that finishes would say, and who waits.
             return {"incident": marker.incident, "region": name, "to": pair.other(name),
                     "done": False, "waiting": waits.waiting, "moved": [], "not_moved": {},
-                    "redelivery_bound": {}}
+                    "late_arrivals": None, "late_arrivals_summary": "not counted yet",
+                    "audit": None, "skipped": 0, "redelivery_bound": {},
+                    "mm2_checkpoints": None, "reports": []}
         summary = result.runbook_summary(result.write_reports(ops))
     if result.exit_status:
         raise CheckFailed(f"Failback of {marker.incident} left groups where they were: "

@@ -587,5 +587,6 @@ def tally(ledger: Ledger, config: Config, topic: str, *, redelivery_allowed: Any
                f"their region was back): {', '.join(result.left_behind)}")
     for problem in result.problems():
         notify(f"Ledger {ledger.name}: {problem}")
+    ledger.dir.mkdir(parents=True, exist_ok=True)  # a plan's count, before any record
     (ledger.dir / "tally.json").write_text(json.dumps(result.as_dict(), indent=2))
     return result
