@@ -486,7 +486,10 @@ def _place_local_only(pair: Pair, region: str, report: TranslationReport,
                 g.partitions.append(PartitionResult(
                     g.group, copy, partition, failover_topic, -1, FAILOVER_POINT, end,
                     FAILOVER_POINT, note=f"reads {failover_topic} from the failover point: "
-                    f"{region}'s producers write there now (and {pair.other(region)}'s)"))
+                    f"{region}'s producers write there now (and {pair.other(region)}'s)",
+                    # Records written after the failover point, none of which it read
+                    # before: a bound stated, so its re-deliveries are judged.
+                    max_redelivered=0))
     return out
 
 

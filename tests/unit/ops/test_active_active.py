@@ -341,6 +341,10 @@ def test_local_only_is_what_the_group_read_never_what_the_translation_lacks() ->
     assert local == {"local": ["orders"]}
     assert [(p.target_topic, p.target_offset, p.confidence) for p in by["local"].partitions
             if p.confidence == FAILOVER_POINT] == [("orders", 70, FAILOVER_POINT)]
+    # What it reads there is new to it: a bound stated (0), so a drill's ledger judges the
+    # group's re-deliveries (with none stated it counted them unjudged).
+    assert {p.max_redelivered for p in by["local"].partitions
+            if p.confidence == FAILOVER_POINT} == {0}
     skipped = by["agg-unkept"].skipped or ""
     assert "read secondary.orders on primary" in skipped and "KAFKA-12635" in skipped
     assert all(p.confidence != FAILOVER_POINT for p in by["agg-unkept"].partitions)
