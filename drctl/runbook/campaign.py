@@ -332,7 +332,8 @@ def campaign_scorecard(spec: CampaignSpec, rounds: Sequence[Mapping[str, Any]]
             row["runs"].append(int(op.get("runs") or 1))
     ledgers = [r.get("ledger") or {} for r in rounds]
     failed = [r for r in rounds if not r["passed"]]
-    counts = ("acked", "lost", "twice", "groups_lost", "redelivered", "redelivered_over")
+    counts = ("acked", "lost", "twice", "groups_lost", "redelivered", "redelivered_over",
+              "recopied", "left_behind_unread")
     totals = {k: sum(int(ledger.get(k) or 0) for ledger in ledgers) for k in counts}
     return {
         "spec": spec.key(),

@@ -32,6 +32,9 @@ its local topic at home, and failed over the view it was placed on — it must r
 record of its own region's producer (the other region's it reads there are counted apart).
 A group failover named as left behind (`tally`'s `left_behind`) is run nowhere until its
 region is back: what it never read is counted apart (`left_behind_unread`: named, not lost).
+drctl copies no record between the regions — MirrorMaker 2 does, at least once: a record's
+extra copies in one copy topic (a task restarted by a fault re-copies from its last committed
+offset), and a group's reads of them at their own offsets, are counted apart (`recopied`).
 
 At the end (`tally`): on each side every acknowledged record is there exactly once (lost:
 none of it; twice: more than one); every group read every acknowledged record at least once
@@ -235,6 +238,15 @@ def sides_of(config: Config, topic: str) -> dict[str, list[str]]:
     return {c: side_topics(rep, c, topic) for c in (rep.source, rep.target)}
 
 
+def copies_of(config: Config, topic: str) -> dict[str, list[str]]:
+    """Per cluster, the copy topics only MirrorMaker 2 writes: a pair's (drctl copies no
+    record there); none for one flow, whose failback copies records itself."""
+    if config.topology is None:
+        return {}
+    pair = Pair(config)
+    return {region: [pair.copy_name(pair.other(region), topic)] for region in pair.regions}
+
+
 def _existing(clients: ClusterClients, topics: Sequence[str]) -> list[str]:
     there = cluster_metadata(clients).topics
     return [t for t in topics if t in there]
@@ -359,6 +371,9 @@ class SideCount:
     lost: int = 0
     twice: int = 0
     unacked_present: int = 0
+    # Extra copies of a record in one copy topic: MirrorMaker 2 copies at least once (a
+    # task restarted re-copies from its last committed offset) — named, never "twice".
+    recopied: int = 0
 
     @property
     def ok(self) -> bool:
@@ -376,6 +391,9 @@ class GroupCount:
     # A local-only group's reads of the other region's records (on the shared local topic
     # while failed over): counted apart, never lost nor re-delivered.
     other_region: int = 0
+    # Reads of a record's extra copies in one copy topic (`SideCount.recopied`), each read
+    # once: MirrorMaker 2's doing, not a position's.
+    recopied: int = 0
 
 
 def redelivery_allowance(value: Any, groups: Iterable[str]) -> dict[str, int | None]:
@@ -418,6 +436,10 @@ class Tally:
     @property
     def twice(self) -> int:
         return sum(s.twice for s in self.sides)
+
+    @property
+    def recopied(self) -> int:
+        return sum(s.recopied for s in self.sides)
 
     @property
     def groups_lost(self) -> int:
@@ -480,6 +502,8 @@ class Tally:
                 "redelivery": [{"group": g, "redelivered": n,
                                 "allowed": self.allowed.get(g, 0), "over": over.get(g, 0)}
                                for g, n in sorted(again.items())],
+                "recopied": self.recopied,
+                "recopied_read": sum(g.recopied for g in self.groups),
                 "left_behind": sorted(self.left_behind),
                 "left_behind_unread": self.left_behind_unread,
                 "waited_s": round(self.waited_s, 1),
@@ -488,17 +512,40 @@ class Tally:
 
 
 def count_side(ledger: Ledger, acked: Mapping[int, Entry], clients: ClusterClients,
-               topics: Sequence[str]) -> list[SideCount]:
+               topics: Sequence[str], copies: Sequence[str] = ()) -> list[SideCount]:
     """Per partition: the acknowledged records `topics` on this cluster hold once, not at
-    all, or more than once; and the numbers sent but never acknowledged found there."""
+    all, or more than once; and the numbers sent but never acknowledged found there. A
+    record's extra copies in one of `copies` (a pair's copy topic) are `recopied`."""
     names = _existing(clients, topics)
-    found: list[tuple[int, int]] = []
+    found: list[tuple[int, int, str]] = []
     for topic in names:
         for rec in read_all(clients, topic):
             seq = ledger.seq_of(rec.key)
             if seq is not None:
-                found.append((seq, rec.partition))
-    return count_found(acked, found, clients.name, names)
+                found.append((seq, rec.partition, topic))
+    once, recopied = fold_recopies(found, copies)
+    rows = count_found(acked, once, clients.name, names)
+    for row in rows:
+        row.recopied = recopied.get(row.partition, 0)
+    return rows
+
+
+def fold_recopies(found: Iterable[tuple[int, int, str]], copies: Sequence[str]
+                  ) -> tuple[list[tuple[int, int]], Counter[int]]:
+    """(record number, partition) of every copy found, a record whose every copy is in one
+    of `copies` counted once there; and per partition the extra copies so folded."""
+    where: dict[int, list[tuple[int, str]]] = {}
+    for seq, partition, topic in found:
+        where.setdefault(seq, []).append((partition, topic))
+    once: list[tuple[int, int]] = []
+    recopied: Counter[int] = Counter()
+    for seq, places in where.items():
+        if len(places) > 1 and len(set(places)) == 1 and places[0][1] in copies:
+            once.append((seq, places[0][0]))
+            recopied[places[0][0]] += len(places) - 1
+        else:
+            once += [(seq, partition) for partition, _ in places]
+    return once, recopied
 
 
 def count_found(acked: Mapping[int, Entry], found: Iterable[tuple[int, int]], cluster: str,
@@ -530,21 +577,33 @@ def count_found(acked: Mapping[int, Entry], found: Iterable[tuple[int, int]], cl
     return [rows[p] for p in sorted(rows)]
 
 
-def count_groups(ledger: Ledger, acked: Mapping[int, Entry]) -> list[GroupCount]:
+def count_groups(ledger: Ledger, acked: Mapping[int, Entry],
+                 copies: Iterable[tuple[str, str]] = ()) -> list[GroupCount]:
     """Per group and partition: acknowledged records it never read, and reads again. A
-    pair's local-only group is held to its region's records only."""
+    pair's local-only group is held to its region's records only; reads of a record's extra
+    copies in one copy topic (`copies`: cluster, topic), each offset read once, are
+    `recopied`, not re-delivered."""
     rows: list[GroupCount] = []
     kinds = ledger.kinds()
+    copy_topics = set(copies)
     for group in ledger.groups():
-        reads = Counter(e.seq for e in ledger.reads(group))
+        reads: dict[int, list[Entry]] = {}
+        for e in ledger.reads(group):
+            reads.setdefault(e.seq, []).append(e)
         kind = kinds.get(group)
         per: dict[int, GroupCount] = {}
         for seq, entry in acked.items():
             row = per.setdefault(entry.partition, GroupCount(group, entry.partition))
-            n = reads.get(seq, 0)
+            got = reads.get(seq, [])
+            n = len(got)
             if kind is not None and kind.local_only and entry.region != kind.region:
                 row.other_region += n
                 continue
+            places = {(e.cluster, e.topic, e.partition) for e in got}
+            if n > 1 and len(places) == 1 and len({e.offset for e in got}) == n \
+                    and (got[0].cluster, got[0].topic) in copy_topics:
+                row.recopied += n - 1
+                n = 1
             row.expected += 1
             row.read += n
             row.lost += n == 0
@@ -564,12 +623,13 @@ def tally(ledger: Ledger, config: Config, topic: str, *, redelivery_allowed: Any
     stands)."""
     allowed = redelivery_allowance(redelivery_allowed, ledger.groups())
     acked = ledger.acked()
-    sides_topics = sides_of(config, topic)
+    sides_topics, copies = sides_of(config, topic), copies_of(config, topic)
     clients = {c: ClusterClients.for_cluster(config, c) for c in sides_topics}
     started = clock()
     while True:
         sides = [row for cluster, c in clients.items()
-                 for row in count_side(ledger, acked, c, sides_topics[cluster])]
+                 for row in count_side(ledger, acked, c, sides_topics[cluster],
+                                       copies.get(cluster, ()))]
         if all(s.ok for s in sides) or clock() - started > deadline_s:
             break
         behind = sum(s.lost for s in sides)
@@ -577,11 +637,16 @@ def tally(ledger: Ledger, config: Config, topic: str, *, redelivery_allowed: Any
                "yet; counting again")
         sleep(2.0)
     result = Tally(ledger.name, len(acked), len(ledger.sent()), sides,
-                   count_groups(ledger, acked), clock() - started, allowed,
+                   count_groups(ledger, acked, [(c, t) for c, ts in copies.items()
+                                                for t in ts]),
+                   clock() - started, allowed,
                    sorted(set(left_behind)))
     notify(f"Ledger {ledger.name}: {result.acked} acknowledged; lost {result.lost}, twice "
            f"{result.twice} on the sides; groups: lost {result.groups_lost}, re-delivered "
            f"{result.redelivered} ({result.redelivered_over} beyond what drctl stated)")
+    if result.recopied:
+        notify(f"Ledger {ledger.name}: {result.recopied} extra copy(ies) MirrorMaker 2 wrote "
+               "into a copy topic (it copies at least once), counted apart")
     if result.left_behind:
         notify(f"Ledger {ledger.name}: left behind by failover (named, run nowhere until "
                f"their region was back): {', '.join(result.left_behind)}")
