@@ -21,10 +21,20 @@ from typing import Any
 import pytest
 
 from drctl.cli.app import main
-from drctl.lab.lab import OWN_SERVER, Lab, LabPorts
+from drctl.lab.lab import ACTIVE_ACTIVE, NO_SERVER, OWN_SERVER, Lab, LabPorts
 from tests.conftest import PORT_BASE
 
 pytestmark = [pytest.mark.lab, pytest.mark.spark]
+
+# The active-active drill's first seed: its round lands a SIGKILL of the surviving region's
+# broker in failover, a SIGTERM of the failover step and a SIGSTOP of the Connect worker; the
+# next seed's (the full matrix's second round) a SIGKILL of the survivor's broker in failback,
+# a SIGSTOP of the returning region's and a SIGTERM of the Connect worker: every target of an
+# active-active lab (no Spark Connect server) in two rounds. The round without guard: the
+# second seed.
+AA_SEED = 18
+AA_TARGETS = {"primary", "secondary", "connect", "step"}
+AA_PER_COMMIT_TARGETS = {"secondary", "connect", "step"}
 
 # Per naming: its ports (base .. base + 5, clear of tests/conftest.py's labs and
 # test_legacy_keys.py's + 120), the first of its two rounds' seeds in the full matrix —
@@ -32,7 +42,8 @@ pytestmark = [pytest.mark.lab, pytest.mark.spark]
 # faults every target at least once (the plan is the seed's: runbook/faults.py plan_faults)
 # — and the one round's seed per commit, with the targets its plan hits: the two namings'
 # rounds together hit every target.
-LABS = {"kept": (PORT_BASE + 130, 16), "prefixed": (PORT_BASE + 140, 14)}
+LABS = {"kept": (PORT_BASE + 130, 16), "prefixed": (PORT_BASE + 140, 14),
+        ACTIVE_ACTIVE: (PORT_BASE + 150, AA_SEED)}
 PER_COMMIT = {"kept": (16, {"secondary", "primary", "spark-connect"}),
               "prefixed": (15, {"secondary", "step", "connect"})}
 FAULTS, ROUNDS = 3, 2
@@ -46,8 +57,14 @@ def _fault_lab(naming: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     base, _ = LABS[naming]
     lab = Lab(tmp_path_factory.mktemp(f"faults-{naming}") / "lab")
     try:
-        lab.up(ports=LabPorts(base, base + 2, base + 4, spark_connect=base + 5),
-               names_kept=naming == "kept", spark_connect=OWN_SERVER)
+        if naming == ACTIVE_ACTIVE:
+            # No gap job in an active-active cycle: no Spark Connect server to fault. MirrorMaker
+            # 2's default separator ('.'): the suite's other active-active lab runs '_'.
+            lab.up(ports=LabPorts(base, base + 2, base + 4), names_kept=False,
+                   topology=ACTIVE_ACTIVE, spark_connect=NO_SERVER)
+        else:
+            lab.up(ports=LabPorts(base, base + 2, base + 4, spark_connect=base + 5),
+                   names_kept=naming == "kept", spark_connect=OWN_SERVER)
         yield lab
     finally:
         lab.down()
@@ -181,3 +198,174 @@ def _audit_is_in_the_report(report_dir: Path) -> None:
     assert all(r["skipped"] == "0" and r["audited"] == r["positions"] != "0"
                for r in rows.values()), table
     assert any("snapshot" in r["from"] for r in rows.values()), table
+
+
+# -- the active-active drill (issue 58, item 5) ------------------------------------------------
+
+AA_VARS = ["ledger_records=90"]
+
+
+@pytest.fixture(scope="module")
+def aa_fault_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    yield from _fault_lab(ACTIVE_ACTIVE, tmp_path_factory)
+
+
+def _aa_campaign(lab: Lab, report_dir: Path, capsys: pytest.CaptureFixture[str], seed: int,
+                 rounds: int, *more: str) -> dict[str, Any]:
+    started = time.monotonic()
+    status = main(["--config", str(lab.config_file), "runbook", "run", "drill-active-active",
+                   "--yes", "--faults", str(FAULTS), "--seed", str(seed), "--rounds",
+                   str(rounds), "--report-dir", str(report_dir),
+                   *[a for v in (*AA_VARS, *more) for a in ("--var", v)]])
+    err = capsys.readouterr().err
+    print(f"active-active: the campaign took {time.monotonic() - started:.0f} s")
+    card: dict[str, Any] = json.loads((report_dir / "campaign.json").read_text())["card"]
+    assert status == 0, err[-6000:]
+    assert card["ok"] and card["rounds"] == rounds == card["passed"], card["failed"]
+    for f in card["faults"]["list"]:
+        print(f"round {f['round']}:", f["signal"], f["target"], f.get("step"), f.get("at_s"),
+              f.get("why"))
+    return card
+
+
+def _step_outputs(report_dir: Path, round_no: int, step: str) -> dict[str, Any]:
+    """The outputs of `step`'s last successful run in a round's journal."""
+    found: dict[str, Any] | None = None
+    for line in (report_dir / "rounds" / f"round-{round_no:02d}.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        if rec.get("type") == "step-end" and rec.get("step") == step \
+                and rec.get("status") == "ok":
+            found = rec.get("outputs") or {}
+    assert found is not None, f"{step} never ran to the end in round {round_no}"
+    return found
+
+
+def _aa_groups(ledger: dict[str, Any]) -> dict[str, str]:
+    """The round's groups by role (agg-primary, local-secondary, ...)."""
+    return {g["group"].rsplit("-", 2)[-2] + "-" + g["group"].rsplit("-", 1)[-1]: g["group"]
+            for g in ledger["groups"]}
+
+
+def test_active_active_rounds_under_faults(aa_fault_lab: Lab, tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str],
+                                           full_matrix: bool) -> None:
+    """runbooks/drill-active-active.yaml on an active-active lab, with guard, under three
+    faults a round (per commit one round, the full matrix two: every target): the primary
+    region SIGKILLed, failover --region, writes and reads on the survivor, failback --region
+    (its local-only group reads on first, as failback asks), the return. The ledger: every
+    acknowledged record once in each region's view, every group read every record it must,
+    its re-deliveries within what failover stated; no group left behind. Then the verifier
+    made to fail: a group's position lost, what lay between never read."""
+    report_dir = tmp_path / "campaign"
+    rounds = ROUNDS if full_matrix else 1
+    card = _aa_campaign(aa_fault_lab, report_dir, capsys, AA_SEED, rounds)
+    assert (card["ledger"]["lost"], card["ledger"]["twice"], card["ledger"]["groups_lost"],
+            card["ledger"]["redelivered_over"]) == (0, 0, 0, 0), card["ledger"]
+    faults = card["faults"]["list"]
+    landed = [f for f in faults if f["landed"]]
+    by_round = {r["round"]: r for r in card["round_list"]}
+    for number in range(1, rounds + 1):
+        mine = [f for f in landed if f["round"] == number]
+        assert {f["signal"] for f in mine} == SIGNALS, mine
+        assert all(f["step"] in ("failover", "failback", "failback_again") and f["at_s"] > 0
+                   and f["healed"]["how"] for f in mine), mine
+        assert not by_round[number]["unrecovered"], by_round[number]
+        ledger = by_round[number]["ledger"]
+        assert ledger["ok"] and ledger["acked"] > 0 and ledger["left_behind"] == [], ledger
+        groups = _aa_groups(ledger)
+        assert set(groups) == {"agg-primary", "agg-secondary", "local-primary",
+                               "local-secondary"}, groups
+        assert all(g["lost"] == 0 for g in ledger["groups"]), ledger["groups"]
+        # Both regions' views hold every record once.
+        assert {s["cluster"] for s in ledger["sides"]} == {"primary", "secondary"}
+        assert all(s["lost"] == 0 == s["twice"] for s in ledger["sides"]), ledger["sides"]
+        # Each local-only group read the other region's records on the shared topic while
+        # it ran there (counted apart), never held to them.
+        assert sum(g["other_region"] for g in ledger["groups"]
+                   if g["group"] == groups["local-secondary"]) > 0, ledger["groups"]
+        # Failover moved every group of the region, each with its re-delivery stated.
+        failover = _step_outputs(report_dir, number, "failover")
+        assert failover["left_behind_groups"] == [] and failover["refused"] == [], failover
+        assert set(failover["groups_moved"]) == {groups["agg-primary"],
+                                                 groups["local-primary"]}, failover
+        assert all(failover["redelivery_bound"][g] is not None
+                   for g in failover["groups_moved"]), failover["redelivery_bound"]
+        # Failback's first run named the local-only group that had to read on, and the
+        # second moved it.
+        first = _step_outputs(report_dir, number, "failback")
+        assert not first["done"] and set(first["waiting"]) == {groups["local-primary"]}, first
+        assert "alone" in first["waiting"][groups["local-primary"]], first["waiting"]
+        again = _step_outputs(report_dir, number, "failback_again")
+        assert again["done"] and set(again["moved"]) == {groups["agg-primary"],
+                                                         groups["local-primary"]}, again
+    # The survivor's broker SIGKILLed while its region's applications moved onto it.
+    assert any(f["signal"] == "kill" and f["target"] == "secondary" for f in landed), faults
+    assert {f["target"] for f in landed} == (AA_TARGETS if full_matrix
+                                             else AA_PER_COMMIT_TARGETS), faults
+    _the_verifier_fails_on_a_lost_position(aa_fault_lab, card["round_list"][-1]["ledger"])
+
+
+def _the_verifier_fails_on_a_lost_position(lab: Lab, ledger: dict[str, Any]) -> None:
+    """On purpose: the primary's aggregate group loses its position (its group deleted)
+    while the primary's producer writes on; it reads from the end, as Kafka's default
+    auto.offset.reset=latest starts it, and the tally names what lay between as lost."""
+    from drctl.config import load_config
+    from drctl.kafka.groups import delete_groups
+    from drctl.runbook.actions import ActionContext, builtin_registry
+
+    registry = builtin_registry()
+    ctx = ActionContext(config_loader=lambda: load_config(lab.config_file))
+    name, group = ledger["ledger"], _aa_groups(ledger)["agg-primary"]
+
+    def call(action: str, **params: Any) -> Any:
+        found = registry.get(action)
+        assert found is not None
+        return found.call(ctx, params)
+
+    with lab.clients(lab.load_state(), "primary") as primary:
+        delete_groups(primary, [group])
+    call("ledger.produce", ledger=name, region="primary", cluster="primary", records=12)
+    read = call("ledger.consume", ledger=name, group=group, region="primary",
+                cluster="primary")
+    assert read["positions_lost"] and read["read"] == 0, read
+    tally = call("ledger.verify", ledger=name, deadline=30)
+    # (The other groups have not read the 12 yet either: lost to them too, so far.)
+    assert not tally["ok"] and "never read by a group" in tally["verdict"], tally
+    assert sum(g["lost"] for g in tally["groups"] if g["group"] == group) == 12, tally
+
+
+def test_active_active_round_without_guard_leaves_groups_behind_named(
+        aa_fault_lab: Lab, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One round without guard (under the next seed's faults): nobody kept the positions
+    of the primary's groups on the copies they read, nor what they read. Failover leaves both
+    behind and names each with why (`drctl failover --region` exits 3), commits neither
+    anywhere; the drill runs them nowhere until the primary is back. The ledger names them:
+    the aggregate group, back home, still read every record; what the local-only group never
+    read (its producer's records written on the secondary meanwhile) is counted apart, not
+    as lost — and counted as lost when the tally is not told they were left behind."""
+    from drctl.config import load_config
+    from drctl.runbook.ledger import Ledger, tally
+
+    report_dir = tmp_path / "campaign"
+    card = _aa_campaign(aa_fault_lab, report_dir, capsys, AA_SEED + 1, 1, "guard=false")
+    ledger = card["round_list"][0]["ledger"]
+    groups = _aa_groups(ledger)
+    named = [groups["agg-primary"], groups["local-primary"]]
+    assert ledger["ok"] and ledger["left_behind"] == sorted(named), ledger
+    failover = _step_outputs(report_dir, 1, "failover")
+    assert failover["left_behind_groups"] == sorted(named), failover
+    refused = {line.partition(":")[0]: line for line in failover["refused"]}
+    assert set(refused) == set(named), failover["refused"]
+    assert all("nothing tells what it read there" in line for line in refused.values()), \
+        refused
+    assert failover["groups_moved"] == [] and failover["redelivery_bound"] == {}, failover
+    rows = {g: [r for r in ledger["groups"] if r["group"] == g] for g in named}
+    assert sum(r["lost"] for r in rows[groups["agg-primary"]]) == 0, rows
+    unread = sum(r["lost"] for r in rows[groups["local-primary"]])
+    assert unread > 0 and ledger["left_behind_unread"] == unread, ledger
+    assert ledger["groups_lost"] == 0, ledger
+    # Not told they were left behind, the same count fails: those records are lost to it.
+    config = load_config(aa_fault_lab.config_file)
+    blind = tally(Ledger(config.state.dir, ledger["ledger"]), config, "drill-ledger",
+                  deadline_s=10)
+    assert not blind.ok and blind.groups_lost == unread, blind.as_dict()["verdict"]
