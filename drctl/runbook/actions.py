@@ -646,23 +646,24 @@ def _reprotect(ctx: ActionContext, *, incident: str | None = None, app: str | No
         return result.runbook_summary(result.write_reports(ops))
 
 
+# runbook/ledger.py's DEFAULT_TOPIC, which is imported only when a ledger step runs.
+DEFAULT_LEDGER_TOPIC = "drill-ledger"
+
+
 def _ledger(ctx: ActionContext, name: str, cluster: str | None = None) -> tuple[Any, Any]:
     """The ledger `name`, and `cluster`'s clients: the flow's source or target, or a region
     of an active-active pair."""
     from drctl.errors import UsageError
     from drctl.kafka.clients import ClusterClients
-    from drctl.runbook.ledger import ledger_of, sides_of
+    from drctl.runbook.ledger import clusters_of, ledger_of
 
     config = ctx.config
-    clusters = list(sides_of(config, DEFAULT_LEDGER_TOPIC))
+    clusters = clusters_of(config)
     if cluster is not None and cluster not in clusters:
         raise UsageError(f"cluster '{cluster}' is none of the ledger's clusters "
                          f"({', '.join(clusters)})")
     clients = ClusterClients.for_cluster(config, cluster) if cluster else None
     return ledger_of(config, name), clients
-
-
-DEFAULT_LEDGER_TOPIC = "drill-ledger"
 
 
 def _ledger_produce(ctx: ActionContext, *, ledger: str, cluster: str, records: int = 100,

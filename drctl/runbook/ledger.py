@@ -229,13 +229,21 @@ def pair_reads(pair: Pair, cluster: str, topic: str, kind: GroupKind,
     return pair_topics(pair, cluster, topic)
 
 
+def clusters_of(config: Config) -> tuple[str, str]:
+    """The ledger's two clusters: the flow's source and target, or the pair's regions."""
+    if config.topology is not None:
+        return config.topology.regions
+    rep = config.require_replication()
+    return rep.source, rep.target
+
+
 def sides_of(config: Config, topic: str) -> dict[str, list[str]]:
     """Per cluster, the topics that must hold every acknowledged record once."""
     if config.topology is not None:
         pair = Pair(config)
         return {region: pair_topics(pair, region, topic) for region in pair.regions}
     rep = config.require_replication()
-    return {c: side_topics(rep, c, topic) for c in (rep.source, rep.target)}
+    return {c: side_topics(rep, c, topic) for c in clusters_of(config)}
 
 
 def copies_of(config: Config, topic: str) -> dict[str, list[str]]:

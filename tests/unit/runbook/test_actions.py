@@ -108,3 +108,35 @@ def test_a_renamed_parameter_takes_its_old_name_for_a_release_with_a_warning(
 def test_a_renamed_parameter_must_name_a_parameter() -> None:
     with pytest.raises(ValueError, match="renamed to unknown parameters"):
         builtin_registry().register("test.x", lambda ctx, *, a=1: None, renamed={"b": "c"})
+
+
+def test_a_pairs_ledger_steps_name_a_region_and_one_of_its_clusters() -> None:
+    """On an active-active pair the ledger's clusters are its regions, and a producer or a
+    group belongs to a region: a step that does not say which is a usage error, before any
+    record is written."""
+    from drctl.config import parse_config
+    from drctl.errors import UsageError
+
+    config = parse_config({
+        "clusters": {"primary": {"bootstrap.servers": "a:9092"},
+                     "secondary": {"bootstrap.servers": "b:9092"}},
+        "topology": {"kind": "active-active", "flows": [
+            {"kind": "mirrormaker2", "source": s, "target": t, "rename": f"{s}.{{topic}}",
+             "source_alias": s, "target_alias": t}
+            for s, t in (("primary", "secondary"), ("secondary", "primary"))]}})
+    registry = builtin_registry()
+    ctx = ActionContext(config_loader=lambda: config)
+    for name in ("ledger.produce", "ledger.consume"):
+        action = registry.get(name)
+        assert action is not None and action.param("region") is not None
+        params = {"ledger": "run1", "cluster": "primary", "group": "g"}
+        params = {k: v for k, v in params.items() if action.param(k) is not None}
+        with pytest.raises(UsageError, match="needs 'region'"):
+            action.call(ctx, params)
+        with pytest.raises(UsageError, match=r"none of the ledger's clusters \(primary, "):
+            action.call(ctx, {**params, "cluster": "dc3", "region": "primary"})
+    for name, param in (("failover", "allow_left_behind"), ("failback", "allow_waiting")):
+        action = registry.get(name)
+        assert action is not None and action.param("region") is not None
+        allow = action.param(param)
+        assert allow is not None and allow.default is False
