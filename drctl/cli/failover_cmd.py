@@ -200,6 +200,8 @@ def region_failover(region: str | None, opts: FailoverOptions, *, yes: bool,
         term.warn(f"Left behind: {line}")
     for line in result.refused:
         term.warn(f"Not moved: {line}")
+    for line in result.warnings:
+        term.warn(line)
     if term.json_mode:
         term.emit_json(result.as_dict(paths))
         if result.exit_status:

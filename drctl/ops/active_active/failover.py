@@ -110,6 +110,8 @@ class RegionFailoverResult:
     checkpoints: dict[str, Any] | None = None
     # Where the region's producers write now: local topic on the region -> topic on `to`.
     producers: dict[str, str] = field(default_factory=dict)
+    # What this run could not see (said on stderr, in the JSON and the runbook's outputs).
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def refused(self) -> list[str]:
@@ -136,6 +138,7 @@ class RegionFailoverResult:
                 else self.translation.as_dict(),
                 "refused": self.refused,
                 "left_behind": describe_left_behind(self.marker),
+                "warnings": self.warnings,
                 "mm2_checkpoints": self.checkpoints,
                 "marker": None if self.dry_run else self.marker.as_data(),
                 "reports": [str(p) for p in reports]}
@@ -156,6 +159,7 @@ class RegionFailoverResult:
                 "left_behind": describe_left_behind(self.marker),
                 # Per group, what its positions may re-deliver (ledger.verify holds it to it).
                 "redelivery_bound": stated_redelivery(self.marker),
+                "warnings": self.warnings,
                 "mm2_checkpoints": self.checkpoints, "reports": [str(p) for p in reports]}
 
     def write_reports(self, ctx: OpsContext, directory: Path | None = None) -> list[Path]:
@@ -303,6 +307,8 @@ def _failover_once(pair: Pair, ctx: OpsContext, region: str, opts: FailoverOptio
             source_reachable=pre["source_reachable"],
             target_ends=marker.ends_at_failover or None))
         reads = _reads_on_region(ctx, report, pre["source_reachable"])
+        if not pre["source_reachable"]:
+            result.warnings += _unseen_groups(ctx, region)
         local_only = _place_local_only(pair, region, report, marker, reads)
         refused = _refuse_groups_of_target(ctx, report, marker)
         result.translation = report
@@ -413,6 +419,19 @@ def _claim(pair: Pair, ctx: OpsContext, region: str, marker: FailoverMarker,
         old.status = "closed"
         store.save(old)
     store.save(marker)
+
+
+def _unseen_groups(ctx: OpsContext, region: str) -> list[str]:
+    """With the region down and no inventory of it (guard never ran against it), the groups
+    failed over are those guard's snapshots or MirrorMaker 2's checkpoints know: a group
+    neither ever saw is neither moved nor named, and drctl cannot tell whether there is one."""
+    if read_snapshot_topic(ctx.target, ctx.config.state.snapshots_topic).inventory is not None:
+        return []
+    line = (f"drctl has no inventory of {region}'s groups (drctl guard never ran against it): "
+            "the groups moved are those guard's snapshots or MirrorMaker 2's checkpoints "
+            f"know; a group of {region} neither saw (new, or idle since MirrorMaker 2 "
+            "started) was not moved and is not named. Run drctl guard to keep one.")
+    return [line]
 
 
 def _reads_on_region(ctx: OpsContext, report: TranslationReport,
