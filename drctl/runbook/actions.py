@@ -551,6 +551,32 @@ def _region_failover(ctx: ActionContext, region: str | None, opts: FailoverOptio
     return summary
 
 
+def _mm2_checkpointed(ctx: ActionContext, *, groups: str = ".*",
+                      region: str | None = None) -> dict[str, Any]:
+    """The GROUPS (a regex) MirrorMaker 2 has checkpointed on the target, the flow's (on an
+    active-active pair: the flow out of REGION). Without guard they are all a failover with
+    the source down can see."""
+    import re
+
+    from drctl.context import OpsContext
+    from drctl.kafka.checkpoints import read_checkpoints
+
+    config = ctx.config
+    if config.topology is not None:
+        from drctl.ops.active_active.pair import Pair
+
+        pair = Pair(config)
+        ops = pair.context(pair.region(_required(region, "region")), ctx.notify)
+    else:
+        ops = OpsContext.from_config(config, ctx.notify)
+    with ops:
+        topic = ops.require_kind().checkpoints_topic(ops.rep)
+        found = read_checkpoints(ops.target, topic) if topic else {}
+    wanted = re.compile(groups)
+    return {"topic": topic,
+            "groups": sorted({g for g, _t, _p in found if wanted.fullmatch(g)})}
+
+
 def _failback(ctx: ActionContext, *, reconcile: ReconcileMode = ReconcileMode.COPY_SAFE,
               groups: str = ".*", incident: str | None = None, app: str | None = None,
               lookback: Seconds | None = None,
@@ -758,6 +784,8 @@ def builtin_registry() -> Registry:
                       renamed={"source_deadline": "deadline"})
     registry.register("failback", _failback, needs_config=True)
     registry.register("reprotect", _reprotect, needs_config=True)
+    registry.register("mm2.checkpointed", _mm2_checkpointed, read_only=True,
+                      needs_config=True)
     registry.register("ledger.produce", _ledger_produce, needs_config=True)
     registry.register("ledger.consume", _ledger_consume, needs_config=True)
     # Read-only for the clusters (it writes the tally beside the ledger): a check may wait

@@ -324,11 +324,13 @@ def _the_verifier_fails_on_a_lost_position(lab: Lab, ledger: dict[str, Any]) -> 
 
     with lab.clients(lab.load_state(), "primary") as primary:
         delete_groups(primary, [group])
-    call("ledger.produce", ledger=name, region="primary", cluster="primary", records=12)
-    read = call("ledger.consume", ledger=name, group=group, region="primary",
+    topic = f"aa-ledger-{name}"  # the drill's, one per run
+    call("ledger.produce", ledger=name, topic=topic, region="primary", cluster="primary",
+         records=12)
+    read = call("ledger.consume", ledger=name, topic=topic, group=group, region="primary",
                 cluster="primary")
     assert read["positions_lost"] and read["read"] == 0, read
-    tally = call("ledger.verify", ledger=name, deadline=30)
+    tally = call("ledger.verify", ledger=name, topic=topic, deadline=30)
     # (The other groups have not read the 12 yet either: lost to them too, so far.)
     assert not tally["ok"] and "never read by a group" in tally["verdict"], tally
     assert sum(g["lost"] for g in tally["groups"] if g["group"] == group) == 12, tally
@@ -366,6 +368,6 @@ def test_active_active_round_without_guard_leaves_groups_behind_named(
     assert ledger["groups_lost"] == 0, ledger
     # Not told they were left behind, the same count fails: those records are lost to it.
     config = load_config(aa_fault_lab.config_file)
-    blind = tally(Ledger(config.state.dir, ledger["ledger"]), config, "drill-ledger",
-                  deadline_s=10)
+    blind = tally(Ledger(config.state.dir, ledger["ledger"]), config,
+                  f"aa-ledger-{ledger['ledger']}", deadline_s=10)
     assert not blind.ok and blind.groups_lost == unread, blind.as_dict()["verdict"]

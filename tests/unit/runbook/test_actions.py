@@ -140,3 +140,35 @@ def test_a_pairs_ledger_steps_name_a_region_and_one_of_its_clusters() -> None:
         assert action is not None and action.param("region") is not None
         allow = action.param(param)
         assert allow is not None and allow.default is False
+
+
+def test_mm2_checkpointed_reads_the_checkpoints_of_the_flow_out_of_the_region(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The groups MirrorMaker 2 checkpointed, from the flow out of the region (its
+    checkpoints topic on the other region, named with the flow's separator), within the
+    regex: without guard, all a failover with the region down can see."""
+    from drctl.config import parse_config
+    from drctl.kafka import checkpoints
+
+    config = parse_config({
+        "clusters": {"primary": {"bootstrap.servers": "a:9092"},
+                     "secondary": {"bootstrap.servers": "b:9092"}},
+        "topology": {"kind": "active-active", "flows": [
+            {"kind": "mirrormaker2", "source": s, "target": t, "rename": f"{s}_{{topic}}",
+             "source_alias": s, "target_alias": t}
+            for s, t in (("primary", "secondary"), ("secondary", "primary"))]}})
+    asked: list[str] = []
+
+    def read(clients: Any, topic: str, **_: Any) -> dict[tuple[str, str, int], Any]:
+        asked.append(topic)
+        return {("aa-1-agg-primary", "primary_l", 0): 1, ("aa-1-local-primary", "primary_l", 0): 1,
+                ("other", "primary_l", 0): 1}
+
+    monkeypatch.setattr(checkpoints, "read_checkpoints", read)
+    action = builtin_registry().get("mm2.checkpointed")
+    assert action is not None and action.read_only
+    ctx = ActionContext(config_loader=lambda: config)
+    out = action.call(ctx, {"region": "primary", "groups": "aa-1-.*"})
+    assert out == {"topic": "primary_checkpoints_internal",
+                   "groups": ["aa-1-agg-primary", "aa-1-local-primary"]}
+    assert asked == ["primary_checkpoints_internal"]
