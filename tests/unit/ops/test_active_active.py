@@ -4,6 +4,7 @@ flows one each way, the naming loop refused by `config check` (exit 2) and `fail
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ import yaml
 
 from drctl.cli.app import main
 from drctl.config import config_as_data, load_config, parse_config
-from drctl.errors import ConfigError
+from drctl.errors import ConfigError, UsageError
 from drctl.ops.active_active.checkpoints import compare
 from drctl.ops.active_active.failover import groups_regex
 from drctl.ops.active_active.pair import Pair
@@ -611,3 +612,85 @@ def test_a_region_down_without_drctls_inventory_of_it_says_what_it_cannot_see(
     assert "no inventory of primary's groups" in line and "drctl guard" in line
     kept["inventory"] = SimpleNamespace(groups={"agg": ["orders"]})
     assert failover._unseen_groups(ctx, "primary") == []  # type: ignore[arg-type]
+
+
+class _Store:
+    """The marker store's look-ups and saves, in a list."""
+
+    def __init__(self, *markers: Any) -> None:
+        self.markers, self.saved = list(markers), []  # type: ignore[var-annotated]
+
+    def open_markers(self, source: str | None = None, target: str | None = None) -> list[Any]:
+        return [m for m in self.markers if m.status == "open"
+                and source in (None, m.source) and target in (None, m.target)]
+
+    def save(self, marker: Any) -> None:
+        self.saved.append(marker.incident)
+
+
+def test_a_region_failover_claims_under_both_flows_locks_in_one_order(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 58, finding 5: two operators (or both regions in a partition) failing over at
+    once. Both flows' locks are taken, in the regions' order whichever region fails over (no
+    two failovers wait on each other); with the region down only the flow out of it (its
+    lock lives on the survivor)."""
+    from contextlib import contextmanager
+    from types import SimpleNamespace
+
+    from drctl.ops.active_active import failover
+
+    pair = Pair(parse_config(_raw()))
+    taken: list[str] = []
+
+    @contextmanager
+    def locked(ctx: Any, what: str) -> Iterator[None]:
+        taken.append(ctx.name)
+        yield
+
+    @contextmanager
+    def context(region: str, notify: Any = None, deadline_s: Any = None) -> Iterator[Any]:
+        yield SimpleNamespace(name=f"flow out of {region}")
+
+    monkeypatch.setattr(failover, "flow_locked", locked)
+    monkeypatch.setattr(pair, "context", context)
+    for region in ("secondary", "primary"):
+        ctx = SimpleNamespace(name=f"flow out of {region}", notify=None, deadline_s=1.0)
+        taken.clear()
+        with failover._pair_locked(pair, ctx, region, True, "failover"):  # type: ignore[arg-type]
+            pass
+        assert taken == ["flow out of primary", "flow out of secondary"]
+        taken.clear()
+        with failover._pair_locked(pair, ctx, region, False, "failover"):  # type: ignore[arg-type]
+            pass
+        assert taken == [f"flow out of {region}"]
+
+
+def test_a_region_failover_claims_refuses_an_incident_opened_meanwhile_and_closes_the_stuck(
+        ) -> None:
+    """Under the locks the incidents are read again: another operator's failover of the
+    region opened meanwhile is refused, named (continue it with --incident); one superseded by
+    --new-incident (a failback that could not finish) is closed, naming the new one."""
+    from types import SimpleNamespace
+
+    from drctl.ops.active_active.failover import REGION_STEP, _claim
+    from drctl.state import FailoverMarker
+
+    pair = Pair(parse_config(_raw()))
+    mine = FailoverMarker.new("primary", "secondary", "mirrormaker2", False)
+    theirs = FailoverMarker.new("primary", "secondary", "mirrormaker2", False)
+    notes: list[str] = []
+    ctx = SimpleNamespace(store=_Store(mine, theirs), notify=notes.append)
+    with pytest.raises(UsageError, match=f"Incident {theirs.incident} of primary was opened "
+                                         "meanwhile") as info:
+        _claim(pair, ctx, "primary", mine, [], {"orders": "primary.orders"},  # type: ignore
+               region_up=False)
+    assert f"--incident {theirs.incident}" in (info.value.hint or "")
+    assert REGION_STEP not in mine.steps and ctx.store.saved == []
+    # The stuck one superseded: closed, the new one recorded as the region's failover.
+    _claim(pair, ctx, "primary", mine, [theirs], {"orders": "primary.orders"},  # type: ignore
+           region_up=False)
+    assert theirs.status == "closed" and theirs.steps["superseded"].result["by"] == mine.incident
+    assert mine.steps[REGION_STEP].result == {"topology": "active-active", "region": "primary",
+                                              "to": "secondary"}
+    assert ctx.store.saved == [theirs.incident, mine.incident]
+    assert any("superseded" in n for n in notes)
