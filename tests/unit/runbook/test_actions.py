@@ -110,20 +110,26 @@ def test_a_renamed_parameter_must_name_a_parameter() -> None:
         builtin_registry().register("test.x", lambda ctx, *, a=1: None, renamed={"b": "c"})
 
 
+def _pair_config(separator: str) -> Any:
+    """An active-active pair whose copies are named `<region><separator><topic>`."""
+    from drctl.config import parse_config
+
+    return parse_config({
+        "clusters": {"primary": {"bootstrap.servers": "a:9092"},
+                     "secondary": {"bootstrap.servers": "b:9092"}},
+        "topology": {"kind": "active-active", "flows": [
+            {"kind": "mirrormaker2", "source": s, "target": t,
+             "rename": f"{s}{separator}{{topic}}", "source_alias": s, "target_alias": t}
+            for s, t in (("primary", "secondary"), ("secondary", "primary"))]}})
+
+
 def test_a_pairs_ledger_steps_name_a_region_and_one_of_its_clusters() -> None:
     """On an active-active pair the ledger's clusters are its regions, and a producer or a
     group belongs to a region: a step that does not say which is a usage error, before any
     record is written."""
-    from drctl.config import parse_config
     from drctl.errors import UsageError
 
-    config = parse_config({
-        "clusters": {"primary": {"bootstrap.servers": "a:9092"},
-                     "secondary": {"bootstrap.servers": "b:9092"}},
-        "topology": {"kind": "active-active", "flows": [
-            {"kind": "mirrormaker2", "source": s, "target": t, "rename": f"{s}.{{topic}}",
-             "source_alias": s, "target_alias": t}
-            for s, t in (("primary", "secondary"), ("secondary", "primary"))]}})
+    config = _pair_config(".")
     registry = builtin_registry()
     ctx = ActionContext(config_loader=lambda: config)
     for name in ("ledger.produce", "ledger.consume"):
@@ -147,16 +153,9 @@ def test_mm2_checkpointed_reads_the_checkpoints_of_the_flow_out_of_the_region(
     """The groups MirrorMaker 2 checkpointed, from the flow out of the region (its
     checkpoints topic on the other region, named with the flow's separator), within the
     regex: without guard, all a failover with the region down can see."""
-    from drctl.config import parse_config
     from drctl.kafka import checkpoints
 
-    config = parse_config({
-        "clusters": {"primary": {"bootstrap.servers": "a:9092"},
-                     "secondary": {"bootstrap.servers": "b:9092"}},
-        "topology": {"kind": "active-active", "flows": [
-            {"kind": "mirrormaker2", "source": s, "target": t, "rename": f"{s}_{{topic}}",
-             "source_alias": s, "target_alias": t}
-            for s, t in (("primary", "secondary"), ("secondary", "primary"))]}})
+    config = _pair_config("_")
     asked: list[str] = []
 
     def read(clients: Any, topic: str, **_: Any) -> dict[tuple[str, str, int], Any]:
