@@ -73,7 +73,7 @@ from drctl.rerun import rerun_while_dropped
 from drctl.state import FailoverMarker, MarkerStore
 from drctl.translate.engine import TranslateRequest, apply_positions, translate_offsets
 from drctl.translate.model import PartitionResult, TranslationReport
-from drctl.translate.snapshots import SourceInventory, read_snapshot_topic
+from drctl.translate.snapshots import read_snapshot_topic
 
 # The marker step that makes an incident a region's failover of an active-active pair.
 REGION_STEP = "region"
@@ -306,12 +306,9 @@ def _failover_once(pair: Pair, ctx: OpsContext, region: str, opts: FailoverOptio
             source_deadline_s=opts.source_deadline_s,
             source_reachable=pre["source_reachable"],
             target_ends=marker.ends_at_failover or None))
-        # With the region down, what drctl last saw of it (guard keeps it every round).
-        inventory = None if pre["source_reachable"] else read_snapshot_topic(
-            ctx.target, ctx.config.state.snapshots_topic).inventory
-        reads = _reads_on_region(ctx, report, pre["source_reachable"], inventory)
+        reads = _reads_on_region(ctx, report, pre["source_reachable"])
         if not pre["source_reachable"]:
-            result.warnings += _unseen_groups(region, inventory)
+            result.warnings += _unseen_groups(ctx, region)
         local_only = _place_local_only(pair, region, report, marker, reads)
         refused = _refuse_groups_of_target(ctx, report, marker)
         result.translation = report
@@ -424,11 +421,11 @@ def _claim(pair: Pair, ctx: OpsContext, region: str, marker: FailoverMarker,
     store.save(marker)
 
 
-def _unseen_groups(region: str, inventory: SourceInventory | None) -> list[str]:
+def _unseen_groups(ctx: OpsContext, region: str) -> list[str]:
     """With the region down and no inventory of it (guard never ran against it), the groups
     failed over are those guard's snapshots or MirrorMaker 2's checkpoints know: a group
     neither ever saw is neither moved nor named, and drctl cannot tell whether there is one."""
-    if inventory is not None:
+    if read_snapshot_topic(ctx.target, ctx.config.state.snapshots_topic).inventory is not None:
         return []
     line = (f"drctl has no inventory of {region}'s groups (drctl guard never ran against it): "
             "the groups moved are those guard's snapshots or MirrorMaker 2's checkpoints "
@@ -437,8 +434,8 @@ def _unseen_groups(region: str, inventory: SourceInventory | None) -> list[str]:
     return [line]
 
 
-def _reads_on_region(ctx: OpsContext, report: TranslationReport, region_up: bool,
-                     inventory: SourceInventory | None) -> dict[str, set[str] | None]:
+def _reads_on_region(ctx: OpsContext, report: TranslationReport,
+                     region_up: bool) -> dict[str, set[str] | None]:
     """Per group of `report`, the topics it committed on the failed region: asked of it
     while it answers; with it down, drctl's inventory of it (guard keeps it every round)
     and the positions guard and MirrorMaker 2 kept. None: nothing says what it read."""
@@ -446,6 +443,7 @@ def _reads_on_region(ctx: OpsContext, report: TranslationReport, region_up: bool
     if region_up:
         commits = committed_offsets(ctx.source, groups)
         return {g: {t for t, _ in commits.get(g, {})} for g in groups}
+    inventory = read_snapshot_topic(ctx.target, ctx.config.state.snapshots_topic).inventory
     known = inventory.groups if inventory is not None else {}
     out: dict[str, set[str] | None] = {}
     for g in report.groups:

@@ -594,7 +594,8 @@ def test_a_run_again_after_the_groups_were_done_still_names_those_left_behind() 
     assert summary["redelivery_bound"] == {"kept": 3}
 
 
-def test_a_region_down_without_drctls_inventory_of_it_says_what_it_cannot_see() -> None:
+def test_a_region_down_without_drctls_inventory_of_it_says_what_it_cannot_see(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """With the region down and guard never run against it, a group MirrorMaker 2 never
     checkpointed is neither moved nor named: the failover says drctl cannot see such groups
     (once guard's inventory exists, the groups it lists are named as left behind instead)."""
@@ -602,10 +603,15 @@ def test_a_region_down_without_drctls_inventory_of_it_says_what_it_cannot_see() 
 
     from drctl.ops.active_active import failover
 
-    [line] = failover._unseen_groups("primary", None)
+    config = parse_config(_raw())
+    ctx = SimpleNamespace(config=config, target=object())
+    kept: dict[str, Any] = {"inventory": None}
+    monkeypatch.setattr(failover, "read_snapshot_topic",
+                        lambda clients, topic: SimpleNamespace(inventory=kept["inventory"]))
+    [line] = failover._unseen_groups(ctx, "primary")  # type: ignore[arg-type]
     assert "no inventory of primary's groups" in line and "drctl guard" in line
-    seen = SimpleNamespace(groups={"agg": ["orders"]})
-    assert failover._unseen_groups("primary", seen) == []  # type: ignore[arg-type]
+    kept["inventory"] = SimpleNamespace(groups={"agg": ["orders"]})
+    assert failover._unseen_groups(ctx, "primary") == []  # type: ignore[arg-type]
 
 
 class _Store:
