@@ -26,15 +26,15 @@ from tests.conftest import PORT_BASE
 
 pytestmark = [pytest.mark.lab, pytest.mark.spark]
 
-# The active-active drill's first seed: its round lands a SIGKILL of the surviving region's
-# broker in failover, a SIGTERM of the failover step and a SIGSTOP of the Connect worker; the
-# next seed's (the full matrix's second round) a SIGKILL of the survivor's broker in failback,
-# a SIGSTOP of the returning region's and a SIGTERM of the Connect worker: every target of an
-# active-active lab (no Spark Connect server) in two rounds. The round without guard: the
-# second seed.
+# The active-active drill's seed: its first round lands a SIGKILL of the surviving region's
+# broker in failover, a SIGTERM of the failover step and a SIGSTOP of the Connect worker; its
+# second a SIGKILL of the survivor's broker in failback, a SIGSTOP of the returning region's
+# and a SIGTERM of the Connect worker: every target of an active-active lab (no Spark Connect
+# server) in the two rounds run per commit (issue 58: two rounds per fixed seed with guard,
+# one without); the full matrix runs four. The round without guard: the next seed.
 AA_SEED = 18
 AA_TARGETS = {"primary", "secondary", "connect", "step"}
-AA_PER_COMMIT_TARGETS = {"secondary", "connect", "step"}
+AA_ROUNDS, AA_MATRIX_ROUNDS = 2, 4
 
 # Per naming: its ports (base .. base + 5, clear of tests/conftest.py's labs and
 # test_legacy_keys.py's + 120), the first of its two rounds' seeds in the full matrix —
@@ -250,14 +250,14 @@ def test_active_active_rounds_under_faults(aa_fault_lab: Lab, tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str],
                                            full_matrix: bool) -> None:
     """runbooks/drill-active-active.yaml on an active-active lab, with guard, under three
-    faults a round (per commit one round, the full matrix two: every target): the primary
+    faults a round (per commit two rounds, the full matrix four: every target): the primary
     region SIGKILLed, failover --region, writes and reads on the survivor, failback --region
     (its local-only group reads on first, as failback asks), the return. The ledger: every
     acknowledged record once in each region's view, every group read every record it must,
     its re-deliveries within what failover stated; no group left behind. Then the verifier
     made to fail: a group's position lost, what lay between never read."""
     report_dir = tmp_path / "campaign"
-    rounds = ROUNDS if full_matrix else 1
+    rounds = AA_MATRIX_ROUNDS if full_matrix else AA_ROUNDS
     card = _aa_campaign(aa_fault_lab, report_dir, capsys, AA_SEED, rounds)
     assert (card["ledger"]["lost"], card["ledger"]["twice"], card["ledger"]["groups_lost"],
             card["ledger"]["redelivered_over"]) == (0, 0, 0, 0), card["ledger"]
@@ -300,8 +300,11 @@ def test_active_active_rounds_under_faults(aa_fault_lab: Lab, tmp_path: Path,
                                                          groups["local-primary"]}, again
     # The survivor's broker SIGKILLed while its region's applications moved onto it.
     assert any(f["signal"] == "kill" and f["target"] == "secondary" for f in landed), faults
-    assert {f["target"] for f in landed} == (AA_TARGETS if full_matrix
-                                             else AA_PER_COMMIT_TARGETS), faults
+    assert {f["target"] for f in landed} == AA_TARGETS, faults
+    # RTO by phase of the region's failover and failback, each round.
+    assert {op["operation"] for op in card["rto"]} == {"failover", "failback"}, card["rto"]
+    assert all(p["n"] == rounds for op in card["rto"] for p in op["phases"]
+               if p["phase"] == "preflight"), card["rto"]
     _the_verifier_fails_on_a_lost_position(aa_fault_lab, card["round_list"][-1]["ledger"])
 
 
