@@ -281,6 +281,9 @@ def region_failback(region: str | None, incident: str | None, *, dry_run: bool, 
         render_translation(result.translation)
     for p in paths:
         term.info(f"  report: {p}")
+    if not dry_run:
+        for line in describe_scorecard(result.scorecard()):
+            term.info(line)
     if result.done:
         term.success(f"Failback {marker.incident} done: {name}'s groups are back on {name} "
                      f"({len(result.moved)} moved this run); both flows run. Start {name}'s "

@@ -219,6 +219,8 @@ def region_failover(region: str | None, opts: FailoverOptions, *, yes: bool,
         term.info(f"  producers of {topic} on {region}: write to {now} on {to}")
     for p in paths:
         term.info(f"  report: {p}")
+    for line in describe_scorecard(result.scorecard()):
+        term.info(line)
     term.info(f"Next: when {region} is back, `drctl failback --region {region}` (its producers "
               f"stopped, its consumers stopped on {to}).")
     if result.exit_status:

@@ -43,6 +43,8 @@ from drctl.ops.active_active.checkpoints import (
 )
 from drctl.ops.active_active.failover import REGION_STEP, open_region_incident
 from drctl.ops.active_active.pair import Pair
+from drctl.ops.one_way.phases import PhaseClock, command_timing
+from drctl.ops.one_way.scorecard import operation_scorecard
 from drctl.ops.steps.audit import audit_failover
 from drctl.ops.steps.failover_point import FailoverOptions, read_ends, wait_quiet_and_caught_up
 from drctl.replication.connect import connect_client
@@ -95,6 +97,7 @@ class RegionFailbackResult:
     # measured then; after an outage: against the audit) and now, the way back.
     checkpoints_failover: dict[str, Any] | None = None
     checkpoints_failback: dict[str, Any] | None = None
+    clock: PhaseClock | None = None  # this run's phases (None: a result not from a run)
 
     @property
     def skipped(self) -> int:
@@ -110,6 +113,13 @@ class RegionFailbackResult:
     def done(self) -> bool:
         return self.marker.done("failback")
 
+    def scorecard(self) -> dict[str, Any]:
+        """RTO by phase: this run's, and the incident's failback runs' (a first run that
+        waited for the region's groups counts: the operator's wait is part of the return)."""
+        this = None if self.clock is None else self.clock.as_run()
+        return operation_scorecard("failback", self.marker.incident,
+                                   command_timing(self.marker.timings, "failback", this))
+
     def as_dict(self, reports: Sequence[Path] = ()) -> dict[str, Any]:
         """The JSON of `drctl failback` on an active-active pair."""
         return {"incident": self.marker.incident, "topology": "active-active",
@@ -123,6 +133,7 @@ class RegionFailbackResult:
                 "left_behind": [], "producers": {t: t for t in self.marker.topics},
                 "mm2_checkpoints": self.checkpoints_failback,
                 "mm2_checkpoints_at_failover": self.checkpoints_failover,
+                "scorecard": self.scorecard(),
                 "marker": None if self.dry_run else self.marker.as_data(),
                 "reports": [str(p) for p in reports]}
 
@@ -141,7 +152,7 @@ class RegionFailbackResult:
                 # Every group moved back exactly (or kept where it stood further on): it reads
                 # nothing again because of failback.
                 "redelivery_bound": dict.fromkeys(moved, 0),
-                "mm2_checkpoints": self.checkpoints_failback,
+                "mm2_checkpoints": self.checkpoints_failback, "scorecard": self.scorecard(),
                 "reports": [str(p) for p in reports]}
 
     def write_reports(self, ctx: OpsContext, directory: Path | None = None) -> list[Path]:
@@ -193,11 +204,15 @@ def run_region_failback(pair: Pair, ctx: OpsContext, back: OpsContext,
     if marker.phase.value == "failing-over":
         raise UsageError(f"The failover of {region} ({marker.incident}) did not finish.",
                          f"Run `drctl failover --region {region}` again first.")
+    clock = PhaseClock("failback")
+    clock.phase("preflight")
+    if not opts.dry_run:
+        clock.keep_in(marker.timings)  # saved with the marker's next save
     policy = ctx.config.retry.with_deadline(opts.deadline_s)
     for name in (region, to):  # both regions: exit 4 naming the one that does not answer
         describe_with_retry(ctx.clients(name), policy, notify=ctx.notify)
     store = ctx.store
-    result = RegionFailbackResult(region, to, marker, opts.dry_run)
+    result = RegionFailbackResult(region, to, marker, opts.dry_run, clock=clock)
 
     # The cut: where the region's producers left the other region's local topics.
     if not marker.done("failback:cut"):
@@ -214,11 +229,16 @@ def run_region_failback(pair: Pair, ctx: OpsContext, back: OpsContext,
     if not marker.done("failback:late-arrivals"):
         waiting = _consumers_not_stopped(ctx, marker, cut)
         if waiting:
+            clock.stop()
+            if not opts.dry_run:
+                store.save(marker)  # this run's time counts in the return's
             raise FailbackWaits(marker.incident, region, waiting)
+    clock.phase("flows")
     result.flows = _flows_running(ctx, back, opts)
 
     # 1. The audit, with the region back: where each group really was.
     if not marker.planned:
+        clock.phase("audit")
         if marker.done("failback:audit"):
             result.audit = marker.steps["failback:audit"].result
         else:
@@ -230,6 +250,7 @@ def run_region_failback(pair: Pair, ctx: OpsContext, back: OpsContext,
     result.checkpoints_failover = _checkpoints_at_failover(marker, result.audit)
 
     # 2. The late arrivals: the region's flow caught up, what it copied after F named.
+    clock.phase("late-arrivals")
     if marker.done("failback:late-arrivals"):
         result.late_arrivals = marker.steps["failback:late-arrivals"].result
     else:
@@ -248,8 +269,11 @@ def run_region_failback(pair: Pair, ctx: OpsContext, back: OpsContext,
             crash_point("failback:late-arrivals")
 
     # 3. The groups back, each once the flow feeding its positions has caught up.
+    clock.phase("groups")
     _groups_back(ctx, back, marker, cut, opts, result)
-    if not opts.dry_run:
+    if opts.dry_run:
+        clock.stop()
+    else:
         step = marker.steps.get("failback:groups")
         earlier = step.result if step else {"moved": []}
         marker.record("failback:groups", {
@@ -259,6 +283,7 @@ def run_region_failback(pair: Pair, ctx: OpsContext, back: OpsContext,
             marker.record("failback", {"region": region, "late_arrivals":
                                        (result.late_arrivals or {}).get("total", 0)})
             marker.status = "closed"
+        clock.stop(finished=not result.not_moved)
         store.save(marker)
     return result
 

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from drctl.config import Objectives
 from drctl.context import OpsContext
 from drctl.errors import CheckFailed, ExitStatus, UsageError
 from drctl.faults import crash_point
@@ -54,6 +55,8 @@ from drctl.ops.active_active.checkpoints import (
     target_marks,
 )
 from drctl.ops.active_active.pair import Pair
+from drctl.ops.one_way.phases import PhaseClock, command_timing
+from drctl.ops.one_way.scorecard import failover_scorecard
 from drctl.ops.steps.audit import stated_redelivery
 from drctl.ops.steps.failover_point import (
     FailoverOptions,
@@ -112,6 +115,8 @@ class RegionFailoverResult:
     producers: dict[str, str] = field(default_factory=dict)
     # What this run could not see (said on stderr, in the JSON and the runbook's outputs).
     warnings: list[str] = field(default_factory=list)
+    clock: PhaseClock | None = None  # this run's phases (None: a result not from a run)
+    objectives: Objectives = Objectives()  # the config's, scored in the scorecard
 
     @property
     def refused(self) -> list[str]:
@@ -128,6 +133,13 @@ class RegionFailoverResult:
             return ExitStatus.CHECK_FAILED
         return ExitStatus.SUCCESS
 
+    def scorecard(self) -> dict[str, Any]:
+        """RTO by phase (this run's and the incident's failover runs'), against the config's
+        objective; no RPO is measured for a region (its late arrivals are, at failback)."""
+        this = None if self.clock is None else self.clock.as_run()
+        return failover_scorecard(self.marker.incident, self.objectives,
+                                  command_timing(self.marker.timings, "failover", this), None)
+
     def as_dict(self, reports: Sequence[Path] = ()) -> dict[str, Any]:
         """The JSON of `drctl failover --region`."""
         return {"incident": self.marker.incident, "topology": "active-active",
@@ -139,7 +151,7 @@ class RegionFailoverResult:
                 "refused": self.refused,
                 "left_behind": describe_left_behind(self.marker),
                 "warnings": self.warnings,
-                "mm2_checkpoints": self.checkpoints,
+                "mm2_checkpoints": self.checkpoints, "scorecard": self.scorecard(),
                 "marker": None if self.dry_run else self.marker.as_data(),
                 "reports": [str(p) for p in reports]}
 
@@ -159,7 +171,7 @@ class RegionFailoverResult:
                 "left_behind": describe_left_behind(self.marker),
                 # Per group, what its positions may re-deliver (ledger.verify holds it to it).
                 "redelivery_bound": stated_redelivery(self.marker),
-                "warnings": self.warnings,
+                "warnings": self.warnings, "scorecard": self.scorecard(),
                 "mm2_checkpoints": self.checkpoints, "reports": [str(p) for p in reports]}
 
     def write_reports(self, ctx: OpsContext, directory: Path | None = None) -> list[Path]:
@@ -178,10 +190,11 @@ def open_region_incident(store: MarkerStore, region: str, to: str) -> FailoverMa
 
 @dataclass
 class _Run:
-    """What a run again after a dropped cluster keeps: whether the failover got going, whether
-    it continued an earlier command's incident, and its incident once claimed (a run again
-    continues that one, never opens another)."""
+    """What a run again after a dropped cluster keeps: one phase clock, whether the failover
+    got going, whether it continued an earlier command's incident, and its incident once
+    claimed (a run again continues that one, never opens another)."""
 
+    clock: PhaseClock = field(default_factory=lambda: PhaseClock("failover"))
     under_way: bool = False
     resumed: bool | None = None
     incident: str | None = None
@@ -222,6 +235,8 @@ def _failover_once(pair: Pair, ctx: OpsContext, region: str, opts: FailoverOptio
     to = pair.other(region)
     rep = ctx.rep
     store = ctx.store  # on `to`: the cluster that survives
+    clock = run.clock
+    clock.phase("preflight")
     # An open incident only while young or named; --new-incident closes a stuck one (a
     # failback that cannot finish with the region down) as superseded.
     marker, superseded = incident_to_continue(store, rep, opts)
@@ -231,15 +246,19 @@ def _failover_once(pair: Pair, ctx: OpsContext, region: str, opts: FailoverOptio
     if run.resumed is None:
         run.resumed = bool(marker.steps)
     resumed = run.resumed
+    if not opts.dry_run:
+        clock.keep_in(marker.timings)  # saved with the marker's next step, not before
     pre = preflight(ctx, opts)
     if pre["source_reachable"]:
         _refuse_if_other_failed_over(pair, ctx, region)
     topics: dict[str, str] = marker.topics or pre["topics"]
     producers = {t: rep.failover_topic(t) for t in topics}
     result = RegionFailoverResult(region, to, marker, opts.dry_run, pre, resumed=resumed,
-                                  producers=producers)
+                                  producers=producers, clock=clock,
+                                  objectives=ctx.config.objectives)
     regex = groups_regex(pair, region, opts.groups)
     if approve is not None and not opts.dry_run:
+        clock.phase("approval")
         approve({"region": region, "to": to, "incident": marker.incident,
                  "mode": "planned" if opts.planned else "unplanned", "continuing": resumed,
                  "superseding": [m.incident for m in superseded],
@@ -258,6 +277,7 @@ def _failover_once(pair: Pair, ctx: OpsContext, region: str, opts: FailoverOptio
 
     # 1. Planned: the region's producers are stopped; wait until its flow copied all.
     if opts.planned and not marker.done("catch-up") and not opts.dry_run:
+        clock.phase("catch-up")
         caught = wait_quiet_and_caught_up(ctx, topics, opts)
         marker.record("catch-up", {"source_end": caught})
         store.save(marker)
@@ -267,6 +287,7 @@ def _failover_once(pair: Pair, ctx: OpsContext, region: str, opts: FailoverOptio
     # tried again by a re-run, and named).
     if not opts.dry_run and (not marker.done("stop-replication")
                              or marker.replication_stop == "pending"):
+        clock.phase("stop-replication")
         with _pair_locked(pair, ctx, region, pre["source_reachable"], what):
             outcome = ctx.require_kind().stop_forward(rep, confirm=confirm,
                                                       reach_deadline_s=opts.source_deadline_s)
@@ -283,6 +304,7 @@ def _failover_once(pair: Pair, ctx: OpsContext, region: str, opts: FailoverOptio
     # 3. The failover point: the copies' ends (what came from the region before the failover)
     # and the surviving region's local topics' ends (where the region's producers start).
     if not marker.done("failover-point"):
+        clock.phase("failover-point")
         failover_point = read_ends(ctx.target, sorted(topics.values()))
         created = ensure_failover_topics(ctx, topics, opts.dry_run)
         if not opts.dry_run:
@@ -300,6 +322,7 @@ def _failover_once(pair: Pair, ctx: OpsContext, region: str, opts: FailoverOptio
     # the failover point, nothing committed to a group that is not only the region's, and
     # nothing to a group whose position on a copy it read is unknown.
     if not marker.done("translate-offsets"):
+        clock.phase("translate-offsets")
         ctx.notify(f"Translating {region}'s consumer groups onto {to}")
         report = translate_offsets(ctx, TranslateRequest(
             region, to, groups=regex, method=opts.method, apply=False,
@@ -343,9 +366,13 @@ def _failover_once(pair: Pair, ctx: OpsContext, region: str, opts: FailoverOptio
             marker.record("translate-offsets", report.summary())
             store.save(marker)
             crash_point("translate-offsets")
-    if not opts.dry_run and not marker.done("failover"):
+    if opts.dry_run:
+        clock.stop()
+        return result
+    clock.stop(finished=True)
+    if not marker.done("failover"):
         marker.record("failover", {"planned": opts.planned, "region": region})
-        store.save(marker)
+    store.save(marker)  # this run's timing with it
     return result
 
 

@@ -694,3 +694,69 @@ def test_a_region_failover_claims_refuses_an_incident_opened_meanwhile_and_close
                                               "to": "secondary"}
     assert ctx.store.saved == [theirs.incident, mine.incident]
     assert any("superseded" in n for n in notes)
+
+
+def test_a_region_failback_times_its_phases_across_runs_for_the_scorecard(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 58: the campaign's RTO by phase had no region operation (a region's failover and
+    failback carried no scorecard). A first failback run that waits for the region's groups
+    is kept in the marker's timings (its time is part of the return); the run that finishes
+    states its own phases and the incident's elapsed time over both runs, as the campaign
+    reads it (runbook/campaign.py `_operation`)."""
+    from types import SimpleNamespace
+
+    from drctl.errors import CheckFailed
+    from drctl.ops.active_active import failback
+    from drctl.ops.active_active.failover import REGION_STEP
+    from drctl.runbook.campaign import _operation
+    from drctl.state import FailoverMarker
+
+    marker = FailoverMarker.new("primary", "secondary", "mirrormaker2", False)
+    marker.record(REGION_STEP, {"region": "primary", "to": "secondary"})
+    marker.record("failover", {"region": "primary"})
+    marker.failover_topics_end = {"orders": {0: 10}}
+    marker.groups = {"agg": {"applied": True}}
+    saved: list[int] = []
+    active = {"agg": True}
+    monkeypatch.setattr(failback, "describe_with_retry", lambda *a, **k: None)
+    monkeypatch.setattr(failback, "read_ends", lambda clients, topics: {"orders": {0: 10}})
+    monkeypatch.setattr(failback, "group_states", lambda clients, groups: {
+        g: SimpleNamespace(active=active[g], state="STABLE" if active[g] else "EMPTY")
+        for g in groups})
+    monkeypatch.setattr(failback, "committed_offsets", lambda clients, groups: {})
+    monkeypatch.setattr(failback, "_flows_running", lambda *a: {"flow": {"state": "copying"}})
+    monkeypatch.setattr(failback, "audit_failover",
+                        lambda *a: SimpleNamespace(as_dict=lambda: {"totals": {"skipped": 0}}))
+    monkeypatch.setattr(failback, "wait_quiet_and_caught_up", lambda *a, **k: None)
+    monkeypatch.setattr(failback, "late_arrivals", lambda ctx, m: {"total": 0})
+
+    def groups_back(ctx: Any, back: Any, m: Any, cut: Any, opts: Any, result: Any) -> None:
+        result.moved = ["agg"]
+
+    monkeypatch.setattr(failback, "_groups_back", groups_back)
+    config = parse_config(_raw())
+    rep = Pair(config).flow_from("primary")
+    ctx = SimpleNamespace(rep=rep, target=object(), clients=lambda name: object(),
+                          notify=lambda _: None, config=config,
+                          store=SimpleNamespace(save=lambda m: saved.append(len(m.timings))))
+    with pytest.raises(CheckFailed):
+        failback.run_region_failback(Pair(config), ctx, ctx, marker,  # type: ignore[arg-type]
+                                     failback.RegionFailbackOptions())
+    (first,) = marker.timings
+    assert first["command"] == "failback" and first["ended"] and not first["finished"]
+    assert [p["phase"] for p in first["phases"]] == ["preflight"] and saved, saved
+
+    active["agg"] = False  # the operator stopped the group on secondary
+    result = failback.run_region_failback(Pair(config), ctx, ctx,  # type: ignore[arg-type]
+                                          marker, failback.RegionFailbackOptions())
+    assert result.done and len(marker.timings) == 2
+    card = result.scorecard()
+    assert card["operation"] == "failback" and card["incident"] == marker.incident
+    timing = card["timing"]
+    assert timing["finished"] and timing["runs"] == 2, timing
+    phases = [p["phase"] for p in timing["this_run"]["phases"]]
+    assert phases == ["preflight", "flows", "audit", "late-arrivals", "groups"], phases
+    assert timing["elapsed_s"] >= timing["this_run"]["total_s"]
+    operation = _operation("failback", result.runbook_summary()["scorecard"])
+    assert set(operation["phases_s"]) == set(phases) and operation["runs"] == 2, operation
+    assert result.as_dict()["scorecard"] == card
