@@ -288,6 +288,11 @@ def run_region_failback(pair: Pair, ctx: OpsContext, back: OpsContext,
     return result
 
 
+# How long a connector or task restarted by failback may stay FAILED before it is restarted
+# again while failback waits for its flow to run.
+_RESTART_EVERY_S = 10.0
+
+
 def _flows_running(ctx: OpsContext, back: OpsContext, opts: RegionFailbackOptions
                    ) -> dict[str, Any]:
     """Both flows copy: a connector paused or stopped is resumed, a failed one (or its
@@ -314,9 +319,25 @@ def _flows_running(ctx: OpsContext, back: OpsContext, opts: RegionFailbackOption
                 client.restart_failed(connector)
                 touched.append(f"{connector}: restarted")
 
-        def running(c: Any = client, names: Sequence[str] = rep.connect.connectors) -> bool:
-            return all(s == "RUNNING" and all(t == "RUNNING" for t in tasks)
-                       for s, tasks in (c.connector_state(n) for n in names))
+        restarted_at = {n: time.monotonic() for n in rep.connect.connectors}
+
+        def running(c: Any = client, names: Sequence[str] = rep.connect.connectors,
+                    touched: list[str] = touched, restarted_at: dict[str, float] = restarted_at
+                    ) -> bool:
+            ok = True
+            for n in names:
+                s, tasks = c.connector_state(n)
+                if s == "RUNNING" and all(t == "RUNNING" for t in tasks):
+                    continue
+                ok = False
+                # A task restarted while its cluster was still coming up fails again (its
+                # consumer's first metadata timed out): restarted again, not waited on.
+                if ("FAILED" in (s, *tasks)
+                        and time.monotonic() - restarted_at[n] >= _RESTART_EVERY_S):
+                    c.restart_failed(n)
+                    restarted_at[n] = time.monotonic()
+                    touched.append(f"{n}: restarted again")
+            return ok
 
         if not opts.dry_run:
             try:

@@ -760,3 +760,44 @@ def test_a_region_failback_times_its_phases_across_runs_for_the_scorecard(
     operation = _operation("failback", result.runbook_summary()["scorecard"])
     assert set(operation["phases_s"]) == set(phases) and operation["runs"] == 2, operation
     assert result.as_dict()["scorecard"] == card
+
+
+def test_failback_restarts_a_task_that_fails_again_while_its_region_comes_up(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A source task restarted while the returning region's broker was still starting failed
+    again (its first metadata timed out) and failback waited its whole --timeout on it:
+    "the flow does not run". A connector or task found FAILED during the wait is restarted
+    again (at most every _RESTART_EVERY_S)."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from drctl.config import ConnectSettings
+    from drctl.ops.active_active import failback
+
+    class Worker:
+        def __init__(self) -> None:
+            self.restarts = 0
+
+        def connector_state(self, name: str) -> tuple[str, list[str]]:
+            # The first restart does not hold: the task fails again; the second does.
+            return "RUNNING", ["RUNNING" if self.restarts >= 2 else "FAILED"]
+
+        def restart_failed(self, name: str) -> None:
+            self.restarts += 1
+
+        def resume(self, name: str) -> None:
+            raise AssertionError("nothing was paused")
+
+    worker = Worker()
+    monkeypatch.setattr(failback, "connect_client", lambda rep, *a, **k: worker)
+    monkeypatch.setattr(failback, "_RESTART_EVERY_S", 0.0, raising=False)
+    config = parse_config(_raw())
+    pair = Pair(config)
+    flows = [SimpleNamespace(rep=replace(pair.flow_from(r), connect=ConnectSettings(
+        url="http://127.0.0.1:1", source_connector=f"{r}-source")), notify=lambda _: None)
+        for r in ("primary", "secondary")]
+    out = failback._flows_running(flows[0], flows[1],  # type: ignore[arg-type]
+                                  failback.RegionFailbackOptions(timeout_s=5))
+    assert worker.restarts == 2, worker.restarts
+    touched = out["primary -> secondary"]["touched"]
+    assert touched == ["primary-source: restarted", "primary-source: restarted again"], out
