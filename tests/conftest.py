@@ -284,7 +284,10 @@ _times: dict[str, _Timed] = {}
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """The controller (or a run without workers) sums each test's setup, call and
-    teardown."""
+    teardown. In the process that ran it, a failed test keeps its labs' files (their logs
+    explain the failure; the path is printed at the end)."""
+    if report.failed and _session_labs is not None:
+        _session_labs.keep = True
     if _TIMES is None:
         return
     worker = getattr(getattr(getattr(report, "node", None), "gateway", None), "id", "main")
