@@ -295,9 +295,10 @@ _RESTART_EVERY_S = 10.0
 
 def _flows_running(ctx: OpsContext, back: OpsContext, opts: RegionFailbackOptions
                    ) -> dict[str, Any]:
-    """Both flows copy: a connector paused or stopped is resumed, a failed one (or its
-    failed tasks) restarted — e.g. the flow into the region, whose tasks gave up while it
-    was down — then waited for (`opts.timeout_s`)."""
+    """Both flows copy: a connector paused, stopped or failed is resumed, a failed one (or
+    its failed tasks) restarted — e.g. the flow into the region, whose tasks gave up while
+    it was down — then waited for (`opts.timeout_s`), resumed and restarted again every
+    `_RESTART_EVERY_S` while it does not run."""
     out: dict[str, Any] = {}
     for flow_ctx in (ctx, back):
         rep = flow_ctx.rep
@@ -312,7 +313,11 @@ def _flows_running(ctx: OpsContext, back: OpsContext, opts: RegionFailbackOption
             state, tasks = client.connector_state(connector)
             if opts.dry_run:
                 continue
-            if state in ("PAUSED", "STOPPED"):
+            # A connector that failed while stopped (MirrorMaker 2's checkpoint connector
+            # with its source region down) reports FAILED over a target state of STOPPED,
+            # which REST does not show: restarted alone it comes back STOPPED. Resumed too
+            # (a no-op for one that runs), before it is restarted.
+            if state in ("PAUSED", "STOPPED", "FAILED"):
                 client.resume(connector)
                 touched.append(f"{connector}: resumed")
             if state == "FAILED" or "FAILED" in tasks:
@@ -330,13 +335,18 @@ def _flows_running(ctx: OpsContext, back: OpsContext, opts: RegionFailbackOption
                 if s == "RUNNING" and all(t == "RUNNING" for t in tasks):
                     continue
                 ok = False
-                # A task restarted while its cluster was still coming up fails again (its
-                # consumer's first metadata timed out): restarted again, not waited on.
-                if ("FAILED" in (s, *tasks)
-                        and time.monotonic() - restarted_at[n] >= _RESTART_EVERY_S):
+                if time.monotonic() - restarted_at[n] < _RESTART_EVERY_S:
+                    continue
+                # Restarted while its cluster was still coming up, a task fails again (its
+                # consumer's first metadata timed out); a stop still in flight stops it
+                # again: resumed and restarted again, never waited on till --timeout.
+                if s in ("PAUSED", "STOPPED", "FAILED"):
+                    c.resume(n)
+                    touched.append(f"{n}: resumed again")
+                if "FAILED" in (s, *tasks):
                     c.restart_failed(n)
-                    restarted_at[n] = time.monotonic()
                     touched.append(f"{n}: restarted again")
+                restarted_at[n] = time.monotonic()
             return ok
 
         if not opts.dry_run:
@@ -346,7 +356,9 @@ def _flows_running(ctx: OpsContext, back: OpsContext, opts: RegionFailbackOption
             except WaitTimedOut:
                 raise DrctlError(f"The flow {name} does not run: "
                                  + ", ".join(f"{n} {client.connector_state(n)}"
-                                             for n in rep.connect.connectors) + ".",
+                                             for n in rep.connect.connectors)
+                                 + (f" (drctl: {'; '.join(touched)})" if touched else "")
+                                 + ".",
                                  "Read the Connect worker's log; then run failback again.") \
                     from None
         out[name] = {"state": "copying", "touched": touched}

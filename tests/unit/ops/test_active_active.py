@@ -801,3 +801,52 @@ def test_failback_restarts_a_task_that_fails_again_while_its_region_comes_up(
     assert worker.restarts == 2, worker.restarts
     touched = out["primary -> secondary"]["touched"]
     assert touched == ["primary-source: restarted", "primary-source: restarted again"], out
+
+
+def test_failback_resumes_a_connector_that_failed_while_stopped(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """MirrorMaker 2's checkpoint connector failed while the failover had it stopped (its
+    source region down): Connect reports FAILED over a target state of STOPPED, which its
+    REST API does not show. Restarted alone, it came back STOPPED and failback waited its
+    --timeout on it ("the flow does not run ... checkpoint ('STOPPED', [])"). It is resumed
+    as well as restarted."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from drctl.config import ConnectSettings
+    from drctl.ops.active_active import failback
+
+    class Worker:
+        """Connect as it behaves: a restart brings a connector back to its target state."""
+
+        def __init__(self) -> None:
+            self.target = {"primary-checkpoint": "STOPPED", "secondary-checkpoint": "STARTED"}
+            self.status = {"primary-checkpoint": "FAILED", "secondary-checkpoint": "RUNNING"}
+
+        def connector_state(self, name: str) -> tuple[str, list[str]]:
+            state = self.status[name]
+            return state, ["RUNNING"] if state == "RUNNING" else []
+
+        def resume(self, name: str) -> None:
+            self.target[name] = "STARTED"
+            if self.status[name] in ("STOPPED", "PAUSED"):
+                self.status[name] = "RUNNING"
+
+        def restart_failed(self, name: str) -> None:
+            if self.status[name] == "FAILED":
+                self.status[name] = "RUNNING" if self.target[name] == "STARTED" else "STOPPED"
+
+    worker = Worker()
+    monkeypatch.setattr(failback, "connect_client", lambda rep, *a, **k: worker)
+    config = parse_config(_raw())
+    pair = Pair(config)
+    flows = [SimpleNamespace(rep=replace(pair.flow_from(r), connect=ConnectSettings(
+        url="http://127.0.0.1:1", checkpoint_connector=f"{r}-checkpoint")),
+        notify=lambda _: None) for r in ("primary", "secondary")]
+    out = failback._flows_running(flows[0], flows[1],  # type: ignore[arg-type]
+                                  failback.RegionFailbackOptions(timeout_s=3))
+    assert worker.status == {"primary-checkpoint": "RUNNING",
+                             "secondary-checkpoint": "RUNNING"}, worker.status
+    assert out["primary -> secondary"]["touched"] == [
+        "primary-checkpoint: resumed", "primary-checkpoint: restarted"], out
+    assert out["secondary -> primary"]["touched"] == [], out
