@@ -153,7 +153,7 @@ def up(
       drctl lab up --secure --spark-workers 2
       drctl lab up --schema-registry   # a registry per cluster
       drctl lab up --kafka-version 3.9.x --legacy-keys   # topics.blacklist
-      drctl lab up --platform strimzi --dir lab-k8s      # KafkaMirrorMaker2 on k8s
+      drctl lab up --platform strimzi --dir lab-k8s   # Strimzi, on k8s
 
     \b
     Exit status: 0 up; 1 the lab could not start (the message names the log to
