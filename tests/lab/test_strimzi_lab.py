@@ -9,7 +9,7 @@ the resource reaches Connect and comes back in the status with the new generatio
 listed and altered through Strimzi's annotations, refused while the connector runs; the
 schema enforced by the server (a bad state is a 422); `strimzi.io/pause-reconciliation`; the
 operator stopped or slowed (`lab operator`); and the v1beta2 layout with its heartbeat
-connector.
+connector, and the active-active lab's two resources.
 
 The API server's binaries must be built on the machine first (`python -m drctl.lab.kube
 build`, about 15 CPU-minutes once); the fixture builds them when they are missing.
@@ -27,7 +27,7 @@ import yaml
 
 from drctl.kafka.connect_rest import ConnectClient, ConnectError
 from drctl.lab.kube import KubeApiError, KubeClient
-from drctl.lab.lab import STRIMZI, Lab, LabPorts
+from drctl.lab.lab import ACTIVE_ACTIVE, STRIMZI, Lab, LabPorts
 from drctl.lab.workload import create_topics
 from drctl.retry import RetryPolicy
 from tests.conftest import PORT_BASE, RunningLab
@@ -38,6 +38,7 @@ pytestmark = [pytest.mark.lab]
 # (+ 120 .. + 150): conftest.py. Each lab takes 9 ports (kube-apiserver + 6, etcd + 7, + 8).
 V1_BASE = PORT_BASE + 160
 V1BETA2_BASE = PORT_BASE + 175
+AA_BASE = PORT_BASE + 190
 SOURCE = "primary->secondary.MirrorSourceConnector"
 CHECKPOINT = "primary->secondary.MirrorCheckpointConnector"
 PATH = "/apis/kafka.strimzi.io/{v}/namespaces/secondary/kafkamirrormaker2s/mm2"
@@ -292,3 +293,28 @@ def test_the_v1beta2_layout(k8s_v1beta2: StrimziLab) -> None:
         k8s.patch([{"op": "add", "path": "/spec/mirrors/0/sourceConnector/state",
                     "value": "resting"}])
     assert v1_layout.value.status == 422
+
+
+def test_active_active_runs_a_resource_per_target(tmp_path_factory: pytest.TempPathFactory
+                                                   ) -> None:
+    """`lab up --topology active-active --platform strimzi`: one KafkaMirrorMaker2 per
+    target cluster, each Ready, each flow's config section naming its own."""
+    lab = Lab(tmp_path_factory.mktemp("strimzi-lab-aa"))
+    try:
+        lab.up(ports=_ports(AA_BASE), platform=STRIMZI, topology=ACTIVE_ACTIVE,
+               names_kept=False, spark_connect="none")
+        kube = KubeClient.from_kubeconfig(lab.strimzi.kubeconfig)
+        for target, source in (("secondary", "primary"), ("primary", "secondary")):
+            resource = kube.get(f"/apis/kafka.strimzi.io/v1/namespaces/{target}/"
+                                "kafkamirrormaker2s/mm2")
+            assert resource["spec"]["mirrors"][0]["source"]["alias"] == source
+            status = resource["status"]
+            assert status["conditions"][0]["type"] == "Ready"
+            assert sorted(c["name"] for c in status["connectors"]) == [
+                f"{source}->{target}.MirrorCheckpointConnector",
+                f"{source}->{target}.MirrorSourceConnector"]
+        flows = yaml.safe_load(lab.config_file.read_text())["topology"]["flows"]
+        assert [(f["strimzi"]["namespace"], f["strimzi"]["reverse_namespace"])
+                for f in flows] == [("secondary", "primary"), ("primary", "secondary")]
+    finally:
+        lab.down()
