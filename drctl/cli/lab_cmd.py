@@ -127,15 +127,16 @@ def up(
              "are (Kafka 3.x only: 4.0 dropped them); --no-legacy-keys: topics.exclude "
              "(default: keep the lab's, the new names for a new lab).",
         show_default=False)] = None,
-    platform: Annotated[Platform, typer.Option(
+    platform: Annotated[Platform | None, typer.Option(
         help="connect: the lab creates MirrorMaker 2's connectors through Connect's REST "
              "API; strimzi: a real Kubernetes API server (kube-apiserver + etcd, built once "
              "per machine with Go) holds Strimzi's KafkaMirrorMaker2 resource, and the lab's "
-             "own operator (Strimzi's contract, emulated) reconciles it onto Connect.")]
-    = Platform.connect,
-    crd_version: Annotated[CrdVersion, typer.Option(
+             "own operator (Strimzi's contract, emulated) reconciles it onto Connect. "
+             "Default: the lab's, connect for a new lab.", show_default=False)] = None,
+    crd_version: Annotated[CrdVersion | None, typer.Option(
         help="With --platform strimzi: kafka.strimzi.io/v1 (Strimzi 1.x) or v1beta2 "
-             "(Strimzi 0.45).")] = CrdVersion.v1,
+             "(Strimzi 0.45). Default: the lab's, v1 for a new lab.", show_default=False)]
+    = None,
     kube_port: Annotated[int, typer.Option(
         metavar="PORT", help="With --platform strimzi: kube-apiserver's HTTPS port.")] = 16443,
     etcd_port: Annotated[int, typer.Option(
@@ -169,7 +170,8 @@ def up(
     started = time.monotonic()
     state = lab.up(ports=LabPorts(primary_port, secondary_port, connect_port, spark_port,
                                   spark_connect_port, kube_port, etcd_port),
-                   platform=platform.value, crd_version=crd_version.value,
+                   platform=platform.value if platform else None,
+                   crd_version=crd_version.value if crd_version else None,
                    kafka_version=kafka_version, topology=topology.value,
                    names_kept=naming == TopicNaming.kept, spark_workers=spark_workers,
                    secure=secure, schema_registry=schema_registry,

@@ -267,7 +267,7 @@ class Lab:
            schema_registry: bool | None = None, registry_port: int = DEFAULT_PORT,
            spark_connect: str | None = None, legacy_keys: bool | None = None,
            topology: str = ONE_WAY, separator: str | None = None,
-           platform: str = CONNECT_PLATFORM, crd_version: str = "v1",
+           platform: str | None = None, crd_version: str | None = None,
            notify: Notify = lambda _: None) -> LabState:
         """Start what is not running; `spark_workers` None keeps the lab's Spark cluster as
         it was (none for a new lab), `schema_registry` None its schema registries,
@@ -276,7 +276,8 @@ class Lab:
         `topology` ACTIVE_ACTIVE runs MirrorMaker 2 both ways, names prefixed; `separator`
         MirrorMaker 2's replication.policy.separator (None: the lab's; '.' for a new lab).
         `platform` STRIMZI runs the connectors from KafkaMirrorMaker2 resources of Strimzi
-        API version `crd_version` (v1, v1beta2) through the lab's operator."""
+        API version `crd_version` (v1, v1beta2) through the lab's operator (None: the lab's;
+        CONNECT_PLATFORM and v1 for a new lab)."""
         if platform == STRIMZI and (secure or legacy_keys):
             raise LabError("The Strimzi lab runs without --secure and --legacy-keys.",
                            "Leave them out, or start a lab without --platform strimzi.")
@@ -286,6 +287,8 @@ class Lab:
                            "Start it with `drctl lab up --topology active-active`.")
         existing = self._existing_state()
         if existing is not None:
+            platform = platform or existing.platform
+            crd_version = crd_version or existing.crd_version
             if (existing.platform, existing.crd_version) != (platform, crd_version) and not (
                     platform == existing.platform == CONNECT_PLATFORM):
                 raise LabError(f"The lab in {self.dir} runs on platform {existing.platform}"
@@ -323,7 +326,8 @@ class Lab:
                              {c: _new_cluster_id() for c in ("primary", "secondary")},
                              secure=secure, spark_connect=spark_connect or NO_SERVER,
                              topology=topology, separator=separator or ".",
-                             platform=platform, crd_version=crd_version)
+                             platform=platform or CONNECT_PLATFORM,
+                             crd_version=crd_version or "v1")
             self.save_state(state)
         if state.secure:
             LabCredentials.ensure(self.credentials.directory)
@@ -810,7 +814,7 @@ class Lab:
             return "stopped" if platform.down_operator() else "was not running"
         if action == "slow":
             platform.set_operator_delay(delay_s)
-            return f"each pass waits {delay_s:g} s"
+            return f"a change waits {delay_s:g} s"
         platform.set_operator_delay(0)
         platform.start_operator(state.crd_version, self.connect_url(state))
         return "running"
