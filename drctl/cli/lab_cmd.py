@@ -41,6 +41,16 @@ class Topology(StrEnum):
     active_active = "active-active"
 
 
+class Platform(StrEnum):
+    connect = "connect"
+    strimzi = "strimzi"
+
+
+class CrdVersion(StrEnum):
+    v1 = "v1"
+    v1beta2 = "v1beta2"
+
+
 class Failable(StrEnum):
     primary = "primary"
     secondary = "secondary"
@@ -117,6 +127,21 @@ def up(
              "are (Kafka 3.x only: 4.0 dropped them); --no-legacy-keys: topics.exclude "
              "(default: keep the lab's, the new names for a new lab).",
         show_default=False)] = None,
+    platform: Annotated[Platform | None, typer.Option(
+        help="connect: the lab creates MirrorMaker 2's connectors through Connect's REST "
+             "API; strimzi: a real Kubernetes API server (kube-apiserver + etcd, built once "
+             "per machine with Go) holds Strimzi's KafkaMirrorMaker2 resource, and the lab's "
+             "own operator (Strimzi's contract, emulated) reconciles it onto Connect. "
+             "Default: the lab's, connect for a new lab.", show_default=False)] = None,
+    crd_version: Annotated[CrdVersion | None, typer.Option(
+        help="With --platform strimzi: kafka.strimzi.io/v1 (Strimzi 1.x) or v1beta2 "
+             "(Strimzi 0.45). Default: the lab's, v1 for a new lab.", show_default=False)]
+    = None,
+    kube_port: Annotated[int, typer.Option(
+        metavar="PORT", help="With --platform strimzi: kube-apiserver's HTTPS port.")] = 16443,
+    etcd_port: Annotated[int, typer.Option(
+        metavar="PORT", help="With --platform strimzi: etcd's client port (peer: +1).")]
+    = 12379,
     output: Annotated[OutputFormat | None, OutputOption] = None,
 ) -> None:
     """Start the lab (idempotent) and write DIR/drctl.yaml.
@@ -129,6 +154,7 @@ def up(
       drctl lab up --secure --spark-workers 2
       drctl lab up --schema-registry   # a registry per cluster
       drctl lab up --kafka-version 3.9.x --legacy-keys   # topics.blacklist
+      drctl lab up --platform strimzi --dir lab-k8s   # Strimzi, on k8s
 
     \b
     Exit status: 0 up; 1 the lab could not start (the message names the log to
@@ -143,7 +169,9 @@ def up(
     lab = Lab(dir)
     started = time.monotonic()
     state = lab.up(ports=LabPorts(primary_port, secondary_port, connect_port, spark_port,
-                                  spark_connect_port),
+                                  spark_connect_port, kube_port, etcd_port),
+                   platform=platform.value if platform else None,
+                   crd_version=crd_version.value if crd_version else None,
                    kafka_version=kafka_version, topology=topology.value,
                    names_kept=naming == TopicNaming.kept, spark_workers=spark_workers,
                    secure=secure, schema_registry=schema_registry,
@@ -159,8 +187,9 @@ def up(
         return
     secured = ", TLS + SASL + ACLs" if state.secure else ""
     legacy = ", topics.blacklist/groups.blacklist" if state.legacy_keys else ""
+    strimzi = f", Strimzi {state.crd_version}" if state.strimzi else ""
     term.success(f"Lab up in {elapsed:.1f} s: Kafka {state.kafka_version}, {state.topology}, "
-                 f"topic naming {state.topic_naming}{secured}{legacy}, "
+                 f"topic naming {state.topic_naming}{secured}{legacy}{strimzi}, "
                  f"{human_bytes(status['total_rss_bytes'])} resident.")
     remote = lab.spark_remote(state)
     spark = (f"  spark     spark://127.0.0.1:{state.ports.spark_master}, "
@@ -175,6 +204,8 @@ def up(
     term.info(f"  primary   127.0.0.1:{state.ports.primary}{mtls(state.ports.primary)}\n"
               f"  secondary 127.0.0.1:{state.ports.secondary}{mtls(state.ports.secondary)}\n"
               f"  connect   {lab.connect_url(state)}\n{spark}{registries}"
+              + (f"  k8s       https://127.0.0.1:{state.ports.kube_api}  (KUBECONFIG="
+                 f"{lab.strimzi.kubeconfig})\n" if state.strimzi else "") +
               f"  config    {lab.config_file}  (export DRCTL_CONFIG={lab.config_file})"
               f"{configs}")
 
@@ -221,6 +252,8 @@ def status(dir: DirOption = Path("lab"),
     term.table("Processes", ["name", "running", "pid", "port", "memory", "log"],
                [[p["name"], "yes" if p["running"] else "NO", p["pid"], p["port"],
                  human_bytes(p["rss_bytes"]), p["log"]] for p in st["processes"]])
+    if st.get("kubeconfig"):
+        term.info(f"Strimzi {st['crd_version']}: KUBECONFIG={st['kubeconfig']}")
     if st["connectors"]:
         term.table("Connectors", ["connector", "state", "tasks"],
                    [[c["name"], c["state"], ", ".join(c["tasks"]) or "-"]
@@ -268,6 +301,40 @@ def heal(what: WhatArg, dir: DirOption = Path("lab")) -> None:
     if term.json_mode:
         term.emit_json({"healed": healed})
     term.success(f"{what.value} is running again.")
+
+
+class OperatorAction(StrEnum):
+    stop = "stop"
+    start = "start"
+    slow = "slow"
+
+
+@app.command("operator")
+def operator(
+    action: Annotated[OperatorAction, typer.Argument(
+        metavar="stop|start|slow", show_default=False,
+        help="stop: end the lab's Strimzi operator (nothing reconciles); start: run it again; "
+             "slow: it acts on a resource's change only --delay seconds after it saw it.")],
+    dir: DirOption = Path("lab"),
+    delay: Annotated[float, typer.Option(
+        min=0, metavar="SECONDS", help="With slow: how long a change waits (0: none).")]
+    = 0.0,
+) -> None:
+    """Stop, start or slow down the Strimzi lab's operator (`lab up --platform strimzi`).
+
+    \b
+    Examples:
+      drctl lab operator stop
+      drctl lab operator slow --delay 30
+      drctl lab operator start
+
+    \b
+    Exit status: 0 done; 1 no Strimzi lab in DIR; 2 usage."""
+    term = CURRENT.terminal()
+    done = Lab(dir).operator(action.value, delay_s=delay)
+    if term.json_mode:
+        term.emit_json({"operator": done})
+    term.success(f"The lab's Strimzi operator: {done}.")
 
 
 @app.command("load")

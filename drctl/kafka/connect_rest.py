@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import urllib.parse
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -71,6 +72,12 @@ def guarded(check: Callable[[], None]) -> Iterator[None]:
         yield
     finally:
         _GUARD.reset(token)
+
+
+def _path(name: str) -> str:
+    """A connector's name as a path segment: Strimzi names them `a->b.MirrorSourceConnector`,
+    and Connect's Jetty refuses a bare `>` (400 Illegal Path Character)."""
+    return urllib.parse.quote(name, safe="")
 
 
 class ConnectClient(JsonEndpoint):
@@ -162,13 +169,13 @@ class ConnectClient(JsonEndpoint):
         return {name: {k: str(v) for k, v in self.config(name).items()} for name in listed}
 
     def status(self, name: str) -> dict[str, Any]:
-        return self.request("GET", f"/connectors/{name}/status")
+        return self.request("GET", f"/connectors/{_path(name)}/status")
 
     def config(self, name: str) -> dict[str, Any]:
-        return self.request("GET", f"/connectors/{name}/config")
+        return self.request("GET", f"/connectors/{_path(name)}/config")
 
     def put_config(self, name: str, config: dict[str, str]) -> Any:
-        return self.request("PUT", f"/connectors/{name}/config", config)
+        return self.request("PUT", f"/connectors/{_path(name)}/config", config)
 
     def create(self, name: str, config: dict[str, str], initial_state: str | None = None) -> Any:
         body: dict[str, Any] = {"name": name, "config": config}
@@ -177,27 +184,27 @@ class ConnectClient(JsonEndpoint):
         return self.request("POST", "/connectors", body)
 
     def delete(self, name: str) -> None:
-        self.request("DELETE", f"/connectors/{name}")
+        self.request("DELETE", f"/connectors/{_path(name)}")
 
     def pause(self, name: str) -> None:
-        self.request("PUT", f"/connectors/{name}/pause")
+        self.request("PUT", f"/connectors/{_path(name)}/pause")
 
     def resume(self, name: str) -> None:
-        self.request("PUT", f"/connectors/{name}/resume")
+        self.request("PUT", f"/connectors/{_path(name)}/resume")
 
     def stop(self, name: str) -> None:
-        self.request("PUT", f"/connectors/{name}/stop")
+        self.request("PUT", f"/connectors/{_path(name)}/stop")
 
     def restart_failed(self, name: str) -> None:
         """Restart the connector and its tasks where they FAILED (Kafka 3.0+); a FAILED task
         stays so until restarted, even once its cause is gone."""
-        self.request("POST", f"/connectors/{name}/restart?includeTasks=true&onlyFailed=true")
+        self.request("POST", f"/connectors/{_path(name)}/restart?includeTasks=true&onlyFailed=true")
 
     def offsets(self, name: str) -> dict[str, Any]:
-        return self.request("GET", f"/connectors/{name}/offsets")
+        return self.request("GET", f"/connectors/{_path(name)}/offsets")
 
     def alter_offsets(self, name: str, offsets: list[dict[str, Any]]) -> Any:
-        return self.request("PATCH", f"/connectors/{name}/offsets", {"offsets": offsets})
+        return self.request("PATCH", f"/connectors/{_path(name)}/offsets", {"offsets": offsets})
 
     def connector_state(self, name: str) -> tuple[str, list[str]]:
         """(connector state, task states) — e.g. ('RUNNING', ['RUNNING'])."""

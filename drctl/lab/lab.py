@@ -23,6 +23,7 @@ from drctl.kafka.connect_rest import ConnectClient, ConnectError
 from drctl.kafka.mm2_connectors import MirrorFlow
 from drctl.kafka_release import kafka_release
 from drctl.lab.jars import KafkaDistribution, java_major, require_java, resolve_kafka
+from drctl.lab.kube import KubePorts
 from drctl.lab.processes import ManagedProcess, port_in_use, wait_until
 from drctl.lab.registry import DEFAULT_PORT, LabRegistries, registry_ports, registry_url
 from drctl.lab.security import (
@@ -44,6 +45,7 @@ from drctl.lab.security import (
 )
 from drctl.lab.spark_cluster import SparkCluster, SparkClusterPorts, spark_config
 from drctl.lab.spark_connect import SparkConnectServer, remote_url
+from drctl.lab.strimzi_lab import RESOURCE_NAME, StrimziPlatform, connector_names
 from drctl.lab.workload import WorkloadSpec
 from drctl.progress import Notify
 from drctl.retry import RetryPolicy, WaitTimedOut, wait_for
@@ -54,6 +56,8 @@ COMPONENTS = ("primary", "secondary", "connect")
 ONE_WAY, ACTIVE_ACTIVE = "one-way", "active-active"
 TOPOLOGIES = (ONE_WAY, ACTIVE_ACTIVE)
 OWN_SERVER, NO_SERVER = "own", "none"
+CONNECT_PLATFORM, STRIMZI = "connect", "strimzi"
+PLATFORMS = (CONNECT_PLATFORM, STRIMZI)
 FAILABLE = {"primary": "primary", "secondary": "secondary", "replication": "connect",
             "connect": "connect"}
 
@@ -78,6 +82,12 @@ class LabPorts:
     connect: int = 18083
     spark_master: int = 17077  # with --spark-workers; web UIs on the next ports
     spark_connect: int = 17002  # the lab's Spark Connect server (gRPC)
+    kube_api: int = 16443  # --platform strimzi: kube-apiserver (HTTPS)
+    etcd: int = 12379  # --platform strimzi: etcd's client port (peer: + 1)
+
+    @property
+    def kube(self) -> KubePorts:
+        return KubePorts(self.kube_api, self.etcd)
 
     def controller(self, broker_port: int) -> int:
         return broker_port + 1
@@ -113,6 +123,15 @@ class LabState:
     # MirrorMaker 2's replication.policy.separator (`lab up --separator`): its prefixed names
     # and its internal topics' (an estate's `_`, which metrics stores prefer).
     separator: str = "."
+    # Who runs MirrorMaker 2's connectors: CONNECT_PLATFORM, the lab through Connect's REST
+    # API; STRIMZI, the lab's operator from a KafkaMirrorMaker2 resource on a real Kubernetes
+    # API server (drctl/lab/strimzi_lab.py), of Strimzi API version `crd_version`.
+    platform: str = "connect"
+    crd_version: str = "v1"
+
+    @property
+    def strimzi(self) -> bool:
+        return self.platform == STRIMZI
 
     @property
     def topic_naming(self) -> str:
@@ -200,6 +219,17 @@ class Lab:
                                     forward.source_bootstrap, names_kept=False, fast=True,
                                     separator=state.separator)]
 
+    def connector_names(self, state: LabState, flow: MirrorFlow) -> dict[str, str]:
+        """Role (source, checkpoint, heartbeat) -> connector name: the lab's own names, or
+        Strimzi's under --platform strimzi."""
+        if state.strimzi:
+            return connector_names(flow, state.crd_version)
+        return flow.connector_names()
+
+    @property
+    def strimzi(self) -> StrimziPlatform:
+        return StrimziPlatform(self.dir)
+
     def connect_url(self, state: LabState) -> str:
         return f"{'https' if state.secure else 'http'}://127.0.0.1:{state.ports.connect}"
 
@@ -237,19 +267,34 @@ class Lab:
            schema_registry: bool | None = None, registry_port: int = DEFAULT_PORT,
            spark_connect: str | None = None, legacy_keys: bool | None = None,
            topology: str = ONE_WAY, separator: str | None = None,
+           platform: str | None = None, crd_version: str | None = None,
            notify: Notify = lambda _: None) -> LabState:
         """Start what is not running; `spark_workers` None keeps the lab's Spark cluster as
         it was (none for a new lab), `schema_registry` None its schema registries,
         `spark_connect` None its Spark Connect server (the lab's: none for a new lab;
         LabState.spark_connect), and `legacy_keys` None its connectors' key names.
         `topology` ACTIVE_ACTIVE runs MirrorMaker 2 both ways, names prefixed; `separator`
-        MirrorMaker 2's replication.policy.separator (None: the lab's; '.' for a new lab)."""
+        MirrorMaker 2's replication.policy.separator (None: the lab's; '.' for a new lab).
+        `platform` STRIMZI runs the connectors from KafkaMirrorMaker2 resources of Strimzi
+        API version `crd_version` (v1, v1beta2) through the lab's operator (None: the lab's;
+        CONNECT_PLATFORM and v1 for a new lab)."""
+        if platform == STRIMZI and (secure or legacy_keys):
+            raise LabError("The Strimzi lab runs without --secure and --legacy-keys.",
+                           "Leave them out, or start a lab without --platform strimzi.")
         if topology == ACTIVE_ACTIVE and (names_kept or secure):
             raise LabError("An active-active lab prefixes topic names (kept both ways would "
                            "loop) and runs without --secure.",
                            "Start it with `drctl lab up --topology active-active`.")
         existing = self._existing_state()
         if existing is not None:
+            platform = platform or existing.platform
+            crd_version = crd_version or existing.crd_version
+            if (existing.platform, existing.crd_version) != (platform, crd_version) and not (
+                    platform == existing.platform == CONNECT_PLATFORM):
+                raise LabError(f"The lab in {self.dir} runs on platform {existing.platform}"
+                               + (f" ({existing.crd_version})" if existing.strimzi else "")
+                               + ".", "Run `drctl lab down --purge` first to start one on "
+                               "another platform.")
             if existing.topology != topology:
                 raise LabError(f"The lab in {self.dir} runs the {existing.topology} topology.",
                                "Run `drctl lab down --purge` first to start one with another "
@@ -280,7 +325,9 @@ class Lab:
             state = LabState(ports, dist.version, str(dist.lib_dir), dist.source, names_kept,
                              {c: _new_cluster_id() for c in ("primary", "secondary")},
                              secure=secure, spark_connect=spark_connect or NO_SERVER,
-                             topology=topology, separator=separator or ".")
+                             topology=topology, separator=separator or ".",
+                             platform=platform or CONNECT_PLATFORM,
+                             crd_version=crd_version or "v1")
             self.save_state(state)
         if state.secure:
             LabCredentials.ensure(self.credentials.directory)
@@ -297,6 +344,8 @@ class Lab:
         notify(f"Kafka {dist.version} ({dist.source}: {dist.lib_dir})")
 
         self._check_ports(state)
+        if state.strimzi:
+            self.strimzi.server.check_ports(state.ports.kube)
         for cluster in ("primary", "secondary"):
             self._start_broker(state, dist, cluster)
         for cluster in ("primary", "secondary"):
@@ -308,10 +357,19 @@ class Lab:
         notify(f"Starting the Connect worker on 127.0.0.1:{state.ports.connect}")
         self._start_connect(state, dist)
         self._wait_connect(state)
-        notify("Configuring MirrorMaker 2 connectors ("
-               + ", ".join(f"{f.source_alias} -> {f.target_alias}" for f in self.flows(state))
-               + ")")
-        self._ensure_connectors(state)
+        if state.strimzi:
+            notify("MirrorMaker 2 as Strimzi runs it: KafkaMirrorMaker2 resources ("
+                   + ", ".join(f"{f.target_alias}/{RESOURCE_NAME}" for f in self.flows(state))
+                   + ") on a Kubernetes API server, the lab's operator reconciling them")
+            self.strimzi.up(state.ports.kube, state.crd_version, self.flows(state),
+                            kafka_version=state.kafka_version,
+                            connect_url=self.connect_url(state), connect_group=CONNECT_GROUP,
+                            notify=notify)
+        else:
+            notify("Configuring MirrorMaker 2 connectors ("
+                   + ", ".join(f"{f.source_alias} -> {f.target_alias}"
+                               for f in self.flows(state)) + ")")
+            self._ensure_connectors(state)
         if (spark_workers is not None and spark_workers != state.spark_workers) or (
                 spark_connect is not None and spark_connect != state.spark_connect):
             state.spark_workers = state.spark_workers if spark_workers is None \
@@ -661,7 +719,7 @@ class Lab:
                             "password": f"${{file:{self.credentials.connect_password_file}}}"})
 
         def flow_section(flow: MirrorFlow) -> dict[str, Any]:
-            names = flow.connector_names()
+            names = self.connector_names(state, flow)
             return {
                 "kind": "mirrormaker2",
                 "source": flow.source_alias,
@@ -676,8 +734,15 @@ class Lab:
                     **connect,
                     "source_connector": names["source"],
                     "checkpoint_connector": names["checkpoint"],
-                    "heartbeat_connector": names["heartbeat"],
+                    **({"heartbeat_connector": names["heartbeat"]} if "heartbeat" in names
+                       else {}),
                 },
+                # The forward flow's resource in its target's namespace; the reverse one's in
+                # the source's (one KafkaMirrorMaker2 per target cluster).
+                **({"strimzi": {"kubeconfig": str(self.strimzi.kubeconfig), "context": "lab",
+                                "namespace": flow.target_alias, "name": RESOURCE_NAME,
+                                "reverse_namespace": flow.source_alias,
+                                "reverse_name": RESOURCE_NAME}} if state.strimzi else {}),
                 **({"principal": MM2_PRINCIPAL} if state.secure else {}),
             }
 
@@ -706,7 +771,9 @@ class Lab:
                       f"# Kafka {state.kafka_version}, MirrorMaker 2 "
                       + ", ".join(f"{f.source_alias} -> {f.target_alias}" for f in flows)
                       + f", topic naming: {state.topic_naming}"
-                      f"{f', {how} + ACLs' if state.secure else ''}\n")
+                      + (f", run by Strimzi's KafkaMirrorMaker2 ({state.crd_version})"
+                         if state.strimzi else "")
+                      + f"{f', {how} + ACLs' if state.secure else ''}\n")
             path = self.config_file if login == "scram" else self.secure_config_file(login)
             path.write_text(header + yaml.safe_dump(config, sort_keys=False))
         return self.config_file
@@ -719,6 +786,9 @@ class Lab:
         # goes by pid files, whatever the ports.
         stopped = [*self.spark_cluster(LabPorts()).down(), *self.spark_server(LabPorts()).down(),
                    *self.registries.down()]
+        # The operator before Connect (it would recreate what it finds missing), the API
+        # server with it.
+        stopped += self.strimzi.down()
         for component in ("connect", "secondary", "primary"):
             proc = self.process(component)
             if proc.is_running():
@@ -731,6 +801,23 @@ class Lab:
 
             shutil.rmtree(self.dir)
         return stopped
+
+    def operator(self, action: str, *, delay_s: float = 0.0) -> str:
+        """The Strimzi lab's operator: "stop", "start" or "slow" (every pass waits `delay_s`
+        first); what it did."""
+        state = self.load_state()
+        if not state.strimzi:
+            raise LabError(f"The lab in {self.dir} runs no Strimzi operator.",
+                           "Start one with `drctl lab up --platform strimzi`.")
+        platform = self.strimzi
+        if action == "stop":
+            return "stopped" if platform.down_operator() else "was not running"
+        if action == "slow":
+            platform.set_operator_delay(delay_s)
+            return f"a change waits {delay_s:g} s"
+        platform.set_operator_delay(0)
+        platform.start_operator(state.crd_version, self.connect_url(state))
+        return "running"
 
     def fail(self, what: str) -> str:
         component = _component(what)
@@ -775,6 +862,8 @@ class Lab:
         if state.spark_workers:
             processes += self.spark_cluster(state.ports).rows(state.spark_workers)
         processes += self.registries.rows(state.registry_ports)
+        if state.strimzi:
+            processes += self.strimzi.rows(state.ports.kube)
         server = self.spark_server(state.ports)
         if self.spark_remote(state) == server.url:
             processes.append(server.row())
@@ -783,7 +872,7 @@ class Lab:
         if self.process("connect").is_running():
             client = self.connect_client(state)
             for flow in self.flows(state):
-                for name in flow.connectors():
+                for name in self.connector_names(state, flow).values():
                     try:
                         cstate, tasks = client.connector_state(name)
                     except ConnectError as exc:
@@ -793,7 +882,7 @@ class Lab:
                     source = self.clients(state, flow.source_alias)
                     lag += [{**row, "flow": f"{flow.source_alias} -> {flow.target_alias}"}
                             for row in mm2_replication_lag(
-                                source, client, flow.connector_names()["source"],
+                                source, client, self.connector_names(state, flow)["source"],
                                 partial(_copied_by, flow), separator=flow.separator)]
         return {
             "dir": str(self.dir),
@@ -803,6 +892,9 @@ class Lab:
             "separator": state.separator,
             "secure": state.secure,
             "legacy_keys": state.legacy_keys,
+            "platform": state.platform,
+            **({"crd_version": state.crd_version, "kubeconfig": str(self.strimzi.kubeconfig)}
+               if state.strimzi else {}),
             "config": str(self.config_file),
             "spark_workers": state.spark_workers,
             "spark_remote": self.spark_remote(state),
