@@ -9,6 +9,9 @@ import itertools
 import os
 import re
 import shutil
+import signal
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -248,11 +251,63 @@ class _Labs:
             self._spark_up.join()  # the run's controller stops the server
 
 
+# The Strimzi lab's binaries and CRDs (drctl/lab/kube.py, strimzi_crds.py), built once per
+# machine: a run that may start a Strimzi lab starts the build as it begins, so the other
+# tests run beside it; the lab's fixture waits on the cache's lock. Owned by the controller.
+_strimzi_build: subprocess.Popen[bytes] | None = None
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    global _strimzi_build
+    config = session.config
+    if hasattr(config, "workerinput") or not _may_run_strimzi_lab(config):
+        return
+    from drctl.lab.kube import cached_binaries
+
+    if cached_binaries() is not None:
+        return  # the CRDs, if missing, take the fixture some 20 s
+    log = Path(tempfile.gettempdir()) / f"drctl-strimzi-build-{os.getpid()}.log"
+    with log.open("wb") as out:
+        _strimzi_build = subprocess.Popen(
+            [sys.executable, "-m", "tests.lab.strimzi_build"], stdout=out,
+            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            cwd=Path(__file__).parents[1])
+    print(f"\nbuilding the Strimzi lab's API server in the background (log: {log})")
+
+
+def _may_run_strimzi_lab(config: pytest.Config) -> bool:
+    """Whether the run's arguments reach tests/lab/test_strimzi_lab.py (not `-m 'not lab'`)."""
+    if "not lab" in (config.getoption("markexpr", "") or ""):
+        return False
+    target = Path(__file__).parent / "lab" / "test_strimzi_lab.py"
+    for arg in config.args or [str(Path(__file__).parent)]:
+        path = Path(arg.split("::")[0]).resolve()
+        if path == target or path in target.parents:
+            return True
+    return False
+
+
+def _end_strimzi_build() -> None:
+    """The background build ends with the run: waited for when done, stopped otherwise."""
+    global _strimzi_build
+    if _strimzi_build is None:
+        return
+    if _strimzi_build.poll() is None:
+        os.killpg(_strimzi_build.pid, signal.SIGTERM)
+        try:
+            _strimzi_build.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(_strimzi_build.pid, signal.SIGKILL)
+            _strimzi_build.wait()
+    _strimzi_build = None
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """The run's shared Spark Connect server stops once every worker is done (this is the
-    controller, or a run without workers)."""
+    controller, or a run without workers), and the Strimzi build started at its start."""
     if hasattr(session.config, "workerinput"):
         return
+    _end_strimzi_build()
     if _TIMES is not None:
         _write_times(Path(_TIMES))
     if not _SPARK_USED.exists():
@@ -544,6 +599,8 @@ _MEASURED_S = {
     "lab/test_translate.py": 80, "lab/test_gap_scope.py": 60,
     "lab/test_legacy_keys.py": 60,  # a Kafka 3.9 lab of its own, one application's cycle
     "lab/test_lab.py": 45, "lab/test_readme.py": 35,
+    # Last on its worker: on a fresh machine it waits for the API server's build.
+    "lab/test_strimzi_lab.py": 20,
 }
 
 
@@ -607,7 +664,8 @@ _PREFIXED_SECOND = {"lab/test_reprotect.py", "lab/test_switchback.py", "lab/test
                     "lab/test_lab.py"}
 
 # Lab test files whose tests share a module-scoped fixture: kept on one worker together.
-_SHARED_SETUP = {"lab/test_schema_parity.py", "lab/test_legacy_keys.py"}
+_SHARED_SETUP = {"lab/test_schema_parity.py", "lab/test_legacy_keys.py",
+                 "lab/test_strimzi_lab.py"}
 # ... and files with a module-scoped lab per kind: each lab's tests on one worker.
 _SHARED_PER_LAB = {"lab/test_drill_faults.py"}
 
