@@ -882,7 +882,7 @@ class _Parser:
         context}`: the flow's KafkaMirrorMaker2 resource."""
         key = f"{key}.strimzi"
         raw = self.mapping(value, key, _STRIMZI_KEYS)
-        if kind is not None and kind != "mirrormaker2":
+        if kind is not None and not kind_entry(kind).run_by_strimzi:
             raise self.error(key, f"Strimzi runs MirrorMaker 2, not {kind}",
                              "Set replication.kind: mirrormaker2, or remove strimzi.")
         names: dict[str, str | None] = {}

@@ -23,7 +23,7 @@ from typing import Any
 
 from drctl.config import ReplicationSettings, StrimziSettings
 from drctl.errors import CheckFailed, DrctlError, Unreachable
-from drctl.kube.api import KubeClient, KubeConflict, KubeError, KubeNotFound
+from drctl.kube.api import KUBE_RETRY, KubeClient, KubeConflict, KubeError, KubeNotFound
 from drctl.kube.kubeconfig import load_login
 from drctl.progress import Notify
 from drctl.replication.connect import ConnectorActivity, ConnectorReading
@@ -228,17 +228,19 @@ Ops = list[dict[str, Any]]
 class StrimziControl:
     """The connectors of a flow's `KafkaMirrorMaker2` (`replication.strimzi`), through the
     Kubernetes API. `deadline_s`: how long one change may take to be confirmed (the
-    command's --deadline)."""
+    command's --deadline); `reach_deadline_s`: how long an API server that does not answer
+    is retried (None: KUBE_RETRY's own bound)."""
 
     def __init__(self, rep: ReplicationSettings, *, client: KubeClient | None = None,
-                 deadline_s: float = 60.0, notify: Notify | None = None,
-                 interval_s: float = 1.0) -> None:
+                 deadline_s: float = 60.0, reach_deadline_s: float | None = None,
+                 notify: Notify | None = None, interval_s: float = 0.25) -> None:
         assert rep.strimzi is not None
         self.rep = rep
         self.settings: StrimziSettings = rep.strimzi
         self.client = client or KubeClient(
             load_login(self.settings.kubeconfig, self.settings.context),
-            timeout_s=self.settings.timeout_s, notify=notify)
+            timeout_s=self.settings.timeout_s, notify=notify,
+            policy=KUBE_RETRY.with_deadline(reach_deadline_s))
         self.deadline_s = deadline_s
         self.notify = notify or (lambda _: None)
         self.interval_s = interval_s
@@ -434,7 +436,7 @@ class StrimziControl:
             where = f"{namespace or self.settings.namespace}/{name or self.settings.name}"
             raise OperatorUnconfirmed(
                 f"Strimzi's cluster operator did not confirm {what} on KafkaMirrorMaker2 "
-                f"{where} within {self.deadline_s:.0f} s: {left[0]}.",
+                f"{where} within {self.deadline_s:g} s: {left[0]}.",
                 "Is the operator running (kubectl get pods -l name=strimzi-cluster-operator) "
                 "and is it reconciling this resource (its log)? The change is written to the "
                 "resource: run the same command again to wait for it.").measured(

@@ -216,6 +216,18 @@ class FakeOperator(threading.Thread):
     def stop(self) -> None:
         self._stop.set()
 
+    def settled(self, namespace: str, name: str, timeout_s: float = 5.0) -> None:
+        """Until the object's status shows its generation observed (its first status write
+        done: later writes follow drctl's changes only)."""
+        end = time.monotonic() + timeout_s
+        while time.monotonic() < end:
+            found = self.kube.get("kafkamirrormaker2s", namespace, name) or {}
+            if (found.get("status") or {}).get("observedGeneration") == \
+                    (found.get("metadata") or {}).get("generation"):
+                return
+            time.sleep(0.01)
+        raise AssertionError(f"the fake operator never reconciled {namespace}/{name}")
+
     def run(self) -> None:
         while not self._stop.wait(self.interval_s):
             if self.mode == "down":

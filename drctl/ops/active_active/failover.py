@@ -267,6 +267,8 @@ def _failover_once(pair: Pair, ctx: OpsContext, region: str, opts: FailoverOptio
     # tried again by a re-run, and named).
     if not opts.dry_run and (not marker.done("stop-replication")
                              or marker.replication_stop == "pending"):
+        for warning in ctx.require_kind().ownership_warnings(rep):
+            ctx.notify(warning)
         with _pair_locked(pair, ctx, region, pre["source_reachable"], what):
             outcome = ctx.require_kind().stop_forward(rep, confirm=confirm,
                                                       reach_deadline_s=opts.source_deadline_s)

@@ -48,6 +48,7 @@ def lab(request: pytest.FixtureRequest) -> Iterator[Lab]:
     versions, make = LAYOUTS[request.param]
     with fake_kube(versions) as (kube, operator, url):
         kube.put("kafkamirrormaker2s", make())
+        operator.settled("secondary", "mm2")
         client = KubeClient(KubeLogin(url, "test", token=TOKEN))
         yield kube, operator, StrimziControl(_rep(), client=client, deadline_s=3.0,
                                              interval_s=0.02)
@@ -92,9 +93,10 @@ def test_an_operator_that_is_down_is_exit_4_naming_it(lab: Lab) -> None:
     with pytest.raises(OperatorUnconfirmed) as info:
         control.set_states({SOURCE: "stopped"}, what="forward replication stopped")
     assert info.value.exit_status is ExitStatus.UNREACHABLE
-    assert "Strimzi's cluster operator did not confirm forward replication stopped" in \
+    assert "did not confirm forward replication stopped on KafkaMirrorMaker2 secondary/mm2 " \
+        "within 0.5 s" in \
         info.value.message
-    assert "has not reconciled generation 2 (observed 0)" in info.value.message
+    assert "has not reconciled generation 2 (observed 1)" in info.value.message
     # Back up: the same command again finishes (the patch is written already).
     operator.mode = "up"
     control.deadline_s = 3.0
