@@ -196,6 +196,37 @@ class MirrorMakerObject:
         return out
 
 
+def connector_configs(obj: MirrorMakerObject) -> dict[str, dict[str, str]]:
+    """Each connector of the resource with the config Strimzi gives it (its own `config`,
+    the classes, the clusters' aliases and addresses, the mirror's patterns), as Kafka
+    Connect would list it: what `config init` reads a flow from."""
+    spec = obj.spec
+    clusters = {str(c.get("alias")): c for c in spec.get("clusters") or []}
+    out: dict[str, dict[str, str]] = {}
+    for mirror in obj.mirrors():
+        if obj.layout is Layout.V1:
+            source = mirror.spec.get("source") or {}
+            target = spec.get("target") or {}
+        else:
+            source = clusters.get(mirror.source_alias, {})
+            target = clusters.get(mirror.target_alias, {})
+        for role, name in mirror.names.items():
+            cfg = {str(k): str(v) for k, v in (mirror.spec[role].get("config") or {}).items()}
+            cfg.update({"connector.class": f"org.apache.kafka.connect.mirror.{ROLES[role]}",
+                        "source.cluster.alias": mirror.source_alias,
+                        "target.cluster.alias": mirror.target_alias,
+                        "source.cluster.bootstrap.servers": str(
+                            source.get("bootstrapServers", "")),
+                        "target.cluster.bootstrap.servers": str(
+                            target.get("bootstrapServers", ""))})
+            for key, field in (("topics", "topicsPattern"), ("groups", "groupsPattern"),
+                               *MIRROR_PATTERNS.items()):
+                if mirror.spec.get(field) is not None:
+                    cfg[key] = str(mirror.spec[field])
+            out[name] = cfg
+    return out
+
+
 def _matches(reading: ConnectorReading, state: str) -> bool:
     """Connect reports `state` (a Strimzi state word) for the connector, never less."""
     if state == "stopped":
