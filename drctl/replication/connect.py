@@ -131,9 +131,10 @@ def connect_client(rep: ReplicationSettings, deadline_s: float | None = None,
                    notify: Notify | None = None) -> ConnectClient | None:
     """The flow's Connect client. How long a worker that does not answer is retried before
     it is unreachable: `deadline_s`, else the command's --deadline (the context puts it in
-    `rep.connect.reach_deadline_s`). `notify` hears each retry."""
+    `rep.connect.reach_deadline_s`). `notify` hears each retry. None for a flow Strimzi owns
+    (`replication.strimzi`): its operator would put back any change made through REST."""
     c = rep.connect
-    if not c.url:
+    if not c.url or rep.strimzi is not None:
         return None
     deadline = deadline_s if deadline_s is not None else c.reach_deadline_s
     return ConnectClient(c.url, username=c.username, password=c.password, token=c.token,
