@@ -147,3 +147,20 @@ def test_gitops_ownership_is_said_before_a_failover_and_in_check(lab: Lab) -> No
     assert "also owned by Argo CD" in kind.ownership_warnings(ctx.rep)[0]
     findings = kind.settings_findings(ctx.rep, [])
     assert any("also owned by Argo CD" in f.difference for f in findings)
+
+
+def test_active_active_failback_resumes_a_strimzi_flow_through_its_resource(lab: Lab) -> None:
+    """The pair's failback resumes both flows; one Strimzi owns is resumed through its
+    resource (no Connect worker is drctl's to write to)."""
+    from types import SimpleNamespace
+
+    from drctl.ops.active_active import failback
+
+    kube, _, ctx = lab
+    kind_for(ctx.rep).stop_forward(ctx.rep)
+    flow = SimpleNamespace(rep=ctx.rep, notify=lambda _: None)
+    opts = SimpleNamespace(deadline_s=3.0, dry_run=False, timeout_s=3.0)
+    out = failback._flows_running(flow, flow, opts)  # type: ignore[arg-type]
+    assert out["primary -> secondary"]["state"] == "copying"
+    mirror = (kube.get("kafkamirrormaker2s", "secondary", "mm2") or {})["spec"]["mirrors"][0]
+    assert mirror["sourceConnector"]["state"] == "running"
