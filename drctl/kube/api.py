@@ -92,8 +92,10 @@ class KubeClient(JsonEndpoint):
             raise Transient(KubeError(message, code, reason), f"answered {code}")
         if code == 404:
             raise KubeNotFound(message, code, reason)
-        # A JSON patch whose `test` failed is the object changed under drctl, like a 409.
-        if code == 409 or (code == 422 and "test" in detail.lower()
+        # A JSON patch whose `test` failed is the object changed under drctl, like a 409: the
+        # API server answers 422 quoting the patch library ("testing value
+        # /metadata/resourceVersion failed: test failed").
+        if code == 409 or (code == 422 and "testing value" in detail
                            and "resourceversion" in detail.lower()):
             raise KubeConflict(message, code, reason)
         raise KubeError(message, code, reason)
