@@ -24,6 +24,7 @@ from drctl.kafka.connect_rest import (
 from drctl.kafka_release import kafka_release
 from drctl.progress import Notify
 from drctl.replication.base import Confirm, FlowPart, FlowState, ReplicationKind, StopOutcome
+from drctl.replication.control import ConnectorOwner, Edit
 from drctl.replication.edits import (
     ListEdit,
     apply_edits,
@@ -143,6 +144,27 @@ def connect_client(rep: ReplicationSettings, deadline_s: float | None = None,
                          notify=notify)
 
 
+@dataclass(frozen=True)
+class ConnectRestOwner:
+    """The connectors through Kafka Connect's REST API (a `control.ConnectorOwner`)."""
+
+    client: ConnectClient
+    kind: ConnectControlled
+
+    @property
+    def owner(self) -> str:
+        return f"Kafka Connect at {self.client.url}"
+
+    def config(self, name: str) -> dict[str, Any]:
+        return self.client.config(name)
+
+    def reconfigure(self, name: str, edit: Edit) -> bool:
+        return reconfigure(self.client, name, edit)
+
+    def old_names_read(self) -> bool:
+        return self.kind.aliases_honoured(self.client)
+
+
 def check_connect(rep: ReplicationSettings, notify: Notify | None = None
                   ) -> tuple[dict[str, Any] | None, DrctlError | None]:
     """The flow's Connect worker asked once (`GET /`) within the command's deadline, each
@@ -213,25 +235,40 @@ class ConnectControlled(ReplicationKind, ABC):
         release = kafka_release(str((client.info() or {}).get("version") or ""))
         return release is None or release.major < self.aliases_until
 
+    def owner(self, rep: ReplicationSettings, *, notify: Notify | None = None,
+              changing: bool = False) -> ConnectorOwner | None:
+        """Who owns the flow's connectors: its Connect worker (None without one). For a
+        change (`changing`) the worker is asked once within the reach deadline, then held
+        longer: a worker holds a config change while its herder rejoins its group; that is
+        the change taking effect, bounded like a stop's wait (as `stop_forward` does)."""
+        client = connect_client(rep, notify=notify)
+        if client is None:
+            return None
+        if changing:
+            client.info()
+            client = connect_client(rep, max(60.0, rep.connect.reach_deadline_s or 0.0),
+                                    notify) or client
+        return ConnectRestOwner(client, self)
+
     def plan_leave_out(self, rep: ReplicationSettings, part: FlowPart,
                        others: Sequence[ListEdit] = ()) -> list[ListEdit] | None:
         """The exact entries that leave `part` out of the connectors, read against their
         configs now (`others`: the other open incidents' edits); None when drctl cannot
         (no Connect, or a kind without such keys): the operator does it."""
-        client = connect_client(rep)
+        owner = self.owner(rep)
         wanted = self.exclusions(rep, part)
-        if client is None or not wanted:
+        if owner is None or not wanted:
             return None
         honoured: list[bool] = []  # asked once, and only when an alias matters
         out = []
         for name, keys in wanted.items():
-            config = client.config(name)
+            config = owner.config(name)
             for key, entries in keys.items():
                 effective = entries_of(self.exclusion_defaults.get(key))
                 alias = self.exclusion_aliases.get(key)
                 if key not in config and alias and alias in config:
                     if not honoured:
-                        honoured.append(self.aliases_honoured(client))
+                        honoured.append(owner.old_names_read())
                     if honoured[0]:
                         effective = entries_of(str(config[alias]))
                 out.append(plan_edit(config, name, key, entries, effective, others))
@@ -244,20 +281,14 @@ class ConnectControlled(ReplicationKind, ABC):
         `others` need), each connector left in the state it was in: a running one is stopped,
         reconfigured and resumed — resumed whatever happens in between. Returns the
         connectors whose config changed."""
-        client = connect_client(rep, notify=notify)
-        if client is None:
+        owner = self.owner(rep, notify=notify, changing=True)
+        if owner is None:
             return []
-        client.info()
-        # It answered: reachable. A worker holds a stop or a config change while its herder
-        # rejoins its group; that is the change taking effect, bounded like a stop's wait
-        # (as `stop_forward` does), not by the reach deadline.
-        client = connect_client(rep, max(60.0, rep.connect.reach_deadline_s or 0.0),
-                                notify) or client
         changed = []
         for name, mine in by_connector(edits).items():
             edit = (partial(undo_edits, edits=mine, others=others) if undo
                     else partial(apply_edits, edits=mine))
-            if reconfigure(client, name, edit):
+            if owner.reconfigure(name, edit):
                 changed.append(name)
         return changed
 
@@ -265,8 +296,13 @@ class ConnectControlled(ReplicationKind, ABC):
                    part: FlowPart | None = None) -> bool | None:
         """Whether every entry of `edits` is in its connector's config (None: cannot be
         told, or nothing was edited); with `part`, False when they miss one of its topics."""
-        client = connect_client(rep)
-        if client is None or not edits:
+        if not edits:
+            return None
+        try:
+            owner = self.owner(rep)
+        except DrctlError:
+            return None
+        if owner is None:
             return None
         # Its topics only: the groups a marker names are those its failover moved, which
         # need not be those it left out.
@@ -274,7 +310,7 @@ class ConnectControlled(ReplicationKind, ABC):
                 self.exclusions(rep, FlowPart(part.name, part.topics)), edits):
             return False
         try:
-            return all(edits_hold(client.config(name), mine)
+            return all(edits_hold(owner.config(name), mine)
                        for name, mine in by_connector(edits).items())
         except (DrctlError, ConnectorMissing):
             return None

@@ -528,6 +528,15 @@ class StrimziControl:
         self.wait(obj.generation, {}, what=what)
         return True
 
+    def reconfigure(self, name: str, edit: Callable[[dict[str, Any]], dict[str, Any]]) -> bool:
+        """`control.ConnectorOwner`: the config `edit` makes of the connector's, patched into
+        the resource and reconciled (the operator reconfigures it in place)."""
+        return self.put_config(name, edit(self.config(name)), what=f"{name}'s config")
+
+    def old_names_read(self) -> bool:
+        """Strimzi 0.46+ runs Kafka 4, which reads no old key names (`topics.blacklist`)."""
+        return False
+
     # -- offsets ---------------------------------------------------------------------------
 
     def _offsets_request(self, namespace: str, name: str, connector: str, action: str,

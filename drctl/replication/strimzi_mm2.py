@@ -27,16 +27,7 @@ from drctl.replication.base import (
     StopOutcome,
 )
 from drctl.replication.connect import flow_state_of
-from drctl.replication.edits import (
-    ListEdit,
-    apply_edits,
-    by_connector,
-    edits_hold,
-    entries_of,
-    leaves_out,
-    plan_edit,
-    undo_edits,
-)
+from drctl.replication.control import ConnectorOwner
 from drctl.replication.mirrormaker2 import (
     INCIDENT_KEY,
     MirrorMaker2,
@@ -165,46 +156,10 @@ class StrimziMirrorMaker2(MirrorMaker2):
                    ) -> dict[str, dict[str, list[str]]]:
         return super().exclusions(named(rep), part)
 
-    def plan_leave_out(self, rep: ReplicationSettings, part: FlowPart,
-                       others: Sequence[ListEdit] = ()) -> list[ListEdit] | None:
-        """As Connect's, read from the resource. Strimzi 0.46+ runs Kafka 4, which reads no
-        old key names (`topics.blacklist`): the defaults are the effective lists."""
-        flow = control(rep)
-        out = []
-        for name, keys in self.exclusions(rep, part).items():
-            config = flow.config(name)
-            for key, entries in keys.items():
-                out.append(plan_edit(config, name, key, entries,
-                                     entries_of(self.exclusion_defaults.get(key)), others))
-        return out
-
-    def write_edits(self, rep: ReplicationSettings, edits: Sequence[ListEdit], *,
-                    undo: bool = False, others: Sequence[ListEdit] = (),
-                    notify: Notify | None = None) -> list[str]:
-        """Each connector's lists patched in the resource (the operator reconfigures the
-        connector in place), confirmed reconciled."""
-        flow = control(rep, notify)
-        changed = []
-        for name, mine in by_connector(edits).items():
-            config = flow.config(name)
-            new = undo_edits(config, mine, others) if undo else apply_edits(config, mine)
-            if flow.put_config(name, new, what=f"{name}'s exclusions"):
-                changed.append(name)
-        return changed
-
-    def edits_hold(self, rep: ReplicationSettings, edits: Sequence[ListEdit],
-                   part: FlowPart | None = None) -> bool | None:
-        if not edits:
-            return None
-        if part is not None and not leaves_out(
-                self.exclusions(rep, FlowPart(part.name, part.topics)), edits):
-            return False
-        try:
-            flow = control(rep)
-            return all(edits_hold(flow.config(name), mine)
-                       for name, mine in by_connector(edits).items())
-        except DrctlError:
-            return None
+    def owner(self, rep: ReplicationSettings, *, notify: Notify | None = None,
+              changing: bool = False) -> ConnectorOwner | None:
+        """The flow's KafkaMirrorMaker2: configs read from it and patched into it."""
+        return control(rep, notify)
 
     # -- the reverse flow, a second resource ---------------------------------------------------
 
