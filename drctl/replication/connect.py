@@ -150,10 +150,29 @@ class ConnectRestOwner:
 
     client: ConnectClient
     kind: ConnectControlled
+    notify: Notify = lambda _: None
 
     @property
     def owner(self) -> str:
         return f"Kafka Connect at {self.client.url}"
+
+    def readings(self, names: Sequence[str]) -> list[ConnectorReading]:
+        return [ConnectorReading.read(self.client, n) for n in names]
+
+    def set_states(self, wanted: Mapping[str, str], *, what: str) -> list[ConnectorReading]:
+        """Resume (or pause, or stop) each connector, then wait until each is so (running:
+        with all its tasks)."""
+        for name, state in wanted.items():
+            if state == "running":
+                self.notify(f"Resuming {name}")
+                self.client.resume(name)
+            elif state == "paused":
+                self.client.pause(name)
+            else:
+                stop_or_pause(self.client, name)
+        for name, state in wanted.items():
+            wait_connector_state(self.client, name, state.upper())
+        return self.readings(list(wanted))
 
     def config(self, name: str) -> dict[str, Any]:
         return self.client.config(name)
@@ -244,11 +263,13 @@ class ConnectControlled(ReplicationKind, ABC):
         client = connect_client(rep, notify=notify)
         if client is None:
             return None
+        if notify is None:
+            notify = lambda _: None  # noqa: E731
         if changing:
             client.info()
             client = connect_client(rep, max(60.0, rep.connect.reach_deadline_s or 0.0),
                                     notify) or client
-        return ConnectRestOwner(client, self)
+        return ConnectRestOwner(client, self, notify)
 
     def plan_leave_out(self, rep: ReplicationSettings, part: FlowPart,
                        others: Sequence[ListEdit] = ()) -> list[ListEdit] | None:
@@ -389,8 +410,8 @@ class ConnectControlled(ReplicationKind, ABC):
                        part: FlowPart | None = None) -> FlowState:
         """Resume every forward connector (idempotent) and wait until each runs. With `part`
         and no way to edit the connectors, the operator takes it back in by hand."""
-        client = connect_client(rep, notify=notify)
-        if part is not None and (client is None or not self.exclusions(rep, part)):
+        owner = self.owner(rep, notify=notify)
+        if part is not None and (owner is None or not self.exclusions(rep, part)):
             text = (f"Take {part.name} back into replication from {rep.source} to "
                     f"{rep.target} now ({', '.join(part.topics)}), from the start positions "
                     "drctl set or printed, then confirm.")
@@ -398,7 +419,7 @@ class ConnectControlled(ReplicationKind, ABC):
                 raise Aborted(f"Replication of {part.name} was not confirmed started.",
                               "Start it, then run the same command again.")
             return FlowState(False)
-        if client is None or not rep.connect.connectors:
+        if owner is None or not rep.connect.connectors:
             text = (f"drctl cannot reach your replicator. Start replication from {rep.source} "
                     f"to {rep.target} now, from the start positions drctl set or printed, "
                     "then confirm.")
@@ -406,22 +427,24 @@ class ConnectControlled(ReplicationKind, ABC):
                 raise Aborted("Forward replication was not confirmed started.",
                               "Start it, then run the same command again.")
             return FlowState(False)
-        return resume_connectors(client, rep.connect.connectors, notify)
+        return self.resume_components(rep, rep.connect.connectors, notify)
 
     def resume_components(self, rep: ReplicationSettings, names: Sequence[str],
                           notify: Notify) -> FlowState:
-        client = connect_client(rep, notify=notify)
-        if client is None or not names:
+        """Resume these connectors (idempotent) through their owner and wait until each runs
+        with all its tasks."""
+        owner = self.owner(rep, notify=notify)
+        if owner is None or not names:
             return FlowState(False)
-        return resume_connectors(client, names, notify)
+        return flow_state_of(owner.set_states({n: "running" for n in names},
+                                              what="forward replication running"))
 
     def forward_state(self, rep: ReplicationSettings) -> FlowState:
-        client = connect_client(rep)
-        if client is None or not rep.connect.connectors:
+        owner = self.owner(rep)
+        if owner is None or not rep.connect.connectors:
             return FlowState(False)
         try:
-            return flow_state_of([ConnectorReading.read(client, n)
-                                     for n in rep.connect.connectors])
+            return flow_state_of(owner.readings(rep.connect.connectors))
         except Unreachable:
             return FlowState(False)
 
@@ -551,17 +574,6 @@ def stopped_for_offsets(client: ConnectClient, name: str) -> None:
     if reading.state != "STOPPED":
         stop_or_pause(client, name)
         wait_connector_state(client, name, "STOPPED")
-
-
-def resume_connectors(client: ConnectClient, names: Sequence[str],
-                      notify: Notify) -> FlowState:
-    """Resume `names` and wait until each runs with all its tasks."""
-    for name in names:
-        notify(f"Resuming {name}")
-        client.resume(name)
-    for name in names:
-        wait_connector_state(client, name, "RUNNING")
-    return flow_state_of([ConnectorReading.read(client, n) for n in names])
 
 
 def _detail(readings: Sequence[ConnectorReading]) -> str:

@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from drctl.config import ReplicationSettings
-from drctl.errors import Aborted, CheckFailed, DrctlError
+from drctl.errors import CheckFailed, DrctlError
 from drctl.findings import Area, Finding, Severity
 from drctl.kube.api import KubeRejected, KubeUnreachable
 from drctl.progress import Notify
@@ -89,12 +89,6 @@ class StrimziMirrorMaker2(MirrorMaker2):
                 "is put back at its next sync (replication resumes behind the failover) "
                 "unless that sync is paused for it."]
 
-    def forward_state(self, rep: ReplicationSettings) -> FlowState:
-        try:
-            return flow_state_of(control(rep).readings())
-        except KubeUnreachable:
-            return FlowState(False)
-
     def stop_forward(self, rep: ReplicationSettings, *, confirm: Confirm | None = None,
                      deadline_s: float = 60.0, reach_deadline_s: float | None = None,
                      part: FlowPart | None = None) -> StopOutcome:
@@ -106,7 +100,7 @@ class StrimziMirrorMaker2(MirrorMaker2):
         flow = control(rep, deadline_s=max(deadline_s, reach_deadline_s or 0.0),
                        reach_deadline_s=reach_deadline_s)
         try:
-            names = [r.name for r in flow.readings()]
+            names = list(rep.connect.connectors) or [r.name for r in flow.readings()]
             readings = flow.set_states({n: "stopped" for n in names},
                                        what="forward replication stopped")
         except KubeUnreachable:
@@ -125,30 +119,6 @@ class StrimziMirrorMaker2(MirrorMaker2):
         except KubeUnreachable:
             return FlowState(False, restopped=tuple(names))
         return flow_state_of(flow.readings(), names)
-
-    def resume_forward(self, rep: ReplicationSettings, notify: Notify,
-                       confirm: Confirm | None = None,
-                       part: FlowPart | None = None) -> FlowState:
-        if part is not None and not self.exclusions(named(rep), part):
-            if confirm is None or not confirm(
-                    f"Take {part.name} back into replication from {rep.source} to "
-                    f"{rep.target} now, then confirm."):
-                raise Aborted(f"Replication of {part.name} was not confirmed started.",
-                              "Start it, then run the same command again.")
-            return FlowState(False)
-        flow = control(rep, notify)
-        names = [r.name for r in flow.readings()]
-        return self.resume_components(rep, names, notify)
-
-    def resume_components(self, rep: ReplicationSettings, names: Sequence[str],
-                          notify: Notify) -> FlowState:
-        if not names:
-            return FlowState(False)
-        notify(f"Resuming {', '.join(names)} through KafkaMirrorMaker2 "
-               f"{rep.strimzi.resource if rep.strimzi else ''}")
-        readings = control(rep, notify).set_states({n: "running" for n in names},
-                                                   what="forward replication running")
-        return flow_state_of(readings)
 
     # -- an application's incident: the exclusions, in the resource --------------------------
 
