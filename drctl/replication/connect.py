@@ -211,17 +211,10 @@ class ConnectControlled(ReplicationKind, ABC):
         Raises Unreachable when the worker does not answer within the command's deadline
         (asked once, not once per connector), ConnectRejected when it refuses drctl: what
         the connectors do cannot be known."""
-        client = connect_client(rep)
-        states: dict[str, str] = {}
-        for name in rep.connect.connectors:
-            if client is None:
-                states[name] = "NOT-CONFIGURED"
-                continue
-            try:
-                states[name] = client.connector_state(name)[0]
-            except ConnectorMissing:
-                states[name] = "MISSING"
-        return states
+        owner = self.owner(rep)
+        if owner is None:
+            return dict.fromkeys(rep.connect.connectors, "NOT-CONFIGURED")
+        return {r.name: r.state for r in owner.readings(rep.connect.connectors)}
 
     # What a connector's list keys hold when its config does not set them (the replicator's
     # own defaults): leaving a part out keeps them.

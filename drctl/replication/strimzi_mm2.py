@@ -74,9 +74,6 @@ def named(rep: ReplicationSettings) -> ReplicationSettings:
 class StrimziMirrorMaker2(MirrorMaker2):
     """MirrorMaker 2 whose connectors Strimzi's operator owns."""
 
-    def component_states(self, rep: ReplicationSettings) -> dict[str, str]:
-        return {r.name: r.state for r in control(rep).readings()}
-
     def ownership_warnings(self, rep: ReplicationSettings) -> list[str]:
         try:
             owner = control(rep).ownership()
