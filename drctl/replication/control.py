@@ -4,7 +4,8 @@ controls the replicator"): Kafka Connect's REST API where drctl may write to it
 them (`strimzi.StrimziControl`). A kind asks `ConnectControlled.owner(rep)`; the procedures
 never know which answered.
 
-Through the owner so far: reading the forward flow's connectors (`forward_state`), resuming
+Through the owner so far: reading the forward flow's connectors (`forward_state`,
+`component_states`), resuming
 them (`resume_forward`, `resume_components`), and their configs (an application's
 exclusions: `plan_leave_out`, `write_edits`, `edits_hold`). Still per owner: the stop (with
 Connect's own rules for a worker that holds it or does not answer), the reverse flow and the
