@@ -186,6 +186,32 @@ class ConnectSettings(HttpSettings):
 
 
 @dataclass(frozen=True)
+class StrimziSettings:
+    """A flow whose connectors Strimzi's cluster operator owns: its `KafkaMirrorMaker2`
+    resource (and where the reverse flow's lives or is created). Every change to the flow
+    goes through the resource, none through Kafka Connect's REST API."""
+
+    namespace: str
+    name: str
+    reverse_namespace: str | None = None  # None: the reverse flow is not drctl's to create
+    reverse_name: str | None = None
+    # None: $KUBECONFIG, ~/.kube/config, else the pod's service account (in-cluster).
+    kubeconfig: str | None = None
+    context: str | None = None  # None: the kubeconfig's current-context
+    timeout_s: float = 10.0  # per request
+
+    @property
+    def resource(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def reverse_resource(self) -> str | None:
+        if self.reverse_namespace is None:
+            return None
+        return f"{self.reverse_namespace}/{self.reverse_name or self.name}"
+
+
+@dataclass(frozen=True)
 class ReplicationSettings:
     kind: str
     source: str
@@ -208,6 +234,8 @@ class ReplicationSettings:
     # replication.policy.separator, unless replication.policy.internal.topic.separator.enabled
     # is false ('.'). None: the one its prefixed names show (`rename`), else '.'.
     internal_separator: str | None = None
+    # Strimzi owns the connectors: drctl changes them through this resource only.
+    strimzi: StrimziSettings | None = None
 
     @property
     def separator(self) -> str:
@@ -498,7 +526,12 @@ _REGION_KEYS = ("groups",)
 _APPLICATION_KEYS = ("topics", "groups")
 _REPLICATION_KEYS = ("kind", "source", "target", "topics", "rename", "source_alias",
                      "target_alias", "connect", "replicator_group", "principal",
-                     "internal_separator")
+                     "internal_separator", "strimzi")
+_STRIMZI_KEYS = ("kubeconfig", "context", "namespace", "name", "reverse_namespace",
+                 "reverse_name", "timeout_s")
+# A Kubernetes namespace or object name (RFC 1123 label / subdomain).
+_K8S_NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+_K8S_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
 _HTTP_KEYS = ("url", "username", "password", "token", "ca_file", "cert_file", "key_file",
               "timeout_s")
 _HTTP_FILE_KEYS = ("ca_file", "cert_file", "key_file")
@@ -822,6 +855,9 @@ class _Parser:
                                                         f"{key}.principal"), None)
         separator = self.collect(lambda: self.optional_string(
             raw.get("internal_separator"), f"{key}.internal_separator"), None)
+        strimzi = None
+        if raw.get("strimzi") is not None:
+            strimzi = self.collect(lambda: self.strimzi(raw["strimzi"], kind, key), None)
         if (kind is None or source is None or target is None or rename is None
                 or aliases[0] is None or aliases[1] is None):
             return None  # each missing piece is a recorded problem
@@ -837,7 +873,58 @@ class _Parser:
             replicator_group=group,
             principal=principal,
             internal_separator=separator or None,
+            strimzi=strimzi,
         )
+
+    def strimzi(self, value: Any, kind: str | None, key: str = "replication"
+                ) -> StrimziSettings | None:
+        """`strimzi: {namespace, name, reverse_namespace, reverse_name, kubeconfig,
+        context}`: the flow's KafkaMirrorMaker2 resource."""
+        key = f"{key}.strimzi"
+        raw = self.mapping(value, key, _STRIMZI_KEYS)
+        if kind is not None and not kind_entry(kind).run_by_strimzi:
+            raise self.error(key, f"Strimzi runs MirrorMaker 2, not {kind}",
+                             "Set replication.kind: mirrormaker2, or remove strimzi.")
+        names: dict[str, str | None] = {}
+        for name in ("namespace", "name", "reverse_namespace", "reverse_name"):
+            text = self.collect(partial(self.optional_string, raw.get(name), f"{key}.{name}"),
+                                None)
+            pattern = _K8S_NAMESPACE if name.endswith("namespace") else _K8S_NAME
+            if text is not None and not pattern.fullmatch(text):
+                self.problems.append(self.error(
+                    f"{key}.{name}", f"'{text}' is not a Kubernetes "
+                    f"{'namespace' if pattern is _K8S_NAMESPACE else 'object name'}",
+                    "Lower-case letters, digits and '-' (names also '.'), starting and "
+                    "ending with a letter or digit."))
+                text = None
+            names[name] = text
+        for name in ("namespace", "name"):
+            if name not in raw:
+                self.problems.append(self.error(f"{key}.{name}", "required key is missing",
+                                                "The KafkaMirrorMaker2 resource of the flow: "
+                                                "its namespace and name."))
+        if names["reverse_name"] is not None and names["reverse_namespace"] is None:
+            self.problems.append(self.error(f"{key}.reverse_name",
+                                            "set reverse_namespace too",
+                                            "The reverse flow's resource lives in the other "
+                                            "cluster's namespace."))
+        kubeconfig = self.collect(partial(self.optional_string, raw.get("kubeconfig"),
+                                          f"{key}.kubeconfig"), None)
+        if kubeconfig is not None:
+            resolved = self.resolve_path(kubeconfig)
+            if not resolved.is_file():
+                self.problems.append(self.error(f"{key}.kubeconfig",
+                                                f"no such file: {resolved}"))
+            kubeconfig = str(resolved)
+        context = self.collect(partial(self.optional_string, raw.get("context"),
+                                       f"{key}.context"), None)
+        timeout = self.collect(partial(self.number, raw.get("timeout_s", 10.0),
+                                       f"{key}.timeout_s"), 10.0)
+        namespace, resource = names["namespace"], names["name"]
+        if namespace is None or resource is None:
+            return None
+        return StrimziSettings(namespace, resource, names["reverse_namespace"],
+                               names["reverse_name"], kubeconfig, context, timeout)
 
     def kind(self, value: Any, key: str = "replication") -> str | None:
         if value is None:
@@ -1106,6 +1193,12 @@ def _flow_data(rep: ReplicationSettings) -> dict[str, Any]:
             "checkpoint_connector": rep.connect.checkpoint_connector,
             "heartbeat_connector": rep.connect.heartbeat_connector,
         },
+        **({"strimzi": {
+            "namespace": rep.strimzi.namespace, "name": rep.strimzi.name,
+            "reverse_namespace": rep.strimzi.reverse_namespace,
+            "reverse_name": rep.strimzi.reverse_name, "kubeconfig": rep.strimzi.kubeconfig,
+            "context": rep.strimzi.context, "timeout_s": rep.strimzi.timeout_s,
+        }} if rep.strimzi is not None else {}),
     }
 
 

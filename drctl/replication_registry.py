@@ -22,13 +22,16 @@ class KindEntry:
     title: str = ""
     # Config rule: the kind may run an active-active pair (`topology:`, a flow each way).
     runs_both_ways: bool = False
+    # Config rule: Strimzi's operator may own its connectors (`replication.strimzi`).
+    run_by_strimzi: bool = False
 
 
 # The order is the order error messages list the kinds in.
 _KINDS: dict[str, KindEntry] = {
     "replicator": KindEntry("drctl.replication.replicator:Replicator", title="Replicator"),
     "mirrormaker2": KindEntry("drctl.replication.mirrormaker2:MirrorMaker2",
-                              title="MirrorMaker 2", runs_both_ways=True),
+                              title="MirrorMaker 2", runs_both_ways=True,
+                              run_by_strimzi=True),
     "identity": KindEntry("drctl.replication.identity:Identity", keeps_topic_names=True),
 }
 

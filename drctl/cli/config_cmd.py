@@ -79,6 +79,17 @@ def init(
     secondary_registry: Annotated[str | None, typer.Option(
         "--secondary-registry", metavar="URL",
         help="The secondary's schema registry.")] = None,
+    strimzi: Annotated[str | None, typer.Option(
+        "--strimzi", metavar="NAMESPACE/NAME",
+        help="Read the flow from Strimzi's KafkaMirrorMaker2 NAMESPACE/NAME (instead of "
+             "Kafka Connect): drctl then changes it through that resource.")] = None,
+    kubeconfig: Annotated[Path | None, typer.Option(
+        "--kubeconfig", metavar="PATH",
+        help="With --strimzi: the kubeconfig (default: $KUBECONFIG, ~/.kube/config, or the "
+             "pod's service account).")] = None,
+    kube_context: Annotated[str | None, typer.Option(
+        "--context", metavar="NAME",
+        help="With --strimzi: the kubeconfig's context (default: its current one).")] = None,
     kind: Annotated[str | None, typer.Option(
         "--kind", metavar="[" + "|".join(KIND_NAMES) + "]",
         help="Only flows of this kind; identity (Cluster Linking and the like) reads no "
@@ -111,6 +122,7 @@ def init(
           --secondary-registry https://sr-b:8081
       drctl config init --kind identity --primary-bootstrap a:9092 \\
           --secondary-bootstrap b:9092
+      drctl config init ... --strimzi secondary/mm2 --kubeconfig ~/.kube/dr
 
     \b
     Exit status: 0 written and every cluster answered; 2 a flag missing, the file
@@ -127,12 +139,16 @@ def init(
                                           "Bootstrap servers of the primary cluster"),
         secondary_bootstrap=_given_or_asked(secondary_bootstrap, "--secondary-bootstrap",
                                             "Bootstrap servers of the secondary cluster"),
-        connect_url=None if not reads_connectors(kind) else _given_or_asked(
+        connect_url=None if not reads_connectors(kind) or strimzi else _given_or_asked(
             connect_url, "--connect-url", "Kafka Connect REST URL (where the replicator runs)"),
         # Absolute: the config reads relative paths from its own directory, not from here.
         connect_ca_file=str(connect_ca_file.resolve()) if connect_ca_file else None,
         source_connector=source_connector, rename=rename, kind=kind,
-        primary_registry=primary_registry, secondary_registry=secondary_registry)
+        primary_registry=primary_registry, secondary_registry=secondary_registry,
+        strimzi=strimzi, kubeconfig=str(kubeconfig.resolve()) if kubeconfig else None,
+        context=kube_context)
+    if request.strimzi:
+        term.step(f"Reading the KafkaMirrorMaker2 {request.strimzi}")
     if request.connect_url:
         term.step(f"Reading the connectors on Kafka Connect at {request.connect_url}")
     flows = find_flows(request, deadline)

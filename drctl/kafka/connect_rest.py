@@ -134,10 +134,11 @@ class ConnectClient(JsonEndpoint):
             raise Transient(error, f"answered {code}")
         raise error
 
-    def request(self, method: str, path: str, body: Any = None) -> Any:
+    def request(self, method: str, path: str, body: Any = None, *,
+                content_type: str | None = None) -> Any:
         if method != "GET" and (check := _GUARD.get()) is not None:
             check()  # raises when the step's hold on its flow's lock is gone
-        return super().request(method, path, body)
+        return super().request(method, path, body, content_type=content_type)
 
     def info(self) -> dict[str, Any]:
         return self.request("GET", "/")

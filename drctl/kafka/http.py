@@ -159,7 +159,10 @@ class JsonEndpoint:
 
     # -- calls ----------------------------------------------------------------------------
 
-    def request(self, method: str, path: str, body: Any = None) -> Any:
+    def request(self, method: str, path: str, body: Any = None, *,
+                content_type: str | None = None) -> Any:
+        """One call, retried while transient; `content_type`: the body's, when not the
+        endpoint's own (a Kubernetes JSON patch)."""
         started = time.monotonic()
 
         def on_retry(attempt: int, exc: BaseException, delay: float) -> None:
@@ -170,7 +173,8 @@ class JsonEndpoint:
         try:
             return retry_call(
                 lambda: self._once(method, path, body,
-                                   time_left(self.policy, started, cap_s=self.timeout_s)),
+                                   time_left(self.policy, started, cap_s=self.timeout_s),
+                                   content_type),
                 self.policy, retry_on=(Transient,), on_retry=on_retry)
         except RetriesExhausted as exc:
             assert isinstance(exc.last, Transient)
@@ -182,12 +186,13 @@ class JsonEndpoint:
                                                               exc.deadline_s) from exc
             raise error from exc
 
-    def _once(self, method: str, path: str, body: Any, timeout_s: float) -> Any:
+    def _once(self, method: str, path: str, body: Any, timeout_s: float,
+              content_type: str | None = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(self.url_of(path), data=data, method=method)
         req.add_header("Accept", self.accept)
         if data is not None:
-            req.add_header("Content-Type", self.content_type)
+            req.add_header("Content-Type", content_type or self.content_type)
         if self._auth:
             req.add_header("Authorization", self._auth)
         try:

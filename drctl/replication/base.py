@@ -191,6 +191,11 @@ class ReplicationKind(ABC):
         """Resume these forward components (idempotent) and wait until they run."""
         return FlowState(False)
 
+    def ownership_warnings(self, rep: ReplicationSettings) -> list[str]:
+        """Who else owns what drctl is about to change (a GitOps tool that puts it back), in
+        one line each, said before a failover changes it; nothing when drctl is alone."""
+        return []
+
     @abstractmethod
     def forward_state(self, rep: ReplicationSettings) -> FlowState:
         """What forward replication does now; unreadable when it cannot be told."""
@@ -297,5 +302,15 @@ def kind_named(name: str) -> ReplicationKind:
 
 def kind_for(settings: ReplicationSettings) -> ReplicationKind:
     """The kind object of a replication flow (validated by the config parser, so its kind is
-    registered)."""
+    registered). A flow whose connectors Strimzi owns (`replication.strimzi`) is controlled
+    through its KafkaMirrorMaker2 resource: the same kind, another owner."""
+    if settings.strimzi is not None:
+        return _strimzi_kind()
     return kind_named(settings.kind)
+
+
+@cache
+def _strimzi_kind() -> ReplicationKind:
+    from drctl.replication.strimzi_mm2 import StrimziMirrorMaker2
+
+    return StrimziMirrorMaker2()

@@ -24,6 +24,7 @@ from drctl.kafka.connect_rest import (
 from drctl.kafka_release import kafka_release
 from drctl.progress import Notify
 from drctl.replication.base import Confirm, FlowPart, FlowState, ReplicationKind, StopOutcome
+from drctl.replication.control import ConnectorOwner, Edit
 from drctl.replication.edits import (
     ListEdit,
     apply_edits,
@@ -131,15 +132,56 @@ def connect_client(rep: ReplicationSettings, deadline_s: float | None = None,
                    notify: Notify | None = None) -> ConnectClient | None:
     """The flow's Connect client. How long a worker that does not answer is retried before
     it is unreachable: `deadline_s`, else the command's --deadline (the context puts it in
-    `rep.connect.reach_deadline_s`). `notify` hears each retry."""
+    `rep.connect.reach_deadline_s`). `notify` hears each retry. None for a flow Strimzi owns
+    (`replication.strimzi`): its operator would put back any change made through REST."""
     c = rep.connect
-    if not c.url:
+    if not c.url or rep.strimzi is not None:
         return None
     deadline = deadline_s if deadline_s is not None else c.reach_deadline_s
     return ConnectClient(c.url, username=c.username, password=c.password, token=c.token,
                          ca_file=c.ca_file, cert_file=c.cert_file, key_file=c.key_file,
                          timeout_s=c.timeout_s, policy=CONNECT_RETRY.with_deadline(deadline),
                          notify=notify)
+
+
+@dataclass(frozen=True)
+class ConnectRestOwner:
+    """The connectors through Kafka Connect's REST API (a `control.ConnectorOwner`)."""
+
+    client: ConnectClient
+    kind: ConnectControlled
+    notify: Notify = lambda _: None
+
+    @property
+    def owner(self) -> str:
+        return f"Kafka Connect at {self.client.url}"
+
+    def readings(self, names: Sequence[str]) -> list[ConnectorReading]:
+        return [ConnectorReading.read(self.client, n) for n in names]
+
+    def set_states(self, wanted: Mapping[str, str], *, what: str) -> list[ConnectorReading]:
+        """Resume (or pause, or stop) each connector, then wait until each is so (running:
+        with all its tasks)."""
+        for name, state in wanted.items():
+            if state == "running":
+                self.notify(f"Resuming {name}")
+                self.client.resume(name)
+            elif state == "paused":
+                self.client.pause(name)
+            else:
+                stop_or_pause(self.client, name)
+        for name, state in wanted.items():
+            wait_connector_state(self.client, name, state.upper())
+        return self.readings(list(wanted))
+
+    def config(self, name: str) -> dict[str, Any]:
+        return self.client.config(name)
+
+    def reconfigure(self, name: str, edit: Edit) -> bool:
+        return reconfigure(self.client, name, edit)
+
+    def old_names_read(self) -> bool:
+        return self.kind.aliases_honoured(self.client)
 
 
 def check_connect(rep: ReplicationSettings, notify: Notify | None = None
@@ -169,17 +211,10 @@ class ConnectControlled(ReplicationKind, ABC):
         Raises Unreachable when the worker does not answer within the command's deadline
         (asked once, not once per connector), ConnectRejected when it refuses drctl: what
         the connectors do cannot be known."""
-        client = connect_client(rep)
-        states: dict[str, str] = {}
-        for name in rep.connect.connectors:
-            if client is None:
-                states[name] = "NOT-CONFIGURED"
-                continue
-            try:
-                states[name] = client.connector_state(name)[0]
-            except ConnectorMissing:
-                states[name] = "MISSING"
-        return states
+        owner = self.owner(rep)
+        if owner is None:
+            return dict.fromkeys(rep.connect.connectors, "NOT-CONFIGURED")
+        return {r.name: r.state for r in owner.readings(rep.connect.connectors)}
 
     # What a connector's list keys hold when its config does not set them (the replicator's
     # own defaults): leaving a part out keeps them.
@@ -212,25 +247,42 @@ class ConnectControlled(ReplicationKind, ABC):
         release = kafka_release(str((client.info() or {}).get("version") or ""))
         return release is None or release.major < self.aliases_until
 
+    def owner(self, rep: ReplicationSettings, *, notify: Notify | None = None,
+              changing: bool = False) -> ConnectorOwner | None:
+        """Who owns the flow's connectors: its Connect worker (None without one). For a
+        change (`changing`) the worker is asked once within the reach deadline, then held
+        longer: a worker holds a config change while its herder rejoins its group; that is
+        the change taking effect, bounded like a stop's wait (as `stop_forward` does)."""
+        client = connect_client(rep, notify=notify)
+        if client is None:
+            return None
+        if notify is None:
+            notify = lambda _: None  # noqa: E731
+        if changing:
+            client.info()
+            client = connect_client(rep, max(60.0, rep.connect.reach_deadline_s or 0.0),
+                                    notify) or client
+        return ConnectRestOwner(client, self, notify)
+
     def plan_leave_out(self, rep: ReplicationSettings, part: FlowPart,
                        others: Sequence[ListEdit] = ()) -> list[ListEdit] | None:
         """The exact entries that leave `part` out of the connectors, read against their
         configs now (`others`: the other open incidents' edits); None when drctl cannot
         (no Connect, or a kind without such keys): the operator does it."""
-        client = connect_client(rep)
+        owner = self.owner(rep)
         wanted = self.exclusions(rep, part)
-        if client is None or not wanted:
+        if owner is None or not wanted:
             return None
         honoured: list[bool] = []  # asked once, and only when an alias matters
         out = []
         for name, keys in wanted.items():
-            config = client.config(name)
+            config = owner.config(name)
             for key, entries in keys.items():
                 effective = entries_of(self.exclusion_defaults.get(key))
                 alias = self.exclusion_aliases.get(key)
                 if key not in config and alias and alias in config:
                     if not honoured:
-                        honoured.append(self.aliases_honoured(client))
+                        honoured.append(owner.old_names_read())
                     if honoured[0]:
                         effective = entries_of(str(config[alias]))
                 out.append(plan_edit(config, name, key, entries, effective, others))
@@ -243,20 +295,14 @@ class ConnectControlled(ReplicationKind, ABC):
         `others` need), each connector left in the state it was in: a running one is stopped,
         reconfigured and resumed — resumed whatever happens in between. Returns the
         connectors whose config changed."""
-        client = connect_client(rep, notify=notify)
-        if client is None:
+        owner = self.owner(rep, notify=notify, changing=True)
+        if owner is None:
             return []
-        client.info()
-        # It answered: reachable. A worker holds a stop or a config change while its herder
-        # rejoins its group; that is the change taking effect, bounded like a stop's wait
-        # (as `stop_forward` does), not by the reach deadline.
-        client = connect_client(rep, max(60.0, rep.connect.reach_deadline_s or 0.0),
-                                notify) or client
         changed = []
         for name, mine in by_connector(edits).items():
             edit = (partial(undo_edits, edits=mine, others=others) if undo
                     else partial(apply_edits, edits=mine))
-            if reconfigure(client, name, edit):
+            if owner.reconfigure(name, edit):
                 changed.append(name)
         return changed
 
@@ -264,8 +310,13 @@ class ConnectControlled(ReplicationKind, ABC):
                    part: FlowPart | None = None) -> bool | None:
         """Whether every entry of `edits` is in its connector's config (None: cannot be
         told, or nothing was edited); with `part`, False when they miss one of its topics."""
-        client = connect_client(rep)
-        if client is None or not edits:
+        if not edits:
+            return None
+        try:
+            owner = self.owner(rep)
+        except DrctlError:
+            return None
+        if owner is None:
             return None
         # Its topics only: the groups a marker names are those its failover moved, which
         # need not be those it left out.
@@ -273,7 +324,7 @@ class ConnectControlled(ReplicationKind, ABC):
                 self.exclusions(rep, FlowPart(part.name, part.topics)), edits):
             return False
         try:
-            return all(edits_hold(client.config(name), mine)
+            return all(edits_hold(owner.config(name), mine)
                        for name, mine in by_connector(edits).items())
         except (DrctlError, ConnectorMissing):
             return None
@@ -352,8 +403,8 @@ class ConnectControlled(ReplicationKind, ABC):
                        part: FlowPart | None = None) -> FlowState:
         """Resume every forward connector (idempotent) and wait until each runs. With `part`
         and no way to edit the connectors, the operator takes it back in by hand."""
-        client = connect_client(rep, notify=notify)
-        if part is not None and (client is None or not self.exclusions(rep, part)):
+        owner = self.owner(rep, notify=notify)
+        if part is not None and (owner is None or not self.exclusions(rep, part)):
             text = (f"Take {part.name} back into replication from {rep.source} to "
                     f"{rep.target} now ({', '.join(part.topics)}), from the start positions "
                     "drctl set or printed, then confirm.")
@@ -361,7 +412,7 @@ class ConnectControlled(ReplicationKind, ABC):
                 raise Aborted(f"Replication of {part.name} was not confirmed started.",
                               "Start it, then run the same command again.")
             return FlowState(False)
-        if client is None or not rep.connect.connectors:
+        if owner is None or not rep.connect.connectors:
             text = (f"drctl cannot reach your replicator. Start replication from {rep.source} "
                     f"to {rep.target} now, from the start positions drctl set or printed, "
                     "then confirm.")
@@ -369,22 +420,24 @@ class ConnectControlled(ReplicationKind, ABC):
                 raise Aborted("Forward replication was not confirmed started.",
                               "Start it, then run the same command again.")
             return FlowState(False)
-        return resume_connectors(client, rep.connect.connectors, notify)
+        return self.resume_components(rep, rep.connect.connectors, notify)
 
     def resume_components(self, rep: ReplicationSettings, names: Sequence[str],
                           notify: Notify) -> FlowState:
-        client = connect_client(rep, notify=notify)
-        if client is None or not names:
+        """Resume these connectors (idempotent) through their owner and wait until each runs
+        with all its tasks."""
+        owner = self.owner(rep, notify=notify)
+        if owner is None or not names:
             return FlowState(False)
-        return resume_connectors(client, names, notify)
+        return flow_state_of(owner.set_states({n: "running" for n in names},
+                                              what="forward replication running"))
 
     def forward_state(self, rep: ReplicationSettings) -> FlowState:
-        client = connect_client(rep)
-        if client is None or not rep.connect.connectors:
+        owner = self.owner(rep)
+        if owner is None or not rep.connect.connectors:
             return FlowState(False)
         try:
-            return flow_state_of([ConnectorReading.read(client, n)
-                                     for n in rep.connect.connectors])
+            return flow_state_of(owner.readings(rep.connect.connectors))
         except Unreachable:
             return FlowState(False)
 
@@ -514,17 +567,6 @@ def stopped_for_offsets(client: ConnectClient, name: str) -> None:
     if reading.state != "STOPPED":
         stop_or_pause(client, name)
         wait_connector_state(client, name, "STOPPED")
-
-
-def resume_connectors(client: ConnectClient, names: Sequence[str],
-                      notify: Notify) -> FlowState:
-    """Resume `names` and wait until each runs with all its tasks."""
-    for name in names:
-        notify(f"Resuming {name}")
-        client.resume(name)
-    for name in names:
-        wait_connector_state(client, name, "RUNNING")
-    return flow_state_of([ConnectorReading.read(client, n) for n in names])
 
 
 def _detail(readings: Sequence[ConnectorReading]) -> str:

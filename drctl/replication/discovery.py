@@ -19,9 +19,18 @@ from typing import Any
 from drctl.errors import UsageError
 from drctl.kafka.connect_rest import CONNECT_RETRY, ConnectClient
 from drctl.kafka.http import split_userinfo
+from drctl.kube.api import KUBE_RETRY, KubeClient, KubeNotFound
+from drctl.kube.kubeconfig import load_login
 from drctl.replication.base import kind_named
 from drctl.replication.connect import ConnectControlled
 from drctl.replication.discovered import ClusterLogin, DiscoveredFlow
+from drctl.replication.strimzi import (
+    GROUP,
+    PLURAL,
+    VERSIONS,
+    MirrorMakerObject,
+    connector_configs,
+)
 from drctl.replication_registry import KIND_NAMES, kind_entry, kind_title
 
 # The cluster names `config init` writes; `--primary-bootstrap`/`--secondary-bootstrap`.
@@ -42,6 +51,20 @@ class InitRequest:
     # password as a reference).
     primary_registry: str | None = None
     secondary_registry: str | None = None
+    # `NAMESPACE/NAME` of a KafkaMirrorMaker2 to read instead of Kafka Connect (Strimzi), and
+    # the kubeconfig and context to reach it (None: kubectl's defaults).
+    strimzi: str | None = None
+    kubeconfig: str | None = None
+    context: str | None = None
+
+    @property
+    def strimzi_resource(self) -> tuple[str, str] | None:
+        if self.strimzi is None:
+            return None
+        namespace, _, name = self.strimzi.partition("/")
+        if not namespace or not name or "/" in name:
+            raise UsageError(f"--strimzi must be NAMESPACE/NAME, got '{self.strimzi}'.")
+        return namespace, name
 
 
 class FlowChoiceNeeded(UsageError):
@@ -80,6 +103,28 @@ def read_connector_configs(request: InitRequest,
                            deadline_s: float | None = None) -> dict[str, dict[str, str]]:
     """Every connector's config on the worker at `request.connect_url`."""
     return _connect_client(request, deadline_s).connector_configs()
+
+
+def read_resource_configs(request: InitRequest,
+                          deadline_s: float | None = None) -> dict[str, dict[str, str]]:
+    """Every connector of the KafkaMirrorMaker2 `--strimzi` names, as Strimzi configures it
+    (either layout)."""
+    where = request.strimzi_resource
+    assert where is not None
+    client = KubeClient(load_login(request.kubeconfig, request.context),
+                        timeout_s=min(10.0, deadline_s or 10.0),
+                        policy=KUBE_RETRY.with_deadline(deadline_s))
+    served, _ = client.served_versions(GROUP)
+    version = next((v for v in VERSIONS if v in served), None)
+    if version is None:
+        raise UsageError(f"{client.name} serves no {GROUP} version drctl speaks.",
+                         "Is Strimzi installed there (its CRDs)?")
+    try:
+        raw = client.get(f"/apis/{GROUP}/{version}/namespaces/{where[0]}/{PLURAL}/{where[1]}")
+    except KubeNotFound as exc:
+        raise UsageError(f"There is no KafkaMirrorMaker2 {request.strimzi} "
+                         f"({client.name}).", "Check --strimzi NAMESPACE/NAME.") from exc
+    return connector_configs(MirrorMakerObject(raw))
 
 
 def discover_flows(configs: Mapping[str, Mapping[str, str]],
@@ -202,8 +247,12 @@ def find_flows(request: InitRequest, deadline_s: float | None = None) -> list[Di
     if not reads_connectors(request.kind):
         assert request.kind is not None
         return [flow_without_connectors(request.kind)]
-    configs = read_connector_configs(request, deadline_s)
-    flows = [f for f in discover_flows(configs, _old_names_read(request, configs, deadline_s))
+    configs = (read_resource_configs(request, deadline_s) if request.strimzi
+               else read_connector_configs(request, deadline_s))
+    # Strimzi 0.46+ runs Kafka 4, which reads no old key names.
+    old_names = ((lambda _: False) if request.strimzi
+                 else _old_names_read(request, configs, deadline_s))
+    flows = [f for f in discover_flows(configs, old_names)
              if request.kind in (None, f.kind)]
     if not flows:
         raise NoFlowFound(request, list(configs))
@@ -372,7 +421,15 @@ def draft_config(request: InitRequest, chosen: ChosenFlow, *,
                                           f"syncs) are named with '{flow.internal_separator}'")
     rep["topics"] = {"include": list(flow.topics.include), "exclude": list(flow.topics.exclude)}
     comments["topics"] = flow.topics.source
-    if flow.connectors:
+    if flow.connectors and request.strimzi_resource is not None:
+        namespace, name = request.strimzi_resource
+        rep["connect"] = {f"{role}_connector": flow.connectors[role]
+                          for role in ("source", "checkpoint", "heartbeat")
+                          if role in flow.connectors}
+        rep["strimzi"] = {"namespace": namespace, "name": name,
+                          **({"kubeconfig": request.kubeconfig} if request.kubeconfig else {}),
+                          **({"context": request.context} if request.context else {})}
+    elif flow.connectors:
         connect: dict[str, Any] = {"url": _without_userinfo(request.connect_url or "")}
         user = _userinfo_user(request.connect_url or "")
         if user is not None:
@@ -414,13 +471,19 @@ def draft_config(request: InitRequest, chosen: ChosenFlow, *,
     read_from = (f"the connectors {', '.join(flow.connectors.values())} on Kafka Connect at "
                  f"{_without_userinfo(request.connect_url or '')}" if flow.connectors
                  else "the flags given (an offset-preserving mirror: nothing to read)")
+    notes = list(flow.notes)
+    if request.strimzi:
+        read_from = f"the KafkaMirrorMaker2 {request.strimzi} (Strimzi)"
+        notes.append("Strimzi owns the connectors: drctl changes them through the resource "
+                     "only. Set replication.strimzi.reverse_namespace (and reverse_name) to "
+                     "where failback creates the reverse flow's KafkaMirrorMaker2.")
     context = {
         "when": when, "read_from": read_from, "who": who, "data": data, "clusters": clusters,
         "comments": comments, "principal_placeholder": principal_placeholder,
         "flows": [{"rep": rep, "comments": comments,
                    "principal_placeholder": principal_placeholder}],
         "groups_source": flow.groups.source if flow.groups is not None else "",
-        "notes": list(flow.notes), "problems": list(flow.problems),
+        "notes": notes, "problems": list(flow.problems),
         "env_vars": env_vars,
     }
     return ConfigDraft(data, context, chosen, tuple(env_vars),

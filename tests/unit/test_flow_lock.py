@@ -306,7 +306,8 @@ class _Worker(ConnectClient):
         super().__init__("http://connect.invalid:8083")
         self.sent: list[tuple[str, str]] = []
 
-    def _once(self, method: str, path: str, body: Any, timeout_s: float) -> Any:
+    def _once(self, method: str, path: str, body: Any, timeout_s: float,
+              content_type: str | None = None) -> Any:
         self.sent.append((method, path))
         return {}
 

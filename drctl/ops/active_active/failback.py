@@ -47,6 +47,7 @@ from drctl.ops.one_way.phases import PhaseClock, command_timing
 from drctl.ops.one_way.scorecard import operation_scorecard
 from drctl.ops.steps.audit import audit_failover
 from drctl.ops.steps.failover_point import FailoverOptions, read_ends, wait_quiet_and_caught_up
+from drctl.replication.base import FlowState, kind_for
 from drctl.replication.connect import connect_client
 from drctl.reports import write_report
 from drctl.retry import WaitTimedOut, wait_for
@@ -305,8 +306,14 @@ def _flows_running(ctx: OpsContext, back: OpsContext, opts: RegionFailbackOption
         client = connect_client(rep, opts.deadline_s, notify=ctx.notify)
         name = f"{rep.source} -> {rep.target}"
         if client is None:
-            out[name] = {"state": "unknown", "why": "no replication.connect: drctl cannot see "
-                         "it; make sure it copies"}
+            # No Connect worker drctl may write to: whoever owns the connectors resumes them
+            # (a Strimzi resource), or nobody drctl can see.
+            resumed = (kind_for(rep).resume_components(rep, rep.connect.connectors, ctx.notify)
+                       if not opts.dry_run else FlowState(False))
+            out[name] = ({"state": "copying", "components": resumed.components}
+                         if resumed.readable else
+                         {"state": "unknown", "why": "no replication.connect: drctl cannot "
+                          "see it; make sure it copies"})
             continue
         touched: list[str] = []
         for connector in rep.connect.connectors:

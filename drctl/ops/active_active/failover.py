@@ -288,6 +288,8 @@ def _failover_once(pair: Pair, ctx: OpsContext, region: str, opts: FailoverOptio
     if not opts.dry_run and (not marker.done("stop-replication")
                              or marker.replication_stop == "pending"):
         clock.phase("stop-replication")
+        for warning in ctx.require_kind().ownership_warnings(rep):
+            ctx.notify(warning)
         with _pair_locked(pair, ctx, region, pre["source_reachable"], what):
             outcome = ctx.require_kind().stop_forward(rep, confirm=confirm,
                                                       reach_deadline_s=opts.source_deadline_s)

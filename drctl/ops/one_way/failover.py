@@ -295,6 +295,8 @@ def _failover_once(ctx: OpsContext, opts: FailoverOptions, confirm: Confirm | No
         plan.append({"step": "stop-replication", "connectors": list(rep.connect.connectors)})
         if not opts.dry_run:
             ctx.notify("Stopping replication into the target")
+            for warning in kind.ownership_warnings(rep):
+                ctx.notify(warning)
             part = _part(ctx, topics, pre)
             with flow_locked(ctx, f"drctl failover, incident {marker.incident}") as hold:
                 if part is None:

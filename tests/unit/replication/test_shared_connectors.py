@@ -264,3 +264,18 @@ def test_entries_that_miss_a_topic_the_application_gained_do_not_hold(
     kind._refuse_cycle(kept, "rev", edits, PART)
     with pytest.raises(CheckFailed, match="form a cycle"):
         kind._refuse_cycle(kept, "rev", edits, grown)
+
+
+def test_the_forward_flow_is_read_and_resumed_through_its_owner(worker: FakeConnect) -> None:
+    """Connect's REST API as the connectors' owner (connect.ConnectRestOwner): the flow read,
+    then resumed and confirmed running with its tasks."""
+    worker.states.update({"src": "STOPPED", "cp": "STOPPED"})
+    kind = MirrorMaker2()
+    stopped = kind.forward_state(REP)
+    assert stopped.confirmed and stopped.components == {"src": "STOPPED", "cp": "STOPPED"}
+    said: list[str] = []
+    running = kind.resume_forward(REP, said.append)
+    assert running.copying == ("src", "cp")
+    assert worker.calls == ["resume src", "resume cp"]
+    assert said == ["Resuming src", "Resuming cp"]
+    assert kind.resume_components(REP, [], said.append).readable is False
