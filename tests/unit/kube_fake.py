@@ -26,9 +26,10 @@ ROLES = {"sourceConnector": "MirrorSourceConnector",
 
 
 class PatchFailed(Exception):
-    def __init__(self, code: int, message: str) -> None:
+    def __init__(self, code: int, message: str, causes: list[str] | None = None) -> None:
         super().__init__(message)
         self.code = code
+        self.causes = causes or []
 
 
 def _pointer(path: str) -> list[str]:
@@ -47,9 +48,11 @@ def apply_json_patch(doc: Any, ops: list[dict[str, Any]]) -> Any:
         if op["op"] == "test":
             value = parent[int(last)] if isinstance(parent, list) else parent.get(last)
             if value != op["value"]:
-                raise PatchFailed(422, f"the server rejected our request due to an error in "
-                                       f"our request: testing value {op['path']} failed "
-                                       "(metadata.resourceVersion changed)")
+                # As kube-apiserver answers it: a generic 422, the JSON patch library's
+                # words as the cause.
+                raise PatchFailed(422, "the server rejected our request due to an error in "
+                                       "our request",
+                                  [f"testing value {op['path']} failed: test failed"])
         elif op["op"] in ("add", "replace"):
             if isinstance(parent, list):
                 parent.insert(int(last), op["value"]) if op["op"] == "add" else \
@@ -136,10 +139,14 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
-        def _status(self, code: int, message: str) -> None:
+        def _status(self, code: int, message: str, causes: list[str] | None = None) -> None:
             reason = {404: "NotFound", 409: "Conflict", 422: "Invalid", 401: "Unauthorized"}
-            self._send(code, {"kind": "Status", "status": "Failure", "message": message,
-                              "reason": reason.get(code, "Unknown"), "code": code})
+            body = {"kind": "Status", "status": "Failure", "message": message,
+                    "reason": reason.get(code, "Unknown"), "code": code}
+            if causes:
+                body["details"] = {"causes": [{"reason": "UnexpectedServerResponse",
+                                               "message": c} for c in causes]}
+            self._send(code, body)
 
         def _body(self) -> Any:
             length = int(self.headers.get("Content-Length") or 0)
@@ -186,7 +193,7 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
                         kube.objects.pop((plural, namespace, name or ""), None)
                     return self._send(200, {"kind": "Status", "status": "Success"})
             except PatchFailed as exc:
-                return self._status(exc.code, str(exc))
+                return self._status(exc.code, str(exc), exc.causes)
             return self._status(405, "method not allowed")
 
         do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
