@@ -205,7 +205,9 @@ class FakeOperator(threading.Thread):
     """Reconciles every KafkaMirrorMaker2 the way Strimzi documents, every `interval_s`:
     connectors in their spec's state (Connect's status JSON in `.status.connectors[]`), the
     offsets annotations acted on and removed, observedGeneration and Ready written.
-    `mode`: "up", "down" (nothing), or "slow" (each generation `delay_s` late). `revert`:
+    `mode`: "up", "down" (nothing), "slow" (each generation `delay_s` late) or "failing"
+    (each generation observed with a NotReady condition, as Strimzi says a failed
+    reconciliation: no Ready=False, no connectors changed). `revert`:
     (namespace, name) -> the spec it puts back on every pass (a GitOps tool)."""
 
     def __init__(self, kube: FakeKube, interval_s: float = 0.02) -> None:
@@ -260,6 +262,16 @@ class FakeOperator(threading.Thread):
             if self.mode == "slow" and time.monotonic() - seen < self.delay_s:
                 return
             before = copy.deepcopy(obj)
+            if self.mode == "failing":
+                status = obj.get("status") or {}
+                obj["status"] = {**status, "observedGeneration": meta["generation"],
+                                 "conditions": [{"type": "NotReady", "status": "True",
+                                                 "reason": "ConnectRestException",
+                                                 "message": "PUT /connectors/x/stop returned "
+                                                            "500 (Internal Server Error)"}]}
+                if obj != before:
+                    self.kube.put(key[0], obj)
+                return
             spec = obj["spec"]
             v1 = "clusters" not in spec and "connectCluster" not in spec
             connectors = []
@@ -294,13 +306,14 @@ class FakeOperator(threading.Thread):
             cm = self.kube.get("configmaps", namespace,
                                connector["alterOffsets"]["fromConfigMap"]["name"])
             assert cm is not None
-            offsets = json.loads(cm["data"]["offsets.json"])["offsets"]
+            # Strimzi's key for a KafkaMirrorMaker2 connector, as its operator reads it.
+            offsets = json.loads(cm["data"][name.replace("->", "--") + ".json"])["offsets"]
             self.altered[name] = offsets
             self.stored[name] = offsets
         elif action == "list":
             cm_name = connector["listOffsets"]["toConfigMap"]["name"]
             self.kube.put("configmaps", {"metadata": {"name": cm_name, "namespace": namespace},
-                                         "data": {"offsets.json": json.dumps(
+                                         "data": {name.replace("->", "--") + ".json": json.dumps(
                                              {"offsets": self.stored.get(name, [])})}})
         for key in ("strimzi.io/connector-offsets", "strimzi.io/mirrormaker-connector"):
             annotations.pop(key, None)
