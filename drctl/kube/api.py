@@ -160,8 +160,8 @@ class KubeClient(JsonEndpoint):
                     yield json.loads(line)
 
     def _raw(self, path: str, timeout_s: float) -> Any:
-        """A GET whose answer is read by the caller (a stream, or no JSON at all); an error
-        status goes through `on_status` as any call's."""
+        """A GET whose answer is read by the caller (a stream, or no JSON at all), tried
+        once; an error status means what it means for any call (`error_status`)."""
         req = urllib.request.Request(self.url_of(path), method="GET")
         req.add_header("Accept", self.accept)
         if self._auth:
@@ -169,16 +169,8 @@ class KubeClient(JsonEndpoint):
         try:
             return urllib.request.urlopen(req, timeout=timeout_s, context=self._tls)
         except urllib.error.HTTPError as exc:
-            detail = exc.read().decode(errors="replace")
             try:
-                body = json.loads(detail)
-            except ValueError:
-                body = None
-            if isinstance(body, dict):
-                detail = str(body.get("message", detail))
-            try:
-                return self.on_status(exc.code, f"GET {path} with {exc.code}: {detail}",
-                                      detail, body)
+                return self.error_status("GET", path, exc)
             except Transient as transient:
                 raise transient.error from exc
 
