@@ -36,6 +36,8 @@ VERSIONS = ("v1", "v1beta2")
 PAUSE_ANNOTATION = "strimzi.io/pause-reconciliation"
 OFFSETS_ANNOTATION = "strimzi.io/connector-offsets"
 CONNECTOR_ANNOTATION = "strimzi.io/mirrormaker-connector"
+# The reasons of the Warning conditions Strimzi writes for an offsets request that failed.
+OFFSETS_REASONS = ("ListOffsets", "AlterOffsets", "ResetOffsets", "ManageOffsets")
 # drctl marks the resources it creates (the reverse flow's), so it retires only those.
 CREATED_BY = "app.kubernetes.io/managed-by"
 # Connector roles as Strimzi names them: `<source alias>-><target alias>.<class>`.
@@ -177,6 +179,15 @@ class MirrorMakerObject:
                             if c.get("reason") or c.get("message") else "")
                          for c in conditions)
         return False, said or "no conditions yet"
+
+    def offsets_warnings(self) -> str:
+        """What the operator said of an offsets request it could not carry out: Strimzi
+        keeps the annotation and writes a Warning condition whose reason is ListOffsets,
+        AlterOffsets, ResetOffsets or ManageOffsets ("" when there is none)."""
+        return "; ".join(f"{c.get('reason')}: {c.get('message')}"
+                         for c in self.status.get("conditions") or []
+                         if isinstance(c, Mapping) and c.get("type") == "Warning"
+                         and c.get("reason") in OFFSETS_REASONS)
 
     def mirrors(self) -> list[Mirror]:
         out = []
@@ -581,7 +592,9 @@ class StrimziControl:
 
         def annotation_gone(current: MirrorMakerObject) -> str | None:
             if current.annotations.get(OFFSETS_ANNOTATION):
-                return f"the {OFFSETS_ANNOTATION}={action} annotation is still there"
+                warned = current.offsets_warnings()
+                return (f"the {OFFSETS_ANNOTATION}={action} annotation is still there"
+                        + (f"; it warns: {warned}" if warned else ""))
             return None
 
         return self.wait(obj.generation, {connector: "stopped"},

@@ -275,6 +275,7 @@ class FakeOperator(threading.Thread):
             spec = obj["spec"]
             v1 = "clusters" not in spec and "connectCluster" not in spec
             connectors = []
+            warnings: list[dict[str, str]] = []
             for mirror in spec.get("mirrors") or []:
                 source = (mirror.get("source") or {}).get("alias") if v1 \
                     else mirror.get("sourceCluster")
@@ -291,15 +292,17 @@ class FakeOperator(threading.Thread):
                     connectors.append({"name": name, "connector": {"state": connector},
                                        "tasks": tasks, "type": "source"})
                     if annotations.get("strimzi.io/mirrormaker-connector") == name:
-                        self._offsets(obj, mirror[role], name, annotations)
+                        warnings += self._offsets(obj, mirror[role], name, annotations)
             obj["status"] = {"observedGeneration": meta["generation"],
-                             "conditions": [{"type": "Ready", "status": "True"}],
+                             "conditions": [{"type": "Ready", "status": "True"}, *warnings],
                              "connectors": connectors}
             if obj != before:  # a status write only when something changed, as Strimzi
                 self.kube.put(key[0], obj)
 
     def _offsets(self, obj: dict[str, Any], connector: dict[str, Any], name: str,
-                 annotations: dict[str, str]) -> None:
+                 annotations: dict[str, str]) -> list[dict[str, str]]:
+        """The annotation acted on and removed; or, as Strimzi, a Warning condition and the
+        annotation kept (tried again on the next pass)."""
         action = annotations.get("strimzi.io/connector-offsets")
         namespace = obj["metadata"]["namespace"]
         if action == "alter":
@@ -307,7 +310,12 @@ class FakeOperator(threading.Thread):
                                connector["alterOffsets"]["fromConfigMap"]["name"])
             assert cm is not None
             # Strimzi's key for a KafkaMirrorMaker2 connector, as its operator reads it.
-            offsets = json.loads(cm["data"][name.replace("->", "--") + ".json"])["offsets"]
+            key = name.replace("->", "--") + ".json"
+            if key not in cm["data"]:
+                return [{"type": "Warning", "status": "True", "reason": "AlterOffsets",
+                         "message": "Encountered error altering connector offsets. "
+                                    f"Data field {key} is missing."}]
+            offsets = json.loads(cm["data"][key])["offsets"]
             self.altered[name] = offsets
             self.stored[name] = offsets
         elif action == "list":
@@ -315,8 +323,9 @@ class FakeOperator(threading.Thread):
             self.kube.put("configmaps", {"metadata": {"name": cm_name, "namespace": namespace},
                                          "data": {name.replace("->", "--") + ".json": json.dumps(
                                              {"offsets": self.stored.get(name, [])})}})
-        for key in ("strimzi.io/connector-offsets", "strimzi.io/mirrormaker-connector"):
-            annotations.pop(key, None)
+        for annotation in ("strimzi.io/connector-offsets", "strimzi.io/mirrormaker-connector"):
+            annotations.pop(annotation, None)
+        return []
 
 
 @contextmanager

@@ -243,6 +243,23 @@ def test_the_reverse_flow_is_created_stopped_at_its_offsets_then_started(lab: La
     assert kube.get("kafkamirrormaker2s", "primary", "mm2") is None
 
 
+def test_an_offsets_request_the_operator_refuses_says_its_warning(
+        lab: Lab, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Strimzi keeps the annotation and writes a Warning (reason AlterOffsets) when it cannot
+    alter: drctl's wait ends at its deadline saying that warning, not only "still there"."""
+    _, _, control = lab
+    control.set_states({SOURCE: "stopped"}, what="stop")
+    # A ConfigMap under KafkaConnector's key, which Strimzi does not read for this resource.
+    control.write_configmap("secondary", "mm2-drctl-offsets", {"offsets.json": "{}"})
+    monkeypatch.setattr(control, "write_configmap", lambda *args: None)
+    control.deadline_s = 0.5
+    with pytest.raises(OperatorUnconfirmed) as info:
+        control.alter_offsets("secondary", "mm2", SOURCE, [], ("primary", "secondary"))
+    assert "annotation is still there; it warns: AlterOffsets: Encountered error altering " \
+        "connector offsets. Data field primary--secondary.MirrorSourceConnector.json is " \
+        "missing." in info.value.message
+
+
 def test_a_server_without_strimzi_says_so() -> None:
     with fake_kube(()) as (_, _, url):
         control = StrimziControl(_rep(), client=KubeClient(KubeLogin(url, "t", token=TOKEN)))
