@@ -104,7 +104,9 @@ class KubeClient(JsonEndpoint):
             raise Transient(KubeError(message, code, reason), f"answered {code}")
         if code == 404:
             raise KubeNotFound(message, code, reason)
-        if code == 409 or (code == 422 and failed_patch_test(body)):
+        if code == 409 or (code == 422 and patch_not_applied(body)):
+            # The object is not as the caller read it: read it again and decide again
+            # (a JSON patch guarded by a `test` of its resourceVersion).
             raise KubeConflict(message, code, reason)
         raise KubeError(message, code, reason)
 
@@ -189,14 +191,18 @@ class KubeClient(JsonEndpoint):
         return versions, str(preferred) if preferred else None
 
 
-def failed_patch_test(body: Any) -> bool:
-    """Whether a 422 is a JSON patch whose `test` operation failed (the object changed
-    since it was read), not a refusal of its content. kube-apiserver answers it as a
-    generic 422 (reason Invalid, like a schema refusal) with the patch library's own words
-    as the Status's cause: "testing value /metadata/resourceVersion failed: test failed"."""
-    if not isinstance(body, dict):
+def patch_not_applied(body: Any) -> bool:
+    """Whether a 422 says a JSON patch could not be applied to the object as it stands (a
+    `test` that failed: the object changed since it was read; or a path no longer there),
+    not that the patched object was refused. kube-apiserver 1.34 answers the former with a
+    bare Status — reason Invalid, "the server rejected our request due to an error in our
+    request", empty details — and a schema refusal with details naming the object and its
+    causes (measured on the lab's server). Older servers quote the patch library in a cause:
+    "testing value /metadata/resourceVersion failed: test failed"."""
+    if not isinstance(body, dict) or body.get("reason") not in (None, "Invalid"):
         return False
-    causes = (body.get("details") or {}).get("causes") or []
-    said = [str(body.get("message") or "")] + [str(c.get("message") or "") for c in causes
-                                                if isinstance(c, dict)]
-    return any("testing value" in m and "test failed" in m for m in said)
+    details = body.get("details") or {}
+    causes = [c for c in details.get("causes") or [] if isinstance(c, dict)]
+    if any("testing value" in str(c.get("message") or "") for c in causes):
+        return True
+    return not causes and not details.get("name") and not details.get("kind")

@@ -389,7 +389,14 @@ class StrimziControl:
                 return MirrorMakerObject(self.client.json_patch(
                     self.path(namespace or self.settings.namespace, name or self.settings.name),
                     [guard, *ops]))
-            except KubeConflict:
+            except KubeConflict as exc:
+                if exc.status == 422 and \
+                        self.read(namespace, name).resource_version == obj.resource_version:
+                    # Not applied, yet nothing changed: drctl's patch does not fit the object.
+                    raise DrctlError(f"KafkaMirrorMaker2 {obj.where}: the API server could not "
+                                     f"apply drctl's change ({exc.message}).",
+                                     "Read the resource (kubectl get -o yaml): a field drctl "
+                                     "expected is missing.") from exc
                 continue
             except KubeError as exc:
                 if exc.status == 422:  # the CRD's schema refused it: drctl's own error

@@ -12,7 +12,7 @@ import pytest
 
 from drctl.config import ReplicationSettings, StrimziSettings
 from drctl.errors import DrctlError, ExitStatus
-from drctl.kube.api import KubeClient, failed_patch_test
+from drctl.kube.api import KubeClient, patch_not_applied
 from drctl.kube.kubeconfig import KubeLogin
 from drctl.replication.strimzi import (
     MirrorMakerObject,
@@ -157,21 +157,34 @@ def test_a_conflicting_write_is_read_again_and_retried(lab: Lab) -> None:
 
 
 def test_a_failed_patch_test_is_told_from_the_servers_answer_not_a_refusal() -> None:
-    """kube-apiserver answers a failed JSON-patch `test` as a generic 422 (reason Invalid,
-    like a schema refusal); the patch library's words are in its causes."""
-    failed = {"kind": "Status", "status": "Failure", "reason": "Invalid", "code": 422,
+    """kube-apiserver 1.34's answers, as the lab's server gave them: a JSON patch it cannot
+    apply (a failed `test`) is a bare 422; a schema refusal names the object and its causes."""
+    failed = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
               "message": "the server rejected our request due to an error in our request",
-              "details": {"causes": [{"reason": "UnexpectedServerResponse",
-                                      "message": "testing value /metadata/resourceVersion "
-                                                 "failed: test failed"}]}}
+              "reason": "Invalid", "details": {}, "code": 422}
     refused = {"kind": "Status", "status": "Failure", "reason": "Invalid", "code": 422,
                "message": 'KafkaMirrorMaker2.kafka.strimzi.io "mm2" is invalid: '
-                          'spec.mirrors[0].sourceConnector.state: Unsupported value: "halted"',
-               "details": {"causes": [{"reason": "FieldValueNotSupported",
-                                       "message": 'Unsupported value: "halted"'}]}}
-    assert failed_patch_test(failed)
-    assert not failed_patch_test(refused)
-    assert not failed_patch_test(None)
+                          '[spec.mirrors[0].sourceConnector.state: Unsupported value: "halted"',
+               "details": {"name": "mm2", "group": "kafka.strimzi.io",
+                           "kind": "KafkaMirrorMaker2",
+                           "causes": [{"reason": "FieldValueNotSupported",
+                                       "message": 'Unsupported value: "halted"',
+                                       "field": "spec.mirrors[0].sourceConnector.state"}]}}
+    older = {"kind": "Status", "reason": "Invalid", "code": 422, "message": "the server rejected "
+             "our request due to an error in our request", "details": {"causes": [
+                 {"reason": "UnexpectedServerResponse",
+                  "message": "testing value /metadata/resourceVersion failed: test failed"}]}}
+    assert patch_not_applied(failed) and patch_not_applied(older)
+    assert not patch_not_applied(refused)
+    assert not patch_not_applied(None)
+
+
+def test_a_patch_that_does_not_apply_to_an_unchanged_object_is_said_at_once(lab: Lab) -> None:
+    kube, _, control = lab
+    with pytest.raises(DrctlError) as info:
+        control.patch(lambda obj: [{"op": "replace", "path": "/spec/nothere", "value": 1}])
+    assert "could not apply drctl's change" in info.value.message
+    assert len([r for r in kube.requests if r[0] == "PATCH"]) == 1
 
 
 def test_a_state_the_crd_refuses_is_drctls_error(lab: Lab) -> None:
