@@ -46,7 +46,7 @@ PORT_BASE = _RUN_BASE + 200 * _WORKER
 # The secure lab's: clear of the shared labs (+ 0, + 10, + 20, + 30);
 # the second hundred holds the Kafka 3.9 labs (+ 100, + 110), test_legacy_keys.py's (+ 120)
 # and test_drill_faults.py's (+ 130, + 140, + 150: its active-active lab), test_strimzi_lab.py's
-# (+ 160 .. + 199); test_strimzi_cycle.py's at + 40 .. + 59.
+# (+ 160 .. + 199); test_strimzi_cycle.py's at + 40 .. + 49.
 SECURE_BASE = PORT_BASE + 70
 # The schema registries' (primary + 0, secondary + 1), past the secure lab's.
 REGISTRY_BASE = PORT_BASE + 80
