@@ -45,7 +45,8 @@ _RUN_BASE = int(os.environ.get("DRCTL_TEST_PORT_BASE", "23100"))
 PORT_BASE = _RUN_BASE + 200 * _WORKER
 # The secure lab's: clear of the shared labs (+ 0, + 10, + 20, + 30);
 # the second hundred holds the Kafka 3.9 labs (+ 100, + 110), test_legacy_keys.py's (+ 120)
-# and test_drill_faults.py's (+ 130, + 140, + 150: its active-active lab).
+# and test_drill_faults.py's (+ 130, + 140, + 150: its active-active lab), test_strimzi_lab.py's
+# (+ 160 .. + 199); test_strimzi_cycle.py's at + 40 .. + 49.
 SECURE_BASE = PORT_BASE + 70
 # The schema registries' (primary + 0, secondary + 1), past the secure lab's.
 REGISTRY_BASE = PORT_BASE + 80
@@ -276,13 +277,14 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def _may_run_strimzi_lab(config: pytest.Config) -> bool:
-    """Whether the run's arguments reach tests/lab/test_strimzi_lab.py (not `-m 'not lab'`)."""
+    """Whether the run's arguments reach a test file of the Strimzi lab (not
+    `-m 'not lab'`)."""
     if "not lab" in (config.getoption("markexpr", "") or ""):
         return False
-    target = Path(__file__).parent / "lab" / "test_strimzi_lab.py"
+    targets = [Path(__file__).parent / "lab" / f"test_strimzi_{n}.py" for n in ("lab", "cycle")]
     for arg in config.args or [str(Path(__file__).parent)]:
         path = Path(arg.split("::")[0]).resolve()
-        if path == target or path in target.parents:
+        if any(path == target or path in target.parents for target in targets):
             return True
     return False
 
@@ -600,7 +602,7 @@ _MEASURED_S = {
     "lab/test_legacy_keys.py": 60,  # a Kafka 3.9 lab of its own, one application's cycle
     "lab/test_lab.py": 45, "lab/test_readme.py": 35,
     # Last on its worker: on a fresh machine it waits for the API server's build.
-    "lab/test_strimzi_lab.py": 20,
+    "lab/test_strimzi_lab.py": 20, "lab/test_strimzi_cycle.py": 25,
 }
 
 
@@ -665,7 +667,7 @@ _PREFIXED_SECOND = {"lab/test_reprotect.py", "lab/test_switchback.py", "lab/test
 
 # Lab test files whose tests share a module-scoped fixture: kept on one worker together.
 _SHARED_SETUP = {"lab/test_schema_parity.py", "lab/test_legacy_keys.py",
-                 "lab/test_strimzi_lab.py"}
+                 "lab/test_strimzi_lab.py", "lab/test_strimzi_cycle.py"}
 # ... and files with a module-scoped lab per kind: each lab's tests on one worker.
 _SHARED_PER_LAB = {"lab/test_drill_faults.py"}
 

@@ -186,6 +186,24 @@ class JsonEndpoint:
                                                               exc.deadline_s) from exc
             raise error from exc
 
+    def error_status(self, method: str, path: str, exc: urllib.error.HTTPError) -> Any:
+        """What an answer with an error status means: a refusal (401, 403) raised, else
+        `on_status` given the server's own words (its JSON `message` when it sent one)."""
+        detail = exc.read().decode(errors="replace")
+        try:
+            body = json.loads(detail)
+        except ValueError:
+            body = None
+        if isinstance(body, dict):
+            detail = str(body.get("message", detail))
+        what = f"{method} {path} with {exc.code}: {detail}"
+        if exc.code in (401, 403):
+            cause = Cause.AUTHENTICATION if exc.code == 401 else Cause.AUTHORIZATION
+            # Its own words say what it refused.
+            raise self.rejected(f"{self.name} refused drctl: {cause} ({what})",
+                                self.hint(cause)) from exc
+        return self.on_status(exc.code, what, detail, body)
+
     def _once(self, method: str, path: str, body: Any, timeout_s: float,
               content_type: str | None = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
@@ -199,20 +217,7 @@ class JsonEndpoint:
             with urllib.request.urlopen(req, timeout=timeout_s, context=self._tls) as resp:
                 payload = resp.read()
         except urllib.error.HTTPError as exc:
-            detail = exc.read().decode(errors="replace")
-            try:
-                body = json.loads(detail)
-            except ValueError:
-                body = None
-            if isinstance(body, dict):
-                detail = str(body.get("message", detail))
-            what = f"{method} {path} with {exc.code}: {detail}"
-            if exc.code in (401, 403):
-                cause = Cause.AUTHENTICATION if exc.code == 401 else Cause.AUTHORIZATION
-                # Its own words say what it refused.
-                raise self.rejected(f"{self.name} refused drctl: {cause} ({what})",
-                                    self.hint(cause)) from exc
-            return self.on_status(exc.code, what, detail, body)
+            return self.error_status(method, path, exc)
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             if isinstance(reason, ssl.SSLCertVerificationError):

@@ -1,6 +1,7 @@
 """A real Kubernetes API server for the lab (`lab up --platform strimzi`): kube-apiserver and
 etcd, built once per machine from the Go module proxy and kept in drctl's cache, started on
-loopback as processes the lab owns, and a small client of its REST API.
+loopback as processes the lab owns; the lab speaks to it through drctl's own Kubernetes client
+(`drctl.kube.api.KubeClient`).
 
 The binaries come from a wrapper module that requires `k8s.io/kubernetes` with its staging
 modules (`k8s.io/api`, `k8s.io/apiserver`, ...) replaced by their published `v0.x` versions,
@@ -22,9 +23,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +30,8 @@ from typing import Any
 import yaml
 
 from drctl.errors import DrctlError, LabError
+from drctl.kube.api import KubeClient
+from drctl.kube.kubeconfig import KubeLogin
 from drctl.lab.processes import ManagedProcess, port_in_use, wait_until
 from drctl.progress import Notify
 from drctl.resources import cache_dir, cache_lock
@@ -187,98 +187,6 @@ def _build(version: str, log_dir: Path) -> KubeBinaries:
 # -- the lab's API server -------------------------------------------------------------------
 
 
-class KubeApiError(DrctlError):
-    """The API server answered with an error status (its Status object's message)."""
-
-    def __init__(self, message: str, status: int, reason: str = "") -> None:
-        super().__init__(message, "Read the lab's kube-apiserver log (`drctl lab status`).")
-        self.status = status
-        self.reason = reason
-
-
-class KubeClient:
-    """JSON over HTTPS with a bearer token: the few calls the lab and its operator make."""
-
-    def __init__(self, server: str, token: str, ca_file: Path, timeout_s: float = 10) -> None:
-        self.server = server.rstrip("/")
-        self.token = token
-        self.timeout_s = timeout_s
-        self.context = ssl.create_default_context(cafile=str(ca_file))
-
-    @classmethod
-    def from_kubeconfig(cls, path: Path) -> KubeClient:
-        cfg = yaml.safe_load(path.read_text())
-        cluster = cfg["clusters"][0]["cluster"]
-        user = cfg["users"][0]["user"]
-        return cls(cluster["server"], user["token"], Path(cluster["certificate-authority"]))
-
-    def _open(self, method: str, path: str, body: Any, content_type: str,
-              timeout_s: float | None) -> Any:
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(self.server + path, data=data, method=method, headers={
-            "Authorization": f"Bearer {self.token}", "Accept": "application/json",
-            **({"Content-Type": content_type} if data is not None else {})})
-        try:
-            return urllib.request.urlopen(req, context=self.context,
-                                          timeout=timeout_s or self.timeout_s)
-        except urllib.error.HTTPError as exc:
-            raw = exc.read()
-            try:
-                status = json.loads(raw)
-            except ValueError:
-                status = {"message": raw.decode(errors="replace")}
-            raise KubeApiError(f"{method} {path}: {exc.code} {status.get('message', '')}",
-                               exc.code, str(status.get("reason", ""))) from None
-
-    def request(self, method: str, path: str, body: Any = None,
-                content_type: str = "application/json") -> Any:
-        with self._open(method, path, body, content_type, None) as resp:
-            raw = resp.read()
-        return json.loads(raw) if raw else None
-
-    def get(self, path: str) -> Any:
-        return self.request("GET", path)
-
-    def ready(self) -> bool:
-        """Whether /readyz answers 200 (every check passed)."""
-        with self._open("GET", "/readyz", None, "", 5) as resp:
-            return bool(resp.status == 200)
-
-    def get_or_none(self, path: str) -> Any:
-        try:
-            return self.get(path)
-        except KubeApiError as exc:
-            if exc.status == 404:
-                return None
-            raise
-
-    def merge_patch(self, path: str, patch: dict[str, Any]) -> Any:
-        return self.request("PATCH", path, patch, "application/merge-patch+json")
-
-    def json_patch(self, path: str, ops: list[dict[str, Any]]) -> Any:
-        return self.request("PATCH", path, ops, "application/json-patch+json")
-
-    def apply(self, collection: str, obj: dict[str, Any]) -> Any:
-        """Create `obj` in `collection`, or merge it over the one of that name."""
-        name = obj["metadata"]["name"]
-        try:
-            return self.request("POST", collection, obj)
-        except KubeApiError as exc:
-            if exc.status != 409:
-                raise
-            return self.merge_patch(f"{collection}/{name}", obj)
-
-    def watch(self, path: str, resource_version: str, timeout_s: float) -> Iterator[dict]:
-        """The watch events on `path` after `resource_version`, for up to `timeout_s`."""
-        sep = "&" if "?" in path else "?"
-        query = (f"{sep}watch=1&allowWatchBookmarks=false&resourceVersion={resource_version}"
-                 f"&timeoutSeconds={max(1, int(timeout_s))}")
-        with self._open("GET", path + query, None, "", timeout_s + 5) as resp:
-            for line in resp:
-                if line.strip():
-                    yield json.loads(line)
-
-
 @dataclass(frozen=True)
 class KubePorts:
     api: int  # kube-apiserver's HTTPS port
@@ -319,7 +227,10 @@ class KubeServer:
         return f"https://127.0.0.1:{ports.api}"
 
     def client(self, ports: KubePorts) -> KubeClient:
-        return KubeClient(self.url(ports), self.token_file.read_text().strip(), self.ca_file)
+        login = KubeLogin(self.url(ports), "the lab's kube-apiserver",
+                          ssl.create_default_context(cafile=str(self.ca_file)),
+                          self.token_file.read_text().strip())
+        return KubeClient(login)
 
     def check_ports(self, ports: KubePorts) -> None:
         for name, port in (("etcd", ports.etcd), ("etcd", ports.etcd_peer),

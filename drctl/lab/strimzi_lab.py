@@ -17,7 +17,8 @@ import yaml
 
 from drctl.errors import LabError
 from drctl.kafka.mm2_connectors import TOPICS_EXCLUDE, MirrorFlow
-from drctl.lab.kube import KubeApiError, KubeClient, KubePorts, KubeServer, kube_binaries
+from drctl.kube.api import KubeClient, KubeError
+from drctl.lab.kube import KubePorts, KubeServer, kube_binaries
 from drctl.lab.processes import ManagedProcess, wait_until
 from drctl.lab.strimzi_crds import strimzi_crds
 from drctl.lab.strimzi_operator import GROUP, PLURAL
@@ -240,8 +241,8 @@ class StrimziPlatform:
 def _create(client: KubeClient, collection: str, body: dict[str, Any]) -> Any:
     """Create `body` unless one of its name exists (then leave it)."""
     try:
-        return client.request("POST", collection, body)
-    except KubeApiError as exc:
+        return client.create(collection, body)
+    except KubeError as exc:
         if exc.status == 409:
             return None
         raise

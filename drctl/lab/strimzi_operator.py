@@ -49,7 +49,7 @@ from typing import Any
 
 from drctl.errors import DrctlError
 from drctl.kafka.connect_rest import ConnectClient, ConnectError
-from drctl.lab.kube import KubeApiError, KubeClient
+from drctl.kube.api import KubeClient, KubeError
 from drctl.retry import RetryPolicy
 
 GROUP = "kafka.strimzi.io"
@@ -300,7 +300,7 @@ class Operator:
                 continue  # slowed down: this generation waits
             try:
                 self.reconcile(resource)
-            except KubeApiError as exc:
+            except KubeError as exc:
                 self.say(f"{self.path(resource)}: {exc.message}")
 
     def _quietly(self, call: Any) -> Any:
@@ -534,7 +534,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--control", type=Path, default=None,
                         help='a JSON file: {"delay_s": N}: a new generation waits N seconds')
     args = parser.parse_args(argv)
-    kube = KubeClient.from_kubeconfig(args.kubeconfig)
+    kube = KubeClient.from_kubeconfig(args.kubeconfig, policy=RetryPolicy(deadline_s=10.0))
     connect = ConnectClient(args.connect_url, timeout_s=10, policy=RetryPolicy(attempts=1))
     Operator(kube, connect, args.api_version, args.connect_url, args.control).run(args.period)
     return 0

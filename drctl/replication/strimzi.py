@@ -36,7 +36,8 @@ VERSIONS = ("v1", "v1beta2")
 PAUSE_ANNOTATION = "strimzi.io/pause-reconciliation"
 OFFSETS_ANNOTATION = "strimzi.io/connector-offsets"
 CONNECTOR_ANNOTATION = "strimzi.io/mirrormaker-connector"
-OFFSETS_KEY = "offsets.json"  # the ConfigMap key Strimzi reads and writes offsets under
+# The reasons of the Warning conditions Strimzi writes for an offsets request that failed.
+OFFSETS_REASONS = ("ListOffsets", "AlterOffsets", "ResetOffsets", "ManageOffsets")
 # drctl marks the resources it creates (the reverse flow's), so it retires only those.
 CREATED_BY = "app.kubernetes.io/managed-by"
 # Connector roles as Strimzi names them: `<source alias>-><target alias>.<class>`.
@@ -57,6 +58,14 @@ class Layout(StrEnum):
 def connector_name(source_alias: str, target_alias: str, role: str) -> str:
     """e.g. 'primary->secondary.MirrorSourceConnector'."""
     return f"{source_alias}->{target_alias}.{ROLES[role]}"
+
+
+def offsets_key(connector: str) -> str:
+    """The ConfigMap key Strimzi lists a KafkaMirrorMaker2 connector's offsets under and
+    alters them from (KafkaMirrorMaker2AssemblyOperator; `offsets.json` is KafkaConnector's):
+    'primary--secondary.MirrorSourceConnector.json'. Its value is Connect's own offsets
+    document, `{"offsets": [...]}`, as GET /connectors/<name>/offsets answers it."""
+    return connector.replace("->", "--") + ".json"
 
 
 def gitops_owner(metadata: Mapping[str, Any]) -> str | None:
@@ -153,16 +162,32 @@ class MirrorMakerObject:
         return int(self.status.get("observedGeneration") or 0)
 
     def ready(self) -> tuple[bool, str]:
-        """Whether the Ready condition is True, and what the conditions say otherwise."""
-        conditions = self.status.get("conditions") or []
+        """Whether the Ready condition is True, and what the conditions say otherwise.
+        Strimzi writes no Ready=False: a failed reconciliation is a `NotReady` condition
+        (reason: the exception, message: what failed), a paused one `ReconciliationPaused`;
+        NotReady's own words come first."""
+        conditions = [c for c in self.status.get("conditions") or [] if isinstance(c, Mapping)]
         ready = next((c for c in conditions if c.get("type") == "Ready"), None)
         if ready is not None and str(ready.get("status")) == "True":
             return True, ""
+        not_ready = next((c for c in conditions if c.get("type") == "NotReady"), None)
+        if not_ready is not None:
+            return False, (f"NotReady: {not_ready.get('message') or 'no message'}"
+                           + (f" ({not_ready['reason']})" if not_ready.get("reason") else ""))
         said = "; ".join(f"{c.get('type')}={c.get('status')}"
                          + (f" ({c.get('reason')}: {c.get('message')})"
                             if c.get("reason") or c.get("message") else "")
                          for c in conditions)
         return False, said or "no conditions yet"
+
+    def offsets_warnings(self) -> str:
+        """What the operator said of an offsets request it could not carry out: Strimzi
+        keeps the annotation and writes a Warning condition whose reason is ListOffsets,
+        AlterOffsets, ResetOffsets or ManageOffsets ("" when there is none)."""
+        return "; ".join(f"{c.get('reason')}: {c.get('message')}"
+                         for c in self.status.get("conditions") or []
+                         if isinstance(c, Mapping) and c.get("type") == "Warning"
+                         and c.get("reason") in OFFSETS_REASONS)
 
     def mirrors(self) -> list[Mirror]:
         out = []
@@ -364,7 +389,14 @@ class StrimziControl:
                 return MirrorMakerObject(self.client.json_patch(
                     self.path(namespace or self.settings.namespace, name or self.settings.name),
                     [guard, *ops]))
-            except KubeConflict:
+            except KubeConflict as exc:
+                if exc.status == 422 and \
+                        self.read(namespace, name).resource_version == obj.resource_version:
+                    # Not applied, yet nothing changed: drctl's patch does not fit the object.
+                    raise DrctlError(f"KafkaMirrorMaker2 {obj.where}: the API server could not "
+                                     f"apply drctl's change ({exc.message}).",
+                                     "Read the resource (kubectl get -o yaml): a field drctl "
+                                     "expected is missing.") from exc
                 continue
             except KubeError as exc:
                 if exc.status == 422:  # the CRD's schema refused it: drctl's own error
@@ -445,7 +477,8 @@ class StrimziControl:
                 return None
             ready, said = obj.ready()
             if not ready:
-                left[0] = f"it is not Ready ({said})"
+                # Its status for this generation says no: the change is not done.
+                left[0] = f"it is not Ready for generation {generation} ({said})"
                 return None
             seen = obj.readings()
             off = [f"{n} is {seen[n].describe() if n in seen else 'not in its status'}"
@@ -566,7 +599,9 @@ class StrimziControl:
 
         def annotation_gone(current: MirrorMakerObject) -> str | None:
             if current.annotations.get(OFFSETS_ANNOTATION):
-                return f"the {OFFSETS_ANNOTATION}={action} annotation is still there"
+                warned = current.offsets_warnings()
+                return (f"the {OFFSETS_ANNOTATION}={action} annotation is still there"
+                        + (f"; it warns: {warned}" if warned else ""))
             return None
 
         return self.wait(obj.generation, {connector: "stopped"},
@@ -580,7 +615,8 @@ class StrimziControl:
         a ConfigMap and the `alter` annotation (Strimzi 0.44+)."""
         configmap = f"{name}-drctl-offsets"
         self.write_configmap(namespace, configmap,
-                             {OFFSETS_KEY: json.dumps({"offsets": list(offsets)}, indent=1)})
+                             {offsets_key(connector): json.dumps({"offsets": list(offsets)},
+                                                                 indent=1)})
         self._offsets_request(namespace, name, connector, "alter", configmap, mirror_of)
 
     def list_offsets(self, namespace: str, name: str, connector: str,
@@ -592,7 +628,7 @@ class StrimziControl:
             data = self.client.get(self.path(namespace, configmap, "configmaps")).get("data")
         except KubeNotFound:
             return []
-        text = (data or {}).get(OFFSETS_KEY) or "{}"
+        text = (data or {}).get(offsets_key(connector)) or "{}"
         return list(json.loads(text).get("offsets") or [])
 
     def write_configmap(self, namespace: str, name: str, data: Mapping[str, str]) -> None:

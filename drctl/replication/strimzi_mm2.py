@@ -91,10 +91,12 @@ class StrimziMirrorMaker2(MirrorMaker2):
                      part: FlowPart | None = None) -> StopOutcome:
         """Every connector of the flow's mirror `stopped` in the resource, done when the
         operator reports each STOPPED. The API server unreachable: pending; the operator
-        not confirming within the deadline: exit 4 naming it (OperatorUnconfirmed)."""
+        not confirming within the command's --deadline (`reach_deadline_s`, else
+        `deadline_s`): exit 4 naming it (OperatorUnconfirmed) — the operator is the
+        controller that does not answer, and the patch stays written for a re-run."""
         if part is not None:
             return self._leave_out_by_hand(rep, part, confirm)
-        flow = control(rep, deadline_s=max(deadline_s, reach_deadline_s or 0.0),
+        flow = control(rep, deadline_s=reach_deadline_s or deadline_s,
                        reach_deadline_s=reach_deadline_s)
         try:
             names = list(rep.connect.connectors) or [r.name for r in flow.readings()]

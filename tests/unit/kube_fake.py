@@ -25,10 +25,16 @@ ROLES = {"sourceConnector": "MirrorSourceConnector",
          "heartbeatConnector": "MirrorHeartbeatConnector"}
 
 
+# kube-apiserver 1.34's answer to a JSON patch it cannot apply (a `test` that failed, a path
+# that is not there): a bare Status, nothing in its details (measured on the lab's server).
+NOT_APPLIED = "the server rejected our request due to an error in our request"
+
+
 class PatchFailed(Exception):
-    def __init__(self, code: int, message: str) -> None:
+    def __init__(self, code: int, message: str, causes: list[str] | None = None) -> None:
         super().__init__(message)
         self.code = code
+        self.causes = causes or []
 
 
 def _pointer(path: str) -> list[str]:
@@ -47,16 +53,14 @@ def apply_json_patch(doc: Any, ops: list[dict[str, Any]]) -> Any:
         if op["op"] == "test":
             value = parent[int(last)] if isinstance(parent, list) else parent.get(last)
             if value != op["value"]:
-                raise PatchFailed(422, f"the server rejected our request due to an error in "
-                                       f"our request: testing value {op['path']} failed "
-                                       "(metadata.resourceVersion changed)")
+                raise PatchFailed(422, NOT_APPLIED)
         elif op["op"] in ("add", "replace"):
             if isinstance(parent, list):
                 parent.insert(int(last), op["value"]) if op["op"] == "add" else \
                     parent.__setitem__(int(last), op["value"])
             else:
                 if op["op"] == "replace" and last not in parent:
-                    raise PatchFailed(422, f"replace of missing {op['path']}")
+                    raise PatchFailed(422, NOT_APPLIED)
                 parent[last] = op["value"]
         elif op["op"] == "remove":
             del parent[int(last) if isinstance(parent, list) else last]
@@ -103,7 +107,8 @@ class FakeKube:
                     if state is not None and state not in ("running", "paused", "stopped"):
                         raise PatchFailed(422, f"KafkaMirrorMaker2.kafka.strimzi.io \"{name}\" "
                                                f"is invalid: spec.mirrors.{role}.state: "
-                                               f"Unsupported value: \"{state}\"")
+                                               f"Unsupported value: \"{state}\"",
+                                          [f"Unsupported value: \"{state}\""])
             if new.get("spec") != current.get("spec"):
                 new["metadata"]["generation"] = current["metadata"]["generation"] + 1
             return self.put(plural, new)
@@ -136,10 +141,13 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
-        def _status(self, code: int, message: str) -> None:
+        def _status(self, code: int, message: str, causes: list[str] | None = None) -> None:
             reason = {404: "NotFound", 409: "Conflict", 422: "Invalid", 401: "Unauthorized"}
-            self._send(code, {"kind": "Status", "status": "Failure", "message": message,
-                              "reason": reason.get(code, "Unknown"), "code": code})
+            body = {"kind": "Status", "status": "Failure", "message": message,
+                    "reason": reason.get(code, "Unknown"), "code": code}
+            body["details"] = {"causes": [{"reason": "FieldValueNotSupported", "message": c}
+                                          for c in causes]} if causes else {}
+            self._send(code, body)
 
         def _body(self) -> Any:
             length = int(self.headers.get("Content-Length") or 0)
@@ -186,7 +194,7 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
                         kube.objects.pop((plural, namespace, name or ""), None)
                     return self._send(200, {"kind": "Status", "status": "Success"})
             except PatchFailed as exc:
-                return self._status(exc.code, str(exc))
+                return self._status(exc.code, str(exc), exc.causes)
             return self._status(405, "method not allowed")
 
         do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
@@ -198,7 +206,9 @@ class FakeOperator(threading.Thread):
     """Reconciles every KafkaMirrorMaker2 the way Strimzi documents, every `interval_s`:
     connectors in their spec's state (Connect's status JSON in `.status.connectors[]`), the
     offsets annotations acted on and removed, observedGeneration and Ready written.
-    `mode`: "up", "down" (nothing), or "slow" (each generation `delay_s` late). `revert`:
+    `mode`: "up", "down" (nothing), "slow" (each generation `delay_s` late) or "failing"
+    (each generation observed with a NotReady condition, as Strimzi says a failed
+    reconciliation: no Ready=False, no connectors changed). `revert`:
     (namespace, name) -> the spec it puts back on every pass (a GitOps tool)."""
 
     def __init__(self, kube: FakeKube, interval_s: float = 0.02) -> None:
@@ -253,9 +263,20 @@ class FakeOperator(threading.Thread):
             if self.mode == "slow" and time.monotonic() - seen < self.delay_s:
                 return
             before = copy.deepcopy(obj)
+            if self.mode == "failing":
+                status = obj.get("status") or {}
+                obj["status"] = {**status, "observedGeneration": meta["generation"],
+                                 "conditions": [{"type": "NotReady", "status": "True",
+                                                 "reason": "ConnectRestException",
+                                                 "message": "PUT /connectors/x/stop returned "
+                                                            "500 (Internal Server Error)"}]}
+                if obj != before:
+                    self.kube.put(key[0], obj)
+                return
             spec = obj["spec"]
             v1 = "clusters" not in spec and "connectCluster" not in spec
             connectors = []
+            warnings: list[dict[str, str]] = []
             for mirror in spec.get("mirrors") or []:
                 source = (mirror.get("source") or {}).get("alias") if v1 \
                     else mirror.get("sourceCluster")
@@ -272,31 +293,40 @@ class FakeOperator(threading.Thread):
                     connectors.append({"name": name, "connector": {"state": connector},
                                        "tasks": tasks, "type": "source"})
                     if annotations.get("strimzi.io/mirrormaker-connector") == name:
-                        self._offsets(obj, mirror[role], name, annotations)
+                        warnings += self._offsets(obj, mirror[role], name, annotations)
             obj["status"] = {"observedGeneration": meta["generation"],
-                             "conditions": [{"type": "Ready", "status": "True"}],
+                             "conditions": [{"type": "Ready", "status": "True"}, *warnings],
                              "connectors": connectors}
             if obj != before:  # a status write only when something changed, as Strimzi
                 self.kube.put(key[0], obj)
 
     def _offsets(self, obj: dict[str, Any], connector: dict[str, Any], name: str,
-                 annotations: dict[str, str]) -> None:
+                 annotations: dict[str, str]) -> list[dict[str, str]]:
+        """The annotation acted on and removed; or, as Strimzi, a Warning condition and the
+        annotation kept (tried again on the next pass)."""
         action = annotations.get("strimzi.io/connector-offsets")
         namespace = obj["metadata"]["namespace"]
         if action == "alter":
             cm = self.kube.get("configmaps", namespace,
                                connector["alterOffsets"]["fromConfigMap"]["name"])
             assert cm is not None
-            offsets = json.loads(cm["data"]["offsets.json"])["offsets"]
+            # Strimzi's key for a KafkaMirrorMaker2 connector, as its operator reads it.
+            key = name.replace("->", "--") + ".json"
+            if key not in cm["data"]:
+                return [{"type": "Warning", "status": "True", "reason": "AlterOffsets",
+                         "message": "Encountered error altering connector offsets. "
+                                    f"Data field {key} is missing."}]
+            offsets = json.loads(cm["data"][key])["offsets"]
             self.altered[name] = offsets
             self.stored[name] = offsets
         elif action == "list":
             cm_name = connector["listOffsets"]["toConfigMap"]["name"]
             self.kube.put("configmaps", {"metadata": {"name": cm_name, "namespace": namespace},
-                                         "data": {"offsets.json": json.dumps(
+                                         "data": {name.replace("->", "--") + ".json": json.dumps(
                                              {"offsets": self.stored.get(name, [])})}})
-        for key in ("strimzi.io/connector-offsets", "strimzi.io/mirrormaker-connector"):
-            annotations.pop(key, None)
+        for annotation in ("strimzi.io/connector-offsets", "strimzi.io/mirrormaker-connector"):
+            annotations.pop(annotation, None)
+        return []
 
 
 @contextmanager

@@ -4,6 +4,7 @@ API and a fake operator (tests/unit/kube_fake.py), in both CRD layouts."""
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -11,7 +12,7 @@ import pytest
 
 from drctl.config import ReplicationSettings, StrimziSettings
 from drctl.errors import DrctlError, ExitStatus
-from drctl.kube.api import KubeClient
+from drctl.kube.api import KubeClient, patch_not_applied
 from drctl.kube.kubeconfig import KubeLogin
 from drctl.replication.strimzi import (
     MirrorMakerObject,
@@ -20,6 +21,7 @@ from drctl.replication.strimzi import (
     Reverted,
     StrimziControl,
     gitops_owner,
+    offsets_key,
 )
 from tests.unit.kube_fake import TOKEN, FakeKube, FakeOperator, fake_kube, mm2_v1, mm2_v1beta2
 
@@ -103,6 +105,21 @@ def test_an_operator_that_is_down_is_exit_4_naming_it(lab: Lab) -> None:
     assert control.set_states({SOURCE: "stopped"}, what="stop")[0].state == "STOPPED"
 
 
+def test_a_generation_observed_not_ready_is_not_done_and_says_notready(lab: Lab) -> None:
+    """Strimzi writes NotReady (never Ready=False) when a reconciliation fails: observed,
+    but not done; its message is what drctl says."""
+    _, operator, control = lab
+    operator.mode = "failing"
+    control.deadline_s = 0.5
+    with pytest.raises(OperatorUnconfirmed) as info:
+        control.set_states({SOURCE: "stopped"}, what="forward replication stopped")
+    assert "is not Ready for generation 2 (NotReady: PUT /connectors/x/stop returned 500 " \
+        "(Internal Server Error) (ConnectRestException))" in info.value.message
+    operator.mode = "up"
+    control.deadline_s = 3.0
+    assert control.set_states({SOURCE: "stopped"}, what="stop")[0].state == "STOPPED"
+
+
 def test_a_slow_operator_within_the_deadline_is_waited_for(lab: Lab) -> None:
     _, operator, control = lab
     operator.mode, operator.delay_s = "slow", 0.4
@@ -137,6 +154,37 @@ def test_a_conflicting_write_is_read_again_and_retried(lab: Lab) -> None:
     kube.interfere = True
     assert control.set_states({SOURCE: "stopped"}, what="stop")[0].state == "STOPPED"
     assert len([r for r in kube.requests if r[0] == "PATCH"]) == 2  # refused once, then done
+
+
+def test_a_failed_patch_test_is_told_from_the_servers_answer_not_a_refusal() -> None:
+    """kube-apiserver 1.34's answers, as the lab's server gave them: a JSON patch it cannot
+    apply (a failed `test`) is a bare 422; a schema refusal names the object and its causes."""
+    failed = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+              "message": "the server rejected our request due to an error in our request",
+              "reason": "Invalid", "details": {}, "code": 422}
+    refused = {"kind": "Status", "status": "Failure", "reason": "Invalid", "code": 422,
+               "message": 'KafkaMirrorMaker2.kafka.strimzi.io "mm2" is invalid: '
+                          '[spec.mirrors[0].sourceConnector.state: Unsupported value: "halted"',
+               "details": {"name": "mm2", "group": "kafka.strimzi.io",
+                           "kind": "KafkaMirrorMaker2",
+                           "causes": [{"reason": "FieldValueNotSupported",
+                                       "message": 'Unsupported value: "halted"',
+                                       "field": "spec.mirrors[0].sourceConnector.state"}]}}
+    older = {"kind": "Status", "reason": "Invalid", "code": 422, "message": "the server rejected "
+             "our request due to an error in our request", "details": {"causes": [
+                 {"reason": "UnexpectedServerResponse",
+                  "message": "testing value /metadata/resourceVersion failed: test failed"}]}}
+    assert patch_not_applied(failed) and patch_not_applied(older)
+    assert not patch_not_applied(refused)
+    assert not patch_not_applied(None)
+
+
+def test_a_patch_that_does_not_apply_to_an_unchanged_object_is_said_at_once(lab: Lab) -> None:
+    kube, _, control = lab
+    with pytest.raises(DrctlError) as info:
+        control.patch(lambda obj: [{"op": "replace", "path": "/spec/nothere", "value": 1}])
+    assert "could not apply drctl's change" in info.value.message
+    assert len([r for r in kube.requests if r[0] == "PATCH"]) == 1
 
 
 def test_a_state_the_crd_refuses_is_drctls_error(lab: Lab) -> None:
@@ -188,6 +236,12 @@ def test_the_reverse_flow_is_created_stopped_at_its_offsets_then_started(lab: La
                 "offset": {"offset": 41}}]
     control.alter_offsets("primary", "mm2", REVERSE, offsets, ("secondary", "primary"))
     assert operator.altered[REVERSE] == offsets
+    # Under the key Strimzi reads a KafkaMirrorMaker2 connector's offsets from (not
+    # KafkaConnector's offsets.json), Connect's own document as its value.
+    cm = kube.get("configmaps", "primary", "mm2-drctl-offsets") or {}
+    assert json.loads(cm["data"]["secondary--primary.MirrorSourceConnector.json"]) == \
+        {"offsets": offsets}
+    assert offsets_key(REVERSE) == "secondary--primary.MirrorSourceConnector.json"
     assert "strimzi.io/connector-offsets" not in (
         (kube.get("kafkamirrormaker2s", "primary", "mm2") or {})["metadata"]["annotations"])
     started = control.set_states({REVERSE: "running"}, what="reverse started",
@@ -200,6 +254,23 @@ def test_the_reverse_flow_is_created_stopped_at_its_offsets_then_started(lab: La
     assert control.list_offsets("primary", "mm2", REVERSE, ("secondary", "primary")) == offsets
     assert control.delete_reverse()
     assert kube.get("kafkamirrormaker2s", "primary", "mm2") is None
+
+
+def test_an_offsets_request_the_operator_refuses_says_its_warning(
+        lab: Lab, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Strimzi keeps the annotation and writes a Warning (reason AlterOffsets) when it cannot
+    alter: drctl's wait ends at its deadline saying that warning, not only "still there"."""
+    _, _, control = lab
+    control.set_states({SOURCE: "stopped"}, what="stop")
+    # A ConfigMap under KafkaConnector's key, which Strimzi does not read for this resource.
+    control.write_configmap("secondary", "mm2-drctl-offsets", {"offsets.json": "{}"})
+    monkeypatch.setattr(control, "write_configmap", lambda *args: None)
+    control.deadline_s = 0.5
+    with pytest.raises(OperatorUnconfirmed) as info:
+        control.alter_offsets("secondary", "mm2", SOURCE, [], ("primary", "secondary"))
+    assert "annotation is still there; it warns: AlterOffsets: Encountered error altering " \
+        "connector offsets. Data field primary--secondary.MirrorSourceConnector.json is " \
+        "missing." in info.value.message
 
 
 def test_a_server_without_strimzi_says_so() -> None:

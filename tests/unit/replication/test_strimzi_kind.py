@@ -4,6 +4,7 @@ API (tests/unit/kube_fake.py) — none through Kafka Connect's REST API."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,6 +93,18 @@ def test_an_operator_down_during_a_stop_is_exit_4(lab: Lab) -> None:
     with pytest.raises(OperatorUnconfirmed) as info:
         kind_for(ctx.rep).stop_forward(ctx.rep, deadline_s=0.5)
     assert info.value.exit_status is ExitStatus.UNREACHABLE
+
+
+def test_an_operator_down_is_waited_for_within_the_commands_deadline(lab: Lab) -> None:
+    """The procedures pass --deadline as `reach_deadline_s` (the stop's own wait keeps its
+    default): the operator is waited for within it, not a minute."""
+    _, operator, ctx = lab
+    operator.mode = "down"
+    started = time.monotonic()
+    with pytest.raises(OperatorUnconfirmed) as info:
+        kind_for(ctx.rep).stop_forward(ctx.rep, reach_deadline_s=0.5)
+    assert info.value.deadline_s == 0.5 and "within 0.5 s" in info.value.message
+    assert time.monotonic() - started < 10
 
 
 def test_an_unreachable_api_leaves_the_stop_pending(tmp_path: Path) -> None:
