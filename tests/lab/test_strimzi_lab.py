@@ -34,7 +34,9 @@ from drctl.retry import RetryPolicy
 from tests.conftest import PORT_BASE, RunningLab
 from tests.lab.support import keyed, produce, wait_replicated
 
-pytestmark = [pytest.mark.lab]
+# In the full matrix (`make test-matrix`) until a fresh-clone run of the whole per-commit
+# suite with the API server's build beside it has been green (issue 59).
+pytestmark = [pytest.mark.lab, pytest.mark.matrix]
 # Clear of the shared labs, the Kafka 3.9 ones (+ 100, + 110) and the test files' own labs
 # (+ 120 .. + 150): conftest.py. Each lab takes 9 ports (kube-apiserver + 6, etcd + 7, + 8).
 V1_BASE = PORT_BASE + 160
