@@ -140,12 +140,7 @@ class MirrorMaker2(ConnectControlled):
             stored = client.offsets(rep.connect.source_connector).get("offsets", [])
         except DrctlError:
             return None
-        out: dict[tuple[str, int], int] = {}
-        for entry in stored:
-            part, off = entry.get("partition") or {}, entry.get("offset") or {}
-            if part.get("cluster", rep.source_alias) == rep.source_alias and "offset" in off:
-                out[(str(part["topic"]), int(part["partition"]))] = int(off["offset"]) + 1
-        return out
+        return copied_upto(rep, stored)
 
     def translation_costs(self, rep: ReplicationSettings) -> dict[str, Any] | None:
         client = connect_client(rep)
@@ -628,3 +623,15 @@ def _filter_source(include_key: str, cfg: Mapping[str, str], exclude_key: str,
     if exclude is None:
         return f"{said}; {exclude_key} not set (its default leaves out {default_exclude})"
     return f"{said}; {exclude_key}: {exclude}"
+
+
+def copied_upto(rep: ReplicationSettings, stored: list[dict[str, Any]]
+                ) -> dict[tuple[str, int], int]:
+    """Per source partition, the next offset MirrorSourceConnector copies (its stored offset,
+    the last upstream offset copied, + 1), from Connect's offsets document (`offsets`)."""
+    out: dict[tuple[str, int], int] = {}
+    for entry in stored:
+        part, off = entry.get("partition") or {}, entry.get("offset") or {}
+        if part.get("cluster", rep.source_alias) == rep.source_alias and "offset" in off:
+            out[(str(part["topic"]), int(part["partition"]))] = int(off["offset"]) + 1
+    return out

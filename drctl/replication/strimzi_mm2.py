@@ -32,6 +32,7 @@ from drctl.replication.mirrormaker2 import (
     INCIDENT_KEY,
     MirrorMaker2,
     checkpoint_costs,
+    copied_upto,
     mm2_settings_findings,
     reverse_connector_config,
     reverse_flow,
@@ -247,12 +248,7 @@ class StrimziMirrorMaker2(MirrorMaker2):
                                        (rep.source_alias, rep.target_alias))
         except DrctlError:
             return None
-        out: dict[tuple[str, int], int] = {}
-        for entry in stored:
-            part, off = entry.get("partition") or {}, entry.get("offset") or {}
-            if part.get("cluster", rep.source_alias) == rep.source_alias and "offset" in off:
-                out[(str(part["topic"]), int(part["partition"]))] = int(off["offset"]) + 1
-        return out
+        return copied_upto(rep, stored)
 
     def lag_remedy(self, rep: ReplicationSettings) -> str:
         where = rep.strimzi.resource if rep.strimzi else "the KafkaMirrorMaker2"
