@@ -22,8 +22,13 @@ class KindEntry:
     title: str = ""
     # Config rule: the kind may run an active-active pair (`topology:`, a flow each way).
     runs_both_ways: bool = False
-    # Config rule: Strimzi's operator may own its connectors (`replication.strimzi`).
-    run_by_strimzi: bool = False
+    # "module:Class" of the kind when Strimzi's operator owns its connectors
+    # (`replication.strimzi`); "": Strimzi does not run it (a config rule).
+    strimzi_implementation: str = ""
+
+    @property
+    def run_by_strimzi(self) -> bool:
+        return bool(self.strimzi_implementation)
 
 
 # The order is the order error messages list the kinds in.
@@ -31,7 +36,8 @@ _KINDS: dict[str, KindEntry] = {
     "replicator": KindEntry("drctl.replication.replicator:Replicator", title="Replicator"),
     "mirrormaker2": KindEntry("drctl.replication.mirrormaker2:MirrorMaker2",
                               title="MirrorMaker 2", runs_both_ways=True,
-                              run_by_strimzi=True),
+                              strimzi_implementation=(
+                                  "drctl.replication.strimzi_mm2:StrimziMirrorMaker2")),
     "identity": KindEntry("drctl.replication.identity:Identity", keeps_topic_names=True),
 }
 

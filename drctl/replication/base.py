@@ -292,10 +292,16 @@ class ReplicationKind(ABC):
         return []
 
 
+def kind_named(name: str, *, strimzi: bool = False) -> ReplicationKind:
+    """The one (stateless) object of a registered kind, its module imported on first use;
+    `strimzi`: the kind as controlled through Strimzi's KafkaMirrorMaker2 resource."""
+    entry = kind_entry(name)
+    return _kind_object(entry.strimzi_implementation if strimzi else entry.implementation)
+
+
 @cache
-def kind_named(name: str) -> ReplicationKind:
-    """The one (stateless) object of a registered kind, its module imported on first use."""
-    module_name, _, class_name = kind_entry(name).implementation.partition(":")
+def _kind_object(implementation: str) -> ReplicationKind:
+    module_name, _, class_name = implementation.partition(":")
     kind: ReplicationKind = getattr(importlib.import_module(module_name), class_name)()
     return kind
 
@@ -304,13 +310,4 @@ def kind_for(settings: ReplicationSettings) -> ReplicationKind:
     """The kind object of a replication flow (validated by the config parser, so its kind is
     registered). A flow whose connectors Strimzi owns (`replication.strimzi`) is controlled
     through its KafkaMirrorMaker2 resource: the same kind, another owner."""
-    if settings.strimzi is not None:
-        return _strimzi_kind()
-    return kind_named(settings.kind)
-
-
-@cache
-def _strimzi_kind() -> ReplicationKind:
-    from drctl.replication.strimzi_mm2 import StrimziMirrorMaker2
-
-    return StrimziMirrorMaker2()
+    return kind_named(settings.kind, strimzi=settings.strimzi is not None)

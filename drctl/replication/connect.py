@@ -7,7 +7,6 @@ from abc import ABC
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from enum import StrEnum
 from functools import partial
 from typing import Any, ClassVar
 
@@ -24,7 +23,12 @@ from drctl.kafka.connect_rest import (
 from drctl.kafka_release import kafka_release
 from drctl.progress import Notify
 from drctl.replication.base import Confirm, FlowPart, FlowState, ReplicationKind, StopOutcome
-from drctl.replication.control import ConnectorOwner, Edit
+from drctl.replication.control import (
+    ConnectorActivity,
+    ConnectorOwner,
+    ConnectorReading,
+    Edit,
+)
 from drctl.replication.edits import (
     ListEdit,
     apply_edits,
@@ -36,66 +40,6 @@ from drctl.replication.edits import (
     undo_edits,
 )
 from drctl.retry import WaitTimedOut, wait_for
-
-# Task states in which a task copies now or is about to.
-_ACTIVE_TASK_STATES = frozenset({"RUNNING", "RESTARTING"})
-
-
-class ConnectorActivity(StrEnum):
-    """What a connector does, read from `GET /connectors/<name>/status`."""
-
-    STOPPED = "stopped"  # target state STOPPED, confirmed: Kafka Connect 3.5+ shows no tasks
-    PAUSED = "paused"
-    COPYING = "copying"  # a task runs (or restarts): records flow
-    # No task runs, yet Connect does not confirm a stop: RUNNING or UNASSIGNED with no tasks,
-    # or with every task UNASSIGNED, PAUSED or FAILED. It copies nothing now.
-    IDLE = "idle"
-    MISSING = "missing"  # no such connector: nothing to copy with
-
-
-@dataclass(frozen=True)
-class ConnectorReading:
-    name: str
-    state: str  # the connector's state as Connect reports it; MISSING when there is none
-    tasks: tuple[str, ...]
-
-    @classmethod
-    def from_status(cls, name: str, status: Mapping[str, Any]) -> ConnectorReading:
-        """From the JSON of `GET /connectors/<name>/status`."""
-        return cls(name, str(status["connector"]["state"]),
-                   tuple(str(t["state"]) for t in status.get("tasks") or []))
-
-    @classmethod
-    def read(cls, client: ConnectClient, name: str) -> ConnectorReading:
-        try:
-            return cls.from_status(name, client.status(name))
-        except ConnectorMissing:
-            return cls(name, "MISSING", ())
-
-    @property
-    def activity(self) -> ConnectorActivity:
-        if self.state == "MISSING":
-            return ConnectorActivity.MISSING
-        if any(t in _ACTIVE_TASK_STATES for t in self.tasks):
-            return ConnectorActivity.COPYING
-        if self.state == "STOPPED":
-            return ConnectorActivity.STOPPED
-        if self.state == "PAUSED":
-            return ConnectorActivity.PAUSED
-        return ConnectorActivity.IDLE
-
-    @property
-    def confirmed_stopped(self) -> bool:
-        return self.activity in (ConnectorActivity.STOPPED, ConnectorActivity.PAUSED,
-                                 ConnectorActivity.MISSING)
-
-    def describe(self) -> str:
-        """e.g. 'UNASSIGNED with no tasks', 'RUNNING with tasks RUNNING, FAILED'."""
-        if self.state in ("MISSING", "STOPPED"):
-            return self.state
-        if not self.tasks:
-            return f"{self.state} with no tasks"
-        return f"{self.state} with tasks {', '.join(self.tasks)}"
 
 
 def flow_state_of(readings: Sequence[ConnectorReading],

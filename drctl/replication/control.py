@@ -2,7 +2,8 @@
 controls the replicator"): Kafka Connect's REST API where drctl may write to it
 (`connect.ConnectRestOwner`), or Strimzi's KafkaMirrorMaker2 resource where its operator owns
 them (`strimzi.StrimziControl`). A kind asks `ConnectControlled.owner(rep)`; the procedures
-never know which answered.
+never know which answered. What either reports of a connector is a `ConnectorReading` (here:
+Connect's status JSON, whichever owner passed it on).
 
 Through the owner so far: reading the forward flow's connectors (`forward_state`,
 `component_states`), resuming
@@ -16,12 +17,74 @@ in `strimzi_mm2.StrimziMirrorMaker2`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from drctl.replication.connect import ConnectorReading
+from drctl.kafka.connect_rest import ConnectClient, ConnectorMissing
 
 Edit = Callable[[dict[str, Any]], dict[str, Any]]
+
+# Task states in which a task copies now or is about to.
+_ACTIVE_TASK_STATES = frozenset({"RUNNING", "RESTARTING"})
+
+
+class ConnectorActivity(StrEnum):
+    """What a connector does, read from `GET /connectors/<name>/status`."""
+
+    STOPPED = "stopped"  # target state STOPPED, confirmed: Kafka Connect 3.5+ shows no tasks
+    PAUSED = "paused"
+    COPYING = "copying"  # a task runs (or restarts): records flow
+    # No task runs, yet Connect does not confirm a stop: RUNNING or UNASSIGNED with no tasks,
+    # or with every task UNASSIGNED, PAUSED or FAILED. It copies nothing now.
+    IDLE = "idle"
+    MISSING = "missing"  # no such connector: nothing to copy with
+
+
+@dataclass(frozen=True)
+class ConnectorReading:
+    name: str
+    state: str  # the connector's state as Connect reports it; MISSING when there is none
+    tasks: tuple[str, ...]
+
+    @classmethod
+    def from_status(cls, name: str, status: Mapping[str, Any]) -> ConnectorReading:
+        """From the JSON of `GET /connectors/<name>/status`."""
+        return cls(name, str(status["connector"]["state"]),
+                   tuple(str(t["state"]) for t in status.get("tasks") or []))
+
+    @classmethod
+    def read(cls, client: ConnectClient, name: str) -> ConnectorReading:
+        try:
+            return cls.from_status(name, client.status(name))
+        except ConnectorMissing:
+            return cls(name, "MISSING", ())
+
+    @property
+    def activity(self) -> ConnectorActivity:
+        if self.state == "MISSING":
+            return ConnectorActivity.MISSING
+        if any(t in _ACTIVE_TASK_STATES for t in self.tasks):
+            return ConnectorActivity.COPYING
+        if self.state == "STOPPED":
+            return ConnectorActivity.STOPPED
+        if self.state == "PAUSED":
+            return ConnectorActivity.PAUSED
+        return ConnectorActivity.IDLE
+
+    @property
+    def confirmed_stopped(self) -> bool:
+        return self.activity in (ConnectorActivity.STOPPED, ConnectorActivity.PAUSED,
+                                 ConnectorActivity.MISSING)
+
+    def describe(self) -> str:
+        """e.g. 'UNASSIGNED with no tasks', 'RUNNING with tasks RUNNING, FAILED'."""
+        if self.state in ("MISSING", "STOPPED"):
+            return self.state
+        if not self.tasks:
+            return f"{self.state} with no tasks"
+        return f"{self.state} with tasks {', '.join(self.tasks)}"
+
 
 
 class ConnectorOwner(Protocol):

@@ -29,7 +29,6 @@ from drctl.replication.base import (
 )
 from drctl.replication.connect import (
     ConnectControlled,
-    ConnectorReading,
     connect_client,
     flow_state_of,
     paused,
@@ -39,6 +38,7 @@ from drctl.replication.connect import (
     stopped_for_offsets,
     wait_connector_state,
 )
+from drctl.replication.control import ConnectorReading
 from drctl.replication.discovered import (
     ClusterLogin,
     DiscoveredFlow,

@@ -26,7 +26,7 @@ from drctl.errors import CheckFailed, DrctlError, Unreachable
 from drctl.kube.api import KUBE_RETRY, KubeClient, KubeConflict, KubeError, KubeNotFound
 from drctl.kube.kubeconfig import load_login
 from drctl.progress import Notify
-from drctl.replication.connect import ConnectorActivity, ConnectorReading
+from drctl.replication.control import ConnectorActivity, ConnectorReading
 from drctl.retry import WaitTimedOut, wait_for
 
 GROUP = "kafka.strimzi.io"

@@ -16,7 +16,7 @@ from drctl.errors import DrctlError
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.connect_rest import ConnectError
 from drctl.kafka.records import read_all
-from drctl.replication.connect import ConnectorActivity, ConnectorReading
+from drctl.replication.control import ConnectorActivity, ConnectorReading
 from tests.conftest import RunningLab
 
 # (partition, key, value) or (partition, key, value, timestamp_ms, headers); a timestamp of 0

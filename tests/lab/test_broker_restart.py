@@ -28,7 +28,7 @@ from drctl.kafka.clients import ClusterClients, describe
 from drctl.kafka.groups import committed_offsets
 from drctl.kafka.offsets import watermarks
 from drctl.lab.workload import commit_offsets, create_topics
-from drctl.replication.connect import ConnectorActivity, ConnectorReading
+from drctl.replication.control import ConnectorActivity, ConnectorReading
 from drctl.state import marker_store
 from tests.conftest import RunningLab, only_on_kafka_3
 from tests.lab.support import assert_waited_out, keyed, produce, wait_replicated

@@ -38,7 +38,7 @@ from drctl.kafka.offsets import watermarks
 from drctl.kafka.records import read_all
 from drctl.kafka.topics import log_append_time_topics
 from drctl.lab.workload import commit_offsets, create_topics
-from drctl.replication.connect import ConnectorReading
+from drctl.replication.control import ConnectorReading
 from drctl.state import marker_store
 from tests.conftest import RunningLab, on_kafka_3
 from tests.lab.support import fresh_clients, produce, run_json

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from drctl.replication.connect import ConnectorActivity, ConnectorReading, flow_state_of
+from drctl.replication.connect import flow_state_of
+from drctl.replication.control import ConnectorActivity, ConnectorReading
 
 
 def status(state: str, *tasks: str) -> dict[str, Any]:
