@@ -60,6 +60,9 @@ class FlowState:
     readable: bool  # False: nothing configured to ask, or it does not answer
     components: dict[str, str] = field(default_factory=dict)  # name -> its state, in words
     copying: tuple[str, ...] = ()  # a task runs: records flow into the target
+    # Of `copying`: stopped, its tasks still being shut down (they may copy until they are);
+    # asked again, a stop that holds clears it within seconds.
+    stopping: tuple[str, ...] = ()
     # No task runs, so nothing is copied now, but the component is not confirmed stopped
     # (e.g. a connector UNASSIGNED with no tasks after the worker's Kafka restarted).
     unconfirmed: tuple[str, ...] = ()

@@ -47,7 +47,9 @@ def flow_state_of(readings: Sequence[ConnectorReading],
     by_activity = {a: tuple(r.name for r in readings if r.activity is a)
                    for a in ConnectorActivity}
     return FlowState(True, {r.name: r.describe() for r in readings},
-                        copying=by_activity[ConnectorActivity.COPYING],
+                        copying=(*by_activity[ConnectorActivity.COPYING],
+                                 *by_activity[ConnectorActivity.STOPPING]),
+                        stopping=by_activity[ConnectorActivity.STOPPING],
                         unconfirmed=by_activity[ConnectorActivity.IDLE],
                         restopped=tuple(restopped), unconfirmed_remedy=_STRANDED)
 
@@ -318,10 +320,8 @@ class ConnectControlled(ReplicationKind, ABC):
         def stopped() -> StopOutcome | None:
             seen[:] = [ConnectorReading.read(client, n) for n in rep.connect.connectors]
             # Connect accepted the stop and tore the tasks down, which is what stops the
-            # copying. A connector whose source is unreachable can hang in its own stop() and
-            # keep reporting RUNNING with no tasks; its target state is STOPPED all the same.
-            if all(r.confirmed_stopped or (r.activity is ConnectorActivity.IDLE and not r.tasks)
-                   for r in seen):
+            # copying (ConnectorReading.stop_held).
+            if all(r.stop_held for r in seen):
                 return StopOutcome("stopped", list(rep.connect.connectors), _detail(seen))
             return None
 
@@ -501,7 +501,7 @@ def stopped_for_offsets(client: ConnectClient, name: str) -> None:
     if reading.activity is ConnectorActivity.MISSING:
         raise DrctlError(f"Connector {name} does not exist on {client.url}.",
                          "Fix replication.connect in the config.")
-    if reading.activity is ConnectorActivity.COPYING:
+    if reading.activity in (ConnectorActivity.COPYING, ConnectorActivity.STOPPING):
         raise CheckFailed(
             f"Forward replication is already copying ({name} is {reading.describe()}): it "
             "resumed from the positions it stored before the outage and may have copied the "

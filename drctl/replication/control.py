@@ -35,6 +35,9 @@ class ConnectorActivity(StrEnum):
     STOPPED = "stopped"  # target state STOPPED, confirmed: Kafka Connect 3.5+ shows no tasks
     PAUSED = "paused"
     COPYING = "copying"  # a task runs (or restarts): records flow
+    # Stopped, but a task still listed RUNNING or RESTARTING: the worker is shutting it down
+    # (Connect lists it so until it has, a second or two). Copying until it has.
+    STOPPING = "stopping"
     # No task runs, yet Connect does not confirm a stop: RUNNING or UNASSIGNED with no tasks,
     # or with every task UNASSIGNED, PAUSED or FAILED. It copies nothing now.
     IDLE = "idle"
@@ -65,7 +68,8 @@ class ConnectorReading:
         if self.state == "MISSING":
             return ConnectorActivity.MISSING
         if any(t in _ACTIVE_TASK_STATES for t in self.tasks):
-            return ConnectorActivity.COPYING
+            return (ConnectorActivity.STOPPING if self.state == "STOPPED"
+                    else ConnectorActivity.COPYING)
         if self.state == "STOPPED":
             return ConnectorActivity.STOPPED
         if self.state == "PAUSED":
@@ -77,9 +81,18 @@ class ConnectorReading:
         return self.activity in (ConnectorActivity.STOPPED, ConnectorActivity.PAUSED,
                                  ConnectorActivity.MISSING)
 
+    @property
+    def stop_held(self) -> bool:
+        """Read after a stop was accepted for it: the stop holds — confirmed, or no task left.
+        A connector whose source is unreachable can hang in its own stop() and report RUNNING
+        (or UNASSIGNED) with no tasks; its target state is STOPPED all the same, and without a
+        task it copies nothing."""
+        return self.confirmed_stopped or (self.activity is ConnectorActivity.IDLE
+                                          and not self.tasks)
+
     def describe(self) -> str:
         """e.g. 'UNASSIGNED with no tasks', 'RUNNING with tasks RUNNING, FAILED'."""
-        if self.state in ("MISSING", "STOPPED"):
+        if self.state == "MISSING" or (self.state == "STOPPED" and not self.tasks):
             return self.state
         if not self.tasks:
             return f"{self.state} with no tasks"

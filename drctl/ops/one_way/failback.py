@@ -395,6 +395,12 @@ def _forward_not_copying(ctx: OpsContext, marker: FailoverMarker,
     if part is not None:
         return _part_not_copied(ctx, marker, part, opts)
     forward = kind.forward_state(rep)
+    if forward.copying and set(forward.copying) <= set(forward.stopping) and not opts.dry_run:
+        # Stopped, its tasks still shutting down: waited for (the stop asked again) before
+        # anything counts it as copying.
+        ctx.notify(f"Forward replication is stopping ({forward.describe(forward.stopping)}); "
+                   "waiting for its tasks to shut down")
+        forward = kind.restop_forward(rep, forward.stopping)
     if forward.unconfirmed and not forward.copying and not opts.dry_run:
         ctx.notify("Forward replication is not confirmed stopped "
                f"({forward.describe(forward.unconfirmed)}); issuing the stop again")

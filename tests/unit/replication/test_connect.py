@@ -34,6 +34,9 @@ def status(state: str, *tasks: str) -> dict[str, Any]:
     (status("RUNNING", "UNASSIGNED", "FAILED"), ConnectorActivity.IDLE,
      "RUNNING with tasks UNASSIGNED, FAILED"),
     (status("FAILED"), ConnectorActivity.IDLE, "FAILED with no tasks"),
+    # Stopped a moment ago: Connect lists the task it is shutting down (it may still copy).
+    (status("STOPPED", "RUNNING"), ConnectorActivity.STOPPING, "STOPPED with tasks RUNNING"),
+    (status("STOPPED", "UNASSIGNED"), ConnectorActivity.STOPPED, "STOPPED with tasks UNASSIGNED"),
 ])
 def test_status_reply_classified(reply: dict[str, Any], activity: ConnectorActivity,
                                  words: str) -> None:
@@ -64,6 +67,14 @@ def test_forward_state_groups_connectors_by_what_they_do() -> None:
                        "hb": "RUNNING with tasks RUNNING", "gone": "MISSING"},
         "copying": ["hb"], "unconfirmed": ["src"], "restopped": ["src"]}
     assert "restart the Connect worker" in state.unconfirmed_remedy
+
+
+def test_a_connector_stopping_counts_as_copying_until_its_tasks_are_down() -> None:
+    state = flow_state_of([ConnectorReading.from_status("src", status("STOPPED", "RUNNING")),
+                           ConnectorReading.from_status("cp", status("RUNNING", "RUNNING"))])
+    assert (state.copying, state.stopping) == (("cp", "src"), ("src",))
+    assert not state.confirmed
+    assert not ConnectorReading.from_status("src", status("STOPPED", "RUNNING")).stop_held
 
 
 def test_every_connector_stopped_or_missing_is_confirmed() -> None:
