@@ -14,7 +14,9 @@ reports it — never when it was asked. Both layouts of the resource are read an
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,6 +28,7 @@ from drctl.errors import CheckFailed, DrctlError, Unreachable
 from drctl.kube.api import KUBE_RETRY, KubeClient, KubeConflict, KubeError, KubeNotFound
 from drctl.kube.kubeconfig import load_login
 from drctl.progress import Notify
+from drctl.replication.base import FlowPart
 from drctl.replication.control import ConnectorActivity, ConnectorReading
 from drctl.retry import WaitTimedOut, wait_for
 
@@ -252,10 +255,23 @@ def connector_configs(obj: MirrorMakerObject) -> dict[str, dict[str, str]]:
     return out
 
 
+def scoped_resource_name(base: str, part: FlowPart) -> str:
+    """`<base>-<application>` as a Kubernetes name (lower-case letters, digits, '-'); a name
+    that had to change to fit gets a digest of the original, so no two applications share
+    one."""
+    slug = re.sub(r"[^a-z0-9]+", "-", part.name.lower()).strip("-")[:40] or "app"
+    if slug != part.name:
+        slug += "-" + hashlib.sha256(part.name.encode()).hexdigest()[:6]
+    return f"{base}-{slug}"
+
+
 def _matches(reading: ConnectorReading, state: str) -> bool:
-    """Connect reports `state` (a Strimzi state word) for the connector, never less."""
+    """Connect reports `state` (a Strimzi state word) for the connector, never less. Read
+    once the operator has reconciled the generation that asks it, so a stop was asked of
+    Connect: it holds when no task is left (`stop_held`), as through REST — a connector whose
+    source is down hangs in its own stop() and stays RUNNING with no tasks."""
     if state == "stopped":
-        return reading.state == "STOPPED" and not reading.tasks
+        return reading.stop_held and reading.state != "PAUSED"
     if state == "paused":
         return reading.activity is ConnectorActivity.PAUSED
     return reading.state == "RUNNING" and all(t == "RUNNING" for t in reading.tasks)
@@ -645,13 +661,17 @@ class StrimziControl:
 
     # -- the reverse flow ------------------------------------------------------------------
 
-    def reverse_where(self) -> tuple[str, str]:
+    def reverse_where(self, part: FlowPart | None = None) -> tuple[str, str]:
+        """Namespace and name of the reverse flow's resource; an application's incident has
+        one of its own (`<name>-<application>`): Strimzi names a mirror's connectors by the
+        clusters' aliases alone, so two reverse flows the same way cannot share a resource."""
         s = self.settings
         if s.reverse_namespace is None:
             raise DrctlError("The reverse flow's KafkaMirrorMaker2 is not configured.",
                              "Set replication.strimzi.reverse_namespace (and reverse_name): "
                              "where the flow the other way lives or drctl creates it.")
-        return s.reverse_namespace, s.reverse_name or s.name
+        name = s.reverse_name or s.name
+        return s.reverse_namespace, name if part is None else scoped_resource_name(name, part)
 
     def reverse_spec(self, forward: MirrorMakerObject, source_config: Mapping[str, str]
                      ) -> dict[str, Any]:
@@ -680,11 +700,12 @@ class StrimziControl:
         spec["mirrors"][0]["topicsPattern"] = str(source_config.get("topics", ".*"))
         return spec
 
-    def create_reverse(self, source_config: Mapping[str, str], incident: str) -> str:
-        """Create the reverse flow's resource with its source connector stopped, and wait
-        until the operator reports it STOPPED; its connector's name. One that exists is used
-        as it is (its mirror target -> source must be there)."""
-        namespace, name = self.reverse_where()
+    def create_reverse(self, source_config: Mapping[str, str], incident: str,
+                       part: FlowPart | None = None) -> str:
+        """Create the reverse flow's resource (`part`: an application's) with its source
+        connector stopped, and wait until the operator reports it STOPPED; its connector's
+        name. One that exists is used as it is (its mirror target -> source must be there)."""
+        namespace, name = self.reverse_where(part)
         connector = connector_name(self.rep.target_alias, self.rep.source_alias,
                                    "sourceConnector")
         existing = self.find(namespace, name)
@@ -708,10 +729,10 @@ class StrimziControl:
                   namespace=namespace, name=name)
         return connector
 
-    def delete_reverse(self) -> bool:
+    def delete_reverse(self, part: FlowPart | None = None) -> bool:
         """Delete the reverse resource when drctl created it; False when it is not drctl's
         (left stopped) or gone."""
-        namespace, name = self.reverse_where()
+        namespace, name = self.reverse_where(part)
         obj = self.find(namespace, name)
         if obj is None or (obj.metadata.get("labels") or {}).get(CREATED_BY) != "drctl":
             return False

@@ -139,19 +139,14 @@ class StrimziMirrorMaker2(MirrorMaker2):
         stopped, its offsets set through Strimzi's `alter` annotation, then started — each
         step confirmed by the operator's status."""
         rep = ctx.rep
-        if request.part is not None:
-            raise DrctlError(f"An application's reverse flow ({request.part.name}) under "
-                             "Strimzi is not supported yet.",
-                             "Start it yourself (a mirror of its topics in the reverse "
-                             "KafkaMirrorMaker2) from the failover point in the report.")
         flow = control(rep, notify)
         reverse = reverse_flow(ctx.config, sorted(request.starts))
         config = {k: v for k, v in reverse_connector_config(
             reverse, request.skip_header, request.incident).items()
             if not k.startswith(_DERIVED)}
         self._refuse_cycle(rep, "the reverse flow", request.edits, request.part)
-        name = flow.create_reverse(config, request.incident)
-        namespace, resource = flow.reverse_where()
+        name = flow.create_reverse(config, request.incident, request.part)
+        namespace, resource = flow.reverse_where(request.part)
         mirror_of = (rep.target_alias, rep.source_alias)
         offsets = [{"partition": {"cluster": rep.target_alias, "topic": topic, "partition": p},
                     "offset": {"offset": off - 1} if off > 0 else None}
@@ -170,7 +165,7 @@ class StrimziMirrorMaker2(MirrorMaker2):
         rep = ctx.rep
         try:
             flow = control(rep)
-            namespace, resource = flow.reverse_where()
+            namespace, resource = flow.reverse_where(part)
             obj = flow.find(namespace, resource)
             if obj is None:
                 return FlowState(False)
@@ -186,7 +181,7 @@ class StrimziMirrorMaker2(MirrorMaker2):
         when drctl created it (one the operator deployed is left stopped)."""
         rep = ctx.rep
         flow = control(rep, notify)
-        namespace, resource = flow.reverse_where()
+        namespace, resource = flow.reverse_where(request.part)
         name = connector_name(rep.target_alias, rep.source_alias, "sourceConnector")
         if flow.find(namespace, resource) is None:
             return {"connector": name, "state": "absent"}
@@ -196,7 +191,7 @@ class StrimziMirrorMaker2(MirrorMaker2):
         flow.set_states({name: "stopped"}, what=f"{name} stopped", namespace=namespace,
                         name=resource, mirror_of=mirror_of)
         stored = flow.list_offsets(namespace, resource, name, mirror_of)
-        deleted = flow.delete_reverse()
+        deleted = flow.delete_reverse(request.part)
         return {"connector": name, "state": "deleted" if deleted else "stopped",
                 "offsets": stored}
 
@@ -215,11 +210,22 @@ class StrimziMirrorMaker2(MirrorMaker2):
         out = {"connector": name, "starts": request.forward_starts}
         if dry_run:
             return out
-        if request.part is not None:
-            raise DrctlError(f"Setting {request.part.name}'s start under Strimzi is not "
-                             "supported yet.", "Set the source connector's offsets yourself "
-                             "to the positions in the report.")
         flow = control(rep, notify)
+        mirror_of = (rep.source_alias, rep.target_alias)
+        where = (flow.settings.namespace, flow.settings.name)
+        if request.part is not None and self.edits_hold(rep, request.edits):
+            # The rest of the flow copies, its part left out: the source connector stopped
+            # for the offsets (Strimzi alters only a stopped one) and running again right
+            # after; the part's exclusions come out later.
+            was_stopped = flow.readings([name])[0].state == "STOPPED"
+            notify(f"Setting {request.part.name}'s start in {name}"
+                   + ("" if was_stopped else " (stopped for a moment)"))
+            if not was_stopped:
+                flow.set_states({name: "stopped"}, what=f"{name} stopped for its offsets")
+            flow.alter_offsets(*where, name, offsets, mirror_of)
+            if not was_stopped:
+                flow.set_states({name: "running"}, what=f"{name} running again")
+            return out
         reading = flow.readings([name])[0]
         if reading.tasks and any(t in ("RUNNING", "RESTARTING") for t in reading.tasks):
             raise CheckFailed(
@@ -228,8 +234,7 @@ class StrimziMirrorMaker2(MirrorMaker2):
         if reading.state != "STOPPED":
             flow.set_states({name: "stopped"}, what=f"{name} stopped")
         notify(f"Setting {name}'s start to where {rep.source} stood at the cut-over")
-        flow.alter_offsets(flow.settings.namespace, flow.settings.name, name, offsets,
-                           (rep.source_alias, rep.target_alias))
+        flow.alter_offsets(*where, name, offsets, mirror_of)
         return out
 
     # -- reads the REST API gave -----------------------------------------------------------

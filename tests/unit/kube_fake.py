@@ -221,6 +221,9 @@ class FakeOperator(threading.Thread):
         self.stored: dict[str, list[dict[str, Any]]] = {}  # connector -> stored offsets
         self.altered: dict[str, list[dict[str, Any]]] = {}
         self.first_seen: dict[tuple[str, str, int], float] = {}
+        # connector -> how a stop hangs: "connector" (RUNNING, no task), "tasks" (a task
+        # still RUNNING)
+        self.hung_stop: dict[str, str] = {}
         self._stop = threading.Event()
 
     def stop(self) -> None:
@@ -290,6 +293,12 @@ class FakeOperator(threading.Thread):
                     connector = {"running": "RUNNING", "paused": "PAUSED",
                                  "stopped": "STOPPED"}[state]
                     tasks = [] if state == "stopped" else [{"id": 0, "state": connector}]
+                    if state == "stopped" and name in self.hung_stop:
+                        # Its source unreachable, the connector hangs in its own stop():
+                        # the tasks are gone, the connector still says RUNNING.
+                        connector = "RUNNING" if self.hung_stop[name] else connector
+                        tasks = [{"id": 0, "state": "RUNNING"}] \
+                            if self.hung_stop[name] == "tasks" else []
                     connectors.append({"name": name, "connector": {"state": connector},
                                        "tasks": tasks, "type": "source"})
                     if annotations.get("strimzi.io/mirrormaker-connector") == name:

@@ -80,6 +80,23 @@ def test_stop_is_done_when_connect_reports_stopped(lab: Lab) -> None:
     assert readings[0].state == "RUNNING" and readings[0].tasks == ("RUNNING",)
 
 
+def test_a_stop_that_hangs_with_no_task_left_holds_one_with_a_task_does_not(lab: Lab
+                                                                              ) -> None:
+    """With the source down, a MirrorSourceConnector hangs in its own stop(): RUNNING with no
+    task, copying nothing — stopped, as drctl counts it through REST. A task still running is
+    not."""
+    _, operator, control = lab
+    operator.hung_stop[SOURCE] = "connector"
+    readings = control.set_states({SOURCE: "stopped"}, what="stop")
+    assert [(r.state, r.tasks) for r in readings] == [("RUNNING", ())]
+    control.set_states({SOURCE: "running"}, what="resume")
+    operator.hung_stop[SOURCE] = "tasks"
+    control.deadline_s = 0.5
+    with pytest.raises(OperatorUnconfirmed) as info:
+        control.set_states({SOURCE: "stopped"}, what="forward replication stopped")
+    assert f"{SOURCE} is RUNNING with tasks RUNNING" in info.value.message
+
+
 def test_a_state_already_written_is_not_patched_again(lab: Lab) -> None:
     kube, _, control = lab
     control.set_states({SOURCE: "stopped"}, what="stop")

@@ -152,6 +152,36 @@ def test_the_reverse_flow_cycle(lab: Lab, tmp_path: Path) -> None:
          "offset": {"offset": 99}}]
 
 
+def test_an_applications_reverse_flow_is_a_resource_of_its_own(lab: Lab, tmp_path: Path
+                                                                ) -> None:
+    """An application's incident: its reverse flow in a resource of its own (Strimzi names
+    connectors by aliases alone, so it cannot share the region's); the forward source
+    connector, copying the rest, stopped for its offsets only and running again after."""
+    kube, operator, ctx = lab
+    kind = kind_for(ctx.rep)
+    part = FlowPart("Pay Ments", ("orders",), ("orders-app",))
+    edits = kind.plan_leave_out(ctx.rep, part)
+    assert edits is not None and kind.write_edits(ctx.rep, edits)
+    out = kind.start_reverse(ctx, ReverseRequest("inc-2", {"orders": {0: 5}}, "drctl.reconciled",
+                                                 tmp_path, part, tuple(edits)), lambda _: None)
+    resource = out["resource"]
+    assert resource.startswith("primary/mm2-pay-ments-") and resource != "primary/mm2", out
+    assert kube.get("kafkamirrormaker2s", "primary", "mm2") is None
+    assert kind.reverse_state(ctx, part).copying == (REVERSE,)
+    assert not kind.reverse_state(ctx).readable  # the region's reverse flow: none
+    request = ReturnRequest("inc-2", ["orders"], {"orders": {0: 7}}, tmp_path, part,
+                            tuple(edits))
+    assert kind.retire_reverse(ctx, request, lambda _: None)["state"] == "deleted"
+    assert kube.get("kafkamirrormaker2s", *resource.split("/")) is None
+    kind.set_forward_start(ctx, request, lambda _: None)
+    assert operator.altered[SOURCE] == [
+        {"partition": {"cluster": "primary", "topic": "orders", "partition": 0},
+         "offset": {"offset": 6}}]
+    mirror = (kube.get("kafkamirrormaker2s", "secondary", "mm2") or {})["spec"]["mirrors"][0]
+    assert mirror["sourceConnector"]["state"] == "running"  # the rest copies again
+    assert mirror["checkpointConnector"].get("state", "running") == "running"
+
+
 def test_gitops_ownership_is_said_before_a_failover_and_in_check(lab: Lab) -> None:
     kube, _, ctx = lab
     obj = kube.objects[("kafkamirrormaker2s", "secondary", "mm2")]
