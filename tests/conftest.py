@@ -46,7 +46,7 @@ PORT_BASE = _RUN_BASE + 200 * _WORKER
 # The secure lab's: clear of the shared labs (+ 0, + 10, + 20, + 30);
 # the second hundred holds the Kafka 3.9 labs (+ 100, + 110), test_legacy_keys.py's (+ 120)
 # and test_drill_faults.py's (+ 130, + 140, + 150: its active-active lab), test_strimzi_lab.py's
-# (+ 160 .. + 199); test_strimzi_cycle.py's at + 40 .. + 49.
+# (+ 160 .. + 199); test_strimzi_cycle.py's at + 40 .. + 59.
 SECURE_BASE = PORT_BASE + 70
 # The schema registries' (primary + 0, secondary + 1), past the secure lab's.
 REGISTRY_BASE = PORT_BASE + 80
@@ -269,19 +269,23 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         return  # the CRDs, if missing, take the fixture some 20 s
     log = Path(tempfile.gettempdir()) / f"drctl-strimzi-build-{os.getpid()}.log"
     with log.open("wb") as out:
+        # At the lowest priority: it takes the CPU the tests leave (they wait on clusters
+        # often), and is done long before the Strimzi lab's tests, last on their worker.
         _strimzi_build = subprocess.Popen(
-            [sys.executable, "-m", "tests.lab.strimzi_build"], stdout=out,
+            ["nice", "-n", "19", sys.executable, "-m", "tests.lab.strimzi_build"], stdout=out,
             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
             cwd=Path(__file__).parents[1])
     print(f"\nbuilding the Strimzi lab's API server in the background (log: {log})")
 
 
 def _may_run_strimzi_lab(config: pytest.Config) -> bool:
-    """Whether the run's arguments reach a test file of the Strimzi lab (`--matrix`: they are
-    in the full matrix for now; not `-m 'not lab'`)."""
-    if not config.getoption("matrix") or "not lab" in (config.getoption("markexpr", "") or ""):
+    """Whether the run's arguments reach a test file of the Strimzi lab (not with
+    `-m 'not lab'`): drctl's cycle on it per commit, the lab's own tests in the full matrix
+    (`--matrix`)."""
+    if "not lab" in (config.getoption("markexpr", "") or ""):
         return False
-    targets = [Path(__file__).parent / "lab" / f"test_strimzi_{n}.py" for n in ("lab", "cycle")]
+    files = ("cycle", "lab") if config.getoption("matrix") else ("cycle",)
+    targets = [Path(__file__).parent / "lab" / f"test_strimzi_{n}.py" for n in files]
     for arg in config.args or [str(Path(__file__).parent)]:
         path = Path(arg.split("::")[0]).resolve()
         if any(path == target or path in target.parents for target in targets):
