@@ -10,7 +10,7 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -355,11 +355,29 @@ def describe(clients: ClusterClients, timeout_s: float = 5.0) -> ClusterInfo:
     The admin client is polled while it waits, so librdkafka's reasons (refused, TLS, SASL)
     arrive: the attempt ends with `NoAnswer` as soon as every broker is down or a handshake
     failed, rather than at the timeout. A fresh client per attempt: librdkafka says "all
-    brokers are down" once per client, so a retry on the same one would wait out its timeout."""
+    brokers are down" once per client, so a retry on the same one would wait out its timeout.
+
+    A plain Metadata request (`list_topics`, in a thread of its own while this one polls),
+    not the admin API's DescribeCluster: librdkafka 2.16's DescribeCluster answer parser
+    returns "no error" and no result when the Metadata parser refuses an answer for a cause
+    of its own (a top-level error code, no broker and no topic in it, the client shutting
+    down), and the admin layer then aborts the process (`rd_kafka_admin_response_parse:
+    Assertion 'rko_result' failed`, rdkafka_admin.c). The plain request's handler turns
+    those causes into errors."""
     admin = clients.admin(fresh=True)
     mark = clients.wire.mark()
     started = time.monotonic()
-    future = admin.describe_cluster(request_timeout=timeout_s)
+    future: Future[ClusterMetadata] = Future()
+
+    def ask() -> None:
+        # The thread holds the client until its request ends (within `timeout_s`): a client
+        # is never destroyed with a request of its own still waiting for an answer.
+        try:
+            future.set_result(admin.list_topics(timeout=timeout_s))
+        except (KafkaException, TimeoutError) as exc:  # the caller's, from the future
+            future.set_exception(exc)
+
+    threading.Thread(target=ask, name=f"describe-{clients.name}", daemon=True).start()
     while not future.done():
         # Returns as soon as the answer is in (a poll would wait out its whole timeout);
         # the poll after it serves librdkafka's error callbacks, the reasons for a refusal.
@@ -381,8 +399,8 @@ def describe(clients: ClusterClients, timeout_s: float = 5.0) -> ClusterInfo:
             raise NoAnswer(_explaining(errors, errors[-1])) from exc
         raise
     rtt = (time.monotonic() - started) * 1000
-    controller = result.controller.id if result.controller is not None else None
-    return ClusterInfo(clients.name, clients.bootstrap, result.cluster_id, len(result.nodes),
+    controller = result.controller_id if result.controller_id >= 0 else None
+    return ClusterInfo(clients.name, clients.bootstrap, result.cluster_id, len(result.brokers),
                        controller, rtt)
 
 

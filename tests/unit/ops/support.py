@@ -35,16 +35,14 @@ class FakeAdmin:
     topics: dict[str, int]  # topic -> partitions
     groups: dict[str, int] = field(default_factory=dict)  # group -> members
 
-    def describe_cluster(self, request_timeout: float) -> Future[Any]:
-        if not self.up:
-            return _done(TimeoutError("unreachable"))
-        return _done(SimpleNamespace(cluster_id="fake-id", nodes=[1], controller=None))
-
     def poll(self, timeout: float) -> int:
         return 0  # no librdkafka events to serve
 
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
-        return SimpleNamespace(brokers={}, topics={
+        if not self.up:
+            raise TimeoutError("unreachable")
+        return SimpleNamespace(cluster_id="fake-id", controller_id=-1,
+                               brokers={1: SimpleNamespace(id=1)}, topics={
             t: SimpleNamespace(partitions=dict.fromkeys(range(n)), error=None)
             for t, n in self.topics.items()})
 

@@ -198,9 +198,9 @@ class _Clusters:
         log = self.asked
 
         class LoggingAdmin(FakeAdmin):
-            def describe_cluster(self, request_timeout: float) -> Any:
+            def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
                 log.append(name)
-                return super().describe_cluster(request_timeout)
+                return super().list_topics(topic, timeout)
 
         return FakeClients(name, LoggingAdmin(self.up, {}))
 
