@@ -99,7 +99,6 @@ class ConnectorReading:
         return f"{self.state} with tasks {', '.join(self.tasks)}"
 
 
-
 class ConnectorOwner(Protocol):
     """The connectors' configs, read and changed where their owner keeps them."""
 

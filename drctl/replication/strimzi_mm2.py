@@ -27,7 +27,7 @@ from drctl.replication.base import (
     StopOutcome,
 )
 from drctl.replication.connect import flow_state_of
-from drctl.replication.control import ConnectorOwner
+from drctl.replication.control import ConnectorActivity, ConnectorOwner
 from drctl.replication.mirrormaker2 import (
     INCIDENT_KEY,
     MirrorMaker2,
@@ -227,7 +227,7 @@ class StrimziMirrorMaker2(MirrorMaker2):
                 flow.set_states({name: "running"}, what=f"{name} running again")
             return out
         reading = flow.readings([name])[0]
-        if reading.tasks and any(t in ("RUNNING", "RESTARTING") for t in reading.tasks):
+        if reading.activity in (ConnectorActivity.COPYING, ConnectorActivity.STOPPING):
             raise CheckFailed(
                 f"Forward replication is already copying ({name} is {reading.describe()}).",
                 f"Stop {name}, compare the target with the source, then run reprotect again.")
