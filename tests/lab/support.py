@@ -15,6 +15,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 from drctl.errors import DrctlError
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.connect_rest import ConnectError
+from drctl.kafka.offsets import watermarks
 from drctl.kafka.records import read_all
 from drctl.replication.control import ConnectorActivity, ConnectorReading
 from tests.conftest import RunningLab
@@ -35,21 +36,30 @@ def produce(clients: ClusterClients, topic: str, records: Iterable[Sent]) -> Non
     producer = _producers.get(clients)
     if producer is None:
         producer = _producers[clients] = clients.producer()
+    # flush() counts what is still queued, not what failed: a record the broker refused
+    # must fail here, not later as "replication lost it".
+    failed: list[str] = []
+
+    def delivered(err: KafkaError | None, msg: Any) -> None:
+        if err is not None:
+            failed.append(f"{msg.topic()}[{msg.partition()}]: {err}")
+
     for rec in records:
         p, key, value = rec[0], rec[1], rec[2]
         timestamp, headers = (rec[3], list(rec[4])) if len(rec) == 5 else (0, [])
         try:
             producer.produce(topic, key=key, value=value, partition=p, timestamp=timestamp,
-                             headers=headers)
+                             headers=headers, on_delivery=delivered)
         except KafkaException as exc:
             if exc.args[0].code() != KafkaError._UNKNOWN_PARTITION:
                 raise
             # A partition added since the producer last read the topic's metadata.
-            producer.flush(30)
+            assert producer.flush(30) == 0
             producer = _producers[clients] = clients.producer()
             producer.produce(topic, key=key, value=value, partition=p, timestamp=timestamp,
-                             headers=headers)
+                             headers=headers, on_delivery=delivered)
     assert producer.flush(30) == 0
+    assert not failed, f"{len(failed)} record(s) not written: {failed[:5]}"
 
 
 def keyed(prefix: str, count: int, partitions: int = 2) -> list[Sent]:
@@ -85,7 +95,26 @@ def wait_replicated(lab: RunningLab, topic: str, count: int, deadline_s: float =
     try:
         wait_count(lab.secondary, lab.mirror(topic), count, deadline_s)
     except AssertionError as exc:
-        raise AssertionError(f"{exc}; Connect: {connector_report(lab)}") from None
+        raise AssertionError(f"{exc}; ends per partition: {partition_ends(lab, topic)}; "
+                             f"Connect: {connector_report(lab)}") from None
+
+
+def partition_ends(lab: RunningLab, topic: str) -> str:
+    """Each partition's end offset on the source and on the target, side by side: which
+    partition's records did not arrive (a diagnosis only)."""
+    sides = []
+    for clients, name in ((lab.primary, topic), (lab.secondary, lab.mirror(topic))):
+        try:
+            md = clients.admin().list_topics(name, timeout=10).topics[name]
+            if md.error is not None or not md.partitions:
+                sides.append(f"{clients.name} has no {name} ({md.error})")
+                continue
+            ends = watermarks(clients.admin(), [(name, p) for p in md.partitions])
+            sides.append(f"{clients.name} " + " ".join(
+                f"{tp[1]}:{end}" for tp, (_, end) in sorted(ends.items())))
+        except (KafkaException, KeyError) as exc:
+            sides.append(f"{clients.name} unreadable ({exc})")
+    return "; ".join(sides)
 
 
 def connector_report(lab: RunningLab) -> str:

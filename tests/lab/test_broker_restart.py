@@ -42,11 +42,14 @@ __all__ = ["restore_lab"]  # the fixture, used by name
 
 @pytest.fixture
 def restore_worker(lab: RunningLab, restore_lab: None) -> Iterator[None]:
-    """Secondary up, and a fresh Connect worker (clears connectors a restart stranded) before
-    `restore_lab` restarts the forward flow for the other tests."""
+    """Both brokers up, then a fresh Connect worker (clears connectors a restart stranded)
+    before `restore_lab` restarts the forward flow for the other tests. The brokers first: a
+    worker started while its source is down leaves MirrorMaker 2's source connector hung in
+    its own start and stop, and the next test would begin on that."""
     yield
-    if not lab.lab.process("secondary").is_running():
-        lab.lab.heal("secondary")
+    for cluster in ("primary", "secondary"):
+        if not lab.lab.process(cluster).is_running():
+            lab.lab.heal(cluster)
     if lab.lab.process("connect").is_running():
         lab.lab.fail("replication")
     lab.lab.heal("replication")
