@@ -39,6 +39,7 @@ from pyspark.sql import functions as F
 
 from drctl.fingerprint.spark import FP_TYPE, digest_bytes
 from drctl.gap import diff
+from drctl.gap.class_archive import QUICK_JIT
 from drctl.gap.plan import IDENTITY, GapPlan, TopicPlan
 from drctl.gap.result import RECORDS_DIR, SUMMARY_FILE, scope_fields, tally, totals
 
@@ -192,7 +193,6 @@ def _compared_rows(plan: GapPlan) -> int:
 # mostly the JVM warming up, which C1 shortens by seconds; past about a million records C2's
 # faster hashing wins it back (10M records per side took 1.7x as long with C1 only).
 _QUICK_JIT_ROWS = 1_000_000
-_QUICK_JIT = "-XX:TieredStopAtLevel=1"
 
 
 # Fewer records than this compared: a small plan. Its queries are mostly Spark's fixed cost
@@ -256,11 +256,11 @@ def build_session(plan: GapPlan) -> SparkSession:
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.extraJavaOptions": " ".join(
             [f"-Dlog4j2.configurationFile=file:{log4j}", *settings.driver_java_options]
-            + ([_QUICK_JIT] if quick else [])),
+            + ([QUICK_JIT] if quick else [])),
         "spark.local.dir": str(work / "spark-local"),
     }
     if quick:  # executors in their own JVMs (a cluster) warm up the same way
-        conf["spark.executor.extraJavaOptions"] = _QUICK_JIT
+        conf["spark.executor.extraJavaOptions"] = QUICK_JIT
     if settings.jars:
         conf["spark.jars"] = ",".join(settings.jars)
     if settings.packages:

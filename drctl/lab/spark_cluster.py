@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from drctl.errors import LabError
+from drctl.gap.class_archive import QUICK_JIT
 from drctl.lab.jars import require_java
 from drctl.lab.processes import ManagedProcess, port_in_use, wait_until
 from drctl.progress import Notify
@@ -74,10 +75,6 @@ def spark_home() -> Path:
     import pyspark
 
     return Path(pyspark.__file__).resolve().parent
-
-
-# The JIT of the lab's short-lived Spark JVMs: C1 only, as the lab's Kafka JVMs (lab.py).
-QUICK_JIT = "-XX:TieredStopAtLevel=1"
 
 
 def start_spark(proc: ManagedProcess, main_class: str, args: list[str],
