@@ -661,7 +661,7 @@ def xdist_group(item: pytest.Item) -> str:
     if item.get_closest_marker("lab") and file not in _SHARED_SETUP:
         # A lab test on its own: a file's heavy cycles run on the workers side by side.
         return f"{file}::{getattr(item, 'originalname', item.name)}"
-    if item.get_closest_marker("spark"):
+    if item.get_closest_marker("spark") and not item.get_closest_marker("lab"):
         # The unit tests' local Spark session (tests/spark_support.py) is one JVM per
         # worker: one worker starts and warms it, not one per file.
         return "local-spark-session"
