@@ -30,6 +30,7 @@ from drctl.kafka.clients import ClusterClients, cluster_metadata
 from drctl.kafka.groups import (
     UNNAMEABLE,
     GroupClients,
+    GroupListing,
     committed_offsets,
     group_listing,
 )
@@ -67,6 +68,9 @@ class SourceGroups:
     commits: dict[str, dict[TP, int]]
     unlisted: dict[str, str] = field(default_factory=dict)  # group -> where it was known
     skipped: dict[str, str] = field(default_factory=dict)  # listed, no request can name it
+    # The ListGroups answers these came from: what `keep_inventory` takes in the same round
+    # rather than list the source again (each listing waits LIST_PAUSE_S between answers).
+    listing: GroupListing | None = None
 
     def also(self, clients: GroupClients, known: Mapping[str, str],
              wanted: Callable[[str], bool], *, deadline_s: float | None = None
@@ -113,7 +117,7 @@ def source_groups(config: Config, clients: GroupClients, wanted: Callable[[str],
              and g not in listing.skipped and wanted(g)]
     commits = committed_offsets(clients, listed + extra, deadline_s=deadline_s)
     found = SourceGroups(clients.name, {g: commits[g] for g in listed},
-                         skipped=dict(listing.skipped))
+                         skipped=dict(listing.skipped), listing=listing)
     for group in extra:
         if commits.get(group):
             found.commits[group] = commits[group]
@@ -194,9 +198,11 @@ def groups_to_read(listed: list[str], read_ms: Mapping[str, int], now_ms: int,
 
 def keep_inventory(config: Config, src: ClusterClients, dst: ClusterClients, *,
                    known: Mapping[str, Mapping[TP, int]] | None = None,
+                   listing: GroupListing | None = None,
                    now_ms: int | None = None) -> InventoryRefresh:
     """Bring the inventory on the target up to date (see the module's cost). `known`: commits
-    the caller has just read (no need to read them again). Never raises: a cluster that does
+    the caller has just read (no need to read them again); `listing`: the source's group
+    listing the caller has just taken (not listed again). Never raises: a cluster that does
     not answer is the result's `error`, and the next call tries again."""
     rep = config.require_replication()
     now_ms = now_ms or int(time.time() * 1000)
@@ -205,7 +211,8 @@ def keep_inventory(config: Config, src: ClusterClients, dst: ClusterClients, *,
     result = InventoryRefresh(written_ms=cache.get("written_ms"))
     try:
         topics = source_topics_in_scope(config, src)
-        listed = [g for g in group_listing(src).groups if wanted_group(config, ".*", g)]
+        listed = [g for g in (listing or group_listing(src)).groups
+                  if wanted_group(config, ".*", g)]
         # A group the last call had that the list leaves out: gone, or left out by a list
         # that came back short. Its commits say which (those the caller read are known).
         had = set(cache.get("groups") or {}) | set(cache.get("unread") or [])

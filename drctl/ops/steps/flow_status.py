@@ -6,6 +6,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -18,7 +19,7 @@ from drctl.errors import DrctlError, ExitStatus, Unreachable
 from drctl.kafka.causes import Cause
 from drctl.kafka.clients import ClusterUnreachable, describe_with_retry
 from drctl.kafka.connect_rest import ConnectRejected
-from drctl.kafka.groups import committed_offsets, group_states, list_groups
+from drctl.kafka.groups import GroupListing, committed_offsets, group_listing, group_states
 from drctl.kafka.records import ReadTimeout
 from drctl.ops.steps.fence import open_risks
 from drctl.ops.steps.reverse_copies import read_reverse_copies, reverse_copy_topics
@@ -96,6 +97,9 @@ def collect_status(ctx: OpsContext, deadline_s: float = 5.0) -> dict[str, Any]:
         else:
             clusters[name] = {"reachable": True, "cluster_id": info.cluster_id,
                               "brokers": info.broker_count, "rtt_ms": round(info.rtt_ms, 1)}
+    # Each cluster's groups listed once, both at once: the inventory and the groups below
+    # share the answer (a listing waits LIST_PAUSE_S between the answers it compares).
+    listings = _group_listings(ctx, [n for n, c in clusters.items() if c["reachable"]])
     replication: dict[str, Any] = {}
     markers: list[dict[str, Any]] = []
     markers_from = "local state directory"
@@ -137,7 +141,8 @@ def collect_status(ctx: OpsContext, deadline_s: float = 5.0) -> dict[str, Any]:
         if clusters[rep.source]["reachable"] and clusters[rep.target]["reachable"]:
             # What a failover with the source gone names if it has no position for it.
             replication["inventory"] = keep_inventory(
-                config, ctx.clients(rep.source), ctx.clients(rep.target)).as_dict()
+                config, ctx.clients(rep.source), ctx.clients(rep.target),
+                listing=listings[rep.source]).as_dict()
         else:
             replication["inventory"] = inventory_on_record(
                 config, "not refreshed: source or target unreachable").as_dict()
@@ -187,12 +192,27 @@ def collect_status(ctx: OpsContext, deadline_s: float = 5.0) -> dict[str, Any]:
     for name, cluster in clusters.items():
         if not cluster["reachable"]:
             continue
-        ids = [g for g in list_groups(ctx.clients(name)) if config.groups.matches(g)]
+        ids = [g for g in listings[name].groups if config.groups.matches(g)]
         states_of = group_states(ctx.clients(name), ids)
         groups[name] = {g: {"state": st.state, "members": st.members}
                         for g, st in sorted(states_of.items())}
     return {"clusters": clusters, "replication": replication, "open_failovers": markers,
             "markers_from": markers_from, "groups": groups}
+
+
+def _group_listings(ctx: OpsContext, names: Sequence[str]) -> dict[str, GroupListing]:
+    """Each named cluster's consumer groups, listed in parallel (a failed listing raises, as
+    one listed alone does); each group left out is said through the clients' notify."""
+    with ThreadPoolExecutor(max_workers=max(1, len(names)),
+                            thread_name_prefix="status-groups") as pool:
+        futures = {name: pool.submit(group_listing, ctx.clients(name)) for name in names}
+        listings = {name: future.result() for name, future in futures.items()}
+    for name, listing in listings.items():
+        clients = ctx.clients(name)
+        if clients.notify is not None:
+            for line in listing.notes(clients):
+                clients.notify(line)
+    return listings
 
 
 def _reverse_copies(ctx: OpsContext, deadline_s: float) -> list[dict[str, Any]] | str:

@@ -169,7 +169,8 @@ class Guard:
             self._snapshot(dst, moved, now_ms, result)
         # The commits just read are the inventory's too; it reads only what they leave out.
         self._at = src
-        inventory = keep_inventory(config, src, dst, known=commits, now_ms=now_ms)
+        inventory = keep_inventory(config, src, dst, known=commits, listing=found.listing,
+                                   now_ms=now_ms)
         if inventory.error:
             raise DrctlError(f"Source inventory {inventory.error}")
         # That this round happened, for `drctl check` (guard running, how old its positions).

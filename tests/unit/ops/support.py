@@ -4,6 +4,7 @@ translation report."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -34,6 +35,9 @@ class FakeAdmin:
     up: bool
     topics: dict[str, int]  # topic -> partitions
     groups: dict[str, int] = field(default_factory=dict)  # group -> members
+    # ListGroups requests answered, and what each does before it answers (a test's hook).
+    listed: int = 0
+    on_list: Callable[[], object] = lambda: None
 
     def poll(self, timeout: float) -> int:
         return 0  # no librdkafka events to serve
@@ -56,6 +60,8 @@ class FakeAdmin:
         return {tp: _done(SimpleNamespace(offset=0)) for tp in requests}
 
     def list_consumer_groups(self, request_timeout: float) -> Future[Any]:
+        self.on_list()
+        self.listed += 1
         return _done(SimpleNamespace(valid=[SimpleNamespace(group_id=g) for g in self.groups],
                                      errors=[]))
 

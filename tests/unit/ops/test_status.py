@@ -197,3 +197,27 @@ def test_a_connector_with_nothing_to_copy_yet_is_not_exposure() -> None:
 def test_an_unreadable_replicator_is_unknown() -> None:
     out = flow_protection([], TimeoutError("no answer"), [{"behind": 0}], [SRC])
     assert out["state"] == "unknown" and "did not answer" in out["why"]
+
+
+def test_status_lists_each_clusters_groups_once_both_at_once(tmp_path: Any) -> None:
+    """A listing compares two ListGroups answers a pause apart (kafka/groups.py
+    `group_listing`): status takes one per cluster, both clusters at once, and the source
+    inventory shares the source's (it used to list the source a second time)."""
+    config = parse_config({
+        "clusters": {"dc1": {"bootstrap.servers": "x"}, "dc2": {"bootstrap.servers": "y"}},
+        "replication": {"kind": "mirrormaker2", "source": "dc1", "target": "dc2"},
+        "state": {"dir": str(tmp_path)},
+        "retry": {"initial_s": 0, "attempts": 1}})
+    # Each cluster's first answer waits until the other cluster has been asked too: listed
+    # one after the other, the first would wait in vain (and fail the test).
+    both_asked = threading.Barrier(2, timeout=20)
+    admins = {"dc1": FakeAdmin(True, {}, groups={"billing": 0}),
+              "dc2": FakeAdmin(True, {}, groups={"billing": 1})}
+    for admin in admins.values():
+        admin.on_list = lambda admin=admin: both_asked.wait() if admin.listed == 0 else None
+    ctx = OpsContext(config, lambda name: FakeClients(name, admins[name]), FakeMarkers,
+                     kind_named("mirrormaker2"))
+    st = collect_status(ctx, deadline_s=5)
+    assert st["groups"] == {"dc1": {"billing": {"state": "EMPTY", "members": 0}},
+                            "dc2": {"billing": {"state": "STABLE", "members": 1}}}
+    assert {name: admin.listed for name, admin in admins.items()} == {"dc1": 2, "dc2": 2}

@@ -38,6 +38,7 @@ class _Source:
         self.notify = None
         self.commits = commits
         self.listed = [g for g in commits if g not in unlisted] + [""]
+        self.lists = 0  # ListGroups requests answered
         self.fetched: list[str] = []
         self._coordinator = InProcess(self)
 
@@ -45,6 +46,7 @@ class _Source:
         return self._coordinator
 
     def list_consumer_groups(self, request_timeout: float) -> Future[Any]:
+        self.lists += 1
         return _done(SimpleNamespace(valid=[SimpleNamespace(group_id=g) for g in self.listed],
                                      errors=[]))
 
@@ -111,3 +113,31 @@ def test_a_group_only_the_checkpoints_name_is_taken_in_when_it_commits_on_the_so
     assert added == {"late": {("orders", 0): 3}}
     assert found.unlisted == {"late": inventory.IN_CHECKPOINTS}
     assert sorted(source.fetched) == ["a", "gone", "late"]  # "a" once; "", "other" never
+
+
+def test_the_inventory_takes_the_listing_its_caller_just_took(
+        tmp_path: Path, monkeypatch: Any) -> None:
+    """A guard round lists the source for its snapshots, then keeps the inventory: with the
+    round's listing given, the source is not listed again (a listing waits a pause between
+    the two answers it compares); without one, the inventory lists it itself."""
+    from drctl.translate import inventory
+
+    monkeypatch.setattr(inventory, "source_topics_in_scope", lambda config, clients: {
+        "orders": 2})
+    written: list[Any] = []
+    monkeypatch.setattr(inventory, "ensure_snapshot_topic", lambda clients, topic: None)
+    monkeypatch.setattr(inventory, "write_snapshots",
+                        lambda clients, topic, snapshots, inv: written.append(inv))
+    config = _flow(tmp_path)
+    source = _Source({"orders-app": {("orders", 0): 5}, "billing": {("orders", 1): 9}}, set())
+    found = inventory.source_groups(config, source, lambda g: True)
+    assert source.lists == 2  # two answers alike
+    kept = inventory.keep_inventory(config, source, None, known=found.commits,
+                                    listing=found.listing)
+    assert kept.error is None, kept.error
+    assert source.lists == 2
+    assert written[-1].groups == {"billing": ["orders"], "orders-app": ["orders"]}
+    # Without a listing, it lists the source itself.
+    assert inventory.keep_inventory(config, source, None,
+                                    now_ms=written[-1].written_ms + 1).error is None
+    assert source.lists == 4
