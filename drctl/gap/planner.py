@@ -97,6 +97,10 @@ def plan_gap_analysis(
     Each cluster is retried for `deadline_s` before it is unreachable (exit 4).
     """
     config, rep = ctx.config, ctx.rep
+    if config.spark.remote:
+        from drctl.gap import remote
+
+        remote.import_client_early()  # it loads while the plan reads Kafka
     # Before any network: a setting the Java client cannot take is a config error (exit 2).
     src_java, dst_java = (java_settings_for(config, rep.source),
                           java_settings_for(config, rep.target))

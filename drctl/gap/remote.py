@@ -14,6 +14,7 @@ classpath: exit 2 naming the jars when not), and which failures mean it went awa
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterator
@@ -93,6 +94,37 @@ def forget_session(settings: SparkSettings) -> None:
         _stop(kept.sessions.pop(settings.remote))
 
 
+# The Spark Connect client's import under way in a thread of its own (`import_client_early`).
+_client_import: threading.Thread | None = None
+
+
+def import_client_early() -> None:
+    """Start importing the Spark Connect client — pyspark's Connect session with pandas,
+    pyarrow and grpc: about half a second of a core, seconds on a loaded machine — in a
+    thread, so that it loads while the gap plan reads Kafka rather than after it. Once per
+    process. Whatever imports pyspark next waits for it first (`client_imported`): two
+    threads never import pyspark at once. An import that fails is said by `connected`, which
+    imports the client again."""
+    global _client_import
+    if _client_import is None and "pyspark.sql.connect.session" not in sys.modules:
+        _client_import = threading.Thread(target=_import_client, daemon=True,
+                                          name="drctl-spark-client-import")
+        _client_import.start()
+
+
+def _import_client() -> None:
+    try:
+        import pyspark.sql.connect.session  # noqa: F401
+    except Exception:  # noqa: BLE001 - `connected` imports it again and says what is missing
+        pass
+
+
+def client_imported() -> None:
+    """Until `import_client_early`'s import (if one was started) has ended."""
+    if _client_import is not None:
+        _client_import.join()
+
+
 @contextmanager
 def connected(settings: SparkSettings, deadline_s: float | None) -> Iterator[SparkSession]:
     """A session on the server, which answered within `deadline_s` (None: 30 s): of its
@@ -109,6 +141,7 @@ def connected(settings: SparkSettings, deadline_s: float | None) -> Iterator[Spa
     if kept is not None and settings.remote in kept.sessions:
         yield kept.sessions[settings.remote]
         return
+    client_imported()
     try:
         from pyspark.sql import SparkSession
         from pyspark.sql.connect.client.retries import DefaultPolicy

@@ -331,7 +331,10 @@ def _follow_in_session(followed: _Followed, plan: GapPlan, spark: SparkSettings,
 def _in_session(followed: _Followed, plan: GapPlan, spark: SparkSettings,
                 progress: Progress | None, timeout_s: float | None,
                 deadline_s: float | None, watch: ClusterWatch | None) -> None:
-    from drctl.gap import job, remote
+    from drctl.gap import remote
+
+    remote.client_imported()  # before job.py imports pyspark
+    from drctl.gap import job
 
     with remote.connected(spark, deadline_s) as session:
         interrupted: list[str] = []

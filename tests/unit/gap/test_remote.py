@@ -114,3 +114,26 @@ def test_a_commands_gap_jobs_share_one_session_closed_with_it(
         pass
     assert [s.stopped for s in _FakeSession.made] == [1, 1, 1, 1]
     assert os.environ.get("SPARK_CONNECT_MODE_ENABLED") == before
+
+
+def test_the_client_is_imported_in_a_thread_while_the_plan_reads_kafka() -> None:
+    """`import_client_early` starts the Spark Connect client's import (pandas among it) in a
+    thread once per process; `client_imported` waits for it. In an interpreter of its own,
+    which has not imported it yet."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from drctl.gap import remote\n"
+        "assert 'pyspark.sql.connect.session' not in sys.modules\n"
+        "remote.import_client_early()\n"
+        "first = remote._client_import\n"
+        "remote.import_client_early()\n"
+        "remote.client_imported()\n"
+        "print(first is not None and remote._client_import is first, first.name,\n"
+        "      'pyspark.sql.connect.session' in sys.modules, 'pandas' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "drctl-spark-client-import", "True", "True"]
