@@ -320,12 +320,16 @@ def _flows_running(ctx: OpsContext, back: OpsContext, opts: RegionFailbackOption
             state, tasks = client.connector_state(connector)
             if opts.dry_run:
                 continue
-            # A connector that failed while stopped (MirrorMaker 2's checkpoint connector
-            # with its source region down) reports FAILED over a target state of STOPPED,
-            # which REST does not show: restarted alone it comes back STOPPED. Resumed too
-            # (a no-op for one that runs), before it is restarted.
+            # Every connector is resumed, whatever its status says (a no-op for one that
+            # runs): REST shows the status, never the target state. A connector that failed
+            # while stopped (MirrorMaker 2's checkpoint connector with its source region
+            # down) reports FAILED over a target state of STOPPED: restarted alone it comes
+            # back STOPPED. A worker killed while it applied the failover's stop reports the
+            # connector RUNNING with no task over a target state of STOPPED, for good: left
+            # alone, the flow never checkpoints again (seen in a fault round, Connect
+            # SIGTERMed mid-failover).
+            client.resume(connector)
             if state in ("PAUSED", "STOPPED", "FAILED"):
-                client.resume(connector)
                 touched.append(f"{connector}: resumed")
             if state == "FAILED" or "FAILED" in tasks:
                 client.restart_failed(connector)

@@ -786,7 +786,7 @@ def test_failback_restarts_a_task_that_fails_again_while_its_region_comes_up(
             self.restarts += 1
 
         def resume(self, name: str) -> None:
-            raise AssertionError("nothing was paused")
+            pass  # it runs: a no-op
 
     worker = Worker()
     monkeypatch.setattr(failback, "connect_client", lambda rep, *a, **k: worker)
@@ -850,3 +850,44 @@ def test_failback_resumes_a_connector_that_failed_while_stopped(
     assert out["primary -> secondary"]["touched"] == [
         "primary-checkpoint: resumed", "primary-checkpoint: restarted"], out
     assert out["secondary -> primary"]["touched"] == [], out
+
+
+def test_failback_resumes_a_connector_whose_status_lags_its_stop(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fault round SIGTERMed Connect while the failover stopped the region's flow: the
+    worker came back with the checkpoint connector's target state STOPPED and its status
+    still RUNNING, with no task. Failback resumed only what its status showed stopped, said
+    the flow copied, and the pair never checkpointed again (the next round's failover found
+    no group). Every connector of both flows is resumed; only those shown not running are
+    said."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from drctl.config import ConnectSettings
+    from drctl.ops.active_active import failback
+
+    class Worker:
+        def __init__(self) -> None:
+            self.target = {"primary-checkpoint": "STOPPED", "secondary-checkpoint": "STARTED"}
+
+        def connector_state(self, name: str) -> tuple[str, list[str]]:
+            return "RUNNING", []  # what REST showed for both
+
+        def resume(self, name: str) -> None:
+            self.target[name] = "STARTED"
+
+        def restart_failed(self, name: str) -> None:
+            raise AssertionError("nothing failed")
+
+    worker = Worker()
+    monkeypatch.setattr(failback, "connect_client", lambda rep, *a, **k: worker)
+    config = parse_config(_raw())
+    pair = Pair(config)
+    flows = [SimpleNamespace(rep=replace(pair.flow_from(r), connect=ConnectSettings(
+        url="http://127.0.0.1:1", checkpoint_connector=f"{r}-checkpoint")),
+        notify=lambda _: None) for r in ("primary", "secondary")]
+    out = failback._flows_running(flows[0], flows[1],  # type: ignore[arg-type]
+                                  failback.RegionFailbackOptions(timeout_s=3))
+    assert worker.target == {"primary-checkpoint": "STARTED",
+                             "secondary-checkpoint": "STARTED"}, worker.target
+    assert out["primary -> secondary"]["touched"] == [], out
