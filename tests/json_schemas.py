@@ -44,11 +44,9 @@ def validate_output(command: list[str] | tuple[str, ...], document: Any) -> None
 def command_of(argv: list[str] | tuple[str, ...]) -> list[str]:
     """The command path in a drctl command line (`["--config", "f", "runbook", "run", "x"]`
     → `["runbook", "run"]`): the leading words that name commands and groups."""
-    import typer
+    from drctl.cli.app import click_command, hoist_global_options
 
-    from drctl.cli.app import app, hoist_global_options
-
-    group: Any = typer.main.get_command(app)
+    group: Any = click_command()
     words = hoist_global_options(list(argv))
     i = 0
     while i < len(words) and words[i].startswith("-"):  # the root's options
