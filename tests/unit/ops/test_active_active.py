@@ -810,11 +810,6 @@ def test_failback_resumes_a_connector_that_failed_while_stopped(
     REST API does not show. Restarted alone, it came back STOPPED and failback waited its
     --timeout on it ("the flow does not run ... checkpoint ('STOPPED', [])"). It is resumed
     as well as restarted."""
-    from dataclasses import replace
-    from types import SimpleNamespace
-
-    from drctl.config import ConnectSettings
-    from drctl.ops.active_active import failback
 
     class Worker:
         """Connect as it behaves: a restart brings a connector back to its target state."""
@@ -837,14 +832,7 @@ def test_failback_resumes_a_connector_that_failed_while_stopped(
                 self.status[name] = "RUNNING" if self.target[name] == "STARTED" else "STOPPED"
 
     worker = Worker()
-    monkeypatch.setattr(failback, "connect_client", lambda rep, *a, **k: worker)
-    config = parse_config(_raw())
-    pair = Pair(config)
-    flows = [SimpleNamespace(rep=replace(pair.flow_from(r), connect=ConnectSettings(
-        url="http://127.0.0.1:1", checkpoint_connector=f"{r}-checkpoint")),
-        notify=lambda _: None) for r in ("primary", "secondary")]
-    out = failback._flows_running(flows[0], flows[1],  # type: ignore[arg-type]
-                                  failback.RegionFailbackOptions(timeout_s=3))
+    out = _checkpoint_flows_running(monkeypatch, worker)
     assert worker.status == {"primary-checkpoint": "RUNNING",
                              "secondary-checkpoint": "RUNNING"}, worker.status
     assert out["primary -> secondary"]["touched"] == [
@@ -860,11 +848,6 @@ def test_failback_resumes_a_connector_whose_status_lags_its_stop(
     the flow copied, and the pair never checkpointed again (the next round's failover found
     no group). Every connector of both flows is resumed; only those shown not running are
     said."""
-    from dataclasses import replace
-    from types import SimpleNamespace
-
-    from drctl.config import ConnectSettings
-    from drctl.ops.active_active import failback
 
     class Worker:
         def __init__(self) -> None:
@@ -880,14 +863,25 @@ def test_failback_resumes_a_connector_whose_status_lags_its_stop(
             raise AssertionError("nothing failed")
 
     worker = Worker()
-    monkeypatch.setattr(failback, "connect_client", lambda rep, *a, **k: worker)
-    config = parse_config(_raw())
-    pair = Pair(config)
-    flows = [SimpleNamespace(rep=replace(pair.flow_from(r), connect=ConnectSettings(
-        url="http://127.0.0.1:1", checkpoint_connector=f"{r}-checkpoint")),
-        notify=lambda _: None) for r in ("primary", "secondary")]
-    out = failback._flows_running(flows[0], flows[1],  # type: ignore[arg-type]
-                                  failback.RegionFailbackOptions(timeout_s=3))
+    out = _checkpoint_flows_running(monkeypatch, worker)
     assert worker.target == {"primary-checkpoint": "STARTED",
                              "secondary-checkpoint": "STARTED"}, worker.target
     assert out["primary -> secondary"]["touched"] == [], out
+
+
+def _checkpoint_flows_running(monkeypatch: pytest.MonkeyPatch, worker: Any) -> dict[str, Any]:
+    """failback's `_flows_running` on the pair's two flows, each with a checkpoint connector
+    (`<region>-checkpoint`) on the fake Connect `worker`."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from drctl.config import ConnectSettings
+    from drctl.ops.active_active import failback
+
+    monkeypatch.setattr(failback, "connect_client", lambda rep, *a, **k: worker)
+    pair = Pair(parse_config(_raw()))
+    flows = [SimpleNamespace(rep=replace(pair.flow_from(r), connect=ConnectSettings(
+        url="http://127.0.0.1:1", checkpoint_connector=f"{r}-checkpoint")),
+        notify=lambda _: None) for r in ("primary", "secondary")]
+    return failback._flows_running(flows[0], flows[1],  # type: ignore[arg-type]
+                                   failback.RegionFailbackOptions(timeout_s=3))
