@@ -26,6 +26,7 @@ from confluent_kafka.admin import NewTopic
 
 from bench.common import (
     drctl_argv_env,
+    exit_on_sigterm,
     print_before_after,
     print_table,
     scoped_config,
@@ -48,6 +49,7 @@ def main() -> None:
     ap.add_argument("--before", type=Path, default=None,
                     help="a checkout whose code the 'before' runs use (alternating)")
     args = ap.parse_args()
+    exit_on_sigterm()
     root = Path(tempfile.mkdtemp(prefix="drctl-bench-check-"))
     lab = Lab(root / "lab")
     b = args.port_base

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.common import exit_on_sigterm
 from drctl.codecs.confluent import (
     ConsumerTimestamp,
     decode_consumer_timestamp,
@@ -211,6 +212,7 @@ def main() -> None:
     ap.add_argument("--topic")
     ap.add_argument("--config")
     args = ap.parse_args()
+    exit_on_sigterm()
     if args.child:
         child(args.child, args.bootstrap, args.topic, args.config)
         return

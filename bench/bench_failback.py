@@ -32,7 +32,7 @@ from typing import Any
 
 import yaml
 
-from bench.common import print_table, replicated, scoped_topic, wait
+from bench.common import exit_on_sigterm, print_table, replicated, scoped_topic, wait
 from drctl.kafka.clients import ClusterClients
 from drctl.lab.lab import OWN_SERVER, Lab, LabPorts
 
@@ -166,6 +166,7 @@ def main() -> None:
                     help="remote (the lab's Spark Connect server), spawned (a job of its own) "
                          "or both, comma-separated: alternated per repeat")
     args = ap.parse_args()
+    exit_on_sigterm()
     engines = args.engines.split(",")
     root = Path(tempfile.mkdtemp(prefix="drctl-bench-failback-"))
     lab = Lab(root / "lab")

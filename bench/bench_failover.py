@@ -24,7 +24,7 @@ from pathlib import Path
 
 import yaml
 
-from bench.common import drctl_argv_env, print_before_after, produce_keyed, sides
+from bench.common import drctl_argv_env, exit_on_sigterm, print_before_after, produce_keyed, sides
 from drctl.config import load_config
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.groups import alter_offsets_many
@@ -44,6 +44,7 @@ def main() -> None:
                     help="a checkout whose code the 'before' runs use")
     ap.add_argument("--planned", action="store_true", help="also a planned switchover")
     args = ap.parse_args()
+    exit_on_sigterm()
     root = Path(tempfile.mkdtemp(prefix="drctl-bench-failover-"))
     lab = Lab(root / "lab")
     b = args.port_base

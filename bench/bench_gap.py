@@ -29,6 +29,7 @@ from pathlib import Path
 
 from confluent_kafka import TopicPartition
 
+from bench.common import exit_on_sigterm
 from drctl.config import load_config
 from drctl.context import OpsContext
 from drctl.gap.plan import GapScope
@@ -141,6 +142,7 @@ def main() -> int:
     parser.add_argument("--port-base", type=int,
                         default=int(os.environ.get("DRCTL_BENCH_PORT_BASE", "43170")))
     args = parser.parse_args()
+    exit_on_sigterm()
     sizes = [int(s) for s in args.sizes.split(",")]
     scopes = [GapScope(s).value for s in args.scopes.split(",")]
     masters = args.masters.split(",")

@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import print_table
+from bench.common import exit_on_sigterm, print_table
 from drctl.config import load_config
 from drctl.kafka.clients import ClusterClients
 from drctl.lab.lab import OWN_SERVER, Lab, LabPorts
@@ -115,6 +115,7 @@ def main() -> int:
     parser.add_argument("--warm", type=int, default=3, help="warm-up jobs per tree first")
     parser.add_argument("--port-base", type=int, default=27900)
     args = parser.parse_args()
+    exit_on_sigterm()
     trees = {"after": Path(__file__).resolve().parents[1]}
     if args.before is not None:
         trees = {"before": args.before.resolve(), **trees}

@@ -52,6 +52,7 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
 from bench.common import (
+    exit_on_sigterm,
     print_table,
     replicated,
     scoped_topic,
@@ -560,6 +561,7 @@ def main() -> None:
     ap.add_argument("--profile", type=Path, help="cProfile the first exact translation here")
     ap.add_argument("--port-base", type=int, default=25100)
     args = ap.parse_args()
+    exit_on_sigterm()
     if args.quick:
         args.run_s_lab, args.run_s_defaults = 20, 70
         args.guard_groups, args.guard_rounds, args.guard_records = 100, 3, 20_000

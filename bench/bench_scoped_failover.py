@@ -38,7 +38,7 @@ from typing import Any
 
 from confluent_kafka.admin import NewTopic
 
-from bench.common import fmt, print_table, scoped_config, wait
+from bench.common import exit_on_sigterm, fmt, print_table, scoped_config, wait
 from drctl.kafka.clients import ClusterClients
 from drctl.kafka.connect_rest import CONNECT_RETRY, ConnectClient
 from drctl.kafka.groups import alter_offsets_many, delete_groups, list_groups
@@ -190,6 +190,7 @@ def main() -> None:
                     help="one more run: an application that names only its topics")
     ap.add_argument("--port-base", type=int, default=48100)
     args = ap.parse_args()
+    exit_on_sigterm()
     root = Path(tempfile.mkdtemp(prefix="drctl-bench-scoped-"))
     lab = Lab(root / "lab")
     b = args.port_base

@@ -39,7 +39,14 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
-from bench.common import drctl_argv_env, print_table, replicated, scoped_config, wait
+from bench.common import (
+    drctl_argv_env,
+    exit_on_sigterm,
+    print_table,
+    replicated,
+    scoped_config,
+    wait,
+)
 from drctl.codecs.mm2 import decode_checkpoint, decode_offset_sync
 from drctl.config import load_config
 from drctl.errors import DecodeError, Unreachable
@@ -410,6 +417,7 @@ def main() -> None:
     ap.add_argument("--summary", type=Path, default=None,
                     help="Print the tables of an earlier run's --json file; run nothing.")
     args = ap.parse_args()
+    exit_on_sigterm()
     if args.summary:
         print_results(json.loads(args.summary.read_text()))
         return

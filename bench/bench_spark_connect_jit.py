@@ -25,7 +25,7 @@ from pathlib import Path
 
 import yaml
 
-from bench.common import fmt, print_table, produce_keyed
+from bench.common import exit_on_sigterm, fmt, print_table, produce_keyed
 from drctl.lab.lab import Lab, LabPorts
 from drctl.lab.spark_connect import SparkConnectServer
 from drctl.lab.workload import create_topics
@@ -77,6 +77,7 @@ def main() -> None:
     parser.add_argument("--port-base", type=int, default=27800)
     parser.add_argument("--root", type=Path, default=None)
     args = parser.parse_args()
+    exit_on_sigterm()
     root = args.root or Path(tempfile.mkdtemp(prefix="drctl-bench-jit-"))
     lab = Lab(root / "lab")
     base = args.port_base

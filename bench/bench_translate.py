@@ -28,6 +28,7 @@ from pathlib import Path
 
 from bench.common import (
     drctl_argv_env,
+    exit_on_sigterm,
     print_before_after,
     produce_keyed,
     sides,
@@ -56,6 +57,7 @@ def main() -> None:
     ap.add_argument("--before", type=Path, default=None,
                     help="a checkout whose code the 'before' runs of exact --yes use")
     args = ap.parse_args()
+    exit_on_sigterm()
 
     root = Path(tempfile.mkdtemp(prefix="drctl-bench-translate-"))
     lab = Lab(root / "lab")

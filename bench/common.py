@@ -5,6 +5,7 @@ comparison."""
 from __future__ import annotations
 
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -21,6 +22,13 @@ from drctl.kafka.clients import ClusterClients
 from drctl.kafka.offsets import watermarks
 from drctl.lab.lab import Lab, LabState
 from drctl.lab.workload import create_topics
+
+
+def exit_on_sigterm() -> None:
+    """A benchmark stopped with SIGTERM (a timeout, a kill) leaves by SystemExit, so that its
+    `finally` stops the lab it started; Python's default for SIGTERM ends the process at once
+    and leaves the lab's brokers, Connect and Spark running."""
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
 
 
 def produce_keyed(clients: ClusterClients, topic: str, partitions: int, records: int) -> None:
