@@ -229,8 +229,8 @@ def main(argv: list[str] | None = None) -> int:
 @functools.cache
 def click_command() -> Command:
     """The Click command tree Typer builds from `app`: built once per process. Typer builds
-    it at every call of the app (0.15 s of a core for drctl's commands), and `main` runs many
-    times in one process (runbooks, the tests)."""
+    it at every call of the app (about 55 ms of a core for drctl's commands), and the tests
+    call `main` many times in one process."""
     return typer.main.get_command(app)
 
 
