@@ -33,9 +33,11 @@ _producers: weakref.WeakKeyDictionary[ClusterClients, Producer] = weakref.WeakKe
 
 def produce(clients: ClusterClients, topic: str, records: Iterable[Sent]) -> None:
     """Write `records` and wait until every one is acknowledged."""
+    records = list(records)
     producer = _producers.get(clients)
     if producer is None:
         producer = _producers[clients] = clients.producer()
+    _await_partitions(producer, topic, {rec[0] for rec in records})
     # flush() counts what is still queued, not what failed: a record the broker refused
     # must fail here, not later as "replication lost it".
     failed: list[str] = []
@@ -60,6 +62,22 @@ def produce(clients: ClusterClients, topic: str, records: Iterable[Sent]) -> Non
                              headers=headers, on_delivery=delivered)
     assert producer.flush(30) == 0
     assert not failed, f"{len(failed)} record(s) not written: {failed[:5]}"
+
+
+def _await_partitions(producer: Producer, topic: str, wanted: set[int]) -> None:
+    """Until the producer's metadata shows every partition in `wanted`. A partition (or topic)
+    the controller just created reaches the broker's metadata a moment later: a record sent
+    to it meanwhile fails, unknown, in its delivery report (seen in a matrix run: five records
+    to a partition added on the secondary right before)."""
+    deadline = time.monotonic() + 30
+    while True:
+        meta = producer.list_topics(topic, timeout=10).topics.get(topic)
+        known = set(meta.partitions) if meta is not None and meta.error is None else set()
+        if wanted <= known:
+            return
+        assert time.monotonic() < deadline, (
+            f"{topic}: partition(s) {sorted(wanted - known)} not in the metadata after 30 s")
+        time.sleep(0.2)
 
 
 def keyed(prefix: str, count: int, partitions: int = 2) -> list[Sent]:
