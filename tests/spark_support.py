@@ -19,6 +19,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from drctl.gap.class_archive import QUICK_JIT
+
 HEADER = StructType([StructField("key", StringType()), StructField("value", BinaryType())])
 # Exactly the rows Spark's Kafka source yields with includeHeaders=true.
 KAFKA_SCHEMA = StructType([
@@ -47,6 +49,10 @@ def spark_session() -> SparkSession:
              # constraints was most of the optimizer's time on them (2.1 s of a tiny query's
              # 6 s; 0.8 s without), and these tests run hundreds of such queries.
              .config("spark.sql.constraintPropagation.enabled", "false")
+             # C1 only, as the gap job's small plans and the lab's JVMs: these tests run
+             # hundreds of tiny queries, and C2 compiling their hot paths cost more than it
+             # won (the session's JVM: 117-133 CPU-s with both compilers, 80-84 with C1).
+             .config("spark.driver.extraJavaOptions", QUICK_JIT)
              .config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.session.timeZone", "UTC")
