@@ -41,15 +41,21 @@ def topic_partitions(clients: ClusterClients, topics: Iterable[str] | None = Non
 
 
 def wait_for_leaders(clients: ClusterClients, topics: Iterable[str],
-                     deadline_s: float = 30.0) -> None:
-    """A topic created a moment ago has no leader yet; most requests fail until it has."""
+                     deadline_s: float = 30.0, *,
+                     partitions: Mapping[str, int] | None = None) -> None:
+    """A topic created a moment ago has no leader yet; most requests fail until it has. A
+    topic grown a moment ago (`partitions`: the count each must show at least) is served
+    with its old count a moment longer: the controller answers CreatePartitions when it has
+    committed the change, the broker serves it once applied, and a record sent meanwhile to a
+    new partition fails as unknown."""
     from drctl.retry import WaitTimedOut, wait_for
 
     wanted = set(topics)
+    least = dict(partitions or {})
 
     def led() -> bool | None:
         meta = cluster_metadata(clients).topics
-        return True if all(t in meta and meta[t].partitions and
+        return True if all(t in meta and len(meta[t].partitions) >= least.get(t, 1) and
                            all(p.leader >= 0 for p in meta[t].partitions.values())
                            for t in wanted) else None
 
@@ -144,7 +150,7 @@ def grow_topics(clients: ClusterClients, wanted: Mapping[str, int]) -> dict[str,
         except KafkaException as exc:
             if "INVALID_PARTITIONS" not in str(exc):
                 raise
-    wait_for_leaders(clients, sorted(grow))
+    wait_for_leaders(clients, sorted(grow), partitions={t: wanted[t] for t in grow})
     return grow
 
 
