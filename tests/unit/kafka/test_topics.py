@@ -35,17 +35,18 @@ class LaggingBroker:
         return {new[0].topic: done}
 
 
+def _clients(broker: LaggingBroker) -> Any:
+    return SimpleNamespace(name="primary", admin=lambda **_: broker, deadline_s=30.0,
+                           notify=None)
+
+
 def test_grow_returns_once_the_broker_serves_the_new_partitions() -> None:
     broker = LaggingBroker(partitions=2, lag=2)
-    clients: Any = SimpleNamespace(name="primary", admin=lambda **_: broker, deadline_s=30.0,
-                                   notify=None)
-    assert grow_topics(clients, {"orders": 3}) == {"orders": 2}
+    assert grow_topics(_clients(broker), {"orders": 3}) == {"orders": 2}
     assert broker.served == 3  # not while the metadata still showed two
 
 
 def test_a_topic_with_enough_partitions_is_left_alone() -> None:
     broker = LaggingBroker(partitions=3, lag=2)
-    clients: Any = SimpleNamespace(name="primary", admin=lambda **_: broker, deadline_s=30.0,
-                                   notify=None)
-    assert grow_topics(clients, {"orders": 3}) == {}
+    assert grow_topics(_clients(broker), {"orders": 3}) == {}
     assert broker.committed == 3
