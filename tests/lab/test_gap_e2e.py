@@ -166,6 +166,9 @@ def check(result: GapResult, gap: list[Sent]) -> None:
     assert t["conflict"] == 4
     assert t["safe"] + t["conflict"] + t["unkeyed"] == len(expected)
     by_p = {p["partition"]: p for p in result.partitions}
+    # post_failover_writes: four in partition 0, two in 2, none elsewhere.
+    assert {p: row["post_failover_writes"] for p, row in by_p.items()} == {
+        p: {0: 4, 2: 2}.get(p, 0) for p in range(PARTS)}
     for p, row in by_p.items():
         mine = sorted(s.offset for s in gap if s.partition == p and s.expect != "aborted")
         assert row["unreplicated"] == len(mine)
