@@ -7,7 +7,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 LAB    ?= lab
 
-.PHONY: setup java-and-maven demo test test-matrix test-times lint typecheck unit clean-lab
+.PHONY: setup bytecode java-and-maven demo test test-matrix test-times lint typecheck unit clean-lab
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +17,13 @@ $(BIN)/.installed: pyproject.toml
 
 setup: $(BIN)/.installed
 
+# drctl's bytecode, written ahead (only what changed since): where PYTHONDONTWRITEBYTECODE is
+# set (it is on the team's machines), every drctl process — each CLI run, runbook step and
+# client child a test or a drill starts — would compile drctl's modules from source again
+# (`drctl --help`: 0.85 s of CPU without, 0.55 s with).
+bytecode: setup
+	@$(BIN)/python -m compileall -q drctl
+
 # The lab (demo, lab tests) runs Kafka from Maven Central's jars: Java and Maven. Unit tests
 # need neither.
 java-and-maven:
@@ -24,7 +31,7 @@ java-and-maven:
 	@command -v mvn >/dev/null || { echo "Maven is required (apt-get install maven)"; exit 1; }
 
 ## The main job on the local lab: a full DR drill (outage, failover, failback, checks).
-demo: setup java-and-maven
+demo: bytecode java-and-maven
 	$(BIN)/drctl lab down --dir $(LAB) --purge
 	$(BIN)/drctl lab up --dir $(LAB)
 	$(BIN)/drctl --config $(LAB)/drctl.yaml runbook run runbooks/drill.yaml --yes \
@@ -54,7 +61,7 @@ TEST_TIMES   ?= test-times.txt
 PYTEST_RUN = DRCTL_TEST_TIMES=$(abspath $(TEST_TIMES)) $(BIN)/pytest -n $(TEST_WORKERS) \
 	--dist loadgroup --no-loadscope-reorder --max-worker-restart 0
 
-test: lint typecheck java-and-maven
+test: lint typecheck bytecode java-and-maven
 	@# The gap job's class archive, recorded once before the workers start (else each
 	@# worker's first gap job records it at once, slowly, under the others' load).
 	$(BIN)/python -m drctl.gap.job --record-classes
