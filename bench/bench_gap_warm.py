@@ -11,7 +11,7 @@ server. The server is warmed first by --warm jobs of each tree; then every round
 size under each tree, trees alternated (before, after, after, before, …). Per size and
 tree, medians over --repeat of: the job (`run_gap_analysis`, its session and its summary
 included), the Spark work inside it (its `elapsed_s`), the process's wall time; and the
-server's CPU per job. Every job must find exactly the gap.
+server's CPU per job; then the Spark work by phase. Every job must find exactly the gap.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from bench.common import exit_on_sigterm, print_table
 from drctl.config import load_config
@@ -53,8 +54,10 @@ plan = plan_gap_analysis(ctx, [topic], check_order=True, out_dir=Path(out), targ
 planned = time.monotonic()
 with run_gap_analysis(plan, config.spark, deadline_s=60) as result:
     done = time.monotonic()
+    phases = json.loads((Path(out) / "summary.json").read_text()).get("phases_s", {})
     print(json.dumps({"import_s": imported - started, "plan_s": planned - imported,
                       "job_s": done - planned, "elapsed_s": result.elapsed_s,
+                      "phases": phases,
                       "unreplicated": result.totals["unreplicated"],
                       "safe": result.totals.get("safe"),
                       "conflict": result.totals.get("conflict")}))
@@ -124,7 +127,7 @@ def main() -> int:
     root = Path(tempfile.mkdtemp(prefix="drctl-bench-gap-warm-"))
     lab = Lab(root / "lab")
     base = args.port_base
-    runs: dict[tuple[str, str], list[dict[str, float]]] = {}
+    runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
     try:
         lab.up(ports=LabPorts(base, base + 2, base + 4, spark_connect=base + 5),
                spark_connect=OWN_SERVER, notify=lambda m: print(m, file=sys.stderr))
@@ -142,7 +145,7 @@ def main() -> int:
         server = lab.spark_server(lab.load_state().ports).process().pid()
         assert server is not None
 
-        def job(tree: str, size: str) -> dict[str, float]:
+        def job(tree: str, size: str) -> dict[str, Any]:
             out = root / "out" / f"{tree}-{size}-{time.monotonic_ns()}"
             env = {**os.environ, "PYTHONPATH": str(trees[tree])}
             cpu = _cpu_s(server)
@@ -178,7 +181,7 @@ def main() -> int:
         lab.down()
         shutil.rmtree(root, ignore_errors=True)
 
-    def med(rs: list[dict[str, float]], key: str) -> float:
+    def med(rs: list[dict[str, Any]], key: str) -> float:
         return statistics.median(r[key] for r in rs)
 
     rows = []
@@ -196,6 +199,12 @@ def main() -> int:
                          f"{med(a, 'server_cpu_s') / med(b, 'server_cpu_s'):.2f}"])
     print_table(["gap (records/side / gap)", "tree", "job s", "Spark work s", "process s",
                  "server CPU s"], rows)
+    # Where the Spark work goes: the job's phases (gap/job.py JobEvents), medians per phase.
+    phases = sorted({name for rs in runs.values() for r in rs for name in r["phases"]})
+    print_table(["gap", "tree", *(f"{name} s" for name in phases)],
+                [[size, tree, *(f"{statistics.median(r['phases'].get(name, 0.0) for r in rs):.2f}"
+                                for name in phases)]
+                 for (size, tree), rs in sorted(runs.items())])
     print(f"medians of {args.repeat} alternated runs after {args.warm} warm-up jobs per tree; "
           "job: run_gap_analysis in its own process (session, job, summary); Spark work: "
           "the job's own elapsed_s; process: the whole process (imports, plan, job)")
