@@ -233,14 +233,19 @@ class Lab:
     def connect_url(self, state: LabState) -> str:
         return f"{'https' if state.secure else 'http'}://127.0.0.1:{state.ports.connect}"
 
-    def connect_client(self, state: LabState) -> ConnectClient:
-        # One attempt per call: the lab's own waits retry, and watch the process meanwhile.
+    def connect_client(self, state: LabState, *, deadline_s: float | None = None
+                       ) -> ConnectClient:
+        """One attempt per call: the lab's own waits retry, and watch the process meanwhile.
+        With `deadline_s`, a call is asked again within it while Connect answers transiently,
+        as drctl's own client is (a read right after a config change can meet the rebalance
+        it causes: 500, "a rebalance is expected")."""
+        policy = (RetryPolicy(attempts=1) if deadline_s is None
+                  else RetryPolicy(initial_s=0.5, max_s=2.0).with_deadline(deadline_s))
         auth: dict[str, Any] = ({"username": CONNECT_REST_USER,
                                   "password": self.credentials.connect_password(),
                                   "ca_file": str(self.credentials.ca_file)}
                                  if state.secure else {})
-        return ConnectClient(self.connect_url(state), timeout_s=10,
-                             policy=RetryPolicy(attempts=1), **auth)
+        return ConnectClient(self.connect_url(state), timeout_s=10, policy=policy, **auth)
 
     def spark_cluster(self, ports: LabPorts) -> SparkCluster:
         return SparkCluster(self.dir, SparkClusterPorts(ports.spark_master))

@@ -117,7 +117,7 @@ def test_incidents_side_by_side(side_lab: RunningLab, ns: str, tmp_path: Path) -
     raw["applications"] = {n: {"topics": [f"{ns}-{n.lower()}.*"]} for n in "ABC"}
     config.write_text(yaml.safe_dump(raw))
     c = ["--config", str(config)]
-    connect = lab.lab.connect_client(lab.state)
+    connect = lab.lab.connect_client(lab.state, deadline_s=60)
     names = lab.lab.flow(lab.state).connector_names()
     src, cp = names["source"], names["checkpoint"]
     # The operator keeps a topic out with MirrorMaker 2's old key.
@@ -266,7 +266,7 @@ def test_the_whole_flow_return_finishes_the_application_return_that_waited(
     a1, c1 = f"{ns}-a1", f"{ns}-c1"
     groups = {a1: f"{ns}-a-app", c1: f"{ns}-c-app"}
     c = _app_config(lab, ns, tmp_path, A="a", C="c")
-    connect = lab.lab.connect_client(lab.state)
+    connect = lab.lab.connect_client(lab.state, deadline_s=60)
     names = lab.lab.flow(lab.state).connector_names()
     src, cp = names["source"], names["checkpoint"]
     before = {n: connect.config(n) for n in (src, cp)}
@@ -329,7 +329,7 @@ def test_a_new_incident_leaves_out_the_topic_its_application_gained(
     a1, a2 = f"{ns}-a1", f"{ns}-a2"
     group = f"{ns}-a-app"
     c = _app_config(lab, ns, tmp_path, A="a")
-    connect = lab.lab.connect_client(lab.state)
+    connect = lab.lab.connect_client(lab.state, deadline_s=60)
     names = lab.lab.flow(lab.state).connector_names()
     src, cp = names["source"], names["checkpoint"]
     before = {n: connect.config(n) for n in (src, cp)}
