@@ -488,9 +488,14 @@ def retire_connector(client: ConnectClient, name: str, notify: Notify) -> dict[s
     except ConnectorMissing:
         return {"connector": name, "state": "absent"}
     notify(f"Stopping and deleting {name} (its stored offsets are kept in the marker)")
-    stop_or_pause(client, name)
-    wait_connector_state(client, name, "STOPPED")
-    client.delete(name)
+    try:
+        stop_or_pause(client, name)
+        wait_connector_state(client, name, "STOPPED")
+        client.delete(name)
+    except ConnectorMissing:
+        # Gone already, which is what was wanted: Connect applied a DELETE whose answer was
+        # lost (a 500 while a broker restarted) and answered the client's next try 404.
+        pass
     return {"connector": name, "state": "deleted", "offsets": stored}
 
 
