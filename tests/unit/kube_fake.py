@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.unit.support import JsonHandler
+
 TOKEN = "s3cr3t-kube-token"
 ROLES = {"sourceConnector": "MirrorSourceConnector",
          "checkpointConnector": "MirrorCheckpointConnector",
@@ -129,25 +131,14 @@ def _split(path: str) -> tuple[str, str, str | None] | None:
 
 
 def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
-
-        def _send(self, code: int, body: Any) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
+    class Handler(JsonHandler):
         def _status(self, code: int, message: str, causes: list[str] | None = None) -> None:
             reason = {404: "NotFound", 409: "Conflict", 422: "Invalid", 401: "Unauthorized"}
             body = {"kind": "Status", "status": "Failure", "message": message,
                     "reason": reason.get(code, "Unknown"), "code": code}
             body["details"] = {"causes": [{"reason": "FieldValueNotSupported", "message": c}
                                           for c in causes]} if causes else {}
-            self._send(code, body)
+            self.send_json(code, body)
 
         def _body(self) -> Any:
             length = int(self.headers.get("Content-Length") or 0)
@@ -160,7 +151,7 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
             if self.path == "/apis/kafka.strimzi.io":
                 if not kube.versions:
                     return self._status(404, "the server could not find the requested resource")
-                return self._send(200, {"kind": "APIGroup", "name": "kafka.strimzi.io",
+                return self.send_json(200, {"kind": "APIGroup", "name": "kafka.strimzi.io",
                                         "versions": [{"groupVersion": f"kafka.strimzi.io/{v}",
                                                       "version": v} for v in kube.versions],
                                         "preferredVersion": {"version": kube.versions[0]}})
@@ -174,25 +165,25 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
             try:
                 if self.command == "GET":
                     found = kube.get(plural, namespace, name or "")
-                    return self._send(200, found) if found else self._status(404, "not found")
+                    return self.send_json(200, found) if found else self._status(404, "not found")
                 if self.command == "POST":
                     body = self._body()
                     if kube.get(plural, namespace, body["metadata"]["name"]) is not None:
                         return self._status(409, "already exists")
                     body["metadata"]["namespace"] = namespace
-                    return self._send(201, kube.put(plural, body))
+                    return self.send_json(201, kube.put(plural, body))
                 if self.command == "PUT":
                     body = self._body()
                     body["metadata"]["namespace"] = namespace
-                    return self._send(200, kube.put(plural, body))
+                    return self.send_json(200, kube.put(plural, body))
                 if self.command == "PATCH":
                     assert self.headers["Content-Type"] == "application/json-patch+json"
-                    return self._send(200, kube.patch(plural, namespace, name or "",
+                    return self.send_json(200, kube.patch(plural, namespace, name or "",
                                                       self._body()))
                 if self.command == "DELETE":
                     with kube.lock:
                         kube.objects.pop((plural, namespace, name or ""), None)
-                    return self._send(200, {"kind": "Status", "status": "Success"})
+                    return self.send_json(200, {"kind": "Status", "status": "Success"})
             except PatchFailed as exc:
                 return self._status(exc.code, str(exc), exc.causes)
             return self._status(405, "method not allowed")

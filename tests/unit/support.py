@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 
 class FakeClock:
@@ -32,3 +34,18 @@ def http_server(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+class JsonHandler(BaseHTTPRequestHandler):
+    """A fake server's handler that answers JSON and logs nothing."""
+
+    def log_message(self, *_args: Any) -> None:
+        pass
+
+    def send_json(self, code: int, body: Any) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)

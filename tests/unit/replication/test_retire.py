@@ -4,21 +4,19 @@ not a failure (a reprotect under a broker restart failed on it: its retry met 40
 
 from __future__ import annotations
 
-import json
-from http.server import BaseHTTPRequestHandler
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import pytest
 
 from drctl.kafka.connect_rest import ConnectClient, ConnectorMissing
 from drctl.replication.connect import retire_connector
 from drctl.retry import RetryPolicy
-from tests.unit.support import http_server
+from tests.unit.support import JsonHandler, http_server
 
 OFFSETS = {"offsets": [{"partition": {"p": 0}, "offset": {"o": 7}}]}
 
 
-class Worker(BaseHTTPRequestHandler):
+class Worker(JsonHandler):
     """One connector, `rev`. Its DELETE removes it and then, `lost` times, answers 500 as
     Connect does when its config topic's write outlives the request; a request for a
     connector that is gone answers Connect's own 404 document."""
@@ -27,32 +25,21 @@ class Worker(BaseHTTPRequestHandler):
     lost: ClassVar[int] = 0
     deletes: ClassVar[int] = 0
 
-    def log_message(self, *_a: Any) -> None:
-        pass
-
-    def _answer(self, code: int, body: Any) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
     def _missing(self) -> None:
-        self._answer(404, {"error_code": 404, "message": "Connector rev not found"})
+        self.send_json(404, {"error_code": 404, "message": "Connector rev not found"})
 
     def do_GET(self) -> None:
         if not Worker.exists:
             return self._missing()
         if self.path.endswith("/offsets"):
-            return self._answer(200, OFFSETS)
-        return self._answer(200, {"name": "rev", "connector": {"state": "STOPPED"},
+            return self.send_json(200, OFFSETS)
+        return self.send_json(200, {"name": "rev", "connector": {"state": "STOPPED"},
                                   "tasks": []})
 
     def do_PUT(self) -> None:
         if not Worker.exists:
             return self._missing()
-        self._answer(202, {})
+        self.send_json(202, {})
 
     def do_DELETE(self) -> None:
         Worker.deletes += 1
@@ -61,8 +48,8 @@ class Worker(BaseHTTPRequestHandler):
         Worker.exists = False
         if Worker.lost:
             Worker.lost -= 1
-            return self._answer(500, {"error_code": 500, "message": "Request timed out"})
-        self._answer(204, {})
+            return self.send_json(500, {"error_code": 500, "message": "Request timed out"})
+        self.send_json(204, {})
 
 
 @pytest.fixture
