@@ -562,6 +562,12 @@ class Lab:
             "offset.storage.partitions=1",
             "status.storage.partitions=1",
             "offset.flush.interval.ms=1000",
+            # The worker's own readers of its config, offset and status topics (not the
+            # connectors' clients, configured per connector): an idle one asked the secondary
+            # for records twice a second each. A record written answers a waiting fetch at
+            # once. Measured on an idle lab: 7.0 fetches/s to 1.4, the secondary's broker
+            # 3.5 % of a core to 2.7 %, Connect 1.8 % to 1.5 %.
+            "fetch.max.wait.ms=5000",
             # Kafka's own plugins all carry ServiceLoader manifests: reflective scanning of
             # the classpath costs 2.5 s of a core at every worker start.
             "plugin.discovery=service_load",
