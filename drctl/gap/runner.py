@@ -250,17 +250,11 @@ def _run_job(plan: GapPlan, spark: SparkSettings, progress: Progress | None, *, 
     finally:
         if watch is not None:
             watch.close()
-    if watch is not None and watch.lost is not None and not followed.succeeded:
-        raise watch.error(followed.stopped or "drctl stopped the gap job")
-    outcome, log = followed.outcome, followed.log
-    if followed.timed_out:
-        raise TimedOut(
-            f"The gap-analysis Spark job did not finish in {format_duration(timeout_s or 0)} "
-            f"(it was {outcome.get('phase', 'starting')}); drctl stopped it.",
-            "Run it again with a longer --timeout; give Spark more cores or memory "
-            f"(spark.master, spark.conf) for a large gap; the Spark log: {log}.")
-    if not followed.succeeded:
-        raise _failure(outcome, log, debug, plan)
+    try:
+        _raise_unless_succeeded(followed, plan, debug, timeout_s, watch)
+    except DrctlError:
+        _drop_temporary_output(plan, followed.log)
+        raise
     if not spark.remote:
         keep_resolved(connector)
     if not debug:
@@ -274,6 +268,30 @@ def _run_job(plan: GapPlan, spark: SparkSettings, progress: Progress | None, *, 
         result.cleanup()  # drctl's own temporary directory; a --report-dir the operator gave stays
         raise
     return result
+
+
+def _raise_unless_succeeded(followed: _Followed, plan: GapPlan, debug: bool,
+                            timeout_s: float | None, watch: ClusterWatch | None) -> None:
+    if watch is not None and watch.lost is not None and not followed.succeeded:
+        raise watch.error(followed.stopped or "drctl stopped the gap job")
+    outcome, log = followed.outcome, followed.log
+    if followed.timed_out:
+        where = f"; the Spark log: {log}" if log.exists() else ""
+        raise TimedOut(
+            f"The gap-analysis Spark job did not finish in {format_duration(timeout_s or 0)} "
+            f"(it was {outcome.get('phase', 'starting')}); drctl stopped it.",
+            "Run it again with a longer --timeout; give Spark more cores or memory "
+            f"(spark.master, spark.conf) for a large gap{where}.")
+    if not followed.succeeded:
+        raise _failure(outcome, log, debug, plan)
+
+
+def _drop_temporary_output(plan: GapPlan, log: Path) -> None:
+    """A failed job's output directory, when drctl made it (no --report-dir) and it holds no
+    log for the error to point at: one was left in the temp directory per timed-out or
+    interrupted job on a Spark Connect server (the session writes no log)."""
+    if plan.temporary_out and not log.exists():
+        shutil.rmtree(plan.out_dir, ignore_errors=True)
 
 
 @dataclass

@@ -243,9 +243,14 @@ def test_a_cluster_lost_mid_job_interrupts_it_on_the_server_and_names_the_cluste
     gone = ClusterClients("secondary", {"bootstrap.servers": "127.0.0.1:1"})
     watch = runner.ClusterWatch([gone], RetryPolicy(initial_s=0.1, max_s=0.2, deadline_s=1.0),
                                 interval_s=0.1)
+    plan = _plan(tmp_path / "drctl-gap-made-by-the-planner")
+    plan.temporary_out = True
     with pytest.raises(ClusterUnreachable) as lost:
-        runner.run_gap_analysis(_plan(tmp_path), SparkSettings(remote="sc://spark:15002"),
+        runner.run_gap_analysis(plan, SparkSettings(remote="sc://spark:15002"),
                                 deadline_s=1.0, watch=watch)
+    # drctl's own output directory goes with the job: nothing in it to read (one was left in
+    # the temp directory per interrupted job).
+    assert not Path(plan.out_dir).exists()
     assert gave_up == []  # the command went on without waiting for the job to give up
     released.set()
     assert interrupted.is_set()
@@ -254,3 +259,31 @@ def test_a_cluster_lost_mid_job_interrupts_it_on_the_server_and_names_the_cluste
     assert lost.value.message.startswith("cluster 'secondary' at 127.0.0.1:1 did not answer")
     assert "drctl interrupted the gap job on the Spark Connect sc://spark:15002 server " \
            "(1 operation stopped there)" in lost.value.message
+
+
+def test_a_failed_jobs_temporary_directory_stays_while_the_error_names_its_log(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A job that failed for a reason drctl does not know writes Spark's trace to its log, and
+    the error points there: that directory stays; a --report-dir the operator gave always
+    stays."""
+    from drctl.gap import job as job_module
+    from drctl.gap import remote, runner
+
+    @contextmanager
+    def connected(_settings: SparkSettings, _deadline: float | None) -> Iterator[object]:
+        yield SimpleNamespace(interruptAll=lambda: [])
+
+    def run_job(*_: Any) -> None:
+        raise RuntimeError("java.lang.OutOfMemoryError: Java heap space")
+
+    monkeypatch.setattr(remote, "connected", connected)
+    monkeypatch.setattr(remote, "require_kafka", lambda *_: None)
+    monkeypatch.setattr(job_module, "run_job", run_job)
+    for temporary in (True, False):
+        plan = _plan(tmp_path / f"out-{temporary}")
+        plan.temporary_out = temporary
+        with pytest.raises(GapJobFailed) as failed:
+            runner.run_gap_analysis(plan, SparkSettings(remote="sc://spark:15002"))
+        log = Path(plan.out_dir) / runner.WORK_DIR / "job.log"
+        assert str(log) in failed.value.hint
+        assert "OutOfMemoryError" in log.read_text()
