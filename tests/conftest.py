@@ -258,6 +258,20 @@ class _Labs:
 _strimzi_build: subprocess.Popen[bytes] | None = None
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # CI cancels a run with SIGTERM to its process group: pytest's default is to die where it
+    # stands, leaving every lab's JVMs running (they are sessions of their own). As Ctrl-C
+    # instead, in the controller and in each worker: the session's teardown stops its labs.
+    signal.signal(signal.SIGTERM, _terminated)
+
+
+def _terminated(_signum: int, _frame: object) -> None:
+    # A second SIGTERM does not cut the teardown short (a handler, not SIG_IGN, which the
+    # processes a teardown starts would inherit).
+    signal.signal(signal.SIGTERM, lambda *_: None)
+    raise KeyboardInterrupt
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     global _strimzi_build
     config = session.config
