@@ -57,10 +57,13 @@ def guard_command(
     config = CURRENT.config()
     term = CURRENT.terminal(output)
     stop = threading.Event()
+    previous = {}
     if not once:
-        # Finish the round in flight (its snapshots acknowledged), then exit 0.
+        # Finish the round in flight (its snapshots acknowledged), then exit 0. The process's
+        # own handlers come back after: a runbook or a test running guard in its process
+        # is stopped by SIGTERM and Ctrl-C again once guard is done.
         for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: stop.set())
+            previous[sig] = signal.signal(sig, lambda *_: stop.set())
     metrics = server = None
     if metrics_port is not None:
         metrics = Metrics()
@@ -86,6 +89,8 @@ def guard_command(
     finally:
         if server is not None:
             server.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     if term.json_mode:
         term.emit_json({"snapshots_topic": config.state.snapshots_topic, "rounds": rows})
     if failed:

@@ -54,3 +54,33 @@ def test_a_metrics_port_in_use_is_a_usage_error(tmp_path: Path,
                      "--metrics-port", str(port)]) == 2
     err = " ".join(capsys.readouterr().err.split())
     assert f"Cannot serve metrics on 127.0.0.1:{port}" in err and "--metrics-port" in err
+
+
+def test_sigterm_and_ctrl_c_stop_guard_while_it_runs_and_the_process_after(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While guard runs, SIGTERM finishes its round and ends it (exit 0); once it is done the
+    process's own handlers are back: a runbook or a test that ran guard in its process is
+    stopped by SIGTERM and Ctrl-C again."""
+    import os
+    import signal
+
+    stopped: list[bool] = []
+
+    def run_guard(ctx: Any, *, stop: Any, **_: Any) -> list[Any]:
+        os.kill(os.getpid(), signal.SIGTERM)  # delivered before the next bytecode
+        stopped.append(stop.is_set())
+        return []
+
+    def own(*_: object) -> None:
+        raise AssertionError("not reached")
+
+    monkeypatch.setattr(guard_cmd, "run_guard", run_guard)
+    before = {sig: signal.signal(sig, own) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        assert main(["--config", str(unreachable_config(tmp_path)), "guard"]) == 0
+        assert stopped == [True]
+        assert signal.getsignal(signal.SIGTERM) is own
+        assert signal.getsignal(signal.SIGINT) is own
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
