@@ -3,6 +3,7 @@ when the lab cannot start they fail (never skip)."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import gc
 import itertools
@@ -337,6 +338,64 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         shutil.rmtree(_SPARK_DIR, ignore_errors=True)
     else:
         print(f"\nthe Spark Connect server's files kept in {_SPARK_DIR}")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):
+        stop_what_a_run_left(_RUN_ID)
+
+
+def stop_what_a_run_left(run_id: str, grace_s: float = 20.0) -> list[int]:
+    """The controller's last act (or a run without workers'): every process this run's
+    workers started that still runs is stopped — a worker's teardown stops its labs, but a
+    worker ended before its teardown did (xdist kills one 10 s after a SIGTERM'd run) leaves
+    them running, and their JVMs are sessions of their own. Found by the run's id in their
+    environment (`_RUN_ID`, inherited by every process a worker starts) among processes that
+    started after this one: never the shell or make that started the run. SIGTERM, SIGKILL
+    after `grace_s`; returns the processes found."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return []
+    mine = f"DRCTL_TEST_RUN_ID={run_id}".encode()
+
+    def started(pid: str) -> int:  # clock ticks after boot
+        return int((proc / pid / "stat").read_text().rsplit(")", 1)[1].split()[19])
+
+    try:
+        since = started(str(os.getpid()))
+    except (OSError, IndexError, ValueError):
+        return []
+    left: list[int] = []
+    for pid in (p for p in os.listdir(proc) if p.isdigit() and int(p) != os.getpid()):
+        try:
+            if started(pid) >= since and mine in (proc / pid / "environ").read_bytes().split(
+                    b"\0"):
+                left.append(int(pid))
+        except (OSError, IndexError, ValueError):
+            continue  # gone, or not ours to read
+    if not left:
+        return []
+    print(f"\nstopping {len(left)} process(es) this run left running: {left}")
+    running = list(left)
+    for signum, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
+        for pid in running:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signum)
+        end = time.monotonic() + wait_s
+        while running and time.monotonic() < end:
+            running = [pid for pid in running if _running(pid)]
+            time.sleep(0.2)
+        if not running:
+            break
+    return left
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
 
 
 # Every test's time, per run: `make test` writes them here (DRCTL_TEST_TIMES) and prints the
