@@ -62,16 +62,10 @@ TEST_TIMES   ?= test-times.txt
 PYTEST_RUN = DRCTL_TEST_TIMES=$(abspath $(TEST_TIMES)) $(BIN)/pytest -n $(TEST_WORKERS) \
 	--dist loadgroup --no-loadscope-reorder --max-worker-restart 0
 
-test: bytecode java-and-maven
+test: lint typecheck bytecode java-and-maven
 	@# The gap job's class archive, recorded once before the workers start (else each
-	@# worker's first gap job records it at once, slowly, under the others' load), while
-	@# lint and the type check run: 30 s of a Spark JVM at 1.3 cores and 11 s of mypy at one
-	@# fit the 2 cores side by side (the setup's serial 41 s). Stopped with the recipe.
-	@$(BIN)/python -m drctl.gap.job --record-classes & recording=$$!; \
-		trap 'kill $$recording 2>/dev/null' INT TERM; \
-		$(MAKE) --no-print-directory lint typecheck; checked=$$?; \
-		wait $$recording; recorded=$$?; \
-		[ $$checked = 0 ] && [ $$recorded = 0 ]
+	@# worker's first gap job records it at once, slowly, under the others' load).
+	$(BIN)/python -m drctl.gap.job --record-classes
 	@$(PYTEST_RUN) $(PYTEST_ARGS); status=$$?; $(MAKE) --no-print-directory test-times; \
 		exit $$status
 
