@@ -12,7 +12,8 @@ outcome the caller reports ("unfenced"), not an exception it has to parse.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from enum import StrEnum
@@ -152,6 +153,8 @@ def fence(admin: AdminClient, principal: str, topics: Iterable[str], *,
                                         request_timeout=timeout_s)
             for future in futures.values():
                 _result(future, timeout_s + 1)
+            _until_read_back(admin, principal, lambda fenced: fenced >= set(missing),
+                             timeout_s)
     except AclsUnavailable as exc:
         return FenceResult(exc.outcome, principal, reason=exc.message)
     return FenceResult(AclOutcome.DONE, principal, tuple(missing),
@@ -172,10 +175,24 @@ def lift_fence(admin: AdminClient, principal: str, topics: Iterable[str], *,
         for future in futures.values():
             deleted = _result(future, timeout_s + 1)
             removed.update(b.name for b in deleted)
+        _until_read_back(admin, principal, lambda fenced: not fenced & removed, timeout_s)
     except AclsUnavailable as exc:
         return FenceResult(exc.outcome, principal, reason=exc.message)
     return FenceResult(AclOutcome.DONE, principal, tuple(t for t in wanted if t in removed),
                        tuple(t for t in wanted if t not in removed))
+
+
+def _until_read_back(admin: AdminClient, principal: str, agrees: Callable[[set[str]], bool],
+                     timeout_s: float) -> None:
+    """Until the broker drctl asks reads the change back, at most `timeout_s`. The controller
+    acknowledges an ACL change once it is in the metadata log; a broker enforces it when it
+    has applied that record, a moment later and later still under load (a test read a lifted
+    fence back right after the lift: still there). A replicator restarted at once would
+    fail again on the denial just lifted."""
+    end = time.monotonic() + timeout_s
+    while not agrees(fenced_topics(admin, principal, timeout_s=timeout_s)) \
+            and time.monotonic() < end:
+        time.sleep(0.1)
 
 
 def grant(admin: AdminClient, bindings: Iterable[AclBinding], *, timeout_s: float = 10) -> None:
