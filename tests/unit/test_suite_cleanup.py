@@ -8,17 +8,19 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 import uuid
 
 from tests.conftest import stop_what_a_run_left
 
-# A process that takes no notice of SIGTERM, as a JVM stuck in its shutdown.
-_DEAF = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"
+# A process that takes no notice of SIGTERM, as a JVM stuck in its shutdown; it says so
+# once its handler is set (a fixed wait for that would fail on a loaded machine).
+_DEAF = ("import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+         "print('deaf', flush=True); time.sleep(60)")
 
 
 def _start(run_id: str, code: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-c", code], start_new_session=True,
+                            stdout=subprocess.PIPE,
                             env={**os.environ, "DRCTL_TEST_RUN_ID": run_id})
 
 
@@ -36,7 +38,7 @@ def test_what_the_run_started_is_stopped_and_another_runs_is_not() -> None:
     deaf = _start(run, _DEAF)
     not_ours = _start(other, "import time; time.sleep(60)")
     try:
-        time.sleep(0.5)  # the deaf one has set its handler
+        assert deaf.stdout is not None and deaf.stdout.readline() == b"deaf\n"
         found = stop_what_a_run_left(run, grace_s=0.5)
         assert sorted(found) == sorted([polite.pid, deaf.pid])
         assert _gone(polite) and polite.returncode == -15  # SIGTERM
@@ -47,3 +49,5 @@ def test_what_the_run_started_is_stopped_and_another_runs_is_not() -> None:
         for proc in (polite, deaf, not_ours):
             proc.kill()
             proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
