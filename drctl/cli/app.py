@@ -33,6 +33,7 @@ from drctl.cli import (
 from drctl.cli.help import RootGroup, Typer
 from drctl.cli.state import CURRENT
 from drctl.errors import Aborted, DrctlError, ExitStatus, Unreachable, UsageError
+from drctl.interrupts import sigterm_interrupts
 from drctl.kafka.retriable import is_retriable, kafka_error
 from drctl.terminal import OutputFormat, Terminal
 from drctl.versions import runtime_versions
@@ -298,7 +299,11 @@ _INTERRUPTED = _error("interrupted.", None, "Interrupted", ExitStatus.INTERRUPTE
 
 def run() -> None:
     try:
-        sys.exit(main())
+        # SIGTERM (CI cancelling, systemd stopping) ends a command as Ctrl-C does: exit 130,
+        # the gap job interrupted on its server, drctl's temporary files gone.
+        with sigterm_interrupts():
+            status = main()
+        sys.exit(status)
     except BrokenPipeError:
         # Whoever read stdout stopped (`drctl … | head`): no traceback for it, and nothing
         # more written to the closed pipe when Python flushes at exit.

@@ -247,6 +247,11 @@ def _run_job(plan: GapPlan, spark: SparkSettings, progress: Progress | None, *, 
         else:
             _follow_own_process(followed, plan, spark, connector, progress, debug, timeout_s,
                                 notify, watch)
+    except BaseException:
+        # The server lost, Ctrl-C or SIGTERM mid-job: as for a job that failed, drctl's own
+        # directory goes unless it holds a log to read (two were left per suite run).
+        _drop_temporary_output(plan, followed.log)
+        raise
     finally:
         if watch is not None:
             watch.close()

@@ -59,5 +59,19 @@ def main() -> int:
     return 0
 
 
+def run() -> int:
+    """main(), SIGTERM ending it as Ctrl-C would (the action's own cleanup runs: a gap job
+    interrupted on its server, drctl's temporary files removed), after which the process
+    still dies by the signal: the parent reads a step terminated, as before."""
+    from drctl.interrupts import Terminated, die_by_sigterm, sigterm_interrupts
+
+    try:
+        with sigterm_interrupts():
+            return main()
+    except Terminated:
+        die_by_sigterm()
+        raise
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

@@ -186,6 +186,19 @@ def _log_command_time(argv: tuple[str, ...], status: int, seconds: float) -> Non
                       f"drctl {' '.join(shown)}\n")
 
 
+def _log_phases(document: dict[str, Any]) -> None:
+    """With DRCTL_TEST_COMMAND_LOG, the phases the command timed (its `timing`), on the line
+    after the command's: which phase of a failback a test waits on."""
+    path = os.environ.get("DRCTL_TEST_COMMAND_LOG")
+    timing = document.get("timing") if isinstance(document, dict) else None
+    this = timing.get("this_run") if isinstance(timing, dict) else None
+    phases = this.get("phases") if isinstance(this, dict) else None
+    if path and phases:
+        shown = " ".join(f"{p['phase']}={p['seconds']:.1f}" for p in phases)
+        with open(path, "a", encoding="utf-8") as log:
+            log.write(f"    phases: {shown}\n")
+
+
 def run_json(*argv: str) -> tuple[int, dict[str, Any]]:
     """`drctl -o json ARGV…` in this process: its exit status and the JSON document it
     printed, checked against the command's schema (docs/schemas/)."""
@@ -197,6 +210,7 @@ def run_json(*argv: str) -> tuple[int, dict[str, Any]]:
     status, out, err = run_drctl("--output", "json", *argv)
     sys.stderr.write(err)  # where it went before: tests read it with capsys
     document = json.loads(out)
+    _log_phases(document)
     assert document["exit_status"] == status, (document, err)
     validate_output(command_of(argv), document)
     return status, document

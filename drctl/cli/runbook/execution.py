@@ -4,13 +4,10 @@ and its outcome shown."""
 from __future__ import annotations
 
 import os
-import signal
 import textwrap
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from types import FrameType
 from typing import Annotated, Any
 
 import typer
@@ -23,6 +20,7 @@ from drctl.cli.options import old_spelling, renamed
 from drctl.cli.state import CURRENT
 from drctl.config import Config, config_context
 from drctl.errors import UsageError
+from drctl.interrupts import sigterm_interrupts
 from drctl.reports import report_format, write_report
 from drctl.runbook.actions import builtin_registry
 from drctl.runbook.executor import Executor, RunObserver
@@ -130,20 +128,6 @@ def _can_prompt(non_interactive: bool, term: Terminal) -> bool:
     return not non_interactive and interactive() and term.err.is_terminal
 
 
-@contextmanager
-def _sigterm_interrupts() -> Iterator[None]:
-    """CI cancels jobs with SIGTERM: treat it like Ctrl-C so the journal records the stop."""
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def _prepare(file: str, var: list[str] | None, vars_file: list[Path] | None,
              ) -> tuple[Runbook, Variables, Config | None, Redactor]:
     assignments, files = list(var or []), list(vars_file or [])
@@ -201,7 +185,7 @@ def execute(*, file: str, var: list[str] | None, vars_file: list[Path] | None,
               f"({len(runbook.steps)} steps)"
               + (escape(f"; journal {journal_path}") if journal_path else ""), markup=True)
     try:
-        with _sigterm_interrupts():
+        with sigterm_interrupts():
             result = executor.run(resume=state)
     finally:
         if journal is not None:
@@ -276,7 +260,7 @@ def execute_campaign(*, file: str, var: list[str] | None, vars_file: list[Path] 
 
     campaign = Campaign(spec, load=load, executor=executor, heal=heal, notify=term.step,
                         run_done=run_done, scored=scored)
-    with _sigterm_interrupts():
+    with sigterm_interrupts():
         card = campaign.run()
     paths = scored(card)
     for path in paths:

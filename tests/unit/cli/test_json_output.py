@@ -5,6 +5,7 @@ docs/json.md)."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -198,3 +199,43 @@ def test_a_reader_that_stops_reading_gets_no_traceback() -> None:
     err = proc.stderr.read().decode()
     assert proc.wait(60) == ExitStatus.FAILURE
     assert "Traceback" not in err and "BrokenPipeError" not in err, err
+
+
+def test_sigterm_ends_a_command_as_ctrl_c_does(tmp_path: Path) -> None:
+    """CI cancelling a job, systemd stopping a unit: SIGTERM ends drctl as Ctrl-C does —
+    exit 130 and the JSON document saying so, the command's own cleanup run (a gap job
+    interrupted on its server, drctl's temporary directory removed) — where Python's
+    default ended the process on the spot."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.unit.cli.support import unreachable_config
+
+    root = Path(__file__).resolve().parents[3]
+    proc = subprocess.Popen(
+        [sys.executable, "-P", "-m", "drctl", "-o", "json", "--config",
+         str(unreachable_config(tmp_path)), "status", "--deadline", "5m"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(root)})
+    try:
+        # Until drctl has set its SIGTERM handler (the signal's bit in the caught mask).
+        status_file = Path(f"/proc/{proc.pid}/status")
+        for _ in range(600):
+            caught = next(line for line in status_file.read_text().splitlines()
+                          if line.startswith("SigCgt:"))
+            if int(caught.split()[1], 16) & (1 << (signal.SIGTERM - 1)):
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError("drctl never set a SIGTERM handler")
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == ExitStatus.INTERRUPTED, err
+    doc = json.loads(out)
+    assert doc["error"]["kind"] == "Interrupted" and doc["exit_status"] == 130, doc
+    assert b"Traceback" not in err, err

@@ -287,3 +287,39 @@ def test_a_failed_jobs_temporary_directory_stays_while_the_error_names_its_log(
         log = Path(plan.out_dir) / runner.WORK_DIR / "job.log"
         assert str(log) in failed.value.hint
         assert "OutOfMemoryError" in log.read_text()
+
+
+@pytest.mark.parametrize("ending", ["lacks-kafka", "interrupted"])
+def test_drctls_own_directory_goes_when_the_session_ends_before_the_job(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ending: str) -> None:
+    """A server without Kafka's source (exit 2) or Ctrl-C / SIGTERM while the session starts:
+    the temporary directory the planner made goes with the command (each suite run left two
+    empty ones behind)."""
+    from drctl.gap import remote, runner
+
+    stopped = threading.Event()
+
+    @contextmanager
+    def connected(_settings: SparkSettings, _deadline: float | None) -> Iterator[object]:
+        yield SimpleNamespace(interruptAll=lambda: [stopped.set()])
+
+    def require_kafka(_session: object, settings: SparkSettings) -> None:
+        if ending == "interrupted":  # Ctrl-C (SIGTERM, drctl/interrupts.py) on the main thread
+            import _thread
+
+            _thread.interrupt_main()
+            stopped.wait(30)
+            raise RuntimeError("the operation was interrupted on the server")
+        raise remote.lacks_kafka(settings, "4.1.1")
+
+    monkeypatch.setattr(remote, "connected", connected)
+    monkeypatch.setattr(remote, "require_kafka", require_kafka)
+    for temporary in (True, False):
+        stopped.clear()
+        plan = _plan(tmp_path / f"out-{temporary}")
+        plan.temporary_out = temporary
+        with pytest.raises(KeyboardInterrupt if ending == "interrupted"
+                           else remote.ServerLacksKafka):
+            runner.run_gap_analysis(plan, SparkSettings(remote="sc://spark:15002"))
+        # A --report-dir the operator gave stays.
+        assert Path(plan.out_dir).exists() is not temporary

@@ -73,12 +73,17 @@ def registry_with_test_actions(calls: list[dict[str, Any]] | None = None) -> Reg
         seen.append({"probe": True})
         return {"lag": max(0, target - len([c for c in seen if c.get("probe")]))}
 
-    def hang(ctx: ActionContext, *, seconds: float = 30.0) -> dict[str, Any]:
+    def hang(ctx: ActionContext, *, seconds: float = 30.0,
+             cleanup_file: str = "") -> dict[str, Any]:
         import time
 
         seen.append({"hang": True})
-        ctx.notify(f"hanging for {seconds:g} s")
-        time.sleep(seconds)
+        try:
+            ctx.notify(f"hanging for {seconds:g} s")  # in the try: a signal may come at once
+            time.sleep(seconds)
+        finally:
+            if cleanup_file:  # what an action's own cleanup does, however it ends
+                Path(cleanup_file).write_text("cleaned up")
         return {}
 
     registry.register("test.echo", echo)

@@ -127,6 +127,40 @@ def test_a_child_step_that_times_out_is_ended_with_its_process_group() -> None:
     assert "timed out after 1 s; its process group was ended" in (slow.error or "")
 
 
+def test_a_child_step_terminated_runs_its_cleanup_and_still_ends_on_sigterm(
+        tmp_path: Path) -> None:
+    """SIGTERM (a drill's `term` fault, an operator's kill) ends the child's action as Ctrl-C
+    would — its `finally` runs: a gap job interrupted on its server, drctl's temporary
+    directory removed (two were left per suite run) — and the process still ends on the
+    signal, so the runbook reads the step terminated, as before."""
+    import signal
+
+    from drctl.runbook.child import call_in_child
+    from drctl.runbook.kinds.interface import AttemptFailed
+
+    cleaned = tmp_path / "cleaned"
+    pids: list[int] = []
+    hanging = threading.Event()
+
+    def notify(line: str) -> None:
+        if line.startswith("hanging"):
+            hanging.set()
+
+    def terminate() -> None:
+        assert hanging.wait(60), "the child never said it was hanging"
+        os.kill(pids[0], signal.SIGTERM)
+
+    killer = threading.Thread(target=terminate)
+    with pytest.raises(AttemptFailed) as ended:
+        call_in_child("test.hang", {"seconds": 60, "cleanup_file": str(cleaned)},
+                      registry_factory=registry_with_test_actions().factory, config_path=None,
+                      timeout_s=120, grace_s=10, notify=notify,
+                      started=lambda pid: (pids.append(pid), killer.start()))
+    killer.join()
+    assert "ended on SIGTERM" in ended.value.message
+    assert cleaned.read_text() == "cleaned up"
+
+
 def test_process_must_be_in_process_or_child() -> None:
     with pytest.raises(RunbookInvalid, match="'process' must be in-process or child"):
         load("""
