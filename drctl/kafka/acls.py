@@ -56,7 +56,8 @@ class FenceResult:
     """What `fence` or `lift_fence` did for one principal.
 
     `changed`: topics this call fenced (or unfenced); `unchanged`: topics that already were
-    (or were not fenced to begin with). Both empty unless `outcome` is DONE.
+    (or were not fenced to begin with). Both empty unless `outcome` is DONE. `reason`: why it
+    is not DONE, or for a DONE change not yet read back from the broker, what to say.
     """
 
     outcome: AclOutcome
@@ -145,6 +146,7 @@ def fence(admin: AdminClient, principal: str, topics: Iterable[str], *,
     """Deny `principal` WRITE on each topic. Idempotent: a topic already fenced stays as it is
     and is reported under `unchanged`."""
     wanted = sorted(set(topics))
+    unread = ""
     try:
         existing = fenced_topics(admin, principal, timeout_s=timeout_s)
         missing = [t for t in wanted if t not in existing]
@@ -153,12 +155,12 @@ def fence(admin: AdminClient, principal: str, topics: Iterable[str], *,
                                         request_timeout=timeout_s)
             for future in futures.values():
                 _result(future, timeout_s + 1)
-            _until_read_back(admin, principal, lambda fenced: fenced >= set(missing),
-                             timeout_s)
+            unread = _until_read_back(admin, principal,
+                                      lambda fenced: fenced >= set(missing), timeout_s)
     except AclsUnavailable as exc:
         return FenceResult(exc.outcome, principal, reason=exc.message)
     return FenceResult(AclOutcome.DONE, principal, tuple(missing),
-                       tuple(t for t in wanted if t in existing))
+                       tuple(t for t in wanted if t in existing), unread)
 
 
 def lift_fence(admin: AdminClient, principal: str, topics: Iterable[str], *,
@@ -175,24 +177,29 @@ def lift_fence(admin: AdminClient, principal: str, topics: Iterable[str], *,
         for future in futures.values():
             deleted = _result(future, timeout_s + 1)
             removed.update(b.name for b in deleted)
-        _until_read_back(admin, principal, lambda fenced: not fenced & removed, timeout_s)
+        unread = _until_read_back(admin, principal, lambda fenced: not fenced & removed,
+                                  timeout_s)
     except AclsUnavailable as exc:
         return FenceResult(exc.outcome, principal, reason=exc.message)
     return FenceResult(AclOutcome.DONE, principal, tuple(t for t in wanted if t in removed),
-                       tuple(t for t in wanted if t not in removed))
+                       tuple(t for t in wanted if t not in removed), unread)
 
 
 def _until_read_back(admin: AdminClient, principal: str, agrees: Callable[[set[str]], bool],
-                     timeout_s: float) -> None:
+                     timeout_s: float) -> str:
     """Until the broker drctl asks reads the change back, at most `timeout_s`. The controller
     acknowledges an ACL change once it is in the metadata log; a broker enforces it when it
     has applied that record, a moment later and later still under load (a test read a lifted
     fence back right after the lift: still there). A replicator restarted at once would
-    fail again on the denial just lifted."""
+    fail again on the denial just lifted. Returns "" once read back, else what to say: the
+    change is made (in the log) but not yet seen applied."""
     end = time.monotonic() + timeout_s
-    while not agrees(fenced_topics(admin, principal, timeout_s=timeout_s)) \
-            and time.monotonic() < end:
+    while not agrees(fenced_topics(admin, principal, timeout_s=timeout_s)):
+        if time.monotonic() >= end:
+            return (f"the controller took the change, but the broker drctl asked had not "
+                    f"applied it after {timeout_s:g} s (its metadata behind)")
         time.sleep(0.1)
+    return ""
 
 
 def grant(admin: AdminClient, bindings: Iterable[AclBinding], *, timeout_s: float = 10) -> None:

@@ -101,6 +101,9 @@ def fence_unconfirmed_stop(ctx: OpsContext, marker: FailoverMarker,
         marker.fence = unfenced_record(rep.principal, names, ERROR, exc.message)
         return
     marker.fence = fence_record(result, names, marker.fence)
+    if result.done and result.reason:
+        ctx.notify(f"Warning: the fence on {rep.target}: {result.reason}; until it is, a "
+                   "returning replicator can still write there")
 
 
 def stop_behind_fence(ctx: OpsContext, marker: FailoverMarker, *, dry_run: bool) -> bool:
@@ -141,6 +144,9 @@ def lift_fence_after_stop(ctx: OpsContext, marker: FailoverMarker, *,
                           "Give drctl's principal ALTER and DESCRIBE on the target's cluster "
                           f"resource, or remove the DENY WRITE ACLs of {principal} there "
                           "yourself, then run failback again.")
+    if result.reason:
+        ctx.notify(f"Warning: the fence's lift on {rep.target}: {result.reason}; a "
+                   "replicator started before it is applied is refused again")
     marker.fence = {**marker.fence, "state": LIFTED, "lifted_at": _now()}
     marker.record("failback:lift-fence", {"lifted": list(result.changed),
                                           "not_fenced": list(result.unchanged)})

@@ -68,3 +68,20 @@ def test_a_fence_and_its_lift_are_done_once_the_broker_reads_them_back() -> None
     assert lifted.outcome == AclOutcome.DONE and lifted.changed == ("orders",)
     assert fenced_topics(admin, "User:mm2") == {"payments"}
     assert broker.describes > 4  # it asked again until the broker agreed
+
+
+def test_a_change_the_broker_never_reads_back_is_done_and_says_so() -> None:
+    """The controller took the change (it is in the metadata log) but the broker drctl asks
+    has not applied it by the timeout: still done — the log holds it — and said, where it
+    used to pass as read back."""
+    broker = _LaggingBroker(lag=10_000)
+    admin: Any = broker
+    fenced = fence(admin, "User:mm2", ["orders"], timeout_s=0.3)
+    assert fenced.outcome == AclOutcome.DONE and fenced.changed == ("orders",)
+    assert "had not applied it after 0.3 s" in fenced.reason
+    applied: Any = _LaggingBroker(lag=0)
+    assert fence(applied, "User:mm2", ["orders"]).reason == ""  # read back at once: nothing
+    applied.lag = 10_000
+    lifted = lift_fence(applied, "User:mm2", ["orders"], timeout_s=0.3)
+    assert lifted.outcome == AclOutcome.DONE and lifted.changed == ("orders",)
+    assert "had not applied it after 0.3 s" in lifted.reason
