@@ -15,6 +15,7 @@ rather than the job waiting out its Kafka client's timeouts.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -248,9 +249,10 @@ def _run_job(plan: GapPlan, spark: SparkSettings, progress: Progress | None, *, 
             _follow_own_process(followed, plan, spark, connector, progress, debug, timeout_s,
                                 notify, watch)
     except BaseException:
-        # The server lost, Ctrl-C or SIGTERM mid-job: as for a job that failed, drctl's own
-        # directory goes unless it holds a log to read (two were left per suite run).
-        _drop_temporary_output(plan, followed.log)
+        # The server lost, Ctrl-C or SIGTERM mid-job: no error points at the directory, so
+        # drctl's own goes (two were left per suite run), a log of the interrupted job too.
+        if plan.temporary_out:
+            shutil.rmtree(plan.out_dir, ignore_errors=True)
         raise
     finally:
         if watch is not None:
@@ -399,7 +401,8 @@ def _in_session(followed: _Followed, plan: GapPlan, spark: SparkSettings,
                 if remote.server_gone(exc):
                     failure.append(remote.unreachable(spark, exc, deadline_s or 0))
                     return
-                followed.log.write_text("".join(traceback.format_exception(exc)))
+                with contextlib.suppress(OSError):  # the command removed it on Ctrl-C
+                    followed.log.write_text("".join(traceback.format_exception(exc)))
                 if not fired.is_set():
                     followed.outcome["error"] = job.error_event(exc)
 
@@ -410,8 +413,8 @@ def _in_session(followed: _Followed, plan: GapPlan, spark: SparkSettings,
         if watch is not None:
             watch.start(cluster_lost)
         worker = threading.Thread(target=work, name="drctl-gap-job", daemon=True)
-        worker.start()
         try:
+            worker.start()  # in the try: Ctrl-C right after it still interrupts the job
             while worker.is_alive() and not lost.is_set():
                 worker.join(0.2)
         finally:

@@ -5,6 +5,8 @@ cluster that dropped mid-job (transient, and named) or another reason."""
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -296,6 +298,7 @@ def test_drctls_own_directory_goes_when_the_session_ends_before_the_job(
     the temporary directory the planner made goes with the command (each suite run left two
     empty ones behind)."""
     from drctl.gap import remote, runner
+    from drctl.interrupts import Terminated, sigterm_interrupts
 
     stopped = threading.Event()
 
@@ -304,10 +307,10 @@ def test_drctls_own_directory_goes_when_the_session_ends_before_the_job(
         yield SimpleNamespace(interruptAll=lambda: [stopped.set()])
 
     def require_kafka(_session: object, settings: SparkSettings) -> None:
-        if ending == "interrupted":  # Ctrl-C (SIGTERM, drctl/interrupts.py) on the main thread
-            import _thread
-
-            _thread.interrupt_main()
+        if ending == "interrupted":
+            # SIGTERM, which drctl's processes turn into Terminated on the main thread
+            # (drctl/interrupts.py) — whatever SIGINT's disposition in this test process.
+            os.kill(os.getpid(), signal.SIGTERM)
             stopped.wait(30)
             raise RuntimeError("the operation was interrupted on the server")
         raise remote.lacks_kafka(settings, "4.1.1")
@@ -318,8 +321,9 @@ def test_drctls_own_directory_goes_when_the_session_ends_before_the_job(
         stopped.clear()
         plan = _plan(tmp_path / f"out-{temporary}")
         plan.temporary_out = temporary
-        with pytest.raises(KeyboardInterrupt if ending == "interrupted"
-                           else remote.ServerLacksKafka):
+        with pytest.raises(Terminated if ending == "interrupted"
+                           else remote.ServerLacksKafka), sigterm_interrupts():
             runner.run_gap_analysis(plan, SparkSettings(remote="sc://spark:15002"))
+        assert stopped.is_set() or ending != "interrupted"  # the job interrupted on its server
         # A --report-dir the operator gave stays.
         assert Path(plan.out_dir).exists() is not temporary
