@@ -296,7 +296,7 @@ def _raise_unless_succeeded(followed: _Followed, plan: GapPlan, debug: bool,
 def _drop_temporary_output(plan: GapPlan, log: Path) -> None:
     """A failed job's output directory, when drctl made it (no --report-dir) and it holds no
     log for the error to point at: one was left in the temp directory per timed-out or
-    interrupted job on a Spark Connect server (the session writes no log)."""
+    interrupted job on a Spark Connect server."""
     if plan.temporary_out and not log.exists():
         shutil.rmtree(plan.out_dir, ignore_errors=True)
 
@@ -396,15 +396,16 @@ def _in_session(followed: _Followed, plan: GapPlan, spark: SparkSettings,
             except DrctlError as exc:
                 failure.append(exc)
             except Exception as exc:  # noqa: BLE001 - classified here, as its own process does
-                if lost.is_set():
-                    return  # what the interrupt caused: the lost cluster is the outcome
+                if lost.is_set() or fired.is_set():
+                    # What drctl's own interrupt caused: the lost cluster or the timeout is
+                    # the outcome, and the server's "cancelled" trace no log to keep.
+                    return
                 if remote.server_gone(exc):
                     failure.append(remote.unreachable(spark, exc, deadline_s or 0))
                     return
                 with contextlib.suppress(OSError):  # the command removed it on Ctrl-C
                     followed.log.write_text("".join(traceback.format_exception(exc)))
-                if not fired.is_set():
-                    followed.outcome["error"] = job.error_event(exc)
+                followed.outcome["error"] = job.error_event(exc)
 
         def cluster_lost() -> None:
             lost.set()

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from drctl.config import SparkSettings
-from drctl.errors import DrctlError, ExitStatus
+from drctl.errors import DrctlError, ExitStatus, TimedOut
 from drctl.gap.plan import DIFF, GapPlan
 from drctl.gap.result import RECORDS_DIR, GapResult
 from drctl.gap.runner import (
@@ -327,3 +327,32 @@ def test_drctls_own_directory_goes_when_the_session_ends_before_the_job(
         assert stopped.is_set() or ending != "interrupted"  # the job interrupted on its server
         # A --report-dir the operator gave stays.
         assert Path(plan.out_dir).exists() is not temporary
+
+
+def test_a_job_its_timeout_stopped_on_the_server_leaves_no_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server answers drctl's interrupt by failing the operation (OPERATION_CANCELED):
+    that trace is drctl's own doing, not a log to keep — the timed-out job's temporary
+    directory was left with it (the suite's timeout test, one per run)."""
+    from drctl.gap import job as job_module
+    from drctl.gap import remote, runner
+
+    cancelled = threading.Event()
+
+    @contextmanager
+    def connected(_settings: SparkSettings, _deadline: float | None) -> Iterator[object]:
+        yield SimpleNamespace(interruptAll=lambda: [cancelled.set()])
+
+    def run_job(*_: Any) -> None:
+        assert cancelled.wait(30)
+        raise RuntimeError("[OPERATION_CANCELED] Operation has been canceled.")
+
+    monkeypatch.setattr(remote, "connected", connected)
+    monkeypatch.setattr(remote, "require_kafka", lambda *_: None)
+    monkeypatch.setattr(job_module, "run_job", run_job)
+    plan = _plan(tmp_path / "drctl-gap-made-by-the-planner")
+    plan.temporary_out = True
+    with pytest.raises(TimedOut) as stopped:
+        runner.run_gap_analysis(plan, SparkSettings(remote="sc://spark:15002"), timeout_s=0.2)
+    assert "Spark log" not in (stopped.value.hint or "")
+    assert not Path(plan.out_dir).exists()
