@@ -98,8 +98,9 @@ def collect_status(ctx: OpsContext, deadline_s: float = 5.0) -> dict[str, Any]:
             clusters[name] = {"reachable": True, "cluster_id": info.cluster_id,
                               "brokers": info.broker_count, "rtt_ms": round(info.rtt_ms, 1)}
     # Each cluster's groups listed once, both at once: the inventory and the groups below
-    # share the answer (a listing waits LIST_PAUSE_S between the answers it compares).
-    listings = _group_listings(ctx, [n for n, c in clusters.items() if c["reachable"]])
+    # share the answer. A listing waits LIST_PAUSE_S between the answers it compares: it
+    # runs while the replication's state is read, and is waited for where it is needed.
+    listings_of = _group_listings(ctx, [n for n, c in clusters.items() if c["reachable"]])
     replication: dict[str, Any] = {}
     markers: list[dict[str, Any]] = []
     markers_from = "local state directory"
@@ -142,7 +143,7 @@ def collect_status(ctx: OpsContext, deadline_s: float = 5.0) -> dict[str, Any]:
             # What a failover with the source gone names if it has no position for it.
             replication["inventory"] = keep_inventory(
                 config, ctx.clients(rep.source), ctx.clients(rep.target),
-                listing=listings[rep.source]).as_dict()
+                listing=listings_of()[rep.source]).as_dict()
         else:
             replication["inventory"] = inventory_on_record(
                 config, "not refreshed: source or target unreachable").as_dict()
@@ -189,6 +190,7 @@ def collect_status(ctx: OpsContext, deadline_s: float = 5.0) -> dict[str, Any]:
             replication["protection"] = {**replication["protection"], "state": "unknown",
                                          "why": "the incidents on record cannot be read"}
     groups: dict[str, dict[str, Any]] = {}
+    listings = listings_of()
     for name, cluster in clusters.items():
         if not cluster["reachable"]:
             continue
@@ -200,18 +202,26 @@ def collect_status(ctx: OpsContext, deadline_s: float = 5.0) -> dict[str, Any]:
             "markers_from": markers_from, "groups": groups}
 
 
-def _group_listings(ctx: OpsContext, names: Sequence[str]) -> dict[str, GroupListing]:
-    """Each named cluster's consumer groups, listed in parallel (a failed listing raises, as
-    one listed alone does); each group left out is said through the clients' notify."""
-    with ThreadPoolExecutor(max_workers=max(1, len(names)),
-                            thread_name_prefix="status-groups") as pool:
-        futures = {name: pool.submit(group_listing, ctx.clients(name)) for name in names}
-        listings = {name: future.result() for name, future in futures.items()}
-    for name, listing in listings.items():
-        clients = ctx.clients(name)
-        if clients.notify is not None:
-            for line in listing.notes(clients):
-                clients.notify(line)
+def _group_listings(ctx: OpsContext, names: Sequence[str]
+                    ) -> Callable[[], dict[str, GroupListing]]:
+    """Each named cluster's consumer groups, listed in parallel in the background; the
+    function returned waits for them (a failed listing raises there, as one listed alone
+    does) and, the first time, says each group left out through the clients' notify."""
+    pool = ThreadPoolExecutor(max_workers=max(1, len(names)), thread_name_prefix="status-groups")
+    futures = {name: pool.submit(group_listing, ctx.clients(name)) for name in names}
+    pool.shutdown(wait=False)  # its threads end with their listings
+    gathered: dict[str, GroupListing] = {}
+
+    def listings() -> dict[str, GroupListing]:
+        if len(gathered) < len(futures):
+            for name, future in futures.items():
+                gathered[name] = future.result()
+            for name, listing in gathered.items():
+                clients = ctx.clients(name)
+                if clients.notify is not None:
+                    for line in listing.notes(clients):
+                        clients.notify(line)
+        return gathered
     return listings
 
 

@@ -145,6 +145,8 @@ def test_preflight_maps_topics_and_lists_active_groups() -> None:
     assert pre == {"source_reachable": True, "target_cluster_id": "fake-id",
                    "topics": {"orders": "orders"}, "active_groups_on_target": ["billing"]}
     assert notes == ["Preflight: dc2 must be reachable"]
+    # The preview's list is one answer: no pause for a second one in every failover.
+    assert ctx.clients("dc2").fake_admin.listed == 1
 
 
 def test_preflight_with_the_source_down_uses_the_target_mirrors() -> None:

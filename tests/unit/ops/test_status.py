@@ -221,3 +221,34 @@ def test_status_lists_each_clusters_groups_once_both_at_once(tmp_path: Any) -> N
     assert st["groups"] == {"dc1": {"billing": {"state": "EMPTY", "members": 0}},
                             "dc2": {"billing": {"state": "STABLE", "members": 1}}}
     assert {name: admin.listed for name, admin in admins.items()} == {"dc1": 2, "dc2": 2}
+
+
+def test_status_lists_the_groups_while_it_reads_the_replications_lag(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A listing's second answer comes LIST_PAUSE_S after its first: status reads the lag
+    meanwhile instead of waiting for it. Here the source's second answer waits until the lag
+    is being read: waited for first, the listing would wait in vain (and fail the test)."""
+    import drctl.ops.steps.flow_status as flow_status
+
+    config = parse_config({
+        "clusters": {"dc1": {"bootstrap.servers": "x"}, "dc2": {"bootstrap.servers": "y"}},
+        "replication": {"kind": "mirrormaker2", "source": "dc1", "target": "dc2"},
+        "state": {"dir": str(tmp_path)},
+        "retry": {"initial_s": 0, "attempts": 1}})
+    lag_read = threading.Event()
+    admins = {"dc1": FakeAdmin(True, {}, groups={"billing": 0}),
+              "dc2": FakeAdmin(True, {}, groups={})}
+    source = admins["dc1"]
+    source.on_list = lambda: (None if source.listed == 0
+                              else lag_read.wait(20) or pytest.fail("listed before the lag"))
+
+    def lag(ctx: OpsContext) -> dict[str, Any]:
+        lag_read.set()
+        return {}
+
+    monkeypatch.setattr(flow_status, "target_lag", lag)
+    ctx = OpsContext(config, lambda name: FakeClients(name, admins[name]), FakeMarkers,
+                     kind_named("mirrormaker2"))
+    st = collect_status(ctx, deadline_s=5)
+    assert lag_read.is_set() and source.listed == 2
+    assert st["groups"]["dc1"] == {"billing": {"state": "EMPTY", "members": 0}}
