@@ -30,6 +30,7 @@ import threading
 import time
 import traceback
 import weakref
+from collections import Counter
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
@@ -547,12 +548,23 @@ class GapJob:
         if raw is None:
             return missing, {}
         self.events.enter("compaction")
-        gone = self.materialize(
-            diff.superseded(missing, diff.source_keys(raw, self.source_names()), compacted),
-            "superseded")
-        per_partition = {(r["tix"], r["partition"]): r["n"]
-                         for r in gone.groupBy(*diff.KEYS).agg(
-                             F.count(F.lit(1)).alias("n")).collect()}
+        superseded = diff.superseded(missing, diff.source_keys(raw, self.source_names()),
+                                     compacted)
+        if self.small:
+            # A small plan's superseded offsets (no more than its records) come back in one
+            # query and go back as a local table: on a Spark Connect server, caching them
+            # first cost two round trips more (the cache's planning, then its count), a
+            # second or more of a small job.
+            rows = [(r["tix"], r["partition"], r["offset"]) for r in superseded.collect()]
+            if not rows:
+                return missing, {}
+            per_partition = dict(Counter((tix, partition) for tix, partition, _ in rows))
+            gone = self.spark.createDataFrame(rows, "tix int, partition int, offset bigint")
+        else:
+            gone = self.materialize(superseded, "superseded")
+            per_partition = {(r["tix"], r["partition"]): r["n"]
+                             for r in gone.groupBy(*diff.KEYS).agg(
+                                 F.count(F.lit(1)).alias("n")).collect()}
         if not per_partition:
             return missing, {}
         return missing.join(gone, [*diff.KEYS, "offset"], "left_anti"), per_partition
