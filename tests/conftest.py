@@ -180,6 +180,9 @@ class _Labs:
         self.spark = SparkConnectServer(_SPARK_DIR, SPARK_CONNECT_PORT)
         self._spark_up: threading.Thread | None = None
         self._spark_failed: BaseException | None = None
+        # Labs going down in the background (`stop`), by name, and what their downs raised.
+        self._stopping: dict[str, threading.Thread] = {}
+        self._stop_failed: list[BaseException] = []
 
     def start_spark(self) -> None:
         """Start the worker's Spark Connect server, in the background: a lab starts
@@ -213,6 +216,7 @@ class _Labs:
 
     def get(self, name: str, *, spark_workers: int = 0) -> RunningLab:
         if name not in self.started:
+            self._stopped(name)  # the same kind started again: its ports and directory
             lab = Lab(self.root / f"lab-{name}")
             self.start_spark()
             try:
@@ -238,19 +242,44 @@ class _Labs:
 
     def stop(self, name: str) -> None:
         """Down with a lab no test left on this worker needs: an idle lab still costs a
-        tenth of a core (MirrorMaker 2 polling at test speed), which the others' tests want."""
+        tenth of a core (MirrorMaker 2 polling at test speed), which the others' tests want.
+        It goes down in the background while the worker's next test runs: a lab's down
+        waits on its JVMs' shutdowns (the Connect worker's takes 5-6 s: its readers' fetches
+        wait up to 5 s, lab.py), time the worker spent idle."""
         running = self.started.pop(name, None)
-        if running is not None:
-            running.close()
-            running.lab.down()
-            if not self.keep:
-                shutil.rmtree(running.lab.dir, ignore_errors=True)
+        if running is None:
+            return
+        running.close()  # the clients' children, by the thread that made them
+
+        def down() -> None:
+            try:
+                running.lab.down()
+                if not self.keep:
+                    shutil.rmtree(running.lab.dir, ignore_errors=True)
+            except BaseException as exc:  # noqa: BLE001 - raised by the session's down()
+                self._stop_failed.append(exc)
+
+        self._stopped(name)
+        stopping = threading.Thread(target=down, name=f"lab-down-{name}")
+        stopping.start()
+        self._stopping[name] = stopping
+
+    def _stopped(self, name: str) -> None:
+        """Until the lab `name` has gone down, if it is going down."""
+        stopping = self._stopping.pop(name, None)
+        if stopping is not None:
+            stopping.join()
 
     def down(self) -> None:
+        """Every lab down, side by side, and every down the workers started ended."""
         for name in list(self.started):
             self.stop(name)
+        for name in list(self._stopping):
+            self._stopped(name)
         if self._spark_up is not None:
             self._spark_up.join()  # the run's controller stops the server
+        if self._stop_failed:
+            raise self._stop_failed[0]
 
 
 # The Strimzi lab's binaries and CRDs (drctl/lab/kube.py, strimzi_crds.py), built once per
