@@ -309,3 +309,8 @@ def run() -> None:
         # more written to the closed pipe when Python flushes at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(ExitStatus.FAILURE)
+    except KeyboardInterrupt:
+        # A second Ctrl-C or SIGTERM while the first one's cleanup runs (`main` closing the
+        # command's clients): still exit 130, and no traceback.
+        sys.stderr.write("drctl: interrupted again; cleanup cut short.\n")
+        sys.exit(ExitStatus.INTERRUPTED)

@@ -239,3 +239,20 @@ def test_sigterm_ends_a_command_as_ctrl_c_does(tmp_path: Path) -> None:
     doc = json.loads(out)
     assert doc["error"]["kind"] == "Interrupted" and doc["exit_status"] == 130, doc
     assert b"Traceback" not in err, err
+
+
+def test_a_second_interrupt_during_the_cleanup_is_exit_130_without_a_traceback(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Ctrl-C (or SIGTERM) again while the first one's cleanup closes the command's clients:
+    it escaped `main` and ended drctl with Python's traceback."""
+    from drctl.cli import app as cli_app
+
+    def interrupted_cleanup() -> int:
+        raise KeyboardInterrupt  # as from main's `finally`, closing the clients
+
+    monkeypatch.setattr(cli_app, "main", interrupted_cleanup)
+    with pytest.raises(SystemExit) as ended:
+        cli_app.run()
+    assert ended.value.code == ExitStatus.INTERRUPTED
+    err = capsys.readouterr().err
+    assert "interrupted again" in err and "Traceback" not in err, err
