@@ -305,8 +305,9 @@ def _terminated(_signum: int, _frame: object) -> None:
 def pytest_sessionstart(session: pytest.Session) -> None:
     global _strimzi_build
     config = session.config
-    if hasattr(config, "workerinput") or not _may_run_strimzi_lab(config):
-        return
+    if (hasattr(config, "workerinput") or config.option.collectonly
+            or not _may_run_strimzi_lab(config)):
+        return  # a collection only (`make test` writes the tests' bytecode so) runs no lab
     from drctl.lab.kube import cached_binaries
 
     if cached_binaries() is not None:
