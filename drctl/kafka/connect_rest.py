@@ -196,6 +196,11 @@ class ConnectClient(JsonEndpoint):
     def stop(self, name: str) -> None:
         self.request("PUT", f"/connectors/{_path(name)}/stop")
 
+    def restart(self, name: str) -> None:
+        """Restart the connector alone: the worker starts it again in its target state (a
+        STOPPED or PAUSED one stays so, with no task started) and writes that status anew."""
+        self.request("POST", f"/connectors/{_path(name)}/restart")
+
     def restart_failed(self, name: str) -> None:
         """Restart the connector and its tasks where they FAILED (Kafka 3.0+); a FAILED task
         stays so until restarted, even once its cause is gone."""

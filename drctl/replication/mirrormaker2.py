@@ -218,14 +218,14 @@ class MirrorMaker2(ConnectControlled):
         if state is None:
             notify(f"Creating {name} (stopped) and setting its start to the failover point")
             client.create(name, cfg, initial_state="STOPPED")
-            wait_connector_state(client, name, "STOPPED")
+            wait_connector_state(client, name, "STOPPED", notify=notify)
             client.alter_offsets(name, offsets)
         elif started_for != request.incident:
             reset = started_for or "unknown"
             notify(f"{name} exists from incident {reset} ({state}): stopping it and resetting "
                    f"it to incident {request.incident}'s failover point")
             stop_or_pause(client, name)
-            wait_connector_state(client, name, "STOPPED")
+            wait_connector_state(client, name, "STOPPED", notify=notify)
             client.put_config(name, cfg)
             client.alter_offsets(name, offsets)
         elif state == "STOPPED":
