@@ -12,46 +12,29 @@ import json
 import time
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
 
 from drctl.errors import DrctlError
+from drctl.kafka.records import read_all
 from drctl.replication.connect import (
     STATUS_REWRITE_AFTER_S,
     retire_connector,
     wait_connector_state,
 )
 from tests.conftest import RunningLab
+from tests.lab.support import produce
 
 pytestmark = [pytest.mark.lab]
+STATUS_TOPIC = "connect-status.internal"  # the lab worker's status.storage.topic
 
 
-def _worker_setting(lab: RunningLab, key: str) -> str:
-    text = (lab.lab.dir / "connect" / "worker.properties").read_text()
-    return next(line.split("=", 1)[1] for line in text.splitlines()
-                if line.startswith(f"{key}="))
-
-
-def _last_status(bootstrap: str, topic: str, key: bytes) -> dict[str, object]:
-    """The last record of `key` in the worker's status topic."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "drctl-test-status",
-                         "enable.auto.commit": False})
-    try:
-        tp = TopicPartition(topic, 0, 0)
-        _, end = consumer.get_watermark_offsets(tp, timeout=10)
-        consumer.assign([tp])
-        found: dict[str, object] = {}
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            message = consumer.poll(1)
-            if message is None or message.error():
-                continue
-            if message.key() == key and message.value():
-                found = json.loads(message.value())
-            if message.offset() >= end - 1:
-                break
-        return found
-    finally:
-        consumer.close()
+def _last_status(lab: RunningLab, key: bytes) -> dict[str, object]:
+    """The last record of `key` in the worker's status topic (the lab keeps Connect's
+    internal topics on the secondary)."""
+    found: dict[str, object] = {}
+    for record in read_all(lab.secondary, STATUS_TOPIC):
+        if record.key == key and record.value:
+            found = json.loads(record.value)
+    return found
 
 
 def test_a_stop_whose_status_write_was_lost_is_written_again(lab: RunningLab, ns: str) -> None:
@@ -63,16 +46,13 @@ def test_a_stop_whose_status_write_was_lost_is_written_again(lab: RunningLab, ns
     config = {**connect.config(source), "name": name, "topics": f"{ns}-nothing"}
     connect.create(name, config, initial_state="STOPPED")
     wait_connector_state(connect, name, "STOPPED")
-    bootstrap = _worker_setting(lab, "bootstrap.servers")
-    topic = _worker_setting(lab, "status.storage.topic")
     key = f"status-connector-{name}".encode()
-    written = _last_status(bootstrap, topic, key)
+    written = _last_status(lab, key)
     assert written.get("state") == "STOPPED", written
 
     # The write lost: the worker's last word on it is the RUNNING it wrote before.
-    producer = Producer({"bootstrap.servers": bootstrap})
-    producer.produce(topic, key=key, value=json.dumps({**written, "state": "RUNNING"}).encode())
-    producer.flush(10)
+    produce(lab.secondary, STATUS_TOPIC,
+            [(0, key, json.dumps({**written, "state": "RUNNING"}).encode())])
     deadline = time.monotonic() + 30
     while connect.connector_state(name)[0] != "RUNNING":
         assert time.monotonic() < deadline, connect.connector_state(name)
@@ -90,4 +70,4 @@ def test_a_stop_whose_status_write_was_lost_is_written_again(lab: RunningLab, ns
     assert any("restarting the connector alone" in line for line in said), said
     assert name not in connect.connectors()
     # It never copied: no task was ever started for it.
-    assert _last_status(bootstrap, topic, f"status-task-{name}-0".encode()) == {}
+    assert _last_status(lab, f"status-task-{name}-0".encode()) == {}
