@@ -57,9 +57,9 @@ def call_in_child(action: str, params: Mapping[str, Any], *, registry_factory: s
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         p for p in (root, os.environ.get("PYTHONPATH", "")) if p)}
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "drctl.runbook.child_main"], env=env,
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True)
+        proc = start_group([sys.executable, "-m", "drctl.runbook.child_main"], grace_s,
+                           env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE)
     except OSError as exc:
         raise AttemptFailed(f"cannot start the step's process: {exc}") from exc
     lines: list[str] = []
@@ -126,6 +126,42 @@ def _answer(action: str, status: int, stdout: bytes, lines: list[str]) -> Any:
                                 unreachable=bool(error.get("unreachable")))
         raise NotRetried(str(error.get("message")), error.get("hint"))
     return answer["result"]
+
+
+def start_group(args: list[str], grace_s: float, **popen: Any) -> subprocess.Popen[bytes]:
+    """`args` started in a session of its own (its process group: `end_group`). Ctrl-C or
+    SIGTERM arriving while it starts is held until the process is ours: raised inside
+    Popen, it lost the process (on a loaded machine the shell had started its own children
+    and they outlived the runbook). Held, the group is ended and the signal raised again,
+    as its handler before would have taken it."""
+    held: list[int] = []
+    previous: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for number in (signal.SIGINT, signal.SIGTERM):
+            if signal.getsignal(number) is not None:  # None: not Python's to put back
+                previous[number] = signal.signal(number,
+                                                 lambda signum, _frame: held.append(signum))
+    try:
+        proc = subprocess.Popen(args, start_new_session=True, **popen)
+    except BaseException:
+        _restore(previous)
+        _raise_held(held)
+        raise
+    _restore(previous)
+    if held:
+        end_group(proc, grace_s)
+        _raise_held(held)
+    return proc
+
+
+def _restore(previous: Mapping[int, Any]) -> None:
+    for number, handler in previous.items():
+        signal.signal(number, handler)
+
+
+def _raise_held(held: list[int]) -> None:
+    for number in dict.fromkeys(held):
+        signal.raise_signal(number)  # the handler restored above runs (raises, or ends us)
 
 
 def end_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from drctl.runbook.child import end_group
+from drctl.runbook.child import end_group, start_group
 from drctl.runbook.kinds.interface import (
     AttemptFailed,
     StepKindDefinition,
@@ -69,9 +69,9 @@ def _run_shell(inputs: Mapping[str, Any], timeout_s: float | None,
     cwd = str(inputs["cwd"]) if inputs.get("cwd") else None
     try:
         # A session of its own: a timeout kills the whole process group, children too.
-        proc = subprocess.Popen(["/bin/sh", "-c", str(inputs["command"])], cwd=cwd, env=env,
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True)
+        proc = start_group(["/bin/sh", "-c", str(inputs["command"])], grace_s, cwd=cwd,
+                           env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE)
     except OSError as exc:
         raise AttemptFailed(f"cannot start the shell: {exc}") from exc
     try:
