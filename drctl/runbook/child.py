@@ -138,7 +138,9 @@ def start_group(args: list[str], grace_s: float, **popen: Any) -> subprocess.Pop
     previous: dict[int, Any] = {}
     if threading.current_thread() is threading.main_thread():
         for number in (signal.SIGINT, signal.SIGTERM):
-            if signal.getsignal(number) is not None:  # None: not Python's to put back
+            # Left alone: one ignored (an xdist worker's SIGINT) stays ignored, and None is
+            # not Python's to put back.
+            if signal.getsignal(number) not in (None, signal.SIG_IGN):
                 previous[number] = signal.signal(number,
                                                  lambda signum, _frame: held.append(signum))
     try:

@@ -45,8 +45,13 @@ def test_an_interrupt_while_the_shell_starts_ends_its_children_and_is_raised(
     pidfile = tmp_path / "sleep.pid"
     started = _interrupted_while_starting(monkeypatch, pidfile, signum)
     inputs = {"command": f"sleep 60 & echo $! > {pidfile}; wait", "env": {}}
-    with pytest.raises(KeyboardInterrupt) as raised, sigterm_interrupts():
-        shell._run_shell(inputs, timeout_s=None, grace_s=2)
+    # Ctrl-C as drctl's process has it (an xdist worker ignores SIGINT).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt) as raised, sigterm_interrupts():
+            shell._run_shell(inputs, timeout_s=None, grace_s=2)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert isinstance(raised.value, Terminated) == (signum == signal.SIGTERM)
     assert len(started) == 1
     assert started[0].returncode is not None, "the shell itself was not ended and reaped"
@@ -58,3 +63,18 @@ def test_the_handlers_before_the_start_are_back_after_it(tmp_path: Path) -> None
     outcome = shell._run_shell({"command": "echo ok", "env": {}}, timeout_s=30, grace_s=1)
     assert outcome["stdout"] == "ok"
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+
+
+def test_an_ignored_interrupt_while_the_shell_starts_stays_ignored(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SIGINT ignored (as in a process started with it ignored): the step runs on."""
+    pidfile = tmp_path / "sleep.pid"
+    _interrupted_while_starting(monkeypatch, pidfile, signal.SIGINT)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        outcome = shell._run_shell({"command": f"sleep 0.2 & echo $! > {pidfile}; wait; "
+                                               "echo done", "env": {}},
+                                   timeout_s=30, grace_s=1)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert outcome["stdout"] == "done"
