@@ -52,7 +52,12 @@ from drctl.errors import CheckFailed, ExitStatus, Unreachable
 from drctl.kafka.clients import ClusterClients, reason_text
 from drctl.kafka.connect_rest import LockNotHeld, guarded
 from drctl.kafka.records import ReadTimeout, read_all
-from drctl.kafka.topics import ensure_topics, log_append_time_topics, set_topic_config
+from drctl.kafka.topics import (
+    CONFIG_SHOWS_S,
+    ensure_topics,
+    log_append_time_topics,
+    set_topic_config,
+)
 
 LEASE_S = 60.0  # a holder silent this long has died (or is stuck): another may take over
 BEAT_S = 10.0
@@ -210,9 +215,9 @@ class TopicLog:
             raise self._unreachable("prepare", exc) from exc
         if not stamped:
             try:
-                set_topic_config(admin, self.topic, {"message.timestamp.type": "LogAppendTime"})
-                stamped = self.topic in log_append_time_topics(admin, [self.topic])
-                cause = "the setting did not take"
+                stamped = set_topic_config(admin, self.topic,
+                                           {"message.timestamp.type": "LogAppendTime"})
+                cause = f"the setting did not show within {CONFIG_SHOWS_S:g} s"
             except KafkaException as exc:
                 cause = reason_text(exc)
             if not stamped:

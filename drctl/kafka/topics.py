@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
+import time
 from collections.abc import Callable, Iterable, Mapping
 
 from drctl.kafka.clients import ClusterClients, cluster_metadata
@@ -154,10 +155,20 @@ def grow_topics(clients: ClusterClients, wanted: Mapping[str, int]) -> dict[str,
     return grow
 
 
+# A broker answers an alteration once the controller has committed it (KRaft), and applies it
+# when its own metadata catches up: a describe right after can still show the old value. Seen
+# on a loaded machine: the flow's lock topic set to LogAppendTime, then read back as not.
+CONFIG_SHOWS_S = 10.0
+_CONFIG_READ_EVERY_S = 0.2
+
+
 def set_topic_config(admin: object, topic: str, configs: Mapping[str, str],
-                     timeout_s: float = 30.0) -> None:
-    """Set `configs` on `topic`, incrementally (the topic's other configs stay); a refusal
-    (not authorized, a policy) is the KafkaException the broker answered."""
+                     timeout_s: float = 30.0, shows_s: float = CONFIG_SHOWS_S, *,
+                     clock: Callable[[], float] = time.monotonic,
+                     sleep: Callable[[float], None] = time.sleep) -> bool:
+    """Set `configs` on `topic`, incrementally (the topic's other configs stay), then read
+    them back until every value shows (at most `shows_s`): whether they did. A refusal (not
+    authorized, a policy) is the KafkaException the broker answered."""
     from confluent_kafka.admin import (
         AlterConfigOpType,
         ConfigEntry,
@@ -172,3 +183,27 @@ def set_topic_config(admin: object, topic: str, configs: Mapping[str, str],
         [resource], request_timeout=timeout_s)
     for future in futures.values():
         future.result(timeout_s)
+    end = clock() + shows_s
+    while True:
+        if _config_shows(admin, topic, configs, timeout_s):
+            return True
+        if clock() >= end:
+            return False
+        sleep(_CONFIG_READ_EVERY_S)
+
+
+def _config_shows(admin: object, topic: str, configs: Mapping[str, str],
+                  timeout_s: float) -> bool:
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import ConfigResource, ResourceType
+
+    futures = admin.describe_configs(  # type: ignore[attr-defined]
+        [ConfigResource(ResourceType.TOPIC, topic)], request_timeout=timeout_s)
+    try:
+        entries = next(iter(futures.values())).result(timeout=timeout_s)
+    except KafkaException as exc:
+        if transient(exc):
+            return False  # a broker catching up or restarting: read again
+        raise
+    return all(getattr(entries.get(name), "value", None) == value
+               for name, value in configs.items())
