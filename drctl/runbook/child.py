@@ -56,12 +56,6 @@ def call_in_child(action: str, params: Mapping[str, Any], *, registry_factory: s
     root = str(Path(drctl.__file__).resolve().parents[1])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         p for p in (root, os.environ.get("PYTHONPATH", "")) if p)}
-    try:
-        proc = start_group([sys.executable, "-m", "drctl.runbook.child_main"], grace_s,
-                           env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE)
-    except OSError as exc:
-        raise AttemptFailed(f"cannot start the step's process: {exc}") from exc
     lines: list[str] = []
     out: list[bytes] = []
 
@@ -78,8 +72,15 @@ def call_in_child(action: str, params: Mapping[str, Any], *, registry_factory: s
         assert proc.stdout is not None
         out.append(proc.stdout.read())
 
+    # Made before the start: from it on, an interrupt finds the `try` that ends the group.
     readers = [threading.Thread(target=read_stderr, daemon=True, name="child-stderr"),
                threading.Thread(target=read_stdout, daemon=True, name="child-stdout")]
+    try:
+        proc = start_group([sys.executable, "-m", "drctl.runbook.child_main"], grace_s,
+                           env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE)
+    except OSError as exc:
+        raise AttemptFailed(f"cannot start the step's process: {exc}") from exc
     try:
         started(proc.pid)
         for reader in readers:
@@ -101,7 +102,8 @@ def call_in_child(action: str, params: Mapping[str, Any], *, registry_factory: s
         raise
     finally:
         for reader in readers:
-            reader.join(10)
+            if reader.ident is not None:  # started (an interrupt can come before)
+                reader.join(10)
     return _answer(action, proc.returncode, b"".join(out), lines)
 
 
