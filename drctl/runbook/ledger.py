@@ -399,8 +399,8 @@ class GroupCount:
     # A local-only group's reads of the other region's records (on the shared local topic
     # while failed over): counted apart, never lost nor re-delivered.
     other_region: int = 0
-    # Reads of a record's extra copies in one copy topic (`SideCount.recopied`), each read
-    # once: MirrorMaker 2's doing, not a position's.
+    # Reads of a record's extra copies in a copy topic (`SideCount.recopied`): MirrorMaker
+    # 2's doing, not a position's.
     recopied: int = 0
 
 
@@ -519,41 +519,53 @@ class Tally:
                 "groups": [dict(g.__dict__) for g in self.groups]}
 
 
+# Where a group may read a record: (cluster, topic, partition, offset).
+Place = tuple[str, str, int, int]
+
+
 def count_side(ledger: Ledger, acked: Mapping[int, Entry], clients: ClusterClients,
-               topics: Sequence[str], copies: Sequence[str] = ()) -> list[SideCount]:
+               topics: Sequence[str], copies: Sequence[str] = ()
+               ) -> tuple[list[SideCount], set[Place]]:
     """Per partition: the acknowledged records `topics` on this cluster hold once, not at
     all, or more than once; and the numbers sent but never acknowledged found there. A
-    record's extra copies in one of `copies` (a pair's copy topic) are `recopied`."""
+    record's extra copies in one of `copies` (a pair's copy topic) are `recopied`; where
+    they sit is returned beside the rows (`count_groups` counts their reads apart)."""
     names = _existing(clients, topics)
-    found: list[tuple[int, int, str]] = []
+    found: list[tuple[int, int, str, int]] = []
     for topic in names:
         for rec in read_all(clients, topic):
             seq = ledger.seq_of(rec.key)
             if seq is not None:
-                found.append((seq, rec.partition, topic))
-    once, recopied = fold_recopies(found, copies)
+                found.append((seq, rec.partition, topic, rec.offset))
+    once, recopied, extra = fold_recopies(found, copies)
     rows = count_found(acked, once, clients.name, names)
     for row in rows:
         row.recopied = recopied.get(row.partition, 0)
-    return rows
+    return rows, {(clients.name, topic, partition, offset)
+                  for topic, partition, offset in extra}
 
 
-def fold_recopies(found: Iterable[tuple[int, int, str]], copies: Sequence[str]
-                  ) -> tuple[list[tuple[int, int]], Counter[int]]:
-    """(record number, partition) of every copy found, a record whose every copy is in one
-    of `copies` counted once there; and per partition the extra copies so folded."""
-    where: dict[int, list[tuple[int, str]]] = {}
-    for seq, partition, topic in found:
-        where.setdefault(seq, []).append((partition, topic))
+def fold_recopies(found: Iterable[tuple[int, int, str, int]], copies: Sequence[str]
+                  ) -> tuple[list[tuple[int, int]], Counter[int], set[tuple[str, int, int]]]:
+    """(record number, partition) of every copy found (record number, partition, topic,
+    offset), a record whose every copy is in one of `copies` counted once there; per
+    partition the extra copies so folded; and where each extra copy sits (topic, partition,
+    offset): every copy but the first, MirrorMaker 2 writing a re-copy after the first."""
+    where: dict[int, list[tuple[int, str, int]]] = {}
+    for seq, partition, topic, offset in found:
+        where.setdefault(seq, []).append((partition, topic, offset))
     once: list[tuple[int, int]] = []
     recopied: Counter[int] = Counter()
+    extra: set[tuple[str, int, int]] = set()
     for seq, places in where.items():
-        if len(places) > 1 and len(set(places)) == 1 and places[0][1] in copies:
-            once.append((seq, places[0][0]))
-            recopied[places[0][0]] += len(places) - 1
+        partition, topic = places[0][0], places[0][1]
+        if len(places) > 1 and len({p[:2] for p in places}) == 1 and topic in copies:
+            once.append((seq, partition))
+            recopied[partition] += len(places) - 1
+            extra |= {(topic, partition, offset) for offset in sorted(p[2] for p in places)[1:]}
         else:
-            once += [(seq, partition) for partition, _ in places]
-    return once, recopied
+            once += [(seq, p) for p, _, _ in places]
+    return once, recopied, extra
 
 
 def count_found(acked: Mapping[int, Entry], found: Iterable[tuple[int, int]], cluster: str,
@@ -586,14 +598,17 @@ def count_found(acked: Mapping[int, Entry], found: Iterable[tuple[int, int]], cl
 
 
 def count_groups(ledger: Ledger, acked: Mapping[int, Entry],
-                 copies: Iterable[tuple[str, str]] = ()) -> list[GroupCount]:
+                 extra_copies: Iterable[Place] = ()) -> list[GroupCount]:
     """Per group and partition: acknowledged records it never read, and reads again. A
-    pair's local-only group is held to its region's records only; reads of a record's extra
-    copies in one copy topic (`copies`: cluster, topic), each offset read once, are
-    `recopied`, not re-delivered."""
+    pair's local-only group is held to its region's records only; a read of a record's
+    extra copy in a copy topic (`extra_copies`, from `count_side`) is `recopied`, not
+    re-delivered — whether the group read the first copy there too, or the record on the
+    other cluster before its applications moved (a fault during failback has MirrorMaker 2
+    re-copy what it had copied; failback places the group after the first copies, and the
+    re-copies come after it). The same copy read twice is re-delivered."""
     rows: list[GroupCount] = []
     kinds = ledger.kinds()
-    copy_topics = set(copies)
+    extra = set(extra_copies)
     for group in ledger.groups():
         reads: dict[int, list[Entry]] = {}
         for e in ledger.reads(group):
@@ -603,15 +618,17 @@ def count_groups(ledger: Ledger, acked: Mapping[int, Entry],
         for seq, entry in acked.items():
             row = per.setdefault(entry.partition, GroupCount(group, entry.partition))
             got = reads.get(seq, [])
-            n = len(got)
             if kind is not None and kind.local_only and entry.region != kind.region:
-                row.other_region += n
+                row.other_region += len(got)
                 continue
-            places = {(e.cluster, e.topic, e.partition) for e in got}
-            if n > 1 and len(places) == 1 and len({e.offset for e in got}) == n \
-                    and (got[0].cluster, got[0].topic) in copy_topics:
-                row.recopied += n - 1
-                n = 1
+            places = [(e.cluster, e.topic, e.partition, e.offset) for e in got]
+            recopies = [place for place in places if place in extra]
+            # Each re-copy read once is MirrorMaker 2's; one read twice is a position's.
+            recopied = len(set(recopies))
+            n = len(got) - recopied
+            if n == 0 and recopied:  # only re-copies read: the record was read, once
+                n, recopied = 1, recopied - 1
+            row.recopied += recopied
             row.expected += 1
             row.read += n
             row.lost += n == 0
@@ -635,9 +652,10 @@ def tally(ledger: Ledger, config: Config, topic: str, *, redelivery_allowed: Any
     clients = {c: ClusterClients.for_cluster(config, c) for c in sides_topics}
     started = clock()
     while True:
-        sides = [row for cluster, c in clients.items()
-                 for row in count_side(ledger, acked, c, sides_topics[cluster],
-                                       copies.get(cluster, ()))]
+        counted = [count_side(ledger, acked, c, sides_topics[cluster], copies.get(cluster, ()))
+                   for cluster, c in clients.items()]
+        sides = [row for rows, _ in counted for row in rows]
+        extra = {place for _, places in counted for place in places}
         if all(s.ok for s in sides) or clock() - started > deadline_s:
             break
         behind = sum(s.lost for s in sides)
@@ -645,8 +663,7 @@ def tally(ledger: Ledger, config: Config, topic: str, *, redelivery_allowed: Any
                "yet; counting again")
         sleep(2.0)
     result = Tally(ledger.name, len(acked), len(ledger.sent()), sides,
-                   count_groups(ledger, acked, [(c, t) for c, ts in copies.items()
-                                                for t in ts]),
+                   count_groups(ledger, acked, extra),
                    clock() - started, allowed,
                    sorted(set(left_behind)))
     notify(f"Ledger {ledger.name}: {result.acked} acknowledged; lost {result.lost}, twice "

@@ -24,6 +24,7 @@ from drctl.runbook.ledger import (
     consume,
     count_found,
     count_groups,
+    fold_recopies,
     redelivery_allowance,
     side_topics,
     write_topic,
@@ -200,24 +201,52 @@ def test_a_pairs_extra_copies_in_one_copy_topic_are_mirrormakers_not_twice(
     records "twice" and an aggregate group "re-delivering" them beyond what drctl stated.
     drctl copies nothing between the regions: such copies, and their reads at their own
     offsets, are counted apart. Twice across topics, or one offset read twice, still count."""
-    from drctl.runbook.ledger import fold_recopies
-
-    found = [(1, 0, "secondary.l"), (1, 0, "secondary.l"), (2, 0, "l"), (2, 0, "l"),
-             (3, 1, "secondary.l"), (3, 1, "l"), (4, 1, "secondary.l")]
-    once, recopied = fold_recopies(found, ["secondary.l"])
+    found = [(1, 0, "secondary.l", 9), (1, 0, "secondary.l", 7), (2, 0, "l", 3),
+             (2, 0, "l", 4), (3, 1, "secondary.l", 5), (3, 1, "l", 5), (4, 1, "secondary.l", 6)]
+    once, recopied, extra = fold_recopies(found, ["secondary.l"])
     assert sorted(once) == [(1, 0), (2, 0), (2, 0), (3, 1), (3, 1), (4, 1)]
     assert recopied == {0: 1}
+    assert extra == {("secondary.l", 0, 9)}  # the first copy (7) is the record's
     ledger = Ledger(tmp_path, "run1")
     acked = {s: Entry(s, "secondary", "l", 0, s, "secondary") for s in (1, 2)}
     ledger.record_reads("agg", [Entry(1, "primary", "secondary.l", 0, 7),
                                 Entry(1, "primary", "secondary.l", 0, 9),
                                 Entry(2, "primary", "secondary.l", 0, 8),
                                 Entry(2, "primary", "secondary.l", 0, 8)])
-    [row] = count_groups(ledger, acked, [("primary", "secondary.l")])
+    places = {("primary", t, p, o) for t, p, o in extra}
+    [row] = count_groups(ledger, acked, places)
     assert (row.read, row.recopied, row.redelivered, row.lost) == (3, 1, 1, 0)
-    # Without the pair's copy topics (one flow): both count as re-delivered.
+    # Without the pair's extra copies (one flow): both count as re-delivered.
     [row] = count_groups(ledger, acked)
     assert (row.recopied, row.redelivered) == (0, 2)
+
+
+def test_a_re_copy_read_after_failback_is_mirrormakers_not_a_re_delivery(
+        tmp_path: Path) -> None:
+    """Found by a suite run: the primary stopped during an active-active failback, and
+    MirrorMaker 2 (secondary -> primary) re-copied what it had copied since its last
+    committed offset. The aggregate group had read those records on the secondary; failback
+    placed it on the primary's copy topic right after the first copies, and it read the
+    re-copies that came after: 180 reads "again, 0 stated by drctl". Reads of the first copy
+    (a position too early) and a re-copy read twice still count."""
+    acked = {s: Entry(s, "secondary", "l", 0, s, "secondary") for s in (75, 76, 77)}
+    found = [(s, 0, "secondary.l", s) for s in (75, 76, 77)] \
+        + [(s, 0, "secondary.l", s + 75) for s in (75, 76, 77)]
+    _, _, extra = fold_recopies(found, ["secondary.l"])
+    places = {("primary", t, p, o) for t, p, o in extra}
+    ledger = Ledger(tmp_path, "run1")
+    ledger.record_reads("agg", [Entry(s, "secondary", "l", 0, s) for s in (75, 76, 77)])
+    ledger.record_reads("agg", [
+        Entry(75, "primary", "secondary.l", 0, 150),  # a re-copy: MirrorMaker 2's
+        Entry(76, "primary", "secondary.l", 0, 76),  # the first copy: a position's
+        Entry(77, "primary", "secondary.l", 0, 152),  # a re-copy read twice
+        Entry(77, "primary", "secondary.l", 0, 152)])
+    [row] = count_groups(ledger, acked, places)
+    assert (row.expected, row.lost, row.recopied, row.redelivered) == (3, 0, 2, 2)
+    ledger.record_reads("late", [Entry(75, "primary", "secondary.l", 0, 150)])
+    rows = {r.group: r for r in count_groups(ledger, acked, places)}
+    # Only a re-copy read: the record was read once, nothing re-copied counted.
+    assert (rows["late"].read, rows["late"].recopied, rows["late"].lost) == (1, 0, 2)
 
 
 def test_a_pairs_local_only_group_is_held_to_its_regions_records(tmp_path: Path) -> None:
