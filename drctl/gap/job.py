@@ -46,6 +46,7 @@ from drctl.gap.result import RECORDS_DIR, SUMMARY_FILE, scope_fields, tally, tot
 
 Ranges = dict[str, dict[int, tuple[int, int]]]  # topic -> partition -> [start, end)
 Emit = Callable[[dict[str, Any]], None]
+_WRITES = "tix int, partition int, offset bigint, key binary, timestamp_ms bigint"  # post-failover
 # Larger fetches than the Java client's defaults: the job reads whole ranges end to end.
 _FETCH_DEFAULTS = {"kafka.max.partition.fetch.bytes": str(8 << 20),
                    "kafka.fetch.max.bytes": str(64 << 20),
@@ -202,6 +203,10 @@ _QUICK_JIT_ROWS = 1_000_000
 # scale, one task per Kafka partition and few shuffle partitions cost a small job a fraction
 # of the CPU. Measured, not guessed: bench/bench_gap_warm.py and docs/performance.md.
 SMALL_PLAN_ROWS = 50_000
+
+
+def _range_rows(ranges: Ranges) -> int:
+    return sum(end - start for parts in ranges.values() for start, end in parts.values())
 
 
 def small_plan(plan: GapPlan) -> bool:
@@ -623,19 +628,25 @@ class GapJob:
                                         for p in t.post_start}
         raw = self.read(self.plan.target_kafka, ranges)
         if raw is None:
-            writes = self.spark.createDataFrame(
-                [], "tix int, partition int, offset bigint, key binary, timestamp_ms bigint")
-        else:
-            writes = diff.post_failover_writes(raw, names)
-            late = self.late_offsets()
-            if late is not None:
-                writes = writes.join(F.broadcast(late), [*diff.KEYS, "offset"], "left_anti")
-            # Counted per partition as it is materialized: no query of its own.
-            observed, obs = self.counted(writes, "post-failover")
-            assert observed is not None
-            writes = self.materialize(observed, "post-failover")
-            return diff.classify(gap, writes), {k: n for k, n in self.counts(obs).items() if n}
-        return diff.classify(gap, writes), {}
+            return diff.classify(gap, self.spark.createDataFrame([], _WRITES)), {}
+        writes = diff.post_failover_writes(raw, names)
+        late = self.late_offsets()
+        if late is not None:
+            writes = writes.join(F.broadcast(late), [*diff.KEYS, "offset"], "left_anti")
+        if self.small and _range_rows(ranges) <= SMALL_PLAN_ROWS:
+            # A small plan's post-failover writes (a few, after a short outage) come back in
+            # one query and go back as a local table, counted here: cached on a Spark
+            # Connect server they cost two round trips more (the cache, then its release).
+            rows = [(r["tix"], r["partition"], r["offset"], r["key"], r["timestamp_ms"])
+                    for r in writes.collect()]
+            per_partition = Counter((tix, partition) for tix, partition, *_ in rows)
+            local = self.spark.createDataFrame(rows, _WRITES)
+            return diff.classify(gap, local), dict(per_partition)
+        # Counted per partition as it is materialized: no query of its own.
+        observed, obs = self.counted(writes, "post-failover")
+        assert observed is not None
+        writes = self.materialize(observed, "post-failover")
+        return diff.classify(gap, writes), {k: n for k, n in self.counts(obs).items() if n}
 
     def empty_gap(self) -> DataFrame:
         return self.spark.createDataFrame(

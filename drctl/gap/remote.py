@@ -229,11 +229,14 @@ def check(settings: SparkSettings, deadline_s: float) -> tuple[dict[str, Any], D
     return reading, None
 
 
-def require_kafka(spark: SparkSession, settings: SparkSettings) -> None:
-    """ServerLacksKafka (exit 2) naming the jars to add, unless the server has them."""
-    facts = server_facts(spark)
-    if not facts["kafka_connector"]:
-        raise lacks_kafka(settings, facts["version"])
+def lacks_kafka_in(spark: SparkSession, settings: SparkSettings) -> ServerLacksKafka:
+    """ServerLacksKafka (exit 2) for the server of `spark`, which failed a Kafka read for
+    want of the source: the jars of its Spark version to add."""
+    try:
+        version = spark.version
+    except Exception:  # noqa: BLE001 - the hint names the jars of the server's version
+        version = "<the server's Spark version>"
+    return lacks_kafka(settings, version)
 
 
 def lacks_kafka(settings: SparkSettings, version: str) -> ServerLacksKafka:

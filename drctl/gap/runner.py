@@ -385,7 +385,6 @@ def _in_session(followed: _Followed, plan: GapPlan, spark: SparkSettings,
 
         def work() -> None:
             try:
-                remote.require_kafka(session, spark)
                 given = dict(spark.conf)
                 summary = job.run_job(plan, job.JobEvents(follow),
                                       lambda p: job.plan_session(session, p, given))
@@ -402,6 +401,11 @@ def _in_session(followed: _Followed, plan: GapPlan, spark: SparkSettings,
                     return
                 if remote.server_gone(exc):
                     failure.append(remote.unreachable(spark, exc, deadline_s or 0))
+                    return
+                if remote.connector_missing(exc):
+                    # Said by the job's first query: no probe of the server before it (two
+                    # round trips of every job).
+                    failure.append(remote.lacks_kafka_in(session, spark))
                     return
                 with contextlib.suppress(OSError):  # the command removed it on Ctrl-C
                     followed.log.write_text("".join(traceback.format_exception(exc)))

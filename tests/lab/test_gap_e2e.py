@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import tempfile
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -242,7 +243,12 @@ def test_gap_names_kept_through_the_cli(lab: RunningLab, ns: str, tmp_path: Path
         lab.lab.heal("replication")
 
 
-def test_gap_prefixed_names_as_a_library(lab_prefixed: RunningLab, ns: str) -> None:
+def test_gap_prefixed_names_as_a_library(lab_prefixed: RunningLab, ns: str,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same plan run as a small plan and as a large one (generated code, adaptive
+    execution, its frames cached on the server: gap/job.py `_sql_defaults`) finds the same."""
+    from drctl.gap import job
+
     lab = lab_prefixed
     try:
         topic, gap, f_point, fo_start = scenario(lab, ns, failover_topic_offsets=True)
@@ -257,6 +263,12 @@ def test_gap_prefixed_names_as_a_library(lab_prefixed: RunningLab, ns: str) -> N
             check(result, gap)
             assert result.temporary
         assert not Path(plan.out_dir).exists()
+        monkeypatch.setattr(job, "SMALL_PLAN_ROWS", 0)  # this plan, run as a large one
+        large = dataclasses.replace(plan, out_dir=tempfile.mkdtemp(prefix="drctl-gap-"))
+        assert not job.small_plan(large)
+        with run_gap_analysis(large, config.spark) as result:
+            check(result, gap)
+        assert not Path(large.out_dir).exists()
     finally:
         lab.lab.heal("replication")
 

@@ -239,7 +239,6 @@ def test_a_cluster_lost_mid_job_interrupts_it_on_the_server_and_names_the_cluste
                            "could be determined")
 
     monkeypatch.setattr(remote, "connected", connected)
-    monkeypatch.setattr(remote, "require_kafka", lambda *_: None)
     monkeypatch.setattr(job_module, "run_job", run_job)
     monkeypatch.setattr(runner, "_INTERRUPT_GRACE_S", 0.5)
     gone = ClusterClients("secondary", {"bootstrap.servers": "127.0.0.1:1"})
@@ -279,7 +278,6 @@ def test_a_failed_jobs_temporary_directory_stays_while_the_error_names_its_log(
         raise RuntimeError("java.lang.OutOfMemoryError: Java heap space")
 
     monkeypatch.setattr(remote, "connected", connected)
-    monkeypatch.setattr(remote, "require_kafka", lambda *_: None)
     monkeypatch.setattr(job_module, "run_job", run_job)
     for temporary in (True, False):
         plan = _plan(tmp_path / f"out-{temporary}")
@@ -292,11 +290,12 @@ def test_a_failed_jobs_temporary_directory_stays_while_the_error_names_its_log(
 
 
 @pytest.mark.parametrize("ending", ["lacks-kafka", "interrupted"])
-def test_drctls_own_directory_goes_when_the_session_ends_before_the_job(
+def test_drctls_own_directory_goes_when_the_job_ends_at_its_first_query(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ending: str) -> None:
-    """A server without Kafka's source (exit 2) or Ctrl-C / SIGTERM while the session starts:
-    the temporary directory the planner made goes with the command (each suite run left two
-    empty ones behind)."""
+    """A server without Kafka's source (exit 2, said by the job's first query: no probe
+    before it) or Ctrl-C / SIGTERM then: the temporary directory the planner made goes with
+    the command (each suite run left two empty ones behind)."""
+    from drctl.gap import job as job_module
     from drctl.gap import remote, runner
     from drctl.interrupts import Terminated, sigterm_interrupts
 
@@ -304,26 +303,29 @@ def test_drctls_own_directory_goes_when_the_session_ends_before_the_job(
 
     @contextmanager
     def connected(_settings: SparkSettings, _deadline: float | None) -> Iterator[object]:
-        yield SimpleNamespace(interruptAll=lambda: [stopped.set()])
+        yield SimpleNamespace(interruptAll=lambda: [stopped.set()], version="4.1.1")
 
-    def require_kafka(_session: object, settings: SparkSettings) -> None:
+    def run_job(*_: Any) -> None:  # its first query
         if ending == "interrupted":
             # SIGTERM, which drctl's processes turn into Terminated on the main thread
             # (drctl/interrupts.py) — whatever SIGINT's disposition in this test process.
             os.kill(os.getpid(), signal.SIGTERM)
             stopped.wait(30)
             raise RuntimeError("the operation was interrupted on the server")
-        raise remote.lacks_kafka(settings, "4.1.1")
+        raise RuntimeError("[DATA_SOURCE_NOT_FOUND] Failed to find the data source: kafka.")
 
     monkeypatch.setattr(remote, "connected", connected)
-    monkeypatch.setattr(remote, "require_kafka", require_kafka)
+    monkeypatch.setattr(job_module, "run_job", run_job)
     for temporary in (True, False):
         stopped.clear()
         plan = _plan(tmp_path / f"out-{temporary}")
         plan.temporary_out = temporary
         with pytest.raises(Terminated if ending == "interrupted"
-                           else remote.ServerLacksKafka), sigterm_interrupts():
+                           else remote.ServerLacksKafka) as ended, sigterm_interrupts():
             runner.run_gap_analysis(plan, SparkSettings(remote="sc://spark:15002"))
+        if ending == "lacks-kafka":  # exit 2, the jars of the server's version named
+            assert ended.value.exit_status == ExitStatus.USAGE
+            assert "spark-sql-kafka-0-10_2.13:4.1.1" in (ended.value.hint or "")
         assert stopped.is_set() or ending != "interrupted"  # the job interrupted on its server
         # A --report-dir the operator gave stays.
         assert Path(plan.out_dir).exists() is not temporary
@@ -348,7 +350,6 @@ def test_a_job_its_timeout_stopped_on_the_server_leaves_no_directory(
         raise RuntimeError("[OPERATION_CANCELED] Operation has been canceled.")
 
     monkeypatch.setattr(remote, "connected", connected)
-    monkeypatch.setattr(remote, "require_kafka", lambda *_: None)
     monkeypatch.setattr(job_module, "run_job", run_job)
     plan = _plan(tmp_path / "drctl-gap-made-by-the-planner")
     plan.temporary_out = True
