@@ -243,9 +243,10 @@ class _Labs:
     def stop(self, name: str) -> None:
         """Down with a lab no test left on this worker needs: an idle lab still costs a
         tenth of a core (MirrorMaker 2 polling at test speed), which the others' tests want.
-        It goes down in the background while the worker's next test runs: a lab's down
-        waits on its JVMs' shutdowns (the Connect worker's takes 5-6 s: its readers' fetches
-        wait up to 5 s, lab.py), time the worker spent idle."""
+        It goes down in the background while the worker's next test runs, its JVMs killed
+        unless a failure keeps its files (`Lab.down` discard): a Connect worker's shutdown
+        takes 5-6 s (its readers' fetches wait up to 5 s, lab.py), and the session's last
+        labs' shutdowns were the wait at every worker's end."""
         running = self.started.pop(name, None)
         if running is None:
             return
@@ -253,7 +254,8 @@ class _Labs:
 
         def down() -> None:
             try:
-                running.lab.down()
+                # Its files go with it unless a failure keeps them (its logs then whole).
+                running.lab.down(discard=not self.keep)
                 if not self.keep:
                     shutil.rmtree(running.lab.dir, ignore_errors=True)
             except BaseException as exc:  # noqa: BLE001 - raised by the session's down()
@@ -363,7 +365,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         _write_times(Path(_TIMES))
     if not _SPARK_USED.exists():
         return  # no test of this run asked for it
-    SparkConnectServer(_SPARK_DIR, SPARK_CONNECT_PORT).down()
+    # Killed when its files go too: its shutdown was the run's last wait.
+    SparkConnectServer(_SPARK_DIR, SPARK_CONNECT_PORT).down(discard=exitstatus == 0)
     if exitstatus == 0:
         shutil.rmtree(_SPARK_DIR, ignore_errors=True)
     else:

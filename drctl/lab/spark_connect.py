@@ -115,10 +115,15 @@ class SparkConnectServer:
         return {"name": SERVER, "pid": proc.pid() if running else None, "running": running,
                 "port": self.port, "rss_bytes": proc.rss_bytes(), "log": str(proc.log_file)}
 
-    def down(self) -> list[str]:
+    def down(self, *, discard: bool = False) -> list[str]:
+        """Stopped; with `discard` (nothing more is wanted of it: a test run's) killed."""
         proc = self.process()
         if not proc.is_running():
             proc.pid_file.unlink(missing_ok=True)
             return []
-        proc.stop()
+        if discard:
+            proc.kill()
+            proc.pid_file.unlink(missing_ok=True)
+        else:
+            proc.stop()
         return [SERVER]

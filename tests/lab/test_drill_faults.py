@@ -67,7 +67,7 @@ def _fault_lab(naming: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
                    names_kept=naming == "kept", spark_connect=OWN_SERVER)
         yield lab
     finally:
-        lab.down()
+        lab.down(discard=True)  # a test's lab, done with: killed, not shut down
 
 
 # A lab per naming, each with its own Spark Connect server (a fault target); the tests on

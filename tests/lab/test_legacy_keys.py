@@ -56,7 +56,7 @@ def legacy_lab(spark_remote: str, tmp_path_factory: pytest.TempPathFactory
         assert state.kafka_version.startswith("3.9.") and state.legacy_keys
         yield RunningLab(lab, state)
     finally:
-        lab.down()
+        lab.down(discard=True)  # a test's lab, done with: killed, not shut down
 
 
 class _Writer:

@@ -133,7 +133,7 @@ def cycle(request: pytest.FixtureRequest, spark_remote: str,
         yield StrimziCycle(running, spark_remote, tmp)
         running.close()
     finally:
-        lab.down()
+        lab.down(discard=True)  # a test's lab, done with: killed, not shut down
 
 
 def test_config_init_from_the_resource_is_what_check_accepts(cycle: StrimziCycle) -> None:

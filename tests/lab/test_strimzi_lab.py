@@ -105,7 +105,7 @@ def _start(tmp: Any, base: int, version: str) -> Iterator[StrimziLab]:
         yield StrimziLab(running, version)
         running.close()
     finally:
-        lab.down()
+        lab.down(discard=True)  # a test's lab, done with: killed, not shut down
 
 
 @pytest.fixture(scope="module")
@@ -324,4 +324,4 @@ def test_active_active_runs_a_resource_per_target(tmp_path_factory: pytest.TempP
         assert [(f["strimzi"]["namespace"], f["strimzi"]["reverse_namespace"])
                 for f in flows] == [("secondary", "primary"), ("primary", "secondary")]
     finally:
-        lab.down()
+        lab.down(discard=True)  # a test's lab, done with: killed, not shut down

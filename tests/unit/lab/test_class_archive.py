@@ -135,3 +135,32 @@ def test_stop_says_whether_the_process_ended_on_sigterm(tmp_path: Path) -> None:
     polite.start([sys.executable, "-c", "import time; time.sleep(60)", str(tmp_path)])
     assert polite.stop() is True
     assert recorded_by(["java", "-Xmx1g"]) is None
+
+
+def test_a_discarded_lab_kills_its_jvms_save_the_one_recording_an_archive(
+        tmp_path: Path) -> None:
+    """A test session's lab (its files go next) is killed, not shut down; a JVM recording a
+    class archive still exits normally, or the archive is lost."""
+    java, dist = _java(tmp_path), _dist(tmp_path, "4.3.1")
+    lab = Lab(tmp_path / "lab")
+    lab.save_state(LabState(LabPorts(), dist.version, str(dist.lib_dir), "maven", True))
+    _start(lab, "connect", java, dist)  # records its archive as it exits
+    # A broker mapping the archive and the lab's own Spark Connect server, each of which
+    # would say it shut down on SIGTERM.
+    primary, server = lab.process("primary"), lab.spark_server(LabPorts()).process()
+    for proc in (primary, server):
+        proc.start([sys.executable, "-c",
+                    "import pathlib, signal, sys, time\n"
+                    "def bye(*_):\n"
+                    f"    pathlib.Path({str(tmp_path / proc.name)!r}).write_text('done')\n"
+                    "    sys.exit(0)\n"
+                    "signal.signal(signal.SIGTERM, bye)\n"
+                    "print('up', flush=True)\n"
+                    "while True: time.sleep(0.05)", proc.signature])
+        wait_until(lambda p=proc: "up" in p.console_file.read_text(), deadline_s=30,
+                   what=proc.name, log_file=None)
+    assert sorted(lab.down(discard=True)) == ["connect", "primary", "spark-connect"]
+    for proc in (primary, server):  # killed: no shutdown ran
+        assert not proc.is_running() and not (tmp_path / proc.name).exists(), proc.name
+    connect = dist.class_archive(java, "connect")
+    assert connect is not None and connect.recording is None and connect.path.is_file()
